@@ -1,0 +1,45 @@
+/* Shared pieces of the flashtune command's subcommands. */
+#ifndef FT_CLI_H
+#define FT_CLI_H
+
+#include <stdio.h>
+
+#include "common/error.h"
+
+#define EXIT_USAGE 2
+#define EXIT_INTERRUPTED 130
+
+int cmd_plan(int argc, char **argv);
+int cmd_gen(int argc, char **argv);
+
+/* Prints "flashtune <cmd>: <message>" to stderr and returns the exit status for err. */
+int cli_fail(const char *cmd, const ft_err *err);
+/* Prints a usage error and returns EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Installs SIGINT/SIGTERM handlers that set the returned flag (first signal) and restore the
+ * default action (second signal), so long work can stop cleanly. */
+volatile int *cli_stop_flag(void);
+
+/* Parses a positive integer option value; returns 0 and prints an error when invalid. */
+int cli_parse_int(const char *cmd, const char *opt, const char *text, long min, long max, long *out);
+
+/* A progress display on stderr: a bar with ETA on a terminal, a plain line every few
+ * percent (or 10 s) otherwise; nothing when quiet. */
+typedef struct cli_progress {
+    const char *label;
+    int total;
+    int tty;
+    int quiet;
+    double t0;
+    double last_print;
+    int last_pct;
+} cli_progress;
+
+void cli_progress_start(cli_progress *p, const char *label, int total, int quiet);
+void cli_progress_update(cli_progress *p, int done, const char *note);
+void cli_progress_finish(cli_progress *p);
+/* "1m23s", "4.2s" */
+void cli_format_duration(double ms, char *out, size_t cap);
+
+#endif

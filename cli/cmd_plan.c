@@ -1,0 +1,308 @@
+/* flashtune plan: expand, prune, generate and compile a spec's variants for one target. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "common/fs.h"
+#include "common/json.h"
+#include "generator/variant.h"
+#include "tuner/plan.h"
+
+static const char usage[] =
+    "usage: flashtune plan SPEC [options]\n"
+    "\n"
+    "Expands the spec's variants for one target, prunes them by its constraints and the\n"
+    "target's limits, generates and compiles the rest with NVRTC, and prints one row per\n"
+    "variant and a summary. Needs no GPU.\n"
+    "\n"
+    "  --arch NAME       target: sm_80, sm_86, sm_89, sm_90, sm_90a (default sm_90)\n"
+    "  -j, --jobs N      parallel compilations (default: the number of cores)\n"
+    "  --only FILTER     only the variants matching, e.g. 'd=128,causal=1'\n"
+    "  --json            print JSON on stdout instead of the table\n"
+    "  --cache-dir DIR   compile cache (default $FLASHTUNE_CACHE_DIR, else\n"
+    "                    $XDG_CACHE_HOME/flashtune or ~/.cache/flashtune)\n"
+    "  --no-cache        neither read nor write the compile cache\n"
+    "  -q, --quiet       no progress display\n";
+
+typedef struct plan_opts {
+    const char *spec_path;
+    const char *arch;
+    const char *only;
+    const char *cache_dir;
+    int jobs;
+    int json;
+    int no_cache;
+    int quiet;
+} plan_opts;
+
+typedef struct progress_ctx {
+    cli_progress bar;
+} progress_ctx;
+
+static void on_progress(void *ud, const ft_plan *plan, const ft_plan_item *it, int done, int total)
+{
+    progress_ctx *pc = ud;
+    (void)plan;
+    (void)total;
+    cli_progress_update(&pc->bar, done, it->variant_str);
+}
+
+static void print_table(const ft_plan *plan)
+{
+    int i;
+
+    printf("%-62s %-13s %5s %6s %6s %7s %9s  %s\n", "variant", "status", "regs", "spill", "smem",
+           "dynsmem", "compile", "note");
+    for (i = 0; i < plan->nitems; i++) {
+        const ft_plan_item *it = &plan->items[i];
+        const ft_resource_report *r = &it->report;
+        if (it->status == FT_PLAN_PRUNED) {
+            printf("%-62s %-13s %5s %6s %6s %7s %9s  %s\n", it->variant_str, "pruned", "-", "-", "-",
+                   "-", "-", it->reason);
+            continue;
+        }
+        if (it->status == FT_PLAN_COMPILE_ERROR) {
+            printf("%-62s %-13s %5s %6s %6s %7lld %7.0fms  %s\n", it->variant_str, "compile-error",
+                   "-", "-", "-", it->smem_dynamic, it->compile_ms, it->reason);
+            continue;
+        }
+        printf("%-62s %-13s %5d %6lld %6lld %7lld %7.0fms  %s%s%s\n", it->variant_str,
+               ft__plan_status_name(it->status), r->registers,
+               r->spill_stores > r->spill_loads ? r->spill_stores : r->spill_loads, r->smem_static,
+               it->smem_dynamic, it->compile_ms, it->cache_hit ? "cached" : "",
+               it->status == FT_PLAN_OVER_LIMITS && it->cache_hit ? "; " : "",
+               it->status == FT_PLAN_OVER_LIMITS ? it->reason : "");
+    }
+}
+
+/* Counts of each distinct reason class among items of one status, most frequent first. */
+static void print_reasons(const ft_plan *plan, ft_plan_status status, const char *label)
+{
+    const char *classes[64];
+    int counts[64];
+    int n = 0;
+    int i, k;
+
+    for (i = 0; i < plan->nitems; i++) {
+        const ft_plan_item *it = &plan->items[i];
+        if (it->status != status)
+            continue;
+        for (k = 0; k < n && strcmp(classes[k], it->reason_class) != 0; k++)
+            ;
+        if (k == n && n < 64) {
+            classes[n] = it->reason_class;
+            counts[n++] = 0;
+        }
+        if (k < n)
+            counts[k]++;
+    }
+    if (n == 0)
+        return;
+    printf("%s:", label);
+    while (n > 0) {
+        int best = 0;
+        for (k = 1; k < n; k++)
+            if (counts[k] > counts[best])
+                best = k;
+        printf(" %d %s%s", counts[best], classes[best], n > 1 ? ";" : "\n");
+        classes[best] = classes[n - 1];
+        counts[best] = counts[n - 1];
+        n--;
+    }
+}
+
+static void print_summary(const ft_plan *plan, const ft_cache *cache, double wall_ms, double nvrtc_ms,
+                          int jobs)
+{
+    char wall[32], cpu[32];
+    int spills = 0;
+    int i;
+
+    for (i = 0; i < plan->nitems; i++) {
+        const ft_plan_item *it = &plan->items[i];
+        if (it->status == FT_PLAN_COMPILED && (it->report.spill_stores > 0 || it->report.spill_loads > 0))
+            spills++;
+    }
+    cli_format_duration(wall_ms, wall, sizeof wall);
+    cli_format_duration(nvrtc_ms, cpu, sizeof cpu);
+    printf("summary (%s%s%s): %d variants: %d compiled (%d with register spills), %d pruned, "
+           "%d compile errors, %d over limits\n",
+           plan->arch.name, plan->arch.from_device ? ", " : "", plan->arch.device_name, plan->nitems,
+           plan->count[FT_PLAN_COMPILED], spills, plan->count[FT_PLAN_PRUNED],
+           plan->count[FT_PLAN_COMPILE_ERROR], plan->count[FT_PLAN_OVER_LIMITS]);
+    print_reasons(plan, FT_PLAN_PRUNED, "pruned");
+    print_reasons(plan, FT_PLAN_OVER_LIMITS, "over limits");
+    if (cache != NULL) {
+        ft_cache_stats s = ft__cache_stats(cache);
+        printf("cache: %lld hits, %lld compiled%s (%s)\n", s.hits, s.misses,
+               s.corrupt ? ", corrupt entries recompiled" : "", ft__cache_dir(cache));
+        if (s.corrupt)
+            printf("cache: %lld corrupt entries were removed and recompiled\n", s.corrupt);
+    }
+    printf("time: %s wall, %s of NVRTC on %d threads\n", wall, cpu, jobs);
+}
+
+static void print_json(const ft_plan *plan, const ft_cache *cache, double wall_ms)
+{
+    int i;
+
+    printf("{\n  \"spec\": ");
+    ft__json_string(stdout, plan->spec->path);
+    printf(",\n  \"template\": ");
+    ft__json_string(stdout, plan->family->name);
+    printf(",\n  \"arch\": {\"name\": \"%s\", \"cc\": %d, \"from_device\": %s, \"smem_per_block\": %lld, "
+           "\"regs_per_thread\": %d},\n",
+           plan->arch.name, plan->arch.cc, plan->arch.from_device ? "true" : "false",
+           plan->arch.smem_per_block, plan->arch.regs_per_thread);
+    printf("  \"variants\": [\n");
+    for (i = 0; i < plan->nitems; i++) {
+        const ft_plan_item *it = &plan->items[i];
+        printf("    {\"variant\": ");
+        ft__json_string(stdout, it->variant_str);
+        printf(", \"status\": \"%s\"", ft__plan_status_name(it->status));
+        if (it->status != FT_PLAN_COMPILED) {
+            printf(", \"reason\": ");
+            ft__json_string(stdout, it->reason);
+        }
+        if (it->status == FT_PLAN_COMPILED || it->status == FT_PLAN_OVER_LIMITS)
+            printf(", \"registers\": %d, \"spill_stores\": %lld, \"spill_loads\": %lld, "
+                   "\"stack_frame\": %lld, \"smem_static\": %lld",
+                   it->report.registers, it->report.spill_stores, it->report.spill_loads,
+                   it->report.stack_frame, it->report.smem_static);
+        if (it->smem_dynamic >= 0)
+            printf(", \"smem_dynamic\": %lld", it->smem_dynamic);
+        if (it->status != FT_PLAN_PRUNED)
+            printf(", \"compile_ms\": %.1f, \"cache_hit\": %s", it->compile_ms,
+                   it->cache_hit ? "true" : "false");
+        printf("}%s\n", i + 1 < plan->nitems ? "," : "");
+    }
+    printf("  ],\n  \"summary\": {\"variants\": %d, \"compiled\": %d, \"pruned\": %d, "
+           "\"compile_errors\": %d, \"over_limits\": %d, \"wall_ms\": %.1f",
+           plan->nitems, plan->count[FT_PLAN_COMPILED], plan->count[FT_PLAN_PRUNED],
+           plan->count[FT_PLAN_COMPILE_ERROR], plan->count[FT_PLAN_OVER_LIMITS], wall_ms);
+    if (cache != NULL) {
+        ft_cache_stats s = ft__cache_stats(cache);
+        printf(", \"cache_hits\": %lld, \"cache_misses\": %lld, \"cache_corrupt\": %lld", s.hits,
+               s.misses, s.corrupt);
+    }
+    printf("}\n}\n");
+}
+
+static int parse_args(int argc, char **argv, plan_opts *o)
+{
+    static const struct option longopts[] = {
+        {"arch", required_argument, NULL, 'a'},  {"jobs", required_argument, NULL, 'j'},
+        {"only", required_argument, NULL, 'o'},  {"json", no_argument, NULL, 'J'},
+        {"cache-dir", required_argument, NULL, 'c'}, {"no-cache", no_argument, NULL, 'N'},
+        {"quiet", no_argument, NULL, 'q'},       {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    int ch;
+    long v;
+
+    memset(o, 0, sizeof *o);
+    o->arch = "sm_90";
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "j:qh", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'a': o->arch = optarg; break;
+        case 'j':
+            if (!cli_parse_int("plan", "--jobs", optarg, 1, 1024, &v))
+                return EXIT_USAGE;
+            o->jobs = (int)v;
+            break;
+        case 'o': o->only = optarg; break;
+        case 'J': o->json = 1; break;
+        case 'c': o->cache_dir = optarg; break;
+        case 'N': o->no_cache = 1; break;
+        case 'q': o->quiet = 1; break;
+        case 'h': fputs(usage, stdout); return -1;
+        default: return cli_usage_error("plan", "bad option");
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error("plan", "expected one spec file, got %d arguments", argc - optind);
+    o->spec_path = argv[optind];
+    return 0;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    plan_opts o;
+    ft_err err;
+    ft_spec *spec = NULL;
+    ft_plan *plan = NULL;
+    ft_cache *cache = NULL;
+    ft_arch arch;
+    ft_variant filter;
+    unsigned mask = 0;
+    progress_ctx pc;
+    volatile int *stop;
+    double t0, nvrtc_ms = 0;
+    int status = 1;
+    int i;
+
+    i = parse_args(argc, argv, &o);
+    if (i != 0)
+        return i < 0 ? 0 : i;
+    if (o.jobs == 0)
+        o.jobs = ft__cpu_count();
+    t0 = ft__now_ms();
+    if (ft__arch_builtin(o.arch, &arch, &err) != FT_OK) {
+        status = cli_fail("plan", &err);
+        goto out;
+    }
+    if (ft__spec_load(o.spec_path, NULL, &spec, &err) != FT_OK) {
+        status = cli_fail("plan", &err);
+        goto out;
+    }
+    if (o.only != NULL && ft__variant_filter_parse(spec, o.only, &filter, &mask, &err) != FT_OK) {
+        status = cli_fail("plan", &err);
+        goto out;
+    }
+    if (ft__plan_build(spec, &arch, &filter, mask, &plan, &err) != FT_OK) {
+        status = cli_fail("plan", &err);
+        goto out;
+    }
+    if (plan->nitems == 0) {
+        fprintf(stderr, "flashtune plan: no variant of %s matches '%s'\n", o.spec_path, o.only);
+        goto out;
+    }
+    if (plan->count[FT_PLAN_PENDING] == 0) {
+        if (o.json)
+            print_json(plan, NULL, ft__now_ms() - t0);
+        else
+            print_reasons(plan, FT_PLAN_PRUNED, "pruned");
+        fprintf(stderr, "flashtune plan: all %d variants of %s are pruned for %s; nothing to compile\n",
+                plan->nitems, o.spec_path, arch.name);
+        goto out;
+    }
+    if (!o.no_cache && ft__cache_open(o.cache_dir, &cache, &err) != FT_OK) {
+        status = cli_fail("plan", &err);
+        goto out;
+    }
+    stop = cli_stop_flag();
+    cli_progress_start(&pc.bar, "compiling", plan->count[FT_PLAN_PENDING], o.quiet);
+    if (ft__plan_compile(plan, cache, o.jobs, on_progress, &pc, stop, &err) != FT_OK) {
+        cli_progress_finish(&pc.bar);
+        status = cli_fail("plan", &err);
+        goto out;
+    }
+    cli_progress_finish(&pc.bar);
+    for (i = 0; i < plan->nitems; i++)
+        if (!plan->items[i].cache_hit)
+            nvrtc_ms += plan->items[i].compile_ms;
+    if (o.json)
+        print_json(plan, cache, ft__now_ms() - t0);
+    else {
+        print_table(plan);
+        print_summary(plan, cache, ft__now_ms() - t0, nvrtc_ms, o.jobs);
+    }
+    status = plan->count[FT_PLAN_COMPILE_ERROR] > 0 ? 1 : 0;
+out:
+    ft__plan_free(plan);
+    ft__spec_free(spec);
+    ft__cache_close(cache);
+    return status;
+}

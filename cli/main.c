@@ -1,0 +1,47 @@
+/* flashtune: the command-line tool. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"plan", cmd_plan, "expand, prune and compile a spec's variants for a target (no GPU needed)"},
+    {"gen", cmd_gen, "print the generated CUDA source of one variant"},
+};
+
+static void usage(FILE *f)
+{
+    size_t i;
+
+    fprintf(f, "usage: flashtune COMMAND [options]   (flashtune COMMAND --help for more)\n\n");
+    for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-8s %s\n", "version", "print the version");
+}
+
+int main(int argc, char **argv)
+{
+    size_t i;
+
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_USAGE : 0;
+    }
+    if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
+        printf("flashtune %s\n", ft_version());
+        return 0;
+    }
+    for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "flashtune: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return EXIT_USAGE;
+}

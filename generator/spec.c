@@ -1,0 +1,1569 @@
+/*
+ * Lua specs: the sandbox (allocator with a cap, instruction budget, trimmed libraries), the
+ * validation of the table a spec returns, and the calls of its functions on variants.
+ *
+ * Every use of the Lua API that can raise an error (allocating, calling Lua code) happens
+ * inside lua_pcall: a state made with lua_newstate has no panic function, and an error
+ * outside a protected call would abort the process.
+ */
+#include "generator/spec.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include "common/strbuf.h"
+#include "generator/variant.h"
+
+#define DEFAULT_MEMORY_BYTES ((size_t)64 << 20)
+#define DEFAULT_LOAD_INSTRUCTIONS 50000000LL
+#define DEFAULT_CALL_INSTRUCTIONS 1000000LL
+#define HOOK_EVERY 1000 /* instructions between two count hooks */
+#define MAX_IDENT 63    /* longest parameter name or string value */
+#define MEMORY_MESSAGE "not enough memory" /* what Lua says when an allocation fails */
+
+enum { FATAL_NONE = 0, FATAL_BUDGET, FATAL_MEMORY };
+enum { CALL_CHECK = 0, CALL_SMEM, CALL_REGISTERS };
+
+struct ft_spec_lua {
+    lua_State *L;
+    const char *path;      /* the spec's path (owned by the spec) */
+    size_t used;           /* bytes the Lua heap holds */
+    size_t cap;            /* the most it may hold */
+    int refused;           /* the allocator refused a request during the current call */
+    long long load_budget; /* instructions for running the chunk */
+    long long call_budget; /* instructions per call of a spec function */
+    long long budget;      /* the current call's budget (for the message) */
+    long long remaining;   /* instructions left to the current call */
+    int step;              /* instructions between two count hooks */
+    int line;              /* the last line the line hook saw; 0: none yet */
+    int err_line;          /* innermost Lua line when the message handler ran; 0: none */
+    int fatal;             /* FATAL_*: an error that pcall inside the spec cannot swallow */
+    char fatal_msg[512];
+    int smem_ref;
+    int smem_line; /* line where the function is defined; <= 0 unknown */
+    int registers_ref;
+    int registers_line;
+    int *constraint_refs;
+    int *constraint_lines;
+    int arch_ref;  /* the read-only arch table last built, LUA_NOREF before the first */
+    ft_arch arch;  /* the target it was built for */
+};
+
+typedef struct load_ctx {
+    ft_spec *spec;
+    ft_err *err;
+    ft_status rc;
+} load_ctx;
+
+typedef struct call_ctx {
+    ft_spec *spec;
+    const ft_variant *v;
+    const ft_arch *arch;
+    int what;    /* CALL_* */
+    int current; /* the constraint being evaluated; -1 before the first */
+    int keep;
+    char *reason;
+    size_t reason_cap;
+    long long number;
+    ft_err *err;
+    ft_status rc;
+} call_ctx;
+
+static const char *const top_fields[] = {"name",        "template", "description",
+                                         "params",      "constraints", "smem",
+                                         "registers",   "workloads",   NULL};
+static const char *const param_fields[] = {"name", "values", "doc", NULL};
+static const char *const workload_fields[] = {"b", "hq", "hkv", "sq", "sk", "d", NULL};
+
+/* ---- the sandbox ------------------------------------------------------------------------- */
+
+static ft_spec_lua *state_of(lua_State *L)
+{
+    void *ud = NULL;
+
+    lua_getallocf(L, &ud);
+    return ud;
+}
+
+/* Lua's allocator: malloc with a cap on the total. For a new block ptr is NULL and osize
+ * is a type tag, not a size. Shrinking and freeing always succeed. */
+static void *sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    ft_spec_lua *S = ud;
+    size_t old = ptr != NULL ? osize : 0;
+    void *p = NULL;
+
+    if (nsize == 0) {
+        free(ptr);
+        S->used -= old;
+        goto out;
+    }
+    if (nsize > old && nsize - old > S->cap - S->used) {
+        S->refused = 1;
+        goto out;
+    }
+    p = realloc(ptr, nsize);
+    if (p == NULL) {
+        S->refused = 1;
+        goto out;
+    }
+    S->used = S->used - old + nsize;
+out:
+    return p;
+}
+
+static void format_bytes(size_t n, char *buf, size_t cap)
+{
+    if (n % ((size_t)1 << 20) == 0)
+        snprintf(buf, cap, "%zu MiB", n >> 20);
+    else if (n % 1024 == 0)
+        snprintf(buf, cap, "%zu KiB", n >> 10);
+    else
+        snprintf(buf, cap, "%zu bytes", n);
+}
+
+/* Records an error that ends the current call whatever pcall the spec wraps around it:
+ * "path:line: message", or "path: message" when line is not positive. */
+static void set_fatal(ft_spec_lua *S, int kind, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void set_fatal(ft_spec_lua *S, int kind, int line, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (line > 0)
+        snprintf(S->fatal_msg, sizeof S->fatal_msg, "%s:%d: %s", S->path, line, msg);
+    else
+        snprintf(S->fatal_msg, sizeof S->fatal_msg, "%s: %s", S->path, msg);
+    S->fatal = kind;
+}
+
+static void set_memory_fatal(ft_spec_lua *S)
+{
+    char cap[64];
+
+    format_bytes(S->cap, cap, sizeof cap);
+    set_fatal(S, FATAL_MEMORY, S->line, "memory cap of %s exceeded", cap);
+}
+
+static int is_memory_message(lua_State *L, int idx)
+{
+    return lua_type(L, idx) == LUA_TSTRING && strcmp(lua_tostring(L, idx), MEMORY_MESSAGE) == 0;
+}
+
+/* Count events spend the budget; line events remember where the code is (a memory error
+ * reaches no message handler, so this is the only place that knows the line). */
+static void sandbox_hook(lua_State *L, lua_Debug *ar)
+{
+    ft_spec_lua *S = state_of(L);
+    int line = 0;
+
+    if (ar->event == LUA_HOOKLINE) {
+        S->line = ar->currentline;
+        return;
+    }
+    if (ar->event != LUA_HOOKCOUNT)
+        return;
+    S->remaining -= S->step;
+    if (S->remaining > 0)
+        return;
+    if (S->fatal == FATAL_NONE) {
+        if (lua_getinfo(L, "Sl", ar) != 0 && ar->currentline > 0)
+            line = ar->currentline;
+        set_fatal(S, FATAL_BUDGET, line, "instruction budget of %lld exceeded (endless loop?)",
+                  S->budget);
+    }
+    lua_pushstring(L, S->fatal_msg);
+    lua_error(L);
+}
+
+/* Starts a call of Lua code with a fresh budget. */
+static void begin_call(ft_spec_lua *S, long long budget)
+{
+    S->budget = budget;
+    S->remaining = budget;
+    S->step = budget < HOOK_EVERY ? (int)budget : HOOK_EVERY;
+    S->line = 0;
+    S->err_line = 0;
+    S->refused = 0;
+    S->fatal = FATAL_NONE;
+    /* Setting the hook again also restarts its instruction count. */
+    lua_sethook(S->L, sandbox_hook, LUA_MASKCOUNT | LUA_MASKLINE, S->step);
+}
+
+/* After a protected call inside the spec failed: whether the error is one of the sandbox's
+ * own, which the spec's pcall must pass on. */
+static int note_fatal(lua_State *L, int status)
+{
+    ft_spec_lua *S = state_of(L);
+
+    if (S->fatal == FATAL_NONE &&
+        (status == LUA_ERRMEM || (S->refused && is_memory_message(L, -1))))
+        set_memory_fatal(S);
+    return S->fatal != FATAL_NONE;
+}
+
+/* The message handler: notes the line of the innermost Lua function (for messages that
+ * lack one, as after error("x", 0)) and turns non-string error objects into text. */
+static int message_handler(lua_State *L)
+{
+    ft_spec_lua *S = state_of(L);
+    lua_Debug ar;
+    int level;
+    int t = lua_type(L, 1);
+
+    S->err_line = 0;
+    for (level = 1; lua_getstack(L, level, &ar) != 0; level++) {
+        if (lua_getinfo(L, "Sl", &ar) != 0 && ar.currentline > 0) {
+            S->err_line = ar.currentline;
+            break;
+        }
+    }
+    lua_settop(L, 1);
+    if (t == LUA_TNUMBER)
+        lua_tostring(L, 1); /* converts in place, here where allocating is safe */
+    else if (t != LUA_TSTRING)
+        lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    return 1;
+}
+
+/* pcall and xpcall as in the base library, except that the sandbox's own errors (the
+ * instruction budget, the memory cap) go on up: a spec cannot catch them and run on. */
+static int sandbox_pcall(lua_State *L)
+{
+    int status;
+
+    luaL_checkany(L, 1);
+    lua_pushboolean(L, 1);
+    lua_insert(L, 1);
+    status = lua_pcall(L, lua_gettop(L) - 2, LUA_MULTRET, 0);
+    if (status != LUA_OK) {
+        if (note_fatal(L, status))
+            return lua_error(L);
+        lua_pushboolean(L, 0);
+        lua_replace(L, 1);
+        return 2;
+    }
+    return lua_gettop(L);
+}
+
+static int sandbox_xpcall(lua_State *L)
+{
+    int n = lua_gettop(L);
+    int status;
+
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushboolean(L, 1);
+    lua_pushvalue(L, 1);
+    lua_rotate(L, 3, 2); /* f, handler, true, f, args... */
+    status = lua_pcall(L, n - 2, LUA_MULTRET, 2);
+    if (status != LUA_OK) {
+        if (note_fatal(L, status))
+            return lua_error(L);
+        lua_pushboolean(L, 0);
+        lua_replace(L, 3);
+        return 2;
+    }
+    return lua_gettop(L) - 2;
+}
+
+/* setmetatable without __gc: finalizers run with hooks off (also from lua_close), where no
+ * instruction budget could stop them. */
+static int sandbox_setmetatable(lua_State *L)
+{
+    int t = lua_type(L, 2);
+
+    luaL_checktype(L, 1, LUA_TTABLE);
+    luaL_argexpected(L, t == LUA_TNIL || t == LUA_TTABLE, 2, "nil or table");
+    if (luaL_getmetafield(L, 1, "__metatable") != LUA_TNIL)
+        return luaL_error(L, "cannot change a protected metatable");
+    if (t == LUA_TTABLE) {
+        lua_pushliteral(L, "__gc");
+        if (lua_rawget(L, 2) != LUA_TNIL)
+            return luaL_error(L, "__gc metamethods are not allowed in specs");
+        lua_pop(L, 1);
+    }
+    lua_settop(L, 2);
+    lua_setmetatable(L, 1);
+    return 1;
+}
+
+/* print, to stderr: stdout carries tables and JSON. */
+static int sandbox_print(lua_State *L)
+{
+    int n = lua_gettop(L);
+    int i;
+
+    for (i = 1; i <= n; i++) {
+        size_t len = 0;
+        const char *s = luaL_tolstring(L, i, &len);
+        if (i > 1)
+            fputc('\t', stderr);
+        fwrite(s, 1, len, stderr);
+        lua_pop(L, 1);
+    }
+    fputc('\n', stderr);
+    return 0;
+}
+
+/* Opens base, table, string and math, and takes out what a spec must not reach. */
+static void open_sandbox(lua_State *L)
+{
+    static const luaL_Reg libs[] = {
+        {LUA_GNAME, luaopen_base},
+        {LUA_TABLIBNAME, luaopen_table},
+        {LUA_STRLIBNAME, luaopen_string},
+        {LUA_MATHLIBNAME, luaopen_math},
+        {NULL, NULL},
+    };
+    static const luaL_Reg replaced[] = {
+        {"print", sandbox_print},
+        {"pcall", sandbox_pcall},
+        {"xpcall", sandbox_xpcall},
+        {"setmetatable", sandbox_setmetatable},
+        {NULL, NULL},
+    };
+    static const char *const removed[] = {"load", "loadfile", "dofile", "require",
+                                          "collectgarbage", NULL};
+    int i;
+
+    for (i = 0; libs[i].name != NULL; i++) {
+        luaL_requiref(L, libs[i].name, libs[i].func, 1);
+        lua_pop(L, 1);
+    }
+    for (i = 0; removed[i] != NULL; i++) {
+        lua_pushnil(L);
+        lua_setglobal(L, removed[i]);
+    }
+    for (i = 0; replaced[i].name != NULL; i++) {
+        lua_pushcfunction(L, replaced[i].func);
+        lua_setglobal(L, replaced[i].name);
+    }
+    lua_getglobal(L, LUA_STRLIBNAME);
+    lua_pushnil(L);
+    lua_setfield(L, -2, "dump");
+    lua_pop(L, 1);
+}
+
+/* Lua names the file in messages by its "short source", which cuts long paths to
+ * "...tail". Returns where the rest of msg starts when msg begins with such a cut path. */
+static const char *after_short_path(const char *path, const char *msg)
+{
+    size_t plen = strlen(path);
+    const char *tail = msg + 3;
+    const char *p;
+
+    if (strncmp(msg, "...", 3) != 0)
+        return NULL;
+    for (p = strchr(tail, ':'); p != NULL; p = strchr(p + 1, ':')) {
+        size_t k = (size_t)(p - tail);
+        if (k > 0 && k <= plen && memcmp(path + plen - k, tail, k) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+/* Turns the Lua error at the top of the stack into err: "path:line: message", or
+ * "path: message" where no line is known, followed by context. Returns the status. */
+static ft_status lua_failure(ft_spec_lua *S, int status, const char *context, ft_err *err)
+{
+    lua_State *L = S->L;
+    size_t plen = strlen(S->path);
+    const char *msg = "(error object is not a string)";
+    const char *rest;
+    ft_status code = FT_ERR_SPEC;
+    char text[FT_ERR_MSG_MAX];
+
+    /* Only strings: converting a number would allocate, outside any protected call. */
+    if (lua_type(L, -1) == LUA_TSTRING)
+        msg = lua_tostring(L, -1);
+    if (S->fatal == FATAL_NONE &&
+        (status == LUA_ERRMEM || (S->refused && is_memory_message(L, -1))))
+        set_memory_fatal(S);
+    rest = after_short_path(S->path, msg);
+    if (status == LUA_ERRFILE) { /* "cannot open path: reason" */
+        code = FT_ERR_IO;
+        snprintf(text, sizeof text, "%s", msg);
+    } else if (S->fatal != FATAL_NONE)
+        snprintf(text, sizeof text, "%s", S->fatal_msg);
+    else if (strncmp(msg, S->path, plen) == 0 && msg[plen] == ':')
+        snprintf(text, sizeof text, "%s", msg);
+    else if (rest != NULL)
+        snprintf(text, sizeof text, "%s%s", S->path, rest);
+    else if (S->err_line > 0)
+        snprintf(text, sizeof text, "%s:%d: %s", S->path, S->err_line, msg);
+    else
+        snprintf(text, sizeof text, "%s: %s", S->path, msg);
+    return ft__fail(err, code, "%s%s", text, context);
+}
+
+/* ---- validation of the returned table ---------------------------------------------------- */
+
+static ft_status spec_error(load_ctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static ft_status spec_error(load_ctx *c, const char *fmt, ...)
+{
+    char msg[FT_ERR_MSG_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return ft__fail(c->err, FT_ERR_SPEC, "%s: %s", c->spec->path, msg);
+}
+
+static ft_status out_of_memory(load_ctx *c)
+{
+    return ft__fail(c->err, FT_ERR_OUT_OF_MEMORY, "%s: out of memory", c->spec->path);
+}
+
+/* How a value reads in a message: "nil", "a boolean", "64.5", "the string 'x'". */
+static const char *describe(lua_State *L, int idx, char *buf, size_t cap)
+{
+    switch (lua_type(L, idx)) {
+    case LUA_TNIL:
+        snprintf(buf, cap, "nil");
+        break;
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, idx))
+            snprintf(buf, cap, "%lld", (long long)lua_tointeger(L, idx));
+        else
+            snprintf(buf, cap, "%.14g", (double)lua_tonumber(L, idx));
+        break;
+    case LUA_TSTRING:
+        snprintf(buf, cap, "the string '%.40s'", lua_tostring(L, idx));
+        break;
+    default:
+        snprintf(buf, cap, "a %s", luaL_typename(L, idx));
+        break;
+    }
+    return buf;
+}
+
+/* How a table key reads in a message: "'name'", "[3]". */
+static const char *describe_key(lua_State *L, int idx, char *buf, size_t cap)
+{
+    int t = lua_type(L, idx);
+
+    if (t == LUA_TSTRING)
+        snprintf(buf, cap, "'%.40s'", lua_tostring(L, idx));
+    else if (t == LUA_TNUMBER && lua_isinteger(L, idx))
+        snprintf(buf, cap, "[%lld]", (long long)lua_tointeger(L, idx));
+    else if (t == LUA_TNUMBER)
+        snprintf(buf, cap, "[%.14g]", (double)lua_tonumber(L, idx));
+    else
+        snprintf(buf, cap, "with a %s key", luaL_typename(L, idx));
+    return buf;
+}
+
+static void join_names(const char *const *names, char *buf, size_t cap)
+{
+    size_t len = 0;
+    int i;
+
+    buf[0] = '\0';
+    for (i = 0; names[i] != NULL && len < cap; i++) {
+        int n = snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", names[i]);
+        if (n < 0)
+            break;
+        len += (size_t)n;
+    }
+}
+
+static int is_identifier(const char *s, size_t len)
+{
+    size_t i;
+
+    if (len == 0 || !((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
+        return 0;
+    for (i = 1; i < len; i++) {
+        char ch = s[i];
+        if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+              ch == '_'))
+            return 0;
+    }
+    return 1;
+}
+
+/* Pushes t[key] without metamethods and returns its type. t is an absolute index. */
+static int raw_field(lua_State *L, int t, const char *key)
+{
+    lua_pushstring(L, key);
+    return lua_rawget(L, t);
+}
+
+/* Checks that every key of the table at t is one of allowed. where is NULL at the top
+ * level, else the table's place ("params[2]"). */
+static ft_status check_fields(load_ctx *c, lua_State *L, int t, const char *where,
+                              const char *const *allowed)
+{
+    int top = lua_gettop(L);
+    ft_status rc = FT_ERR_SPEC;
+    char names[256];
+    char key[96];
+
+    lua_pushnil(L);
+    while (lua_next(L, t) != 0) {
+        int known = 0;
+        int i;
+        if (lua_type(L, -2) == LUA_TSTRING) {
+            const char *k = lua_tostring(L, -2);
+            for (i = 0; allowed[i] != NULL && !known; i++)
+                known = strcmp(k, allowed[i]) == 0;
+        }
+        if (!known) {
+            join_names(allowed, names, sizeof names);
+            describe_key(L, -2, key, sizeof key);
+            if (where == NULL && lua_type(L, -2) == LUA_TSTRING)
+                spec_error(c, "unknown field %s (allowed: %s)", key, names);
+            else if (where == NULL)
+                spec_error(c, "unexpected entry %s in the spec table (allowed fields: %s)", key,
+                           names);
+            else
+                spec_error(c, "%s has an unknown field %s (allowed: %s)", where, key, names);
+            goto out;
+        }
+        lua_pop(L, 1);
+    }
+    rc = FT_OK;
+out:
+    lua_settop(L, top);
+    return rc;
+}
+
+/* Checks that the table at t is a list (keys 1..n and nothing else); *n gets its length. */
+static ft_status check_list(load_ctx *c, lua_State *L, int t, const char *what, lua_Integer *n)
+{
+    int top = lua_gettop(L);
+    lua_Integer len = (lua_Integer)lua_rawlen(L, t);
+    lua_Integer count = 0;
+    ft_status rc = FT_ERR_SPEC;
+    char key[96];
+
+    *n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, t) != 0) {
+        lua_Integer k = lua_isinteger(L, -2) ? lua_tointeger(L, -2) : 0;
+        if (k < 1 || k > len) {
+            spec_error(c, "%s must be a list, but it has the key %s", what,
+                       describe_key(L, -2, key, sizeof key));
+            goto out;
+        }
+        count++;
+        lua_pop(L, 1);
+    }
+    if (count != len) {
+        spec_error(c, "%s must be a list without holes", what);
+        goto out;
+    }
+    *n = len;
+    rc = FT_OK;
+out:
+    lua_settop(L, top);
+    return rc;
+}
+
+/* A string field: label names it in messages ("field 'name'", "params[2].doc"). */
+static ft_status string_field(load_ctx *c, lua_State *L, int t, const char *key, const char *label,
+                              int required, char **out)
+{
+    int top = lua_gettop(L);
+    ft_status rc = FT_ERR_SPEC;
+    int type = raw_field(L, t, key);
+    char buf[96];
+
+    if (type == LUA_TNIL && !required) {
+        rc = FT_OK;
+        goto out;
+    }
+    if (type == LUA_TNIL) {
+        spec_error(c, "%s is missing", label);
+        goto out;
+    }
+    if (type != LUA_TSTRING) {
+        spec_error(c, "%s must be a string, not %s", label, describe(L, -1, buf, sizeof buf));
+        goto out;
+    }
+    if (lua_rawlen(L, -1) == 0) {
+        spec_error(c, "%s must not be empty", label);
+        goto out;
+    }
+    *out = ft__strdup(lua_tostring(L, -1));
+    if (*out == NULL) {
+        rc = out_of_memory(c);
+        goto out;
+    }
+    rc = FT_OK;
+out:
+    lua_settop(L, top);
+    return rc;
+}
+
+/* An identifier string at idx (a parameter name or value); label names it. */
+static ft_status check_identifier(load_ctx *c, lua_State *L, int idx, const char *label,
+                                  const char *rule)
+{
+    size_t len = 0;
+    const char *s = lua_tolstring(L, idx, &len);
+    char buf[96];
+
+    if (!is_identifier(s, len))
+        return spec_error(c, "%s is %s, which is not an identifier; %s", label,
+                          describe(L, idx, buf, sizeof buf), rule);
+    if (len > MAX_IDENT)
+        return spec_error(c, "%s is longer than %d characters", label, MAX_IDENT);
+    return FT_OK;
+}
+
+static ft_status load_values(load_ctx *c, lua_State *L, int t, int pi)
+{
+    static const char *const what = "values must be integers or identifier strings";
+    int top = lua_gettop(L);
+    ft_param *p = &c->spec->params[pi];
+    ft_status rc = FT_ERR_SPEC;
+    lua_Integer n = 0;
+    lua_Integer j;
+    int k;
+    char label[64];
+    char buf[96];
+
+    snprintf(label, sizeof label, "params[%d].values", pi + 1);
+    rc = check_list(c, L, t, label, &n);
+    if (rc != FT_OK)
+        goto out;
+    rc = FT_ERR_SPEC;
+    if (n == 0) {
+        spec_error(c, "%s is empty", label);
+        goto out;
+    }
+    if (n > FT_MAX_VALUES) {
+        spec_error(c, "%s has %lld entries; at most %d are allowed", label, (long long)n,
+                   FT_MAX_VALUES);
+        goto out;
+    }
+    p->kind = lua_rawgeti(L, t, 1) == LUA_TSTRING ? FT_PARAM_STRING : FT_PARAM_INT;
+    lua_pop(L, 1);
+    if (p->kind == FT_PARAM_INT)
+        p->ints = calloc((size_t)n, sizeof *p->ints);
+    else
+        p->strings = calloc((size_t)n, sizeof *p->strings);
+    if (p->ints == NULL && p->strings == NULL) {
+        rc = out_of_memory(c);
+        goto out;
+    }
+    p->nvalues = (int)n;
+    for (j = 1; j <= n; j++) {
+        int type = lua_rawgeti(L, t, j);
+        int i = (int)j - 1;
+        snprintf(label, sizeof label, "params[%d].values[%lld]", pi + 1, (long long)j);
+        if (type == LUA_TNUMBER) {
+            int isint = 0;
+            lua_Integer x = lua_tointegerx(L, -1, &isint);
+            if (!isint) {
+                spec_error(c, "%s is %s; %s", label, describe(L, -1, buf, sizeof buf), what);
+                goto out;
+            }
+            if (p->kind != FT_PARAM_INT) {
+                spec_error(c, "params[%d].values mixes integers and strings", pi + 1);
+                goto out;
+            }
+            for (k = 0; k < i; k++) {
+                if (p->ints[k] == (long long)x) {
+                    spec_error(c, "%s repeats values[%d] (%lld)", label, k + 1, (long long)x);
+                    goto out;
+                }
+            }
+            p->ints[i] = (long long)x;
+        } else if (type == LUA_TSTRING) {
+            const char *s = lua_tostring(L, -1);
+            if (check_identifier(c, L, -1, label, what) != FT_OK)
+                goto out;
+            if (p->kind != FT_PARAM_STRING) {
+                spec_error(c, "params[%d].values mixes integers and strings", pi + 1);
+                goto out;
+            }
+            for (k = 0; k < i; k++) {
+                if (strcmp(p->strings[k], s) == 0) {
+                    spec_error(c, "%s repeats values[%d] ('%s')", label, k + 1, s);
+                    goto out;
+                }
+            }
+            p->strings[i] = ft__strdup(s);
+            if (p->strings[i] == NULL) {
+                rc = out_of_memory(c);
+                goto out;
+            }
+        } else {
+            spec_error(c, "%s is %s; %s", label, describe(L, -1, buf, sizeof buf), what);
+            goto out;
+        }
+        lua_pop(L, 1);
+    }
+    rc = FT_OK;
+out:
+    lua_settop(L, top);
+    return rc;
+}
+
+static ft_status load_param(load_ctx *c, lua_State *L, int t, int pi)
+{
+    int top = lua_gettop(L);
+    ft_param *p = &c->spec->params[pi];
+    ft_status rc = FT_ERR_SPEC;
+    int type;
+    int k;
+    char where[64];
+    char label[80];
+    char buf[96];
+
+    snprintf(where, sizeof where, "params[%d]", pi + 1);
+    if (lua_type(L, t) != LUA_TTABLE) {
+        spec_error(c, "%s must be a table { name = \"...\", values = { ... } }, not %s", where,
+                   describe(L, t, buf, sizeof buf));
+        goto out;
+    }
+    rc = check_fields(c, L, t, where, param_fields);
+    if (rc != FT_OK)
+        goto out;
+    rc = FT_ERR_SPEC;
+    snprintf(label, sizeof label, "%s.name", where);
+    type = raw_field(L, t, "name");
+    if (type == LUA_TNIL) {
+        spec_error(c, "%s is missing", label);
+        goto out;
+    }
+    if (type != LUA_TSTRING) {
+        spec_error(c, "%s must be a string, not %s", label, describe(L, -1, buf, sizeof buf));
+        goto out;
+    }
+    if (check_identifier(c, L, -1, label,
+                         "names are letters, digits and '_', not starting with a digit") != FT_OK)
+        goto out;
+    for (k = 0; k < pi; k++) {
+        if (strcmp(c->spec->params[k].name, lua_tostring(L, -1)) == 0) {
+            spec_error(c, "%s '%s' is already the name of params[%d]", label, lua_tostring(L, -1),
+                       k + 1);
+            goto out;
+        }
+    }
+    p->name = ft__strdup(lua_tostring(L, -1));
+    if (p->name == NULL) {
+        rc = out_of_memory(c);
+        goto out;
+    }
+    lua_pop(L, 1);
+    snprintf(label, sizeof label, "%s.doc", where);
+    rc = string_field(c, L, t, "doc", label, 0, &p->doc);
+    if (rc != FT_OK)
+        goto out;
+    rc = FT_ERR_SPEC;
+    snprintf(label, sizeof label, "%s.values", where);
+    type = raw_field(L, t, "values");
+    if (type == LUA_TNIL) {
+        spec_error(c, "%s is missing", label);
+        goto out;
+    }
+    if (type != LUA_TTABLE) {
+        spec_error(c, "%s must be a list of values, not %s", label,
+                   describe(L, -1, buf, sizeof buf));
+        goto out;
+    }
+    rc = load_values(c, L, lua_gettop(L), pi);
+out:
+    lua_settop(L, top);
+    return rc;
+}
+
+static ft_status load_params(load_ctx *c, lua_State *L, int t)
+{
+    int top = lua_gettop(L);
+    ft_spec *spec = c->spec;
+    ft_status rc = FT_ERR_SPEC;
+    lua_Integer n = 0;
+    lua_Integer i;
+    double total = 1;
+    char buf[96];
+    int type = raw_field(L, t, "params");
+
+    if (type == LUA_TNIL) {
+        spec_error(c, "field 'params' is missing");
+        goto out;
+    }
+    if (type != LUA_TTABLE) {
+        spec_error(c, "field 'params' must be a list of parameters, not %s",
+                   describe(L, -1, buf, sizeof buf));
+        goto out;
+    }
+    rc = check_list(c, L, top + 1, "params", &n);
+    if (rc != FT_OK)
+        goto out;
+    rc = FT_ERR_SPEC;
+    if (n == 0) {
+        spec_error(c, "params is empty; a spec needs at least one parameter");
+        goto out;
+    }
+    if (n > FT_MAX_PARAMS) {
+        spec_error(c, "params has %lld entries; at most %d are allowed", (long long)n,
+                   FT_MAX_PARAMS);
+        goto out;
+    }
+    for (i = 1; i <= n; i++) {
+        lua_rawgeti(L, top + 1, i);
+        rc = load_param(c, L, lua_gettop(L), (int)i - 1);
+        if (rc != FT_OK)
+            goto out;
+        lua_pop(L, 1);
+        total *= spec->params[i - 1].nvalues;
+    }
+    spec->nparams = (int)n;
+    if (total > FT_MAX_VARIANTS) {
+        rc = spec_error(c, "params describe %.0f variants (the product of their value counts); "
+                           "at most %d are allowed",
+                        total, FT_MAX_VARIANTS);
+        goto out;
+    }
+    spec->nvariants = (long long)total;
+    rc = FT_OK;
+out:
+    lua_settop(L, top);
+    return rc;
+}
+
+/* Keeps the function at idx in the registry; *line gets where it is defined. */
+static int keep_function(lua_State *L, int idx, int *line)
+{
+    lua_Debug ar;
+
+    lua_pushvalue(L, idx);
+    *line = lua_getinfo(L, ">S", &ar) != 0 ? ar.linedefined : -1;
+    lua_pushvalue(L, idx);
+    return luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+static ft_status load_constraint(load_ctx *c, lua_State *L, int t, int i)
+{
+    static const char *const shape = "must be { \"text\", function }";
+    int top = lua_gettop(L);
+    ft_spec_lua *S = c->spec->lua;
+    ft_status rc = FT_ERR_SPEC;
+    char where[64];
+    char buf[96];
+
+    snprintf(where, sizeof where, "constraints[%d]", i + 1);
+    if (lua_type(L, t) != LUA_TTABLE) {
+        spec_error(c, "%s %s, not %s", where, shape, describe(L, t, buf, sizeof buf));
+        goto out;
+    }
+    lua_pushnil(L);
+    while (lua_next(L, t) != 0) {
+        lua_Integer k = lua_isinteger(L, -2) ? lua_tointeger(L, -2) : 0;
+        if (k != 1 && k != 2) {
+            spec_error(c, "%s %s; it has an extra entry %s", where, shape,
+                       describe_key(L, -2, buf, sizeof buf));
+            goto out;
+        }
+        lua_pop(L, 1);
+    }
+    if (lua_rawgeti(L, t, 1) != LUA_TSTRING || lua_rawlen(L, -1) == 0) {
+        spec_error(c, "%s %s; its first element is %s", where, shape,
+                   describe(L, -1, buf, sizeof buf));
+        goto out;
+    }
+    if (lua_rawgeti(L, t, 2) != LUA_TFUNCTION) {
+        spec_error(c, "%s %s; its second element is %s", where, shape,
+                   describe(L, -1, buf, sizeof buf));
+        goto out;
+    }
+    c->spec->constraint_names[i] = ft__strdup(lua_tostring(L, -2));
+    if (c->spec->constraint_names[i] == NULL) {
+        rc = out_of_memory(c);
+        goto out;
+    }
+    S->constraint_refs[i] = keep_function(L, lua_gettop(L), &S->constraint_lines[i]);
+    rc = FT_OK;
+out:
+    lua_settop(L, top);
+    return rc;
+}
+
+static ft_status load_constraints(load_ctx *c, lua_State *L, int t)
+{
+    int top = lua_gettop(L);
+    ft_spec_lua *S = c->spec->lua;
+    ft_status rc = FT_ERR_SPEC;
+    lua_Integer n = 0;
+    lua_Integer i;
+    char buf[96];
+    int type = raw_field(L, t, "constraints");
+
+    if (type == LUA_TNIL) {
+        rc = FT_OK;
+        goto out;
+    }
+    if (type != LUA_TTABLE) {
+        spec_error(c, "field 'constraints' must be a list of { \"text\", function }, not %s",
+                   describe(L, -1, buf, sizeof buf));
+        goto out;
+    }
+    rc = check_list(c, L, top + 1, "constraints", &n);
+    if (rc != FT_OK || n == 0)
+        goto out;
+    if (n > INT_MAX / 2) {
+        rc = spec_error(c, "constraints has too many entries");
+        goto out;
+    }
+    c->spec->constraint_names = calloc((size_t)n, sizeof *c->spec->constraint_names);
+    S->constraint_refs = calloc((size_t)n, sizeof *S->constraint_refs);
+    S->constraint_lines = calloc((size_t)n, sizeof *S->constraint_lines);
+    if (c->spec->constraint_names == NULL || S->constraint_refs == NULL ||
+        S->constraint_lines == NULL) {
+        rc = out_of_memory(c);
+        goto out;
+    }
+    c->spec->nconstraints = (int)n;
+    for (i = 1; i <= n; i++) {
+        lua_rawgeti(L, top + 1, i);
+        rc = load_constraint(c, L, lua_gettop(L), (int)i - 1);
+        if (rc != FT_OK)
+            goto out;
+        lua_pop(L, 1);
+    }
+    rc = FT_OK;
+out:
+    lua_settop(L, top);
+    return rc;
+}
+
+/* smem (required) or registers (optional): a function(v, arch). */
+static ft_status load_function(load_ctx *c, lua_State *L, int t, const char *key, int required,
+                               int *ref, int *line)
+{
+    int top = lua_gettop(L);
+    ft_status rc = FT_ERR_SPEC;
+    char buf[96];
+    int type = raw_field(L, t, key);
+
+    if (type == LUA_TNIL && !required) {
+        rc = FT_OK;
+        goto out;
+    }
+    if (type == LUA_TNIL) {
+        spec_error(c, "field '%s' is missing; it must be a function(v, arch)", key);
+        goto out;
+    }
+    if (type != LUA_TFUNCTION) {
+        spec_error(c, "field '%s' must be a function(v, arch), not %s", key,
+                   describe(L, -1, buf, sizeof buf));
+        goto out;
+    }
+    *ref = keep_function(L, top + 1, line);
+    rc = FT_OK;
+out:
+    lua_settop(L, top);
+    return rc;
+}
+
+static ft_status load_workload(load_ctx *c, lua_State *L, int t, int wi)
+{
+    int top = lua_gettop(L);
+    ft_workload *w = &c->spec->workloads[wi];
+    int *fields[] = {&w->b, &w->hq, &w->hkv, &w->sq, &w->sk, &w->d};
+    ft_status rc = FT_ERR_SPEC;
+    int i;
+    char where[64];
+    char buf[96];
+
+    snprintf(where, sizeof where, "workloads[%d]", wi + 1);
+    if (lua_type(L, t) != LUA_TTABLE) {
+        spec_error(c, "%s must be a table { b = , hq = , hkv = , sq = , sk = , d = }, not %s",
+                   where, describe(L, t, buf, sizeof buf));
+        goto out;
+    }
+    rc = check_fields(c, L, t, where, workload_fields);
+    if (rc != FT_OK)
+        goto out;
+    rc = FT_ERR_SPEC;
+    for (i = 0; workload_fields[i] != NULL; i++) {
+        int type = raw_field(L, t, workload_fields[i]);
+        int isint = 0;
+        lua_Integer x = type == LUA_TNUMBER ? lua_tointegerx(L, -1, &isint) : 0;
+        if (type == LUA_TNIL) {
+            spec_error(c, "%s.%s is missing", where, workload_fields[i]);
+            goto out;
+        }
+        if (!isint || x <= 0) {
+            spec_error(c, "%s.%s is %s; it must be a positive integer", where, workload_fields[i],
+                       describe(L, -1, buf, sizeof buf));
+            goto out;
+        }
+        if (x > INT_MAX) {
+            spec_error(c, "%s.%s is %lld; it must be at most %d", where, workload_fields[i],
+                       (long long)x, INT_MAX);
+            goto out;
+        }
+        *fields[i] = (int)x;
+        lua_pop(L, 1);
+    }
+    if (w->hq % w->hkv != 0) {
+        spec_error(c, "%s: hq (%d) must be a multiple of hkv (%d)", where, w->hq, w->hkv);
+        goto out;
+    }
+    rc = FT_OK;
+out:
+    lua_settop(L, top);
+    return rc;
+}
+
+static ft_status load_workloads(load_ctx *c, lua_State *L, int t)
+{
+    int top = lua_gettop(L);
+    ft_status rc = FT_ERR_SPEC;
+    lua_Integer n = 0;
+    lua_Integer i;
+    char buf[96];
+    int type = raw_field(L, t, "workloads");
+
+    if (type == LUA_TNIL) {
+        rc = FT_OK;
+        goto out;
+    }
+    if (type != LUA_TTABLE) {
+        spec_error(c, "field 'workloads' must be a list of workloads, not %s",
+                   describe(L, -1, buf, sizeof buf));
+        goto out;
+    }
+    rc = check_list(c, L, top + 1, "workloads", &n);
+    if (rc != FT_OK || n == 0)
+        goto out;
+    if (n > INT_MAX / (lua_Integer)sizeof(ft_workload)) {
+        rc = spec_error(c, "workloads has too many entries");
+        goto out;
+    }
+    c->spec->workloads = calloc((size_t)n, sizeof *c->spec->workloads);
+    if (c->spec->workloads == NULL) {
+        rc = out_of_memory(c);
+        goto out;
+    }
+    c->spec->nworkloads = (int)n;
+    for (i = 1; i <= n; i++) {
+        lua_rawgeti(L, top + 1, i);
+        rc = load_workload(c, L, lua_gettop(L), (int)i - 1);
+        if (rc != FT_OK)
+            goto out;
+        lua_pop(L, 1);
+    }
+    rc = FT_OK;
+out:
+    lua_settop(L, top);
+    return rc;
+}
+
+/* Validates the value the chunk returned (at t) and fills the spec. */
+static ft_status validate(load_ctx *c, lua_State *L, int t)
+{
+    ft_spec *spec = c->spec;
+    ft_spec_lua *S = spec->lua;
+    ft_status rc = FT_ERR_SPEC;
+    char buf[96];
+
+    if (lua_type(L, t) != LUA_TTABLE) {
+        spec_error(c, "a spec must return a table, but the chunk returned %s",
+                   describe(L, t, buf, sizeof buf));
+        goto out;
+    }
+    rc = check_fields(c, L, t, NULL, top_fields);
+    if (rc == FT_OK)
+        rc = string_field(c, L, t, "name", "field 'name'", 1, &spec->name);
+    if (rc == FT_OK)
+        rc = string_field(c, L, t, "template", "field 'template'", 1, &spec->template_name);
+    if (rc == FT_OK)
+        rc = string_field(c, L, t, "description", "field 'description'", 0, &spec->description);
+    if (rc == FT_OK)
+        rc = load_params(c, L, t);
+    if (rc == FT_OK)
+        rc = load_constraints(c, L, t);
+    if (rc == FT_OK)
+        rc = load_function(c, L, t, "smem", 1, &S->smem_ref, &S->smem_line);
+    if (rc == FT_OK)
+        rc = load_function(c, L, t, "registers", 0, &S->registers_ref, &S->registers_line);
+    if (rc == FT_OK)
+        rc = load_workloads(c, L, t);
+    if (rc == FT_OK)
+        spec->has_registers = S->registers_ref != LUA_NOREF;
+out:
+    return rc;
+}
+
+/* Runs in lua_pcall: opens the sandbox, loads and runs the chunk, validates its result. */
+static int load_driver(lua_State *L)
+{
+    load_ctx *c = lua_touserdata(L, 1);
+    ft_spec_lua *S = c->spec->lua;
+    int status;
+
+    open_sandbox(L);
+    begin_call(S, S->load_budget);
+    status = luaL_loadfilex(L, c->spec->path, "t");
+    if (status != LUA_OK) {
+        c->rc = lua_failure(S, status, "", c->err);
+        return 0;
+    }
+    lua_call(L, 0, 1);
+    S->line = 0;
+    c->rc = validate(c, L, lua_gettop(L));
+    return 0;
+}
+
+ft_status ft__spec_load(const char *path, const ft_sandbox_limits *limits, ft_spec **out,
+                        ft_err *err)
+{
+    ft_status rc = FT_ERR_OUT_OF_MEMORY;
+    ft_spec *spec = NULL;
+    ft_spec_lua *S = NULL;
+    load_ctx c;
+    int status;
+    char cap[64];
+
+    if (out != NULL)
+        *out = NULL;
+    if (path == NULL || out == NULL) {
+        rc = ft__fail(err, FT_ERR_INVALID_ARGUMENT, "ft__spec_load: path and out are required");
+        goto out;
+    }
+    spec = calloc(1, sizeof *spec);
+    if (spec == NULL) {
+        ft__fail(err, FT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        goto out;
+    }
+    spec->path = ft__strdup(path);
+    spec->lua = calloc(1, sizeof *spec->lua);
+    if (spec->path == NULL || spec->lua == NULL) {
+        ft__fail(err, FT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        goto out;
+    }
+    S = spec->lua;
+    S->path = spec->path;
+    S->cap = limits != NULL && limits->memory_bytes > 0 ? limits->memory_bytes
+                                                        : DEFAULT_MEMORY_BYTES;
+    S->load_budget = limits != NULL && limits->load_instructions > 0 ? limits->load_instructions
+                                                                     : DEFAULT_LOAD_INSTRUCTIONS;
+    S->call_budget = limits != NULL && limits->call_instructions > 0 ? limits->call_instructions
+                                                                     : DEFAULT_CALL_INSTRUCTIONS;
+    S->smem_ref = LUA_NOREF;
+    S->registers_ref = LUA_NOREF;
+    S->arch_ref = LUA_NOREF;
+    S->L = lua_newstate(sandbox_alloc, S);
+    if (S->L == NULL && S->refused) {
+        format_bytes(S->cap, cap, sizeof cap);
+        rc = ft__fail(err, FT_ERR_SPEC, "%s: memory cap of %s is too small for a Lua state",
+                      path, cap);
+        goto out;
+    }
+    if (S->L == NULL) {
+        ft__fail(err, FT_ERR_OUT_OF_MEMORY, "%s: cannot create a Lua state", path);
+        goto out;
+    }
+    c.spec = spec;
+    c.err = err;
+    c.rc = FT_OK;
+    lua_pushcfunction(S->L, message_handler);
+    lua_pushcfunction(S->L, load_driver);
+    lua_pushlightuserdata(S->L, &c);
+    status = lua_pcall(S->L, 1, 0, 1);
+    if (status != LUA_OK)
+        rc = lua_failure(S, status, "", err);
+    else
+        rc = c.rc;
+    lua_settop(S->L, 0);
+    if (rc != FT_OK)
+        goto out;
+    *out = spec;
+    spec = NULL;
+out:
+    ft__spec_free(spec);
+    return rc;
+}
+
+void ft__spec_free(ft_spec *spec)
+{
+    int i;
+    int j;
+
+    if (spec == NULL)
+        return;
+    if (spec->lua != NULL) {
+        if (spec->lua->L != NULL)
+            lua_close(spec->lua->L);
+        free(spec->lua->constraint_refs);
+        free(spec->lua->constraint_lines);
+        free(spec->lua);
+    }
+    for (i = 0; i < FT_MAX_PARAMS; i++) {
+        ft_param *p = &spec->params[i];
+        free(p->name);
+        free(p->doc);
+        free(p->ints);
+        if (p->strings != NULL)
+            for (j = 0; j < p->nvalues; j++)
+                free(p->strings[j]);
+        free(p->strings);
+    }
+    if (spec->constraint_names != NULL)
+        for (i = 0; i < spec->nconstraints; i++)
+            free(spec->constraint_names[i]);
+    free(spec->constraint_names);
+    free(spec->workloads);
+    free(spec->description);
+    free(spec->template_name);
+    free(spec->name);
+    free(spec->path);
+    free(spec);
+}
+
+int ft__spec_param_index(const ft_spec *spec, const char *name)
+{
+    int i;
+
+    if (spec == NULL || name == NULL)
+        return -1;
+    for (i = 0; i < spec->nparams; i++)
+        if (strcmp(spec->params[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* ---- calls of the spec's functions ------------------------------------------------------- */
+
+static void push_variant(lua_State *L, const ft_spec *spec, const ft_variant *v)
+{
+    int i;
+
+    lua_createtable(L, 0, spec->nparams);
+    for (i = 0; i < spec->nparams; i++) {
+        const ft_param *p = &spec->params[i];
+        if (p->kind == FT_PARAM_INT)
+            lua_pushinteger(L, (lua_Integer)p->ints[v->idx[i]]);
+        else
+            lua_pushstring(L, p->strings[v->idx[i]]);
+        lua_setfield(L, -2, p->name);
+    }
+}
+
+static void set_int(lua_State *L, const char *key, long long x)
+{
+    lua_pushinteger(L, (lua_Integer)x);
+    lua_setfield(L, -2, key);
+}
+
+/* Whether two targets give the same arch table. */
+static int same_arch(const ft_arch *a, const ft_arch *b)
+{
+    return strncmp(a->name, b->name, sizeof a->name) == 0 && a->cc == b->cc && a->sms == b->sms &&
+           a->smem_per_block == b->smem_per_block && a->smem_per_sm == b->smem_per_sm &&
+           a->regs_per_sm == b->regs_per_sm && a->regs_per_thread == b->regs_per_thread &&
+           a->threads_per_block == b->threads_per_block && a->threads_per_sm == b->threads_per_sm;
+}
+
+static int arch_newindex(lua_State *L)
+{
+    return luaL_error(L, "arch is read-only");
+}
+
+/* The iterator of pairs(arch): next over the real table (upvalue 1). */
+static int arch_next(lua_State *L)
+{
+    lua_settop(L, 2);
+    if (lua_next(L, lua_upvalueindex(1)) != 0)
+        return 2;
+    lua_pushnil(L);
+    return 1;
+}
+
+static int arch_pairs(lua_State *L)
+{
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_pushcclosure(L, arch_next, 1);
+    lua_pushvalue(L, 1);
+    lua_pushnil(L);
+    return 3;
+}
+
+/* Pushes the arch table. It is built once per target and kept: an empty table whose
+ * metatable reads from the real one and refuses writes, so that no call can change what
+ * the next one sees. One that rawset wrote into is replaced. */
+static void push_arch(lua_State *L, ft_spec_lua *S, const ft_arch *a)
+{
+    const char *nul = memchr(a->name, '\0', sizeof a->name);
+    int ref;
+
+    if (S->arch_ref != LUA_NOREF && same_arch(&S->arch, a)) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, S->arch_ref);
+        lua_pushnil(L);
+        if (lua_next(L, -2) == 0)
+            return;
+        lua_pop(L, 3);
+    }
+    lua_createtable(L, 0, 0); /* the view */
+    lua_createtable(L, 0, 4); /* its metatable */
+    lua_createtable(L, 0, 9); /* the real table */
+    lua_pushlstring(L, a->name, nul != NULL ? (size_t)(nul - a->name) : sizeof a->name);
+    lua_setfield(L, -2, "name");
+    set_int(L, "cc", a->cc);
+    set_int(L, "sms", a->sms);
+    set_int(L, "smem_per_block", a->smem_per_block);
+    set_int(L, "smem_per_sm", a->smem_per_sm);
+    set_int(L, "regs_per_sm", a->regs_per_sm);
+    set_int(L, "regs_per_thread", a->regs_per_thread);
+    set_int(L, "threads_per_block", a->threads_per_block);
+    set_int(L, "threads_per_sm", a->threads_per_sm);
+    lua_pushvalue(L, -1);
+    lua_pushcclosure(L, arch_pairs, 1);
+    lua_setfield(L, -3, "__pairs");
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, arch_newindex);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushliteral(L, "arch is read-only");
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    luaL_unref(L, LUA_REGISTRYINDEX, S->arch_ref);
+    S->arch_ref = ref;
+    S->arch = *a;
+}
+
+/* "path:12: " for a function defined on line 12, "path: " when unknown. */
+static void function_where(const ft_spec *spec, int line, char *buf, size_t cap)
+{
+    if (line > 0)
+        snprintf(buf, cap, "%s:%d: ", spec->path, line);
+    else
+        snprintf(buf, cap, "%s: ", spec->path);
+}
+
+/* Evaluates the constraints in order on the variant table (2) and arch table (3). */
+static void run_constraints(lua_State *L, call_ctx *c)
+{
+    ft_spec_lua *S = c->spec->lua;
+    char where[FT_ERR_MSG_MAX / 2];
+    char variant[512];
+    char buf[96];
+    int i;
+
+    c->keep = 1;
+    for (i = 0; i < c->spec->nconstraints; i++) {
+        const char *name = c->spec->constraint_names[i];
+        int t;
+        c->current = i;
+        lua_rawgeti(L, LUA_REGISTRYINDEX, S->constraint_refs[i]);
+        lua_pushvalue(L, 2);
+        lua_pushvalue(L, 3);
+        begin_call(S, S->call_budget);
+        lua_call(L, 2, 2);
+        t = lua_type(L, -2);
+        if (t == LUA_TBOOLEAN && lua_toboolean(L, -2)) {
+            lua_pop(L, 2);
+            continue;
+        }
+        if (t != LUA_TNIL && t != LUA_TBOOLEAN) {
+            function_where(c->spec, S->constraint_lines[i], where, sizeof where);
+            ft__variant_format(c->spec, c->v, variant, sizeof variant);
+            c->rc = ft__fail(c->err, FT_ERR_SPEC,
+                             "%sconstraint '%s' returned %s for variant %s; it must return true, "
+                             "or false and an optional reason",
+                             where, name, describe(L, -2, buf, sizeof buf), variant);
+            return;
+        }
+        c->keep = 0;
+        if (lua_type(L, -1) == LUA_TSTRING && lua_rawlen(L, -1) > 0)
+            name = lua_tostring(L, -1);
+        if (c->reason != NULL && c->reason_cap > 0)
+            snprintf(c->reason, c->reason_cap, "%s", name);
+        return;
+    }
+}
+
+/* smem or registers on the variant table (2) and arch table (3). */
+static void run_number(lua_State *L, call_ctx *c)
+{
+    ft_spec_lua *S = c->spec->lua;
+    const char *name = c->what == CALL_SMEM ? "smem" : "registers";
+    int ref = c->what == CALL_SMEM ? S->smem_ref : S->registers_ref;
+    int line = c->what == CALL_SMEM ? S->smem_line : S->registers_line;
+    int isint = 0;
+    lua_Integer x;
+    char where[FT_ERR_MSG_MAX / 2];
+    char variant[512];
+    char buf[96];
+
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, 3);
+    begin_call(S, S->call_budget);
+    lua_call(L, 2, 1);
+    x = lua_type(L, -1) == LUA_TNUMBER ? lua_tointegerx(L, -1, &isint) : 0;
+    if (!isint || x < 0) {
+        function_where(c->spec, line, where, sizeof where);
+        ft__variant_format(c->spec, c->v, variant, sizeof variant);
+        c->rc = ft__fail(c->err, FT_ERR_SPEC,
+                         "%s%s returned %s for variant %s; it must return a non-negative integer",
+                         where, name, describe(L, -1, buf, sizeof buf), variant);
+        return;
+    }
+    c->number = (long long)x;
+}
+
+/* Runs in lua_pcall: builds v and arch, calls the function(s). */
+static int call_driver(lua_State *L)
+{
+    call_ctx *c = lua_touserdata(L, 1);
+
+    push_variant(L, c->spec, c->v);
+    push_arch(L, c->spec->lua, c->arch);
+    if (c->what == CALL_CHECK)
+        run_constraints(L, c);
+    else
+        run_number(L, c);
+    return 0;
+}
+
+static ft_status check_args(const ft_spec *spec, const ft_variant *v, const ft_arch *arch,
+                            const void *result, ft_err *err)
+{
+    int i;
+
+    if (spec == NULL || spec->lua == NULL || spec->lua->L == NULL || v == NULL || arch == NULL ||
+        result == NULL)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "spec call: a required argument is NULL");
+    for (i = 0; i < spec->nparams; i++)
+        if (v->idx[i] < 0 || v->idx[i] >= spec->params[i].nvalues)
+            return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
+                            "%s: variant index %d out of range for parameter '%s'", spec->path,
+                            v->idx[i], spec->params[i].name);
+    return FT_OK;
+}
+
+/* Calls the spec's function(s) in protected mode and reports errors with their context. */
+static ft_status call_spec(call_ctx *c)
+{
+    ft_spec_lua *S = c->spec->lua;
+    lua_State *L = S->L;
+    char context[1024];
+    char variant[512];
+    int status;
+
+    c->rc = FT_OK;
+    c->current = -1;
+    lua_settop(L, 0);
+    lua_pushcfunction(L, message_handler);
+    lua_pushcfunction(L, call_driver);
+    lua_pushlightuserdata(L, c);
+    status = lua_pcall(L, 1, 0, 1);
+    if (status != LUA_OK) {
+        ft__variant_format(c->spec, c->v, variant, sizeof variant);
+        if (c->what == CALL_CHECK && c->current >= 0)
+            snprintf(context, sizeof context, " (in constraint '%s' for variant %s)",
+                     c->spec->constraint_names[c->current], variant);
+        else if (c->what == CALL_CHECK)
+            snprintf(context, sizeof context, " (for variant %s)", variant);
+        else
+            snprintf(context, sizeof context, " (in %s for variant %s)",
+                     c->what == CALL_SMEM ? "smem" : "registers", variant);
+        c->rc = lua_failure(S, status, context, c->err);
+    }
+    lua_settop(L, 0);
+    return c->rc;
+}
+
+ft_status ft__spec_check(ft_spec *spec, const ft_variant *v, const ft_arch *arch, int *keep,
+                         char *reason, size_t reason_cap, ft_err *err)
+{
+    ft_status rc;
+    call_ctx c;
+
+    if (keep != NULL)
+        *keep = 0;
+    if (reason != NULL && reason_cap > 0)
+        reason[0] = '\0';
+    rc = check_args(spec, v, arch, keep, err);
+    if (rc != FT_OK)
+        goto out;
+    memset(&c, 0, sizeof c);
+    c.spec = spec;
+    c.v = v;
+    c.arch = arch;
+    c.what = CALL_CHECK;
+    c.reason = reason;
+    c.reason_cap = reason_cap;
+    c.err = err;
+    rc = call_spec(&c);
+    if (rc == FT_OK)
+        *keep = c.keep;
+    else if (reason != NULL && reason_cap > 0)
+        reason[0] = '\0';
+out:
+    return rc;
+}
+
+ft_status ft__spec_smem(ft_spec *spec, const ft_variant *v, const ft_arch *arch, long long *bytes,
+                        ft_err *err)
+{
+    ft_status rc;
+    call_ctx c;
+
+    if (bytes != NULL)
+        *bytes = 0;
+    rc = check_args(spec, v, arch, bytes, err);
+    if (rc != FT_OK)
+        goto out;
+    memset(&c, 0, sizeof c);
+    c.spec = spec;
+    c.v = v;
+    c.arch = arch;
+    c.what = CALL_SMEM;
+    c.err = err;
+    rc = call_spec(&c);
+    if (rc == FT_OK)
+        *bytes = c.number;
+out:
+    return rc;
+}
+
+ft_status ft__spec_registers(ft_spec *spec, const ft_variant *v, const ft_arch *arch,
+                             long long *regs, ft_err *err)
+{
+    ft_status rc;
+    call_ctx c;
+
+    if (regs != NULL)
+        *regs = 0;
+    rc = check_args(spec, v, arch, regs, err);
+    if (rc != FT_OK)
+        goto out;
+    if (!spec->has_registers) {
+        rc = ft__fail(err, FT_ERR_INVALID_ARGUMENT, "%s: the spec has no registers function",
+                      spec->path);
+        goto out;
+    }
+    memset(&c, 0, sizeof c);
+    c.spec = spec;
+    c.v = v;
+    c.arch = arch;
+    c.what = CALL_REGISTERS;
+    c.err = err;
+    rc = call_spec(&c);
+    if (rc == FT_OK)
+        *regs = c.number;
+out:
+    return rc;
+}

@@ -1,0 +1,118 @@
+/*
+ * Lua specs: a description of a space of kernel variants.
+ *
+ * A spec is a Lua chunk that returns a table:
+ *
+ *   return {
+ *     name        = "flash_fwd",                 -- string, required
+ *     template    = "flash_fwd_sm80",            -- kernel family (generator/family.h), required
+ *     description = "...",                       -- string, optional
+ *     params = {                                 -- list, required, in variant-string order
+ *       { name = "d", values = { 64, 128 }, doc = "head dimension" },
+ *       { name = "dtype", values = { "f16", "bf16" } },
+ *     },
+ *     constraints = {                            -- list, optional; evaluated in order
+ *       { "each warp owns 16 or 32 query rows",
+ *         function(v, arch) return v.bm % (16 * v.warps) == 0 end },
+ *     },
+ *     smem = function(v, arch) return bytes end,          -- required: dynamic shared memory
+ *     registers = function(v, arch) return estimate end,  -- optional: registers per thread
+ *     workloads = {                              -- list, optional: shapes the tuner measures
+ *       { b = 4, hq = 16, hkv = 16, sq = 4096, sk = 4096, d = 128 },
+ *     },
+ *   }
+ *
+ * `v` is a table of the variant's parameters ({ d = 128, dtype = "f16", ... }); `arch` holds
+ * the target's limits (fields named as in push_arch in spec.c: name, cc, sms, smem_per_block,
+ * smem_per_sm, regs_per_sm, regs_per_thread, threads_per_block, threads_per_sm).
+ * A constraint function returns true to keep the variant, or false (optionally followed by a
+ * reason string) to prune it.
+ *
+ * The chunk runs in a sandbox: only the base, table, string and math libraries, without
+ * load, loadfile, dofile, require, collectgarbage, string.dump, io, os, package or debug;
+ * memory is capped and every call has an instruction budget. Errors read
+ * "path:line: message" when Lua knows the line and "path: message" otherwise.
+ */
+#ifndef FT_GENERATOR_SPEC_H
+#define FT_GENERATOR_SPEC_H
+
+#include <stddef.h>
+
+#include "common/error.h"
+#include "generator/arch.h"
+
+#define FT_MAX_PARAMS 24
+#define FT_MAX_VALUES 64
+#define FT_MAX_VARIANTS 1000000
+
+typedef enum ft_param_kind { FT_PARAM_INT = 0, FT_PARAM_STRING = 1 } ft_param_kind;
+
+typedef struct ft_param {
+    char *name;          /* an identifier: [A-Za-z_][A-Za-z0-9_]* */
+    char *doc;           /* NULL when the spec gives none */
+    ft_param_kind kind;  /* all values of a parameter have one kind */
+    int nvalues;         /* 1 .. FT_MAX_VALUES, all distinct */
+    long long *ints;     /* kind FT_PARAM_INT: nvalues integers */
+    char **strings;      /* kind FT_PARAM_STRING: nvalues identifiers */
+} ft_param;
+
+/* One problem shape the tuner measures: batch, Q heads, K/V heads, seqlen_q, seqlen_k,
+ * head dim. The tuner crosses it with the spec's dtype and causal values. */
+typedef struct ft_workload {
+    int b, hq, hkv, sq, sk, d;
+} ft_workload;
+
+typedef struct ft_spec_lua ft_spec_lua; /* private to spec.c */
+
+typedef struct ft_spec {
+    char *path;           /* as given to ft__spec_load */
+    char *name;
+    char *template_name;
+    char *description;    /* NULL when absent */
+    int nparams;
+    ft_param params[FT_MAX_PARAMS];
+    int nconstraints;
+    char **constraint_names; /* the first element of each constraint entry */
+    int has_registers;       /* the spec has a registers function */
+    int nworkloads;
+    ft_workload *workloads;
+    long long nvariants;     /* product of the parameters' value counts */
+    ft_spec_lua *lua;        /* the sandboxed state that holds the functions */
+} ft_spec;
+
+typedef struct ft_sandbox_limits {
+    size_t memory_bytes;         /* total Lua heap; 0: the default (64 MiB) */
+    long long load_instructions; /* for running the chunk; 0: default (50 million) */
+    long long call_instructions; /* per call of a spec function; 0: default (1 million) */
+} ft_sandbox_limits;
+
+/* A variant: for each parameter of its spec, the index of its value. */
+typedef struct ft_variant {
+    int idx[FT_MAX_PARAMS];
+} ft_variant;
+
+/* Loads and validates a spec. limits may be NULL (defaults). On success *out is a new spec
+ * (free with ft__spec_free); on failure *out is NULL and err says what and where. */
+ft_status ft__spec_load(const char *path, const ft_sandbox_limits *limits, ft_spec **out,
+                        ft_err *err);
+void ft__spec_free(ft_spec *spec); /* NULL is a no-op */
+
+/* Index of a parameter by name, or -1. */
+int ft__spec_param_index(const ft_spec *spec, const char *name);
+
+/* Runs the constraints in order on v. *keep = 1 when all pass; otherwise *keep = 0 and
+ * reason receives the failing constraint's text (or the reason it returned). A constraint
+ * that raises an error makes the call fail with FT_ERR_SPEC. Not thread-safe per spec. */
+ft_status ft__spec_check(ft_spec *spec, const ft_variant *v, const ft_arch *arch, int *keep,
+                         char *reason, size_t reason_cap, ft_err *err);
+
+/* spec.smem(v, arch): the variant's dynamic shared memory in bytes (a non-negative
+ * integer, else FT_ERR_SPEC). */
+ft_status ft__spec_smem(ft_spec *spec, const ft_variant *v, const ft_arch *arch, long long *bytes,
+                        ft_err *err);
+
+/* spec.registers(v, arch) when the spec has it (check has_registers first). */
+ft_status ft__spec_registers(ft_spec *spec, const ft_variant *v, const ft_arch *arch,
+                             long long *regs, ft_err *err);
+
+#endif

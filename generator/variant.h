@@ -1,0 +1,34 @@
+/* Variants of a spec: enumeration, the variant string, parameter access. */
+#ifndef FT_GENERATOR_VARIANT_H
+#define FT_GENERATOR_VARIANT_H
+
+#include <stddef.h>
+
+#include "generator/spec.h"
+
+/* The n-th variant of the space, n in [0, spec->nvariants): mixed-radix over the parameters,
+ * the last parameter changing fastest. */
+void ft__variant_nth(const ft_spec *spec, long long n, ft_variant *out);
+
+/* "d=128,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16": every parameter in spec order.
+ * Returns the length written (excluding the NUL), truncating at cap. */
+size_t ft__variant_format(const ft_spec *spec, const ft_variant *v, char *buf, size_t cap);
+
+/* Parses a variant string: comma-separated name=value pairs, in any order, each parameter
+ * exactly once, each value one the spec lists. Spaces around items are ignored. */
+ft_status ft__variant_parse(const ft_spec *spec, const char *text, ft_variant *out, ft_err *err);
+
+/* Whether a partial assignment ("d=128,causal=1", as in --only) matches v. The filter is
+ * checked against the spec like a variant string, except that parameters may be missing. */
+ft_status ft__variant_filter_parse(const ft_spec *spec, const char *text, ft_variant *out,
+                                   unsigned *mask, ft_err *err);
+int ft__variant_matches(const ft_variant *v, const ft_variant *filter, unsigned mask);
+
+/* Value of an integer parameter, or fallback when the spec has no parameter of that name
+ * (or it is a string parameter). */
+long long ft__variant_int(const ft_spec *spec, const ft_variant *v, const char *name,
+                          long long fallback);
+/* Value of a string parameter, or NULL. */
+const char *ft__variant_str(const ft_spec *spec, const ft_variant *v, const char *name);
+
+#endif

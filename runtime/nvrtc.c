@@ -1,0 +1,246 @@
+#include "compile.h"
+
+#include <nvrtc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fs.h"
+#include "common/sha256.h"
+
+/* The options every kernel is compiled with, besides the target. No fast-math: exp2f already
+ * compiles to ex2.approx, and the rest of the arithmetic keeps IEEE semantics. --no-cache
+ * keeps the driver's own compute cache out of it, so that compile times are real and the
+ * project's cache is the only one. */
+static const char *const base_options[] = {"--std=c++17", "--ptxas-options=-v", "--no-cache"};
+#define N_BASE_OPTIONS (sizeof base_options / sizeof base_options[0])
+
+ft_status ft__nvrtc_version(int *major, int *minor, ft_err *err)
+{
+    nvrtcResult r = nvrtcVersion(major, minor);
+
+    if (r != NVRTC_SUCCESS)
+        return ft__fail(err, FT_ERR_COMPILE, "nvrtcVersion: %s", nvrtcGetErrorString(r));
+    return FT_OK;
+}
+
+void ft__compile_key(const char *source, const char *arch, uint8_t key[32])
+{
+    ft_sha256 s;
+    char head[128];
+    int major = 0, minor = 0;
+    size_t i;
+
+    nvrtcVersion(&major, &minor);
+    ft__sha256_init(&s);
+    snprintf(head, sizeof head, "flashtune-compile-v1\n%s\nnvrtc %d.%d\n", arch, major, minor);
+    ft__sha256_update(&s, head, strlen(head));
+    for (i = 0; i < N_BASE_OPTIONS; i++) {
+        ft__sha256_update(&s, base_options[i], strlen(base_options[i]));
+        ft__sha256_update(&s, "\n", 1);
+    }
+    ft__sha256_update(&s, source, strlen(source));
+    ft__sha256_final(&s, key);
+}
+
+static const char *skip_to(const char *s, const char *marker)
+{
+    const char *p = strstr(s, marker);
+    return p ? p + strlen(marker) : NULL;
+}
+
+int ft__parse_ptxas_report(const char *log, ft_resource_report *out)
+{
+    const char *line;
+    int found = 0;
+
+    out->registers = -1;
+    out->barriers = -1;
+    out->smem_static = 0;
+    out->stack_frame = -1;
+    out->spill_stores = -1;
+    out->spill_loads = -1;
+    if (log == NULL)
+        return 0;
+    for (line = log; line != NULL && *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        char buf[512];
+        size_t n = end ? (size_t)(end - line) : strlen(line);
+        const char *p;
+
+        if (n >= sizeof buf)
+            n = sizeof buf - 1;
+        memcpy(buf, line, n);
+        buf[n] = '\0';
+        line = end ? end + 1 : NULL;
+
+        /* "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" */
+        if (strstr(buf, "bytes stack frame") != NULL) {
+            long long a, b, c;
+            p = strchr(buf, '.');
+            if (p != NULL &&
+                sscanf(p + 1, " %lld bytes stack frame, %lld bytes spill stores, %lld bytes spill loads",
+                       &a, &b, &c) == 3) {
+                out->stack_frame = a;
+                out->spill_stores = b;
+                out->spill_loads = c;
+            }
+            continue;
+        }
+        /* "ptxas info    : Used 168 registers, used 2 barriers, 8200 bytes smem, 400 bytes cmem[0]" */
+        p = skip_to(buf, "Used ");
+        if (p != NULL && strstr(buf, "registers") != NULL) {
+            int regs;
+            const char *q;
+            if (sscanf(p, "%d registers", &regs) == 1) {
+                out->registers = regs;
+                found = 1;
+            }
+            q = skip_to(buf, "used ");
+            if (q != NULL)
+                sscanf(q, "%d barriers", &out->barriers);
+            for (q = buf; (q = strstr(q, ", ")) != NULL; q += 2) {
+                long long bytes;
+                char what[16];
+                if (sscanf(q + 2, "%lld bytes %15[a-z]", &bytes, what) == 2 &&
+                    strcmp(what, "smem") == 0)
+                    out->smem_static = bytes;
+            }
+        }
+    }
+    return found;
+}
+
+void ft__log_first_error(const char *log, char *out, size_t cap)
+{
+    const char *line = log;
+    const char *pick = NULL;
+    size_t n;
+
+    if (cap == 0)
+        return;
+    out[0] = '\0';
+    if (log == NULL)
+        return;
+    while (line != NULL && *line != '\0') {
+        const char *end = strchr(line, '\n');
+        n = end ? (size_t)(end - line) : strlen(line);
+        if (pick == NULL && n > 0)
+            pick = line; /* the first non-empty line, unless an error line follows */
+        if (memmem(line, n, "error", 5) != NULL) {
+            pick = line;
+            break;
+        }
+        line = end ? end + 1 : NULL;
+    }
+    if (pick == NULL)
+        return;
+    n = strcspn(pick, "\n");
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, pick, n);
+    out[n] = '\0';
+}
+
+ft_status ft__compile(const char *source, const char *name, const char *arch, ft_cache *cache,
+                      ft_compiled *out, ft_err *err)
+{
+    ft_status rc = FT_ERR_COMPILE;
+    nvrtcProgram prog = NULL;
+    nvrtcResult r;
+    const char *opts[N_BASE_OPTIONS + 1];
+    char arch_opt[64];
+    uint8_t key[32];
+    size_t log_size = 0;
+    size_t i;
+    double t0;
+
+    memset(out, 0, sizeof *out);
+    ft__compile_key(source, arch, key);
+    if (cache != NULL && ft__cache_get(cache, key, out))
+        return FT_OK;
+
+    snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s", arch);
+    opts[0] = arch_opt;
+    for (i = 0; i < N_BASE_OPTIONS; i++)
+        opts[i + 1] = base_options[i];
+
+    t0 = ft__now_ms();
+    r = nvrtcCreateProgram(&prog, source, name, 0, NULL, NULL);
+    if (r != NVRTC_SUCCESS) {
+        ft__fail(err, FT_ERR_COMPILE, "nvrtcCreateProgram: %s", nvrtcGetErrorString(r));
+        goto out;
+    }
+    r = nvrtcCompileProgram(prog, (int)(N_BASE_OPTIONS + 1), opts);
+    out->compile_ms = ft__now_ms() - t0;
+    if (nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 0) {
+        out->log = malloc(log_size + 1);
+        if (out->log == NULL) {
+            rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory for the NVRTC log");
+            goto out;
+        }
+        out->log[0] = '\0';
+        nvrtcGetProgramLog(prog, out->log);
+        out->log[log_size] = '\0';
+    }
+    if (r != NVRTC_SUCCESS) {
+        char first[512];
+        ft__log_first_error(out->log, first, sizeof first);
+        ft__fail(err, FT_ERR_COMPILE, "%s", first[0] ? first : nvrtcGetErrorString(r));
+        goto out;
+    }
+    r = nvrtcGetCUBINSize(prog, &out->cubin_size);
+    if (r != NVRTC_SUCCESS || out->cubin_size == 0) {
+        ft__fail(err, FT_ERR_COMPILE, "NVRTC produced no cubin for %s (%s)", arch,
+                 nvrtcGetErrorString(r));
+        goto out;
+    }
+    out->cubin = malloc(out->cubin_size);
+    if (out->cubin == NULL) {
+        rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte cubin",
+                      out->cubin_size);
+        goto out;
+    }
+    r = nvrtcGetCUBIN(prog, (char *)out->cubin);
+    if (r != NVRTC_SUCCESS) {
+        ft__fail(err, FT_ERR_COMPILE, "nvrtcGetCUBIN: %s", nvrtcGetErrorString(r));
+        goto out;
+    }
+    if (out->log == NULL) {
+        out->log = malloc(1);
+        if (out->log == NULL) {
+            rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+            goto out;
+        }
+        out->log[0] = '\0';
+    }
+    ft__parse_ptxas_report(out->log, &out->report);
+    if (cache != NULL) {
+        ft_err cerr;
+        /* A cache that cannot be written costs time, not correctness: keep the result. */
+        ft__cache_put(cache, key, out, &cerr);
+    }
+    rc = FT_OK;
+out:
+    if (prog != NULL)
+        nvrtcDestroyProgram(&prog);
+    if (rc != FT_OK && rc != FT_ERR_COMPILE) {
+        ft__compiled_free(out);
+    } else if (rc != FT_OK) {
+        free(out->cubin);
+        out->cubin = NULL;
+        out->cubin_size = 0;
+    }
+    return rc;
+}
+
+void ft__compiled_free(ft_compiled *c)
+{
+    if (c == NULL)
+        return;
+    free(c->cubin);
+    free(c->log);
+    c->cubin = NULL;
+    c->log = NULL;
+    c->cubin_size = 0;
+}

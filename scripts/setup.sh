@@ -1,0 +1,23 @@
+#!/bin/sh
+# Installs what flashtune needs to build, from Debian packages, where it is missing, and
+# checks for the CUDA toolkit (NVRTC and cuda.h), which comes from NVIDIA, not Debian.
+set -eu
+need=""
+command -v cmake >/dev/null 2>&1 || need="$need cmake"
+command -v cc >/dev/null 2>&1 || need="$need gcc"
+command -v ninja >/dev/null 2>&1 || need="$need ninja-build"
+[ -f /usr/include/lua5.4/lua.h ] || need="$need liblua5.4-dev"
+[ -f /usr/include/sqlite3.h ] || need="$need libsqlite3-dev"
+if [ -n "$need" ]; then
+  echo "setup: installing$need"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $need >/dev/null
+fi
+cuda=${CUDA_HOME:-/usr/local/cuda}
+if [ ! -f "$cuda/include/nvrtc.h" ] && ! command -v nvcc >/dev/null 2>&1; then
+  echo "setup: the CUDA toolkit (with NVRTC) is not in $cuda and nvcc is not on PATH;" >&2
+  echo "setup: install it from NVIDIA or set CUDA_HOME" >&2
+  exit 1
+fi

@@ -1,0 +1,547 @@
+// flash_fwd_sm80 — FlashAttention-2-style forward kernel for compute capability 8.0 and newer.
+//
+// One CTA computes BM query rows of one (batch, head). Its warps split the rows (each warp
+// owns BM/WARPS rows, a multiple of 16) and share the K/V tiles, which stream through a
+// STAGES-deep ring of shared-memory buffers filled by cp.async. Scores S = Q·Kᵀ and the
+// output O += P·V are computed with mma.sync.m16n8k16 (fp16 or bf16 operands, fp32
+// accumulation); the online softmax keeps a running row maximum m and sum l in registers
+// and rescales O only by multiplication; O is normalised once at the end and the
+// log-sum-exp of each row is written alongside.
+//
+// Conventions (the contract the runtime and the reference rely on):
+//   * Q, O: [batch, seqlen_q, heads_q, D]; K, V: [batch, seqlen_k, heads_kv, D]; the batch,
+//     row and head strides are free (in elements), the last dimension is contiguous. Base
+//     pointers are 16-byte aligned and every stride is a multiple of 8 elements.
+//   * Grouped-query attention: Q head h reads K/V head h / (heads_q / heads_kv).
+//   * Causal masking is aligned to the bottom-right corner: row i sees key j iff
+//     j <= i + seqlen_k - seqlen_q (as in FlashAttention 2.1 and later).
+//   * A row that sees no key gets O = 0 and LSE = +inf, so that exp(s - lse) is 0 for it.
+//   * LSE (optional, may be null) is fp32 [batch, heads_q, seqlen_q], natural logarithm,
+//     in the units of scale·s.
+//
+// Compile-time parameters, defined by the generated prelude:
+//   FTP_D        head dimension (a multiple of 32)
+//   FTP_BM       query rows per CTA            FTP_BN      keys per K/V tile
+//   FTP_WARPS    warps per CTA                 FTP_STAGES  depth of the K/V ring (1..4)
+//   FTP_CAUSAL   0 or 1                        FTP_QREG    1: keep Q fragments in registers
+//   FTP_DTYPE_F16 or FTP_DTYPE_BF16            FT_SMEM_BYTES  dynamic shared memory
+// No header is included: the source compiles as it is with NVRTC and with nvcc.
+
+#if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_WARPS) || \
+    !defined(FTP_STAGES) || !defined(FTP_CAUSAL) || !defined(FTP_QREG) || !defined(FT_SMEM_BYTES)
+#error "flash_fwd_sm80 needs FTP_D, FTP_BM, FTP_BN, FTP_WARPS, FTP_STAGES, FTP_CAUSAL, FTP_QREG and FT_SMEM_BYTES"
+#endif
+#if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
+#error "flash_fwd_sm80 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
+#endif
+
+namespace ft {
+
+typedef unsigned int u32;
+typedef unsigned short u16;
+
+// Kernel arguments; mirrored field for field by runtime/fwd_params.h.
+struct FwdParams {
+    const void *q;
+    const void *k;
+    const void *v;
+    void *o;
+    float *lse;
+    long long q_batch_stride, q_row_stride, q_head_stride;
+    long long k_batch_stride, k_row_stride, k_head_stride;
+    long long v_batch_stride, v_row_stride, v_head_stride;
+    long long o_batch_stride, o_row_stride, o_head_stride;
+    int batch, heads_q, heads_kv, seqlen_q, seqlen_k;
+    float scale;      // softmax scale applied to q·k
+    float scale_log2; // scale · log2(e)
+    int reserved;
+};
+
+constexpr int D = FTP_D;
+constexpr int BM = FTP_BM;
+constexpr int BN = FTP_BN;
+constexpr int WARPS = FTP_WARPS;
+constexpr int STAGES = FTP_STAGES;
+constexpr bool CAUSAL = FTP_CAUSAL != 0;
+constexpr bool QREG = FTP_QREG != 0;
+#if defined(FTP_DTYPE_BF16)
+constexpr bool BF16 = true;
+#else
+constexpr bool BF16 = false;
+#endif
+
+constexpr int THREADS = WARPS * 32;
+constexpr int WARP_ROWS = BM / WARPS; // query rows per warp
+constexpr int MT = WARP_ROWS / 16;    // m16 tiles per warp
+constexpr int NC = D / 8;             // 16-byte chunks per row
+constexpr int KSTEPS = D / 16;        // k16 steps of Q·Kᵀ
+constexpr int NT = BN / 8;            // n8 tiles of S
+constexpr int DT = D / 8;             // n8 tiles of O
+constexpr int Q_BYTES = BM * (D + 8) * 2;
+constexpr int KV_BYTES = BN * (D + 8) * 2; // one K or one V tile
+constexpr int SMEM_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES;
+
+static_assert(D % 32 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 32, at most 256");
+static_assert(BM % (16 * WARPS) == 0, "each warp owns a multiple of 16 query rows");
+static_assert(BN % 16 == 0 && BN >= 16, "key tile must be a multiple of 16");
+static_assert(STAGES >= 1 && STAGES <= 4, "1 to 4 pipeline stages");
+static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
+
+#define NEG_INF __int_as_float(0xff800000)
+#define POS_INF __int_as_float(0x7f800000)
+
+// ---- shared-memory layout ------------------------------------------------------------------
+// Tiles are stored row-major with a pitch of D + 8 elements (one spare 16-byte chunk per
+// row). Eight consecutive rows read at the same column, as one ldmatrix phase does, then
+// start (D/8 + 1) chunks apart, an odd number, so they fall in 8 different 16-byte bank
+// groups: no bank conflicts, and every address is a per-lane base plus a compile-time
+// offset (a swizzle would cost a register per k-step for its XOR terms).
+constexpr int PITCH = (D + 8) * 2; // bytes per tile row
+
+__device__ __forceinline__ int tile_offset(int row, int chunk)
+{
+    return row * PITCH + chunk * 16;
+}
+
+__device__ __forceinline__ u32 smem_addr(const void *p)
+{
+    return (u32)__cvta_generic_to_shared(p);
+}
+
+// ---- PTX wrappers ------------------------------------------------------------------------------
+__device__ __forceinline__ void cp_async16(u32 dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit()
+{
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+template <int N> __device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(u32 addr, u32 &r0, u32 &r1, u32 &r2, u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(u32 addr, u32 &r0, u32 &r1, u32 &r2, u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr));
+}
+
+// D += A·B for one m16n8k16 tile, fp32 accumulators.
+__device__ __forceinline__ void mma16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1)
+{
+    if (BF16)
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two floats to a 16-bit pair, lo in the low half (cvt puts its first source in the high half).
+__device__ __forceinline__ u32 pack2(float lo, float hi)
+{
+    u32 r;
+    if (BF16)
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    else
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+// ---- global → shared tile copies ---------------------------------------------------------------
+// Copies ROWS rows of D elements starting at src (row stride in elements) into a tile;
+// rows at or beyond `valid` are zero-filled (cp.async with a source size of 0). Each
+// thread walks its chunks with one pointer so that no per-chunk 64-bit offset stays live.
+template <int ROWS>
+__device__ __forceinline__ void load_tile(u32 dst, const u16 *src, long long row_stride, int valid)
+{
+    constexpr int CHUNKS = ROWS * NC;
+    constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
+    if (THREADS % NC == 0) {
+        // Each thread keeps one column chunk and steps down the rows.
+        constexpr int ROW_STEP = THREADS % NC == 0 ? THREADS / NC : 1;
+        int row = (int)threadIdx.x / NC;
+        const int chunk = (int)threadIdx.x % NC;
+        const u16 *g = src + row * row_stride + chunk * 8;
+        u32 s = dst + tile_offset(row, chunk);
+#pragma unroll
+        for (int it = 0; it < ITERS; ++it) {
+            if (CHUNKS % THREADS == 0 || it * THREADS + (int)threadIdx.x < CHUNKS) {
+                bool ok = row < valid;
+                cp_async16(s, ok ? g : src, ok ? 16 : 0);
+            }
+            row += ROW_STEP;
+            g += ROW_STEP * row_stride;
+            s += ROW_STEP * PITCH;
+        }
+    } else {
+        // Head dims whose chunk count does not divide the thread count (96, 192).
+#pragma unroll
+        for (int it = 0; it < ITERS; ++it) {
+            int idx = it * THREADS + (int)threadIdx.x;
+            if (CHUNKS % THREADS == 0 || idx < CHUNKS) {
+                int row = idx / NC;
+                int chunk = idx % NC;
+                bool ok = row < valid;
+                cp_async16(dst + tile_offset(row, chunk), ok ? src + row * row_stride + chunk * 8 : src,
+                           ok ? 16 : 0);
+            }
+        }
+    }
+}
+
+__device__ __forceinline__ float quad_max(float x)
+{
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+
+__device__ __forceinline__ float quad_sum(float x)
+{
+    x += __shfl_xor_sync(0xffffffffu, x, 1);
+    return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// Per-thread state of one CTA's run over the K/V tiles.
+struct State {
+    float o[MT][DT][4]; // unnormalised output, mma C layout
+    float m[MT][2];     // running row maximum of the raw scores (rows g and g+8)
+    float l[MT][2];     // this thread's part of the running row sum
+    u32 qf[QREG ? MT : 1][QREG ? KSTEPS : 1][4];
+};
+
+struct Ctx {
+    u32 sq_base, sk_base, sv_base; // shared addresses of Q, the K ring, the V ring
+    const u16 *k_base, *v_base;    // this (batch, kv head) at key 0
+    long long k_row_stride, v_row_stride;
+    int seqlen_k;
+    int n_tiles;
+    int row0;     // first query row of this warp
+    int diag;     // seqlen_k - seqlen_q
+    int lane, warp;
+    float scale_log2;
+};
+
+// Loads Q fragments (m-tile mt, k-step kk) from the shared Q tile.
+__device__ __forceinline__ void load_q_frag(const Ctx &c, int mt, int kk, u32 (&a)[4])
+{
+    int row = c.warp * WARP_ROWS + mt * 16 + (c.lane & 15);
+    int chunk = 2 * kk + (c.lane >> 4);
+    ldmatrix_x4(c.sq_base + tile_offset(row, chunk), a[0], a[1], a[2], a[3]);
+}
+
+__device__ __forceinline__ void issue_k(const Ctx &c, int j)
+{
+    if (j < c.n_tiles) {
+        int tile = c.n_tiles - 1 - j;
+        load_tile<BN>(c.sk_base + (j % STAGES) * KV_BYTES, c.k_base + (long long)tile * BN * c.k_row_stride,
+                      c.k_row_stride, c.seqlen_k - tile * BN);
+    }
+    cp_async_commit();
+}
+
+__device__ __forceinline__ void issue_v(const Ctx &c, int j)
+{
+    if (j < c.n_tiles) {
+        int tile = c.n_tiles - 1 - j;
+        load_tile<BN>(c.sv_base + (j % STAGES) * KV_BYTES, c.v_base + (long long)tile * BN * c.v_row_stride,
+                      c.v_row_stride, c.seqlen_k - tile * BN);
+    }
+    cp_async_commit();
+}
+
+// One K/V tile: iteration j of the pipeline, tile index n_tiles-1-j (tiles run backwards so
+// that the ones needing a mask come first). See the schedule in flash_fwd() below.
+template <bool MASK>
+__device__ __forceinline__ void step(const Ctx &c, State &st, int j)
+{
+    const int tile = c.n_tiles - 1 - j;
+    const int stage = j % STAGES;
+    const int g = c.lane >> 2;
+    const int t = c.lane & 3;
+
+    cp_async_wait<2 * STAGES - 2>(); // K_j has landed (this thread's copies) ...
+    __syncthreads();                 // ... everyone's; and everyone is done with V_{j-1}
+    issue_v(c, j + STAGES - 1);
+    if (QREG && j == 0) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int kk = 0; kk < KSTEPS; ++kk)
+                load_q_frag(c, mt, kk, st.qf[mt][kk]);
+    }
+
+    // S = Q · K_jᵀ
+    float s[MT][NT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                s[mt][nt][e] = 0.f;
+    const u32 kst = c.sk_base + stage * KV_BYTES;
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk) {
+        u32 a[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+            if (QREG) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    a[mt][e] = st.qf[mt][kk][e];
+            } else {
+                load_q_frag(c, mt, kk, a[mt]);
+            }
+        }
+#pragma unroll
+        for (int np = 0; np < NT / 2; ++np) {
+            u32 b0, b1, b2, b3;
+            int krow = np * 16 + ((c.lane >> 4) << 3) + (c.lane & 7);
+            int kchunk = 2 * kk + ((c.lane >> 3) & 1);
+            ldmatrix_x4(kst + tile_offset(krow, kchunk), b0, b1, b2, b3);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                mma16816(s[mt][2 * np], a[mt], b0, b1);
+                mma16816(s[mt][2 * np + 1], a[mt], b2, b3);
+            }
+        }
+    }
+
+    // Mask: keys past the end, and (causal) keys right of the diagonal.
+    if (MASK) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                int row = c.row0 + mt * 16 + g + 8 * h;
+                int limit = c.seqlen_k;
+                if (CAUSAL)
+                    limit = min(limit, row + c.diag + 1);
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        int col = tile * BN + nt * 8 + 2 * t + e;
+                        if (col >= limit)
+                            s[mt][nt][2 * h + e] = NEG_INF;
+                    }
+            }
+    }
+
+    // Online softmax: new maxima, rescale factors, probabilities (exp2 with the scale folded in).
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float mx = st.m[mt][h];
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+                mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+            mx = quad_max(mx);
+            // A row that has seen only masked keys keeps m = -inf; use 0 as its offset so that
+            // exp2(-inf - offset) stays 0 instead of becoming NaN.
+            const float offset = mx == NEG_INF ? 0.f : mx * c.scale_log2;
+            const float alpha = exp2f(st.m[mt][h] * c.scale_log2 - offset);
+            st.m[mt][h] = mx;
+            float sum = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    float p = exp2f(fmaf(s[mt][nt][2 * h + e], c.scale_log2, -offset));
+                    s[mt][nt][2 * h + e] = p;
+                    sum += p;
+                }
+            st.l[mt][h] = st.l[mt][h] * alpha + sum;
+#pragma unroll
+            for (int dt = 0; dt < DT; ++dt) {
+                st.o[mt][dt][2 * h] *= alpha;
+                st.o[mt][dt][2 * h + 1] *= alpha;
+            }
+        }
+
+    cp_async_wait<2 * STAGES - 2>(); // V_j has landed ...
+    __syncthreads();                 // ... everyone's; and everyone is done with K_j
+    issue_k(c, j + STAGES);
+
+    // O += P · V_j. The S accumulators of n8 tiles 2kb and 2kb+1 are exactly the A fragment
+    // of k-block kb once packed to 16 bits, so no data moves between threads. (Packing each
+    // k-block just before its use needs fewer registers, by ptxas's count, than packing
+    // all of P at once.)
+    const u32 vst = c.sv_base + stage * KV_BYTES;
+#pragma unroll
+    for (int kb = 0; kb < BN / 16; ++kb) {
+        u32 pf[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+            pf[mt][0] = pack2(s[mt][2 * kb][0], s[mt][2 * kb][1]);
+            pf[mt][1] = pack2(s[mt][2 * kb][2], s[mt][2 * kb][3]);
+            pf[mt][2] = pack2(s[mt][2 * kb + 1][0], s[mt][2 * kb + 1][1]);
+            pf[mt][3] = pack2(s[mt][2 * kb + 1][2], s[mt][2 * kb + 1][3]);
+        }
+#pragma unroll
+        for (int dp = 0; dp < D / 16; ++dp) {
+            u32 b0, b1, b2, b3;
+            int vrow = kb * 16 + (c.lane & 15);
+            int vchunk = 2 * dp + (c.lane >> 4);
+            ldmatrix_x4_trans(vst + tile_offset(vrow, vchunk), b0, b1, b2, b3);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                mma16816(st.o[mt][2 * dp], pf[mt], b0, b1);
+                mma16816(st.o[mt][2 * dp + 1], pf[mt], b2, b3);
+            }
+        }
+    }
+}
+
+__device__ __forceinline__ void flash_fwd(const FwdParams &p)
+{
+    extern __shared__ __align__(128) unsigned char smem[];
+
+    const int m_block = (int)(gridDim.x - 1 - blockIdx.x); // the longest causal rows start first
+    const int head = (int)blockIdx.y;
+    const int batch = (int)blockIdx.z;
+    const int kv_head = head / (p.heads_q / p.heads_kv);
+    const int tid = (int)threadIdx.x;
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    const int diag = p.seqlen_k - p.seqlen_q;
+    const int q_first = m_block * BM;
+    const int q_valid = min(BM, p.seqlen_q - q_first);
+
+    const u16 *q = (const u16 *)p.q + batch * p.q_batch_stride + head * p.q_head_stride +
+                   q_first * p.q_row_stride;
+    u16 *o = (u16 *)p.o + batch * p.o_batch_stride + head * p.o_head_stride + q_first * p.o_row_stride;
+    float *lse = p.lse ? p.lse + ((long long)batch * p.heads_q + head) * p.seqlen_q + q_first : nullptr;
+
+    // Keys this block needs: all of them, or (causal) up to the diagonal of its last row.
+    int key_end = p.seqlen_k;
+    if (CAUSAL)
+        key_end = min(key_end, q_first + q_valid + diag);
+    const int n_tiles = key_end > 0 ? (key_end + BN - 1) / BN : 0;
+
+    if (n_tiles == 0) { // every row of the block sees no key
+        for (int idx = tid; idx < q_valid * NC; idx += THREADS) {
+            int row = idx / NC, chunk = idx % NC;
+            *(uint4 *)(o + row * p.o_row_stride + chunk * 8) = make_uint4(0, 0, 0, 0);
+        }
+        if (lse)
+            for (int row = tid; row < q_valid; row += THREADS)
+                lse[row] = POS_INF;
+        return;
+    }
+
+    Ctx c;
+    c.sq_base = smem_addr(smem);
+    c.sk_base = c.sq_base + Q_BYTES;
+    c.sv_base = c.sk_base + STAGES * KV_BYTES;
+    c.k_base = (const u16 *)p.k + batch * p.k_batch_stride + kv_head * p.k_head_stride;
+    c.v_base = (const u16 *)p.v + batch * p.v_batch_stride + kv_head * p.v_head_stride;
+    c.k_row_stride = p.k_row_stride;
+    c.v_row_stride = p.v_row_stride;
+    c.seqlen_k = p.seqlen_k;
+    c.n_tiles = n_tiles;
+    c.row0 = q_first + warp * WARP_ROWS;
+    c.diag = diag;
+    c.lane = lane;
+    c.warp = warp;
+    c.scale_log2 = p.scale_log2;
+
+    // Schedule. Loads are issued in the order Q, K0, V0, K1, V1, ..., one cp.async group
+    // each: the prologue issues Q and K0..K_{S-1}, V0..V_{S-2}; iteration j issues
+    // V_{j+S-1} right after its first barrier and K_{j+S} right after its second. Before
+    // using K_j (or V_j) exactly 2(S-1) newer groups may still be in flight.
+    load_tile<BM>(c.sq_base, q, p.q_row_stride, q_valid);
+    cp_async_commit();
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+        issue_k(c, s);
+        if (s < STAGES - 1)
+            issue_v(c, s);
+    }
+
+    State st;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            st.m[mt][h] = NEG_INF;
+            st.l[mt][h] = 0.f;
+        }
+#pragma unroll
+        for (int dt = 0; dt < DT; ++dt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                st.o[mt][dt][e] = 0.f;
+    }
+
+    // Tiles that need a mask (past the end of the keys, or crossing the causal diagonal)
+    // come first because the tiles run backwards; the rest run without one.
+    int j = 0;
+    for (; j < n_tiles; ++j) {
+        int tile = n_tiles - 1 - j;
+        bool tail = (tile + 1) * BN > p.seqlen_k;
+        bool diagonal = CAUSAL && (tile + 1) * BN - 1 > q_first + diag;
+        if (!tail && !diagonal)
+            break;
+        step<true>(c, st, j);
+    }
+    for (; j < n_tiles; ++j)
+        step<false>(c, st, j);
+
+    // Normalise, write the LSE, stage O in shared memory (over Q's tile) for 16-byte stores.
+    const int g = lane >> 2;
+    const int t = lane & 3;
+    cp_async_wait<0>();
+    __syncthreads();
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float l = quad_sum(st.l[mt][h]);
+            float inv = l > 0.f ? 1.f / l : 0.f;
+            int local = warp * WARP_ROWS + mt * 16 + g + 8 * h;
+            if (lse && t == 0 && local < q_valid)
+                lse[local] = l > 0.f ? (st.m[mt][h] * p.scale_log2 + log2f(l)) * 0.69314718055994531f
+                                     : POS_INF;
+#pragma unroll
+            for (int dt = 0; dt < DT; ++dt) {
+                u32 v = pack2(st.o[mt][dt][2 * h] * inv, st.o[mt][dt][2 * h + 1] * inv);
+                int col = dt * 8 + 2 * t;
+                *(u32 *)(smem + tile_offset(local, col >> 3) + (col & 7) * 2) = v;
+            }
+        }
+    __syncthreads();
+    for (int idx = tid; idx < q_valid * NC; idx += THREADS) {
+        int row = idx / NC, chunk = idx % NC;
+        *(uint4 *)(o + row * p.o_row_stride + chunk * 8) = *(const uint4 *)(smem + tile_offset(row, chunk));
+    }
+}
+
+} // namespace ft
+
+// The generated entry point: FT_DEFINE_KERNEL(name) at the end of each generated source.
+#define FT_DEFINE_KERNEL(name)                                                              \
+    extern "C" __global__ void __launch_bounds__(ft::THREADS, 1) name(const ft::FwdParams p) \
+    {                                                                                       \
+        ft::flash_fwd(p);                                                                   \
+    }

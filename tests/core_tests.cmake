@@ -1,0 +1,59 @@
+# Tests of the core (variants, generation, compilation, cache) and of the command.
+ft_unit_test(test_core test_core.c)
+
+# The command, on good and bad input: every failure is a clear message and a non-zero exit
+# (cli_expect.sh also fails on a crash).
+ft_cli_test(plan_subset ok "summary \\(sm_90\\): 12 variants: 12 compiled"
+  plan specs/flash_fwd.lua --only "d=64,bm=64,bn=64,warps=4,dtype=f16" --no-cache -j 2)
+ft_cli_test(plan_json ok "\"compiled\": 4"
+  plan specs/flash_fwd.lua --only "d=32,bm=64,bn=32,warps=4,stages=1,causal=0" --json --no-cache -q)
+ft_cli_test(plan_sm86_prunes ok "shared memory 1.* B > 101376 B per block on sm_86"
+  plan specs/flash_fwd.lua --arch sm_86 --only "d=256,bm=64,warps=4,causal=0,dtype=f16,qreg=0" --no-cache -j 2)
+ft_cli_test(plan_unknown_arch fail "unknown architecture 'sm_70'" plan specs/flash_fwd.lua --arch sm_70)
+ft_cli_test(plan_prunes_all fail "all 2 variants of tests/specs/prunes_all.lua are pruned for sm_90"
+  plan tests/specs/prunes_all.lua)
+ft_cli_test(plan_syntax_error fail "tests/specs/syntax_error.lua:3: unexpected symbol near '='"
+  plan tests/specs/syntax_error.lua)
+ft_cli_test(plan_runtime_error fail "tests/specs/runtime_error.lua:3: attempt to index a nil value"
+  plan tests/specs/runtime_error.lua)
+ft_cli_test(plan_missing_field fail "tests/specs/missing_params.lua: field 'params' is missing"
+  plan tests/specs/missing_params.lua)
+ft_cli_test(plan_mistyped_field fail "tests/specs/params_not_table.lua: field 'params' must be a list"
+  plan tests/specs/params_not_table.lua)
+ft_cli_test(plan_endless_loop fail "tests/specs/endless_loop.lua:3: instruction budget of [0-9]+ exceeded"
+  plan tests/specs/endless_loop.lua)
+ft_cli_test(plan_memory_bomb fail "tests/specs/memory_bomb.lua:3: memory cap of 64 MiB exceeded"
+  plan tests/specs/memory_bomb.lua)
+ft_cli_test(plan_os_execute fail "tests/specs/os_execute.lua:2: attempt to index a nil value \\(global 'os'\\)"
+  plan tests/specs/os_execute.lua)
+ft_cli_test(plan_missing_file fail "cannot open tests/specs/no_such_spec.lua"
+  plan tests/specs/no_such_spec.lua)
+ft_cli_test(gen_unknown_param fail "unknown parameter 'tile' in variant"
+  gen specs/flash_fwd.lua --variant "d=128,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,tile=2")
+ft_cli_test(gen_bad_value fail "'100' is not a value of parameter 'd'"
+  gen specs/flash_fwd.lua --variant "d=100,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0")
+ft_cli_test(gen_source ok "FT_DEFINE_KERNEL\\(ft_flash_fwd_sm80_d128_bm128_bn64_warps4_stages2_causal1_dtypef16_qreg0\\)"
+  gen specs/flash_fwd.lua --variant "d=128,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0")
+ft_cli_test(no_command fail "usage: flashtune COMMAND")
+ft_cli_test(unknown_command fail "unknown command 'frobnicate'" frobnicate)
+
+add_test(NAME cli_cache COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cli_cache.sh $<TARGET_FILE:flashtune>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli_cache PROPERTIES LABELS cli TIMEOUT 600)
+
+find_program(FT_NVCC nvcc HINTS ${CUDAToolkit_BIN_DIR})
+if(FT_NVCC)
+  add_test(NAME cli_gen_nvcc COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gen_nvcc.sh $<TARGET_FILE:flashtune> ${FT_NVCC}
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(cli_gen_nvcc PROPERTIES LABELS cli TIMEOUT 600)
+endif()
+
+# The whole default space, every target: nothing fails to compile, nothing exceeds a limit.
+foreach(arch sm_80 sm_86 sm_89 sm_90)
+  add_test(NAME full_space_${arch}
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cli_expect.sh ok " 0 compile errors, 0 over limits" --
+            $<TARGET_FILE:flashtune> plan specs/flash_fwd.lua --arch ${arch} -q
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(full_space_${arch} PROPERTIES LABELS slow TIMEOUT 3600 ENVIRONMENT "${FT_TEST_ENV}"
+    RUN_SERIAL TRUE)
+endforeach()

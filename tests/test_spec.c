@@ -1,0 +1,552 @@
+/* Lua specs: loading, validation, the sandbox's limits, and calls of the spec's functions. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "ft_test.h"
+#include "generator/arch.h"
+#include "generator/spec.h"
+#include "generator/variant.h"
+
+static void spec_path(const char *file, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s/tests/specs/%s", FT_SOURCE_DIR, file);
+}
+
+/* Loads tests/specs/<file> and expects FT_ERR_SPEC with a message that contains both where
+ * (usually "file.lua:line:") and what. */
+static void load_fails_with(const char *file, const ft_sandbox_limits *limits, const char *where,
+                            const char *what)
+{
+    char path[1024];
+    ft_spec *spec = NULL;
+    ft_err err;
+    ft_status rc;
+
+    spec_path(file, path, sizeof path);
+    ft__err_clear(&err);
+    rc = ft__spec_load(path, limits, &spec, &err);
+    if (rc == FT_OK)
+        ft__spec_free(spec);
+    ASSERT_EQ(rc, FT_ERR_SPEC);
+    ASSERT_TRUE(spec == NULL);
+    ASSERT_EQ(err.code, FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, path);
+    ASSERT_CONTAINS(err.msg, where);
+    ASSERT_CONTAINS(err.msg, what);
+}
+
+static void load_fails(const char *file, const char *where, const char *what)
+{
+    load_fails_with(file, NULL, where, what);
+}
+
+static ft_spec *load_ok(const char *file, ft_err *err)
+{
+    char path[1024];
+    ft_spec *spec = NULL;
+
+    spec_path(file, path, sizeof path);
+    ft__err_clear(err);
+    if (ft__spec_load(path, NULL, &spec, err) != FT_OK)
+        fprintf(stderr, "loading %s: %s\n", file, err->msg);
+    return spec;
+}
+
+/* ---- a valid spec ------------------------------------------------------------------------ */
+
+static void test_valid_spec_loads(void)
+{
+    ft_err err;
+    ft_spec *spec = load_ok("valid_small.lua", &err);
+    char path[1024];
+
+    ASSERT_TRUE(spec != NULL);
+    spec_path("valid_small.lua", path, sizeof path);
+    ASSERT_STREQ(spec->path, path);
+    ASSERT_STREQ(spec->name, "small");
+    ASSERT_STREQ(spec->template_name, "flash_fwd_sm80");
+    ASSERT_STREQ(spec->description, "a small space for the unit tests");
+    ASSERT_EQ(spec->nparams, 3);
+    ASSERT_STREQ(spec->params[0].name, "d");
+    ASSERT_STREQ(spec->params[0].doc, "head dimension");
+    ASSERT_EQ(spec->params[0].kind, FT_PARAM_INT);
+    ASSERT_EQ(spec->params[0].nvalues, 2);
+    ASSERT_EQ(spec->params[0].ints[0], 64);
+    ASSERT_EQ(spec->params[0].ints[1], 128);
+    ASSERT_STREQ(spec->params[1].name, "bm");
+    ASSERT_TRUE(spec->params[1].doc == NULL);
+    ASSERT_EQ(spec->params[1].nvalues, 3);
+    ASSERT_EQ(spec->params[1].ints[2], 256);
+    ASSERT_STREQ(spec->params[2].name, "dtype");
+    ASSERT_EQ(spec->params[2].kind, FT_PARAM_STRING);
+    ASSERT_EQ(spec->params[2].nvalues, 2);
+    ASSERT_STREQ(spec->params[2].strings[0], "f16");
+    ASSERT_STREQ(spec->params[2].strings[1], "bf16");
+    ASSERT_EQ(spec->nconstraints, 2);
+    ASSERT_STREQ(spec->constraint_names[0], "bm is at most 128");
+    ASSERT_STREQ(spec->constraint_names[1], "bf16 needs sm_80");
+    ASSERT_EQ(spec->has_registers, 1);
+    ASSERT_EQ(spec->nworkloads, 2);
+    ASSERT_EQ(spec->workloads[0].b, 4);
+    ASSERT_EQ(spec->workloads[0].hq, 16);
+    ASSERT_EQ(spec->workloads[0].sq, 4096);
+    ASSERT_EQ(spec->workloads[1].hq, 32);
+    ASSERT_EQ(spec->workloads[1].hkv, 8);
+    ASSERT_EQ(spec->workloads[1].sq, 1);
+    ASSERT_EQ(spec->workloads[1].sk, 8192);
+    ASSERT_EQ(spec->workloads[1].d, 64);
+    ASSERT_EQ(spec->nvariants, 12);
+    ASSERT_EQ(ft__spec_param_index(spec, "d"), 0);
+    ASSERT_EQ(ft__spec_param_index(spec, "dtype"), 2);
+    ASSERT_EQ(ft__spec_param_index(spec, "nope"), -1);
+    ft__spec_free(spec);
+}
+
+static void test_check_smem_registers(void)
+{
+    ft_err err;
+    ft_spec *spec = load_ok("valid_small.lua", &err);
+    ft_arch sm80;
+    ft_arch old;
+    ft_variant v;
+    char reason[128];
+    long long n = -1;
+    int keep = -1;
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_OK(ft__arch_builtin("sm_80", &sm80, &err), &err);
+    old = sm80;
+    snprintf(old.name, sizeof old.name, "sm_75");
+    old.cc = 75;
+
+    ASSERT_OK(ft__variant_parse(spec, "d=64,bm=128,dtype=f16", &v, &err), &err);
+    ASSERT_OK(ft__spec_check(spec, &v, &sm80, &keep, reason, sizeof reason, &err), &err);
+    ASSERT_EQ(keep, 1);
+    ASSERT_STREQ(reason, "");
+    ASSERT_OK(ft__spec_smem(spec, &v, &sm80, &n, &err), &err);
+    ASSERT_EQ(n, 64 * 128 * 2 * 2);
+    ASSERT_OK(ft__spec_registers(spec, &v, &sm80, &n, &err), &err);
+    ASSERT_EQ(n, 64 + 32);
+
+    /* The first constraint prunes with its own text. */
+    ASSERT_OK(ft__variant_parse(spec, "d=128,bm=256,dtype=f16", &v, &err), &err);
+    ASSERT_OK(ft__spec_check(spec, &v, &sm80, &keep, reason, sizeof reason, &err), &err);
+    ASSERT_EQ(keep, 0);
+    ASSERT_STREQ(reason, "bm is at most 128");
+
+    /* The second returns a reason of its own. */
+    ASSERT_OK(ft__variant_parse(spec, "d=128,bm=64,dtype=bf16", &v, &err), &err);
+    ASSERT_OK(ft__spec_check(spec, &v, &sm80, &keep, reason, sizeof reason, &err), &err);
+    ASSERT_EQ(keep, 1);
+    ASSERT_OK(ft__spec_check(spec, &v, &old, &keep, reason, sizeof reason, &err), &err);
+    ASSERT_EQ(keep, 0);
+    ASSERT_STREQ(reason, "bf16 needs cc >= 80 (got 75)");
+    /* A short buffer gets a truncated reason; none at all is allowed too. */
+    ASSERT_OK(ft__spec_check(spec, &v, &old, &keep, reason, 5, &err), &err);
+    ASSERT_STREQ(reason, "bf16");
+    ASSERT_OK(ft__spec_check(spec, &v, &old, &keep, NULL, 0, &err), &err);
+    ASSERT_EQ(keep, 0);
+    ASSERT_OK(ft__spec_smem(spec, &v, &sm80, &n, &err), &err);
+    ASSERT_EQ(n, 64 * 128 * 2 * 2);
+    ASSERT_OK(ft__spec_registers(spec, &v, &sm80, &n, &err), &err);
+    ASSERT_EQ(n, 128);
+    ft__spec_free(spec);
+}
+
+static void test_whole_space(void)
+{
+    ft_err err;
+    ft_spec *spec = load_ok("valid_small.lua", &err);
+    ft_arch sm80;
+    ft_variant v;
+    long long i;
+    long long kept = 0;
+    long long total = 0;
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_OK(ft__arch_builtin("sm_80", &sm80, &err), &err);
+    for (i = 0; i < spec->nvariants; i++) {
+        int keep = 0;
+        long long bytes = 0;
+        ft__variant_nth(spec, i, &v);
+        ASSERT_OK(ft__spec_check(spec, &v, &sm80, &keep, NULL, 0, &err), &err);
+        ASSERT_OK(ft__spec_smem(spec, &v, &sm80, &bytes, &err), &err);
+        kept += keep;
+        total += bytes;
+    }
+    ASSERT_EQ(kept, 8); /* bm 64 or 128: 2 x 2 x 2 */
+    ASSERT_EQ(total, (64 + 128) * (64 + 128 + 256) * 2 * 2 * 2);
+    ft__spec_free(spec);
+}
+
+static void test_arch_fields(void)
+{
+    ft_err err;
+    ft_spec *spec = load_ok("arch_fields.lua", &err);
+    ft_arch a;
+    ft_variant v;
+    char reason[128];
+    long long n = 0;
+    int keep = -1;
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_EQ(spec->has_registers, 0);
+    ASSERT_EQ(spec->nworkloads, 0);
+    ASSERT_TRUE(spec->description == NULL);
+    ASSERT_OK(ft__arch_builtin("sm_90", &a, &err), &err);
+    a.sms = 132;
+    memset(&v, 0, sizeof v);
+    ASSERT_OK(ft__spec_smem(spec, &v, &a, &n, &err), &err);
+    ASSERT_EQ(n, a.cc + a.sms + a.smem_per_block + a.smem_per_sm + a.regs_per_sm +
+                     a.regs_per_thread + a.threads_per_block + a.threads_per_sm);
+    ASSERT_OK(ft__spec_check(spec, &v, &a, &keep, reason, sizeof reason, &err), &err);
+    ASSERT_EQ(keep, 1);
+    ASSERT_OK(ft__arch_builtin("sm_86", &a, &err), &err);
+    ASSERT_OK(ft__spec_check(spec, &v, &a, &keep, reason, sizeof reason, &err), &err);
+    ASSERT_EQ(keep, 0);
+    ASSERT_STREQ(reason, "arch.name is sm_86");
+    /* No registers function: asking for it is the caller's mistake. */
+    ASSERT_EQ(ft__spec_registers(spec, &v, &a, &n, &err), FT_ERR_INVALID_ARGUMENT);
+    ft__spec_free(spec);
+}
+
+static void test_arch_read_only(void)
+{
+    ft_err err;
+    ft_spec *spec = load_ok("arch_readonly.lua", &err);
+    ft_arch a;
+    ft_variant v;
+    long long n = 0;
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_OK(ft__arch_builtin("sm_80", &a, &err), &err);
+    ASSERT_OK(ft__variant_parse(spec, "mode=count", &v, &err), &err);
+    ASSERT_OK(ft__spec_smem(spec, &v, &a, &n, &err), &err);
+    ASSERT_EQ(n, 9 * 1000 + 80); /* pairs sees the nine fields */
+    ASSERT_OK(ft__variant_parse(spec, "mode=write", &v, &err), &err);
+    ASSERT_EQ(ft__spec_smem(spec, &v, &a, &n, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "arch_readonly.lua:8: arch is read-only (in smem for variant "
+                             "mode=write)");
+    ASSERT_OK(ft__variant_parse(spec, "mode=rawset", &v, &err), &err);
+    ASSERT_OK(ft__spec_smem(spec, &v, &a, &n, &err), &err);
+    ASSERT_EQ(n, 0); /* rawset shadows the field for the rest of that call... */
+    ASSERT_OK(ft__variant_parse(spec, "mode=count", &v, &err), &err);
+    ASSERT_OK(ft__spec_smem(spec, &v, &a, &n, &err), &err);
+    ASSERT_EQ(n, 9 * 1000 + 80); /* ...and no longer */
+    ft__spec_free(spec);
+}
+
+static void test_pcall_still_works(void)
+{
+    ft_err err;
+    ft_spec *spec = load_ok("pcall_ok.lua", &err);
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_STREQ(spec->name, "false,boom,false,handled bang,true,7,12,hi!");
+    ft__spec_free(spec);
+}
+
+static void test_bad_return_values(void)
+{
+    ft_err err;
+    ft_spec *spec = load_ok("bad_returns.lua", &err);
+    ft_arch a;
+    ft_variant v;
+    char reason[128];
+    long long n = 0;
+    int keep = -1;
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_OK(ft__arch_builtin("sm_80", &a, &err), &err);
+
+    ASSERT_OK(ft__variant_parse(spec, "mode=neg", &v, &err), &err);
+    ASSERT_EQ(ft__spec_smem(spec, &v, &a, &n, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "bad_returns.lua:13: smem returned -1 for variant mode=neg");
+    /* nil prunes, with the constraint's text */
+    ASSERT_OK(ft__spec_check(spec, &v, &a, &keep, reason, sizeof reason, &err), &err);
+    ASSERT_EQ(keep, 0);
+    ASSERT_STREQ(reason, "returns a number for float");
+
+    ASSERT_OK(ft__variant_parse(spec, "mode=float", &v, &err), &err);
+    ASSERT_EQ(ft__spec_smem(spec, &v, &a, &n, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "smem returned 1.5 for variant mode=float");
+    ASSERT_EQ(ft__spec_check(spec, &v, &a, &keep, reason, sizeof reason, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "bad_returns.lua:7: constraint 'returns a number for float' returned 1");
+    ASSERT_EQ(keep, 0);
+
+    ASSERT_OK(ft__variant_parse(spec, "mode=str", &v, &err), &err);
+    ASSERT_EQ(ft__spec_smem(spec, &v, &a, &n, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "smem returned the string '12' for variant mode=str");
+    ASSERT_EQ(ft__spec_registers(spec, &v, &a, &n, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "bad_returns.lua:20: registers returned nil for variant mode=str");
+    ASSERT_EQ(n, 0);
+
+    ASSERT_OK(ft__variant_parse(spec, "mode=integral_float", &v, &err), &err);
+    ASSERT_OK(ft__spec_smem(spec, &v, &a, &n, &err), &err);
+    ASSERT_EQ(n, 16384);
+
+    ASSERT_OK(ft__variant_parse(spec, "mode=ok", &v, &err), &err);
+    ASSERT_OK(ft__spec_smem(spec, &v, &a, &n, &err), &err);
+    ASSERT_EQ(n, 4096);
+    ASSERT_OK(ft__spec_registers(spec, &v, &a, &n, &err), &err);
+    ASSERT_EQ(n, 96);
+
+    /* A variant index out of range is refused, not followed. */
+    v.idx[0] = 7;
+    ASSERT_EQ(ft__spec_smem(spec, &v, &a, &n, &err), FT_ERR_INVALID_ARGUMENT);
+    ft__spec_free(spec);
+}
+
+/* ---- errors while loading ---------------------------------------------------------------- */
+
+static void test_syntax_error(void)
+{
+    load_fails("syntax_error.lua", "syntax_error.lua:3: ", "unexpected symbol near '='");
+}
+
+static void test_runtime_error(void)
+{
+    load_fails("runtime_error.lua", "runtime_error.lua:3: ",
+               "attempt to index a nil value (local 'x')");
+}
+
+static void test_error_without_position(void)
+{
+    load_fails("error_object.lua", "error_object.lua:2: ", "(error object is a table value)");
+    load_fails("error_level0.lua", "error_level0.lua:2: ", "plain message");
+}
+
+static void test_missing_field(void)
+{
+    load_fails("missing_params.lua", "missing_params.lua: ", "field 'params' is missing");
+}
+
+static void test_mistyped_fields(void)
+{
+    load_fails("params_not_table.lua", "params_not_table.lua: ",
+               "field 'params' must be a list of parameters, not 5");
+    load_fails("value_boolean.lua", "value_boolean.lua: ",
+               "params[2].values[3] is a boolean; values must be integers or identifier strings");
+    load_fails("value_float.lua", "value_float.lua: ", "params[1].values[2] is 64.5; values must");
+    load_fails("values_mixed.lua", "values_mixed.lua: ",
+               "params[1].values mixes integers and strings");
+    load_fails("bad_string_value.lua", "bad_string_value.lua: ",
+               "params[1].values[2] is the string 'bf 16', which is not an identifier");
+    load_fails("smem_not_function.lua", "smem_not_function.lua: ",
+               "field 'smem' must be a function(v, arch), not 49152");
+    load_fails("registers_not_function.lua", "registers_not_function.lua: ",
+               "field 'registers' must be a function(v, arch), not the string 'many'");
+    load_fails("bad_constraint.lua", "bad_constraint.lua: ",
+               "constraints[2] must be { \"text\", function }; its second element is nil");
+}
+
+static void test_params_rules(void)
+{
+    load_fails("duplicate_param.lua", "duplicate_param.lua: ",
+               "params[3].name 'd' is already the name of params[1]");
+    load_fails("duplicate_value.lua", "duplicate_value.lua: ",
+               "params[1].values[3] repeats values[1] (64)");
+    load_fails("bad_param_name.lua", "bad_param_name.lua: ",
+               "params[1].name is the string 'block-m', which is not an identifier");
+    load_fails("too_many_params.lua", "too_many_params.lua: ",
+               "params has 25 entries; at most 24 are allowed");
+    load_fails("too_many_values.lua", "too_many_values.lua: ",
+               "params[1].values has 65 entries; at most 64 are allowed");
+    load_fails("too_many_variants.lua", "too_many_variants.lua: ",
+               "params describe 16777216 variants");
+}
+
+static void test_workload_rules(void)
+{
+    load_fails("workload_not_multiple.lua", "workload_not_multiple.lua: ",
+               "workloads[2]: hq (16) must be a multiple of hkv (3)");
+    load_fails("workload_float.lua", "workload_float.lua: ",
+               "workloads[1].sq is 64.5; it must be a positive integer");
+}
+
+static void test_unknown_field(void)
+{
+    load_fails("unknown_field.lua", "unknown_field.lua: ",
+               "unknown field 'parms' (allowed: name, template, description, params, "
+               "constraints, smem, registers, workloads)");
+}
+
+static void test_not_a_table(void)
+{
+    load_fails("not_table.lua", "not_table.lua: ",
+               "a spec must return a table, but the chunk returned 42");
+}
+
+static void test_endless_loop(void)
+{
+    ft_sandbox_limits limits = {0, 10000, 0};
+
+    load_fails("endless_loop.lua", "endless_loop.lua:3: ",
+               "instruction budget of 50000000 exceeded (endless loop?)");
+    load_fails_with("endless_loop.lua", &limits, "endless_loop.lua:3: ",
+                    "instruction budget of 10000 exceeded (endless loop?)");
+    load_fails_with("pcall_endless.lua", &limits, "pcall_endless.lua:3: ",
+                    "instruction budget of 10000 exceeded");
+    load_fails_with("xpcall_endless.lua", &limits, "xpcall_endless.lua:3: ",
+                    "instruction budget of 10000 exceeded");
+}
+
+static void test_memory_cap(void)
+{
+    ft_sandbox_limits limits = {1 << 20, 0, 0};
+
+    load_fails("memory_bomb.lua", "memory_bomb.lua:3: ", "memory cap of 64 MiB exceeded");
+    load_fails_with("memory_bomb.lua", &limits, "memory_bomb.lua:3: ",
+                    "memory cap of 1 MiB exceeded");
+    load_fails("memory_bomb_pcall.lua", "memory_bomb_pcall.lua:4: ",
+               "memory cap of 64 MiB exceeded");
+    load_fails("huge_alloc.lua", "huge_alloc.lua:2: ", "memory cap of 64 MiB exceeded");
+    load_fails("huge_rep.lua", "huge_rep.lua:2: ", "resulting string too large");
+}
+
+static void test_sandbox_removes(void)
+{
+    load_fails("os_execute.lua", "os_execute.lua:2: ",
+               "attempt to index a nil value (global 'os')");
+    load_fails("io_open.lua", "io_open.lua:2: ", "attempt to index a nil value (global 'io')");
+    load_fails("require.lua", "require.lua:2: ", "attempt to call a nil value (global 'require')");
+    load_fails("load.lua", "load.lua:2: ", "attempt to call a nil value (global 'load')");
+    load_fails("dofile.lua", "dofile.lua:2: ", "attempt to call a nil value (global 'dofile')");
+    load_fails("string_dump.lua", "string_dump.lua:2: ",
+               "attempt to call a nil value (field 'dump')");
+    load_fails("collectgarbage.lua", "collectgarbage.lua:2: ",
+               "attempt to call a nil value (global 'collectgarbage')");
+    load_fails("gc_metamethod.lua", "gc_metamethod.lua:2: ",
+               "__gc metamethods are not allowed in specs");
+}
+
+static void test_binary_chunk_and_missing_file(void)
+{
+    char path[256];
+    ft_spec *spec = NULL;
+    ft_err err;
+    FILE *f;
+    ft_status rc;
+
+    snprintf(path, sizeof path, "/tmp/ft_test_spec_%ld.luac", (long)getpid());
+    f = fopen(path, "wb");
+    ASSERT_TRUE(f != NULL);
+    fputs("\x1bLuaT\x00 not really bytecode", f);
+    fclose(f);
+    rc = ft__spec_load(path, NULL, &spec, &err);
+    unlink(path);
+    ASSERT_EQ(rc, FT_ERR_SPEC);
+    ASSERT_TRUE(spec == NULL);
+    ASSERT_CONTAINS(err.msg, path);
+    ASSERT_CONTAINS(err.msg, "attempt to load a binary chunk");
+
+    rc = ft__spec_load(FT_SOURCE_DIR "/tests/specs/no_such_spec.lua", NULL, &spec, &err);
+    ASSERT_EQ(rc, FT_ERR_IO);
+    ASSERT_TRUE(spec == NULL);
+    ASSERT_CONTAINS(err.msg, "cannot open");
+    ASSERT_CONTAINS(err.msg, "no_such_spec.lua");
+
+    ASSERT_EQ(ft__spec_load(NULL, NULL, &spec, &err), FT_ERR_INVALID_ARGUMENT);
+    ft__spec_free(NULL);
+}
+
+/* ---- errors inside calls ----------------------------------------------------------------- */
+
+static void test_constraint_error(void)
+{
+    ft_err err;
+    ft_spec *spec = load_ok("constraint_error.lua", &err);
+    ft_arch a;
+    ft_variant v;
+    int keep = -1;
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_OK(ft__arch_builtin("sm_80", &a, &err), &err);
+    ASSERT_OK(ft__variant_parse(spec, "d=64", &v, &err), &err);
+    ASSERT_EQ(ft__spec_check(spec, &v, &a, &keep, NULL, 0, &err), FT_ERR_SPEC);
+    ASSERT_EQ(err.code, FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "constraint_error.lua:9: attempt to index a number value (field 'd')");
+    ASSERT_CONTAINS(err.msg, "(in constraint 'broken' for variant d=64)");
+    ASSERT_EQ(keep, 0);
+    ft__spec_free(spec);
+}
+
+static void test_endless_constraint(void)
+{
+    ft_err err;
+    ft_spec *spec = load_ok("endless_constraint.lua", &err);
+    ft_arch a;
+    ft_variant v64;
+    ft_variant v128;
+    int keep = -1;
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_OK(ft__arch_builtin("sm_80", &a, &err), &err);
+    ASSERT_OK(ft__variant_parse(spec, "d=64", &v64, &err), &err);
+    ASSERT_OK(ft__variant_parse(spec, "d=128", &v128, &err), &err);
+    ASSERT_OK(ft__spec_check(spec, &v64, &a, &keep, NULL, 0, &err), &err);
+    ASSERT_EQ(keep, 1);
+    ASSERT_EQ(ft__spec_check(spec, &v128, &a, &keep, NULL, 0, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "endless_constraint.lua:8: instruction budget of 1000000 exceeded "
+                             "(endless loop?) (in constraint 'terminates for d = 64' for "
+                             "variant d=128)");
+    /* The state survives: the next call gets a fresh budget. */
+    keep = -1;
+    ASSERT_OK(ft__spec_check(spec, &v64, &a, &keep, NULL, 0, &err), &err);
+    ASSERT_EQ(keep, 1);
+    ft__spec_free(spec);
+}
+
+static void test_call_limits_override(void)
+{
+    ft_sandbox_limits limits = {0, 0, 5000};
+    char path[1024];
+    ft_spec *spec = NULL;
+    ft_err err;
+    ft_arch a;
+    ft_variant v;
+    int keep = -1;
+
+    spec_path("endless_constraint.lua", path, sizeof path);
+    ASSERT_OK(ft__spec_load(path, &limits, &spec, &err), &err);
+    ASSERT_OK(ft__arch_builtin("sm_80", &a, &err), &err);
+    ASSERT_OK(ft__variant_parse(spec, "d=128", &v, &err), &err);
+    ASSERT_EQ(ft__spec_check(spec, &v, &a, &keep, NULL, 0, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "endless_constraint.lua:8: instruction budget of 5000 exceeded");
+    ft__spec_free(spec);
+}
+
+static void test_memory_in_call(void)
+{
+    ft_err err;
+    ft_spec *spec = load_ok("memory_constraint.lua", &err);
+    ft_arch a;
+    ft_variant v;
+    long long n = -1;
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_OK(ft__arch_builtin("sm_80", &a, &err), &err);
+    memset(&v, 0, sizeof v);
+    ASSERT_EQ(ft__spec_smem(spec, &v, &a, &n, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "memory_constraint.lua:8: memory cap of 64 MiB exceeded (in smem for "
+                             "variant d=64)");
+    ASSERT_EQ(n, 0);
+    /* and again: the heap was given back */
+    ASSERT_EQ(ft__spec_smem(spec, &v, &a, &n, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "memory_constraint.lua:8: memory cap of 64 MiB exceeded");
+    ft__spec_free(spec);
+}
+
+FT_TEST_MAIN(FT_CASE(test_valid_spec_loads), FT_CASE(test_check_smem_registers),
+             FT_CASE(test_whole_space), FT_CASE(test_arch_fields), FT_CASE(test_arch_read_only),
+             FT_CASE(test_pcall_still_works), FT_CASE(test_bad_return_values),
+             FT_CASE(test_syntax_error), FT_CASE(test_runtime_error),
+             FT_CASE(test_error_without_position), FT_CASE(test_missing_field),
+             FT_CASE(test_mistyped_fields), FT_CASE(test_params_rules),
+             FT_CASE(test_workload_rules), FT_CASE(test_unknown_field), FT_CASE(test_not_a_table),
+             FT_CASE(test_endless_loop), FT_CASE(test_memory_cap), FT_CASE(test_sandbox_removes),
+             FT_CASE(test_binary_chunk_and_missing_file), FT_CASE(test_constraint_error),
+             FT_CASE(test_endless_constraint), FT_CASE(test_call_limits_override),
+             FT_CASE(test_memory_in_call))

@@ -1,0 +1,265 @@
+#include "plan.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fs.h"
+#include "common/pool.h"
+#include "generator/variant.h"
+
+const char *ft__plan_status_name(ft_plan_status s)
+{
+    switch (s) {
+    case FT_PLAN_PENDING: return "pending";
+    case FT_PLAN_PRUNED: return "pruned";
+    case FT_PLAN_COMPILED: return "compiled";
+    case FT_PLAN_COMPILE_ERROR: return "compile-error";
+    case FT_PLAN_OVER_LIMITS: return "over-limits";
+    }
+    return "?";
+}
+
+static void set_status(ft_plan *plan, ft_plan_item *it, ft_plan_status s)
+{
+    plan->count[it->status]--;
+    it->status = s;
+    plan->count[s]++;
+}
+
+/* Prunes one variant; fills it->status/reason. */
+static ft_status prune(ft_plan *plan, ft_plan_item *it, ft_err *err)
+{
+    ft_spec *spec = plan->spec;
+    const ft_arch *arch = &plan->arch;
+    ft_status rc;
+    int keep = 0;
+
+    rc = ft__spec_check(spec, &it->variant, arch, &keep, it->reason, sizeof it->reason, err);
+    if (rc != FT_OK)
+        return rc;
+    if (!keep) {
+        snprintf(it->reason_class, sizeof it->reason_class, "%s", it->reason);
+        set_status(plan, it, FT_PLAN_PRUNED);
+        return FT_OK;
+    }
+    it->threads = ft__family_threads(plan->family, spec, &it->variant);
+    if (it->threads > arch->threads_per_block) {
+        snprintf(it->reason, sizeof it->reason, "%d threads per block > %d", it->threads,
+                 arch->threads_per_block);
+        snprintf(it->reason_class, sizeof it->reason_class, "too many threads per block");
+        set_status(plan, it, FT_PLAN_PRUNED);
+        return FT_OK;
+    }
+    rc = ft__spec_smem(spec, &it->variant, arch, &it->smem_dynamic, err);
+    if (rc != FT_OK)
+        return rc;
+    if (it->smem_dynamic > arch->smem_per_block) {
+        snprintf(it->reason, sizeof it->reason, "shared memory %lld B > %lld B per block on %s",
+                 it->smem_dynamic, arch->smem_per_block, arch->name);
+        snprintf(it->reason_class, sizeof it->reason_class, "shared memory over the per-block limit");
+        set_status(plan, it, FT_PLAN_PRUNED);
+        return FT_OK;
+    }
+    if (spec->has_registers) {
+        long long regs = 0;
+        rc = ft__spec_registers(spec, &it->variant, arch, &regs, err);
+        if (rc != FT_OK)
+            return rc;
+        if (regs > arch->regs_per_thread) {
+            snprintf(it->reason, sizeof it->reason, "register estimate %lld > %d per thread",
+                     regs, arch->regs_per_thread);
+            snprintf(it->reason_class, sizeof it->reason_class, "register estimate over the per-thread limit");
+            set_status(plan, it, FT_PLAN_PRUNED);
+            return FT_OK;
+        }
+    }
+    return FT_OK;
+}
+
+ft_status ft__plan_build(ft_spec *spec, const ft_arch *arch, const ft_variant *filter,
+                         unsigned mask, ft_plan **out, ft_err *err)
+{
+    ft_status rc;
+    ft_plan *plan = NULL;
+    char why[256];
+    long long n;
+    int cap = 0;
+
+    *out = NULL;
+    plan = calloc(1, sizeof *plan);
+    if (plan == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    plan->spec = spec;
+    plan->arch = *arch;
+    plan->family = ft__family_find(spec->template_name);
+    if (plan->family == NULL) {
+        rc = ft__fail(err, FT_ERR_SPEC, "%s: unknown template '%s' (known: flash_fwd_sm80)",
+                      spec->path, spec->template_name);
+        goto out;
+    }
+    rc = ft__family_check_spec(plan->family, spec, err);
+    if (rc != FT_OK)
+        goto out;
+    if (!ft__family_supports_arch(plan->family, arch, why, sizeof why)) {
+        rc = ft__fail(err, FT_ERR_UNSUPPORTED, "%s: %s, not %s", spec->path, why, arch->name);
+        goto out;
+    }
+    for (n = 0; n < spec->nvariants; n++) {
+        ft_plan_item *it;
+        ft_variant v;
+
+        ft__variant_nth(spec, n, &v);
+        if (mask != 0 && !ft__variant_matches(&v, filter, mask))
+            continue;
+        if (plan->nitems == cap) {
+            int ncap = cap ? 2 * cap : 256;
+            ft_plan_item *p = realloc(plan->items, (size_t)ncap * sizeof *p);
+            if (p == NULL) {
+                rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+                goto out;
+            }
+            plan->items = p;
+            cap = ncap;
+        }
+        it = &plan->items[plan->nitems++];
+        memset(it, 0, sizeof *it);
+        it->variant = v;
+        it->smem_dynamic = -1;
+        it->report.registers = -1;
+        ft__variant_format(spec, &v, it->variant_str, sizeof it->variant_str);
+        plan->count[FT_PLAN_PENDING]++;
+        rc = prune(plan, it, err);
+        if (rc != FT_OK)
+            goto out;
+    }
+    *out = plan;
+    plan = NULL;
+    rc = FT_OK;
+out:
+    ft__plan_free(plan);
+    return rc;
+}
+
+typedef struct compile_run {
+    ft_plan *plan;
+    ft_cache *cache;
+    int *pending;           /* indices of the items to compile */
+    int total;
+    int done;
+    ft_plan_progress_fn progress;
+    void *ud;
+    pthread_mutex_t lock;
+} compile_run;
+
+/* Checks the compiled resources against the target (the device check after loading is the
+ * runtime's; this is what can be known without a GPU). */
+static void check_limits(const ft_plan *plan, ft_plan_item *it)
+{
+    const ft_arch *a = &plan->arch;
+    long long smem = it->report.smem_static + it->smem_dynamic;
+
+    if (it->report.registers > 0 && (long long)it->report.registers * it->threads > a->regs_per_block) {
+        snprintf(it->reason, sizeof it->reason, "%d registers x %d threads > %d per block",
+                 it->report.registers, it->threads, a->regs_per_block);
+        snprintf(it->reason_class, sizeof it->reason_class, "registers over the per-block limit");
+        it->status = FT_PLAN_OVER_LIMITS;
+    } else if (smem > a->smem_per_block) {
+        snprintf(it->reason, sizeof it->reason, "shared memory %lld B (static %lld) > %lld B", smem,
+                 it->report.smem_static, a->smem_per_block);
+        snprintf(it->reason_class, sizeof it->reason_class, "shared memory over the per-block limit");
+        it->status = FT_PLAN_OVER_LIMITS;
+    } else {
+        it->status = FT_PLAN_COMPILED;
+    }
+}
+
+static void compile_one(void *ctx, int k)
+{
+    compile_run *run = ctx;
+    ft_plan *plan = run->plan;
+    ft_plan_item *it = &plan->items[run->pending[k]];
+    char name[300];
+    ft_err err;
+    ft_status rc;
+
+    snprintf(name, sizeof name, "%s.cu", it->source.entry);
+    rc = ft__compile(it->source.text, name, plan->arch.name, run->cache, &it->compiled, &err);
+    it->compile_ms = it->compiled.compile_ms;
+    it->cache_hit = it->compiled.cache_hit;
+    it->report = it->compiled.report;
+    if (rc == FT_OK) {
+        check_limits(plan, it);
+    } else {
+        snprintf(it->reason, sizeof it->reason, "%s", err.msg);
+        snprintf(it->reason_class, sizeof it->reason_class, "compile error");
+        it->status = FT_PLAN_COMPILE_ERROR;
+    }
+    if (!plan->keep_cubins)
+        ft__compiled_free(&it->compiled);
+    if (!plan->keep_sources)
+        ft__kernel_source_free(&it->source);
+
+    pthread_mutex_lock(&run->lock);
+    plan->count[FT_PLAN_PENDING]--;
+    plan->count[it->status]++;
+    run->done++;
+    if (run->progress != NULL)
+        run->progress(run->ud, plan, it, run->done, run->total);
+    pthread_mutex_unlock(&run->lock);
+}
+
+ft_status ft__plan_compile(ft_plan *plan, ft_cache *cache, int jobs, ft_plan_progress_fn progress,
+                           void *ud, volatile int *stop, ft_err *err)
+{
+    ft_status rc = FT_OK;
+    compile_run run;
+    int i;
+
+    memset(&run, 0, sizeof run);
+    run.plan = plan;
+    run.cache = cache;
+    run.progress = progress;
+    run.ud = ud;
+    run.pending = malloc((size_t)(plan->nitems > 0 ? plan->nitems : 1) * sizeof *run.pending);
+    if (run.pending == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    /* Generation runs the spec's smem formula in Lua, which is single-threaded: do it here. */
+    for (i = 0; i < plan->nitems; i++) {
+        ft_plan_item *it = &plan->items[i];
+        if (it->status != FT_PLAN_PENDING)
+            continue;
+        if (it->source.text == NULL) {
+            rc = ft__emit(plan->spec, plan->family, &it->variant, &plan->arch, &it->source, err);
+            if (rc != FT_OK)
+                goto out;
+        }
+        run.pending[run.total++] = i;
+    }
+    pthread_mutex_init(&run.lock, NULL);
+    if (jobs <= 0)
+        jobs = ft__cpu_count();
+    ft__parallel_for(run.total, jobs, compile_one, &run, stop);
+    pthread_mutex_destroy(&run.lock);
+    if (stop != NULL && *stop)
+        rc = ft__fail(err, FT_ERR_INTERRUPTED, "interrupted after %d of %d compilations", run.done,
+                      run.total);
+out:
+    free(run.pending);
+    return rc;
+}
+
+void ft__plan_free(ft_plan *plan)
+{
+    int i;
+
+    if (plan == NULL)
+        return;
+    for (i = 0; i < plan->nitems; i++) {
+        ft__kernel_source_free(&plan->items[i].source);
+        ft__compiled_free(&plan->items[i].compiled);
+    }
+    free(plan->items);
+    free(plan);
+}

@@ -1,0 +1,70 @@
+/*
+ * A plan: every variant of a spec for one target, pruned against the target's limits,
+ * generated and compiled. `flashtune plan` prints it; the tuner measures what it compiled.
+ */
+#ifndef FT_TUNER_PLAN_H
+#define FT_TUNER_PLAN_H
+
+#include "common/error.h"
+#include "generator/arch.h"
+#include "generator/emit.h"
+#include "generator/family.h"
+#include "generator/spec.h"
+#include "runtime/compile.h"
+
+typedef enum ft_plan_status {
+    FT_PLAN_PENDING = 0,   /* kept by pruning, not compiled yet */
+    FT_PLAN_PRUNED,        /* removed before compiling: a constraint or a limit formula */
+    FT_PLAN_COMPILED,
+    FT_PLAN_COMPILE_ERROR,
+    FT_PLAN_OVER_LIMITS    /* compiled, but the resource report exceeds the target's limits */
+} ft_plan_status;
+
+const char *ft__plan_status_name(ft_plan_status s); /* "compiled", "pruned", ... */
+
+typedef struct ft_plan_item {
+    ft_variant variant;
+    char variant_str[512];
+    ft_plan_status status;
+    char reason[512];          /* why pruned / over limits / the compile error's first line */
+    char reason_class[160];    /* the reason without its numbers, for the summary */
+    long long smem_dynamic;    /* from the spec's formula; -1 before it was evaluated */
+    int threads;
+    ft_resource_report report; /* after compiling */
+    double compile_ms;
+    int cache_hit;
+    ft_kernel_source source;   /* text kept only until compiled, unless keep_sources */
+    ft_compiled compiled;      /* cubin and log kept only with keep_cubins */
+} ft_plan_item;
+
+typedef struct ft_plan {
+    ft_spec *spec;             /* borrowed */
+    const ft_family *family;
+    ft_arch arch;
+    int nitems;
+    ft_plan_item *items;
+    int keep_sources;
+    int keep_cubins;
+    int count[FT_PLAN_OVER_LIMITS + 1];
+} ft_plan;
+
+/* Expands the spec's space (only the variants matching filter/mask when mask != 0) and
+ * prunes it for arch: the family must support the target, then, per variant, the spec's
+ * constraints in order, the threads per block, the smem formula against the opt-in
+ * shared memory per block, and the registers estimate against the per-thread limit. */
+ft_status ft__plan_build(ft_spec *spec, const ft_arch *arch, const ft_variant *filter,
+                         unsigned mask, ft_plan **out, ft_err *err);
+
+/* Called from worker threads after each compile (serialise inside if needed). */
+typedef void (*ft_plan_progress_fn)(void *ud, const ft_plan *plan, const ft_plan_item *item,
+                                    int done, int total);
+
+/* Generates and compiles every pending item on `jobs` threads (0: one per core), through the
+ * cache when it is not NULL. Compile errors are recorded on the item, not returned; the call
+ * fails only on a generator error or when *stop is set (FT_ERR_INTERRUPTED). */
+ft_status ft__plan_compile(ft_plan *plan, ft_cache *cache, int jobs, ft_plan_progress_fn progress,
+                           void *ud, volatile int *stop, ft_err *err);
+
+void ft__plan_free(ft_plan *plan); /* NULL is a no-op */
+
+#endif
