@@ -11,6 +11,9 @@
 
 int cmd_plan(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 /* Prints "flashtune <cmd>: <message>" to stderr and returns the exit status for err. */
 int cli_fail(const char *cmd, const ft_err *err);

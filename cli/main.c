@@ -13,6 +13,9 @@ typedef struct command {
 static const command commands[] = {
     {"plan", cmd_plan, "expand, prune and compile a spec's variants for a target (no GPU needed)"},
     {"gen", cmd_gen, "print the generated CUDA source of one variant"},
+    {"devices", cmd_devices, "list the GPUs the driver reports"},
+    {"run", cmd_run, "verify and time one variant on one shape (GPU)"},
+    {"verify", cmd_verify, "check every variant of a spec against the reference (GPU)"},
 };
 
 static void usage(FILE *f)

@@ -60,6 +60,7 @@ typedef struct load_ctx {
     ft_spec *spec;
     ft_err *err;
     ft_status rc;
+    const char *text; /* the chunk's text, or NULL to read spec->path */
 } load_ctx;
 
 typedef struct call_ctx {
@@ -1113,7 +1114,13 @@ static int load_driver(lua_State *L)
 
     open_sandbox(L);
     begin_call(S, S->load_budget);
-    status = luaL_loadfilex(L, c->spec->path, "t");
+    if (c->text != NULL) {
+        char chunkname[1100];
+        snprintf(chunkname, sizeof chunkname, "@%s", c->spec->path);
+        status = luaL_loadbufferx(L, c->text, strlen(c->text), chunkname, "t");
+    } else {
+        status = luaL_loadfilex(L, c->spec->path, "t");
+    }
     if (status != LUA_OK) {
         c->rc = lua_failure(S, status, "", c->err);
         return 0;
@@ -1124,8 +1131,8 @@ static int load_driver(lua_State *L)
     return 0;
 }
 
-ft_status ft__spec_load(const char *path, const ft_sandbox_limits *limits, ft_spec **out,
-                        ft_err *err)
+static ft_status spec_load(const char *path, const char *text, const ft_sandbox_limits *limits,
+                           ft_spec **out, ft_err *err)
 {
     ft_status rc = FT_ERR_OUT_OF_MEMORY;
     ft_spec *spec = NULL;
@@ -1176,6 +1183,7 @@ ft_status ft__spec_load(const char *path, const ft_sandbox_limits *limits, ft_sp
     c.spec = spec;
     c.err = err;
     c.rc = FT_OK;
+    c.text = text;
     lua_pushcfunction(S->L, message_handler);
     lua_pushcfunction(S->L, load_driver);
     lua_pushlightuserdata(S->L, &c);
@@ -1192,6 +1200,23 @@ ft_status ft__spec_load(const char *path, const ft_sandbox_limits *limits, ft_sp
 out:
     ft__spec_free(spec);
     return rc;
+}
+
+ft_status ft__spec_load(const char *path, const ft_sandbox_limits *limits, ft_spec **out,
+                        ft_err *err)
+{
+    return spec_load(path, NULL, limits, out, err);
+}
+
+ft_status ft__spec_load_text(const char *name, const char *text, const ft_sandbox_limits *limits,
+                             ft_spec **out, ft_err *err)
+{
+    if (text == NULL) {
+        if (out != NULL)
+            *out = NULL;
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "ft__spec_load_text: text is required");
+    }
+    return spec_load(name, text, limits, out, err);
 }
 
 void ft__spec_free(ft_spec *spec)
@@ -1566,4 +1591,11 @@ ft_status ft__spec_registers(ft_spec *spec, const ft_variant *v, const ft_arch *
         *regs = c.number;
 out:
     return rc;
+}
+
+ft_status ft__spec_load_default(const char *path, ft_spec **out, ft_err *err)
+{
+    if (path != NULL)
+        return ft__spec_load(path, NULL, out, err);
+    return ft__spec_load_text(FT_DEFAULT_SPEC_NAME, ft__default_spec_text, NULL, out, err);
 }

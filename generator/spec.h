@@ -95,7 +95,17 @@ typedef struct ft_variant {
  * (free with ft__spec_free); on failure *out is NULL and err says what and where. */
 ft_status ft__spec_load(const char *path, const ft_sandbox_limits *limits, ft_spec **out,
                         ft_err *err);
+/* The same from text in memory (an embedded spec); name stands for the path in messages. */
+ft_status ft__spec_load_text(const char *name, const char *text, const ft_sandbox_limits *limits,
+                             ft_spec **out, ft_err *err);
 void ft__spec_free(ft_spec *spec); /* NULL is a no-op */
+
+/* The default forward spec, specs/flash_fwd.lua, embedded at build time. */
+extern const char ft__default_spec_text[];
+#define FT_DEFAULT_SPEC_NAME "specs/flash_fwd.lua"
+
+/* Loads path, or the embedded default spec when path is NULL. */
+ft_status ft__spec_load_default(const char *path, ft_spec **out, ft_err *err);
 
 /* Index of a parameter by name, or -1. */
 int ft__spec_param_index(const ft_spec *spec, const char *name);

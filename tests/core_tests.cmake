@@ -57,3 +57,4 @@ foreach(arch sm_80 sm_86 sm_89 sm_90)
   set_tests_properties(full_space_${arch} PROPERTIES LABELS slow TIMEOUT 3600 ENVIRONMENT "${FT_TEST_ENV}"
     RUN_SERIAL TRUE)
 endforeach()
+ft_unit_test(test_check test_check.c)

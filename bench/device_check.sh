@@ -1,0 +1,51 @@
+#!/bin/bash
+# One call on the GPU machine: smoke test, GPU tests, verification of every variant,
+# the side-by-side benchmark against PyTorch SDPA, and compute-sanitizer on a few variants.
+# Expects a build made with -DFT_STATIC_DEPS=ON in $BUILD (default build-dev), with
+# liblua5.4.so.0 copied into $BUILD/deps for the shared library. Logs go to $OUT.
+set -u
+BUILD=${BUILD:-build-dev}
+OUT=${OUT:-/tmp/ft-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$PWD/$BUILD/deps:${LD_LIBRARY_PATH:-}
+export FLASHTUNE_CACHE_DIR=/tmp/ft-cache FLASHTUNE_LIB=$PWD/$BUILD/libflashtune.so PYTHONUNBUFFERED=1
+ft=$BUILD/flashtune
+summary=$OUT/summary.txt
+: > "$summary"
+note() { echo "$*" | tee -a "$summary"; }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())' | tee -a "$OUT/gpu.txt"
+$ft devices | tee -a "$OUT/gpu.txt"
+
+t0=$(date +%s)
+$ft run --variant 'd=128,bm=128,bn=64,warps=4,stages=2,qreg=0' --shape 'b=4,hq=16,sq=4096,d=128' > "$OUT/run.txt" 2>&1
+note "smoke run: rc=$? $(tail -n 1 "$OUT/run.txt")"
+
+$BUILD/tests/test_gpu > "$OUT/test_gpu.txt" 2>&1
+note "test_gpu: rc=$? $(grep -c '^ok' "$OUT/test_gpu.txt") ok, $(grep -c '^FAIL' "$OUT/test_gpu.txt") failed; $(grep -m1 FAILED "$OUT/test_gpu.txt")"
+
+: > "$OUT/verify.txt"
+for d in ${VERIFY_DIMS:-32 64 96 128 192 256}; do
+  $ft verify -q --only "d=$d" >> "$OUT/verify.txt" 2>&1
+  note "verify d=$d: rc=$? $(grep '^summary' "$OUT/verify.txt" | tail -n 1)"
+done
+note "verify FAIL rows: $(grep -c ' FAIL ' "$OUT/verify.txt")"
+note "elapsed before bench: $(( $(date +%s) - t0 )) s"
+
+python3 bench/sdpa_compare.py --flashtune $ft --seqlens ${BENCH_SEQLENS:-4096,16384} \
+  --head-dims ${BENCH_DIMS:-64,128} --dtypes ${BENCH_DTYPES:-f16} --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
+note "bench: rc=$?"
+tail -n 8 "$OUT/bench.txt" | tee -a "$summary"
+note "elapsed before sanitizer: $(( $(date +%s) - t0 )) s"
+
+for v in 'd=128,bm=128,bn=64,warps=4,stages=2,qreg=0,causal=1' 'd=64,bm=64,bn=32,warps=4,stages=3,qreg=1,causal=0' \
+         'd=96,bm=128,bn=32,warps=8,stages=1,qreg=0,causal=1'; do
+  for tool in memcheck racecheck; do
+    d=${v#d=}; d=${d%%,*}
+    compute-sanitizer --tool $tool --error-exitcode 9 $ft run --no-time --variant "$v" \
+      --shape "b=1,hq=2,hkv=1,sq=300,sk=257,d=$d" >> "$OUT/sanitizer.txt" 2>&1
+    note "sanitizer $tool $v: rc=$?"
+  done
+done
+note "total: $(( $(date +%s) - t0 )) s"

@@ -1,0 +1,174 @@
+"""flashtune for PyTorch users: a thin ctypes binding over libflashtune.
+
+    import torch, flashtune
+    ctx = flashtune.Context()                      # GPU 0, tuned kernels
+    o, lse = ctx.forward(q, k, v, causal=True, return_lse=True)
+
+q is [batch, seqlen_q, heads_q, head_dim], k and v [batch, seqlen_k, heads_kv, head_dim], all
+fp16 or bf16 CUDA tensors whose last dimension is contiguous. The call runs on PyTorch's
+current stream. The library is found through $FLASHTUNE_LIB, else next to this package's
+repository checkout (build/libflashtune.so), else by the dynamic loader.
+"""
+import ctypes
+import math
+import os
+
+__all__ = ["Context", "FlashtuneError", "library_path"]
+
+FT_OPTIONS_VERSION = 1
+_DTYPES = {"float16": 0, "bfloat16": 1}
+
+
+class FlashtuneError(RuntimeError):
+    """A flashtune call failed; the message is the library's."""
+
+
+class _Options(ctypes.Structure):
+    _fields_ = [
+        ("version", ctypes.c_int),
+        ("device", ctypes.c_int),
+        ("cache_dir", ctypes.c_char_p),
+        ("spec", ctypes.c_char_p),
+        ("variant", ctypes.c_char_p),
+    ]
+
+
+class _Args(ctypes.Structure):
+    _fields_ = [
+        ("dtype", ctypes.c_int),
+        ("batch", ctypes.c_int),
+        ("heads_q", ctypes.c_int),
+        ("heads_kv", ctypes.c_int),
+        ("seqlen_q", ctypes.c_int),
+        ("seqlen_k", ctypes.c_int),
+        ("head_dim", ctypes.c_int),
+        ("q", ctypes.c_void_p),
+        ("k", ctypes.c_void_p),
+        ("v", ctypes.c_void_p),
+        ("o", ctypes.c_void_p),
+        ("lse", ctypes.c_void_p),
+        ("q_stride", ctypes.c_int64 * 3),
+        ("k_stride", ctypes.c_int64 * 3),
+        ("v_stride", ctypes.c_int64 * 3),
+        ("o_stride", ctypes.c_int64 * 3),
+        ("causal", ctypes.c_int),
+        ("softmax_scale", ctypes.c_float),
+    ]
+
+
+def library_path():
+    env = os.environ.get("FLASHTUNE_LIB")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    local = os.path.join(here, "..", "..", "build", "libflashtune.so")
+    return local if os.path.exists(local) else "libflashtune.so.0"
+
+
+_lib = None
+
+
+def _load():
+    global _lib
+    if _lib is None:
+        lib = ctypes.CDLL(library_path())
+        lib.ft_context_options_init.argtypes = [ctypes.POINTER(_Options)]
+        lib.ft_context_create.argtypes = [ctypes.POINTER(_Options), ctypes.POINTER(ctypes.c_void_p)]
+        lib.ft_context_create.restype = ctypes.c_int
+        lib.ft_context_destroy.argtypes = [ctypes.c_void_p]
+        lib.ft_last_error.argtypes = [ctypes.c_void_p]
+        lib.ft_last_error.restype = ctypes.c_char_p
+        lib.ft_status_name.argtypes = [ctypes.c_int]
+        lib.ft_status_name.restype = ctypes.c_char_p
+        lib.ft_attention_forward.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Args), ctypes.c_void_p]
+        lib.ft_attention_forward.restype = ctypes.c_int
+        _lib = lib
+    return _lib
+
+
+def _enc(s):
+    return None if s is None else s.encode()
+
+
+class Context:
+    """One GPU's kernels. variant forces one variant of the spec for every call (benchmarks);
+    it may leave out d, causal and dtype."""
+
+    def __init__(self, device=None, variant=None, spec=None, cache_dir=None):
+        import torch
+
+        lib = _load()
+        self._lib = lib
+        self._handle = None
+        opts = _Options()
+        lib.ft_context_options_init(ctypes.byref(opts))
+        opts.device = torch.cuda.current_device() if device is None else int(device)
+        self._keep = [_enc(cache_dir), _enc(spec), _enc(variant)]
+        opts.cache_dir, opts.spec, opts.variant = self._keep
+        self.device = opts.device
+        handle = ctypes.c_void_p()
+        torch.cuda.init()  # the primary context PyTorch uses must exist first
+        with torch.cuda.device(self.device):
+            torch.empty(1, device="cuda")
+            rc = lib.ft_context_create(ctypes.byref(opts), ctypes.byref(handle))
+        if rc != 0:
+            raise FlashtuneError(self._message(None, rc))
+        self._handle = handle
+
+    def _message(self, handle, rc):
+        name = self._lib.ft_status_name(rc).decode()
+        return "%s: %s" % (name, self._lib.ft_last_error(handle).decode())
+
+    def close(self):
+        if self._handle is not None:
+            self._lib.ft_context_destroy(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def forward(self, q, k, v, causal=False, scale=None, return_lse=False, out=None, stream=None):
+        import torch
+
+        if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+            raise ValueError("q, k, v must be [batch, seqlen, heads, head_dim]")
+        if q.dtype not in (torch.float16, torch.bfloat16) or k.dtype != q.dtype or v.dtype != q.dtype:
+            raise ValueError("q, k, v must all be float16 or all bfloat16")
+        for name, t in (("q", q), ("k", k), ("v", v)):
+            if not t.is_cuda or t.device.index != self.device:
+                raise ValueError("%s must be on cuda:%d" % (name, self.device))
+            if t.stride(3) != 1:
+                raise ValueError("%s's last dimension must be contiguous" % name)
+        b, sq, hq, d = q.shape
+        sk, hkv = k.shape[1], k.shape[2]
+        if tuple(v.shape) != tuple(k.shape) or k.shape[0] != b or k.shape[3] != d:
+            raise ValueError("k and v must be [batch, seqlen_k, heads_kv, head_dim] matching q")
+        o = torch.empty_like(q, memory_format=torch.contiguous_format) if out is None else out
+        lse = torch.empty((b, hq, sq), dtype=torch.float32, device=q.device) if return_lse else None
+        a = _Args()
+        a.dtype = _DTYPES[str(q.dtype).split(".")[1]]
+        a.batch, a.heads_q, a.heads_kv, a.seqlen_q, a.seqlen_k, a.head_dim = b, hq, hkv, sq, sk, d
+        a.q, a.k, a.v, a.o = q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr()
+        a.lse = lse.data_ptr() if lse is not None else None
+        for field, t in (("q_stride", q), ("k_stride", k), ("v_stride", v), ("o_stride", o)):
+            getattr(a, field)[:] = [t.stride(0), t.stride(1), t.stride(2)]
+        a.causal = 1 if causal else 0
+        a.softmax_scale = 0.0 if scale is None else float(scale)
+        s = torch.cuda.current_stream(q.device) if stream is None else stream
+        rc = self._lib.ft_attention_forward(self._handle, ctypes.byref(a), ctypes.c_void_p(s.cuda_stream))
+        if rc != 0:
+            raise FlashtuneError(self._message(self._handle, rc))
+        return (o, lse) if return_lse else o
+
+
+def flops(batch, heads, seqlen_q, seqlen_k, head_dim, causal):
+    """Forward FLOPs as the FlashAttention papers count them."""
+    f = 4.0 * batch * heads * seqlen_q * seqlen_k * head_dim
+    return f / 2 if causal else f
+
+
+def default_scale(head_dim):
+    return 1.0 / math.sqrt(head_dim)

@@ -1,0 +1,59 @@
+/* Loading a compiled variant into the current context, checking it against the device,
+ * and launching the forward kernels. */
+#ifndef FT_RUNTIME_KERNEL_H
+#define FT_RUNTIME_KERNEL_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+#include "generator/arch.h"
+#include "runtime/driver.h"
+
+/* The flash forward kernels' argument block; templates/flash_fwd_sm80.cuh declares the same
+ * fields in the same order (ft::FwdParams). Strides are in elements. */
+typedef struct ft_fwd_params {
+    const void *q;
+    const void *k;
+    const void *v;
+    void *o;
+    float *lse;
+    int64_t q_batch_stride, q_row_stride, q_head_stride;
+    int64_t k_batch_stride, k_row_stride, k_head_stride;
+    int64_t v_batch_stride, v_row_stride, v_head_stride;
+    int64_t o_batch_stride, o_row_stride, o_head_stride;
+    int32_t batch, heads_q, heads_kv, seqlen_q, seqlen_k;
+    float scale;
+    float scale_log2;
+    int32_t reserved;
+} ft_fwd_params;
+
+_Static_assert(sizeof(ft_fwd_params) == 5 * 8 + 12 * 8 + 8 * 4, "ft_fwd_params layout");
+
+/* A loaded kernel, its launch geometry and what the driver says about it. */
+typedef struct ft_kernel {
+    CUmodule module;
+    CUfunction fn;
+    int threads;              /* per block */
+    int rows_per_block;       /* query rows per block (grid.x = ceil(seqlen_q / rows)) */
+    long long smem_dynamic;
+    int registers;            /* CU_FUNC_ATTRIBUTE_NUM_REGS */
+    int local_bytes;          /* per thread: spills and stack */
+    int smem_static;
+    int max_threads;          /* what the registers allow per block */
+    int blocks_per_sm;        /* occupancy */
+} ft_kernel;
+
+/* Loads a cubin into the current context and checks it can launch: threads within what its
+ * registers allow, static + dynamic shared memory within the opt-in limit (raising the
+ * dynamic limit past 48 KiB), at least one block per multiprocessor. A variant that cannot
+ * launch is FT_ERR_LIMITS with the reason; a bad image is FT_ERR_CUDA. */
+ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entry, int threads,
+                          int rows_per_block, long long smem_dynamic, const ft_arch *dev,
+                          ft_kernel *out, ft_err *err);
+void ft__kernel_unload(const ft_cuda *cu, ft_kernel *k); /* module NULL is a no-op */
+
+/* Launches a forward kernel on stream (grid: query-row blocks × heads × batch). */
+ft_status ft__kernel_launch_fwd(const ft_cuda *cu, const ft_kernel *k, const ft_fwd_params *p,
+                                CUstream stream, ft_err *err);
+
+#endif

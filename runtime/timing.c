@@ -1,0 +1,125 @@
+#include "timing.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void ft__timing_opts_default(ft_timing_opts *o)
+{
+    o->warmup_ms = 25;
+    o->budget_ms = 200;
+    o->min_reps = 10;
+    o->max_reps = 200;
+    o->flush_bytes = (size_t)256 << 20;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double quantile(const double *sorted, int n, double q)
+{
+    double pos = q * (n - 1);
+    int lo = (int)pos;
+    double frac = pos - lo;
+    return lo + 1 < n ? sorted[lo] * (1 - frac) + sorted[lo + 1] * frac : sorted[lo];
+}
+
+void ft__timing_summarise(double *xs, int n, ft_timing *out)
+{
+    qsort(xs, (size_t)n, sizeof *xs, cmp_double);
+    out->reps = n;
+    out->min_ms = xs[0];
+    out->median_ms = quantile(xs, n, 0.5);
+    out->q1_ms = quantile(xs, n, 0.25);
+    out->q3_ms = quantile(xs, n, 0.75);
+}
+
+ft_status ft__time(const ft_cuda *cu, ft_launch_fn fn, void *ud, const ft_timing_opts *o, ft_timing *out,
+                   ft_err *err)
+{
+    ft_status rc;
+    CUstream stream = NULL;
+    CUdeviceptr flush = 0;
+    CUevent *ev = NULL;
+    double *ms = NULL;
+    int nev = 0;
+    int reps, i, calls = 0;
+    float t = 0;
+    double warm = 0, per_call;
+
+    memset(out, 0, sizeof *out);
+    rc = ft__cuda_check(cu, cu->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), err, "cuStreamCreate");
+    if (rc != FT_OK)
+        goto out;
+    if (o->flush_bytes > 0) {
+        rc = ft__cuda_check(cu, cu->cuMemAlloc(&flush, o->flush_bytes), err, "allocating the L2 flush buffer");
+        if (rc != FT_OK)
+            goto out;
+    }
+    ev = calloc((size_t)2 * (o->max_reps > 2 ? o->max_reps : 2), sizeof *ev);
+    ms = calloc((size_t)(o->max_reps > 2 ? o->max_reps : 2), sizeof *ms);
+    if (ev == NULL || ms == NULL) {
+        rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    for (nev = 0; nev < 2 * o->max_reps; nev++) {
+        rc = ft__cuda_check(cu, cu->cuEventCreate(&ev[nev], CU_EVENT_DEFAULT), err, "cuEventCreate");
+        if (rc != FT_OK)
+            goto out;
+    }
+    /* Warm-up: module load, first-launch costs, clocks; also measures one call. */
+    while (calls < 3 || warm < o->warmup_ms) {
+        if ((rc = ft__cuda_check(cu, cu->cuEventRecord(ev[0], stream), err, "cuEventRecord")) != FT_OK ||
+            (rc = fn(ud, stream, err)) != FT_OK ||
+            (rc = ft__cuda_check(cu, cu->cuEventRecord(ev[1], stream), err, "cuEventRecord")) != FT_OK ||
+            (rc = ft__cuda_check(cu, cu->cuEventSynchronize(ev[1]), err, "running the kernel")) != FT_OK ||
+            (rc = ft__cuda_check(cu, cu->cuEventElapsedTime(&t, ev[0], ev[1]), err, "cuEventElapsedTime")) != FT_OK)
+            goto out;
+        warm += t;
+        calls++;
+        if (calls > 10000)
+            break;
+    }
+    per_call = warm / calls;
+    reps = per_call > 0 ? (int)(o->budget_ms / per_call) : o->max_reps;
+    if (reps < o->min_reps)
+        reps = o->min_reps;
+    if (reps > o->max_reps)
+        reps = o->max_reps;
+    for (i = 0; i < reps; i++) {
+        if (flush != 0) {
+            rc = ft__cuda_check(cu, cu->cuMemsetD8Async(flush, (unsigned char)i, o->flush_bytes, stream), err,
+                                "flushing L2");
+            if (rc != FT_OK)
+                goto out;
+        }
+        if ((rc = ft__cuda_check(cu, cu->cuEventRecord(ev[2 * i], stream), err, "cuEventRecord")) != FT_OK ||
+            (rc = fn(ud, stream, err)) != FT_OK ||
+            (rc = ft__cuda_check(cu, cu->cuEventRecord(ev[2 * i + 1], stream), err, "cuEventRecord")) != FT_OK)
+            goto out;
+    }
+    rc = ft__cuda_check(cu, cu->cuStreamSynchronize(stream), err, "running the kernel");
+    if (rc != FT_OK)
+        goto out;
+    for (i = 0; i < reps; i++) {
+        rc = ft__cuda_check(cu, cu->cuEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]), err, "cuEventElapsedTime");
+        if (rc != FT_OK)
+            goto out;
+        ms[i] = t;
+    }
+    ft__timing_summarise(ms, reps, out);
+out:
+    for (i = 0; i < nev; i++)
+        cu->cuEventDestroy(ev[i]);
+    free(ev);
+    free(ms);
+    if (flush != 0)
+        cu->cuMemFree(flush);
+    if (stream != NULL) {
+        cu->cuStreamSynchronize(stream);
+        cu->cuStreamDestroy(stream);
+    }
+    return rc;
+}

@@ -1,0 +1,325 @@
+#include "verify.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/half.h"
+#include "generator/family.h"
+
+ft_tolerance ft__tolerance(int bf16)
+{
+    static const ft_tolerance f16 = FT_TOL_F16;
+    static const ft_tolerance b16 = FT_TOL_BF16;
+    return bf16 ? b16 : f16;
+}
+
+void ft__check_outputs(const ft_problem *p, const uint16_t *o, ft_strides os, const float *lse,
+                       const float *o_ref, const float *lse_ref, ft_check *out)
+{
+    const ft_tolerance tol = ft__tolerance(p->bf16);
+    const int d = p->head_dim;
+    const size_t rows = (size_t)p->batch * p->heads_q * p->seqlen_q;
+    double sum_ref2 = 0, sum_diff2 = 0, rms;
+    int b, h, i, c;
+
+    memset(out, 0, sizeof *out);
+    for (size_t n = 0; n < rows * (size_t)d; n++)
+        sum_ref2 += (double)o_ref[n] * o_ref[n];
+    rms = sqrt(sum_ref2 / (double)(rows * (size_t)d));
+    for (b = 0; b < p->batch; b++)
+        for (i = 0; i < p->seqlen_q; i++)
+            for (h = 0; h < p->heads_q; h++) {
+                const uint16_t *oi = o + b * os.batch + i * os.row + h * os.head;
+                const float *ri = o_ref + (((size_t)b * p->seqlen_q + i) * p->heads_q + h) * d;
+                for (c = 0; c < d; c++) {
+                    double x = ft__half_to_float(oi[c], p->bf16);
+                    double r = ri[c];
+                    double diff = fabs(x - r);
+                    double bound = tol.rtol * fabs(r) + tol.atol * rms;
+                    if (!isfinite(x)) {
+                        if (out->nonfinite++ == 0 && out->detail[0] == '\0')
+                            snprintf(out->detail, sizeof out->detail,
+                                     "O[b=%d,s=%d,h=%d,%d] is %g (reference %g): unwritten or NaN", b, i, h, c, x, r);
+                        continue;
+                    }
+                    sum_diff2 += diff * diff;
+                    if (diff > out->o_max_abs)
+                        out->o_max_abs = diff;
+                    if (bound > 0 && diff / bound > out->o_worst)
+                        out->o_worst = diff / bound;
+                    if (diff > bound && out->bad++ == 0 && out->detail[0] == '\0')
+                        snprintf(out->detail, sizeof out->detail,
+                                 "O[b=%d,s=%d,h=%d,%d] = %.6g, reference %.6g (bound %.3g)", b, i, h, c, x, r, bound);
+                }
+            }
+    out->o_rel_l2 = sum_ref2 > 0 ? sqrt(sum_diff2 / sum_ref2) : sqrt(sum_diff2);
+    for (size_t n = 0; n < rows; n++) {
+        double x = lse[n], r = lse_ref[n];
+        if (isinf(r) && r > 0) {
+            if (!(isinf(x) && x > 0) && out->bad++ == 0 && out->detail[0] == '\0')
+                snprintf(out->detail, sizeof out->detail, "LSE row %zu is %g; the row sees no key (+inf)", n, x);
+            continue;
+        }
+        if (!isfinite(x)) {
+            if (out->nonfinite++ == 0 && out->detail[0] == '\0')
+                snprintf(out->detail, sizeof out->detail, "LSE row %zu is %g (reference %g)", n, x, r);
+            continue;
+        }
+        if (fabs(x - r) > out->lse_max_err)
+            out->lse_max_err = fabs(x - r);
+        if (fabs(x - r) > tol.lse_abs + tol.lse_rel * fabs(r) && out->bad++ == 0 && out->detail[0] == '\0')
+            snprintf(out->detail, sizeof out->detail, "LSE row %zu = %.7g, reference %.7g", n, x, r);
+    }
+    if (out->o_rel_l2 > tol.l2 && out->detail[0] == '\0')
+        snprintf(out->detail, sizeof out->detail, "relative L2 error %.3g > %.3g", out->o_rel_l2, tol.l2);
+    out->pass = out->nonfinite == 0 && out->bad == 0 && out->o_rel_l2 <= tol.l2;
+}
+
+ft_status ft__verifier_init(const ft_cuda *cu, const ft_arch *dev, ft_cache *cache, ft_verifier *out,
+                            ft_err *err)
+{
+    ft_status rc;
+    const ft_embedded_file *f = ft__template_file("reference.cuh");
+    ft_compiled c;
+
+    memset(out, 0, sizeof *out);
+    out->cu = cu;
+    out->dev = *dev;
+    if (f == NULL)
+        return ft__fail(err, FT_ERR_INTERNAL, "the reference template is not embedded");
+    rc = ft__compile(f->data, "reference.cu", dev->name, cache, &c, err);
+    if (rc != FT_OK) {
+        ft__err_prefix(err, "compiling the reference");
+        return rc;
+    }
+    rc = ft__cuda_check(cu, cu->cuModuleLoadData(&out->module, c.cubin), err, "loading the reference");
+    ft__compiled_free(&c);
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->cuModuleGetFunction(&out->attention, out->module, "ft_ref_attention"), err,
+                            "cuModuleGetFunction(ft_ref_attention)");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->cuModuleGetFunction(&out->fill, out->module, "ft_ref_fill_normal"), err,
+                            "cuModuleGetFunction(ft_ref_fill_normal)");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu,
+                            cu->cuFuncSetAttribute(out->attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                   (int)dev->smem_per_block),
+                            err, "cuFuncSetAttribute(reference)");
+    if (rc != FT_OK)
+        ft__verifier_free(out);
+    return rc;
+}
+
+void ft__verifier_free(ft_verifier *v)
+{
+    if (v->module != NULL)
+        v->cu->cuModuleUnload(v->module);
+    v->module = NULL;
+}
+
+ft_status ft__tensors_create(const ft_cuda *cu, const ft_problem *p, ft_tensors *t, ft_err *err)
+{
+    ft_status rc;
+    size_t rows = (size_t)p->batch * p->heads_q * p->seqlen_q;
+    int i;
+
+    memset(t, 0, sizeof *t);
+    t->problem = *p;
+    rc = ft__problem_validate(p, err);
+    if (rc != FT_OK)
+        return rc;
+    ft__problem_layout(p, &t->plan);
+    for (i = 0; i < 4 && rc == FT_OK; i++)
+        if (t->plan.elems[i] > 0)
+            rc = ft__cuda_check(cu, cu->cuMemAlloc(&t->buf[i], t->plan.elems[i] * 2), err, "cuMemAlloc");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->cuMemAlloc(&t->lse, rows * 4), err, "cuMemAlloc");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->cuMemAlloc(&t->o_ref, rows * (size_t)p->head_dim * 4), err, "cuMemAlloc");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->cuMemAlloc(&t->lse_ref, rows * 4), err, "cuMemAlloc");
+    if (rc != FT_OK)
+        ft__tensors_destroy(cu, t);
+    return rc;
+}
+
+void ft__tensors_destroy(const ft_cuda *cu, ft_tensors *t)
+{
+    CUdeviceptr *all[] = {&t->buf[0], &t->buf[1], &t->buf[2], &t->buf[3], &t->lse, &t->o_ref, &t->lse_ref};
+    size_t i;
+
+    for (i = 0; i < sizeof all / sizeof all[0]; i++) {
+        if (*all[i] != 0)
+            cu->cuMemFree(*all[i]);
+        *all[i] = 0;
+    }
+}
+
+static const void *tensor_ptr(const ft_tensors *t, int which)
+{
+    return (const void *)(uintptr_t)(t->buf[t->plan.buffer[which]] + t->plan.offset[which] * 2);
+}
+
+void ft__tensors_params(const ft_tensors *t, ft_fwd_params *out)
+{
+    const ft_problem *p = &t->problem;
+    const ft_strides *s = t->plan.strides;
+    float scale = ft__problem_scale(p);
+
+    memset(out, 0, sizeof *out);
+    out->q = tensor_ptr(t, 0);
+    out->k = tensor_ptr(t, 1);
+    out->v = tensor_ptr(t, 2);
+    out->o = (void *)(uintptr_t)tensor_ptr(t, 3);
+    out->lse = (float *)(uintptr_t)t->lse;
+    out->q_batch_stride = s[0].batch, out->q_row_stride = s[0].row, out->q_head_stride = s[0].head;
+    out->k_batch_stride = s[1].batch, out->k_row_stride = s[1].row, out->k_head_stride = s[1].head;
+    out->v_batch_stride = s[2].batch, out->v_row_stride = s[2].row, out->v_head_stride = s[2].head;
+    out->o_batch_stride = s[3].batch, out->o_row_stride = s[3].row, out->o_head_stride = s[3].head;
+    out->batch = p->batch;
+    out->heads_q = p->heads_q;
+    out->heads_kv = p->heads_kv;
+    out->seqlen_q = p->seqlen_q;
+    out->seqlen_k = p->seqlen_k;
+    out->scale = scale;
+    out->scale_log2 = scale * 1.4426950408889634f;
+}
+
+static ft_status fill(ft_verifier *v, CUdeviceptr ptr, size_t n, uint64_t seed, float stddev, int bf16,
+                      ft_err *err)
+{
+    long long count = (long long)n;
+    float mean = 0.f;
+    void *args[] = {&ptr, &count, &seed, &mean, &stddev, &bf16};
+    unsigned blocks = (unsigned)((n + 255) / 256);
+
+    if (blocks > 4096)
+        blocks = 4096;
+    if (n == 0)
+        return FT_OK;
+    return ft__cuda_check(v->cu, v->cu->cuLaunchKernel(v->fill, blocks, 1, 1, 256, 1, 1, 0, NULL, args, NULL), err,
+                          "launching the random fill");
+}
+
+ft_status ft__tensors_fill(ft_verifier *v, ft_tensors *t, uint64_t seed, float qk_std, ft_err *err)
+{
+    const ft_problem *p = &t->problem;
+    ft_status rc = FT_OK;
+
+    t->have_reference = 0;
+    if (p->layout == FT_LAYOUT_QKV_PACKED) {
+        /* Q, K, V interleave per row: fill with qk_std, then V's slices cannot differ; a
+         * separate V scale is not needed for verification. */
+        return fill(v, t->buf[0], t->plan.elems[0], seed, qk_std, p->bf16, err);
+    }
+    rc = fill(v, t->buf[0], t->plan.elems[0], seed * 3 + 1, qk_std, p->bf16, err);
+    if (rc == FT_OK)
+        rc = fill(v, t->buf[1], t->plan.elems[1], seed * 3 + 2, qk_std, p->bf16, err);
+    if (rc == FT_OK)
+        rc = fill(v, t->buf[2], t->plan.elems[2], seed * 3 + 3, 1.f, p->bf16, err);
+    return rc;
+}
+
+typedef struct ref_params {
+    const void *q, *k, *v;
+    float *o, *lse;
+    int64_t qb, qr, qh, kb, kr, kh, vb, vr, vh, ob, orow, oh;
+    int32_t batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
+    float scale;
+    int32_t causal, bf16, reserved;
+} ref_params;
+
+ft_status ft__tensors_reference(ft_verifier *v, ft_tensors *t, ft_err *err)
+{
+    const ft_problem *p = &t->problem;
+    const ft_cuda *cu = v->cu;
+    ft_fwd_params fp;
+    ref_params rp;
+    void *args[] = {&rp};
+    size_t smem = (size_t)(p->head_dim + p->seqlen_k + 32) * 4;
+    ft_status rc;
+
+    if (smem > (size_t)v->dev.smem_per_block)
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "the GPU reference holds a row of scores in shared memory: "
+                        "seqlen_k %d is too long", p->seqlen_k);
+    ft__tensors_params(t, &fp);
+    memset(&rp, 0, sizeof rp);
+    rp.q = fp.q, rp.k = fp.k, rp.v = fp.v;
+    rp.o = (float *)(uintptr_t)t->o_ref;
+    rp.lse = (float *)(uintptr_t)t->lse_ref;
+    rp.qb = fp.q_batch_stride, rp.qr = fp.q_row_stride, rp.qh = fp.q_head_stride;
+    rp.kb = fp.k_batch_stride, rp.kr = fp.k_row_stride, rp.kh = fp.k_head_stride;
+    rp.vb = fp.v_batch_stride, rp.vr = fp.v_row_stride, rp.vh = fp.v_head_stride;
+    rp.ob = (int64_t)p->seqlen_q * p->heads_q * p->head_dim;
+    rp.orow = (int64_t)p->heads_q * p->head_dim;
+    rp.oh = p->head_dim;
+    rp.batch = p->batch, rp.heads_q = p->heads_q, rp.heads_kv = p->heads_kv;
+    rp.seqlen_q = p->seqlen_q, rp.seqlen_k = p->seqlen_k, rp.head_dim = p->head_dim;
+    rp.scale = fp.scale;
+    rp.causal = p->causal;
+    rp.bf16 = p->bf16;
+    rc = ft__cuda_check(cu, cu->cuLaunchKernel(v->attention, (unsigned)p->seqlen_q, (unsigned)p->heads_q,
+                                              (unsigned)p->batch, 256, 1, 1, (unsigned)smem, NULL, args, NULL),
+                        err, "launching the reference");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->cuCtxSynchronize(), err, "running the reference");
+    t->have_reference = rc == FT_OK;
+    return rc;
+}
+
+ft_status ft__verify_kernel(ft_verifier *v, const ft_kernel *k, ft_tensors *t, ft_check *check, ft_err *err)
+{
+    const ft_cuda *cu = v->cu;
+    const ft_problem *p = &t->problem;
+    const size_t rows = (size_t)p->batch * p->heads_q * p->seqlen_q;
+    const size_t o_elems = t->plan.elems[3];
+    uint16_t *o = NULL;
+    float *lse = NULL, *o_ref = NULL, *lse_ref = NULL;
+    ft_fwd_params fp;
+    ft_status rc;
+
+    memset(check, 0, sizeof *check);
+    if (!t->have_reference) {
+        rc = ft__tensors_reference(v, t, err);
+        if (rc != FT_OK)
+            return rc;
+    }
+    o = malloc(o_elems * 2);
+    lse = malloc(rows * 4);
+    o_ref = malloc(rows * (size_t)p->head_dim * 4);
+    lse_ref = malloc(rows * 4);
+    if (o == NULL || lse == NULL || o_ref == NULL || lse_ref == NULL) {
+        rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of host memory for verification");
+        goto out;
+    }
+    /* NaN in every output element: 0xffff is a NaN in fp16 and bf16, 0xffffffff in fp32. */
+    rc = ft__cuda_check(cu, cu->cuMemsetD16(t->buf[3], 0xffff, o_elems), err, "poisoning O");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->cuMemsetD32(t->lse, 0xffffffffu, rows), err, "poisoning the LSE");
+    if (rc != FT_OK)
+        goto out;
+    ft__tensors_params(t, &fp);
+    rc = ft__kernel_launch_fwd(cu, k, &fp, NULL, err);
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->cuCtxSynchronize(), err, "running the kernel");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->cuMemcpyDtoH(o, t->buf[3], o_elems * 2), err, "reading O");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->cuMemcpyDtoH(lse, t->lse, rows * 4), err, "reading the LSE");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->cuMemcpyDtoH(o_ref, t->o_ref, rows * (size_t)p->head_dim * 4), err,
+                            "reading the reference");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->cuMemcpyDtoH(lse_ref, t->lse_ref, rows * 4), err, "reading the reference");
+    if (rc != FT_OK)
+        goto out;
+    ft__check_outputs(p, o, t->plan.strides[3], lse, o_ref, lse_ref, check);
+out:
+    free(o);
+    free(lse);
+    free(o_ref);
+    free(lse_ref);
+    return rc;
+}

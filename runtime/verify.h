@@ -1,0 +1,101 @@
+/*
+ * Verification: inputs on the GPU, the reference, and the comparison every variant must pass
+ * before any timing counts.
+ *
+ * The GPU reference (templates/reference.cuh) computes attention in fp32; the CPU reference
+ * computes it in fp64 for small shapes and checks the GPU one. Outputs are poisoned with NaN
+ * before every launch and every element is compared: NaN or Inf where the reference is
+ * finite never passes, and a row the reference leaves empty (LSE = +inf) must be +inf too.
+ */
+#ifndef FT_RUNTIME_VERIFY_H
+#define FT_RUNTIME_VERIFY_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+#include "generator/arch.h"
+#include "runtime/compile.h"
+#include "runtime/driver.h"
+#include "runtime/kernel.h"
+#include "runtime/problem.h"
+
+/* Error bounds per dtype. O passes when its relative L2 error is at most `l2` and every
+ * element satisfies |o - ref| <= rtol·|ref| + atol·rms(ref); the LSE when every row satisfies
+ * |lse - ref| <= lse_abs + lse_rel·|ref|.
+ * Reasoning: the output is rounded to 16 bits (relative 2^-11 for fp16, 2^-8 for bf16) and
+ * so is P before P·V; scores and sums are fp32 on both sides, so the LSE is close to exact. */
+typedef struct ft_tolerance {
+    double l2, rtol, atol, lse_abs, lse_rel;
+} ft_tolerance;
+
+#define FT_TOL_F16 {2e-3, 1e-2, 1e-2, 1e-3, 1e-4}
+#define FT_TOL_BF16 {1.6e-2, 5e-2, 5e-2, 1e-3, 1e-4}
+
+ft_tolerance ft__tolerance(int bf16);
+
+typedef struct ft_check {
+    int pass;
+    double o_rel_l2;          /* ||o - ref|| / ||ref|| */
+    double o_max_abs;         /* max |o - ref| */
+    double o_worst;           /* max |o - ref| / (rtol·|ref| + atol·rms): > 1 fails */
+    double lse_max_err;       /* max |lse - ref| over finite rows */
+    long long nonfinite;      /* NaN/Inf outputs where the reference is finite */
+    long long bad;            /* elements over their bound (O and LSE) */
+    char detail[256];         /* the first failure, in words */
+} ft_check;
+
+/* Compares a kernel's O (16-bit, with its strides) and LSE (fp32 [b, hq, sq]) with the
+ * reference's O (fp32, [b, sq, hq, d] contiguous) and LSE. Host memory. */
+void ft__check_outputs(const ft_problem *p, const uint16_t *o, ft_strides o_strides, const float *lse,
+                       const float *o_ref, const float *lse_ref, ft_check *out);
+
+/* fp64 attention on the host. q, k, v point at the first element of each tensor with its
+ * strides; o ([b, sq, hq, d]) and lse ([b, hq, sq]) are written contiguously. */
+void ft__reference_cpu(const ft_problem *p, const uint16_t *q, ft_strides qs, const uint16_t *k,
+                       ft_strides ks, const uint16_t *v, ft_strides vs, double *o, double *lse);
+
+/* The reference kernels, compiled for the device and loaded into the current context. */
+typedef struct ft_verifier {
+    const ft_cuda *cu;
+    ft_arch dev;
+    CUmodule module;
+    CUfunction attention;
+    CUfunction fill;
+} ft_verifier;
+
+ft_status ft__verifier_init(const ft_cuda *cu, const ft_arch *dev, ft_cache *cache, ft_verifier *out,
+                            ft_err *err);
+void ft__verifier_free(ft_verifier *v);
+
+/* Device buffers of one problem: inputs in the problem's layout, O, LSE, and the fp32
+ * reference outputs. */
+typedef struct ft_tensors {
+    ft_problem problem;
+    ft_layout_plan plan;
+    CUdeviceptr buf[4];       /* Q (or packed QKV), K, V, O; unused ones 0 */
+    CUdeviceptr lse;          /* fp32 [b, hq, sq] */
+    CUdeviceptr o_ref;        /* fp32 [b, sq, hq, d] */
+    CUdeviceptr lse_ref;
+    int have_reference;
+} ft_tensors;
+
+ft_status ft__tensors_create(const ft_cuda *cu, const ft_problem *p, ft_tensors *t, ft_err *err);
+void ft__tensors_destroy(const ft_cuda *cu, ft_tensors *t);
+
+/* The kernel argument block for these tensors. */
+void ft__tensors_params(const ft_tensors *t, ft_fwd_params *out);
+
+/* Fills Q and K with N(0, qk_std²) and V with N(0, 1) from a seed (a large qk_std makes
+ * scores in the hundreds, to exercise the safe softmax); invalidates the reference. */
+ft_status ft__tensors_fill(ft_verifier *v, ft_tensors *t, uint64_t seed, float qk_std, ft_err *err);
+
+/* Computes the reference outputs for the current inputs (once per fill). */
+ft_status ft__tensors_reference(ft_verifier *v, ft_tensors *t, ft_err *err);
+
+/* Poisons O and LSE with NaN, launches the kernel, waits, and compares every element with
+ * the reference. A launch or execution error is returned (FT_ERR_CUDA); a wrong result is
+ * FT_OK with check->pass = 0. */
+ft_status ft__verify_kernel(ft_verifier *v, const ft_kernel *k, ft_tensors *t, ft_check *check,
+                            ft_err *err);
+
+#endif

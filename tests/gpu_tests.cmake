@@ -1,0 +1,10 @@
+# GPU tests (label gpu): they exit 77 without a GPU, which ctest reports as skipped.
+add_executable(test_gpu test_gpu.c)
+target_link_libraries(test_gpu PRIVATE ft_core flashtune_shared ${FT_EXE_DEPS})
+target_compile_definitions(test_gpu PRIVATE _GNU_SOURCE)
+add_test(NAME test_gpu COMMAND test_gpu WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(test_gpu PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "${FT_TEST_ENV}")
+
+add_test(NAME gpu_verify COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gpu_verify.sh $<TARGET_FILE:flashtune>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(gpu_verify PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800 ENVIRONMENT "${FT_TEST_ENV}")

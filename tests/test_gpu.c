@@ -1,0 +1,215 @@
+/* GPU tests: the GPU reference against the fp64 CPU reference, and the public forward call
+ * against the reference. Without a GPU they report "skipped" (exit status 77). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/half.h"
+#include "flashtune.h"
+#include "ft_test.h"
+#include "tuner/session.h"
+
+static ft_session session;
+
+typedef struct shape_case {
+    const char *shape;
+    int causal, bf16;
+    ft_layout layout;
+} shape_case;
+
+static const shape_case small_cases[] = {
+    {"b=1,hq=1,sq=1,sk=1,d=64", 0, 0, FT_LAYOUT_BSHD},
+    {"b=2,hq=3,sq=17,sk=17,d=32", 1, 1, FT_LAYOUT_BHSD},
+    {"b=1,hq=2,sq=13,sk=40,d=128", 1, 0, FT_LAYOUT_BSHD},
+    {"b=1,hq=2,sq=40,sk=13,d=96", 1, 1, FT_LAYOUT_BSHD},
+    {"b=2,hq=8,hkv=1,sq=33,sk=29,d=64", 0, 0, FT_LAYOUT_BSHD},
+    {"b=1,hq=2,sq=21,sk=21,d=256", 1, 0, FT_LAYOUT_QKV_PACKED},
+};
+
+/* Reads a device buffer of n halves into new host memory. */
+static uint16_t *read_halves(CUdeviceptr p, size_t n)
+{
+    uint16_t *h = malloc(n * 2 + 2);
+    if (h != NULL && n > 0 && session.cu->cuMemcpyDtoH(h, p, n * 2) != CUDA_SUCCESS) {
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+static void test_gpu_reference_matches_cpu(void)
+{
+    size_t c;
+
+    for (c = 0; c < sizeof small_cases / sizeof small_cases[0]; c++) {
+        const shape_case *sc = &small_cases[c];
+        ft_problem p;
+        ft_tensors t;
+        ft_err err;
+        uint16_t *buf[3] = {NULL, NULL, NULL};
+        double *o64, *l64;
+        float *o32, *l32;
+        size_t rows, i;
+        int b;
+
+        memset(&p, 0, sizeof p);
+        p.causal = sc->causal, p.bf16 = sc->bf16, p.layout = sc->layout;
+        ASSERT_OK(ft__problem_parse(sc->shape, &p, &err), &err);
+        ASSERT_OK(ft__tensors_create(session.cu, &p, &t, &err), &err);
+        ASSERT_OK(ft__tensors_fill(&session.verifier, &t, 77 + c, 2.f, &err), &err);
+        ASSERT_OK(ft__tensors_reference(&session.verifier, &t, &err), &err);
+        for (b = 0; b < 3; b++)
+            buf[b] = t.plan.elems[b] ? read_halves(t.buf[b], t.plan.elems[b]) : NULL;
+        rows = (size_t)p.batch * p.heads_q * p.seqlen_q;
+        o64 = malloc(rows * (size_t)p.head_dim * sizeof *o64);
+        l64 = malloc(rows * sizeof *l64);
+        o32 = malloc(rows * (size_t)p.head_dim * sizeof *o32);
+        l32 = malloc(rows * sizeof *l32);
+        ASSERT_TRUE(o64 && l64 && o32 && l32);
+        ASSERT_EQ(session.cu->cuMemcpyDtoH(o32, t.o_ref, rows * (size_t)p.head_dim * 4), CUDA_SUCCESS);
+        ASSERT_EQ(session.cu->cuMemcpyDtoH(l32, t.lse_ref, rows * 4), CUDA_SUCCESS);
+        ft__reference_cpu(&p, buf[t.plan.buffer[0]] + t.plan.offset[0], t.plan.strides[0],
+                          buf[t.plan.buffer[1]] + t.plan.offset[1], t.plan.strides[1],
+                          buf[t.plan.buffer[2]] + t.plan.offset[2], t.plan.strides[2], o64, l64);
+        for (i = 0; i < rows * (size_t)p.head_dim; i++)
+            if (!(fabs(o32[i] - o64[i]) <= 1e-5 + 1e-5 * fabs(o64[i])))
+                FT_FAIL_("%s: O[%zu] GPU %.8g vs CPU %.8g", sc->shape, i, o32[i], o64[i]);
+        for (i = 0; i < rows; i++) {
+            if (isinf(l64[i]) ? !(isinf(l32[i]) && l32[i] > 0) : !(fabs(l32[i] - l64[i]) <= 1e-5 * (1 + fabs(l64[i]))))
+                FT_FAIL_("%s: LSE[%zu] GPU %.8g vs CPU %.8g", sc->shape, i, l32[i], l64[i]);
+        }
+        printf("  reference %s causal=%d %s %s: agrees with fp64\n", sc->shape, sc->causal, sc->bf16 ? "bf16" : "f16",
+               ft__layout_name(sc->layout));
+        for (b = 0; b < 3; b++)
+            free(buf[b]);
+        free(o64), free(l64), free(o32), free(l32);
+        ft__tensors_destroy(session.cu, &t);
+    }
+}
+
+/* The public API: a context, the default kernel of every head dim, checked like any variant. */
+static void test_public_forward(void)
+{
+    static const int dims[] = {32, 64, 96, 128, 192, 256};
+    ft_context_options o;
+    ft_context *ctx = NULL;
+    size_t i;
+    int causal, bf16;
+
+    ft_context_options_init(&o);
+    ASSERT_EQ(ft_context_create(&o, &ctx), FT_OK);
+    for (i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        for (causal = 0; causal < 2; causal++)
+            for (bf16 = 0; bf16 < 2; bf16++) {
+                ft_problem p;
+                ft_tensors t;
+                ft_fwd_params fp;
+                ft_attention_args a;
+                ft_check check;
+                ft_err err;
+                size_t rows;
+                uint16_t *out;
+                float *lse, *oref, *lref;
+                char shape[96];
+
+                memset(&p, 0, sizeof p);
+                p.causal = causal, p.bf16 = bf16;
+                snprintf(shape, sizeof shape, "b=2,hq=4,hkv=2,sq=%d,sk=%d,d=%d", 300 + causal * 77, 300, dims[i]);
+                ASSERT_OK(ft__problem_parse(shape, &p, &err), &err);
+                ASSERT_OK(ft__tensors_create(session.cu, &p, &t, &err), &err);
+                ASSERT_OK(ft__tensors_fill(&session.verifier, &t, 5 + i, 1.f, &err), &err);
+                ASSERT_OK(ft__tensors_reference(&session.verifier, &t, &err), &err);
+                ft__tensors_params(&t, &fp);
+                memset(&a, 0, sizeof a);
+                a.dtype = bf16 ? FT_BF16 : FT_F16;
+                a.batch = p.batch, a.heads_q = p.heads_q, a.heads_kv = p.heads_kv;
+                a.seqlen_q = p.seqlen_q, a.seqlen_k = p.seqlen_k, a.head_dim = p.head_dim;
+                a.q = fp.q, a.k = fp.k, a.v = fp.v, a.o = fp.o, a.lse = fp.lse;
+                a.q_stride[0] = fp.q_batch_stride, a.q_stride[1] = fp.q_row_stride, a.q_stride[2] = fp.q_head_stride;
+                memcpy(a.k_stride, a.q_stride, sizeof a.q_stride);
+                a.k_stride[0] = fp.k_batch_stride, a.k_stride[1] = fp.k_row_stride, a.k_stride[2] = fp.k_head_stride;
+                memcpy(a.v_stride, a.k_stride, sizeof a.k_stride);
+                memcpy(a.o_stride, a.q_stride, sizeof a.q_stride);
+                a.causal = causal;
+                rows = (size_t)p.batch * p.heads_q * p.seqlen_q;
+                ASSERT_EQ(session.cu->cuMemsetD16(t.buf[3], 0xffff, t.plan.elems[3]), CUDA_SUCCESS);
+                ASSERT_EQ(session.cu->cuMemsetD32(t.lse, 0xffffffffu, rows), CUDA_SUCCESS);
+                if (ft_attention_forward(ctx, &a, NULL) != FT_OK)
+                    FT_FAIL_("%s: %s", shape, ft_last_error(ctx));
+                ASSERT_EQ(session.cu->cuCtxSynchronize(), CUDA_SUCCESS);
+                out = malloc(t.plan.elems[3] * 2);
+                lse = malloc(rows * 4);
+                oref = malloc(rows * (size_t)p.head_dim * 4);
+                lref = malloc(rows * 4);
+                ASSERT_TRUE(out && lse && oref && lref);
+                session.cu->cuMemcpyDtoH(out, t.buf[3], t.plan.elems[3] * 2);
+                session.cu->cuMemcpyDtoH(lse, t.lse, rows * 4);
+                session.cu->cuMemcpyDtoH(oref, t.o_ref, rows * (size_t)p.head_dim * 4);
+                session.cu->cuMemcpyDtoH(lref, t.lse_ref, rows * 4);
+                ft__check_outputs(&p, out, t.plan.strides[3], lse, oref, lref, &check);
+                if (!check.pass)
+                    FT_FAIL_("%s causal=%d %s: %s", shape, causal, bf16 ? "bf16" : "f16", check.detail);
+                printf("  forward %s causal=%d %s: pass (O rel L2 %.2e)\n", shape, causal, bf16 ? "bf16" : "f16",
+                       check.o_rel_l2);
+                free(out), free(lse), free(oref), free(lref);
+                ft__tensors_destroy(session.cu, &t);
+            }
+    ft_context_destroy(ctx);
+}
+
+/* Bad arguments never crash and name the problem. */
+static void test_public_bad_arguments(void)
+{
+    ft_context_options o;
+    ft_context *ctx = NULL;
+    ft_attention_args a;
+
+    ft_context_options_init(&o);
+    ASSERT_EQ(ft_context_create(&o, &ctx), FT_OK);
+    memset(&a, 0, sizeof a);
+    ASSERT_EQ(ft_attention_forward(ctx, &a, NULL), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(ft_last_error(ctx), "sizes must be positive");
+    a.batch = a.heads_q = a.seqlen_q = a.seqlen_k = 1, a.heads_kv = 2, a.head_dim = 64;
+    ASSERT_EQ(ft_attention_forward(ctx, &a, NULL), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(ft_last_error(ctx), "multiple of heads_kv");
+    a.heads_kv = 1;
+    ASSERT_EQ(ft_attention_forward(ctx, &a, NULL), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(ft_last_error(ctx), "q is NULL");
+    a.q = a.k = a.v = a.o = (void *)(uintptr_t)0x1000008;
+    ASSERT_EQ(ft_attention_forward(ctx, &a, NULL), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(ft_last_error(ctx), "16-byte aligned");
+    ASSERT_EQ(ft_attention_forward(NULL, &a, NULL), FT_ERR_INVALID_ARGUMENT);
+    ft_context_destroy(ctx);
+    ft_context_destroy(NULL);
+}
+
+int ft_test_failed_;
+
+int main(void)
+{
+    static const ft_test_case cases[] = {FT_CASE(test_gpu_reference_matches_cpu), FT_CASE(test_public_forward),
+                                         FT_CASE(test_public_bad_arguments)};
+    const ft_cuda *cu;
+    ft_err err;
+    int failed = 0;
+    size_t i;
+
+    if (ft__cuda_load(&cu, &err) != FT_OK) {
+        printf("skipped: %s\n", err.msg);
+        return 77;
+    }
+    if (ft__session_open(0, NULL, 1, &session, &err) != FT_OK) {
+        printf("FAIL: opening GPU 0: %s\n", err.msg);
+        return 1;
+    }
+    printf("GPU: %s (%s)\n", session.arch.device_name, session.arch.name);
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ft_test_failed_ = 0;
+        cases[i].fn();
+        printf("%s %s\n", ft_test_failed_ ? "FAIL" : "ok  ", cases[i].name);
+        failed += ft_test_failed_;
+    }
+    ft__session_close(&session);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,101 @@
+#include "session.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "generator/emit.h"
+#include "generator/family.h"
+#include "generator/variant.h"
+
+ft_status ft__session_open(int device, const char *cache_dir, int with_reference, ft_session *s,
+                           ft_err *err)
+{
+    ft_status rc;
+
+    memset(s, 0, sizeof *s);
+    s->device = device;
+    rc = ft__cuda_load(&s->cu, err);
+    if (rc != FT_OK)
+        return rc;
+    rc = ft__cuda_device_arch(s->cu, device, &s->arch, err);
+    if (rc != FT_OK)
+        return rc;
+    rc = ft__cuda_use_device(s->cu, device, &s->ctx, err);
+    if (rc != FT_OK)
+        return rc;
+    if (cache_dir == NULL || cache_dir[0] != '\0') {
+        rc = ft__cache_open(cache_dir, &s->cache, err);
+        if (rc != FT_OK)
+            goto fail;
+    }
+    if (with_reference) {
+        rc = ft__verifier_init(s->cu, &s->arch, s->cache, &s->verifier, err);
+        if (rc != FT_OK)
+            goto fail;
+    }
+    return FT_OK;
+fail:
+    ft__session_close(s);
+    return rc;
+}
+
+void ft__session_close(ft_session *s)
+{
+    if (s->cu == NULL)
+        return;
+    if (s->verifier.module != NULL)
+        ft__verifier_free(&s->verifier);
+    ft__cache_close(s->cache);
+    s->cache = NULL;
+    if (s->ctx != NULL)
+        ft__cuda_release(s->cu, s->device);
+    s->ctx = NULL;
+    s->cu = NULL;
+}
+
+void ft__variant_problem(const ft_spec *spec, const ft_variant *v, ft_problem *p)
+{
+    const char *dtype = ft__variant_str(spec, v, "dtype");
+    p->head_dim = (int)ft__variant_int(spec, v, "d", 0);
+    p->causal = (int)ft__variant_int(spec, v, "causal", 0);
+    p->bf16 = dtype != NULL && strcmp(dtype, "bf16") == 0;
+}
+
+ft_status ft__session_load(ft_session *s, ft_spec *spec, const ft_variant *v, const void *cubin,
+                           const char *entry, long long smem_dynamic, int threads, ft_kernel *out, ft_err *err)
+{
+    int rows = (int)ft__variant_int(spec, v, "bm", 64);
+    return ft__kernel_load(s->cu, cubin, entry, threads, rows, smem_dynamic, &s->arch, out, err);
+}
+
+ft_status ft__session_build(ft_session *s, ft_spec *spec, const ft_variant *v, ft_kernel *out,
+                            ft_resource_report *report, ft_err *err)
+{
+    ft_status rc;
+    const ft_family *fam = ft__family_find(spec->template_name);
+    ft_kernel_source src;
+    ft_compiled c;
+    char why[256];
+    char name[300];
+
+    memset(&src, 0, sizeof src);
+    memset(&c, 0, sizeof c);
+    if (fam == NULL)
+        return ft__fail(err, FT_ERR_SPEC, "%s: unknown template '%s'", spec->path, spec->template_name);
+    if (!ft__family_supports_arch(fam, &s->arch, why, sizeof why))
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "%s (the GPU is %s, %s)", why, s->arch.device_name, s->arch.name);
+    rc = ft__emit(spec, fam, v, &s->arch, &src, err);
+    if (rc != FT_OK)
+        goto out;
+    snprintf(name, sizeof name, "%s.cu", src.entry);
+    rc = ft__compile(src.text, name, s->arch.name, s->cache, &c, err);
+    if (rc != FT_OK)
+        goto out;
+    if (report != NULL)
+        *report = c.report;
+    rc = ft__session_load(s, spec, v, c.cubin, src.entry, src.smem_dynamic, src.threads, out, err);
+out:
+    ft__compiled_free(&c);
+    ft__kernel_source_free(&src);
+    return rc;
+}

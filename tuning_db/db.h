@@ -1,0 +1,161 @@
+/*
+ * The tuning database (SQLite): devices, kernels, and every measurement the tuner makes.
+ *
+ * A result belongs to a device (its fingerprint), a kernel (a compiled variant) and a
+ * problem bucket (dtype, head dim, causal, sequence-length bucket, batch·heads bucket).
+ * Every measured variant is kept, not only the winner, with its status. A result measured
+ * under another driver, NVRTC or template version than the current ones is stale: it is
+ * kept and shown, but never chosen as a winner until re-measured.
+ *
+ * Concurrency: WAL journal, a busy timeout, every write in one BEGIN IMMEDIATE
+ * transaction; several processes may write to one file at once. A handle is used by one
+ * thread at a time.
+ */
+#ifndef FT_TUNING_DB_H
+#define FT_TUNING_DB_H
+
+#include <stddef.h>
+
+#include "common/error.h"
+
+#define FT_DB_SCHEMA_VERSION 1
+
+typedef struct ft_db ft_db;
+
+/* What identifies a GPU for tuning purposes; results never cross fingerprints. */
+typedef struct ft_db_device {
+    char name[128];          /* "NVIDIA H200" */
+    int cc;                  /* 90 */
+    int sms;                 /* 132 */
+    long long smem_per_block; /* opt-in bytes */
+    long long smem_per_sm;
+    long long l2_bytes;
+    int driver_version;      /* cuDriverGetVersion: 13000 */
+    char nvrtc_version[16];  /* "13.0" */
+} ft_db_device;
+
+/* A compiled variant. Identified by (source_hash, arch); the cubin may be NULL when the
+ * variant did not compile. */
+typedef struct ft_db_kernel {
+    char family[64];         /* "flash_fwd_sm80" */
+    char variant[512];       /* "d=128,bm=128,..." */
+    char arch[16];           /* "sm_90" */
+    char template_hash[65];  /* template text + generator version (ft__family_hash) */
+    char source_hash[65];    /* sha256 of the generated source */
+    char entry[256];         /* kernel function name */
+    const char *source;      /* the generated source; may be NULL */
+    const void *cubin;       /* may be NULL */
+    size_t cubin_size;
+    int registers;
+    long long spill_stores, spill_loads, smem_static, smem_dynamic;
+    int threads;
+    double compile_ms;
+} ft_db_kernel;
+
+/* The kind of call a result is for. seqlen_bucket and bh_bucket come from ft__db_bucket. */
+typedef struct ft_db_bucket {
+    char dtype[8];           /* "f16", "bf16" */
+    int head_dim;
+    int causal;
+    int seqlen_bucket;       /* power of two: the smallest >= max(seqlen_q, seqlen_k), at least 64 */
+    int bh_bucket;           /* power of two: the smallest >= batch * heads_q */
+} ft_db_bucket;
+
+void ft__db_bucket(const char *dtype, int head_dim, int causal, int batch, int heads_q,
+                   int seqlen_q, int seqlen_k, ft_db_bucket *out);
+
+typedef enum ft_result_status {
+    FT_RESULT_OK = 0,
+    FT_RESULT_WRONG_RESULT,
+    FT_RESULT_COMPILE_ERROR,
+    FT_RESULT_OVER_LIMITS,
+    FT_RESULT_LAUNCH_FAILURE,
+    FT_RESULT_FAULT,
+    FT_RESULT_TIMEOUT
+} ft_result_status;
+
+/* "ok", "wrong_result", "compile_error", "over_limits", "launch_failure", "fault", "timeout" */
+const char *ft__result_status_name(ft_result_status s);
+int ft__result_status_parse(const char *name, ft_result_status *out); /* 1 on success */
+
+typedef struct ft_db_result {
+    long long device_id;
+    long long kernel_id;
+    ft_db_bucket bucket;
+    int batch, heads_q, heads_kv, seqlen_q, seqlen_k; /* the shape measured */
+    ft_result_status status;
+    char reason[512];        /* "" when ok */
+    double median_ms;        /* NAN when not measured */
+    double iqr_ms;           /* interquartile range of the repetitions */
+    double tflops;
+    double max_error;        /* verification error; NAN when not verified */
+    int repetitions;
+} ft_db_result;
+
+/* One row of a query: a result joined with its device and kernel. */
+typedef struct ft_db_row {
+    ft_db_result result;
+    ft_db_device device;
+    char family[64];
+    char variant[512];
+    char arch[16];
+    char template_hash[65];
+    char measured_at[32];    /* UTC, "2026-11-30 08:15:02" */
+    int stale;               /* measured under another driver / NVRTC / template version */
+    int winner;              /* the fastest non-stale ok result of its (device, bucket) */
+} ft_db_row;
+
+/* Opens or creates a database. path NULL: $FLASHTUNE_DB, else $XDG_DATA_HOME/flashtune/tuning.db,
+ * else ~/.local/share/flashtune/tuning.db (directories are created). A file that is not an
+ * SQLite database, or an SQLite database that is not a flashtune one, or one of a newer
+ * schema, is FT_ERR_DATABASE with a message naming the file; older schemas are migrated
+ * (in a transaction). read_only opens without creating or migrating. */
+ft_status ft__db_open(const char *path, int read_only, ft_db **out, ft_err *err);
+void ft__db_close(ft_db *db); /* NULL is a no-op */
+const char *ft__db_path(const ft_db *db);
+
+/* Finds or inserts; returns the row id. */
+ft_status ft__db_device_id(ft_db *db, const ft_db_device *dev, long long *id, ft_err *err);
+ft_status ft__db_kernel_id(ft_db *db, const ft_db_kernel *k, long long *id, ft_err *err);
+
+/* The current versions against which staleness is judged (set once after opening; rows whose
+ * device driver/NVRTC version or kernel template hash differ are stale). Empty/zero fields
+ * are not compared. */
+ft_status ft__db_set_current(ft_db *db, int driver_version, const char *nvrtc_version,
+                             const char *family, const char *template_hash, ft_err *err);
+
+/* Records a result, replacing an earlier one for the same (device, kernel, bucket). */
+ft_status ft__db_record(ft_db *db, const ft_db_result *r, ft_err *err);
+
+/* Whether a non-stale result exists for (device, kernel, bucket): the tuner skips those
+ * when it resumes. */
+ft_status ft__db_has_result(ft_db *db, long long device_id, long long kernel_id,
+                            const ft_db_bucket *b, int *has, ft_err *err);
+
+/* Query filters; NULL / -1 fields match everything. */
+typedef struct ft_db_filter {
+    const char *device_name; /* substring match */
+    const char *dtype;
+    int head_dim;            /* -1: any */
+    int causal;              /* -1: any */
+    int winners_only;        /* 1: one row per (device, bucket), the winner */
+} ft_db_filter;
+
+void ft__db_filter_init(ft_db_filter *f);
+
+/* Calls fn for each matching row, ordered by device, dtype, head dim, causal, seqlen
+ * bucket, bh bucket, then median time (unmeasured last). fn returning non-zero stops. */
+ft_status ft__db_query(ft_db *db, const ft_db_filter *f,
+                       int (*fn)(void *ud, const ft_db_row *row), void *ud, ft_err *err);
+
+/* The winner of (device, bucket), with its kernel's cubin (malloc'd into *cubin, caller
+ * frees) when cubin is not NULL. *found = 0 when there is none. */
+ft_status ft__db_winner(ft_db *db, long long device_id, const ft_db_bucket *b, ft_db_row *row,
+                        void **cubin, size_t *cubin_size, int *found, ft_err *err);
+
+/* Devices in the database, with result counts. */
+ft_status ft__db_devices(ft_db *db, int (*fn)(void *ud, long long id, const ft_db_device *dev,
+                                              long long results, long long winners),
+                         void *ud, ft_err *err);
+
+#endif
