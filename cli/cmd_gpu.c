@@ -22,7 +22,7 @@ int cmd_devices(int argc, char **argv)
         fprintf(stderr, "flashtune devices: %s\n", err.msg);
         return 1;
     }
-    cu->cuDeviceGetCount(&count);
+    cu->p_cuDeviceGetCount(&count);
     printf("CUDA driver %d.%d, %d GPU%s\n", cu->driver_version / 1000, cu->driver_version % 1000 / 10, count,
            count == 1 ? "" : "s");
     for (i = 0; i < count; i++) {

@@ -142,12 +142,13 @@ int cmd_verify(int argc, char **argv)
         for (c = 0; c < NCASES; c++) {
             ft_problem p = base;
             ft_tensors t;
+            char shape[128];
             if (cases[c].full_only && !full)
                 continue;
             p.layout = cases[c].layout;
-            if (ft__problem_parse(cases[c].shape, &p, &err) != FT_OK)
+            snprintf(shape, sizeof shape, "%s,d=%d", cases[c].shape, base.head_dim);
+            if (ft__problem_parse(shape, &p, &err) != FT_OK)
                 goto fail;
-            p.head_dim = base.head_dim;
             if (ft__tensors_create(s.cu, &p, &t, &err) != FT_OK)
                 goto fail;
             if (ft__tensors_fill(&s.verifier, &t, 1000 + (uint64_t)c, cases[c].qk_std, &err) != FT_OK ||

@@ -254,9 +254,9 @@ ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *a, void
         return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "lse is not 4-byte aligned");
 
     cu = ctx->session.cu;
-    cu->cuCtxGetCurrent(&current);
+    cu->p_cuCtxGetCurrent(&current);
     if (current == NULL)
-        cu->cuCtxSetCurrent(ctx->session.ctx);
+        cu->p_cuCtxSetCurrent(ctx->session.ctx);
     else if (current != ctx->session.ctx)
         return set_error(ctx, FT_ERR_INVALID_ARGUMENT,
                          "the calling thread's current CUDA context is not the primary context of this "

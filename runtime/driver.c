@@ -36,12 +36,12 @@ static void load(void)
         return;
     }
     r = init(0);
-#define FT_CUDA_GET(name)                                                                     \
+#define FT_CUDA_GET(name, version)                                                            \
     {                                                                                          \
         CUdriverProcAddressQueryResult st;                                                     \
-        if (proc(#name, (void **)&cu->name, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st) != \
+        if (proc(#name, (void **)&cu->p_##name, version, CU_GET_PROC_ADDRESS_DEFAULT, &st) !=  \
                 CUDA_SUCCESS ||                                                                \
-            cu->name == NULL) {                                                                \
+            cu->p_##name == NULL) {                                                            \
             load_status = ft__fail(&load_error, FT_ERR_NO_DRIVER,                              \
                                    "the CUDA driver lacks %s (driver too old?)", #name);       \
             return;                                                                            \
@@ -49,24 +49,24 @@ static void load(void)
     }
     FT_CUDA_FUNCTIONS(FT_CUDA_GET)
 #undef FT_CUDA_GET
-#define FT_CUDA_GET_OPTIONAL(name)                                                             \
+#define FT_CUDA_GET_OPTIONAL(name, version)                                                    \
     {                                                                                          \
         CUdriverProcAddressQueryResult st;                                                     \
-        if (proc(#name, (void **)&cu->name, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st) != \
+        if (proc(#name, (void **)&cu->p_##name, version, CU_GET_PROC_ADDRESS_DEFAULT, &st) !=  \
             CUDA_SUCCESS)                                                                      \
-            cu->name = NULL;                                                                   \
+            cu->p_##name = NULL;                                                               \
     }
     FT_CUDA_OPTIONAL(FT_CUDA_GET_OPTIONAL)
 #undef FT_CUDA_GET_OPTIONAL
     if (r != CUDA_SUCCESS) {
         const char *name = NULL;
-        cu->cuGetErrorName(r, &name);
+        cu->p_cuGetErrorName(r, &name);
         load_status = ft__fail(&load_error, r == CUDA_ERROR_NO_DEVICE ? FT_ERR_NO_DEVICE : FT_ERR_CUDA,
                                "cuInit: %s", name ? name : "unknown error");
         return;
     }
-    cu->cuDriverGetVersion(&cu->driver_version);
-    if (cu->cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
+    cu->p_cuDriverGetVersion(&cu->driver_version);
+    if (cu->p_cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
         load_status = ft__fail(&load_error, FT_ERR_NO_DEVICE, "the CUDA driver reports no GPU");
         return;
     }
@@ -93,15 +93,15 @@ ft_status ft__cuda_check(const ft_cuda *cu, CUresult r, ft_err *err, const char 
 
     if (r == CUDA_SUCCESS)
         return FT_OK;
-    cu->cuGetErrorName(r, &name);
-    cu->cuGetErrorString(r, &desc);
+    cu->p_cuGetErrorName(r, &name);
+    cu->p_cuGetErrorString(r, &desc);
     return ft__fail(err, FT_ERR_CUDA, "%s: %s (%s)", what, name ? name : "CUDA error",
                     desc ? desc : "no description");
 }
 
 static ft_status attr(const ft_cuda *cu, CUdevice dev, CUdevice_attribute a, int *v, ft_err *err)
 {
-    return ft__cuda_check(cu, cu->cuDeviceGetAttribute(v, a, dev), err, "cuDeviceGetAttribute");
+    return ft__cuda_check(cu, cu->p_cuDeviceGetAttribute(v, a, dev), err, "cuDeviceGetAttribute");
 }
 
 ft_status ft__cuda_device_arch(const ft_cuda *cu, int ordinal, ft_arch *out, ft_err *err)
@@ -111,13 +111,13 @@ ft_status ft__cuda_device_arch(const ft_cuda *cu, int ordinal, ft_arch *out, ft_
     int major = 0, minor = 0, v = 0, count = 0;
 
     memset(out, 0, sizeof *out);
-    cu->cuDeviceGetCount(&count);
+    cu->p_cuDeviceGetCount(&count);
     if (ordinal < 0 || ordinal >= count)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "no GPU %d: the driver reports %d", ordinal, count);
-    rc = ft__cuda_check(cu, cu->cuDeviceGet(&dev, ordinal), err, "cuDeviceGet");
+    rc = ft__cuda_check(cu, cu->p_cuDeviceGet(&dev, ordinal), err, "cuDeviceGet");
     if (rc != FT_OK)
         return rc;
-    cu->cuDeviceGetName(out->device_name, (int)sizeof out->device_name, dev);
+    cu->p_cuDeviceGetName(out->device_name, (int)sizeof out->device_name, dev);
     if ((rc = attr(cu, dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &major, err)) != FT_OK ||
         (rc = attr(cu, dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &minor, err)) != FT_OK)
         return rc;
@@ -146,17 +146,17 @@ ft_status ft__cuda_use_device(const ft_cuda *cu, int ordinal, CUcontext *ctx, ft
     ft_status rc;
     CUdevice dev;
 
-    rc = ft__cuda_check(cu, cu->cuDeviceGet(&dev, ordinal), err, "cuDeviceGet");
+    rc = ft__cuda_check(cu, cu->p_cuDeviceGet(&dev, ordinal), err, "cuDeviceGet");
     if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->cuDevicePrimaryCtxRetain(ctx, dev), err, "cuDevicePrimaryCtxRetain");
+        rc = ft__cuda_check(cu, cu->p_cuDevicePrimaryCtxRetain(ctx, dev), err, "cuDevicePrimaryCtxRetain");
     if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->cuCtxSetCurrent(*ctx), err, "cuCtxSetCurrent");
+        rc = ft__cuda_check(cu, cu->p_cuCtxSetCurrent(*ctx), err, "cuCtxSetCurrent");
     return rc;
 }
 
 void ft__cuda_release(const ft_cuda *cu, int ordinal)
 {
     CUdevice dev;
-    if (cu->cuDeviceGet(&dev, ordinal) == CUDA_SUCCESS)
-        cu->cuDevicePrimaryCtxRelease(dev);
+    if (cu->p_cuDeviceGet(&dev, ordinal) == CUDA_SUCCESS)
+        cu->p_cuDevicePrimaryCtxRelease(dev);
 }

@@ -7,29 +7,38 @@
 #define FT_RUNTIME_DRIVER_H
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 
 #include "common/error.h"
 #include "generator/arch.h"
 
-/* Functions flashtune uses; all are required except those in FT_CUDA_OPTIONAL. */
-#define FT_CUDA_FUNCTIONS(X)                                                                 \
-    X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)              \
-    X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)                  \
-    X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxGetDevice)     \
-    X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)         \
-    X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) \
-    X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoHAsync) X(cuMemsetD8) X(cuMemsetD16)        \
-    X(cuMemsetD32) X(cuMemsetD8Async) X(cuMemGetInfo) X(cuStreamCreate) X(cuStreamDestroy)   \
-    X(cuStreamSynchronize) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)           \
-    X(cuEventElapsedTime) X(cuEventDestroy) X(cuGetErrorName) X(cuGetErrorString)            \
-    X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuPointerGetAttribute)
+/* Functions flashtune uses, each bound at the ABI version whose signature it calls
+ * (cudaTypedefs.h's PFN_<name>_v<version>): asking cuGetProcAddress for CUDA_VERSION would
+ * return CUDA 13's cuCtxSynchronize(CUcontext) where the header declares cuCtxSynchronize(void).
+ * All are required except those in FT_CUDA_OPTIONAL. */
+#define FT_CUDA_FUNCTIONS(X)                                                                  \
+    X(cuDriverGetVersion, 2020) X(cuDeviceGetCount, 2000) X(cuDeviceGet, 2000)                \
+    X(cuDeviceGetName, 2000) X(cuDeviceGetAttribute, 2000) X(cuDeviceTotalMem, 3020)          \
+    X(cuDevicePrimaryCtxRetain, 7000) X(cuDevicePrimaryCtxRelease, 11000)                     \
+    X(cuCtxSetCurrent, 4000) X(cuCtxGetCurrent, 4000) X(cuCtxGetDevice, 2000)                 \
+    X(cuCtxSynchronize, 2000) X(cuModuleLoadData, 2000) X(cuModuleUnload, 2000)               \
+    X(cuModuleGetFunction, 2000) X(cuFuncGetAttribute, 2020) X(cuFuncSetAttribute, 9000)      \
+    X(cuLaunchKernel, 4000) X(cuMemAlloc, 3020) X(cuMemFree, 3020) X(cuMemcpyHtoD, 3020)      \
+    X(cuMemcpyDtoH, 3020) X(cuMemcpyDtoHAsync, 3020) X(cuMemsetD8, 3020) X(cuMemsetD16, 3020) \
+    X(cuMemsetD32, 3020) X(cuMemsetD8Async, 3020) X(cuMemGetInfo, 3020)                       \
+    X(cuStreamCreate, 2000) X(cuStreamDestroy, 4000) X(cuStreamSynchronize, 2000)             \
+    X(cuEventCreate, 2000) X(cuEventRecord, 2000) X(cuEventSynchronize, 2000)                 \
+    X(cuEventElapsedTime, 2000) X(cuEventDestroy, 4000) X(cuGetErrorName, 6000)               \
+    X(cuGetErrorString, 6000) X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050)            \
+    X(cuPointerGetAttribute, 4000)
 
-#define FT_CUDA_OPTIONAL(X) X(cuTensorMapEncodeTiled)
+#define FT_CUDA_OPTIONAL(X) X(cuTensorMapEncodeTiled, 12000)
 
+/* The members are named without the header's _v2 macros (ft_cuda's own names). */
 typedef struct ft_cuda {
     void *lib;
     int driver_version;
-#define FT_CUDA_MEMBER(name) __typeof__(name) *name;
+#define FT_CUDA_MEMBER(name, version) PFN_##name##_v##version p_##name;
     FT_CUDA_FUNCTIONS(FT_CUDA_MEMBER)
     FT_CUDA_OPTIONAL(FT_CUDA_MEMBER)
 #undef FT_CUDA_MEMBER

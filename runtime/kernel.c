@@ -14,19 +14,19 @@ ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entr
     k.threads = threads;
     k.rows_per_block = rows_per_block;
     k.smem_dynamic = smem_dynamic;
-    rc = ft__cuda_check(cu, cu->cuModuleLoadData(&k.module, cubin), err, "cuModuleLoadData");
+    rc = ft__cuda_check(cu, cu->p_cuModuleLoadData(&k.module, cubin), err, "cuModuleLoadData");
     if (rc != FT_OK)
         goto out;
-    rc = ft__cuda_check(cu, cu->cuModuleGetFunction(&k.fn, k.module, entry), err, "cuModuleGetFunction");
+    rc = ft__cuda_check(cu, cu->p_cuModuleGetFunction(&k.fn, k.module, entry), err, "cuModuleGetFunction");
     if (rc != FT_OK)
         goto out;
-    if ((rc = ft__cuda_check(cu, cu->cuFuncGetAttribute(&k.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, k.fn),
+    if ((rc = ft__cuda_check(cu, cu->p_cuFuncGetAttribute(&k.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, k.fn),
                              err, "cuFuncGetAttribute")) != FT_OK ||
-        (rc = ft__cuda_check(cu, cu->cuFuncGetAttribute(&k.local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k.fn),
+        (rc = ft__cuda_check(cu, cu->p_cuFuncGetAttribute(&k.local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k.fn),
                              err, "cuFuncGetAttribute")) != FT_OK ||
-        (rc = ft__cuda_check(cu, cu->cuFuncGetAttribute(&k.smem_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k.fn),
+        (rc = ft__cuda_check(cu, cu->p_cuFuncGetAttribute(&k.smem_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k.fn),
                              err, "cuFuncGetAttribute")) != FT_OK ||
-        (rc = ft__cuda_check(cu, cu->cuFuncGetAttribute(&k.max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k.fn),
+        (rc = ft__cuda_check(cu, cu->p_cuFuncGetAttribute(&k.max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k.fn),
                              err, "cuFuncGetAttribute")) != FT_OK)
         goto out;
     if (threads > k.max_threads) {
@@ -39,12 +39,12 @@ ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entr
                       entry, k.smem_static + smem_dynamic, dev->smem_per_block);
         goto out;
     }
-    rc = ft__cuda_check(cu, cu->cuFuncSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+    rc = ft__cuda_check(cu, cu->p_cuFuncSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                    (int)smem_dynamic),
                         err, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
     if (rc != FT_OK)
         goto out;
-    rc = ft__cuda_check(cu, cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&k.blocks_per_sm, k.fn, threads,
+    rc = ft__cuda_check(cu, cu->p_cuOccupancyMaxActiveBlocksPerMultiprocessor(&k.blocks_per_sm, k.fn, threads,
                                                                            (size_t)smem_dynamic),
                         err, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     if (rc != FT_OK)
@@ -57,14 +57,14 @@ ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entr
     k.module = NULL;
 out:
     if (k.module != NULL)
-        cu->cuModuleUnload(k.module);
+        cu->p_cuModuleUnload(k.module);
     return rc;
 }
 
 void ft__kernel_unload(const ft_cuda *cu, ft_kernel *k)
 {
     if (k->module != NULL)
-        cu->cuModuleUnload(k->module);
+        cu->p_cuModuleUnload(k->module);
     k->module = NULL;
     k->fn = NULL;
 }
@@ -80,7 +80,7 @@ ft_status ft__kernel_launch_fwd(const ft_cuda *cu, const ft_kernel *k, const ft_
     if (p->batch > 65535 || p->heads_q > 65535)
         return ft__fail(err, FT_ERR_UNSUPPORTED, "batch and heads must be at most 65535");
     return ft__cuda_check(cu,
-                          cu->cuLaunchKernel(k->fn, gx, (unsigned)p->heads_q, (unsigned)p->batch,
+                          cu->p_cuLaunchKernel(k->fn, gx, (unsigned)p->heads_q, (unsigned)p->batch,
                                              (unsigned)k->threads, 1, 1, (unsigned)k->smem_dynamic,
                                              stream, args, NULL),
                           err, "cuLaunchKernel");

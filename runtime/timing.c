@@ -50,11 +50,11 @@ ft_status ft__time(const ft_cuda *cu, ft_launch_fn fn, void *ud, const ft_timing
     double warm = 0, per_call;
 
     memset(out, 0, sizeof *out);
-    rc = ft__cuda_check(cu, cu->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), err, "cuStreamCreate");
+    rc = ft__cuda_check(cu, cu->p_cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), err, "cuStreamCreate");
     if (rc != FT_OK)
         goto out;
     if (o->flush_bytes > 0) {
-        rc = ft__cuda_check(cu, cu->cuMemAlloc(&flush, o->flush_bytes), err, "allocating the L2 flush buffer");
+        rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&flush, o->flush_bytes), err, "allocating the L2 flush buffer");
         if (rc != FT_OK)
             goto out;
     }
@@ -65,17 +65,17 @@ ft_status ft__time(const ft_cuda *cu, ft_launch_fn fn, void *ud, const ft_timing
         goto out;
     }
     for (nev = 0; nev < 2 * o->max_reps; nev++) {
-        rc = ft__cuda_check(cu, cu->cuEventCreate(&ev[nev], CU_EVENT_DEFAULT), err, "cuEventCreate");
+        rc = ft__cuda_check(cu, cu->p_cuEventCreate(&ev[nev], CU_EVENT_DEFAULT), err, "cuEventCreate");
         if (rc != FT_OK)
             goto out;
     }
     /* Warm-up: module load, first-launch costs, clocks; also measures one call. */
     while (calls < 3 || warm < o->warmup_ms) {
-        if ((rc = ft__cuda_check(cu, cu->cuEventRecord(ev[0], stream), err, "cuEventRecord")) != FT_OK ||
+        if ((rc = ft__cuda_check(cu, cu->p_cuEventRecord(ev[0], stream), err, "cuEventRecord")) != FT_OK ||
             (rc = fn(ud, stream, err)) != FT_OK ||
-            (rc = ft__cuda_check(cu, cu->cuEventRecord(ev[1], stream), err, "cuEventRecord")) != FT_OK ||
-            (rc = ft__cuda_check(cu, cu->cuEventSynchronize(ev[1]), err, "running the kernel")) != FT_OK ||
-            (rc = ft__cuda_check(cu, cu->cuEventElapsedTime(&t, ev[0], ev[1]), err, "cuEventElapsedTime")) != FT_OK)
+            (rc = ft__cuda_check(cu, cu->p_cuEventRecord(ev[1], stream), err, "cuEventRecord")) != FT_OK ||
+            (rc = ft__cuda_check(cu, cu->p_cuEventSynchronize(ev[1]), err, "running the kernel")) != FT_OK ||
+            (rc = ft__cuda_check(cu, cu->p_cuEventElapsedTime(&t, ev[0], ev[1]), err, "cuEventElapsedTime")) != FT_OK)
             goto out;
         warm += t;
         calls++;
@@ -90,21 +90,21 @@ ft_status ft__time(const ft_cuda *cu, ft_launch_fn fn, void *ud, const ft_timing
         reps = o->max_reps;
     for (i = 0; i < reps; i++) {
         if (flush != 0) {
-            rc = ft__cuda_check(cu, cu->cuMemsetD8Async(flush, (unsigned char)i, o->flush_bytes, stream), err,
+            rc = ft__cuda_check(cu, cu->p_cuMemsetD8Async(flush, (unsigned char)i, o->flush_bytes, stream), err,
                                 "flushing L2");
             if (rc != FT_OK)
                 goto out;
         }
-        if ((rc = ft__cuda_check(cu, cu->cuEventRecord(ev[2 * i], stream), err, "cuEventRecord")) != FT_OK ||
+        if ((rc = ft__cuda_check(cu, cu->p_cuEventRecord(ev[2 * i], stream), err, "cuEventRecord")) != FT_OK ||
             (rc = fn(ud, stream, err)) != FT_OK ||
-            (rc = ft__cuda_check(cu, cu->cuEventRecord(ev[2 * i + 1], stream), err, "cuEventRecord")) != FT_OK)
+            (rc = ft__cuda_check(cu, cu->p_cuEventRecord(ev[2 * i + 1], stream), err, "cuEventRecord")) != FT_OK)
             goto out;
     }
-    rc = ft__cuda_check(cu, cu->cuStreamSynchronize(stream), err, "running the kernel");
+    rc = ft__cuda_check(cu, cu->p_cuStreamSynchronize(stream), err, "running the kernel");
     if (rc != FT_OK)
         goto out;
     for (i = 0; i < reps; i++) {
-        rc = ft__cuda_check(cu, cu->cuEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]), err, "cuEventElapsedTime");
+        rc = ft__cuda_check(cu, cu->p_cuEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]), err, "cuEventElapsedTime");
         if (rc != FT_OK)
             goto out;
         ms[i] = t;
@@ -112,14 +112,14 @@ ft_status ft__time(const ft_cuda *cu, ft_launch_fn fn, void *ud, const ft_timing
     ft__timing_summarise(ms, reps, out);
 out:
     for (i = 0; i < nev; i++)
-        cu->cuEventDestroy(ev[i]);
+        cu->p_cuEventDestroy(ev[i]);
     free(ev);
     free(ms);
     if (flush != 0)
-        cu->cuMemFree(flush);
+        cu->p_cuMemFree(flush);
     if (stream != NULL) {
-        cu->cuStreamSynchronize(stream);
-        cu->cuStreamDestroy(stream);
+        cu->p_cuStreamSynchronize(stream);
+        cu->p_cuStreamDestroy(stream);
     }
     return rc;
 }

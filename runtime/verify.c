@@ -94,17 +94,17 @@ ft_status ft__verifier_init(const ft_cuda *cu, const ft_arch *dev, ft_cache *cac
         ft__err_prefix(err, "compiling the reference");
         return rc;
     }
-    rc = ft__cuda_check(cu, cu->cuModuleLoadData(&out->module, c.cubin), err, "loading the reference");
+    rc = ft__cuda_check(cu, cu->p_cuModuleLoadData(&out->module, c.cubin), err, "loading the reference");
     ft__compiled_free(&c);
     if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->cuModuleGetFunction(&out->attention, out->module, "ft_ref_attention"), err,
+        rc = ft__cuda_check(cu, cu->p_cuModuleGetFunction(&out->attention, out->module, "ft_ref_attention"), err,
                             "cuModuleGetFunction(ft_ref_attention)");
     if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->cuModuleGetFunction(&out->fill, out->module, "ft_ref_fill_normal"), err,
+        rc = ft__cuda_check(cu, cu->p_cuModuleGetFunction(&out->fill, out->module, "ft_ref_fill_normal"), err,
                             "cuModuleGetFunction(ft_ref_fill_normal)");
     if (rc == FT_OK)
         rc = ft__cuda_check(cu,
-                            cu->cuFuncSetAttribute(out->attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                            cu->p_cuFuncSetAttribute(out->attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                    (int)dev->smem_per_block),
                             err, "cuFuncSetAttribute(reference)");
     if (rc != FT_OK)
@@ -115,7 +115,7 @@ ft_status ft__verifier_init(const ft_cuda *cu, const ft_arch *dev, ft_cache *cac
 void ft__verifier_free(ft_verifier *v)
 {
     if (v->module != NULL)
-        v->cu->cuModuleUnload(v->module);
+        v->cu->p_cuModuleUnload(v->module);
     v->module = NULL;
 }
 
@@ -133,13 +133,13 @@ ft_status ft__tensors_create(const ft_cuda *cu, const ft_problem *p, ft_tensors 
     ft__problem_layout(p, &t->plan);
     for (i = 0; i < 4 && rc == FT_OK; i++)
         if (t->plan.elems[i] > 0)
-            rc = ft__cuda_check(cu, cu->cuMemAlloc(&t->buf[i], t->plan.elems[i] * 2), err, "cuMemAlloc");
+            rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->buf[i], t->plan.elems[i] * 2), err, "cuMemAlloc");
     if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->cuMemAlloc(&t->lse, rows * 4), err, "cuMemAlloc");
+        rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->lse, rows * 4), err, "cuMemAlloc");
     if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->cuMemAlloc(&t->o_ref, rows * (size_t)p->head_dim * 4), err, "cuMemAlloc");
+        rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->o_ref, rows * (size_t)p->head_dim * 4), err, "cuMemAlloc");
     if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->cuMemAlloc(&t->lse_ref, rows * 4), err, "cuMemAlloc");
+        rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->lse_ref, rows * 4), err, "cuMemAlloc");
     if (rc != FT_OK)
         ft__tensors_destroy(cu, t);
     return rc;
@@ -152,7 +152,7 @@ void ft__tensors_destroy(const ft_cuda *cu, ft_tensors *t)
 
     for (i = 0; i < sizeof all / sizeof all[0]; i++) {
         if (*all[i] != 0)
-            cu->cuMemFree(*all[i]);
+            cu->p_cuMemFree(*all[i]);
         *all[i] = 0;
     }
 }
@@ -199,7 +199,7 @@ static ft_status fill(ft_verifier *v, CUdeviceptr ptr, size_t n, uint64_t seed, 
         blocks = 4096;
     if (n == 0)
         return FT_OK;
-    return ft__cuda_check(v->cu, v->cu->cuLaunchKernel(v->fill, blocks, 1, 1, 256, 1, 1, 0, NULL, args, NULL), err,
+    return ft__cuda_check(v->cu, v->cu->p_cuLaunchKernel(v->fill, blocks, 1, 1, 256, 1, 1, 0, NULL, args, NULL), err,
                           "launching the random fill");
 }
 
@@ -260,11 +260,11 @@ ft_status ft__tensors_reference(ft_verifier *v, ft_tensors *t, ft_err *err)
     rp.scale = fp.scale;
     rp.causal = p->causal;
     rp.bf16 = p->bf16;
-    rc = ft__cuda_check(cu, cu->cuLaunchKernel(v->attention, (unsigned)p->seqlen_q, (unsigned)p->heads_q,
+    rc = ft__cuda_check(cu, cu->p_cuLaunchKernel(v->attention, (unsigned)p->seqlen_q, (unsigned)p->heads_q,
                                               (unsigned)p->batch, 256, 1, 1, (unsigned)smem, NULL, args, NULL),
                         err, "launching the reference");
     if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->cuCtxSynchronize(), err, "running the reference");
+        rc = ft__cuda_check(cu, cu->p_cuCtxSynchronize(), err, "running the reference");
     t->have_reference = rc == FT_OK;
     return rc;
 }
@@ -295,24 +295,24 @@ ft_status ft__verify_kernel(ft_verifier *v, const ft_kernel *k, ft_tensors *t, f
         goto out;
     }
     /* NaN in every output element: 0xffff is a NaN in fp16 and bf16, 0xffffffff in fp32. */
-    rc = ft__cuda_check(cu, cu->cuMemsetD16(t->buf[3], 0xffff, o_elems), err, "poisoning O");
+    rc = ft__cuda_check(cu, cu->p_cuMemsetD16(t->buf[3], 0xffff, o_elems), err, "poisoning O");
     if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->cuMemsetD32(t->lse, 0xffffffffu, rows), err, "poisoning the LSE");
+        rc = ft__cuda_check(cu, cu->p_cuMemsetD32(t->lse, 0xffffffffu, rows), err, "poisoning the LSE");
     if (rc != FT_OK)
         goto out;
     ft__tensors_params(t, &fp);
     rc = ft__kernel_launch_fwd(cu, k, &fp, NULL, err);
     if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->cuCtxSynchronize(), err, "running the kernel");
+        rc = ft__cuda_check(cu, cu->p_cuCtxSynchronize(), err, "running the kernel");
     if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->cuMemcpyDtoH(o, t->buf[3], o_elems * 2), err, "reading O");
+        rc = ft__cuda_check(cu, cu->p_cuMemcpyDtoH(o, t->buf[3], o_elems * 2), err, "reading O");
     if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->cuMemcpyDtoH(lse, t->lse, rows * 4), err, "reading the LSE");
+        rc = ft__cuda_check(cu, cu->p_cuMemcpyDtoH(lse, t->lse, rows * 4), err, "reading the LSE");
     if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->cuMemcpyDtoH(o_ref, t->o_ref, rows * (size_t)p->head_dim * 4), err,
+        rc = ft__cuda_check(cu, cu->p_cuMemcpyDtoH(o_ref, t->o_ref, rows * (size_t)p->head_dim * 4), err,
                             "reading the reference");
     if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->cuMemcpyDtoH(lse_ref, t->lse_ref, rows * 4), err, "reading the reference");
+        rc = ft__cuda_check(cu, cu->p_cuMemcpyDtoH(lse_ref, t->lse_ref, rows * 4), err, "reading the reference");
     if (rc != FT_OK)
         goto out;
     ft__check_outputs(p, o, t->plan.strides[3], lse, o_ref, lse_ref, check);

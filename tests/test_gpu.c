@@ -31,7 +31,7 @@ static const shape_case small_cases[] = {
 static uint16_t *read_halves(CUdeviceptr p, size_t n)
 {
     uint16_t *h = malloc(n * 2 + 2);
-    if (h != NULL && n > 0 && session.cu->cuMemcpyDtoH(h, p, n * 2) != CUDA_SUCCESS) {
+    if (h != NULL && n > 0 && session.cu->p_cuMemcpyDtoH(h, p, n * 2) != CUDA_SUCCESS) {
         free(h);
         return NULL;
     }
@@ -67,8 +67,8 @@ static void test_gpu_reference_matches_cpu(void)
         o32 = malloc(rows * (size_t)p.head_dim * sizeof *o32);
         l32 = malloc(rows * sizeof *l32);
         ASSERT_TRUE(o64 && l64 && o32 && l32);
-        ASSERT_EQ(session.cu->cuMemcpyDtoH(o32, t.o_ref, rows * (size_t)p.head_dim * 4), CUDA_SUCCESS);
-        ASSERT_EQ(session.cu->cuMemcpyDtoH(l32, t.lse_ref, rows * 4), CUDA_SUCCESS);
+        ASSERT_EQ(session.cu->p_cuMemcpyDtoH(o32, t.o_ref, rows * (size_t)p.head_dim * 4), CUDA_SUCCESS);
+        ASSERT_EQ(session.cu->p_cuMemcpyDtoH(l32, t.lse_ref, rows * 4), CUDA_SUCCESS);
         ft__reference_cpu(&p, buf[t.plan.buffer[0]] + t.plan.offset[0], t.plan.strides[0],
                           buf[t.plan.buffer[1]] + t.plan.offset[1], t.plan.strides[1],
                           buf[t.plan.buffer[2]] + t.plan.offset[2], t.plan.strides[2], o64, l64);
@@ -133,20 +133,20 @@ static void test_public_forward(void)
                 memcpy(a.o_stride, a.q_stride, sizeof a.q_stride);
                 a.causal = causal;
                 rows = (size_t)p.batch * p.heads_q * p.seqlen_q;
-                ASSERT_EQ(session.cu->cuMemsetD16(t.buf[3], 0xffff, t.plan.elems[3]), CUDA_SUCCESS);
-                ASSERT_EQ(session.cu->cuMemsetD32(t.lse, 0xffffffffu, rows), CUDA_SUCCESS);
+                ASSERT_EQ(session.cu->p_cuMemsetD16(t.buf[3], 0xffff, t.plan.elems[3]), CUDA_SUCCESS);
+                ASSERT_EQ(session.cu->p_cuMemsetD32(t.lse, 0xffffffffu, rows), CUDA_SUCCESS);
                 if (ft_attention_forward(ctx, &a, NULL) != FT_OK)
                     FT_FAIL_("%s: %s", shape, ft_last_error(ctx));
-                ASSERT_EQ(session.cu->cuCtxSynchronize(), CUDA_SUCCESS);
+                ASSERT_EQ(session.cu->p_cuCtxSynchronize(), CUDA_SUCCESS);
                 out = malloc(t.plan.elems[3] * 2);
                 lse = malloc(rows * 4);
                 oref = malloc(rows * (size_t)p.head_dim * 4);
                 lref = malloc(rows * 4);
                 ASSERT_TRUE(out && lse && oref && lref);
-                session.cu->cuMemcpyDtoH(out, t.buf[3], t.plan.elems[3] * 2);
-                session.cu->cuMemcpyDtoH(lse, t.lse, rows * 4);
-                session.cu->cuMemcpyDtoH(oref, t.o_ref, rows * (size_t)p.head_dim * 4);
-                session.cu->cuMemcpyDtoH(lref, t.lse_ref, rows * 4);
+                session.cu->p_cuMemcpyDtoH(out, t.buf[3], t.plan.elems[3] * 2);
+                session.cu->p_cuMemcpyDtoH(lse, t.lse, rows * 4);
+                session.cu->p_cuMemcpyDtoH(oref, t.o_ref, rows * (size_t)p.head_dim * 4);
+                session.cu->p_cuMemcpyDtoH(lref, t.lse_ref, rows * 4);
                 ft__check_outputs(&p, out, t.plan.strides[3], lse, oref, lref, &check);
                 if (!check.pass)
                     FT_FAIL_("%s causal=%d %s: %s", shape, causal, bf16 ? "bf16" : "f16", check.detail);

@@ -37,6 +37,7 @@
  *              ties go to the older row).
  *   v_winners  the rows of v_results with winner = 1: one per device and bucket.
  *   v_devices  every device with its number of results and of winning buckets.
+ *   v_results_base  v_results without the winner column (cheaper: no window function).
  *
  * Staleness. A result is stale when the driver version, the NVRTC version or the template
  * hash it was measured under differs from the current one. The current versions are the
@@ -163,34 +164,34 @@ _Static_assert(sizeof migrations / sizeof migrations[0] == FT_DB_SCHEMA_VERSION,
  * for the sqlite3 shell) and as TEMP views of each connection (the current versions from
  * the connection's temp.ft_current, which ft__db_set_current fills). The first %s is ""
  * or "TEMP ", the others the table holding the current versions. */
+static const char view_base_fmt[] =
+    "CREATE %sVIEW v_results_base AS\n"
+    "SELECT r.id AS result_id, r.device_id, r.kernel_id, d.name AS device, d.cc, d.sms,\n"
+    "       d.smem_per_block, d.smem_per_sm, d.l2_bytes, k.family, k.variant, k.arch,\n"
+    "       r.dtype, r.head_dim, r.causal, r.seqlen_bucket, r.bh_bucket, r.batch,\n"
+    "       r.heads_q, r.heads_kv, r.seqlen_q, r.seqlen_k, r.status, r.reason,\n"
+    "       r.median_ms, r.iqr_ms, r.tflops, r.max_error, r.repetitions, r.measured_at,\n"
+    "       r.driver_version, r.nvrtc_version, r.template_hash,\n"
+    "       (coalesce((SELECT value FROM %s WHERE key = 'driver_version'),\n"
+    "                 r.driver_version) <> r.driver_version\n"
+    "        OR coalesce((SELECT value FROM %s WHERE key = 'nvrtc_version'),\n"
+    "                    r.nvrtc_version) <> r.nvrtc_version\n"
+    "        OR coalesce((SELECT value FROM %s WHERE key = 'template_hash/' || k.family),\n"
+    "                    r.template_hash) <> r.template_hash) AS stale\n"
+    "FROM results r\n"
+    "JOIN devices d ON d.id = r.device_id\n"
+    "JOIN kernels k ON k.id = r.kernel_id;\n";
+
 static const char view_results_fmt[] =
     "CREATE %sVIEW v_results AS\n"
-    "SELECT result_id, device_id, kernel_id, device, cc, sms, smem_per_block, smem_per_sm,\n"
-    "       l2_bytes, family, variant, arch, dtype, head_dim, causal, seqlen_bucket, bh_bucket,\n"
-    "       batch, heads_q, heads_kv, seqlen_q, seqlen_k, status, reason, median_ms, iqr_ms,\n"
-    "       tflops, max_error, repetitions, measured_at, driver_version, nvrtc_version,\n"
-    "       template_hash, stale,\n"
+    "SELECT *,\n"
     "       CASE WHEN status = 'ok' AND stale = 0 AND median_ms IS NOT NULL\n"
     "            THEN row_number() OVER (\n"
     "                   PARTITION BY device_id, dtype, head_dim, causal, seqlen_bucket, bh_bucket,\n"
     "                                status = 'ok' AND stale = 0 AND median_ms IS NOT NULL\n"
     "                   ORDER BY median_ms, result_id) = 1\n"
     "            ELSE 0 END AS winner\n"
-    "FROM (SELECT r.id AS result_id, r.device_id, r.kernel_id, d.name AS device, d.cc, d.sms,\n"
-    "             d.smem_per_block, d.smem_per_sm, d.l2_bytes, k.family, k.variant, k.arch,\n"
-    "             r.dtype, r.head_dim, r.causal, r.seqlen_bucket, r.bh_bucket, r.batch,\n"
-    "             r.heads_q, r.heads_kv, r.seqlen_q, r.seqlen_k, r.status, r.reason,\n"
-    "             r.median_ms, r.iqr_ms, r.tflops, r.max_error, r.repetitions, r.measured_at,\n"
-    "             r.driver_version, r.nvrtc_version, r.template_hash,\n"
-    "             (coalesce((SELECT value FROM %s WHERE key = 'driver_version'),\n"
-    "                       r.driver_version) <> r.driver_version\n"
-    "              OR coalesce((SELECT value FROM %s WHERE key = 'nvrtc_version'),\n"
-    "                          r.nvrtc_version) <> r.nvrtc_version\n"
-    "              OR coalesce((SELECT value FROM %s WHERE key = 'template_hash/' || k.family),\n"
-    "                          r.template_hash) <> r.template_hash) AS stale\n"
-    "      FROM results r\n"
-    "      JOIN devices d ON d.id = r.device_id\n"
-    "      JOIN kernels k ON k.id = r.kernel_id);\n";
+    "FROM v_results_base;\n";
 
 static const char view_winners_fmt[] =
     "CREATE %sVIEW v_winners AS\n"
@@ -200,14 +201,18 @@ static const char view_devices_fmt[] =
     "CREATE %sVIEW v_devices AS\n"
     "SELECT d.id AS device_id, d.name AS device, d.cc, d.sms, d.smem_per_block, d.smem_per_sm,\n"
     "       d.l2_bytes, d.driver_version, d.nvrtc_version, d.first_seen,\n"
-    "       (SELECT count(*) FROM results r WHERE r.device_id = d.id) AS results,\n"
-    "       (SELECT count(*) FROM v_winners w WHERE w.device_id = d.id) AS winners\n"
-    "FROM devices d;\n";
+    "       coalesce(r.n, 0) AS results, coalesce(w.n, 0) AS winners\n"
+    "FROM devices d\n"
+    "LEFT JOIN (SELECT device_id, count(*) AS n FROM results GROUP BY device_id) r\n"
+    "  ON r.device_id = d.id\n"
+    "LEFT JOIN (SELECT device_id, count(*) AS n FROM v_winners GROUP BY device_id) w\n"
+    "  ON w.device_id = d.id;\n";
 
 static const char drop_views_sql[] =
     "DROP VIEW IF EXISTS v_devices;\n"
     "DROP VIEW IF EXISTS v_winners;\n"
-    "DROP VIEW IF EXISTS v_results;\n";
+    "DROP VIEW IF EXISTS v_results;\n"
+    "DROP VIEW IF EXISTS v_results_base;\n";
 
 static const char temp_setup_sql[] =
     "CREATE TEMP TABLE ft_current (key TEXT PRIMARY KEY, value ANY) STRICT;\n"
@@ -330,7 +335,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         "driver_version = excluded.driver_version, nvrtc_version = excluded.nvrtc_version, "
         "template_hash = excluded.template_hash, measured_at = CURRENT_TIMESTAMP",
     [ST_HAS_RESULT] =
-        "SELECT 1 FROM temp.v_results WHERE device_id = :device_id AND " BUCKET_MATCH
+        "SELECT 1 FROM temp.v_results_base WHERE device_id = :device_id AND " BUCKET_MATCH
         " AND kernel_id = :kernel_id AND stale = 0",
     [ST_WINNER] =
         "SELECT " ROW_COLUMNS ", CASE WHEN :want_cubin THEN "
@@ -463,7 +468,8 @@ static void bind_text(binder *b, const char *name, const char *v, size_t cap)
     if (v == NULL)
         bind_check(b, sqlite3_bind_null(b->s, i), name);
     else
-        bind_check(b, sqlite3_bind_text(b->s, i, v, (int)strnlen(v, cap), SQLITE_STATIC), name);
+        bind_check(b, sqlite3_bind_text64(b->s, i, v, strnlen(v, cap), SQLITE_STATIC, SQLITE_UTF8),
+                   name);
 }
 
 static void bind_blob(binder *b, const char *name, const void *v, size_t n)
@@ -722,9 +728,11 @@ static ft_status read_identity(ft_db *db, db_identity *id, ft_err *err)
     if (src == SQLITE_OK)
         src = sqlite3_step(s);
     if (src != SQLITE_ROW) {
-        /* "file is not a database" for random bytes, "database is locked", ... */
-        ft__fail(err, FT_ERR_DATABASE, "%s is not a usable flashtune tuning database: %s",
-                 db->path, sqlite3_errmsg(db->sq));
+        if ((src & 0xff) == SQLITE_NOTADB) /* random bytes, a truncated header, ... */
+            ft__fail(err, FT_ERR_DATABASE, "%s is not a flashtune tuning database: %s", db->path,
+                     sqlite3_errmsg(db->sq));
+        else
+            db_fail(db, err, "cannot read the database header");
         goto out;
     }
     id->application_id = sqlite3_column_int64(s, 0);
@@ -777,25 +785,26 @@ static ft_status exec_script(ft_db *db, const char *sql, const char *what, ft_er
     return rc;
 }
 
-/* Creates the three views; temp: as the connection's own, over temp.ft_current. */
+/* Creates the views; temp: as the connection's own, over temp.ft_current. */
 static ft_status create_views(ft_db *db, int temp, ft_err *err)
 {
     const char *kind = temp ? "TEMP " : "";
     const char *cur = temp ? "temp.ft_current" : "meta";
     ft_status rc = FT_OK;
-    char *sql[3];
+    char *sql[4];
     int i;
 
-    sql[0] = sqlite3_mprintf(view_results_fmt, kind, cur, cur, cur);
-    sql[1] = sqlite3_mprintf(view_winners_fmt, kind);
-    sql[2] = sqlite3_mprintf(view_devices_fmt, kind);
-    for (i = 0; i < 3 && rc == FT_OK; i++) {
+    sql[0] = sqlite3_mprintf(view_base_fmt, kind, cur, cur, cur);
+    sql[1] = sqlite3_mprintf(view_results_fmt, kind);
+    sql[2] = sqlite3_mprintf(view_winners_fmt, kind);
+    sql[3] = sqlite3_mprintf(view_devices_fmt, kind);
+    for (i = 0; i < 4 && rc == FT_OK; i++) {
         if (sql[i] == NULL)
             rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "%s: out of memory", db->path);
         else
             rc = exec_script(db, sql[i], "cannot create the views", err);
     }
-    for (i = 0; i < 3; i++)
+    for (i = 0; i < 4; i++)
         sqlite3_free(sql[i]);
     return rc;
 }

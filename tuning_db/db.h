@@ -114,13 +114,17 @@ ft_status ft__db_open(const char *path, int read_only, ft_db **out, ft_err *err)
 void ft__db_close(ft_db *db); /* NULL is a no-op */
 const char *ft__db_path(const ft_db *db);
 
-/* Finds or inserts; returns the row id. */
+/* Finds or inserts; returns the row id. A kernel found again is updated to the given
+ * description, but a NULL cubin or source keeps the stored one. On a read-only handle they
+ * only find: FT_ERR_NOT_FOUND when absent. */
 ft_status ft__db_device_id(ft_db *db, const ft_db_device *dev, long long *id, ft_err *err);
 ft_status ft__db_kernel_id(ft_db *db, const ft_db_kernel *k, long long *id, ft_err *err);
 
 /* The current versions against which staleness is judged (set once after opening; rows whose
- * device driver/NVRTC version or kernel template hash differ are stale). Empty/zero fields
- * are not compared. */
+ * device driver/NVRTC version or kernel template hash differ are stale). A handle starts from
+ * the versions stored in the file by the last writer's call; empty/zero fields keep those
+ * (and are not compared when none is stored). A writable handle stores the given ones in the
+ * file for the sqlite3 shell's views; a read-only one keeps them to itself. */
 ft_status ft__db_set_current(ft_db *db, int driver_version, const char *nvrtc_version,
                              const char *family, const char *template_hash, ft_err *err);
 
