@@ -48,4 +48,10 @@ for v in 'd=128,bm=128,bn=64,warps=4,stages=2,qreg=0,causal=1' 'd=64,bm=64,bn=32
     note "sanitizer $tool $v: rc=$?"
   done
 done
+# What the compiler made of the benchmark's favourite variants.
+for v in ${SASS_VARIANTS:-'d=128,bm=128,bn=64,warps=4,stages=2,causal=0,dtype=f16,qreg=0' 'd=64,bm=128,bn=64,warps=4,stages=1,causal=0,dtype=f16,qreg=0'}; do
+  $ft gen specs/flash_fwd.lua --variant "$v" > /tmp/k.cu && nvcc -arch=sm_90 -cubin -o /tmp/k.cubin /tmp/k.cu &&
+    cuobjdump -sass /tmp/k.cubin > /tmp/k.sass &&
+    note "sass $v: $(for op in HMMA LDSM MUFU.EX2 LDGSTS BAR.SYNC LDL STL FMUL FFMA SHFL; do printf '%s=%s ' $op $(grep -c "$op" /tmp/k.sass); done)"
+done
 note "total: $(( $(date +%s) - t0 )) s"

@@ -358,6 +358,8 @@ __device__ __forceinline__ void step(const Ctx &c, State &st, int j)
     }
 
     // Online softmax: new maxima, rescale factors, probabilities (exp2 with the scale folded in).
+    float alpha[MT][2];
+    bool rescale = false;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -370,7 +372,8 @@ __device__ __forceinline__ void step(const Ctx &c, State &st, int j)
             // A row that has seen only masked keys keeps m = -inf; use 0 as its offset so that
             // exp2(-inf - offset) stays 0 instead of becoming NaN.
             const float offset = mx == NEG_INF ? 0.f : mx * c.scale_log2;
-            const float alpha = exp2_ftz(st.m[mt][h] * c.scale_log2 - offset);
+            alpha[mt][h] = exp2_ftz(st.m[mt][h] * c.scale_log2 - offset);
+            rescale |= mx != st.m[mt][h];
             st.m[mt][h] = mx;
             float sum = 0.f;
 #pragma unroll
@@ -381,13 +384,19 @@ __device__ __forceinline__ void step(const Ctx &c, State &st, int j)
                     s[mt][nt][2 * h + e] = p;
                     sum += p;
                 }
-            st.l[mt][h] = st.l[mt][h] * alpha + sum;
-#pragma unroll
-            for (int dt = 0; dt < DT; ++dt) {
-                st.o[mt][dt][2 * h] *= alpha;
-                st.o[mt][dt][2 * h + 1] *= alpha;
-            }
+            st.l[mt][h] = st.l[mt][h] * alpha[mt][h] + sum;
         }
+    // O *= alpha. Once the running maxima settle, most tiles change none of a warp's rows:
+    // skip the multiplications by 1 then (the vote keeps the branch warp-uniform).
+    if (__any_sync(0xffffffffu, rescale)) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int dt = 0; dt < DT; ++dt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    st.o[mt][dt][e] *= alpha[mt][e >> 1];
+    }
 
     cp_async_wait<2 * STAGES - 2>(); // V_j has landed ...
     __syncthreads();                 // ... everyone's; and everyone is done with K_j
