@@ -39,8 +39,8 @@ note "bench: rc=$?"
 tail -n 8 "$OUT/bench.txt" | tee -a "$summary"
 note "elapsed before sanitizer: $(( $(date +%s) - t0 )) s"
 
-for v in 'd=128,bm=128,bn=64,warps=4,stages=2,qreg=0,causal=1' 'd=64,bm=64,bn=32,warps=4,stages=3,qreg=1,causal=0' \
-         'd=96,bm=128,bn=32,warps=8,stages=1,qreg=0,causal=1'; do
+for v in 'd=128,bm=128,bn=64,warps=4,stages=2,qreg=0,causal=1,overlap=0' 'd=64,bm=64,bn=32,warps=4,stages=3,qreg=1,causal=0,overlap=0' \
+         'd=96,bm=128,bn=32,warps=8,stages=1,qreg=0,causal=1,overlap=0'; do
   for tool in memcheck racecheck; do
     d=${v#d=}; d=${d%%,*}
     compute-sanitizer --tool $tool --error-exitcode 9 $ft run --no-time --variant "$v" \
@@ -49,7 +49,7 @@ for v in 'd=128,bm=128,bn=64,warps=4,stages=2,qreg=0,causal=1' 'd=64,bm=64,bn=32
   done
 done
 # What the compiler made of the benchmark's favourite variants.
-for v in ${SASS_VARIANTS:-'d=128,bm=128,bn=64,warps=4,stages=2,causal=0,dtype=f16,qreg=0' 'd=64,bm=128,bn=64,warps=4,stages=1,causal=0,dtype=f16,qreg=0'}; do
+for v in ${SASS_VARIANTS:-'d=128,bm=128,bn=64,warps=4,stages=2,causal=0,dtype=f16,qreg=0,overlap=0' 'd=64,bm=128,bn=64,warps=4,stages=1,causal=0,dtype=f16,qreg=0,overlap=0'}; do
   $ft gen specs/flash_fwd.lua --variant "$v" > /tmp/k.cu && nvcc -arch=sm_90 -cubin -o /tmp/k.cubin /tmp/k.cu &&
     cuobjdump -sass /tmp/k.cubin > /tmp/k.sass &&
     note "sass $v: $(for op in HMMA LDSM MUFU.EX2 LDGSTS BAR.SYNC LDL STL FMUL FFMA SHFL; do printf '%s=%s ' $op $(grep -c "$op" /tmp/k.sass); done)"

@@ -6,7 +6,7 @@
 #include "generator/variant.h"
 
 static const char *const fwd_sm80_ints[] = {"d", "bm", "bn", "warps", "stages", "causal", "qreg",
-                                            NULL};
+                                            "overlap", NULL};
 static const char *const fwd_sm80_strings[] = {"dtype", NULL};
 static const char *const dtype_values[] = {"f16", "bf16", NULL};
 static const char *const *const fwd_sm80_string_values[] = {dtype_values};

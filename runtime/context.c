@@ -124,12 +124,12 @@ void ft_context_destroy(ft_context *ctx)
 static const char *default_variant(int head_dim)
 {
     switch (head_dim) {
-    case 32: return "bm=128,bn=64,warps=4,stages=2,qreg=1";
-    case 64: return "bm=128,bn=64,warps=4,stages=2,qreg=0";
-    case 96: return "bm=128,bn=64,warps=8,stages=2,qreg=1";
-    case 128: return "bm=128,bn=64,warps=4,stages=2,qreg=0";
-    case 192: return "bm=128,bn=64,warps=8,stages=2,qreg=0";
-    case 256: return "bm=64,bn=64,warps=4,stages=2,qreg=0";
+    case 32: return "bm=128,bn=64,warps=4,stages=2,qreg=1,overlap=0";
+    case 64: return "bm=128,bn=64,warps=4,stages=2,qreg=0,overlap=0";
+    case 96: return "bm=128,bn=64,warps=8,stages=2,qreg=1,overlap=0";
+    case 128: return "bm=128,bn=64,warps=4,stages=2,qreg=0,overlap=0";
+    case 192: return "bm=128,bn=64,warps=8,stages=2,qreg=0,overlap=0";
+    case 256: return "bm=64,bn=64,warps=4,stages=2,qreg=0,overlap=0";
     }
     return NULL;
 }

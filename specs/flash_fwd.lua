@@ -2,7 +2,7 @@
 -- (templates/flash_fwd_sm80.cuh), for Ampere, Ada and Hopper.
 --
 -- Every parameter becomes a compile-time constant of the template; `flashtune plan` prints
--- each variant as "d=128,bm=128,bn=64,warps=4,stages=2,causal=0,dtype=f16,qreg=0".
+-- each variant as "d=128,bm=128,bn=64,warps=4,stages=2,causal=0,dtype=f16,qreg=0,overlap=1".
 
 -- Query rows of one m16 tile group per warp: 1 (16 rows) or 2 (32 rows).
 local function m_tiles(v)
@@ -40,6 +40,7 @@ return {
     { name = "causal", values = { 0, 1 },         doc = "bottom-right causal mask" },
     { name = "dtype",  values = { "f16", "bf16" }, doc = "element type of Q, K, V and O" },
     { name = "qreg",   values = { 0, 1 },         doc = "1: Q's fragments stay in registers" },
+    { name = "overlap", values = { 0, 1 },        doc = "1: P·V of one tile beside Q·Kᵀ of the next" },
   },
 
   constraints = {
@@ -47,6 +48,8 @@ return {
       function(v) return v.bm % (16 * v.warps) == 0 end },
     { "at most two m16 tiles per warp",
       function(v) return m_tiles(v) <= 2 end },
+    { "overlap needs at least two stages",
+      function(v) return v.overlap == 0 or v.stages >= 2 end },
   },
 
   -- Q tile plus `stages` K and V tiles, rows padded by 8 elements (16 bytes).
@@ -54,12 +57,14 @@ return {
     return (v.bm + 2 * v.stages * v.bn) * (v.d + 8) * 2
   end,
 
-  -- Accumulators (fp32 O and S), Q fragments, and about 40 for addresses, row statistics
-  -- and loop state. A lower bound: ptxas reports the real count after compiling.
+  -- Accumulators (fp32 O and S), Q fragments, P kept packed across tiles when overlapping,
+  -- and about 40 for addresses, row statistics and loop state. A lower bound: ptxas reports
+  -- the real count after compiling.
   registers = function(v)
     local mt = m_tiles(v)
     local q = (v.qreg == 1) and (mt * v.d // 4) or (mt * 4)
-    return mt * v.d // 2 + mt * v.bn // 2 + q + 40
+    local p = (v.overlap == 1) and (mt * v.bn // 8) or 0
+    return mt * v.d // 2 + mt * v.bn // 2 + q + p + 40
   end,
 
   workloads = workloads,

@@ -24,12 +24,14 @@
 //   FTP_BM       query rows per CTA            FTP_BN      keys per K/V tile
 //   FTP_WARPS    warps per CTA                 FTP_STAGES  depth of the K/V ring (1..4)
 //   FTP_CAUSAL   0 or 1                        FTP_QREG    1: keep Q fragments in registers
+//   FTP_OVERLAP  1: issue P·V of one tile with Q·Kᵀ of the next (needs STAGES >= 2)
 //   FTP_DTYPE_F16 or FTP_DTYPE_BF16            FT_SMEM_BYTES  dynamic shared memory
 // No header is included: the source compiles as it is with NVRTC and with nvcc.
 
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_WARPS) || \
-    !defined(FTP_STAGES) || !defined(FTP_CAUSAL) || !defined(FTP_QREG) || !defined(FT_SMEM_BYTES)
-#error "flash_fwd_sm80 needs FTP_D, FTP_BM, FTP_BN, FTP_WARPS, FTP_STAGES, FTP_CAUSAL, FTP_QREG and FT_SMEM_BYTES"
+    !defined(FTP_STAGES) || !defined(FTP_CAUSAL) || !defined(FTP_QREG) || !defined(FTP_OVERLAP) ||  \
+    !defined(FT_SMEM_BYTES)
+#error "flash_fwd_sm80 needs FTP_D, FTP_BM, FTP_BN, FTP_WARPS, FTP_STAGES, FTP_CAUSAL, FTP_QREG, FTP_OVERLAP and FT_SMEM_BYTES"
 #endif
 #if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
 #error "flash_fwd_sm80 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
@@ -64,6 +66,7 @@ constexpr int WARPS = FTP_WARPS;
 constexpr int STAGES = FTP_STAGES;
 constexpr bool CAUSAL = FTP_CAUSAL != 0;
 constexpr bool QREG = FTP_QREG != 0;
+constexpr bool OVERLAP = FTP_OVERLAP != 0;
 #if defined(FTP_DTYPE_BF16)
 constexpr bool BF16 = true;
 #else
@@ -246,6 +249,7 @@ struct Ctx {
     int n_tiles;
     int row0;     // first query row of this warp
     int diag;     // seqlen_k - seqlen_q
+    int q_first;  // first query row of this block
     int lane, warp;
     float scale_log2;
 };
@@ -258,49 +262,45 @@ __device__ __forceinline__ void load_q_frag(const Ctx &c, int mt, int kk, u32 (&
     ldmatrix_x4(c.sq_base + tile_offset(row, chunk), a[0], a[1], a[2], a[3]);
 }
 
-__device__ __forceinline__ void issue_k(const Ctx &c, int j)
+// Loads for pipeline iteration j: tile n_tiles-1-j (tiles run backwards, so that the ones
+// needing a mask come first) into ring slot j % STAGES. Nothing past the last tile.
+__device__ __forceinline__ void load_k(const Ctx &c, int j)
 {
     if (j < c.n_tiles) {
         int tile = c.n_tiles - 1 - j;
         load_tile<BN>(c.sk_base + (j % STAGES) * KV_BYTES, c.k_base + (long long)tile * BN * c.k_row_stride,
                       c.k_row_stride, c.seqlen_k - tile * BN);
     }
-    cp_async_commit();
 }
 
-__device__ __forceinline__ void issue_v(const Ctx &c, int j)
+__device__ __forceinline__ void load_v(const Ctx &c, int j)
 {
     if (j < c.n_tiles) {
         int tile = c.n_tiles - 1 - j;
         load_tile<BN>(c.sv_base + (j % STAGES) * KV_BYTES, c.v_base + (long long)tile * BN * c.v_row_stride,
                       c.v_row_stride, c.seqlen_k - tile * BN);
     }
-    cp_async_commit();
 }
 
-// One K/V tile: iteration j of the pipeline, tile index n_tiles-1-j (tiles run backwards so
-// that the ones needing a mask come first). See the schedule in flash_fwd() below.
-template <bool MASK>
-__device__ __forceinline__ void step(const Ctx &c, State &st, int j)
+__device__ __forceinline__ void load_q_regs(const Ctx &c, State &st)
 {
-    const int tile = c.n_tiles - 1 - j;
-    const int stage = j % STAGES;
-    const int g = c.lane >> 2;
-    const int t = c.lane & 3;
-
-    cp_async_wait<2 * STAGES - 2>(); // K_j has landed (this thread's copies) ...
-    __syncthreads();                 // ... everyone's; and everyone is done with V_{j-1}
-    issue_v(c, j + STAGES - 1);
-    if (QREG && j == 0) {
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-            for (int kk = 0; kk < KSTEPS; ++kk)
-                load_q_frag(c, mt, kk, st.qf[mt][kk]);
-    }
+        for (int kk = 0; kk < KSTEPS; ++kk)
+            load_q_frag(c, mt, kk, st.qf[mt][kk]);
+}
 
-    // S = Q · K_jᵀ
-    float s[MT][NT][4];
+// Whether iteration j's tile has keys past the end or right of the causal diagonal.
+__device__ __forceinline__ bool needs_mask(const Ctx &c, int j)
+{
+    int tile = c.n_tiles - 1 - j;
+    return (tile + 1) * BN > c.seqlen_k || (CAUSAL && (tile + 1) * BN - 1 > c.q_first + c.diag);
+}
+
+// S = Q · Kᵀ for iteration j's tile.
+__device__ __forceinline__ void scores(const Ctx &c, const State &st, int j, float (&s)[MT][NT][4])
+{
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -308,7 +308,7 @@ __device__ __forceinline__ void step(const Ctx &c, State &st, int j)
 #pragma unroll
             for (int e = 0; e < 4; ++e)
                 s[mt][nt][e] = 0.f;
-    const u32 kst = c.sk_base + stage * KV_BYTES;
+    const u32 kst = c.sk_base + (j % STAGES) * KV_BYTES;
 #pragma unroll
     for (int kk = 0; kk < KSTEPS; ++kk) {
         u32 a[MT][4];
@@ -335,29 +335,37 @@ __device__ __forceinline__ void step(const Ctx &c, State &st, int j)
             }
         }
     }
+}
 
-    // Mask: keys past the end, and (causal) keys right of the diagonal.
-    if (MASK) {
+// -inf for keys past the end and (causal) keys right of the diagonal.
+__device__ __forceinline__ void apply_mask(const Ctx &c, int j, float (&s)[MT][NT][4])
+{
+    const int tile = c.n_tiles - 1 - j;
+    const int g = c.lane >> 2;
+    const int t = c.lane & 3;
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                int row = c.row0 + mt * 16 + g + 8 * h;
-                int limit = c.seqlen_k;
-                if (CAUSAL)
-                    limit = min(limit, row + c.diag + 1);
+        for (int h = 0; h < 2; ++h) {
+            int row = c.row0 + mt * 16 + g + 8 * h;
+            int limit = c.seqlen_k;
+            if (CAUSAL)
+                limit = min(limit, row + c.diag + 1);
 #pragma unroll
-                for (int nt = 0; nt < NT; ++nt)
+            for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        int col = tile * BN + nt * 8 + 2 * t + e;
-                        if (col >= limit)
-                            s[mt][nt][2 * h + e] = NEG_INF;
-                    }
-            }
-    }
+                for (int e = 0; e < 2; ++e) {
+                    int col = tile * BN + nt * 8 + 2 * t + e;
+                    if (col >= limit)
+                        s[mt][nt][2 * h + e] = NEG_INF;
+                }
+        }
+}
 
-    // Online softmax: new maxima, rescale factors, probabilities (exp2 with the scale folded in).
+// The online softmax step: new row maxima, S turned into probabilities in place (exp2 with the
+// scale folded in), the row sums and O rescaled to the new maxima.
+__device__ __forceinline__ void softmax(const Ctx &c, State &st, float (&s)[MT][NT][4])
+{
     float alpha[MT][2];
     bool rescale = false;
 #pragma unroll
@@ -397,37 +405,148 @@ __device__ __forceinline__ void step(const Ctx &c, State &st, int j)
                 for (int e = 0; e < 4; ++e)
                     st.o[mt][dt][e] *= alpha[mt][e >> 1];
     }
+}
 
-    cp_async_wait<2 * STAGES - 2>(); // V_j has landed ...
-    __syncthreads();                 // ... everyone's; and everyone is done with K_j
-    issue_k(c, j + STAGES);
-
-    // O += P · V_j. The S accumulators of n8 tiles 2kb and 2kb+1 are exactly the A fragment
-    // of k-block kb once packed to 16 bits, so no data moves between threads. (Packing each
-    // k-block just before its use needs fewer registers, by ptxas's count, than packing
-    // all of P at once.)
-    const u32 vst = c.sv_base + stage * KV_BYTES;
+// P as mma A fragments: the S accumulators of n8 tiles 2kb and 2kb+1 are exactly the A
+// fragment of k-block kb once packed to 16 bits, so no data moves between threads.
+__device__ __forceinline__ void pack_p(const float (&s)[MT][NT][4], int kb, u32 (&p)[MT][4])
+{
 #pragma unroll
-    for (int kb = 0; kb < BN / 16; ++kb) {
-        u32 pf[MT][4];
+    for (int mt = 0; mt < MT; ++mt) {
+        p[mt][0] = pack2(s[mt][2 * kb][0], s[mt][2 * kb][1]);
+        p[mt][1] = pack2(s[mt][2 * kb][2], s[mt][2 * kb][3]);
+        p[mt][2] = pack2(s[mt][2 * kb + 1][0], s[mt][2 * kb + 1][1]);
+        p[mt][3] = pack2(s[mt][2 * kb + 1][2], s[mt][2 * kb + 1][3]);
+    }
+}
+
+// O += P_kb · V for one k-block (16 keys) of iteration j's V tile.
+__device__ __forceinline__ void pv_kblock(const Ctx &c, State &st, int j, int kb, const u32 (&p)[MT][4])
+{
+    const u32 vst = c.sv_base + (j % STAGES) * KV_BYTES;
+#pragma unroll
+    for (int dp = 0; dp < D / 16; ++dp) {
+        u32 b0, b1, b2, b3;
+        int vrow = kb * 16 + (c.lane & 15);
+        int vchunk = 2 * dp + (c.lane >> 4);
+        ldmatrix_x4_trans(vst + tile_offset(vrow, vchunk), b0, b1, b2, b3);
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-            pf[mt][0] = pack2(s[mt][2 * kb][0], s[mt][2 * kb][1]);
-            pf[mt][1] = pack2(s[mt][2 * kb][2], s[mt][2 * kb][3]);
-            pf[mt][2] = pack2(s[mt][2 * kb + 1][0], s[mt][2 * kb + 1][1]);
-            pf[mt][3] = pack2(s[mt][2 * kb + 1][2], s[mt][2 * kb + 1][3]);
+            mma16816(st.o[mt][2 * dp], p[mt], b0, b1);
+            mma16816(st.o[mt][2 * dp + 1], p[mt], b2, b3);
+        }
+    }
+}
+
+// ---- schedule A (overlap = 0): one tile after the other ------------------------------------
+// Loads are issued in the order Q, K0, V0, K1, V1, ..., one cp.async group each: the prologue
+// issues Q and K0..K_{S-1}, V0..V_{S-2}; iteration j issues V_{j+S-1} right after its first
+// barrier and K_{j+S} right after its second. Before using K_j (or V_j) exactly 2(S-1) newer
+// groups may still be in flight. Each k-block of P is packed just before its use, which needs
+// fewer registers, by ptxas's count, than packing all of P at once.
+template <bool MASK>
+__device__ __forceinline__ void sequential_step(const Ctx &c, State &st, int j)
+{
+    cp_async_wait<2 * STAGES - 2>(); // K_j has landed (this thread's copies) ...
+    __syncthreads();                 // ... everyone's; and everyone is done with V_{j-1}
+    load_v(c, j + STAGES - 1);
+    cp_async_commit();
+    if (QREG && j == 0)
+        load_q_regs(c, st);
+    float s[MT][NT][4];
+    scores(c, st, j, s);
+    if (MASK)
+        apply_mask(c, j, s);
+    softmax(c, st, s);
+    cp_async_wait<2 * STAGES - 2>(); // V_j has landed ...
+    __syncthreads();                 // ... everyone's; and everyone is done with K_j
+    load_k(c, j + STAGES);
+    cp_async_commit();
+#pragma unroll
+    for (int kb = 0; kb < BN / 16; ++kb) {
+        u32 p[MT][4];
+        pack_p(s, kb, p);
+        pv_kblock(c, st, j, kb, p);
+    }
+}
+
+__device__ __forceinline__ void run_sequential(const Ctx &c, State &st, const u16 *q, long long q_row_stride,
+                                               int q_valid)
+{
+    load_tile<BM>(c.sq_base, q, q_row_stride, q_valid);
+    cp_async_commit();
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+        load_k(c, s);
+        cp_async_commit();
+        if (s < STAGES - 1) {
+            load_v(c, s);
+            cp_async_commit();
+        }
+    }
+    int j = 0;
+    for (; j < c.n_tiles && needs_mask(c, j); ++j)
+        sequential_step<true>(c, st, j);
+    for (; j < c.n_tiles; ++j)
+        sequential_step<false>(c, st, j);
+}
+
+// ---- schedule B (overlap = 1): P·V of one tile beside Q·Kᵀ of the next ----------------------
+// Iteration j issues S_{j+1} = Q·K_{j+1}ᵀ and O += P_j·V_j back to back: the two matrix
+// products are independent, so the tensor cores work through both while the same warp's
+// softmax of S_{j+1} (exponentials, maxima, sums) follows as soon as S_{j+1} is done. P_j
+// stays packed in registers from one iteration to the next. One barrier per tile.
+// cp.async groups: G_-1 = {Q, K_0}, G_t = {V_t, K_{t+1}}; the prologue issues G_-1..G_{S-2},
+// iteration j needs G_j (S-2 newer groups may be in flight) and then issues G_{j+S-1} into
+// the slots freed by iteration j-1 (K_j's and V_{j-1}'s). Needs STAGES >= 2.
+__device__ __forceinline__ void run_overlapped(const Ctx &c, State &st, const u16 *q, long long q_row_stride,
+                                               int q_valid)
+{
+    static_assert(!OVERLAP || STAGES >= 2, "overlap needs at least two stages");
+    u32 p[BN / 16][MT][4];
+    float s[MT][NT][4];
+
+    load_tile<BM>(c.sq_base, q, q_row_stride, q_valid);
+    load_k(c, 0);
+    cp_async_commit();
+#pragma unroll
+    for (int t = 0; t + 2 <= STAGES; ++t) {
+        load_v(c, t);
+        load_k(c, t + 1);
+        cp_async_commit();
+    }
+    cp_async_wait<STAGES - 1>();
+    __syncthreads();
+    if (QREG)
+        load_q_regs(c, st);
+    scores(c, st, 0, s);
+    if (needs_mask(c, 0))
+        apply_mask(c, 0, s);
+    softmax(c, st, s);
+#pragma unroll
+    for (int kb = 0; kb < BN / 16; ++kb)
+        pack_p(s, kb, p[kb]);
+
+    for (int j = 0; j < c.n_tiles; ++j) {
+        const bool more = j + 1 < c.n_tiles;
+        cp_async_wait<(STAGES >= 2 ? STAGES - 2 : 0)>();
+        __syncthreads();
+        load_v(c, j + STAGES - 1);
+        load_k(c, j + STAGES);
+        cp_async_commit();
+        if (more) {
+            scores(c, st, j + 1, s);
+            if (needs_mask(c, j + 1))
+                apply_mask(c, j + 1, s);
         }
 #pragma unroll
-        for (int dp = 0; dp < D / 16; ++dp) {
-            u32 b0, b1, b2, b3;
-            int vrow = kb * 16 + (c.lane & 15);
-            int vchunk = 2 * dp + (c.lane >> 4);
-            ldmatrix_x4_trans(vst + tile_offset(vrow, vchunk), b0, b1, b2, b3);
+        for (int kb = 0; kb < BN / 16; ++kb)
+            pv_kblock(c, st, j, kb, p[kb]);
+        if (more) {
+            softmax(c, st, s);
 #pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-                mma16816(st.o[mt][2 * dp], pf[mt], b0, b1);
-                mma16816(st.o[mt][2 * dp + 1], pf[mt], b2, b3);
-            }
+            for (int kb = 0; kb < BN / 16; ++kb)
+                pack_p(s, kb, p[kb]);
         }
     }
 }
@@ -481,22 +600,10 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p)
     c.n_tiles = n_tiles;
     c.row0 = q_first + warp * WARP_ROWS;
     c.diag = diag;
+    c.q_first = q_first;
     c.lane = lane;
     c.warp = warp;
     c.scale_log2 = p.scale_log2;
-
-    // Schedule. Loads are issued in the order Q, K0, V0, K1, V1, ..., one cp.async group
-    // each: the prologue issues Q and K0..K_{S-1}, V0..V_{S-2}; iteration j issues
-    // V_{j+S-1} right after its first barrier and K_{j+S} right after its second. Before
-    // using K_j (or V_j) exactly 2(S-1) newer groups may still be in flight.
-    load_tile<BM>(c.sq_base, q, p.q_row_stride, q_valid);
-    cp_async_commit();
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-        issue_k(c, s);
-        if (s < STAGES - 1)
-            issue_v(c, s);
-    }
 
     State st;
 #pragma unroll
@@ -512,20 +619,10 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p)
             for (int e = 0; e < 4; ++e)
                 st.o[mt][dt][e] = 0.f;
     }
-
-    // Tiles that need a mask (past the end of the keys, or crossing the causal diagonal)
-    // come first because the tiles run backwards; the rest run without one.
-    int j = 0;
-    for (; j < n_tiles; ++j) {
-        int tile = n_tiles - 1 - j;
-        bool tail = (tile + 1) * BN > p.seqlen_k;
-        bool diagonal = CAUSAL && (tile + 1) * BN - 1 > q_first + diag;
-        if (!tail && !diagonal)
-            break;
-        step<true>(c, st, j);
-    }
-    for (; j < n_tiles; ++j)
-        step<false>(c, st, j);
+    if (OVERLAP)
+        run_overlapped(c, st, q, p.q_row_stride, q_valid);
+    else
+        run_sequential(c, st, q, p.q_row_stride, q_valid);
 
     // Normalise, write the LSE, stage O in shared memory (over Q's tile) for 16-byte stores.
     const int g = lane >> 2;

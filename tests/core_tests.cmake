@@ -3,12 +3,12 @@ ft_unit_test(test_core test_core.c)
 
 # The command, on good and bad input: every failure is a clear message and a non-zero exit
 # (cli_expect.sh also fails on a crash).
-ft_cli_test(plan_subset ok "summary \\(sm_90\\): 12 variants: 12 compiled"
+ft_cli_test(plan_subset ok "summary \\(sm_90\\): 24 variants: 20 compiled .*, 4 pruned"
   plan specs/flash_fwd.lua --only "d=64,bm=64,bn=64,warps=4,dtype=f16" --no-cache -j 2)
 ft_cli_test(plan_json ok "\"compiled\": 4"
   plan specs/flash_fwd.lua --only "d=32,bm=64,bn=32,warps=4,stages=1,causal=0" --json --no-cache -q)
 ft_cli_test(plan_sm86_prunes ok "shared memory 1.* B > 101376 B per block on sm_86"
-  plan specs/flash_fwd.lua --arch sm_86 --only "d=256,bm=64,warps=4,causal=0,dtype=f16,qreg=0" --no-cache -j 2)
+  plan specs/flash_fwd.lua --arch sm_86 --only "d=256,bm=64,warps=4,causal=0,dtype=f16,qreg=0,overlap=0" --no-cache -j 2)
 ft_cli_test(plan_unknown_arch fail "unknown architecture 'sm_70'" plan specs/flash_fwd.lua --arch sm_70)
 ft_cli_test(plan_prunes_all fail "all 2 variants of tests/specs/prunes_all.lua are pruned for sm_90"
   plan tests/specs/prunes_all.lua)
@@ -29,11 +29,11 @@ ft_cli_test(plan_os_execute fail "tests/specs/os_execute.lua:2: attempt to index
 ft_cli_test(plan_missing_file fail "cannot open tests/specs/no_such_spec.lua"
   plan tests/specs/no_such_spec.lua)
 ft_cli_test(gen_unknown_param fail "unknown parameter 'tile' in variant"
-  gen specs/flash_fwd.lua --variant "d=128,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,tile=2")
+  gen specs/flash_fwd.lua --variant "d=128,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,overlap=0,tile=2")
 ft_cli_test(gen_bad_value fail "'100' is not a value of parameter 'd'"
-  gen specs/flash_fwd.lua --variant "d=100,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0")
-ft_cli_test(gen_source ok "FT_DEFINE_KERNEL\\(ft_flash_fwd_sm80_d128_bm128_bn64_warps4_stages2_causal1_dtypef16_qreg0\\)"
-  gen specs/flash_fwd.lua --variant "d=128,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0")
+  gen specs/flash_fwd.lua --variant "d=100,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,overlap=0")
+ft_cli_test(gen_source ok "FT_DEFINE_KERNEL\\(ft_flash_fwd_sm80_d128_bm128_bn64_warps4_stages2_causal1_dtypef16_qreg0_overlap0\\)"
+  gen specs/flash_fwd.lua --variant "d=128,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,overlap=0")
 ft_cli_test(no_command fail "usage: flashtune COMMAND")
 ft_cli_test(unknown_command fail "unknown command 'frobnicate'" frobnicate)
 

@@ -57,7 +57,7 @@ static void test_variant_round_trip(void)
     long long n;
 
     ASSERT_TRUE(spec != NULL);
-    ASSERT_EQ(spec->nvariants, 6 * 2 * 3 * 2 * 3 * 2 * 2 * 2);
+    ASSERT_EQ(spec->nvariants, 6 * 2 * 3 * 2 * 3 * 2 * 2 * 2 * 2);
     for (n = 0; n < spec->nvariants; n += 7) {
         ft_variant v, back;
         char text[512], again[512];
@@ -81,14 +81,14 @@ static void test_variant_parse_errors(void)
 
     ASSERT_TRUE(spec != NULL);
     /* any order and spaces are fine */
-    ASSERT_OK(ft__variant_parse(spec, " qreg=0, dtype=bf16,causal=1,stages=2,warps=4,bn=64,bm=128,d=128",
+    ASSERT_OK(ft__variant_parse(spec, " qreg=0, dtype=bf16,causal=1,stages=2,warps=4,bn=64,bm=128,d=128 , overlap=1",
                                 &v, &err), &err);
     ASSERT_STREQ(ft__variant_str(spec, &v, "dtype"), "bf16");
     ASSERT_EQ(ft__variant_int(spec, &v, "d", -1), 128);
-    ASSERT_EQ(ft__variant_parse(spec, "d=128,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,tile=3",
+    ASSERT_EQ(ft__variant_parse(spec, "d=128,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,overlap=0,tile=3",
                                 &v, &err), FT_ERR_INVALID_ARGUMENT);
     ASSERT_CONTAINS(err.msg, "unknown parameter 'tile'");
-    ASSERT_EQ(ft__variant_parse(spec, "d=100,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0",
+    ASSERT_EQ(ft__variant_parse(spec, "d=100,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,overlap=0",
                                 &v, &err), FT_ERR_INVALID_ARGUMENT);
     ASSERT_CONTAINS(err.msg, "'100' is not a value of parameter 'd'");
     ASSERT_EQ(ft__variant_parse(spec, "d=128,bm=128", &v, &err), FT_ERR_INVALID_ARGUMENT);
@@ -159,16 +159,16 @@ static void test_emit(void)
 
     ASSERT_TRUE(spec != NULL);
     ASSERT_OK(ft__arch_builtin("sm_90", &arch, &err), &err);
-    ASSERT_OK(ft__variant_parse(spec, "d=96,bm=64,bn=32,warps=4,stages=3,causal=1,dtype=bf16,qreg=1", &v, &err),
+    ASSERT_OK(ft__variant_parse(spec, "d=96,bm=64,bn=32,warps=4,stages=3,causal=1,dtype=bf16,qreg=1,overlap=0", &v, &err),
               &err);
     ASSERT_OK(ft__emit(spec, ft__family_find("flash_fwd_sm80"), &v, &arch, &src, &err), &err);
     ASSERT_CONTAINS(src.text, "#define FTP_D 96\n");
     ASSERT_CONTAINS(src.text, "#define FTP_STAGES 3\n");
     ASSERT_CONTAINS(src.text, "#define FTP_DTYPE_BF16 1\n");
     ASSERT_CONTAINS(src.text, "#define FT_SMEM_BYTES 53248\n"); /* (64 + 2*3*32) * (96 + 8) * 2 */
-    ASSERT_CONTAINS(src.text, "// variant   d=96,bm=64,bn=32,warps=4,stages=3,causal=1,dtype=bf16,qreg=1");
-    ASSERT_STREQ(src.entry, "ft_flash_fwd_sm80_d96_bm64_bn32_warps4_stages3_causal1_dtypebf16_qreg1");
-    ASSERT_CONTAINS(src.text, "FT_DEFINE_KERNEL(ft_flash_fwd_sm80_d96_bm64_bn32_warps4_stages3_causal1_dtypebf16_qreg1)");
+    ASSERT_CONTAINS(src.text, "// variant   d=96,bm=64,bn=32,warps=4,stages=3,causal=1,dtype=bf16,qreg=1,overlap=0");
+    ASSERT_STREQ(src.entry, "ft_flash_fwd_sm80_d96_bm64_bn32_warps4_stages3_causal1_dtypebf16_qreg1_overlap0");
+    ASSERT_CONTAINS(src.text, "FT_DEFINE_KERNEL(ft_flash_fwd_sm80_d96_bm64_bn32_warps4_stages3_causal1_dtypebf16_qreg1_overlap0)");
     ASSERT_EQ(src.threads, 128);
     ASSERT_EQ(src.smem_dynamic, 53248);
     ASSERT_EQ(strlen(src.template_hash), 64);
@@ -284,10 +284,11 @@ static void test_plan_compile_subset(void)
 {
     static const char *const archs[] = {"sm_80", "sm_86", "sm_90"};
     static const char *const filters[] = {
-        "d=128,bm=128,bn=64,warps=4,stages=2,qreg=0,causal=1,dtype=f16",
-        "d=64,bm=64,bn=128,warps=4,stages=3,qreg=1,causal=0,dtype=bf16",
-        "d=96,bm=128,bn=32,warps=8,stages=1,qreg=1,causal=1,dtype=f16",
-        "d=256,bm=64,bn=32,warps=4,stages=2,qreg=0,causal=0,dtype=bf16",
+        "d=128,bm=128,bn=64,warps=4,stages=2,qreg=0,causal=1,dtype=f16,overlap=0",
+        "d=64,bm=64,bn=128,warps=4,stages=3,qreg=1,causal=0,dtype=bf16,overlap=1",
+        "d=96,bm=128,bn=32,warps=8,stages=1,qreg=1,causal=1,dtype=f16,overlap=0",
+        "d=256,bm=64,bn=32,warps=4,stages=2,qreg=0,causal=0,dtype=bf16,overlap=1",
+        "d=32,bm=128,bn=128,warps=8,stages=2,qreg=1,causal=1,dtype=bf16,overlap=1",
     };
     ft_spec *spec = load_default();
     size_t a, f;

@@ -11,6 +11,7 @@ return {
     { name = "causal", values = { 0, 1 } },
     { name = "dtype", values = { "f16" } },
     { name = "qreg", values = { 0 } },
+    { name = "overlap", values = { 0 } },
   },
   constraints = {
     { "nothing is ever good enough", function(v) return false end },
