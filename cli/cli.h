@@ -14,6 +14,10 @@ int cmd_gen(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
+int cmd_worker(int argc, char **argv);
+int cmd_query(int argc, char **argv);
+int cli_print_db_devices(const char *db_path);
 
 /* Prints "flashtune <cmd>: <message>" to stderr and returns the exit status for err. */
 int cli_fail(const char *cmd, const ft_err *err);

@@ -12,29 +12,45 @@
 
 int cmd_devices(int argc, char **argv)
 {
+    const char *db_path = NULL;
+    int gpu_only = 0, count = 0, i;
     const ft_cuda *cu;
     ft_err err;
-    int count = 0, i;
 
-    (void)argc;
-    (void)argv;
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--gpu") == 0)
+            gpu_only = 1;
+        else if (strcmp(argv[i], "--db") == 0 && i + 1 < argc)
+            db_path = argv[++i];
+        else if (strcmp(argv[i], "--help") == 0) {
+            printf("usage: flashtune devices [--gpu] [--db PATH]\n\nLists the GPUs the driver reports and the "
+                   "devices recorded in the tuning database.\nWith --gpu: only the GPUs, and exit status 1 when "
+                   "there is none.\n");
+            return 0;
+        } else
+            return cli_usage_error("devices", "unknown argument '%s'", argv[i]);
+    }
     if (ft__cuda_load(&cu, &err) != FT_OK) {
-        fprintf(stderr, "flashtune devices: %s\n", err.msg);
-        return 1;
-    }
-    cu->p_cuDeviceGetCount(&count);
-    printf("CUDA driver %d.%d, %d GPU%s\n", cu->driver_version / 1000, cu->driver_version % 1000 / 10, count,
-           count == 1 ? "" : "s");
-    for (i = 0; i < count; i++) {
-        ft_arch a;
-        if (ft__cuda_device_arch(cu, i, &a, &err) != FT_OK) {
-            fprintf(stderr, "flashtune devices: GPU %d: %s\n", i, err.msg);
+        printf("GPUs: none (%s)\n", err.msg);
+        if (gpu_only)
             return 1;
+    } else {
+        cu->p_cuDeviceGetCount(&count);
+        printf("GPUs: CUDA driver %d.%d, %d GPU%s\n", cu->driver_version / 1000, cu->driver_version % 1000 / 10,
+               count, count == 1 ? "" : "s");
+        for (i = 0; i < count; i++) {
+            ft_arch a;
+            if (ft__cuda_device_arch(cu, i, &a, &err) != FT_OK) {
+                fprintf(stderr, "flashtune devices: GPU %d: %s\n", i, err.msg);
+                return 1;
+            }
+            printf("  %d: %s, compute capability %d.%d (%s), %d SMs, %lld KiB shared memory per block\n", i,
+                   a.device_name, a.cc / 10, a.cc % 10, a.name, a.sms, a.smem_per_block / 1024);
         }
-        printf("  %d: %s, compute capability %d.%d (%s), %d SMs, %lld KiB shared memory per block\n", i,
-               a.device_name, a.cc / 10, a.cc % 10, a.name, a.sms, a.smem_per_block / 1024);
     }
-    return 0;
+    if (gpu_only)
+        return 0;
+    return cli_print_db_devices(db_path);
 }
 
 static const char run_usage[] =

@@ -11,7 +11,7 @@
 #include "tuner/plan.h"
 
 static const char usage[] =
-    "usage: flashtune plan SPEC [options]\n"
+    "usage: flashtune plan [SPEC] [options]   (default SPEC: the built-in flash_fwd)\n"
     "\n"
     "Expands the spec's variants for one target, prunes them by its constraints and the\n"
     "target's limits, generates and compiles the rest with NVRTC, and prints one row per\n"
@@ -221,9 +221,9 @@ static int parse_args(int argc, char **argv, plan_opts *o)
         default: return cli_usage_error("plan", "bad option");
         }
     }
-    if (optind != argc - 1)
+    if (optind < argc - 1)
         return cli_usage_error("plan", "expected one spec file, got %d arguments", argc - optind);
-    o->spec_path = argv[optind];
+    o->spec_path = optind < argc ? argv[optind] : NULL; /* NULL: the built-in default */
     return 0;
 }
 
@@ -253,7 +253,7 @@ int cmd_plan(int argc, char **argv)
         status = cli_fail("plan", &err);
         goto out;
     }
-    if (ft__spec_load(o.spec_path, NULL, &spec, &err) != FT_OK) {
+    if (ft__spec_load_default(o.spec_path, &spec, &err) != FT_OK) {
         status = cli_fail("plan", &err);
         goto out;
     }
@@ -266,7 +266,7 @@ int cmd_plan(int argc, char **argv)
         goto out;
     }
     if (plan->nitems == 0) {
-        fprintf(stderr, "flashtune plan: no variant of %s matches '%s'\n", o.spec_path, o.only);
+        fprintf(stderr, "flashtune plan: no variant of %s matches '%s'\n", spec->path, o.only);
         goto out;
     }
     if (plan->count[FT_PLAN_PENDING] == 0) {
@@ -275,7 +275,7 @@ int cmd_plan(int argc, char **argv)
         else
             print_reasons(plan, FT_PLAN_PRUNED, "pruned");
         fprintf(stderr, "flashtune plan: all %d variants of %s are pruned for %s; nothing to compile\n",
-                plan->nitems, o.spec_path, arch.name);
+                plan->nitems, spec->path, arch.name);
         goto out;
     }
     if (!o.no_cache && ft__cache_open(o.cache_dir, &cache, &err) != FT_OK) {

@@ -13,9 +13,11 @@ typedef struct command {
 static const command commands[] = {
     {"plan", cmd_plan, "expand, prune and compile a spec's variants for a target (no GPU needed)"},
     {"gen", cmd_gen, "print the generated CUDA source of one variant"},
-    {"devices", cmd_devices, "list the GPUs the driver reports"},
+    {"devices", cmd_devices, "list the GPUs here and the devices in the tuning database"},
     {"run", cmd_run, "verify and time one variant on one shape (GPU)"},
     {"verify", cmd_verify, "check every variant of a spec against the reference (GPU)"},
+    {"tune", cmd_tune, "measure every variant on every bucket and record the winners (GPU)"},
+    {"query", cmd_query, "print the winners (or every measurement) of the tuning database"},
 };
 
 static void usage(FILE *f)
@@ -41,6 +43,8 @@ int main(int argc, char **argv)
         printf("flashtune %s\n", ft_version());
         return 0;
     }
+    if (strcmp(argv[1], "worker") == 0) /* started by tune, not listed */
+        return cmd_worker(argc - 1, argv + 1);
     for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);

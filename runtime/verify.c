@@ -103,6 +103,12 @@ ft_status ft__verifier_init(const ft_cuda *cu, const ft_arch *dev, ft_cache *cac
         rc = ft__cuda_check(cu, cu->p_cuModuleGetFunction(&out->fill, out->module, "ft_ref_fill_normal"), err,
                             "cuModuleGetFunction(ft_ref_fill_normal)");
     if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuModuleGetFunction(&out->compare, out->module, "ft_ref_compare"), err,
+                            "cuModuleGetFunction(ft_ref_compare)");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuModuleGetFunction(&out->sumsq, out->module, "ft_ref_sumsq"), err,
+                            "cuModuleGetFunction(ft_ref_sumsq)");
+    if (rc == FT_OK)
         rc = ft__cuda_check(cu,
                             cu->p_cuFuncSetAttribute(out->attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                    (int)dev->smem_per_block),
@@ -140,6 +146,8 @@ ft_status ft__tensors_create(const ft_cuda *cu, const ft_problem *p, ft_tensors 
         rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->o_ref, rows * (size_t)p->head_dim * 4), err, "cuMemAlloc");
     if (rc == FT_OK)
         rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->lse_ref, rows * 4), err, "cuMemAlloc");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->stats, 8 * sizeof(double)), err, "cuMemAlloc");
     if (rc != FT_OK)
         ft__tensors_destroy(cu, t);
     return rc;
@@ -147,7 +155,7 @@ ft_status ft__tensors_create(const ft_cuda *cu, const ft_problem *p, ft_tensors 
 
 void ft__tensors_destroy(const ft_cuda *cu, ft_tensors *t)
 {
-    CUdeviceptr *all[] = {&t->buf[0], &t->buf[1], &t->buf[2], &t->buf[3], &t->lse, &t->o_ref, &t->lse_ref};
+    CUdeviceptr *all[] = {&t->buf[0], &t->buf[1], &t->buf[2], &t->buf[3], &t->lse, &t->o_ref, &t->lse_ref, &t->stats};
     size_t i;
 
     for (i = 0; i < sizeof all / sizeof all[0]; i++) {
@@ -231,11 +239,34 @@ typedef struct ref_params {
     int32_t causal, bf16, reserved;
 } ref_params;
 
+/* The reference's parameter block for these tensors. */
+static void ref_block(const ft_tensors *t, ref_params *rp)
+{
+    const ft_problem *p = &t->problem;
+    ft_fwd_params fp;
+
+    ft__tensors_params(t, &fp);
+    memset(rp, 0, sizeof *rp);
+    rp->q = fp.q, rp->k = fp.k, rp->v = fp.v;
+    rp->o = (float *)(uintptr_t)t->o_ref;
+    rp->lse = (float *)(uintptr_t)t->lse_ref;
+    rp->qb = fp.q_batch_stride, rp->qr = fp.q_row_stride, rp->qh = fp.q_head_stride;
+    rp->kb = fp.k_batch_stride, rp->kr = fp.k_row_stride, rp->kh = fp.k_head_stride;
+    rp->vb = fp.v_batch_stride, rp->vr = fp.v_row_stride, rp->vh = fp.v_head_stride;
+    rp->ob = (int64_t)p->seqlen_q * p->heads_q * p->head_dim;
+    rp->orow = (int64_t)p->heads_q * p->head_dim;
+    rp->oh = p->head_dim;
+    rp->batch = p->batch, rp->heads_q = p->heads_q, rp->heads_kv = p->heads_kv;
+    rp->seqlen_q = p->seqlen_q, rp->seqlen_k = p->seqlen_k, rp->head_dim = p->head_dim;
+    rp->scale = fp.scale;
+    rp->causal = p->causal;
+    rp->bf16 = p->bf16;
+}
+
 ft_status ft__tensors_reference(ft_verifier *v, ft_tensors *t, ft_err *err)
 {
     const ft_problem *p = &t->problem;
     const ft_cuda *cu = v->cu;
-    ft_fwd_params fp;
     ref_params rp;
     void *args[] = {&rp};
     size_t smem = (size_t)(p->head_dim + p->seqlen_k + 32) * 4;
@@ -244,29 +275,96 @@ ft_status ft__tensors_reference(ft_verifier *v, ft_tensors *t, ft_err *err)
     if (smem > (size_t)v->dev.smem_per_block)
         return ft__fail(err, FT_ERR_UNSUPPORTED, "the GPU reference holds a row of scores in shared memory: "
                         "seqlen_k %d is too long", p->seqlen_k);
-    ft__tensors_params(t, &fp);
-    memset(&rp, 0, sizeof rp);
-    rp.q = fp.q, rp.k = fp.k, rp.v = fp.v;
-    rp.o = (float *)(uintptr_t)t->o_ref;
-    rp.lse = (float *)(uintptr_t)t->lse_ref;
-    rp.qb = fp.q_batch_stride, rp.qr = fp.q_row_stride, rp.qh = fp.q_head_stride;
-    rp.kb = fp.k_batch_stride, rp.kr = fp.k_row_stride, rp.kh = fp.k_head_stride;
-    rp.vb = fp.v_batch_stride, rp.vr = fp.v_row_stride, rp.vh = fp.v_head_stride;
-    rp.ob = (int64_t)p->seqlen_q * p->heads_q * p->head_dim;
-    rp.orow = (int64_t)p->heads_q * p->head_dim;
-    rp.oh = p->head_dim;
-    rp.batch = p->batch, rp.heads_q = p->heads_q, rp.heads_kv = p->heads_kv;
-    rp.seqlen_q = p->seqlen_q, rp.seqlen_k = p->seqlen_k, rp.head_dim = p->head_dim;
-    rp.scale = fp.scale;
-    rp.causal = p->causal;
-    rp.bf16 = p->bf16;
+    ref_block(t, &rp);
     rc = ft__cuda_check(cu, cu->p_cuLaunchKernel(v->attention, (unsigned)p->seqlen_q, (unsigned)p->heads_q,
                                               (unsigned)p->batch, 256, 1, 1, (unsigned)smem, NULL, args, NULL),
                         err, "launching the reference");
     if (rc == FT_OK)
         rc = ft__cuda_check(cu, cu->p_cuCtxSynchronize(), err, "running the reference");
+    if (rc == FT_OK) {
+        CUdeviceptr o_ref = t->o_ref, sum = t->stats;
+        long long n = (long long)p->batch * p->heads_q * p->seqlen_q * p->head_dim;
+        void *sargs[] = {&o_ref, &n, &sum};
+        rc = ft__cuda_check(cu, cu->p_cuMemsetD8(t->stats, 0, 8 * sizeof(double)), err, "cuMemsetD8");
+        if (rc == FT_OK)
+            rc = ft__cuda_check(cu, cu->p_cuLaunchKernel(v->sumsq, 1024, 1, 1, 256, 1, 1, 0, NULL, sargs, NULL), err,
+                                "launching the reference's sum of squares");
+        if (rc == FT_OK)
+            rc = ft__cuda_check(cu, cu->p_cuMemcpyDtoH(&t->ref_sumsq, t->stats, sizeof(double)), err,
+                                "reading the reference's sum of squares");
+    }
     t->have_reference = rc == FT_OK;
     return rc;
+}
+
+ft_status ft__verify_kernel_gpu(ft_verifier *v, const ft_kernel *k, ft_tensors *t, ft_check *check, ft_err *err)
+{
+    const ft_cuda *cu = v->cu;
+    const ft_problem *p = &t->problem;
+    const ft_tolerance tol = ft__tolerance(p->bf16);
+    const size_t rows = (size_t)p->batch * p->heads_q * p->seqlen_q;
+    const size_t n = rows * (size_t)p->head_dim;
+    double stats[8];
+    double rms, atol_abs;
+    ref_params rp;
+    ft_fwd_params fp;
+    CUdeviceptr o, lse, out;
+    long long ob, orow, oh, groups;
+    void *args[12];
+    ft_status rc;
+
+    memset(check, 0, sizeof *check);
+    if (!t->have_reference) {
+        rc = ft__tensors_reference(v, t, err);
+        if (rc != FT_OK)
+            return rc;
+    }
+    rms = sqrt(t->ref_sumsq / (double)(n ? n : 1));
+    atol_abs = tol.atol * rms;
+    rc = ft__cuda_check(cu, cu->p_cuMemsetD16(t->buf[3], 0xffff, t->plan.elems[3]), err, "poisoning O");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuMemsetD32(t->lse, 0xffffffffu, rows), err, "poisoning the LSE");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuMemsetD8(t->stats, 0, sizeof stats), err, "clearing the statistics");
+    if (rc != FT_OK)
+        return rc;
+    ft__tensors_params(t, &fp);
+    rc = ft__kernel_launch_fwd(cu, k, &fp, NULL, err);
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuCtxSynchronize(), err, "running the kernel");
+    if (rc != FT_OK)
+        return rc;
+    ref_block(t, &rp);
+    o = (CUdeviceptr)(uintptr_t)fp.o;
+    lse = t->lse;
+    out = t->stats;
+    ob = fp.o_batch_stride, orow = fp.o_row_stride, oh = fp.o_head_stride;
+    args[0] = &rp, args[1] = &o, args[2] = &ob, args[3] = &orow, args[4] = &oh, args[5] = &lse;
+    {
+        double rtol = tol.rtol, la = tol.lse_abs, lr = tol.lse_rel;
+        args[6] = &rtol, args[7] = &atol_abs, args[8] = &la, args[9] = &lr, args[10] = &out;
+        groups = ((long long)p->seqlen_q * (p->head_dim / 8) + 255) / 256;
+        rc = ft__cuda_check(cu, cu->p_cuLaunchKernel(v->compare, (unsigned)groups, (unsigned)p->heads_q,
+                                                     (unsigned)p->batch, 256, 1, 1, 0, NULL, args, NULL),
+                            err, "launching the comparison");
+    }
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuMemcpyDtoH(stats, t->stats, sizeof stats), err, "reading the comparison");
+    if (rc != FT_OK)
+        return rc;
+    check->o_rel_l2 = t->ref_sumsq > 0 ? sqrt(stats[0] / t->ref_sumsq) : sqrt(stats[0]);
+    check->o_max_abs = stats[2];
+    check->o_worst = stats[3];
+    check->lse_max_err = stats[4];
+    check->nonfinite = (long long)stats[5];
+    check->bad = (long long)stats[6];
+    check->pass = check->nonfinite == 0 && check->bad == 0 && check->o_rel_l2 <= tol.l2;
+    if (!check->pass)
+        snprintf(check->detail, sizeof check->detail,
+                 "%lld non-finite, %lld over their bound; O relative L2 %.3g (bound %.3g), max |error| %.3g, "
+                 "LSE max error %.3g", check->nonfinite, check->bad, check->o_rel_l2, tol.l2, check->o_max_abs,
+                 check->lse_max_err);
+    return FT_OK;
 }
 
 ft_status ft__verify_kernel(ft_verifier *v, const ft_kernel *k, ft_tensors *t, ft_check *check, ft_err *err)

@@ -61,6 +61,8 @@ typedef struct ft_verifier {
     CUmodule module;
     CUfunction attention;
     CUfunction fill;
+    CUfunction compare;
+    CUfunction sumsq;
 } ft_verifier;
 
 ft_status ft__verifier_init(const ft_cuda *cu, const ft_arch *dev, ft_cache *cache, ft_verifier *out,
@@ -76,6 +78,8 @@ typedef struct ft_tensors {
     CUdeviceptr lse;          /* fp32 [b, hq, sq] */
     CUdeviceptr o_ref;        /* fp32 [b, sq, hq, d] */
     CUdeviceptr lse_ref;
+    CUdeviceptr stats;        /* 8 doubles for the GPU comparison */
+    double ref_sumsq;         /* sum of squares of the reference O */
     int have_reference;
 } ft_tensors;
 
@@ -97,5 +101,11 @@ ft_status ft__tensors_reference(ft_verifier *v, ft_tensors *t, ft_err *err);
  * FT_OK with check->pass = 0. */
 ft_status ft__verify_kernel(ft_verifier *v, const ft_kernel *k, ft_tensors *t, ft_check *check,
                             ft_err *err);
+
+/* The same check with the comparison on the GPU (ft_ref_compare): only a few numbers cross to
+ * the host, which matters for the tuner's large shapes. The detail names counts and the
+ * worst errors rather than the first bad element. */
+ft_status ft__verify_kernel_gpu(ft_verifier *v, const ft_kernel *k, ft_tensors *t, ft_check *check,
+                                ft_err *err);
 
 #endif

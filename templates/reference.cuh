@@ -165,3 +165,95 @@ extern "C" __global__ void ft_ref_fill_normal(unsigned short *out, long long n, 
         out[i] = from_float(mean + stddev * z, bf16);
     }
 }
+
+// Compares a kernel's O (16-bit, [b, s, h, d] up to strides) and LSE with the fp32 reference
+// (O contiguous [b, sq, hq, d]) and accumulates into stats (zeroed by the caller):
+//   stats[0] sum (o - ref)^2     stats[1] sum ref^2 (unused here: the caller passes it)
+//   stats[2] max |o - ref|       stats[3] max |o - ref| / bound
+//   stats[4] max |lse - ref|     stats[5] non-finite outputs where the reference is finite
+//   stats[6] elements over their bound (O and LSE)
+// bound = rtol·|ref| + atol_abs; a row whose reference LSE is +inf must be +inf.
+// One thread per 8 elements of a row; blockIdx.y/z walk heads and batch.
+__device__ __forceinline__ void atomic_max_pos(double *addr, double v)
+{
+    unsigned long long *a = (unsigned long long *)addr;
+    unsigned long long old = *a;
+    while (__longlong_as_double((long long)old) < v) {
+        unsigned long long seen = atomicCAS(a, old, (unsigned long long)__double_as_longlong(v));
+        if (seen == old)
+            break;
+        old = seen;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256) ft_ref_compare(const ftref::RefParams p, const unsigned short *o,
+                                                                  long long ob, long long orow, long long oh,
+                                                                  const float *lse, double rtol, double atol_abs,
+                                                                  double lse_abs, double lse_rel, double *stats)
+{
+    using namespace ftref;
+    const int head = blockIdx.y, batch = blockIdx.z, d = p.head_dim;
+    const long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; // over rows × d/8
+    const int per_row = d / 8;
+    double sq = 0, worst_abs = 0, worst_ratio = 0, worst_lse = 0, nonfinite = 0, bad = 0;
+    if (idx < (long long)p.seqlen_q * per_row) {
+        const int row = (int)(idx / per_row), c0 = (int)(idx % per_row) * 8;
+        const unsigned short *oi = o + batch * ob + row * orow + head * oh + c0;
+        const float *ri = p.o + ((long long)(batch * p.seqlen_q + row) * p.heads_q + head) * d + c0;
+        for (int c = 0; c < 8; ++c) {
+            double x = to_float(oi[c], p.bf16), r = ri[c];
+            double diff = fabs(x - r), bound = rtol * fabs(r) + atol_abs;
+            if (!isfinite(x)) {
+                nonfinite += 1;
+                continue;
+            }
+            sq += diff * diff;
+            worst_abs = fmax(worst_abs, diff);
+            worst_ratio = fmax(worst_ratio, diff / bound);
+            if (diff > bound)
+                bad += 1;
+        }
+        if (c0 == 0) {
+            const long long li = ((long long)batch * p.heads_q + head) * p.seqlen_q + row;
+            double x = lse[li], r = p.lse[li];
+            if (isinf(r) && r > 0) {
+                if (!(isinf(x) && x > 0))
+                    bad += 1;
+            } else if (!isfinite(x)) {
+                nonfinite += 1;
+            } else {
+                worst_lse = fabs(x - r);
+                if (worst_lse > lse_abs + lse_rel * fabs(r))
+                    bad += 1;
+            }
+        }
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        sq += __shfl_xor_sync(0xffffffffu, sq, off);
+        nonfinite += __shfl_xor_sync(0xffffffffu, nonfinite, off);
+        bad += __shfl_xor_sync(0xffffffffu, bad, off);
+        worst_abs = fmax(worst_abs, __shfl_xor_sync(0xffffffffu, worst_abs, off));
+        worst_ratio = fmax(worst_ratio, __shfl_xor_sync(0xffffffffu, worst_ratio, off));
+        worst_lse = fmax(worst_lse, __shfl_xor_sync(0xffffffffu, worst_lse, off));
+    }
+    if ((threadIdx.x & 31) == 0) {
+        atomicAdd(&stats[0], sq);
+        atomicAdd(&stats[5], nonfinite);
+        atomicAdd(&stats[6], bad);
+        atomic_max_pos(&stats[2], worst_abs);
+        atomic_max_pos(&stats[3], worst_ratio);
+        atomic_max_pos(&stats[4], worst_lse);
+    }
+}
+
+// sum of squares of the fp32 reference O, into *out (zeroed by the caller).
+extern "C" __global__ void ft_ref_sumsq(const float *x, long long n, double *out)
+{
+    double acc = 0;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        acc += (double)x[i] * x[i];
+    for (int off = 16; off > 0; off >>= 1)
+        acc += __shfl_xor_sync(0xffffffffu, acc, off);
+    if ((threadIdx.x & 31) == 0)
+        atomicAdd(out, acc);
+}

@@ -58,3 +58,11 @@ foreach(arch sm_80 sm_86 sm_89 sm_90)
     RUN_SERIAL TRUE)
 endforeach()
 ft_unit_test(test_check test_check.c)
+
+# The tuner with a stand-in worker (no GPU): recording, resuming, faults, hangs, crashes,
+# concurrent tuners on one database, query output.
+add_executable(fake_worker fake_worker.c)
+add_test(NAME tune_fake COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tune_fake.sh $<TARGET_FILE:flashtune>
+  $<TARGET_FILE:fake_worker> WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(tune_fake PROPERTIES LABELS cli TIMEOUT 900
+  ENVIRONMENT "FLASHTUNE_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache")

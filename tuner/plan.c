@@ -7,6 +7,7 @@
 
 #include "common/fs.h"
 #include "common/pool.h"
+#include "common/sha256.h"
 #include "generator/variant.h"
 
 const char *ft__plan_status_name(ft_plan_status s)
@@ -185,6 +186,12 @@ static void compile_one(void *ctx, int k)
     ft_status rc;
 
     snprintf(name, sizeof name, "%s.cu", it->source.entry);
+    ft__compile_key(it->source.text, plan->arch.name, it->key);
+    {
+        uint8_t digest[32];
+        ft__sha256(it->source.text, strlen(it->source.text), digest);
+        ft__sha256_hex(digest, it->source_hash);
+    }
     rc = ft__compile(it->source.text, name, plan->arch.name, run->cache, &it->compiled, &err);
     it->compile_ms = it->compiled.compile_ms;
     it->cache_hit = it->compiled.cache_hit;

@@ -33,6 +33,8 @@ typedef struct ft_plan_item {
     ft_resource_report report; /* after compiling */
     double compile_ms;
     int cache_hit;
+    uint8_t key[32];           /* the compile cache's key (set when compiled) */
+    char source_hash[65];      /* sha256 of the generated source */
     ft_kernel_source source;   /* text kept only until compiled, unless keep_sources */
     ft_compiled compiled;      /* cubin and log kept only with keep_cubins */
 } ft_plan_item;

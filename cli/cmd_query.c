@@ -1,0 +1,157 @@
+/* flashtune query: the winners (or every measurement) of the tuning database. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "common/json.h"
+#include "tuning_db/db.h"
+
+static const char usage[] =
+    "usage: flashtune query [options]\n"
+    "\n"
+    "Prints the winner of every bucket in the tuning database (with --all, every measured\n"
+    "variant of the matching buckets, with its status and reason).\n"
+    "\n"
+    "  --db PATH          tuning database (default: as for tune)\n"
+    "  --device NAME      only devices whose name contains NAME\n"
+    "  --d N              only head dim N\n"
+    "  --causal, --non-causal\n"
+    "  --dtype f16|bf16\n"
+    "  --all              every measurement, not only the winners\n"
+    "  --json             JSON lines, one per row\n";
+
+typedef struct query_ctx {
+    int json;
+    long long rows;
+} query_ctx;
+
+static int print_row(void *ud, const ft_db_row *row)
+{
+    query_ctx *q = ud;
+    const ft_db_result *r = &row->result;
+    const char *status = ft__result_status_name(r->status);
+
+    if (q->json) {
+        printf("{\"device\": ");
+        ft__json_string(stdout, row->device.name);
+        printf(", \"dtype\": \"%s\", \"d\": %d, \"causal\": %d, \"seqlen_bucket\": %d, \"bh_bucket\": %d, "
+               "\"shape\": \"b=%d,hq=%d,hkv=%d,sq=%d,sk=%d\", \"variant\": ",
+               r->bucket.dtype, r->bucket.head_dim, r->bucket.causal, r->bucket.seqlen_bucket, r->bucket.bh_bucket,
+               r->batch, r->heads_q, r->heads_kv, r->seqlen_q, r->seqlen_k);
+        ft__json_string(stdout, row->variant);
+        printf(", \"status\": \"%s\"", status);
+        if (!isnan(r->median_ms))
+            printf(", \"median_ms\": %.6f, \"iqr_ms\": %.6f, \"tflops\": %.2f", r->median_ms,
+                   isnan(r->iqr_ms) ? 0 : r->iqr_ms, r->tflops);
+        if (!isnan(r->max_error))
+            printf(", \"error\": %.3g", r->max_error);
+        if (r->reason[0]) {
+            printf(", \"reason\": ");
+            ft__json_string(stdout, r->reason);
+        }
+        printf(", \"stale\": %s, \"winner\": %s, \"measured_at\": \"%s\"}\n", row->stale ? "true" : "false",
+               row->winner ? "true" : "false", row->measured_at);
+    } else {
+        if (q->rows == 0)
+            printf("%-14s %-4s %4s %6s %7s %6s  %-70s %-13s %9s %7s  %s\n", "device", "type", "d", "causal", "seqlen",
+                   "b*h", "variant", "status", "ms", "TFLOP/s", "note");
+        printf("%-14.14s %-4s %4d %6d %7d %6d  %-70s %-13s ", row->device.name, r->bucket.dtype, r->bucket.head_dim,
+               r->bucket.causal, r->bucket.seqlen_bucket, r->bucket.bh_bucket, row->variant, status);
+        if (!isnan(r->median_ms))
+            printf("%9.4f %7.1f  ", r->median_ms, r->tflops);
+        else
+            printf("%9s %7s  ", "-", "-");
+        printf("%s%s%s\n", row->winner ? "winner " : "", row->stale ? "stale " : "", r->reason);
+    }
+    q->rows++;
+    return 0;
+}
+
+int cmd_query(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, 'D'},    {"device", required_argument, NULL, 'n'},
+        {"d", required_argument, NULL, 'd'},     {"causal", no_argument, NULL, 'c'},
+        {"non-causal", no_argument, NULL, 'N'},  {"dtype", required_argument, NULL, 't'},
+        {"all", no_argument, NULL, 'a'},         {"json", no_argument, NULL, 'J'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
+    const char *db_path = NULL;
+    ft_db_filter f;
+    query_ctx q;
+    ft_db *db = NULL;
+    ft_err err;
+    long v;
+    int ch, status = 1;
+
+    ft__db_filter_init(&f);
+    f.winners_only = 1;
+    memset(&q, 0, sizeof q);
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'D': db_path = optarg; break;
+        case 'n': f.device_name = optarg; break;
+        case 'd':
+            if (!cli_parse_int("query", "--d", optarg, 1, 1024, &v))
+                return EXIT_USAGE;
+            f.head_dim = (int)v;
+            break;
+        case 'c': f.causal = 1; break;
+        case 'N': f.causal = 0; break;
+        case 't':
+            if (strcmp(optarg, "f16") != 0 && strcmp(optarg, "bf16") != 0)
+                return cli_usage_error("query", "--dtype takes f16 or bf16");
+            f.dtype = optarg;
+            break;
+        case 'a': f.winners_only = 0; break;
+        case 'J': q.json = 1; break;
+        case 'h': fputs(usage, stdout); return 0;
+        default: return cli_usage_error("query", "bad option");
+        }
+    }
+    if (optind != argc)
+        return cli_usage_error("query", "unexpected argument '%s'", argv[optind]);
+    if (ft__db_open(db_path, 1, &db, &err) != FT_OK || ft__db_query(db, &f, print_row, &q, &err) != FT_OK) {
+        status = cli_fail("query", &err);
+        goto out;
+    }
+    if (q.rows == 0)
+        fprintf(stderr, "flashtune query: no %s match in %s\n", f.winners_only ? "winners" : "results", ft__db_path(db));
+    else if (!q.json)
+        printf("%lld rows from %s\n", q.rows, ft__db_path(db));
+    status = 0;
+out:
+    ft__db_close(db);
+    return status;
+}
+
+static int print_device(void *ud, long long id, const ft_db_device *d, long long results, long long winners)
+{
+    (void)ud;
+    printf("  [%lld] %s, cc %d.%d, %d SMs, %lld KiB smem/block, driver %d.%d, NVRTC %s: %lld results, %lld winners\n",
+           id, d->name, d->cc / 10, d->cc % 10, d->sms, d->smem_per_block / 1024, d->driver_version / 1000,
+           d->driver_version % 1000 / 10, d->nvrtc_version, results, winners);
+    return 0;
+}
+
+/* The devices section of `flashtune devices`: those recorded in the database. */
+int cli_print_db_devices(const char *db_path)
+{
+    ft_db *db = NULL;
+    ft_err err;
+    int rc = 0;
+
+    if (ft__db_open(db_path, 1, &db, &err) != FT_OK) {
+        printf("tuning database: %s\n", err.msg);
+        return 1;
+    }
+    printf("devices in %s:\n", ft__db_path(db));
+    if (ft__db_devices(db, print_device, NULL, &err) != FT_OK) {
+        fprintf(stderr, "flashtune devices: %s\n", err.msg);
+        rc = 1;
+    }
+    ft__db_close(db);
+    return rc;
+}

@@ -1,0 +1,201 @@
+/* flashtune tune, and the worker it starts (flashtune worker). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "common/fs.h"
+#include "runtime/driver.h"
+#include "tuner/tune.h"
+
+static const char usage[] =
+    "usage: flashtune tune [SPEC...] [options]\n"
+    "\n"
+    "For the present GPU, measures every variant of the specs (default: the built-in flash_fwd)\n"
+    "on every workload bucket they name: compile (all cores), load, verify against the\n"
+    "reference on the bucket's shape, time with CUDA events, record. Every measurement is kept\n"
+    "in the tuning database; near-ties among the fastest are re-measured interleaved. A kernel\n"
+    "that faults or hangs is recorded as such and tuning goes on; an interrupted tune resumes\n"
+    "where it stopped. Without a GPU it says so and runs a compile-only plan instead.\n"
+    "\n"
+    "  --db PATH         tuning database (default $FLASHTUNE_DB, else\n"
+    "                    $XDG_DATA_HOME/flashtune/tuning.db or ~/.local/share/flashtune/tuning.db)\n"
+    "  --device N|all    GPU ordinal (default 0); all: share the buckets among identical GPUs\n"
+    "  --only FILTER     only the variants matching, e.g. 'd=128,causal=1'\n"
+    "  -j, --jobs N      parallel compilations (default: the number of cores)\n"
+    "  --budget MS       timing budget per measurement (default 30)\n"
+    "  --remeasure       measure again what the database already has\n"
+    "  --timeout S       seconds a measurement may take before the kernel counts as hung (60)\n"
+    "  --arch NAME       target of the compile-only plan when there is no GPU (default sm_90)\n"
+    "  --cache-dir DIR   compile cache\n"
+    "  -q, --quiet       no progress display\n";
+
+typedef struct tune_progress {
+    cli_progress bar;
+    int started;
+    int quiet;
+} tune_progress;
+
+static void on_progress(void *ud, long long done, long long total, const char *what)
+{
+    tune_progress *tp = ud;
+    if (strcmp(what, "compiling") == 0) {
+        if (!tp->quiet)
+            fprintf(stderr, "tune: compiling %lld variants\n", total);
+        return;
+    }
+    if (!tp->started) {
+        cli_progress_start(&tp->bar, "measuring", (int)total, tp->quiet);
+        tp->started = 1;
+    }
+    cli_progress_update(&tp->bar, (int)done, what);
+}
+
+int cmd_tune(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, 'D'},     {"device", required_argument, NULL, 'd'},
+        {"only", required_argument, NULL, 'o'},   {"jobs", required_argument, NULL, 'j'},
+        {"budget", required_argument, NULL, 'b'}, {"remeasure", no_argument, NULL, 'R'},
+        {"arch", required_argument, NULL, 'a'},   {"cache-dir", required_argument, NULL, 'C'},
+        {"quiet", no_argument, NULL, 'q'},        {"timeout", required_argument, NULL, 'T'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    ft_tune_opts o;
+    ft_tune_summary s;
+    ft_spec *specs[16];
+    int nspecs = 0, ch, status = 1, i;
+    long v;
+    const char *arch = "sm_90";
+    tune_progress tp;
+    ft_err err;
+    char a[32], b[32], c[32], w[32];
+
+    memset(&o, 0, sizeof o);
+    memset(&tp, 0, sizeof tp);
+    o.budget_ms = 30;
+    o.timeout_s = 60;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "j:qh", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'D': o.db_path = optarg; break;
+        case 'd':
+            if (strcmp(optarg, "all") == 0)
+                o.device = -1;
+            else if (!cli_parse_int("tune", "--device", optarg, 0, 63, &v))
+                return EXIT_USAGE;
+            else
+                o.device = (int)v;
+            break;
+        case 'o': o.only = optarg; break;
+        case 'j':
+            if (!cli_parse_int("tune", "--jobs", optarg, 1, 1024, &v))
+                return EXIT_USAGE;
+            o.jobs = (int)v;
+            break;
+        case 'b':
+            if (!cli_parse_int("tune", "--budget", optarg, 1, 10000, &v))
+                return EXIT_USAGE;
+            o.budget_ms = (int)v;
+            break;
+        case 'R': o.remeasure = 1; break;
+        case 'T':
+            if (!cli_parse_int("tune", "--timeout", optarg, 1, 86400, &v))
+                return EXIT_USAGE;
+            o.timeout_s = (double)v;
+            break;
+        case 'a': arch = optarg; break;
+        case 'C': o.cache_dir = optarg; break;
+        case 'q': o.quiet = 1; break;
+        case 'h': fputs(usage, stdout); return 0;
+        default: return cli_usage_error("tune", "bad option");
+        }
+    }
+    o.worker_cmd = getenv("FLASHTUNE_WORKER"); /* a stand-in worker, for tests */
+    if (o.worker_cmd != NULL && o.worker_cmd[0] == '\0')
+        o.worker_cmd = NULL;
+    if (o.worker_cmd == NULL) {
+        const ft_cuda *cu;
+        if (ft__cuda_load(&cu, &err) != FT_OK) {
+            /* No GPU: say so in one line, then do what can be done without one. */
+            char *pargv[8];
+            int pargc = 0;
+            printf("tune: %s; running a compile-only plan for %s instead\n", err.msg, arch);
+            fflush(stdout);
+            pargv[pargc++] = "plan";
+            if (optind < argc)
+                pargv[pargc++] = argv[optind];
+            pargv[pargc++] = "--arch";
+            pargv[pargc++] = (char *)arch;
+            if (o.only != NULL) {
+                pargv[pargc++] = "--only";
+                pargv[pargc++] = (char *)o.only;
+            }
+            if (o.quiet)
+                pargv[pargc++] = "-q";
+            pargv[pargc] = NULL;
+            return cmd_plan(pargc, pargv);
+        }
+    }
+    for (i = optind; i < argc || (i == optind && nspecs == 0); i++) {
+        if (nspecs == 16) {
+            fprintf(stderr, "flashtune tune: at most 16 specs\n");
+            goto out;
+        }
+        if (ft__spec_load_default(i < argc ? argv[i] : NULL, &specs[nspecs], &err) != FT_OK) {
+            status = cli_fail("tune", &err);
+            goto out;
+        }
+        nspecs++;
+    }
+    o.stop = cli_stop_flag();
+    tp.quiet = o.quiet;
+    if (ft__tune(specs, nspecs, &o, on_progress, &tp, &s, &err) != FT_OK) {
+        if (tp.started)
+            cli_progress_finish(&tp.bar);
+        status = cli_fail("tune", &err);
+        if (err.code == FT_ERR_INTERRUPTED)
+            fprintf(stderr, "flashtune tune: what was measured is in %s; run tune again to go on\n",
+                    s.db_path[0] ? s.db_path : "the database");
+        goto out;
+    }
+    if (tp.started)
+        cli_progress_finish(&tp.bar);
+    cli_format_duration(s.compile_ms, a, sizeof a);
+    cli_format_duration(s.verify_ms, b, sizeof b);
+    cli_format_duration(s.time_ms, c, sizeof c);
+    cli_format_duration(s.wall_ms, w, sizeof w);
+    printf("tuned %s: %d buckets, %d variants (%d pruned)\n", s.device_name, s.buckets, s.variants, s.pruned);
+    printf("measured %lld, already in the database %lld: %lld ok, %lld wrong result, %lld compile error, "
+           "%lld over limits, %lld launch failure, %lld fault, %lld timeout\n",
+           s.measured, s.resumed, s.by_status[FT_RESULT_OK], s.by_status[FT_RESULT_WRONG_RESULT],
+           s.by_status[FT_RESULT_COMPILE_ERROR], s.by_status[FT_RESULT_OVER_LIMITS],
+           s.by_status[FT_RESULT_LAUNCH_FAILURE], s.by_status[FT_RESULT_FAULT], s.by_status[FT_RESULT_TIMEOUT]);
+    printf("winners: %d buckets (%d near-ties re-measured interleaved); worker restarts: %d\n", s.winners, s.races,
+           s.worker_restarts);
+    printf("time: %s wall; compiling %s, verifying %s, timing %s\n", w, a, b, c);
+    printf("database: %s  (flashtune query shows the winners)\n", s.db_path);
+    status = 0;
+out:
+    for (i = 0; i < nspecs; i++)
+        ft__spec_free(specs[i]);
+    return status;
+}
+
+int cmd_worker(int argc, char **argv)
+{
+    long device = 0;
+    const char *cache_dir = NULL;
+    int i;
+
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
+            device = strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--cache-dir") == 0 && i + 1 < argc)
+            cache_dir = argv[++i];
+        else
+            return cli_usage_error("worker", "the worker is started by 'flashtune tune'");
+    }
+    return ft__worker_main((int)device, cache_dir);
+}

@@ -1,0 +1,79 @@
+#!/bin/sh
+# The tuner end to end with a stand-in worker (tests/fake_worker.c), no GPU needed.
+#   tune_fake.sh path/to/flashtune path/to/fake_worker
+set -u
+ft=$1
+export FLASHTUNE_WORKER=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+db=$dir/tuning.db
+only='d=64,bm=64,bn=64,warps=4,dtype=f16'   # 20 compiled variants, 6 workloads x 2 causal
+fail() { echo "tune_fake: $*"; [ -f "$dir/out" ] && cat "$dir/out"; exit 1; }
+tune() { "$ft" tune --db "$db" --only "$only" -q -j 2 "$@" > "$dir/out" 2>&1; }
+count() { sqlite3 "$db" "$1"; }
+
+# 1. A clean tune records every measurement, one winner per bucket.
+tune || fail "first tune failed"
+grep -q 'tuned Fake GPU: 12 buckets, 20 variants' "$dir/out" || fail "unexpected summary"
+grep -q 'measured 120, already in the database 0: 120 ok' "$dir/out" || fail "expected 120 measurements"
+[ "$(count 'select count(*) from results')" = 120 ] || fail "the database does not hold 120 results"
+[ "$(count 'select count(*) from v_winners')" = 12 ] || fail "expected 12 winners"
+echo "clean tune: ok"
+
+# 2. Tuning again measures nothing.
+tune || fail "second tune failed"
+grep -q 'measured 0, already in the database 120' "$dir/out" || fail "the second tune re-measured"
+echo "resume with nothing left: ok"
+
+# 3. Ctrl-C after 25 measurements: exit 130, 25 kept, the next tune does the other 95 only.
+rm -f "$db"
+FAKE_INTERRUPT_AFTER=25 tune; rc=$?
+[ $rc -eq 130 ] || fail "an interrupted tune should exit 130, not $rc"
+got=$(count 'select count(*) from results')
+[ "$got" -ge 25 ] && [ "$got" -le 26 ] || fail "after the interrupt the database holds $got results, not 25"
+tune || fail "the resumed tune failed"
+grep -q "measured $((120 - got)), already in the database $got" "$dir/out" || fail "the resumed tune re-measured"
+[ "$(count 'select count(*) from results')" = 120 ] || fail "after resuming, not 120 results"
+echo "interrupt and resume ($got committed before the interrupt): ok"
+
+# 4. A kernel that faults, one that crashes its worker, one that hangs, one that is wrong:
+#    recorded as such, and the tune goes on.
+rm -f "$db"
+FAKE_FAULT=stages2_causal0_dtypef16_qreg0_overlap0 FAKE_CRASH=stages2_causal0_dtypef16_qreg1_overlap0 \
+FAKE_HANG=stages3_causal1_dtypef16_qreg0_overlap0 FAKE_WRONG=stages1_causal1 \
+  tune --timeout 2 || fail "the tune with faults failed"
+[ "$(count "select count(*) from results where status='fault'")" = 12 ] || fail "expected 12 faults"
+[ "$(count "select count(*) from results where status='timeout'")" = 6 ] || fail "expected 6 timeouts"
+[ "$(count "select count(*) from results where status='wrong_result'")" = 12 ] || fail "expected 12 wrong results"
+[ "$(count "select count(*) from results where status='ok'")" = 90 ] || fail "expected 90 ok"
+grep -q 'worker restarts: 18' "$dir/out" || fail "expected 18 worker restarts"
+[ "$(count "select count(*) from v_winners w join kernels k on k.id = w.kernel_id where w.status != 'ok'")" = 0 ] ||
+  fail "a failed variant won"
+echo "faults, crashes, hangs and wrong results: ok"
+
+# 5. Two tuners (two GPUs) on one database at once: nothing lost, the file intact.
+rm -f "$db"
+FAKE_DEVICE="Fake GPU A" "$ft" tune --db "$db" --only "$only" -q -j 1 > "$dir/a" 2>&1 &
+pa=$!
+FAKE_DEVICE="Fake GPU B" "$ft" tune --db "$db" --only "$only" -q -j 1 > "$dir/b" 2>&1 &
+pb=$!
+wait $pa || { cat "$dir/a"; fail "tuner A failed"; }
+wait $pb || { cat "$dir/b"; fail "tuner B failed"; }
+[ "$(count 'select count(*) from results')" = 240 ] || fail "two tuners: expected 240 results"
+[ "$(count 'pragma integrity_check')" = ok ] || fail "integrity check failed"
+"$ft" devices --db "$db" > "$dir/out" 2>&1
+grep -q 'Fake GPU A.*120 results, 12 winners' "$dir/out" && grep -q 'Fake GPU B.*120 results, 12 winners' "$dir/out" ||
+  fail "devices does not list both"
+echo "two tuners on one database: ok"
+
+# 6. query: winners, filters, every measurement, JSON.
+"$ft" query --db "$db" --device "GPU A" --d 64 --causal > "$dir/out" 2>&1 || fail "query failed"
+grep -q '^6 rows from' "$dir/out" || fail "query --causal: expected 6 winners"
+[ "$(grep -c ' winner' "$dir/out")" = 6 ] || fail "query: rows not marked winner"
+"$ft" query --db "$db" --device "GPU B" --all --json > "$dir/out" 2>&1 || fail "query --all failed"
+[ "$(grep -c '"status": "ok"' "$dir/out")" = 120 ] || fail "query --all --json: expected 120 rows"
+"$ft" query --db "$dir/nothing.db" > "$dir/out" 2>&1 && fail "query on a missing database should fail"
+printf 'not a database, just text\n%.0s' 1 2 3 4 5 6 7 8 9 10 > "$dir/junk.db"
+"$ft" query --db "$dir/junk.db" > "$dir/out" 2>&1 && fail "query on a corrupt file should fail"
+grep -q 'junk.db' "$dir/out" || fail "the corrupt-file error does not name the file"
+echo "query: ok"
