@@ -39,8 +39,7 @@ note "bench: rc=$?"
 tail -n 8 "$OUT/bench.txt" | tee -a "$summary"
 note "elapsed before sanitizer: $(( $(date +%s) - t0 )) s"
 
-for v in 'd=128,bm=128,bn=64,warps=4,stages=2,qreg=0,causal=1,overlap=0' 'd=64,bm=64,bn=32,warps=4,stages=3,qreg=1,causal=0,overlap=0' \
-         'd=96,bm=128,bn=32,warps=8,stages=1,qreg=0,causal=1,overlap=0'; do
+for v in ${SANITIZE_VARIANTS:-'d=128,bm=128,bn=64,warps=4,stages=2,qreg=0,causal=1,overlap=1' 'd=64,bm=64,bn=32,warps=4,stages=3,qreg=1,causal=0,overlap=1' 'd=96,bm=128,bn=32,warps=8,stages=1,qreg=0,causal=1,overlap=0'}; do
   for tool in memcheck racecheck; do
     d=${v#d=}; d=${d%%,*}
     compute-sanitizer --tool $tool --error-exitcode 9 $ft run --no-time --variant "$v" \

@@ -8,6 +8,7 @@ command -v cc >/dev/null 2>&1 || need="$need gcc"
 command -v ninja >/dev/null 2>&1 || need="$need ninja-build"
 [ -f /usr/include/lua5.4/lua.h ] || need="$need liblua5.4-dev"
 [ -f /usr/include/sqlite3.h ] || need="$need libsqlite3-dev"
+command -v sqlite3 >/dev/null 2>&1 || need="$need sqlite3"   # the tests inspect databases with it
 if [ -n "$need" ]; then
   echo "setup: installing$need"
   sudo=""
