@@ -31,7 +31,7 @@ if [ "$left" -gt 60 ]; then
   tail -n 5 "$OUT/tune2.txt" | tee -a "$summary"
   $ft query --db /tmp/second.db --json > "$OUT/winners2.jsonl" 2>&1
   $ft query --db "$db" --json > "$OUT/winners1.jsonl" 2>&1
-  python3 - "$OUT/winners1.jsonl" "$OUT/winners2.jsonl" <<'PY' | tee -a "$summary"
+  python3 - "$OUT/winners1.jsonl" "$OUT/winners2.jsonl" "${SECOND_ONLY:-d=128}" <<'PY' | tee -a "$summary"
 import json, sys
 def load(p):
     out = {}
@@ -41,7 +41,8 @@ def load(p):
             out[(r["dtype"], r["d"], r["causal"], r["seqlen_bucket"], r["bh_bucket"])] = r
     return out
 a, b = load(sys.argv[1]), load(sys.argv[2])
-common = [k for k in b if k in a and k[1] == b[k]["d"]]
+d = int(sys.argv[3].split("d=")[1].split(",")[0])
+common = [k for k in b if k in a and k[1] == d]
 worst = 0.0
 same = 0
 for k in sorted(common):
