@@ -16,7 +16,7 @@ ft_tolerance ft__tolerance(int bf16)
 }
 
 void ft__check_outputs(const ft_problem *p, const uint16_t *o, ft_strides os, const float *lse,
-                       const float *o_ref, const float *lse_ref, ft_check *out)
+                       const float *o_ref, const float *mag_ref, const float *lse_ref, ft_check *out)
 {
     const ft_tolerance tol = ft__tolerance(p->bf16);
     const int d = p->head_dim;
@@ -32,12 +32,13 @@ void ft__check_outputs(const ft_problem *p, const uint16_t *o, ft_strides os, co
         for (i = 0; i < p->seqlen_q; i++)
             for (h = 0; h < p->heads_q; h++) {
                 const uint16_t *oi = o + b * os.batch + i * os.row + h * os.head;
-                const float *ri = o_ref + (((size_t)b * p->seqlen_q + i) * p->heads_q + h) * d;
+                const size_t ro = (((size_t)b * p->seqlen_q + i) * p->heads_q + h) * d;
+                const float *ri = o_ref + ro, *mi = mag_ref + ro;
                 for (c = 0; c < d; c++) {
                     double x = ft__half_to_float(oi[c], p->bf16);
                     double r = ri[c];
                     double diff = fabs(x - r);
-                    double bound = tol.rtol * fabs(r) + tol.atol * rms;
+                    double bound = tol.rtol * fabs(r) + tol.ptol * mi[c] + tol.atol * rms;
                     if (!isfinite(x)) {
                         if (out->nonfinite++ == 0 && out->detail[0] == '\0')
                             snprintf(out->detail, sizeof out->detail,
@@ -147,6 +148,8 @@ ft_status ft__tensors_create(const ft_cuda *cu, const ft_problem *p, ft_tensors 
     if (rc == FT_OK)
         rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->lse_ref, rows * 4), err, "cuMemAlloc");
     if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->mag_ref, rows * (size_t)p->head_dim * 4), err, "cuMemAlloc");
+    if (rc == FT_OK)
         rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->stats, 8 * sizeof(double)), err, "cuMemAlloc");
     if (rc != FT_OK)
         ft__tensors_destroy(cu, t);
@@ -155,7 +158,8 @@ ft_status ft__tensors_create(const ft_cuda *cu, const ft_problem *p, ft_tensors 
 
 void ft__tensors_destroy(const ft_cuda *cu, ft_tensors *t)
 {
-    CUdeviceptr *all[] = {&t->buf[0], &t->buf[1], &t->buf[2], &t->buf[3], &t->lse, &t->o_ref, &t->lse_ref, &t->stats};
+    CUdeviceptr *all[] = {&t->buf[0], &t->buf[1], &t->buf[2], &t->buf[3], &t->lse, &t->o_ref, &t->lse_ref, &t->stats,
+                          &t->mag_ref};
     size_t i;
 
     for (i = 0; i < sizeof all / sizeof all[0]; i++) {
@@ -232,7 +236,7 @@ ft_status ft__tensors_fill(ft_verifier *v, ft_tensors *t, uint64_t seed, float q
 
 typedef struct ref_params {
     const void *q, *k, *v;
-    float *o, *lse;
+    float *o, *lse, *mag;
     int64_t qb, qr, qh, kb, kr, kh, vb, vr, vh, ob, orow, oh;
     int32_t batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
     float scale;
@@ -250,6 +254,7 @@ static void ref_block(const ft_tensors *t, ref_params *rp)
     rp->q = fp.q, rp->k = fp.k, rp->v = fp.v;
     rp->o = (float *)(uintptr_t)t->o_ref;
     rp->lse = (float *)(uintptr_t)t->lse_ref;
+    rp->mag = (float *)(uintptr_t)t->mag_ref;
     rp->qb = fp.q_batch_stride, rp->qr = fp.q_row_stride, rp->qh = fp.q_head_stride;
     rp->kb = fp.k_batch_stride, rp->kr = fp.k_row_stride, rp->kh = fp.k_head_stride;
     rp->vb = fp.v_batch_stride, rp->vr = fp.v_row_stride, rp->vh = fp.v_head_stride;
@@ -310,7 +315,7 @@ ft_status ft__verify_kernel_gpu(ft_verifier *v, const ft_kernel *k, ft_tensors *
     ft_fwd_params fp;
     CUdeviceptr o, lse, out;
     long long ob, orow, oh, groups;
-    void *args[12];
+    void *args[13];
     ft_status rc;
 
     memset(check, 0, sizeof *check);
@@ -341,8 +346,8 @@ ft_status ft__verify_kernel_gpu(ft_verifier *v, const ft_kernel *k, ft_tensors *
     ob = fp.o_batch_stride, orow = fp.o_row_stride, oh = fp.o_head_stride;
     args[0] = &rp, args[1] = &o, args[2] = &ob, args[3] = &orow, args[4] = &oh, args[5] = &lse;
     {
-        double rtol = tol.rtol, la = tol.lse_abs, lr = tol.lse_rel;
-        args[6] = &rtol, args[7] = &atol_abs, args[8] = &la, args[9] = &lr, args[10] = &out;
+        double rtol = tol.rtol, ptol = tol.ptol, la = tol.lse_abs, lr = tol.lse_rel;
+        args[6] = &rtol, args[7] = &ptol, args[8] = &atol_abs, args[9] = &la, args[10] = &lr, args[11] = &out;
         groups = ((long long)p->seqlen_q * (p->head_dim / 8) + 255) / 256;
         rc = ft__cuda_check(cu, cu->p_cuLaunchKernel(v->compare, (unsigned)groups, (unsigned)p->heads_q,
                                                      (unsigned)p->batch, 256, 1, 1, 0, NULL, args, NULL),
@@ -374,7 +379,7 @@ ft_status ft__verify_kernel(ft_verifier *v, const ft_kernel *k, ft_tensors *t, f
     const size_t rows = (size_t)p->batch * p->heads_q * p->seqlen_q;
     const size_t o_elems = t->plan.elems[3];
     uint16_t *o = NULL;
-    float *lse = NULL, *o_ref = NULL, *lse_ref = NULL;
+    float *lse = NULL, *o_ref = NULL, *mag_ref = NULL, *lse_ref = NULL;
     ft_fwd_params fp;
     ft_status rc;
 
@@ -387,8 +392,9 @@ ft_status ft__verify_kernel(ft_verifier *v, const ft_kernel *k, ft_tensors *t, f
     o = malloc(o_elems * 2);
     lse = malloc(rows * 4);
     o_ref = malloc(rows * (size_t)p->head_dim * 4);
+    mag_ref = malloc(rows * (size_t)p->head_dim * 4);
     lse_ref = malloc(rows * 4);
-    if (o == NULL || lse == NULL || o_ref == NULL || lse_ref == NULL) {
+    if (o == NULL || lse == NULL || o_ref == NULL || mag_ref == NULL || lse_ref == NULL) {
         rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of host memory for verification");
         goto out;
     }
@@ -410,11 +416,15 @@ ft_status ft__verify_kernel(ft_verifier *v, const ft_kernel *k, ft_tensors *t, f
         rc = ft__cuda_check(cu, cu->p_cuMemcpyDtoH(o_ref, t->o_ref, rows * (size_t)p->head_dim * 4), err,
                             "reading the reference");
     if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuMemcpyDtoH(mag_ref, t->mag_ref, rows * (size_t)p->head_dim * 4), err,
+                            "reading the reference");
+    if (rc == FT_OK)
         rc = ft__cuda_check(cu, cu->p_cuMemcpyDtoH(lse_ref, t->lse_ref, rows * 4), err, "reading the reference");
     if (rc != FT_OK)
         goto out;
-    ft__check_outputs(p, o, t->plan.strides[3], lse, o_ref, lse_ref, check);
+    ft__check_outputs(p, o, t->plan.strides[3], lse, o_ref, mag_ref, lse_ref, check);
 out:
+    free(mag_ref);
     free(o);
     free(lse);
     free(o_ref);

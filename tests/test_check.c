@@ -54,7 +54,7 @@ static void test_cpu_reference_causal(void)
     fill(k, 40, 2, 0);
     fill(v, 40, 3, 0);
     p.seqlen_q = 2, p.seqlen_k = 5;
-    ft__reference_cpu(&p, q, st, k, st, v, st, o, lse);
+    ft__reference_cpu(&p, q, st, k, st, v, st, o, NULL, lse);
     /* row 0 by hand over keys 0..3 */
     mx = -INFINITY;
     for (j = 0; j < 4; j++) {
@@ -74,7 +74,7 @@ static void test_cpu_reference_causal(void)
     ASSERT_TRUE(fabs(o[3] - want) < 1e-12);
 
     p.seqlen_q = 5, p.seqlen_k = 2;
-    ft__reference_cpu(&p, q, st, k, st, v, st, o, lse);
+    ft__reference_cpu(&p, q, st, k, st, v, st, o, NULL, lse);
     for (j = 0; j < 3; j++) {
         ASSERT_TRUE(isinf(lse[j]) && lse[j] > 0);
         for (c = 0; c < 8; c++)
@@ -107,9 +107,9 @@ static void test_cpu_reference_gqa(void)
                 vv4[(i * 4 + h) * 8 + c] = vv1[i * 8 + c];
             }
     p.heads_kv = 1;
-    ft__reference_cpu(&p, q, qs, kv1, ks1, vv1, ks1, o1, l1);
+    ft__reference_cpu(&p, q, qs, kv1, ks1, vv1, ks1, o1, NULL, l1);
     p.heads_kv = 4;
-    ft__reference_cpu(&p, q, qs, kv4, ks4, vv4, ks4, o4, l4);
+    ft__reference_cpu(&p, q, qs, kv4, ks4, vv4, ks4, o4, NULL, l4);
     for (i = 0; i < 3 * 4 * 8; i++)
         ASSERT_TRUE(o1[i] == o4[i]);
     for (i = 0; i < 12; i++)
@@ -120,8 +120,8 @@ static void test_cpu_reference_gqa(void)
 typedef struct fixture {
     ft_problem p;
     uint16_t q[2 * 9 * 2 * 32], k[2 * 9 * 2 * 32], v[2 * 9 * 2 * 32];
-    double o64[2 * 9 * 2 * 32], lse64[2 * 2 * 9];
-    float o_ref[2 * 9 * 2 * 32], lse_ref[2 * 2 * 9];
+    double o64[2 * 9 * 2 * 32], mag64[2 * 9 * 2 * 32], lse64[2 * 2 * 9];
+    float o_ref[2 * 9 * 2 * 32], mag_ref[2 * 9 * 2 * 32], lse_ref[2 * 2 * 9];
     uint16_t o[2 * 9 * 2 * 32];
     float lse[2 * 2 * 9];
     ft_strides st;
@@ -137,9 +137,10 @@ static void make_fixture(fixture *f, int bf16)
     fill(f->q, n, 11, bf16);
     fill(f->k, n, 12, bf16);
     fill(f->v, n, 13, bf16);
-    ft__reference_cpu(&f->p, f->q, f->st, f->k, f->st, f->v, f->st, f->o64, f->lse64);
+    ft__reference_cpu(&f->p, f->q, f->st, f->k, f->st, f->v, f->st, f->o64, f->mag64, f->lse64);
     for (i = 0; i < n; i++) {
         f->o_ref[i] = (float)f->o64[i];
+        f->mag_ref[i] = (float)f->mag64[i];
         f->o[i] = ft__float_to_half(f->o_ref[i], bf16); /* same [b, s, h, d] layout */
     }
     for (i = 0; i < sizeof f->lse / 4; i++)
@@ -153,7 +154,7 @@ static void test_check_passes_rounded_output(void)
     int bf16;
     for (bf16 = 0; bf16 < 2; bf16++) {
         make_fixture(&f, bf16);
-        ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.lse_ref, &c);
+        ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.mag_ref, f.lse_ref, &c);
         ASSERT_TRUE(c.pass);
         ASSERT_TRUE(c.o_rel_l2 > 0 && c.o_rel_l2 < (bf16 ? 4e-3 : 5e-4));
     }
@@ -167,44 +168,74 @@ static void test_check_fails(void)
     /* one unwritten (poisoned) element */
     make_fixture(&f, 0);
     f.o[100] = 0xffff;
-    ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.lse_ref, &c);
+    ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.mag_ref, f.lse_ref, &c);
     ASSERT_TRUE(!c.pass);
     ASSERT_EQ(c.nonfinite, 1);
     ASSERT_CONTAINS(c.detail, "unwritten or NaN");
     /* an infinite output */
     make_fixture(&f, 0);
     f.o[5] = 0x7c00;
-    ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.lse_ref, &c);
+    ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.mag_ref, f.lse_ref, &c);
     ASSERT_TRUE(!c.pass);
     /* one element off by 5 % */
     make_fixture(&f, 0);
     f.o[200] = ft__float_to_f16(f.o_ref[200] * 1.05f + 0.05f);
-    ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.lse_ref, &c);
+    ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.mag_ref, f.lse_ref, &c);
     ASSERT_TRUE(!c.pass);
     ASSERT_EQ(c.bad, 1);
     /* a NaN LSE */
     make_fixture(&f, 0);
     f.lse[3] = NAN;
-    ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.lse_ref, &c);
+    ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.mag_ref, f.lse_ref, &c);
     ASSERT_TRUE(!c.pass);
     /* an LSE off by 0.01 */
     make_fixture(&f, 0);
     f.lse[4] += 0.01f;
-    ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.lse_ref, &c);
+    ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.mag_ref, f.lse_ref, &c);
     ASSERT_TRUE(!c.pass);
     /* a row without keys must have LSE = +inf, not a finite number */
     make_fixture(&f, 0);
     f.lse_ref[0] = INFINITY;
-    ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.lse_ref, &c);
+    ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.mag_ref, f.lse_ref, &c);
     ASSERT_TRUE(!c.pass);
     f.lse[0] = INFINITY;
-    ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.lse_ref, &c);
+    ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.mag_ref, f.lse_ref, &c);
     ASSERT_TRUE(c.pass);
     /* all zeros (a kernel that writes nothing useful) */
     make_fixture(&f, 1);
     memset(f.o, 0, sizeof f.o);
-    ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.lse_ref, &c);
+    ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.mag_ref, f.lse_ref, &c);
     ASSERT_TRUE(!c.pass);
+}
+
+/* A row whose terms cancel: o is small next to sum p|v|, so the bf16 rounding of P, which every
+ * flash kernel does, errs by much more than a bound relative to |o| alone would allow. The
+ * bound stated against mag accepts that, and still rejects a real error of the same row. */
+static void test_check_cancellation(void)
+{
+    static fixture f;
+    ft_check c;
+    size_t i, n;
+    int pick = -1;
+    double worst = 0;
+
+    make_fixture(&f, 1);
+    n = sizeof f.o / 2;
+    for (i = 0; i < n; i++) /* the element with the most cancellation */
+        if (f.mag_ref[i] > 0 && f.mag_ref[i] / (fabsf(f.o_ref[i]) + 1e-6f) > worst) {
+            worst = f.mag_ref[i] / (fabsf(f.o_ref[i]) + 1e-6f);
+            pick = (int)i;
+        }
+    ASSERT_TRUE(pick >= 0 && worst > 20);
+    /* an error of 2^-9 * mag: what rounding each p_j to bf16 can do */
+    f.o[pick] = ft__float_to_bf16(f.o_ref[pick] + 0x1p-9f * f.mag_ref[pick]);
+    ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.mag_ref, f.lse_ref, &c);
+    ASSERT_TRUE(c.pass);
+    /* ten times that is a bug */
+    f.o[pick] = ft__float_to_bf16(f.o_ref[pick] + 10 * 0x1p-9f * f.mag_ref[pick] + 0.01f);
+    ft__check_outputs(&f.p, f.o, f.st, f.lse, f.o_ref, f.mag_ref, f.lse_ref, &c);
+    ASSERT_TRUE(!c.pass);
+    ASSERT_EQ(c.bad, 1);
 }
 
 static void test_problem_parse(void)
@@ -239,4 +270,5 @@ static void test_problem_parse(void)
 }
 
 FT_TEST_MAIN(FT_CASE(test_half_conversions), FT_CASE(test_cpu_reference_causal), FT_CASE(test_cpu_reference_gqa),
-             FT_CASE(test_check_passes_rounded_output), FT_CASE(test_check_fails), FT_CASE(test_problem_parse))
+             FT_CASE(test_check_passes_rounded_output), FT_CASE(test_check_fails),
+             FT_CASE(test_check_cancellation), FT_CASE(test_problem_parse))

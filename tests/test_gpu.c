@@ -48,8 +48,8 @@ static void test_gpu_reference_matches_cpu(void)
         ft_tensors t;
         ft_err err;
         uint16_t *buf[3] = {NULL, NULL, NULL};
-        double *o64, *l64;
-        float *o32, *l32;
+        double *o64, *m64, *l64;
+        float *o32, *m32, *l32;
         size_t rows, i;
         int b;
 
@@ -63,18 +63,23 @@ static void test_gpu_reference_matches_cpu(void)
             buf[b] = t.plan.elems[b] ? read_halves(t.buf[b], t.plan.elems[b]) : NULL;
         rows = (size_t)p.batch * p.heads_q * p.seqlen_q;
         o64 = malloc(rows * (size_t)p.head_dim * sizeof *o64);
+        m64 = malloc(rows * (size_t)p.head_dim * sizeof *m64);
+        m32 = malloc(rows * (size_t)p.head_dim * sizeof *m32);
         l64 = malloc(rows * sizeof *l64);
         o32 = malloc(rows * (size_t)p.head_dim * sizeof *o32);
         l32 = malloc(rows * sizeof *l32);
-        ASSERT_TRUE(o64 && l64 && o32 && l32);
+        ASSERT_TRUE(o64 && m64 && l64 && o32 && m32 && l32);
+        ASSERT_EQ(session.cu->p_cuMemcpyDtoH(m32, t.mag_ref, rows * (size_t)p.head_dim * 4), CUDA_SUCCESS);
         ASSERT_EQ(session.cu->p_cuMemcpyDtoH(o32, t.o_ref, rows * (size_t)p.head_dim * 4), CUDA_SUCCESS);
         ASSERT_EQ(session.cu->p_cuMemcpyDtoH(l32, t.lse_ref, rows * 4), CUDA_SUCCESS);
         ft__reference_cpu(&p, buf[t.plan.buffer[0]] + t.plan.offset[0], t.plan.strides[0],
                           buf[t.plan.buffer[1]] + t.plan.offset[1], t.plan.strides[1],
-                          buf[t.plan.buffer[2]] + t.plan.offset[2], t.plan.strides[2], o64, l64);
+                          buf[t.plan.buffer[2]] + t.plan.offset[2], t.plan.strides[2], o64, m64, l64);
         for (i = 0; i < rows * (size_t)p.head_dim; i++)
-            if (!(fabs(o32[i] - o64[i]) <= 1e-5 + 1e-5 * fabs(o64[i])))
-                FT_FAIL_("%s: O[%zu] GPU %.8g vs CPU %.8g", sc->shape, i, o32[i], o64[i]);
+            if (!(fabs(o32[i] - o64[i]) <= 1e-5 + 1e-5 * fabs(o64[i])) ||
+                !(fabs(m32[i] - m64[i]) <= 1e-5 + 1e-5 * fabs(m64[i])))
+                FT_FAIL_("%s: O[%zu] GPU %.8g vs CPU %.8g, mag %.8g vs %.8g", sc->shape, i, o32[i], o64[i], m32[i],
+                         m64[i]);
         for (i = 0; i < rows; i++) {
             if (isinf(l64[i]) ? !(isinf(l32[i]) && l32[i] > 0) : !(fabs(l32[i] - l64[i]) <= 1e-5 * (1 + fabs(l64[i]))))
                 FT_FAIL_("%s: LSE[%zu] GPU %.8g vs CPU %.8g", sc->shape, i, l32[i], l64[i]);
@@ -83,7 +88,7 @@ static void test_gpu_reference_matches_cpu(void)
                ft__layout_name(sc->layout));
         for (b = 0; b < 3; b++)
             free(buf[b]);
-        free(o64), free(l64), free(o32), free(l32);
+        free(o64), free(m64), free(l64), free(o32), free(m32), free(l32);
         ft__tensors_destroy(session.cu, &t);
     }
 }
@@ -110,7 +115,7 @@ static void test_public_forward(void)
                 ft_err err;
                 size_t rows;
                 uint16_t *out;
-                float *lse, *oref, *lref;
+                float *lse, *oref, *mref, *lref;
                 char shape[96];
 
                 memset(&p, 0, sizeof p);
@@ -141,18 +146,20 @@ static void test_public_forward(void)
                 out = malloc(t.plan.elems[3] * 2);
                 lse = malloc(rows * 4);
                 oref = malloc(rows * (size_t)p.head_dim * 4);
+                mref = malloc(rows * (size_t)p.head_dim * 4);
                 lref = malloc(rows * 4);
-                ASSERT_TRUE(out && lse && oref && lref);
+                ASSERT_TRUE(out && lse && oref && mref && lref);
                 session.cu->p_cuMemcpyDtoH(out, t.buf[3], t.plan.elems[3] * 2);
                 session.cu->p_cuMemcpyDtoH(lse, t.lse, rows * 4);
                 session.cu->p_cuMemcpyDtoH(oref, t.o_ref, rows * (size_t)p.head_dim * 4);
+                session.cu->p_cuMemcpyDtoH(mref, t.mag_ref, rows * (size_t)p.head_dim * 4);
                 session.cu->p_cuMemcpyDtoH(lref, t.lse_ref, rows * 4);
-                ft__check_outputs(&p, out, t.plan.strides[3], lse, oref, lref, &check);
+                ft__check_outputs(&p, out, t.plan.strides[3], lse, oref, mref, lref, &check);
                 if (!check.pass)
                     FT_FAIL_("%s causal=%d %s: %s", shape, causal, bf16 ? "bf16" : "f16", check.detail);
                 printf("  forward %s causal=%d %s: pass (O rel L2 %.2e)\n", shape, causal, bf16 ? "bf16" : "f16",
                        check.o_rel_l2);
-                free(out), free(lse), free(oref), free(lref);
+                free(out), free(lse), free(oref), free(mref), free(lref);
                 ft__tensors_destroy(session.cu, &t);
             }
     ft_context_destroy(ctx);
