@@ -19,7 +19,7 @@ python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.versio
 $ft devices | tee -a "$OUT/gpu.txt"
 
 t0=$(date +%s)
-$ft run --variant 'd=128,bm=128,bn=64,warps=4,stages=2,qreg=0' --shape 'b=4,hq=16,sq=4096,d=128' > "$OUT/run.txt" 2>&1
+$ft run --variant 'd=128,bm=128,bn=64,warps=4,stages=2,qreg=0,overlap=0' --shape 'b=4,hq=16,sq=4096,d=128' > "$OUT/run.txt" 2>&1
 note "smoke run: rc=$? $(tail -n 1 "$OUT/run.txt")"
 
 $BUILD/tests/test_gpu > "$OUT/test_gpu.txt" 2>&1
@@ -33,13 +33,15 @@ done
 note "verify FAIL rows: $(grep -c ' FAIL ' "$OUT/verify.txt")"
 note "elapsed before bench: $(( $(date +%s) - t0 )) s"
 
-python3 bench/sdpa_compare.py --flashtune $ft --seqlens ${BENCH_SEQLENS:-4096,16384} \
+[ -n "${SKIP_BENCH:-}" ] || python3 bench/sdpa_compare.py --flashtune $ft --seqlens ${BENCH_SEQLENS:-4096,16384} \
   --head-dims ${BENCH_DIMS:-64,128} --dtypes ${BENCH_DTYPES:-f16} --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
 note "bench: rc=$?"
 tail -n 8 "$OUT/bench.txt" | tee -a "$summary"
 note "elapsed before sanitizer: $(( $(date +%s) - t0 )) s"
 
+[ -n "${SKIP_SANITIZER:-}" ] && SANITIZE_VARIANTS=none
 for v in ${SANITIZE_VARIANTS:-'d=128,bm=128,bn=64,warps=4,stages=2,qreg=0,causal=1,overlap=1' 'd=64,bm=64,bn=32,warps=4,stages=3,qreg=1,causal=0,overlap=1' 'd=96,bm=128,bn=32,warps=8,stages=1,qreg=0,causal=1,overlap=0'}; do
+  [ "$v" = none ] && break
   for tool in memcheck racecheck; do
     d=${v#d=}; d=${d%%,*}
     compute-sanitizer --tool $tool --error-exitcode 9 $ft run --no-time --variant "$v" \
@@ -47,6 +49,15 @@ for v in ${SANITIZE_VARIANTS:-'d=128,bm=128,bn=64,warps=4,stages=2,qreg=0,causal
     note "sanitizer $tool $v: rc=$?"
   done
 done
+# Optionally re-measure part of an earlier tuning database (RETUNE_DB, RETUNE_ONLY).
+if [ -n "${RETUNE_DB:-}" ]; then
+  cp "$RETUNE_DB" /tmp/retune.db
+  $ft tune --db /tmp/retune.db --remeasure --only "$RETUNE_ONLY" -q > "$OUT/retune.txt" 2>&1
+  note "retune ($RETUNE_ONLY): rc=$? $(grep -E '^(measured|winners)' "$OUT/retune.txt" | tr '\n' ' ')"
+  $ft query --db /tmp/retune.db > "$OUT/winners.txt" 2>&1
+  cp /tmp/retune.db "$OUT/tuning.db"
+fi
+
 # What the compiler made of the benchmark's favourite variants.
 for v in ${SASS_VARIANTS:-'d=128,bm=128,bn=64,warps=4,stages=2,causal=0,dtype=f16,qreg=0,overlap=0' 'd=64,bm=128,bn=64,warps=4,stages=1,causal=0,dtype=f16,qreg=0,overlap=0'}; do
   $ft gen specs/flash_fwd.lua --variant "$v" > /tmp/k.cu && nvcc -arch=sm_90 -cubin -o /tmp/k.cubin /tmp/k.cu &&
