@@ -106,18 +106,6 @@ static ft_status resolve_variant(ft_spec *spec, const char *text, int causal_fla
     return ft__variant_parse(spec, full, v, err);
 }
 
-typedef struct launch_ctx {
-    const ft_cuda *cu;
-    const ft_kernel *k;
-    ft_fwd_params params;
-} launch_ctx;
-
-static ft_status launch(void *ud, CUstream stream, ft_err *err)
-{
-    launch_ctx *c = ud;
-    return ft__kernel_launch_fwd(c->cu, c->k, &c->params, stream, err);
-}
-
 int cmd_run(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -143,7 +131,7 @@ int cmd_run(int argc, char **argv)
     ft_timing timing;
     ft_timing_opts topts;
     ft_resource_report report;
-    launch_ctx lc;
+    ft_fwd_launch lc;
     ft_err err;
     char vs[512], ps[128];
     double tflops;
@@ -236,7 +224,7 @@ int cmd_run(int argc, char **argv)
     lc.k = &k;
     ft__tensors_params(&t, &lc.params);
     ft__timing_opts_default(&topts);
-    if (ft__time(s.cu, launch, &lc, &topts, &timing, &err) != FT_OK) {
+    if (ft__time(s.cu, ft__fwd_launch_fn, &lc, &topts, &timing, &err) != FT_OK) {
         status = cli_fail("run", &err);
         goto out;
     }

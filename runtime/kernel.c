@@ -69,6 +69,12 @@ void ft__kernel_unload(const ft_cuda *cu, ft_kernel *k)
     k->fn = NULL;
 }
 
+ft_status ft__fwd_launch_fn(void *launch, CUstream stream, ft_err *err)
+{
+    const ft_fwd_launch *l = launch;
+    return ft__kernel_launch_fwd(l->cu, l->k, &l->params, stream, err);
+}
+
 ft_status ft__kernel_launch_fwd(const ft_cuda *cu, const ft_kernel *k, const ft_fwd_params *p,
                                 CUstream stream, ft_err *err)
 {

@@ -56,4 +56,14 @@ void ft__kernel_unload(const ft_cuda *cu, ft_kernel *k); /* module NULL is a no-
 ft_status ft__kernel_launch_fwd(const ft_cuda *cu, const ft_kernel *k, const ft_fwd_params *p,
                                 CUstream stream, ft_err *err);
 
+/* A kernel with its arguments, as the work ft__time repeats: pass ft__fwd_launch_fn and a
+ * pointer to one of these. */
+typedef struct ft_fwd_launch {
+    const ft_cuda *cu;
+    const ft_kernel *k;
+    ft_fwd_params params;
+} ft_fwd_launch;
+
+ft_status ft__fwd_launch_fn(void *launch, CUstream stream, ft_err *err);
+
 #endif

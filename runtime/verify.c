@@ -97,18 +97,19 @@ ft_status ft__verifier_init(const ft_cuda *cu, const ft_arch *dev, ft_cache *cac
     }
     rc = ft__cuda_check(cu, cu->p_cuModuleLoadData(&out->module, c.cubin), err, "loading the reference");
     ft__compiled_free(&c);
-    if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->p_cuModuleGetFunction(&out->attention, out->module, "ft_ref_attention"), err,
-                            "cuModuleGetFunction(ft_ref_attention)");
-    if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->p_cuModuleGetFunction(&out->fill, out->module, "ft_ref_fill_normal"), err,
-                            "cuModuleGetFunction(ft_ref_fill_normal)");
-    if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->p_cuModuleGetFunction(&out->compare, out->module, "ft_ref_compare"), err,
-                            "cuModuleGetFunction(ft_ref_compare)");
-    if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->p_cuModuleGetFunction(&out->sumsq, out->module, "ft_ref_sumsq"), err,
-                            "cuModuleGetFunction(ft_ref_sumsq)");
+    {
+        struct {
+            CUfunction *fn;
+            const char *name;
+        } fns[] = {{&out->attention, "ft_ref_attention"},
+                   {&out->fill, "ft_ref_fill_normal"},
+                   {&out->compare, "ft_ref_compare"},
+                   {&out->sumsq, "ft_ref_sumsq"}};
+        size_t i;
+        for (i = 0; i < sizeof fns / sizeof fns[0] && rc == FT_OK; i++)
+            if (cu->p_cuModuleGetFunction(fns[i].fn, out->module, fns[i].name) != CUDA_SUCCESS)
+                rc = ft__fail(err, FT_ERR_INTERNAL, "the reference module lacks %s", fns[i].name);
+    }
     if (rc == FT_OK)
         rc = ft__cuda_check(cu,
                             cu->p_cuFuncSetAttribute(out->attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

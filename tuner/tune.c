@@ -457,6 +457,26 @@ static ft_status finish_race(tuner *tu, task *t, ft_err *err)
     return FT_OK;
 }
 
+/* A plan item's kernel row; source and cubin are left NULL. */
+static void kernel_row(const tuner *tu, const ft_plan *plan, const ft_plan_item *it, const char *template_hash,
+                       ft_db_kernel *dk)
+{
+    memset(dk, 0, sizeof *dk);
+    snprintf(dk->family, sizeof dk->family, "%s", plan->family->name);
+    snprintf(dk->variant, sizeof dk->variant, "%s", it->variant_str);
+    snprintf(dk->arch, sizeof dk->arch, "%s", tu->arch.name);
+    snprintf(dk->template_hash, sizeof dk->template_hash, "%s", template_hash);
+    snprintf(dk->source_hash, sizeof dk->source_hash, "%s", it->source_hash);
+    snprintf(dk->entry, sizeof dk->entry, "%s", it->source.entry);
+    dk->registers = it->report.registers;
+    dk->spill_stores = it->report.spill_stores;
+    dk->spill_loads = it->report.spill_loads;
+    dk->smem_static = it->report.smem_static;
+    dk->smem_dynamic = it->smem_dynamic;
+    dk->threads = it->threads;
+    dk->compile_ms = it->compile_ms;
+}
+
 /* Stores the winner's cubin and source with its kernel row, for dispatch and export. */
 static ft_status store_winner(tuner *tu, task *t, ft_err *err)
 {
@@ -481,23 +501,10 @@ static ft_status store_winner(tuner *tu, task *t, ft_err *err)
         return FT_OK;
     rc = ft__emit(tu->specs[kr->spec], tu->plans[kr->spec]->family, &it->variant, &tu->arch, &src, err);
     if (rc == FT_OK) {
-        memset(&dk, 0, sizeof dk);
-        snprintf(dk.family, sizeof dk.family, "%s", tu->plans[kr->spec]->family->name);
-        snprintf(dk.variant, sizeof dk.variant, "%s", it->variant_str);
-        snprintf(dk.arch, sizeof dk.arch, "%s", tu->arch.name);
-        snprintf(dk.template_hash, sizeof dk.template_hash, "%s", src.template_hash);
-        snprintf(dk.source_hash, sizeof dk.source_hash, "%s", it->source_hash);
-        snprintf(dk.entry, sizeof dk.entry, "%s", src.entry);
+        kernel_row(tu, tu->plans[kr->spec], it, src.template_hash, &dk);
         dk.source = src.text;
         dk.cubin = c.cubin;
         dk.cubin_size = c.cubin_size;
-        dk.registers = it->report.registers;
-        dk.spill_stores = it->report.spill_stores;
-        dk.spill_loads = it->report.spill_loads;
-        dk.smem_static = it->report.smem_static;
-        dk.smem_dynamic = it->smem_dynamic;
-        dk.threads = it->threads;
-        dk.compile_ms = it->compile_ms;
         {
             long long id;
             rc = ft__db_kernel_id(tu->db, &dk, &id, err);
@@ -842,20 +849,7 @@ static ft_status compile_all(tuner *tu, ft_variant *filter, unsigned *masks, ft_
             ft_db_kernel dk;
             if (it->status == FT_PLAN_PRUNED)
                 continue;
-            memset(&dk, 0, sizeof dk);
-            snprintf(dk.family, sizeof dk.family, "%s", plan->family->name);
-            snprintf(dk.variant, sizeof dk.variant, "%s", it->variant_str);
-            snprintf(dk.arch, sizeof dk.arch, "%s", tu->arch.name);
-            snprintf(dk.template_hash, sizeof dk.template_hash, "%s", th);
-            snprintf(dk.source_hash, sizeof dk.source_hash, "%s", it->source_hash);
-            snprintf(dk.entry, sizeof dk.entry, "%s", it->source.entry);
-            dk.registers = it->report.registers;
-            dk.spill_stores = it->report.spill_stores;
-            dk.spill_loads = it->report.spill_loads;
-            dk.smem_static = it->report.smem_static;
-            dk.smem_dynamic = it->smem_dynamic;
-            dk.threads = it->threads;
-            dk.compile_ms = it->compile_ms;
+            kernel_row(tu, plan, it, th, &dk);
             kr->spec = s;
             kr->item = i;
             rc = ft__db_kernel_id(tu->db, &dk, &kr->kernel_id, err);

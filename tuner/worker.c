@@ -24,18 +24,6 @@
 #include "tuner/session.h"
 #include "tuner/tune.h"
 
-typedef struct launch_ctx {
-    const ft_cuda *cu;
-    const ft_kernel *k;
-    ft_fwd_params params;
-} launch_ctx;
-
-static ft_status launch(void *ud, CUstream stream, ft_err *err)
-{
-    launch_ctx *c = ud;
-    return ft__kernel_launch_fwd(c->cu, c->k, &c->params, stream, err);
-}
-
 static int field_int(const char *line, const char *name, long long *out)
 {
     char key[40];
@@ -156,7 +144,7 @@ int ft__worker_main(int device, const char *cache_dir)
             ft_check check;
             ft_timing timing;
             ft_timing_opts o;
-            launch_ctx lc;
+            ft_fwd_launch lc;
             double t0, t1, t2;
             const char *status = "ok";
             int i, fault = 0;
@@ -200,7 +188,7 @@ int ft__worker_main(int device, const char *cache_dir)
                     o.budget_ms = (double)budget;
                     o.min_reps = 5;
                     o.max_reps = 100;
-                    if (ft__time(s.cu, launch, &lc, &o, &timing, &err) != FT_OK)
+                    if (ft__time(s.cu, ft__fwd_launch_fn, &lc, &o, &timing, &err) != FT_OK)
                         status = is_fault(&err) || err.code == FT_ERR_CUDA ? "fault" : "launch_failure";
                     t2 = ft__now_ms();
                 }
