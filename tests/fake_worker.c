@@ -10,6 +10,8 @@
  *   FAKE_WRONG        ... fail verification
  *   FAKE_INTERRUPT_AFTER=N   after N measurements, send SIGINT to the tuner (a Ctrl-C)
  *   FAKE_LOG          append every command received to this file
+ *   FAKE_COUNT        GPUs to report (default 2)
+ *   FAKE_ODD_DEVICE   the device ordinal that reports another GPU model (for --device all)
  */
 #include <signal.h>
 #include <stdio.h>
@@ -32,13 +34,23 @@ int main(int argc, char **argv)
     char line[4096];
     FILE *log = log_path ? fopen(log_path, "a") : NULL;
 
-    (void)argc;
-    (void)argv;
-    printf("ready count=2 cc=90 sms=132 smem_block=232448 smem_sm=233472 regs_sm=65536 regs_block=65536 "
-           "threads_block=1024 threads_sm=2048 l2=62914560 driver=13000 name=%s\n", name);
+    int device = 0, i;
+    char odd[160];
+
+    for (i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--device") == 0)
+            device = atoi(argv[i + 1]);
+    if (getenv("FAKE_ODD_DEVICE") != NULL && atoi(getenv("FAKE_ODD_DEVICE")) == device) {
+        snprintf(odd, sizeof odd, "%s (other model)", name);
+        name = odd;
+    }
+    printf("ready count=%d cc=90 sms=132 smem_block=232448 smem_sm=233472 regs_sm=65536 regs_block=65536 "
+           "threads_block=1024 threads_sm=2048 l2=62914560 driver=13000 name=%s\n",
+           getenv("FAKE_COUNT") ? atoi(getenv("FAKE_COUNT")) : 2, name);
     fflush(stdout);
     while (fgets(line, sizeof line, stdin) != NULL) {
         if (log != NULL) {
+            fprintf(log, "[%d] ", device);
             fputs(line, log);
             fflush(log);
         }

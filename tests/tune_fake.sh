@@ -77,3 +77,13 @@ printf 'not a database, just text\n%.0s' 1 2 3 4 5 6 7 8 9 10 > "$dir/junk.db"
 "$ft" query --db "$dir/junk.db" > "$dir/out" 2>&1 && fail "query on a corrupt file should fail"
 grep -q 'junk.db' "$dir/out" || fail "the corrupt-file error does not name the file"
 echo "query: ok"
+
+# 7. --device all: two identical GPUs share the buckets; different models are refused.
+rm -f "$db"
+FAKE_LOG="$dir/log" tune --device all || fail "--device all failed"
+grep -q 'measured 120, already in the database 0: 120 ok' "$dir/out" || fail "--device all: expected 120 measurements"
+n0=$(grep -c '^\[0\] measure' "$dir/log"); n1=$(grep -c '^\[1\] measure' "$dir/log")
+[ "$n0" -gt 0 ] && [ "$n1" -gt 0 ] || fail "--device all: the work was not shared ($n0 and $n1 measurements)"
+FAKE_ODD_DEVICE=1 tune --device all && fail "--device all with two models should fail"
+grep -q 'needs identical GPUs' "$dir/out" || fail "--device all: no clear message for different GPUs"
+echo "--device all ($n0 + $n1 measurements): ok"
