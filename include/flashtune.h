@@ -70,13 +70,20 @@ typedef struct ft_context_options {
     const char *variant;   /* NULL: pick per call. Otherwise every call uses this variant of the
                               spec; it may leave out d, causal and dtype, which then come from
                               the call (benchmarks and tests) */
+    const char *database;  /* tuning database to take winners from; NULL: $FLASHTUNE_DB, else
+                              ~/.local/share/flashtune/tuning.db, when the file exists; "": none.
+                              Opened read-only. */
 } ft_context_options;
 
 /* Fills o with the defaults. o must not be NULL. */
 FT_API void ft_context_options_init(ft_context_options *o);
 
-/* Creates a context: loads the CUDA driver, checks the device, loads the spec. options may be
- * NULL (defaults). On success *ctx is a new context; on failure *ctx is NULL and the status
+/* Creates a context: loads the CUDA driver, checks the device, loads the spec, opens the tuning
+ * database. Each kind of call (dtype, head dim, causal, sequence-length and batch·heads bucket)
+ * runs the winner the database holds for this GPU and that bucket, else the winner of the
+ * nearest tuned bucket with the same dtype, head dim and causality, else a built-in default;
+ * with FLASHTUNE_DEBUG set in the environment each choice is printed to stderr once.
+ * options may be NULL (defaults). On success *ctx is a new context; on failure *ctx is NULL and the status
  * says why (FT_ERR_NO_DRIVER, FT_ERR_NO_DEVICE, FT_ERR_SPEC, ...); ft_last_error(NULL) then
  * holds the message. ctx must not be NULL. */
 FT_API ft_status ft_context_create(const ft_context_options *options, ft_context **ctx);

@@ -8,19 +8,25 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "flashtune.h"
+#include "common/fs.h"
 #include "common/strbuf.h"
+#include "generator/emit.h"
 #include "generator/variant.h"
+#include "runtime/dispatch.h"
 #include "tuner/session.h"
+#include "tuning_db/db.h"
 
-#define MAX_KERNELS 64
+#define MAX_KERNELS 512
 
 typedef struct kernel_slot {
-    int head_dim, bf16, causal;
+    ft_db_bucket bucket;
+    int bf16;
     ft_status status; /* FT_OK: k is loaded; otherwise why this key has no kernel */
     ft_kernel k;
     char error[512];
@@ -30,6 +36,8 @@ struct ft_context {
     ft_session session;
     ft_spec *spec;
     char *variant;             /* forced (partial) variant, or NULL */
+    ft_db *db;                 /* tuning database, or NULL */
+    long long device_id;       /* this GPU in db, or -1 */
     pthread_mutex_t lock;
     int nslots;
     kernel_slot slots[MAX_KERNELS];
@@ -49,6 +57,56 @@ static ft_status set_error(const ft_context *ctx, ft_status rc, const char *msg)
 const char *ft_last_error(const ft_context *ctx)
 {
     return error_ctx == ctx ? error_msg : "";
+}
+
+/* Opens the tuning database (read-only) and finds this GPU in it. A default database that
+ * does not exist is no error: the context then uses the built-in defaults. */
+static ft_status open_database(ft_context *ctx, const char *path, ft_err *err)
+{
+    char buf[4096];
+    ft_db_device dev;
+    const ft_cuda *cu = ctx->session.cu;
+    CUdevice d;
+    int l2 = 0, major = 0, minor = 0;
+    ft_status rc;
+
+    ctx->device_id = -1;
+    if (path != NULL && path[0] == '\0')
+        return FT_OK;
+    if (path == NULL) {
+        const char *env = getenv("FLASHTUNE_DB");
+        if (env != NULL && env[0] != '\0') {
+            snprintf(buf, sizeof buf, "%s", env);
+        } else {
+            if (ft__user_dir(NULL, "DATA_HOME", ".local/share", buf, sizeof buf - 16, err) != FT_OK)
+                return FT_OK;
+            strcat(buf, "/tuning.db");
+        }
+        if (access(buf, F_OK) != 0)
+            return FT_OK;
+        path = buf;
+    }
+    rc = ft__db_open(path, 1, &ctx->db, err);
+    if (rc != FT_OK)
+        return rc;
+    memset(&dev, 0, sizeof dev);
+    cu->p_cuDeviceGet(&d, ctx->session.device);
+    cu->p_cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, d);
+    snprintf(dev.name, sizeof dev.name, "%s", ctx->session.arch.device_name);
+    dev.cc = ctx->session.arch.cc;
+    dev.sms = ctx->session.arch.sms;
+    dev.smem_per_block = ctx->session.arch.smem_per_block;
+    dev.smem_per_sm = ctx->session.arch.smem_per_sm;
+    dev.l2_bytes = l2;
+    dev.driver_version = cu->driver_version;
+    ft__nvrtc_version(&major, &minor, NULL);
+    snprintf(dev.nvrtc_version, sizeof dev.nvrtc_version, "%d.%d", major, minor);
+    rc = ft__db_device_id(ctx->db, &dev, &ctx->device_id, err);
+    if (rc == FT_ERR_NOT_FOUND) { /* nothing tuned for this GPU, driver or NVRTC */
+        ctx->device_id = -1;
+        rc = FT_OK;
+    }
+    return rc;
 }
 
 void ft_context_options_init(ft_context_options *o)
@@ -88,6 +146,8 @@ ft_status ft_context_create(const ft_context_options *options, ft_context **out)
     }
     if (rc == FT_OK)
         rc = ft__session_open(options->device, options->cache_dir, 0, &ctx->session, &err);
+    if (rc == FT_OK)
+        rc = open_database(ctx, options->database, &err);
     if (rc != FT_OK) {
         set_error(NULL, rc, err.msg);
         ft_context_destroy(ctx);
@@ -111,6 +171,7 @@ void ft_context_destroy(ft_context *ctx)
         ft__cuda_release(ctx->session.cu, ctx->session.device);
     }
     ft__session_close(&ctx->session);
+    ft__db_close(ctx->db);
     ft__spec_free(ctx->spec);
     free(ctx->variant);
     pthread_mutex_destroy(&ctx->lock);
@@ -134,28 +195,113 @@ static const char *default_variant(int head_dim)
     return NULL;
 }
 
-/* Builds the kernel of a slot (under the context's lock). */
+typedef struct nearest_ctx {
+    long long device_id;
+    ft_db_bucket buckets[256];
+    int n;
+} nearest_ctx;
+
+static int collect_bucket(void *ud, const ft_db_row *row)
+{
+    nearest_ctx *c = ud;
+    if (row->result.device_id == c->device_id && row->winner && c->n < 256)
+        c->buckets[c->n++] = row->result.bucket;
+    return 0;
+}
+
+/* Loads the database's winner for the slot's bucket, or for the nearest tuned bucket.
+ * Returns 1 when a kernel was loaded; 0 to fall back (why in how). */
+static int load_tuned(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
+{
+    ft_db_bucket want = slot->bucket;
+    ft_db_row row;
+    void *cubin = NULL;
+    size_t size = 0;
+    int found = 0, ok = 0;
+    ft_err err;
+    ft_variant v;
+    ft_kernel_source src;
+
+    memset(&src, 0, sizeof src);
+    if (ft__db_winner(ctx->db, ctx->device_id, &want, &row, &cubin, &size, &found, &err) != FT_OK) {
+        snprintf(how, cap, "database: %s", err.msg);
+        return 0;
+    }
+    if (found) {
+        snprintf(how, cap, "tuned for this bucket");
+    } else {
+        static nearest_ctx nc; /* under the context's lock */
+        ft_db_filter f;
+        int pick;
+        memset(&nc, 0, sizeof nc);
+        nc.device_id = ctx->device_id;
+        ft__db_filter_init(&f);
+        f.dtype = want.dtype;
+        f.head_dim = want.head_dim;
+        f.causal = want.causal;
+        f.winners_only = 1;
+        if (ft__db_query(ctx->db, &f, collect_bucket, &nc, &err) != FT_OK) {
+            snprintf(how, cap, "database: %s", err.msg);
+            return 0;
+        }
+        pick = ft__nearest_bucket(&want, nc.buckets, nc.n);
+        if (pick < 0) {
+            snprintf(how, cap, "nothing tuned for %s d=%d causal=%d", want.dtype, want.head_dim, want.causal);
+            return 0;
+        }
+        if (ft__db_winner(ctx->db, ctx->device_id, &nc.buckets[pick], &row, &cubin, &size, &found, &err) != FT_OK ||
+            !found) {
+            snprintf(how, cap, "database: %s", found ? err.msg : "the nearest bucket lost its winner");
+            return 0;
+        }
+        snprintf(how, cap, "tuned for the nearest bucket (seqlen <= %d, b*h <= %d)", nc.buckets[pick].seqlen_bucket,
+                 nc.buckets[pick].bh_bucket);
+    }
+    if (cubin == NULL)
+        snprintf(how, cap, "the winner %s has no stored cubin", row.variant);
+    else if (ft__variant_parse(ctx->spec, row.variant, &v, &err) != FT_OK ||
+             ft__emit(ctx->spec, ft__family_find(ctx->spec->template_name), &v, &ctx->session.arch, &src, &err) !=
+                 FT_OK ||
+             ft__session_load(&ctx->session, ctx->spec, &v, cubin, src.entry, src.smem_dynamic, src.threads,
+                              &slot->k, &err) != FT_OK)
+        snprintf(how, cap, "the winner %s cannot be used: %s", row.variant, err.msg);
+    else {
+        ok = 1;
+        snprintf(how + strlen(how), cap - strlen(how), ": %s", row.variant);
+    }
+    ft__kernel_source_free(&src);
+    free(cubin);
+    return ok;
+}
+
+/* Builds the kernel of a slot (under the context's lock): the forced variant, else the tuned
+ * winner, else the built-in default, compiled through the cache. */
 static void build_slot(ft_context *ctx, kernel_slot *slot)
 {
-    const char *base = ctx->variant != NULL ? ctx->variant : default_variant(slot->head_dim);
-    char text[1024];
+    const int head_dim = slot->bucket.head_dim, causal = slot->bucket.causal;
+    const char *base = ctx->variant != NULL ? ctx->variant : default_variant(head_dim);
+    char text[1024], how[700] = "";
     ft_variant v;
     unsigned mask;
     ft_err err;
     int n;
 
+    if (ctx->variant == NULL && ctx->db != NULL && ctx->device_id >= 0 && load_tuned(ctx, slot, how, sizeof how)) {
+        slot->status = FT_OK;
+        goto out;
+    }
     if (base == NULL) {
         slot->status = FT_ERR_UNSUPPORTED;
         snprintf(slot->error, sizeof slot->error, "no kernel for head dim %d (flashtune has 32, 64, 96, 128, 192, 256)",
-                 slot->head_dim);
-        return;
+                 head_dim);
+        goto out;
     }
     slot->status = ft__variant_filter_parse(ctx->spec, base, &v, &mask, &err);
     n = snprintf(text, sizeof text, "%s", base);
     if (slot->status == FT_OK && !(mask & (1u << ft__spec_param_index(ctx->spec, "d"))))
-        n += snprintf(text + n, sizeof text - (size_t)n, ",d=%d", slot->head_dim);
+        n += snprintf(text + n, sizeof text - (size_t)n, ",d=%d", head_dim);
     if (slot->status == FT_OK && !(mask & (1u << ft__spec_param_index(ctx->spec, "causal"))))
-        n += snprintf(text + n, sizeof text - (size_t)n, ",causal=%d", slot->causal);
+        n += snprintf(text + n, sizeof text - (size_t)n, ",causal=%d", causal);
     if (slot->status == FT_OK && !(mask & (1u << ft__spec_param_index(ctx->spec, "dtype"))))
         snprintf(text + n, sizeof text - (size_t)n, ",dtype=%s", slot->bf16 ? "bf16" : "f16");
     if (slot->status == FT_OK)
@@ -164,35 +310,43 @@ static void build_slot(ft_context *ctx, kernel_slot *slot)
         ft_problem p;
         memset(&p, 0, sizeof p);
         ft__variant_problem(ctx->spec, &v, &p);
-        if (p.head_dim != slot->head_dim || p.causal != slot->causal || p.bf16 != slot->bf16)
+        if (p.head_dim != head_dim || p.causal != causal || p.bf16 != slot->bf16)
             slot->status = ft__fail(&err, FT_ERR_UNSUPPORTED, "the forced variant '%s' does not compute this call "
-                                    "(d=%d, causal=%d, %s)", ctx->variant, slot->head_dim, slot->causal,
+                                    "(d=%d, causal=%d, %s)", ctx->variant, head_dim, causal,
                                     slot->bf16 ? "bf16" : "f16");
     }
     if (slot->status == FT_OK)
         slot->status = ft__session_build(&ctx->session, ctx->spec, &v, &slot->k, NULL, &err);
     if (slot->status != FT_OK)
         snprintf(slot->error, sizeof slot->error, "%s", err.msg);
+    else
+        snprintf(how + strlen(how), sizeof how - strlen(how), "%s%s: %s", how[0] ? "; " : "",
+                 ctx->variant != NULL ? "forced" : "built-in default", text);
+out:
+    if (getenv("FLASHTUNE_DEBUG") != NULL)
+        fprintf(stderr, "flashtune: %s d=%d causal=%d seqlen<=%d b*h<=%d: %s\n", slot->bucket.dtype, head_dim,
+                causal, slot->bucket.seqlen_bucket, slot->bucket.bh_bucket,
+                slot->status == FT_OK ? how : slot->error);
 }
 
-static const kernel_slot *find_kernel(ft_context *ctx, int head_dim, int bf16, int causal)
+static const kernel_slot *find_kernel(ft_context *ctx, const ft_db_bucket *b)
 {
     kernel_slot *slot = NULL;
     int i;
 
     pthread_mutex_lock(&ctx->lock);
     for (i = 0; i < ctx->nslots; i++) {
-        kernel_slot *s = &ctx->slots[i];
-        if (s->head_dim == head_dim && s->bf16 == bf16 && s->causal == causal) {
-            slot = s;
+        const ft_db_bucket *s = &ctx->slots[i].bucket;
+        if (s->head_dim == b->head_dim && s->causal == b->causal && s->seqlen_bucket == b->seqlen_bucket &&
+            s->bh_bucket == b->bh_bucket && strcmp(s->dtype, b->dtype) == 0) {
+            slot = &ctx->slots[i];
             break;
         }
     }
     if (slot == NULL && ctx->nslots < MAX_KERNELS) {
         slot = &ctx->slots[ctx->nslots++];
-        slot->head_dim = head_dim;
-        slot->bf16 = bf16;
-        slot->causal = causal;
+        slot->bucket = *b;
+        slot->bf16 = strcmp(b->dtype, "bf16") == 0;
         build_slot(ctx, slot);
     }
     pthread_mutex_unlock(&ctx->lock);
@@ -262,7 +416,12 @@ ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *a, void
                          "the calling thread's current CUDA context is not the primary context of this "
                          "flashtune context's device");
 
-    slot = find_kernel(ctx, a->head_dim, a->dtype == FT_BF16, a->causal != 0);
+    {
+        ft_db_bucket b;
+        ft__db_bucket(a->dtype == FT_BF16 ? "bf16" : "f16", a->head_dim, a->causal != 0, a->batch, a->heads_q,
+                      a->seqlen_q, a->seqlen_k, &b);
+        slot = find_kernel(ctx, &b);
+    }
     if (slot == NULL)
         return set_error(ctx, FT_ERR_INTERNAL, "too many kinds of calls on one context");
     if (slot->status != FT_OK)

@@ -10,5 +10,13 @@ add_test(NAME gpu_verify COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gpu_verify.sh $<
 set_tests_properties(gpu_verify PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800 ENVIRONMENT "${FT_TEST_ENV}")
 
 add_test(NAME gpu_tune COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gpu_tune.sh $<TARGET_FILE:flashtune>
-  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  $<TARGET_FILE:attention_example> WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(gpu_tune PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800 ENVIRONMENT "${FT_TEST_ENV}")
+
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_FOUND)
+  add_test(NAME gpu_python COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_python.py
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(gpu_python PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "${FT_TEST_ENV};FLASHTUNE_LIB=$<TARGET_FILE:flashtune_shared>")
+endif()

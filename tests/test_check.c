@@ -6,6 +6,7 @@
 
 #include "common/half.h"
 #include "ft_test.h"
+#include "runtime/dispatch.h"
 #include "runtime/verify.h"
 
 /* Fills n halves with a reproducible pseudo-random normal-ish sequence. */
@@ -238,6 +239,30 @@ static void test_check_cancellation(void)
     ASSERT_EQ(c.bad, 1);
 }
 
+/* The dispatcher's fallback: the nearest tuned bucket of the same dtype, head dim and causality. */
+static void test_nearest_bucket(void)
+{
+    ft_db_bucket c[5], want;
+    memset(c, 0, sizeof c);
+    ft__db_bucket("f16", 128, 0, 4, 16, 4096, 4096, &c[0]);
+    ft__db_bucket("f16", 128, 0, 1, 16, 16384, 16384, &c[1]);
+    ft__db_bucket("f16", 128, 1, 8, 16, 2048, 2048, &c[2]);  /* causal: never for a non-causal call */
+    ft__db_bucket("bf16", 128, 0, 8, 16, 2048, 2048, &c[3]); /* another dtype */
+    ft__db_bucket("f16", 64, 0, 8, 32, 2048, 2048, &c[4]);   /* another head dim */
+    ft__db_bucket("f16", 128, 0, 2, 16, 3000, 3000, &want);
+    ASSERT_EQ(want.seqlen_bucket, 4096);
+    ASSERT_EQ(ft__nearest_bucket(&want, c, 5), 0);
+    ft__db_bucket("f16", 128, 0, 1, 16, 12000, 12000, &want);
+    ASSERT_EQ(ft__nearest_bucket(&want, c, 5), 1);
+    ft__db_bucket("f16", 128, 0, 16, 16, 1024, 1024, &want); /* nearest is 4096, two octaves away */
+    ASSERT_EQ(ft__nearest_bucket(&want, c, 5), 0);
+    ft__db_bucket("f16", 96, 0, 1, 16, 1024, 1024, &want);   /* nothing with d=96 */
+    ASSERT_EQ(ft__nearest_bucket(&want, c, 5), -1);
+    ft__db_bucket("f16", 128, 0, 4, 16, 8192, 8192, &want);  /* equidistant: the longer one */
+    c[0].bh_bucket = c[1].bh_bucket = want.bh_bucket;
+    ASSERT_EQ(ft__nearest_bucket(&want, c, 5), 1);
+}
+
 static void test_problem_parse(void)
 {
     ft_problem p;
@@ -271,4 +296,4 @@ static void test_problem_parse(void)
 
 FT_TEST_MAIN(FT_CASE(test_half_conversions), FT_CASE(test_cpu_reference_causal), FT_CASE(test_cpu_reference_gqa),
              FT_CASE(test_check_passes_rounded_output), FT_CASE(test_check_fails),
-             FT_CASE(test_check_cancellation), FT_CASE(test_problem_parse))
+             FT_CASE(test_check_cancellation), FT_CASE(test_nearest_bucket), FT_CASE(test_problem_parse))

@@ -30,6 +30,7 @@ class _Options(ctypes.Structure):
         ("cache_dir", ctypes.c_char_p),
         ("spec", ctypes.c_char_p),
         ("variant", ctypes.c_char_p),
+        ("database", ctypes.c_char_p),
     ]
 
 
@@ -91,10 +92,11 @@ def _enc(s):
 
 
 class Context:
-    """One GPU's kernels. variant forces one variant of the spec for every call (benchmarks);
-    it may leave out d, causal and dtype."""
+    """One GPU's kernels: the tuned winners of the database (default: $FLASHTUNE_DB or
+    ~/.local/share/flashtune/tuning.db; "" for none), else built-in defaults. variant forces one
+    variant of the spec for every call (benchmarks); it may leave out d, causal and dtype."""
 
-    def __init__(self, device=None, variant=None, spec=None, cache_dir=None):
+    def __init__(self, device=None, variant=None, spec=None, cache_dir=None, database=None):
         import torch
 
         lib = _load()
@@ -103,8 +105,8 @@ class Context:
         opts = _Options()
         lib.ft_context_options_init(ctypes.byref(opts))
         opts.device = torch.cuda.current_device() if device is None else int(device)
-        self._keep = [_enc(cache_dir), _enc(spec), _enc(variant)]
-        opts.cache_dir, opts.spec, opts.variant = self._keep
+        self._keep = [_enc(cache_dir), _enc(spec), _enc(variant), _enc(database)]
+        opts.cache_dir, opts.spec, opts.variant, opts.database = self._keep
         self.device = opts.device
         handle = ctypes.c_void_p()
         torch.cuda.init()  # the primary context PyTorch uses must exist first
