@@ -24,6 +24,13 @@
 
 #define MAX_KERNELS 512
 
+/* Scratch for the nearest-bucket search: the winners' buckets of one (dtype, d, causal). */
+typedef struct nearest_ctx {
+    long long device_id;
+    ft_db_bucket buckets[256];
+    int n;
+} nearest_ctx;
+
 typedef struct kernel_slot {
     ft_db_bucket bucket;
     int bf16;
@@ -38,7 +45,8 @@ struct ft_context {
     char *variant;             /* forced (partial) variant, or NULL */
     ft_db *db;                 /* tuning database, or NULL */
     long long device_id;       /* this GPU in db, or -1 */
-    pthread_mutex_t lock;
+    pthread_mutex_t lock;      /* guards the slots and nearest */
+    nearest_ctx nearest;
     int nslots;
     kernel_slot slots[MAX_KERNELS];
 };
@@ -74,16 +82,8 @@ static ft_status open_database(ft_context *ctx, const char *path, ft_err *err)
     if (path != NULL && path[0] == '\0')
         return FT_OK;
     if (path == NULL) {
-        const char *env = getenv("FLASHTUNE_DB");
-        if (env != NULL && env[0] != '\0') {
-            snprintf(buf, sizeof buf, "%s", env);
-        } else {
-            if (ft__user_dir(NULL, "DATA_HOME", ".local/share", buf, sizeof buf - 16, err) != FT_OK)
-                return FT_OK;
-            strcat(buf, "/tuning.db");
-        }
-        if (access(buf, F_OK) != 0)
-            return FT_OK;
+        if (ft__db_default_path(buf, sizeof buf, 0, err) != FT_OK || access(buf, F_OK) != 0)
+            return FT_OK; /* no default database: the built-in defaults */
         path = buf;
     }
     rc = ft__db_open(path, 1, &ctx->db, err);
@@ -195,12 +195,6 @@ static const char *default_variant(int head_dim)
     return NULL;
 }
 
-typedef struct nearest_ctx {
-    long long device_id;
-    ft_db_bucket buckets[256];
-    int n;
-} nearest_ctx;
-
 static int collect_bucket(void *ud, const ft_db_row *row)
 {
     nearest_ctx *c = ud;
@@ -230,32 +224,32 @@ static int load_tuned(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
     if (found) {
         snprintf(how, cap, "tuned for this bucket");
     } else {
-        static nearest_ctx nc; /* under the context's lock */
+        nearest_ctx *nc = &ctx->nearest;
         ft_db_filter f;
         int pick;
-        memset(&nc, 0, sizeof nc);
-        nc.device_id = ctx->device_id;
+        memset(nc, 0, sizeof *nc);
+        nc->device_id = ctx->device_id;
         ft__db_filter_init(&f);
         f.dtype = want.dtype;
         f.head_dim = want.head_dim;
         f.causal = want.causal;
         f.winners_only = 1;
-        if (ft__db_query(ctx->db, &f, collect_bucket, &nc, &err) != FT_OK) {
+        if (ft__db_query(ctx->db, &f, collect_bucket, nc, &err) != FT_OK) {
             snprintf(how, cap, "database: %s", err.msg);
             return 0;
         }
-        pick = ft__nearest_bucket(&want, nc.buckets, nc.n);
+        pick = ft__nearest_bucket(&want, nc->buckets, nc->n);
         if (pick < 0) {
             snprintf(how, cap, "nothing tuned for %s d=%d causal=%d", want.dtype, want.head_dim, want.causal);
             return 0;
         }
-        if (ft__db_winner(ctx->db, ctx->device_id, &nc.buckets[pick], &row, &cubin, &size, &found, &err) != FT_OK ||
+        if (ft__db_winner(ctx->db, ctx->device_id, &nc->buckets[pick], &row, &cubin, &size, &found, &err) != FT_OK ||
             !found) {
             snprintf(how, cap, "database: %s", found ? err.msg : "the nearest bucket lost its winner");
             return 0;
         }
-        snprintf(how, cap, "tuned for the nearest bucket (seqlen <= %d, b*h <= %d)", nc.buckets[pick].seqlen_bucket,
-                 nc.buckets[pick].bh_bucket);
+        snprintf(how, cap, "tuned for the nearest bucket (seqlen <= %d, b*h <= %d)", nc->buckets[pick].seqlen_bucket,
+                 nc->buckets[pick].bh_bucket);
     }
     if (cubin == NULL)
         snprintf(how, cap, "the winner %s has no stored cubin", row.variant);

@@ -210,7 +210,7 @@ static long long ready_int(const char *line, const char *name)
 }
 
 /* Fills the target and the fingerprint from a worker's ready line. */
-static ft_status parse_ready(tuner *tu, const char *line, ft_arch *arch, ft_db_device *dev, ft_err *err)
+static ft_status parse_ready(const char *line, ft_arch *arch, ft_db_device *dev, ft_err *err)
 {
     const char *name = strstr(line, " name=");
     int major = 0, minor = 0;
@@ -241,7 +241,6 @@ static ft_status parse_ready(tuner *tu, const char *line, ft_arch *arch, ft_db_d
     if (ft__nvrtc_version(&major, &minor, err) != FT_OK)
         return FT_ERR_COMPILE;
     snprintf(dev->nvrtc_version, sizeof dev->nvrtc_version, "%d.%d", major, minor);
-    (void)tu;
     return arch->cc > 0 ? FT_OK : ft__fail(err, FT_ERR_CUDA, "malformed ready line from the worker: %s", line);
 }
 
@@ -389,33 +388,34 @@ static int collect_row(void *ud, const ft_db_row *row)
 /* Leaders: the ok results within the noise of the fastest (2 %, or twice its spread). */
 static ft_status find_leaders(tuner *tu, task *t, ft_err *err)
 {
-    static collect c;
+    collect *c = calloc(1, sizeof *c); /* 64 rows: too large for the stack */
     ft_db_filter f;
     double best, margin;
     ft_status rc;
     int i;
 
-    memset(&c, 0, sizeof c);
-    c.tu = tu;
-    c.t = t;
+    if (c == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    c->tu = tu;
+    c->t = t;
     ft__db_filter_init(&f);
     f.dtype = t->bucket.dtype;
     f.head_dim = t->bucket.head_dim;
     f.causal = t->bucket.causal;
     f.device_name = tu->dev.name;
-    rc = ft__db_query(tu->db, &f, collect_row, &c, err);
-    if (rc != FT_OK)
-        return rc;
+    rc = ft__db_query(tu->db, &f, collect_row, c, err);
     t->nleaders = 0;
-    if (c.n < 2)
-        return FT_OK;
-    best = c.rows[0].result.median_ms;
-    margin = fmax(0.02 * best, 2 * (isnan(c.rows[0].result.iqr_ms) ? 0 : c.rows[0].result.iqr_ms));
-    for (i = 0; i < c.n && i < MAX_LEADERS && c.rows[i].result.median_ms <= best + margin; i++)
-        t->leaders[t->nleaders++] = c.rows[i];
+    if (rc != FT_OK || c->n < 2)
+        goto out;
+    best = c->rows[0].result.median_ms;
+    margin = fmax(0.02 * best, 2 * (isnan(c->rows[0].result.iqr_ms) ? 0 : c->rows[0].result.iqr_ms));
+    for (i = 0; i < c->n && i < MAX_LEADERS && c->rows[i].result.median_ms <= best + margin; i++)
+        t->leaders[t->nleaders++] = c->rows[i];
     if (t->nleaders < 2)
         t->nleaders = 0;
-    return FT_OK;
+out:
+    free(c);
+    return rc;
 }
 
 static int kernel_of(const tuner *tu, long long kernel_id)
@@ -766,7 +766,7 @@ static ft_status start_workers(tuner *tu, ft_err *err)
     rc = worker_boot(tu, &tu->workers[0], err);
     if (rc != FT_OK)
         return rc;
-    rc = parse_ready(tu, tu->workers[0].ready, &tu->arch, &tu->dev, err);
+    rc = parse_ready(tu->workers[0].ready, &tu->arch, &tu->dev, err);
     if (rc != FT_OK)
         return rc;
     count = ready_int(tu->workers[0].ready, "count");
@@ -779,7 +779,7 @@ static ft_status start_workers(tuner *tu, ft_err *err)
         tu->nworkers++;
         rc = worker_boot(tu, &tu->workers[i], err);
         if (rc == FT_OK)
-            rc = parse_ready(tu, tu->workers[i].ready, &a, &d, err);
+            rc = parse_ready(tu->workers[i].ready, &a, &d, err);
         if (rc != FT_OK)
             return rc;
         if (!same_device(&d, &tu->dev))

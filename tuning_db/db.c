@@ -885,7 +885,7 @@ out:
     return rc;
 }
 
-static ft_status default_path(char *out, size_t cap, ft_err *err)
+ft_status ft__db_default_path(char *out, size_t cap, int create_dirs, ft_err *err)
 {
     ft_status rc = FT_OK;
     const char *env = getenv("FLASHTUNE_DB");
@@ -899,16 +899,19 @@ static ft_status default_path(char *out, size_t cap, ft_err *err)
             rc = ft__fail(err, FT_ERR_INVALID_ARGUMENT, "$FLASHTUNE_DB is too long");
             goto out;
         }
-        if (slash != NULL && slash != env) {
+        if (create_dirs && slash != NULL && slash != env) {
             snprintf(dir, sizeof dir, "%.*s", (int)(slash - env), env);
             rc = ft__mkdirs(dir, err);
         }
         goto out;
     }
     rc = ft__user_dir(NULL, "DATA_HOME", ".local/share", dir, sizeof dir, err);
+    if (rc != FT_OK || !create_dirs)
+        goto path;
+    rc = ft__mkdirs(dir, err);
     if (rc != FT_OK)
         goto out;
-    rc = ft__mkdirs(dir, err);
+path:
     if (rc != FT_OK)
         goto out;
     n = snprintf(out, cap, "%s/tuning.db", dir);
@@ -930,7 +933,7 @@ ft_status ft__db_open(const char *path, int read_only, ft_db **out, ft_err *err)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "ft__db_open: out is NULL");
     *out = NULL;
     if (path == NULL) {
-        rc = default_path(def, sizeof def, err);
+        rc = ft__db_default_path(def, sizeof def, !read_only, err);
         if (rc != FT_OK)
             goto out;
         path = def;

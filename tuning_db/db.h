@@ -112,6 +112,10 @@ typedef struct ft_db_row {
  * (in a transaction). read_only opens without creating or migrating. */
 ft_status ft__db_open(const char *path, int read_only, ft_db **out, ft_err *err);
 void ft__db_close(ft_db *db); /* NULL is a no-op */
+
+/* The default database path, as ft__db_open resolves it; with create_dirs, its directory is
+ * created. */
+ft_status ft__db_default_path(char *out, size_t cap, int create_dirs, ft_err *err);
 const char *ft__db_path(const ft_db *db);
 
 /* Finds or inserts; returns the row id. A kernel found again is updated to the given
