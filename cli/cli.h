@@ -17,6 +17,8 @@ int cmd_verify(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 int cmd_query(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 int cli_print_db_devices(const char *db_path);
 
 /* Prints "flashtune <cmd>: <message>" to stderr and returns the exit status for err. */

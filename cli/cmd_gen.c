@@ -56,7 +56,7 @@ int cmd_gen(int argc, char **argv)
     if (variant == NULL)
         return cli_usage_error("gen", "--variant is required");
     if (ft__arch_builtin(arch_name, &arch, &err) != FT_OK ||
-        ft__spec_load(argv[optind], NULL, &spec, &err) != FT_OK ||
+        ft__spec_load_default(argv[optind], &spec, &err) != FT_OK ||
         ft__variant_parse(spec, variant, &v, &err) != FT_OK) {
         status = cli_fail("gen", &err);
         goto out;

@@ -12,7 +12,8 @@ static const char usage[] =
     "usage: flashtune query [options]\n"
     "\n"
     "Prints the winner of every bucket in the tuning database (with --all, every measured\n"
-    "variant of the matching buckets, with its status and reason).\n"
+    "variant of the matching buckets, with its status and reason; with --misses, the buckets\n"
+    "applications ran without a tuned winner, recorded with FLASHTUNE_RECORD_MISSES=1).\n"
     "\n"
     "  --db PATH          tuning database (default: as for tune)\n"
     "  --device NAME      only devices whose name contains NAME\n"
@@ -20,12 +21,49 @@ static const char usage[] =
     "  --causal, --non-causal\n"
     "  --dtype f16|bf16\n"
     "  --all              every measurement, not only the winners\n"
+    "  --misses           the recorded misses: bucket, first shape, what ran instead, how\n"
+    "                     often, when, and whether the bucket has a winner now\n"
     "  --json             JSON lines, one per row\n";
 
 typedef struct query_ctx {
     int json;
     long long rows;
+    const ft_db_filter *f; /* misses: the bucket filters */
 } query_ctx;
+
+static int print_miss(void *ud, const ft_db_miss *m)
+{
+    query_ctx *q = ud;
+    const ft_db_bucket *b = &m->bucket;
+    char shape[96];
+
+    if ((q->f->dtype != NULL && strcmp(q->f->dtype, b->dtype) != 0) ||
+        (q->f->head_dim >= 0 && q->f->head_dim != b->head_dim) || (q->f->causal >= 0 && q->f->causal != b->causal))
+        return 0;
+    snprintf(shape, sizeof shape, "b=%d,hq=%d,hkv=%d,sq=%d,sk=%d", m->batch, m->heads_q, m->heads_kv, m->seqlen_q,
+             m->seqlen_k);
+    if (q->json) {
+        printf("{\"device\": ");
+        ft__json_string(stdout, m->device.name);
+        printf(", \"driver_version\": %d, \"nvrtc_version\": ", m->device.driver_version);
+        ft__json_string(stdout, m->device.nvrtc_version);
+        printf(", \"dtype\": \"%s\", \"d\": %d, \"causal\": %d, \"seqlen_bucket\": %d, \"bh_bucket\": %d, "
+               "\"shape\": \"%s\", \"fallback\": ",
+               b->dtype, b->head_dim, b->causal, b->seqlen_bucket, b->bh_bucket, shape);
+        ft__json_string(stdout, m->fallback);
+        printf(", \"count\": %lld, \"first_seen\": \"%s\", \"last_seen\": \"%s\", \"tuned\": %s}\n", m->count,
+               m->first_seen, m->last_seen, m->tuned ? "true" : "false");
+    } else {
+        if (q->rows == 0)
+            printf("%-14s %-4s %4s %6s %7s %6s  %-36s %-8s %6s  %-19s  %-19s  %s\n", "device", "type", "d", "causal",
+                   "seqlen", "b*h", "first shape", "ran", "count", "first seen", "last seen", "tuned now");
+        printf("%-14.14s %-4s %4d %6d %7d %6d  %-36s %-8s %6lld  %-19s  %-19s  %s\n", m->device.name, b->dtype,
+               b->head_dim, b->causal, b->seqlen_bucket, b->bh_bucket, shape, m->fallback, m->count, m->first_seen,
+               m->last_seen, m->tuned ? "yes" : "no");
+    }
+    q->rows++;
+    return 0;
+}
 
 static int print_row(void *ud, const ft_db_row *row)
 {
@@ -76,14 +114,15 @@ int cmd_query(int argc, char **argv)
         {"d", required_argument, NULL, 'd'},     {"causal", no_argument, NULL, 'c'},
         {"non-causal", no_argument, NULL, 'N'},  {"dtype", required_argument, NULL, 't'},
         {"all", no_argument, NULL, 'a'},         {"json", no_argument, NULL, 'J'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
+        {"misses", no_argument, NULL, 'M'},      {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     const char *db_path = NULL;
     ft_db_filter f;
     query_ctx q;
     ft_db *db = NULL;
     ft_err err;
     long v;
-    int ch, status = 1;
+    int ch, status = 1, misses = 0;
 
     ft__db_filter_init(&f);
     f.winners_only = 1;
@@ -107,12 +146,30 @@ int cmd_query(int argc, char **argv)
             break;
         case 'a': f.winners_only = 0; break;
         case 'J': q.json = 1; break;
+        case 'M': misses = 1; break;
         case 'h': fputs(usage, stdout); return 0;
         default: return cli_usage_error("query", "bad option");
         }
     }
     if (optind != argc)
         return cli_usage_error("query", "unexpected argument '%s'", argv[optind]);
+    if (misses && !f.winners_only)
+        return cli_usage_error("query", "--misses and --all do not go together");
+    if (misses) {
+        q.f = &f;
+        if (ft__db_open(db_path, 1, &db, &err) != FT_OK ||
+            ft__db_misses(db, f.device_name, -1, print_miss, &q, &err) != FT_OK) {
+            status = cli_fail("query", &err);
+            goto out;
+        }
+        if (q.rows == 0)
+            fprintf(stderr, "flashtune query: no misses recorded in %s (FLASHTUNE_RECORD_MISSES=1 records them)\n",
+                    ft__db_path(db));
+        else if (!q.json)
+            printf("%lld misses in %s  (flashtune tune --misses tunes them)\n", q.rows, ft__db_path(db));
+        status = 0;
+        goto out;
+    }
     if (ft__db_open(db_path, 1, &db, &err) != FT_OK || ft__db_query(db, &f, print_row, &q, &err) != FT_OK) {
         status = cli_fail("query", &err);
         goto out;

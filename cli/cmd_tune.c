@@ -12,8 +12,8 @@
 static const char usage[] =
     "usage: flashtune tune [SPEC...] [options]\n"
     "\n"
-    "For the present GPU, measures every variant of the specs (default: the built-in flash_fwd)\n"
-    "on every workload bucket they name: compile (all cores), load, verify against the\n"
+    "For the present GPU, measures every variant of the specs (default: the built-in flash_fwd,\n"
+    "and flash_fwd_sm90 on compute capability 9.0) on every workload bucket they name: compile (all cores), load, verify against the\n"
     "reference on the bucket's shape, time with CUDA events, record. Every measurement is kept\n"
     "in the tuning database; near-ties among the fastest are re-measured interleaved. A kernel\n"
     "that faults or hangs is recorded as such and tuning goes on; an interrupted tune resumes\n"
@@ -26,6 +26,9 @@ static const char usage[] =
     "  -j, --jobs N      parallel compilations (default: the number of cores)\n"
     "  --budget MS       timing budget per measurement (default 30)\n"
     "  --remeasure       measure again what the database already has\n"
+    "  --misses          instead of the specs' workloads, the buckets that applications ran\n"
+    "                    without a tuned winner on this GPU model (recorded with\n"
+    "                    FLASHTUNE_RECORD_MISSES=1; flashtune query --misses lists them)\n"
     "  --timeout S       seconds a measurement may take before the kernel counts as hung (60)\n"
     "  --arch NAME       target of the compile-only plan when there is no GPU (default sm_90)\n"
     "  --cache-dir DIR   compile cache\n"
@@ -60,7 +63,7 @@ int cmd_tune(int argc, char **argv)
         {"budget", required_argument, NULL, 'b'}, {"remeasure", no_argument, NULL, 'R'},
         {"arch", required_argument, NULL, 'a'},   {"cache-dir", required_argument, NULL, 'C'},
         {"quiet", no_argument, NULL, 'q'},        {"timeout", required_argument, NULL, 'T'},
-        {"help", no_argument, NULL, 'h'},
+        {"misses", no_argument, NULL, 'M'},       {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     ft_tune_opts o;
     ft_tune_summary s;
@@ -100,6 +103,7 @@ int cmd_tune(int argc, char **argv)
             o.budget_ms = (int)v;
             break;
         case 'R': o.remeasure = 1; break;
+        case 'M': o.misses = 1; break;
         case 'T':
             if (!cli_parse_int("tune", "--timeout", optarg, 1, 86400, &v))
                 return EXIT_USAGE;
@@ -138,16 +142,26 @@ int cmd_tune(int argc, char **argv)
             return cmd_plan(pargc, pargv);
         }
     }
-    for (i = optind; i < argc || (i == optind && nspecs == 0); i++) {
+    for (i = optind; i < argc; i++) {
         if (nspecs == 16) {
             fprintf(stderr, "flashtune tune: at most 16 specs\n");
             goto out;
         }
-        if (ft__spec_load_default(i < argc ? argv[i] : NULL, &specs[nspecs], &err) != FT_OK) {
+        if (ft__spec_load_default(argv[i], &specs[nspecs], &err) != FT_OK) {
             status = cli_fail("tune", &err);
             goto out;
         }
         nspecs++;
+    }
+    if (nspecs == 0) { /* the built-in specs, each where its kernels can run */
+        while (nspecs < 16 && ft__builtin_specs[nspecs].name != NULL) {
+            if (ft__spec_load_builtin(nspecs, &specs[nspecs], &err) != FT_OK) {
+                status = cli_fail("tune", &err);
+                goto out;
+            }
+            nspecs++;
+        }
+        o.skip_unsupported = 1;
     }
     o.stop = cli_stop_flag();
     tp.quiet = o.quiet;
@@ -162,6 +176,13 @@ int cmd_tune(int argc, char **argv)
     }
     if (tp.started)
         cli_progress_finish(&tp.bar);
+    if (o.misses && s.misses == 0) {
+        printf("tune: no misses recorded for %s in %s: nothing to tune\n", s.device_name, s.db_path);
+        status = 0;
+        goto out;
+    }
+    if (o.misses)
+        printf("tune: %d missed buckets of %s\n", s.misses, s.device_name);
     cli_format_duration(s.compile_ms, a, sizeof a);
     cli_format_duration(s.verify_ms, b, sizeof b);
     cli_format_duration(s.time_ms, c, sizeof c);

@@ -18,6 +18,8 @@ static const command commands[] = {
     {"verify", cmd_verify, "check every variant of a spec against the reference (GPU)"},
     {"tune", cmd_tune, "measure every variant on every bucket and record the winners (GPU)"},
     {"query", cmd_query, "print the winners (or every measurement) of the tuning database"},
+    {"export", cmd_export, "write one device's winners with their cubins to a pack (or a C source)"},
+    {"import", cmd_import, "check a pack and merge its winners into the tuning database"},
 };
 
 static void usage(FILE *f)

@@ -86,6 +86,8 @@ ft_status ft__emit(ft_spec *spec, const ft_family *fam, const ft_variant *v, con
         }
     }
     ft__sb_printf(&sb, "#define FT_SMEM_BYTES %lld\n\n", out->smem_dynamic);
+    if (fam->prelude != NULL)
+        fam->prelude(&sb, spec, v);
     ft__sb_append(&sb, tmpl->data, tmpl->size);
     ft__sb_printf(&sb, "\nFT_DEFINE_KERNEL(%s)\n", out->entry);
     out->text = ft__sb_take(&sb);

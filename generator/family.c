@@ -5,16 +5,80 @@
 
 #include "generator/variant.h"
 
+static const char *const dtype_values[] = {"f16", "bf16", NULL};
+static const char *const fwd_strings[] = {"dtype", NULL};
+static const char *const *const fwd_string_values[] = {dtype_values};
+
 static const char *const fwd_sm80_ints[] = {"d", "bm", "bn", "warps", "stages", "causal", "qreg",
                                             "overlap", NULL};
-static const char *const fwd_sm80_strings[] = {"dtype", NULL};
-static const char *const dtype_values[] = {"f16", "bf16", NULL};
-static const char *const *const fwd_sm80_string_values[] = {dtype_values};
+static const char *const fwd_sm90_ints[] = {"d", "bm", "bn", "stages", "causal", "pingpong",
+                                            "overlap", NULL};
+
+static int fwd_sm80_threads(const ft_spec *spec, const ft_variant *v)
+{
+    return (int)ft__variant_int(spec, v, "warps", 4) * 32;
+}
+
+/* One producer warpgroup plus one consumer warpgroup per 64 query rows. */
+static int fwd_sm90_threads(const ft_spec *spec, const ft_variant *v)
+{
+    return 128 * ((int)ft__variant_int(spec, v, "bm", 64) / 64 + 1);
+}
+
+/* A wgmma wrapper for one shape: m64n{n}k16 with fp32 accumulators d[n/2], A from shared
+ * memory (descriptor da, scale_d 0 overwrites d) or, with reg_a, from four registers, B from
+ * shared memory (descriptor db; transposed, i.e. MN-major, with reg_a). The accumulator list
+ * depends on n, so it is written out here rather than in the template. */
+static void emit_wgmma(ft_strbuf *sb, const char *name, int n, const char *type, int reg_a)
+{
+    const int nd = n / 2;
+    int i;
+
+    ft__sb_printf(sb, "// wgmma m64n%dk16, A from %s, B from shared memory\n", n,
+                  reg_a ? "registers" : "shared memory");
+    if (reg_a)
+        ft__sb_printf(sb, "__device__ __forceinline__ void %s(float (&d)[%d], unsigned a0, unsigned a1, "
+                          "unsigned a2, unsigned a3, unsigned long long db)\n{\n", name, nd);
+    else
+        ft__sb_printf(sb, "__device__ __forceinline__ void %s(float (&d)[%d], unsigned long long da, "
+                          "unsigned long long db, int scale_d)\n{\n", name, nd);
+    ft__sb_printf(sb, "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n",
+                  reg_a ? nd + 5 : nd + 2);
+    ft__sb_printf(sb, "                 \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {\"", n, type, type);
+    for (i = 0; i < nd; i++)
+        ft__sb_printf(sb, "%s\"%%%d%s\"", i % 8 == 0 ? "\n                 " : " ", i, i + 1 < nd ? "," : "");
+    if (reg_a)
+        ft__sb_printf(sb, "\n                 \"}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, 1;\\n}\\n\"\n",
+                      nd, nd + 1, nd + 2, nd + 3, nd + 4);
+    else
+        ft__sb_printf(sb, "\n                 \"}, %%%d, %%%d, p, 1, 1, 0, 0;\\n}\\n\"\n", nd, nd + 1);
+    ft__sb_printf(sb, "                 :");
+    for (i = 0; i < nd; i++)
+        ft__sb_printf(sb, "%s\"+f\"(d[%d])%s", i % 8 == 0 ? "\n                   " : " ", i,
+                      i + 1 < nd ? "," : "");
+    if (reg_a)
+        ft__sb_printf(sb, "\n                 : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"l\"(db), \"r\"(1));\n}\n\n");
+    else
+        ft__sb_printf(sb, "\n                 : \"l\"(da), \"l\"(db), \"r\"(scale_d));\n}\n\n");
+}
+
+/* flash_fwd_sm90 reads S = Q·Kᵀ (n = bn) and O += P·V (n = d) through generated wrappers. */
+static void fwd_sm90_prelude(ft_strbuf *sb, const ft_spec *spec, const ft_variant *v)
+{
+    const char *dtype = ft__variant_str(spec, v, "dtype");
+    const char *type = dtype != NULL && strcmp(dtype, "bf16") == 0 ? "bf16" : "f16";
+
+    emit_wgmma(sb, "ft_wgmma_s", (int)ft__variant_int(spec, v, "bn", 64), type, 0);
+    emit_wgmma(sb, "ft_wgmma_o", (int)ft__variant_int(spec, v, "d", 64), type, 1);
+}
 
 static const ft_family families[] = {
     {"flash_fwd_sm80", "flash_fwd_sm80.cuh",
      "FlashAttention-2 forward: mma.sync m16n8k16, ldmatrix, cp.async K/V ring", 80, 0,
-     fwd_sm80_ints, fwd_sm80_strings, fwd_sm80_string_values},
+     fwd_sm80_ints, fwd_strings, fwd_string_values, "", 0, fwd_sm80_threads, NULL},
+    {"flash_fwd_sm90", "flash_fwd_sm90.cuh",
+     "Hopper forward: TMA K/V ring on mbarriers, wgmma, producer and consumer warpgroups", 90, 90,
+     fwd_sm90_ints, fwd_strings, fwd_string_values, "a", 1, fwd_sm90_threads, fwd_sm90_prelude},
 };
 
 const ft_embedded_file *ft__template_file(const char *name)
@@ -79,8 +143,16 @@ ft_status ft__family_check_spec(const ft_family *fam, const ft_spec *spec, ft_er
 
 int ft__family_threads(const ft_family *fam, const ft_spec *spec, const ft_variant *v)
 {
-    (void)fam;
-    return (int)ft__variant_int(spec, v, "warps", 4) * 32;
+    return fam->threads(spec, v);
+}
+
+void ft__family_target(const ft_family *fam, const ft_arch *arch, char *out, size_t cap)
+{
+    size_t n = strlen(arch->name), k = strlen(fam->target_suffix);
+
+    if (k > 0 && n >= k && strcmp(arch->name + n - k, fam->target_suffix) == 0)
+        k = 0; /* already the suffixed target */
+    snprintf(out, cap, "%s%s", arch->name, k > 0 ? fam->target_suffix : "");
 }
 
 int ft__family_supports_arch(const ft_family *fam, const ft_arch *arch, char *reason, size_t cap)

@@ -8,21 +8,18 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "common/strbuf.h"
+#include "generator/arch.h"
 #include "generator/spec.h"
-
-/* A file of templates/, embedded into the binary at build time (cmake/embed.cmake). */
-typedef struct ft_embedded_file {
-    const char *name; /* "flash_fwd_sm80.cuh" */
-    const char *data; /* NUL-terminated */
-    size_t size;      /* bytes, without the NUL */
-} ft_embedded_file;
 
 extern const ft_embedded_file ft__embedded_templates[]; /* ends with a NULL name */
 
 /* The text of an embedded template file, or NULL. */
 const ft_embedded_file *ft__template_file(const char *name);
 
-typedef struct ft_family {
+typedef struct ft_family ft_family;
+
+struct ft_family {
     const char *name;          /* "flash_fwd_sm80": what a spec's `template` names */
     const char *file;          /* "flash_fwd_sm80.cuh" */
     const char *summary;
@@ -31,15 +28,24 @@ typedef struct ft_family {
     const char *const *int_params;    /* integer parameters the template reads, NULL-ended */
     const char *const *string_params; /* string parameters and their allowed values: */
     const char *const *const *string_values; /*   string_values[i] is NULL-ended */
-} ft_family;
+    const char *target_suffix; /* appended to the device's target: "a" builds sm_90a code */
+    int uses_tma;              /* the kernel takes tensor maps of Q, K and V (runtime/kernel.c) */
+    /* Threads per block of a variant. */
+    int (*threads)(const ft_spec *spec, const ft_variant *v);
+    /* Code the template needs before it, generated per variant (NULL: none). */
+    void (*prelude)(ft_strbuf *sb, const ft_spec *spec, const ft_variant *v);
+};
 
 const ft_family *ft__family_find(const char *name);
 
 /* Checks that a spec gives every parameter its family needs, with suitable values. */
 ft_status ft__family_check_spec(const ft_family *fam, const ft_spec *spec, ft_err *err);
 
-/* Threads per block of a variant (warps · 32 for the flash families). */
+/* Threads per block of a variant. */
 int ft__family_threads(const ft_family *fam, const ft_spec *spec, const ft_variant *v);
+
+/* The NVRTC target for the family on arch: arch's name plus the family's suffix ("sm_90a"). */
+void ft__family_target(const ft_family *fam, const ft_arch *arch, char *out, size_t cap);
 
 /* Whether code of this family can be built for and run on the target. Fills reason when not. */
 int ft__family_supports_arch(const ft_family *fam, const ft_arch *arch, char *reason, size_t cap);

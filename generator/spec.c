@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -1593,9 +1594,37 @@ out:
     return rc;
 }
 
+/* The built-in spec a name stands for: "specs/x.lua", "x.lua" or "x". */
+static const ft_embedded_file *builtin_spec(const char *name)
+{
+    const ft_embedded_file *f;
+
+    for (f = ft__builtin_specs; f->name != NULL; f++) {
+        const char *base = f->name + strlen("specs/");
+        size_t stem = strlen(base) - strlen(".lua");
+        if (strcmp(name, f->name) == 0 || strcmp(name, base) == 0 ||
+            (strlen(name) == stem && strncmp(name, base, stem) == 0))
+            return f;
+    }
+    return NULL;
+}
+
 ft_status ft__spec_load_default(const char *path, ft_spec **out, ft_err *err)
 {
-    if (path != NULL)
+    const ft_embedded_file *f = builtin_spec(path != NULL ? path : FT_DEFAULT_SPEC_NAME);
+
+    if (path != NULL && (f == NULL || access(path, F_OK) == 0))
         return ft__spec_load(path, NULL, out, err);
-    return ft__spec_load_text(FT_DEFAULT_SPEC_NAME, ft__default_spec_text, NULL, out, err);
+    return ft__spec_load_text(f->name, f->data, NULL, out, err);
+}
+
+ft_status ft__spec_load_builtin(int i, ft_spec **out, ft_err *err)
+{
+    int n;
+
+    *out = NULL;
+    for (n = 0; ft__builtin_specs[n].name != NULL; n++)
+        if (n == i)
+            return ft__spec_load_text(ft__builtin_specs[n].name, ft__builtin_specs[n].data, NULL, out, err);
+    return ft__fail(err, FT_ERR_NOT_FOUND, "there is no built-in spec %d", i);
 }

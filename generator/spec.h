@@ -100,12 +100,24 @@ ft_status ft__spec_load_text(const char *name, const char *text, const ft_sandbo
                              ft_spec **out, ft_err *err);
 void ft__spec_free(ft_spec *spec); /* NULL is a no-op */
 
-/* The default forward spec, specs/flash_fwd.lua, embedded at build time. */
-extern const char ft__default_spec_text[];
+/* A file embedded into the binary at build time (cmake/embed.cmake). */
+typedef struct ft_embedded_file {
+    const char *name; /* "flash_fwd_sm80.cuh", "specs/flash_fwd.lua" */
+    const char *data; /* NUL-terminated */
+    size_t size;      /* bytes, without the NUL */
+} ft_embedded_file;
+
+/* The built-in specs, in order of preference: specs/flash_fwd.lua (mma.sync, every GPU from
+ * sm_80 on) and specs/flash_fwd_sm90.lua (wgmma and TMA, sm_90a only). Ends with a NULL name. */
+extern const ft_embedded_file ft__builtin_specs[];
 #define FT_DEFAULT_SPEC_NAME "specs/flash_fwd.lua"
 
-/* Loads path, or the embedded default spec when path is NULL. */
+/* Loads path. NULL loads the default spec (specs/flash_fwd.lua); a path that is no file but
+ * names a built-in spec ("flash_fwd_sm90" or "specs/flash_fwd_sm90.lua") loads that one. */
 ft_status ft__spec_load_default(const char *path, ft_spec **out, ft_err *err);
+
+/* Loads built-in spec i (0-based); FT_ERR_NOT_FOUND past the last. */
+ft_status ft__spec_load_builtin(int i, ft_spec **out, ft_err *err);
 
 /* Index of a parameter by name, or -1. */
 int ft__spec_param_index(const ft_spec *spec, const char *name);

@@ -8,6 +8,7 @@
 #ifndef FLASHTUNE_H
 #define FLASHTUNE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -59,7 +60,9 @@ FT_API const char *ft_version(void);
  * threads and streams at once. */
 typedef struct ft_context ft_context;
 
-#define FT_OPTIONS_VERSION 1
+#define FT_OPTIONS_VERSION 2
+
+typedef struct ft_kernel_set ft_kernel_set; /* pretuned kernels compiled into an application */
 
 typedef struct ft_context_options {
     int version;           /* FT_OPTIONS_VERSION (set by ft_context_options_init) */
@@ -73,19 +76,48 @@ typedef struct ft_context_options {
     const char *database;  /* tuning database to take winners from; NULL: $FLASHTUNE_DB, else
                               ~/.local/share/flashtune/tuning.db, when the file exists; "": none.
                               Opened read-only. */
+    /* ---- version 2 ---- */
+    const char *pack;      /* a kernel pack (`flashtune export`) to take winners from instead of
+                              a database; NULL: none. Read whole, checked (every checksum) and
+                              closed by ft_context_create; the context keeps its own copy.
+                              A corrupt pack is FT_ERR_CORRUPT. */
+    const ft_kernel_set *kernels; /* pretuned kernels compiled into the application
+                              (`flashtune export --format c`) to take winners from instead of a
+                              database; NULL: none. Not copied: the set and everything it points
+                              to must outlive the context (the generated set is static). */
+                           /* At most one of pack and kernels may be set; with either, no
+                              database is opened (database must be NULL or ""), and the set's
+                              winners are used exactly as a database's: the bucket's winner,
+                              else the nearest tuned bucket's, else the built-in default (which
+                              needs NVRTC). The set must be for the GPU's compute capability
+                              (else FT_ERR_UNSUPPORTED naming both); another model or driver of
+                              that capability is accepted (FLASHTUNE_DEBUG says so). */
 } ft_context_options;
 
-/* Fills o with the defaults. o must not be NULL. */
-FT_API void ft_context_options_init(ft_context_options *o);
+/* Fills o with the defaults for this header's FT_OPTIONS_VERSION. o must not be NULL.
+ * ft_context_options_init(o) is a macro for ft_context_options_init_version(o,
+ * FT_OPTIONS_VERSION); the function of that name (called as (ft_context_options_init)(o), or
+ * by programs built against version 1) fills a version-1 structure only. version must be 1
+ * or 2: only that version's fields are written, so an older, smaller structure is safe. */
+FT_API void ft_context_options_init_version(ft_context_options *o, int version);
+FT_API void (ft_context_options_init)(ft_context_options *o);
+#define ft_context_options_init(o) ft_context_options_init_version((o), FT_OPTIONS_VERSION)
 
 /* Creates a context: loads the CUDA driver, checks the device, loads the spec, opens the tuning
  * database. Each kind of call (dtype, head dim, causal, sequence-length and batch·heads bucket)
  * runs the winner the database holds for this GPU and that bucket, else the winner of the
  * nearest tuned bucket with the same dtype, head dim and causality, else a built-in default;
- * with FLASHTUNE_DEBUG set in the environment each choice is printed to stderr once.
+ * with FLASHTUNE_DEBUG set in the environment each choice is printed to stderr once. With
+ * FLASHTUNE_RECORD_MISSES=1, a kind of call that had no winner of its own bucket is recorded,
+ * once, when its kernel is chosen, in the misses table of the database the context reads (else,
+ * database NULL, of the default one, which is then created; database "" records nothing) for
+ * `flashtune tune --misses`; a failure to record is printed once to stderr, never returned.
  * options may be NULL (defaults). On success *ctx is a new context; on failure *ctx is NULL and the status
  * says why (FT_ERR_NO_DRIVER, FT_ERR_NO_DEVICE, FT_ERR_SPEC, ...); ft_last_error(NULL) then
- * holds the message. ctx must not be NULL. */
+ * holds the message. ctx must not be NULL. options->version may be 1 (a version-1 structure:
+ * the fields after database are not read) or 2; other values are FT_ERR_INVALID_ARGUMENT.
+ * A pack or kernel set is checked before the driver is loaded, so FT_ERR_CORRUPT and
+ * FT_ERR_INVALID_ARGUMENT for it come first even on a machine without a GPU. */
 FT_API ft_status ft_context_create(const ft_context_options *options, ft_context **ctx);
 
 /* Unloads every module and frees the context. NULL is a no-op. No call on ctx may be running
@@ -127,6 +159,50 @@ typedef struct ft_attention_args {
  * sizes, pointers or strides, FT_ERR_UNSUPPORTED when no kernel handles the head dim or dtype,
  * FT_ERR_CUDA when the launch fails. Thread-safe. */
 FT_API ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *args, void *stream);
+
+/* ---- pretuned kernel sets ------------------------------------------------------------------
+ * `flashtune export --format c --out kernels.c` writes a C source holding one device's tuned
+ * winners with their cubins as byte arrays and one `const ft_kernel_set <name>` (the output
+ * file's base name, or --name). Compile it into the application and pass &<name> as
+ * ft_context_options.kernels: the context then loads those cubins directly, without NVRTC or
+ * a tuning database (calls of a head dim, dtype or causality the set lacks still fall back to
+ * the built-in default, which NVRTC compiles). */
+#define FT_KERNEL_SET_VERSION 1
+
+typedef struct ft_kernel_set_entry {
+    ft_dtype dtype;
+    int head_dim;
+    int causal;                    /* 0 or 1 */
+    int seqlen_bucket;             /* power of two >= 64: calls with max(seqlen_q, seqlen_k) in
+                                      (seqlen_bucket / 2, seqlen_bucket] (at most 64 for 64) */
+    int bh_bucket;                 /* power of two: calls with batch·heads_q in (bh_bucket / 2,
+                                      bh_bucket] */
+    const char *variant;           /* "d=128,bm=128,bn=64,..." */
+    const char *family;            /* the kernel family ("flash_fwd_sm80"): how it is launched */
+    const char *entry;             /* the kernel's function name in the cubin */
+    int threads;                   /* per block */
+    int rows_per_block;            /* query rows per block: grid.x = ceil(seqlen_q / rows) */
+    long long smem_dynamic;        /* bytes of dynamic shared memory per block */
+    const unsigned char *cubin;    /* the compiled kernel (an ELF image for the device's sm_XY) */
+    size_t cubin_size;
+    double median_ms;              /* what it measured on its bucket's shape */
+} ft_kernel_set_entry;
+
+struct ft_kernel_set {
+    int version;                   /* FT_KERNEL_SET_VERSION */
+    const char *device_name;       /* the GPU the set was tuned on: "NVIDIA H200" */
+    int cc;                        /* its compute capability × 10: 90 */
+    int sms;
+    long long smem_per_block;      /* opt-in bytes per block */
+    long long smem_per_sm;
+    long long l2_bytes;
+    int driver_version;            /* cuDriverGetVersion: 13000 */
+    const char *nvrtc_version;     /* "13.0" */
+    const char *flashtune_version; /* that wrote the set */
+    const char *created;           /* UTC, "2026-11-30T08:15:02Z" */
+    int count;
+    const ft_kernel_set_entry *entries; /* count entries, one per bucket */
+};
 
 #ifdef __cplusplus
 }

@@ -5,9 +5,17 @@
  * first call for a key builds its kernel (generate, compile through the cache, load) under
  * the context's lock; later calls find it in the table and only launch: no compilation, no
  * allocation, no file access on that path.
+ *
+ * Misses: with FLASHTUNE_RECORD_MISSES=1 in the environment, a slot built without its own
+ * bucket's tuned winner (the nearest bucket's winner or the built-in default ran instead) is
+ * recorded in the tuning database's misses table, so that `flashtune tune --misses` can tune
+ * exactly those buckets. That happens when the slot is built, under the lock, through a
+ * second, writable handle opened at the first miss; calls that find their slot never
+ * touch it.
  */
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +29,7 @@
 #include "runtime/dispatch.h"
 #include "tuner/session.h"
 #include "tuning_db/db.h"
+#include "tuning_db/pack.h"
 
 #define MAX_KERNELS 512
 
@@ -35,6 +44,8 @@ typedef struct kernel_slot {
     ft_db_bucket bucket;
     int bf16;
     ft_status status; /* FT_OK: k is loaded; otherwise why this key has no kernel */
+    const char *fallback; /* NULL: the bucket's own winner (or a forced variant, or a head dim
+                             no kernel has); else a miss: "nearest", "default", "failed" */
     ft_kernel k;
     char error[512];
 } kernel_slot;
@@ -42,13 +53,23 @@ typedef struct kernel_slot {
 struct ft_context {
     ft_session session;
     ft_spec *spec;
+    ft_spec *spec_sm90;        /* with the built-in specs on compute capability 9.0: the sm_90a
+                                  family's spec (its winners and defaults), else NULL */
     char *variant;             /* forced (partial) variant, or NULL */
     ft_db *db;                 /* tuning database, or NULL */
     long long device_id;       /* this GPU in db, or -1 */
+    ft_db_device dev;          /* this GPU's fingerprint in tuning databases */
+    int record_misses;         /* FLASHTUNE_RECORD_MISSES: record misses in miss_path */
+    char *miss_path;           /* NULL: the default database */
+    ft_db *miss_db;            /* writable; opened at the first miss */
+    long long miss_device_id;  /* this GPU in miss_db */
     pthread_mutex_t lock;      /* guards the slots and nearest */
     nearest_ctx nearest;
     int nslots;
     kernel_slot slots[MAX_KERNELS];
+    const ft_kernel_set *kset; /* winners from a pack or the application, instead of db; or NULL */
+    ft_pack *pack;             /* the pack kset points into, or NULL */
+    ft_db_bucket *kset_buckets; /* the bucket of each kset entry */
 };
 
 /* The per-thread last error: the context it belongs to and its message. */
@@ -67,15 +88,32 @@ const char *ft_last_error(const ft_context *ctx)
     return error_ctx == ctx ? error_msg : "";
 }
 
+/* What identifies this GPU in a tuning database (as the tuner records it). */
+static void fingerprint(const ft_session *session, ft_db_device *dev)
+{
+    const ft_cuda *cu = session->cu;
+    CUdevice d;
+    int l2 = 0, major = 0, minor = 0;
+
+    memset(dev, 0, sizeof *dev);
+    cu->p_cuDeviceGet(&d, session->device);
+    cu->p_cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, d);
+    snprintf(dev->name, sizeof dev->name, "%s", session->arch.device_name);
+    dev->cc = session->arch.cc;
+    dev->sms = session->arch.sms;
+    dev->smem_per_block = session->arch.smem_per_block;
+    dev->smem_per_sm = session->arch.smem_per_sm;
+    dev->l2_bytes = l2;
+    dev->driver_version = cu->driver_version;
+    ft__nvrtc_version(&major, &minor, NULL);
+    snprintf(dev->nvrtc_version, sizeof dev->nvrtc_version, "%d.%d", major, minor);
+}
+
 /* Opens the tuning database (read-only) and finds this GPU in it. A default database that
  * does not exist is no error: the context then uses the built-in defaults. */
 static ft_status open_database(ft_context *ctx, const char *path, ft_err *err)
 {
     char buf[4096];
-    ft_db_device dev;
-    const ft_cuda *cu = ctx->session.cu;
-    CUdevice d;
-    int l2 = 0, major = 0, minor = 0;
     ft_status rc;
 
     ctx->device_id = -1;
@@ -89,19 +127,7 @@ static ft_status open_database(ft_context *ctx, const char *path, ft_err *err)
     rc = ft__db_open(path, 1, &ctx->db, err);
     if (rc != FT_OK)
         return rc;
-    memset(&dev, 0, sizeof dev);
-    cu->p_cuDeviceGet(&d, ctx->session.device);
-    cu->p_cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, d);
-    snprintf(dev.name, sizeof dev.name, "%s", ctx->session.arch.device_name);
-    dev.cc = ctx->session.arch.cc;
-    dev.sms = ctx->session.arch.sms;
-    dev.smem_per_block = ctx->session.arch.smem_per_block;
-    dev.smem_per_sm = ctx->session.arch.smem_per_sm;
-    dev.l2_bytes = l2;
-    dev.driver_version = cu->driver_version;
-    ft__nvrtc_version(&major, &minor, NULL);
-    snprintf(dev.nvrtc_version, sizeof dev.nvrtc_version, "%d.%d", major, minor);
-    rc = ft__db_device_id(ctx->db, &dev, &ctx->device_id, err);
+    rc = ft__db_device_id(ctx->db, &ctx->dev, &ctx->device_id, err);
     if (rc == FT_ERR_NOT_FOUND) { /* nothing tuned for this GPU, driver or NVRTC */
         ctx->device_id = -1;
         rc = FT_OK;
@@ -109,15 +135,131 @@ static ft_status open_database(ft_context *ctx, const char *path, ft_err *err)
     return rc;
 }
 
-void ft_context_options_init(ft_context_options *o)
+/* FLASHTUNE_RECORD_MISSES=1: misses go to the database the context reads, else (database
+ * NULL) to the default one, created if need be; database "" records nothing. */
+static ft_status misses_setup(ft_context *ctx, const char *database, ft_err *err)
 {
-    memset(o, 0, sizeof *o);
-    o->version = FT_OPTIONS_VERSION;
+    const char *env = getenv("FLASHTUNE_RECORD_MISSES");
+
+    if (env == NULL || env[0] == '\0' || strcmp(env, "0") == 0 || (database != NULL && database[0] == '\0'))
+        return FT_OK;
+    ctx->record_misses = 1;
+    if (ctx->db != NULL || database != NULL) {
+        ctx->miss_path = ft__strdup(ctx->db != NULL ? ft__db_path(ctx->db) : database);
+        if (ctx->miss_path == NULL)
+            return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    return FT_OK;
+}
+
+/* Records the miss of a slot just built (under the context's lock). Recording never fails a
+ * call: the first failure is printed once and recording stops. */
+static void record_miss(ft_context *ctx, const kernel_slot *slot, const ft_attention_args *a)
+{
+    ft_status rc = FT_OK;
+    ft_db_miss m;
+    ft_err err;
+
+    if (!ctx->record_misses || slot->fallback == NULL)
+        return;
+    if (ctx->miss_db == NULL) {
+        rc = ft__db_open(ctx->miss_path, 0, &ctx->miss_db, &err);
+        if (rc == FT_OK)
+            rc = ft__db_device_id(ctx->miss_db, &ctx->dev, &ctx->miss_device_id, &err);
+    }
+    if (rc == FT_OK) {
+        memset(&m, 0, sizeof m);
+        m.device_id = ctx->miss_device_id;
+        m.bucket = slot->bucket;
+        m.batch = a->batch, m.heads_q = a->heads_q, m.heads_kv = a->heads_kv;
+        m.seqlen_q = a->seqlen_q, m.seqlen_k = a->seqlen_k;
+        snprintf(m.fallback, sizeof m.fallback, "%s", slot->fallback);
+        rc = ft__db_record_miss(ctx->miss_db, &m, &err);
+    }
+    if (rc != FT_OK) {
+        fprintf(stderr, "flashtune: FLASHTUNE_RECORD_MISSES: %s; no more misses are recorded\n", err.msg);
+        ctx->record_misses = 0;
+    }
+}
+
+/* The size of a version's options structure: version 1 ends before pack. */
+static size_t options_size(int version)
+{
+    return version == 1 ? offsetof(ft_context_options, pack) : sizeof(ft_context_options);
+}
+
+void ft_context_options_init_version(ft_context_options *o, int version)
+{
+    if (o == NULL || version < 1 || version > FT_OPTIONS_VERSION)
+        return;
+    memset(o, 0, options_size(version));
+    o->version = version;
+}
+
+/* The exported function of the version-1 API, for programs built against it (the header's
+ * macro of the same name calls ft_context_options_init_version). */
+void (ft_context_options_init)(ft_context_options *o)
+{
+    ft_context_options_init_version(o, 1);
+}
+
+/* Reads the pack, or checks the application's kernel set, before the driver is loaded. */
+static ft_status open_kernels(ft_context *ctx, const ft_context_options *o, ft_err *err)
+{
+    ft_status rc = FT_OK;
+    int i;
+
+    if (o->pack == NULL && o->kernels == NULL)
+        return FT_OK;
+    if (o->pack != NULL && o->kernels != NULL)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "ft_context_create: set pack or kernels, not both");
+    if (o->database != NULL && o->database[0] != '\0')
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
+                        "ft_context_create: a pack or kernel set replaces the database (database must be NULL or \"\")");
+    if (o->pack != NULL) {
+        ctx->pack = calloc(1, sizeof *ctx->pack);
+        if (ctx->pack == NULL)
+            return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+        rc = ft__pack_read(o->pack, ctx->pack, err);
+        if (rc == FT_OK)
+            rc = ft__pack_kernel_set(ctx->pack, &ctx->kset, err);
+    } else {
+        rc = ft__kernel_set_check(o->kernels, err);
+        if (rc == FT_OK)
+            ctx->kset = o->kernels;
+    }
+    if (rc != FT_OK)
+        return rc;
+    ctx->kset_buckets = calloc((size_t)(ctx->kset->count > 0 ? ctx->kset->count : 1), sizeof *ctx->kset_buckets);
+    if (ctx->kset_buckets == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (i = 0; i < ctx->kset->count; i++)
+        ft__kernel_set_bucket(&ctx->kset->entries[i], &ctx->kset_buckets[i]);
+    return FT_OK;
+}
+
+/* A kernel set runs on the compute capability it was compiled for; another model or driver
+ * of it is fine (the choices may just not be the fastest). */
+static ft_status check_kernels_device(ft_context *ctx, ft_err *err)
+{
+    const ft_kernel_set *s = ctx->kset;
+
+    if (s->cc != ctx->dev.cc)
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "the %s was tuned on %s (compute capability %d.%d); GPU %d is %s "
+                        "(compute capability %d.%d): its cubins cannot run there",
+                        ctx->pack != NULL ? "pack" : "kernel set", s->device_name, s->cc / 10, s->cc % 10,
+                        ctx->session.device, ctx->dev.name, ctx->dev.cc / 10, ctx->dev.cc % 10);
+    if (getenv("FLASHTUNE_DEBUG") != NULL &&
+        (strcmp(s->device_name, ctx->dev.name) != 0 || s->driver_version != ctx->dev.driver_version))
+        fprintf(stderr, "flashtune: the %s was tuned on %s (driver %d); this GPU is %s (driver %d): using it anyway\n",
+                ctx->pack != NULL ? "pack" : "kernel set", s->device_name, s->driver_version, ctx->dev.name,
+                ctx->dev.driver_version);
+    return FT_OK;
 }
 
 ft_status ft_context_create(const ft_context_options *options, ft_context **out)
 {
-    ft_context_options defaults;
+    ft_context_options defaults, opts;
     ft_context *ctx = NULL;
     ft_err err;
     ft_status rc;
@@ -129,14 +271,22 @@ ft_status ft_context_create(const ft_context_options *options, ft_context **out)
         ft_context_options_init(&defaults);
         options = &defaults;
     }
-    if (options->version != FT_OPTIONS_VERSION)
+    if (options->version < 1 || options->version > FT_OPTIONS_VERSION)
         return set_error(NULL, FT_ERR_INVALID_ARGUMENT,
-                         "ft_context_create: options were not set up by ft_context_options_init");
+                         "ft_context_create: options were not set up by ft_context_options_init "
+                         "(version is not 1 or 2)");
+    /* An older, smaller structure: only its own fields are read, the rest are defaults. */
+    ft_context_options_init_version(&opts, FT_OPTIONS_VERSION);
+    memcpy(&opts, options, options_size(options->version));
+    opts.version = FT_OPTIONS_VERSION;
+    options = &opts;
     ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL)
         return set_error(NULL, FT_ERR_OUT_OF_MEMORY, "ft_context_create: out of memory");
     pthread_mutex_init(&ctx->lock, NULL);
-    rc = ft__spec_load_default(options->spec, &ctx->spec, &err);
+    rc = open_kernels(ctx, options, &err);
+    if (rc == FT_OK)
+        rc = ft__spec_load_default(options->spec, &ctx->spec, &err);
     if (rc == FT_OK && options->variant != NULL) {
         ft_variant v;
         unsigned mask;
@@ -146,8 +296,14 @@ ft_status ft_context_create(const ft_context_options *options, ft_context **out)
     }
     if (rc == FT_OK)
         rc = ft__session_open(options->device, options->cache_dir, 0, &ctx->session, &err);
+    if (rc == FT_OK && options->spec == NULL && ctx->session.arch.cc == 90)
+        rc = ft__spec_load_default("flash_fwd_sm90", &ctx->spec_sm90, &err);
+    if (rc == FT_OK) {
+        fingerprint(&ctx->session, &ctx->dev);
+        rc = ctx->kset != NULL ? check_kernels_device(ctx, &err) : open_database(ctx, options->database, &err);
+    }
     if (rc == FT_OK)
-        rc = open_database(ctx, options->database, &err);
+        rc = misses_setup(ctx, options->database, &err);
     if (rc != FT_OK) {
         set_error(NULL, rc, err.msg);
         ft_context_destroy(ctx);
@@ -172,7 +328,13 @@ void ft_context_destroy(ft_context *ctx)
     }
     ft__session_close(&ctx->session);
     ft__db_close(ctx->db);
+    ft__pack_free(ctx->pack);
+    free(ctx->pack);
+    free(ctx->kset_buckets);
+    ft__db_close(ctx->miss_db);
+    free(ctx->miss_path);
     ft__spec_free(ctx->spec);
+    ft__spec_free(ctx->spec_sm90);
     free(ctx->variant);
     pthread_mutex_destroy(&ctx->lock);
     if (error_ctx == ctx)
@@ -195,6 +357,30 @@ static const char *default_variant(int head_dim)
     return NULL;
 }
 
+/* The same on compute capability 9.0, from the sm_90a family: the winners of most d=128
+ * buckets in a tune on an H200 (2026-11-30); d=256 needs the smaller key tile for registers. */
+static const char *default_variant_sm90(int head_dim)
+{
+    switch (head_dim) {
+    case 64:
+    case 96:
+    case 128:
+    case 192: return "bm=128,bn=128,stages=2,pingpong=1,overlap=1";
+    case 256: return "bm=128,bn=64,stages=2,pingpong=1,overlap=1";
+    }
+    return NULL;
+}
+
+/* The context's spec of a kernel family, or NULL. */
+static ft_spec *spec_of_family(const ft_context *ctx, const char *family)
+{
+    if (strcmp(ctx->spec->template_name, family) == 0)
+        return ctx->spec;
+    if (ctx->spec_sm90 != NULL && strcmp(ctx->spec_sm90->template_name, family) == 0)
+        return ctx->spec_sm90;
+    return NULL;
+}
+
 static int collect_bucket(void *ud, const ft_db_row *row)
 {
     nearest_ctx *c = ud;
@@ -211,10 +397,11 @@ static int load_tuned(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
     ft_db_row row;
     void *cubin = NULL;
     size_t size = 0;
-    int found = 0, ok = 0;
+    int found = 0, exact = 0, ok = 0;
     ft_err err;
     ft_variant v;
     ft_kernel_source src;
+    ft_spec *spec;
 
     memset(&src, 0, sizeof src);
     if (ft__db_winner(ctx->db, ctx->device_id, &want, &row, &cubin, &size, &found, &err) != FT_OK) {
@@ -222,6 +409,7 @@ static int load_tuned(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
         return 0;
     }
     if (found) {
+        exact = 1;
         snprintf(how, cap, "tuned for this bucket");
     } else {
         nearest_ctx *nc = &ctx->nearest;
@@ -251,21 +439,60 @@ static int load_tuned(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
         snprintf(how, cap, "tuned for the nearest bucket (seqlen <= %d, b*h <= %d)", nc->buckets[pick].seqlen_bucket,
                  nc->buckets[pick].bh_bucket);
     }
+    spec = spec_of_family(ctx, row.family);
     if (cubin == NULL)
         snprintf(how, cap, "the winner %s has no stored cubin", row.variant);
-    else if (ft__variant_parse(ctx->spec, row.variant, &v, &err) != FT_OK ||
-             ft__emit(ctx->spec, ft__family_find(ctx->spec->template_name), &v, &ctx->session.arch, &src, &err) !=
-                 FT_OK ||
-             ft__session_load(&ctx->session, ctx->spec, &v, cubin, src.entry, src.smem_dynamic, src.threads,
-                              &slot->k, &err) != FT_OK)
+    else if (spec == NULL)
+        snprintf(how, cap, "the winner %s is of family %s, which this context does not load", row.variant,
+                 row.family);
+    else if (ft__variant_parse(spec, row.variant, &v, &err) != FT_OK ||
+             ft__emit(spec, ft__family_find(spec->template_name), &v, &ctx->session.arch, &src, &err) != FT_OK ||
+             ft__session_load(&ctx->session, spec, &v, cubin, src.entry, src.smem_dynamic, src.threads, &slot->k,
+                              &err) != FT_OK)
         snprintf(how, cap, "the winner %s cannot be used: %s", row.variant, err.msg);
     else {
         ok = 1;
+        slot->fallback = exact ? NULL : "nearest";
         snprintf(how + strlen(how), cap - strlen(how), ": %s", row.variant);
     }
     ft__kernel_source_free(&src);
     free(cubin);
     return ok;
+}
+
+/* Loads the kernel set's winner for the slot's bucket, or the nearest tuned bucket's (the same
+ * choice as load_tuned makes from a database). Returns 1 when a kernel was loaded; 0 to fall
+ * back (why in how). */
+static int load_from_set(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
+{
+    const ft_db_bucket *want = &slot->bucket;
+    const ft_kernel_set_entry *e;
+    const ft_db_bucket *got;
+    int pick = ft__nearest_bucket(want, ctx->kset_buckets, ctx->kset->count), exact;
+    ft_err err;
+
+    if (pick < 0) {
+        snprintf(how, cap, "nothing in the %s for %s d=%d causal=%d", ctx->pack != NULL ? "pack" : "kernel set",
+                 want->dtype, want->head_dim, want->causal);
+        return 0;
+    }
+    e = &ctx->kset->entries[pick];
+    got = &ctx->kset_buckets[pick];
+    exact = got->seqlen_bucket == want->seqlen_bucket && got->bh_bucket == want->bh_bucket;
+    if (ft__kernel_set_load(ctx->session.cu, &ctx->session.arch, e, &slot->k, &err) != FT_OK) {
+        snprintf(how, cap, "the %s's winner %s cannot be used: %s", ctx->pack != NULL ? "pack" : "kernel set",
+                 e->variant != NULL ? e->variant : e->entry, err.msg);
+        return 0;
+    }
+    slot->fallback = exact ? NULL : "nearest";
+    if (exact)
+        snprintf(how, cap, "%s, tuned for this bucket: %s", ctx->pack != NULL ? "pack" : "kernel set",
+                 e->variant != NULL ? e->variant : e->entry);
+    else
+        snprintf(how, cap, "%s, tuned for the nearest bucket (seqlen <= %d, b*h <= %d): %s",
+                 ctx->pack != NULL ? "pack" : "kernel set", got->seqlen_bucket, got->bh_bucket,
+                 e->variant != NULL ? e->variant : e->entry);
+    return 1;
 }
 
 /* Builds the kernel of a slot (under the context's lock): the forced variant, else the tuned
@@ -274,12 +501,17 @@ static void build_slot(ft_context *ctx, kernel_slot *slot)
 {
     const int head_dim = slot->bucket.head_dim, causal = slot->bucket.causal;
     const char *base = ctx->variant != NULL ? ctx->variant : default_variant(head_dim);
+    ft_spec *spec = ctx->spec;
     char text[1024], how[700] = "";
     ft_variant v;
     unsigned mask;
     ft_err err;
     int n;
 
+    if (ctx->variant == NULL && ctx->kset != NULL && load_from_set(ctx, slot, how, sizeof how)) {
+        slot->status = FT_OK;
+        goto out;
+    }
     if (ctx->variant == NULL && ctx->db != NULL && ctx->device_id >= 0 && load_tuned(ctx, slot, how, sizeof how)) {
         slot->status = FT_OK;
         goto out;
@@ -290,32 +522,38 @@ static void build_slot(ft_context *ctx, kernel_slot *slot)
                  head_dim);
         goto out;
     }
-    slot->status = ft__variant_filter_parse(ctx->spec, base, &v, &mask, &err);
+    if (ctx->variant == NULL && ctx->spec_sm90 != NULL && default_variant_sm90(head_dim) != NULL) {
+        spec = ctx->spec_sm90;
+        base = default_variant_sm90(head_dim);
+    }
+    slot->status = ft__variant_filter_parse(spec, base, &v, &mask, &err);
     n = snprintf(text, sizeof text, "%s", base);
-    if (slot->status == FT_OK && !(mask & (1u << ft__spec_param_index(ctx->spec, "d"))))
+    if (slot->status == FT_OK && !(mask & (1u << ft__spec_param_index(spec, "d"))))
         n += snprintf(text + n, sizeof text - (size_t)n, ",d=%d", head_dim);
-    if (slot->status == FT_OK && !(mask & (1u << ft__spec_param_index(ctx->spec, "causal"))))
+    if (slot->status == FT_OK && !(mask & (1u << ft__spec_param_index(spec, "causal"))))
         n += snprintf(text + n, sizeof text - (size_t)n, ",causal=%d", causal);
-    if (slot->status == FT_OK && !(mask & (1u << ft__spec_param_index(ctx->spec, "dtype"))))
+    if (slot->status == FT_OK && !(mask & (1u << ft__spec_param_index(spec, "dtype"))))
         snprintf(text + n, sizeof text - (size_t)n, ",dtype=%s", slot->bf16 ? "bf16" : "f16");
     if (slot->status == FT_OK)
-        slot->status = ft__variant_parse(ctx->spec, text, &v, &err);
+        slot->status = ft__variant_parse(spec, text, &v, &err);
     if (slot->status == FT_OK) {
         ft_problem p;
         memset(&p, 0, sizeof p);
-        ft__variant_problem(ctx->spec, &v, &p);
+        ft__variant_problem(spec, &v, &p);
         if (p.head_dim != head_dim || p.causal != causal || p.bf16 != slot->bf16)
             slot->status = ft__fail(&err, FT_ERR_UNSUPPORTED, "the forced variant '%s' does not compute this call "
                                     "(d=%d, causal=%d, %s)", ctx->variant, head_dim, causal,
                                     slot->bf16 ? "bf16" : "f16");
     }
     if (slot->status == FT_OK)
-        slot->status = ft__session_build(&ctx->session, ctx->spec, &v, &slot->k, NULL, &err);
+        slot->status = ft__session_build(&ctx->session, spec, &v, &slot->k, NULL, &err);
     if (slot->status != FT_OK)
         snprintf(slot->error, sizeof slot->error, "%s", err.msg);
     else
         snprintf(how + strlen(how), sizeof how - strlen(how), "%s%s: %s", how[0] ? "; " : "",
                  ctx->variant != NULL ? "forced" : "built-in default", text);
+    if (ctx->variant == NULL)
+        slot->fallback = slot->status == FT_OK ? "default" : "failed";
 out:
     if (getenv("FLASHTUNE_DEBUG") != NULL)
         fprintf(stderr, "flashtune: %s d=%d causal=%d seqlen<=%d b*h<=%d: %s\n", slot->bucket.dtype, head_dim,
@@ -323,7 +561,7 @@ out:
                 slot->status == FT_OK ? how : slot->error);
 }
 
-static const kernel_slot *find_kernel(ft_context *ctx, const ft_db_bucket *b)
+static const kernel_slot *find_kernel(ft_context *ctx, const ft_db_bucket *b, const ft_attention_args *a)
 {
     kernel_slot *slot = NULL;
     int i;
@@ -342,6 +580,7 @@ static const kernel_slot *find_kernel(ft_context *ctx, const ft_db_bucket *b)
         slot->bucket = *b;
         slot->bf16 = strcmp(b->dtype, "bf16") == 0;
         build_slot(ctx, slot);
+        record_miss(ctx, slot, a);
     }
     pthread_mutex_unlock(&ctx->lock);
     return slot;
@@ -414,7 +653,7 @@ ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *a, void
         ft_db_bucket b;
         ft__db_bucket(a->dtype == FT_BF16 ? "bf16" : "f16", a->head_dim, a->causal != 0, a->batch, a->heads_q,
                       a->seqlen_q, a->seqlen_k, &b);
-        slot = find_kernel(ctx, &b);
+        slot = find_kernel(ctx, &b, a);
     }
     if (slot == NULL)
         return set_error(ctx, FT_ERR_INTERNAL, "too many kinds of calls on one context");

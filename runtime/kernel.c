@@ -75,16 +75,58 @@ ft_status ft__fwd_launch_fn(void *launch, CUstream stream, ft_err *err)
     return ft__kernel_launch_fwd(l->cu, l->k, &l->params, stream, err);
 }
 
+/* A rank-4 map of one 16-bit tensor, (element, position, head, batch) from the fastest
+ * dimension out, whose boxes are `rows` positions of one head by the swizzle span of the
+ * head dim (64 elements, 128-byte swizzle, when the head dim is a multiple of 64; else 32,
+ * 64-byte swizzle), as templates/flash_fwd_sm90.cuh reads them. Positions past seqlen read
+ * as zeros. */
+static ft_status encode_map(const ft_cuda *cu, CUtensorMap *map, const void *ptr, int head_dim, int seqlen,
+                            int heads, int batch, int64_t batch_stride, int64_t row_stride, int64_t head_stride,
+                            int rows, const char *what, ft_err *err)
+{
+    const int span = head_dim % 64 == 0 ? 64 : 32;
+    cuuint64_t dims[4] = {(cuuint64_t)head_dim, (cuuint64_t)seqlen, (cuuint64_t)heads, (cuuint64_t)batch};
+    cuuint64_t strides[3] = {(cuuint64_t)row_stride * 2, (cuuint64_t)head_stride * 2, (cuuint64_t)batch_stride * 2};
+    cuuint32_t box[4] = {(cuuint32_t)span, (cuuint32_t)rows, 1, 1};
+    cuuint32_t estrides[4] = {1, 1, 1, 1};
+    CUresult r;
+
+    r = cu->p_cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, (void *)ptr, dims, strides, box,
+                                     estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                     span == 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
+                                     CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        ft_status rc = ft__cuda_check(cu, r, err, "cuTensorMapEncodeTiled");
+        return ft__fail(err, rc == FT_ERR_CUDA ? FT_ERR_INVALID_ARGUMENT : rc,
+                        "the %s tensor's layout cannot be read by TMA (strides %lld/%lld/%lld elements): %s", what,
+                        (long long)batch_stride, (long long)row_stride, (long long)head_stride, err->msg);
+    }
+    return FT_OK;
+}
+
 ft_status ft__kernel_launch_fwd(const ft_cuda *cu, const ft_kernel *k, const ft_fwd_params *p,
                                 CUstream stream, ft_err *err)
 {
-    void *args[] = {(void *)p};
+    CUtensorMap maps[3];
+    void *args[] = {(void *)p, &maps[0], &maps[1], &maps[2]};
     unsigned gx = (unsigned)((p->seqlen_q + k->rows_per_block - 1) / k->rows_per_block);
+    ft_status rc;
 
     if (gx == 0 || p->heads_q <= 0 || p->batch <= 0)
         return FT_OK; /* nothing to compute */
     if (p->batch > 65535 || p->heads_q > 65535)
         return ft__fail(err, FT_ERR_UNSUPPORTED, "batch and heads must be at most 65535");
+    if (k->tma) {
+        if (cu->p_cuTensorMapEncodeTiled == NULL)
+            return ft__fail(err, FT_ERR_UNSUPPORTED, "the CUDA driver has no cuTensorMapEncodeTiled (CUDA 12 or newer)");
+        if ((rc = encode_map(cu, &maps[0], p->q, k->head_dim, p->seqlen_q, p->heads_q, p->batch, p->q_batch_stride,
+                             p->q_row_stride, p->q_head_stride, k->rows_per_block, "Q", err)) != FT_OK ||
+            (rc = encode_map(cu, &maps[1], p->k, k->head_dim, p->seqlen_k, p->heads_kv, p->batch, p->k_batch_stride,
+                             p->k_row_stride, p->k_head_stride, k->tma_rows_kv, "K", err)) != FT_OK ||
+            (rc = encode_map(cu, &maps[2], p->v, k->head_dim, p->seqlen_k, p->heads_kv, p->batch, p->v_batch_stride,
+                             p->v_row_stride, p->v_head_stride, k->tma_rows_kv, "V", err)) != FT_OK)
+            return rc;
+    }
     return ft__cuda_check(cu,
                           cu->p_cuLaunchKernel(k->fn, gx, (unsigned)p->heads_q, (unsigned)p->batch,
                                              (unsigned)k->threads, 1, 1, (unsigned)k->smem_dynamic,

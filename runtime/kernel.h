@@ -41,6 +41,12 @@ typedef struct ft_kernel {
     int smem_static;
     int max_threads;          /* what the registers allow per block */
     int blocks_per_sm;        /* occupancy */
+    /* Kernels of a family with uses_tma also take tensor maps of Q, K and V, encoded at each
+     * launch: boxes of [rows][swizzle span] elements, rows_per_block for Q, tma_rows_kv for
+     * K and V. 0 for the other families. */
+    int tma;
+    int tma_rows_kv;
+    int head_dim;
 } ft_kernel;
 
 /* Loads a cubin into the current context and checks it can launch: threads within what its
@@ -52,7 +58,9 @@ ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entr
                           ft_kernel *out, ft_err *err);
 void ft__kernel_unload(const ft_cuda *cu, ft_kernel *k); /* module NULL is a no-op */
 
-/* Launches a forward kernel on stream (grid: query-row blocks × heads × batch). */
+/* Launches a forward kernel on stream (grid: query-row blocks × heads × batch). For a TMA
+ * kernel it encodes the tensor maps first (FT_ERR_UNSUPPORTED when the driver lacks
+ * cuTensorMapEncodeTiled, FT_ERR_INVALID_ARGUMENT when it refuses the tensors' layout). */
 ft_status ft__kernel_launch_fwd(const ft_cuda *cu, const ft_kernel *k, const ft_fwd_params *p,
                                 CUstream stream, ft_err *err);
 

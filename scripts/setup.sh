@@ -9,6 +9,7 @@ command -v ninja >/dev/null 2>&1 || need="$need ninja-build"
 [ -f /usr/include/lua5.4/lua.h ] || need="$need liblua5.4-dev"
 [ -f /usr/include/sqlite3.h ] || need="$need libsqlite3-dev"
 command -v sqlite3 >/dev/null 2>&1 || need="$need sqlite3"   # the tests inspect databases with it
+command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"   # the install test builds with it
 if [ -n "$need" ]; then
   echo "setup: installing$need"
   sudo=""

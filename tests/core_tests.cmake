@@ -66,3 +66,9 @@ add_test(NAME tune_fake COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tune_fake.sh $<TA
   $<TARGET_FILE:fake_worker> WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(tune_fake PROPERTIES LABELS cli TIMEOUT 900
   ENVIRONMENT "FLASHTUNE_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache")
+
+# Misses (no GPU): query --misses and tune --misses with the stand-in worker.
+add_test(NAME tune_misses COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tune_misses.sh $<TARGET_FILE:flashtune>
+  $<TARGET_FILE:fake_worker> WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(tune_misses PROPERTIES LABELS cli TIMEOUT 900
+  ENVIRONMENT "FLASHTUNE_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache")

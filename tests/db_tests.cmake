@@ -1,3 +1,17 @@
 # Tests of the tuning database (SQLite): schema and migrations, files that are not ours,
 # results, staleness and winners, and several writer processes on one file.
 ft_unit_test(test_db test_db.c)
+
+# Misses (schema 2): migration of a schema-1 file, recording and listing.
+ft_unit_test(test_misses test_misses.c)
+
+# Kernel packs: the file format, every damaged byte, versions, the kernel-set view, the merge,
+# and ft_context_create with a pack or a kernel set (no GPU needed).
+ft_unit_test(test_pack test_pack.c)
+target_link_libraries(test_pack PRIVATE flashtune_shared)
+# export / import end to end with the stand-in worker, and the C export compiled into a program.
+add_test(NAME pack_cli COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/pack.sh $<TARGET_FILE:flashtune>
+  $<TARGET_FILE:fake_worker> ${CMAKE_C_COMPILER} $<TARGET_FILE:flashtune_shared>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(pack_cli PROPERTIES LABELS cli TIMEOUT 900
+  ENVIRONMENT "FLASHTUNE_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache")

@@ -12,6 +12,7 @@
  *   FAKE_LOG          append every command received to this file
  *   FAKE_COUNT        GPUs to report (default 2)
  *   FAKE_ODD_DEVICE   the device ordinal that reports another GPU model (for --device all)
+ *   FAKE_CC, FAKE_DRIVER   the compute capability (default 90) and driver version (13000)
  */
 #include <signal.h>
 #include <stdio.h>
@@ -44,9 +45,10 @@ int main(int argc, char **argv)
         snprintf(odd, sizeof odd, "%s (other model)", name);
         name = odd;
     }
-    printf("ready count=%d cc=90 sms=132 smem_block=232448 smem_sm=233472 regs_sm=65536 regs_block=65536 "
-           "threads_block=1024 threads_sm=2048 l2=62914560 driver=13000 name=%s\n",
-           getenv("FAKE_COUNT") ? atoi(getenv("FAKE_COUNT")) : 2, name);
+    printf("ready count=%d cc=%d sms=132 smem_block=232448 smem_sm=233472 regs_sm=65536 regs_block=65536 "
+           "threads_block=1024 threads_sm=2048 l2=62914560 driver=%d name=%s\n",
+           getenv("FAKE_COUNT") ? atoi(getenv("FAKE_COUNT")) : 2, getenv("FAKE_CC") ? atoi(getenv("FAKE_CC")) : 90,
+           getenv("FAKE_DRIVER") ? atoi(getenv("FAKE_DRIVER")) : 13000, name);
     fflush(stdout);
     while (fgets(line, sizeof line, stdin) != NULL) {
         if (log != NULL) {

@@ -379,8 +379,8 @@ static void test_migration_from_version_0(void)
     ASSERT_OK(ft__db_open(path, 0, &db, &err), &err);
     ft__db_close(db);
     db = NULL;
-    ASSERT_EQ(raw_int(path, "PRAGMA user_version"), 1);
-    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"), 4);
+    ASSERT_EQ(raw_int(path, "PRAGMA user_version"), FT_DB_SCHEMA_VERSION);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"), 5);
     ASSERT_OK(ft__db_open(path, 1, &db, &err), &err); /* read-only: already current */
     ft__db_close(db);
     remove_dir(dir);

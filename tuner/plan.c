@@ -96,7 +96,7 @@ ft_status ft__plan_build(ft_spec *spec, const ft_arch *arch, const ft_variant *f
     plan->arch = *arch;
     plan->family = ft__family_find(spec->template_name);
     if (plan->family == NULL) {
-        rc = ft__fail(err, FT_ERR_SPEC, "%s: unknown template '%s' (known: flash_fwd_sm80)",
+        rc = ft__fail(err, FT_ERR_SPEC, "%s: unknown template '%s' (known: flash_fwd_sm80, flash_fwd_sm90)",
                       spec->path, spec->template_name);
         goto out;
     }
@@ -107,6 +107,7 @@ ft_status ft__plan_build(ft_spec *spec, const ft_arch *arch, const ft_variant *f
         rc = ft__fail(err, FT_ERR_UNSUPPORTED, "%s: %s, not %s", spec->path, why, arch->name);
         goto out;
     }
+    ft__family_target(plan->family, arch, plan->arch.name, sizeof plan->arch.name);
     for (n = 0; n < spec->nvariants; n++) {
         ft_plan_item *it;
         ft_variant v;

@@ -64,8 +64,16 @@ void ft__variant_problem(const ft_spec *spec, const ft_variant *v, ft_problem *p
 ft_status ft__session_load(ft_session *s, ft_spec *spec, const ft_variant *v, const void *cubin,
                            const char *entry, long long smem_dynamic, int threads, ft_kernel *out, ft_err *err)
 {
+    const ft_family *fam = ft__family_find(spec->template_name);
     int rows = (int)ft__variant_int(spec, v, "bm", 64);
-    return ft__kernel_load(s->cu, cubin, entry, threads, rows, smem_dynamic, &s->arch, out, err);
+    ft_status rc = ft__kernel_load(s->cu, cubin, entry, threads, rows, smem_dynamic, &s->arch, out, err);
+
+    if (rc == FT_OK && fam != NULL && fam->uses_tma) {
+        out->tma = 1;
+        out->tma_rows_kv = (int)ft__variant_int(spec, v, "bn", 64);
+        out->head_dim = (int)ft__variant_int(spec, v, "d", 0);
+    }
+    return rc;
 }
 
 ft_status ft__session_build(ft_session *s, ft_spec *spec, const ft_variant *v, ft_kernel *out,
@@ -77,6 +85,7 @@ ft_status ft__session_build(ft_session *s, ft_spec *spec, const ft_variant *v, f
     ft_compiled c;
     char why[256];
     char name[300];
+    char target[32];
 
     memset(&src, 0, sizeof src);
     memset(&c, 0, sizeof c);
@@ -88,7 +97,8 @@ ft_status ft__session_build(ft_session *s, ft_spec *spec, const ft_variant *v, f
     if (rc != FT_OK)
         goto out;
     snprintf(name, sizeof name, "%s.cu", src.entry);
-    rc = ft__compile(src.text, name, s->arch.name, s->cache, &c, err);
+    ft__family_target(fam, &s->arch, target, sizeof target);
+    rc = ft__compile(src.text, name, target, s->cache, &c, err);
     if (rc != FT_OK)
         goto out;
     if (report != NULL)

@@ -95,7 +95,7 @@ typedef struct tuner {
     kernel_ref *kernels;
     int nkernels;
     task *tasks;
-    int ntasks;
+    int ntasks, tasks_cap;
     worker *workers;
     int nworkers;
     char worker_path[4096];
@@ -530,10 +530,15 @@ static const ft_plan_item *measure_line(const tuner *tu, const kernel_ref *kr, i
     const ft_plan_item *it = &tu->plans[kr->spec]->items[kr->item];
     char hex[65];
 
+    const ft_spec *spec = tu->specs[kr->spec];
+    /* Kernels reading Q, K and V through tensor maps need the K/V box rows and the head dim. */
+    const int tma = tu->plans[kr->spec]->family->uses_tma;
+
     ft__sha256_hex(it->key, hex);
-    snprintf(out, cap, "measure key=%s entry=%s threads=%d rows=%lld smem=%lld verify=%d budget=%d\n", hex,
-             it->source.entry, it->threads, ft__variant_int(tu->specs[kr->spec], &it->variant, "bm", 64),
-             it->smem_dynamic, verify, budget);
+    snprintf(out, cap, "measure key=%s entry=%s threads=%d rows=%lld smem=%lld verify=%d budget=%d tma_kv=%lld d=%lld\n",
+             hex, it->source.entry, it->threads, ft__variant_int(spec, &it->variant, "bm", 64), it->smem_dynamic,
+             verify, budget, tma ? ft__variant_int(spec, &it->variant, "bn", 64) : 0,
+             ft__variant_int(spec, &it->variant, "d", 0));
     return it;
 }
 
@@ -859,86 +864,182 @@ static ft_status compile_all(tuner *tu, ft_variant *filter, unsigned *masks, ft_
     return rc;
 }
 
-/* One task per (workload, dtype, causal) with the matching compiled variants; variants that
+/* A bucket to tune: a shape with its dtype and causality. */
+typedef struct target {
+    ft_workload wl;
+    char dtype[8];
+    int causal;
+} target;
+
+typedef struct target_list {
+    target *v;
+    int n, cap;
+} target_list;
+
+static ft_status target_add(target_list *l, const ft_workload *wl, const char *dtype, int causal, ft_err *err)
+{
+    if (l->n == l->cap) {
+        target *nv = realloc(l->v, (size_t)(l->cap = l->cap ? 2 * l->cap : 64) * sizeof *nv);
+        if (nv == NULL)
+            return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+        l->v = nv;
+    }
+    l->v[l->n].wl = *wl;
+    snprintf(l->v[l->n].dtype, sizeof l->v[l->n].dtype, "%s", dtype);
+    l->v[l->n].causal = causal;
+    l->n++;
+    return FT_OK;
+}
+
+/* The spec's workloads crossed with its dtypes and causal values. */
+static ft_status spec_targets(const ft_spec *spec, target_list *l, ft_err *err)
+{
+    int di = ft__spec_param_index(spec, "dtype"), ci = ft__spec_param_index(spec, "causal");
+    int ndt = di >= 0 ? spec->params[di].nvalues : 1, nc = ci >= 0 ? spec->params[ci].nvalues : 1;
+    ft_status rc = FT_OK;
+    int w, dt, c;
+
+    for (w = 0; w < spec->nworkloads && rc == FT_OK; w++)
+        for (dt = 0; dt < ndt && rc == FT_OK; dt++)
+            for (c = 0; c < nc && rc == FT_OK; c++)
+                rc = target_add(l, &spec->workloads[w], di >= 0 ? spec->params[di].strings[dt] : "f16",
+                                ci >= 0 ? (int)spec->params[ci].ints[c] : 0, err);
+    return rc;
+}
+
+typedef struct miss_collect {
+    const ft_db_device *dev;
+    target_list *l;
+    ft_status rc;
+    ft_err *err;
+} miss_collect;
+
+/* A miss of this GPU model (any driver or NVRTC version), once per bucket: the shape of the
+ * first call that missed. */
+static int collect_miss(void *ud, const ft_db_miss *m)
+{
+    miss_collect *mc = ud;
+    ft_workload wl;
+    int i;
+
+    if (strcmp(m->device.name, mc->dev->name) != 0 || m->device.cc != mc->dev->cc || m->device.sms != mc->dev->sms)
+        return 0;
+    for (i = 0; i < mc->l->n; i++) {
+        ft_db_bucket b;
+        const target *t = &mc->l->v[i];
+        ft__db_bucket(t->dtype, t->wl.d, t->causal, t->wl.b, t->wl.hq, t->wl.sq, t->wl.sk, &b);
+        if (b.head_dim == m->bucket.head_dim && b.causal == m->bucket.causal &&
+            b.seqlen_bucket == m->bucket.seqlen_bucket && b.bh_bucket == m->bucket.bh_bucket &&
+            strcmp(b.dtype, m->bucket.dtype) == 0)
+            return 0;
+    }
+    wl.b = m->batch, wl.hq = m->heads_q, wl.hkv = m->heads_kv;
+    wl.sq = m->seqlen_q, wl.sk = m->seqlen_k, wl.d = m->bucket.head_dim;
+    mc->rc = target_add(mc->l, &wl, m->bucket.dtype, m->bucket.causal, mc->err);
+    return mc->rc != FT_OK;
+}
+
+/* One task for a target and a spec, with the spec's matching compiled variants; variants that
  * did not compile or fit are recorded as such for the bucket right away. */
-static ft_status make_tasks(tuner *tu, ft_err *err)
+static ft_status add_task(tuner *tu, int s, const target *tg, ft_err *err)
+{
+    const ft_workload *wl = &tg->wl;
+    const char *dtype = tg->dtype;
+    const int causal = tg->causal;
+    ft_status rc = FT_OK;
+    task *t;
+    int k, matched = 0;
+
+    if (tu->ntasks == tu->tasks_cap) {
+        task *nt = realloc(tu->tasks, (size_t)(tu->tasks_cap = tu->tasks_cap ? 2 * tu->tasks_cap : 64) * sizeof *nt);
+        if (nt == NULL)
+            return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+        tu->tasks = nt;
+    }
+    t = &tu->tasks[tu->ntasks];
+    memset(t, 0, sizeof *t);
+    t->shape.batch = wl->b, t->shape.heads_q = wl->hq, t->shape.heads_kv = wl->hkv;
+    t->shape.seqlen_q = wl->sq, t->shape.seqlen_k = wl->sk, t->shape.head_dim = wl->d;
+    t->shape.causal = causal;
+    t->shape.bf16 = strcmp(dtype, "bf16") == 0;
+    ft__db_bucket(dtype, wl->d, causal, wl->b, wl->hq, wl->sq, wl->sk, &t->bucket);
+    t->jobs = calloc((size_t)tu->nkernels + 1, sizeof *t->jobs);
+    if (t->jobs == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (k = 0; k < tu->nkernels && rc == FT_OK; k++) {
+        const kernel_ref *kr = &tu->kernels[k];
+        const ft_plan_item *it = &tu->plans[kr->spec]->items[kr->item];
+        const ft_spec *ks = tu->specs[kr->spec];
+        char b1[32], b2[32], b3[32];
+        const char *vd = param_value(ks, &it->variant, "d", b1, sizeof b1);
+        const char *vdt = param_value(ks, &it->variant, "dtype", b2, sizeof b2);
+        const char *vc = param_value(ks, &it->variant, "causal", b3, sizeof b3);
+        int has = 0;
+        if (kr->spec != s || (vd && atoi(vd) != wl->d) || (vdt && strcmp(vdt, dtype) != 0) ||
+            (vc && atoi(vc) != causal))
+            continue;
+        matched = 1;
+        if (!tu->o->remeasure)
+            rc = ft__db_has_result(tu->db, tu->device_id, kr->kernel_id, &t->bucket, &has, err);
+        if (rc != FT_OK)
+            break;
+        if (has) {
+            tu->sum->resumed++;
+            continue;
+        }
+        if (it->status == FT_PLAN_COMPILED) {
+            t->jobs[t->njobs++] = k;
+        } else {
+            ft_db_result r;
+            fill_result(tu, t, kr,
+                        it->status == FT_PLAN_COMPILE_ERROR ? FT_RESULT_COMPILE_ERROR : FT_RESULT_OVER_LIMITS,
+                        it->reason, &r);
+            rc = record(tu, &r, err);
+            tu->sum->measured++;
+        }
+    }
+    if (rc != FT_OK || (t->njobs == 0 && !matched)) {
+        free(t->jobs); /* on success: no variant computes this bucket */
+        return rc;
+    }
+    tu->planned += t->njobs;
+    tu->ntasks++;
+    return FT_OK;
+}
+
+/* The buckets the runtime library recorded as misses on this GPU model. */
+static ft_status miss_targets(tuner *tu, target_list *l, ft_err *err)
+{
+    miss_collect mc = {&tu->dev, l, FT_OK, err};
+    ft_status rc = ft__db_misses(tu->db, NULL, -1, collect_miss, &mc, err);
+
+    if (rc == FT_OK)
+        rc = mc.rc;
+    tu->sum->misses = l->n;
+    return rc;
+}
+
+/* One task per bucket and spec: the spec's workloads crossed with its dtypes and causal
+ * values, or the given targets (misses) when there are any. */
+static ft_status make_tasks(tuner *tu, const target_list *given, ft_err *err)
 {
     ft_status rc = FT_OK;
-    int s, w, k, dt, c, cap = 0;
+    target_list own;
+    const target_list *l = given->n > 0 ? given : &own;
+    int s, i;
 
-    for (s = 0; s < tu->nspecs; s++) {
-        const ft_spec *spec = tu->specs[s];
-        int di = ft__spec_param_index(spec, "dtype"), ci = ft__spec_param_index(spec, "causal");
-        int ndt = di >= 0 ? spec->params[di].nvalues : 1, nc = ci >= 0 ? spec->params[ci].nvalues : 1;
-        for (w = 0; w < spec->nworkloads; w++)
-            for (dt = 0; dt < ndt; dt++)
-                for (c = 0; c < nc; c++) {
-                    const ft_workload *wl = &spec->workloads[w];
-                    const char *dtype = di >= 0 ? spec->params[di].strings[dt] : "f16";
-                    int causal = ci >= 0 ? (int)spec->params[ci].ints[c] : 0;
-                    task *t;
-                    int matched = 0;
-                    if (tu->ntasks == cap) {
-                        task *nt = realloc(tu->tasks, (size_t)(cap = cap ? 2 * cap : 64) * sizeof *nt);
-                        if (nt == NULL)
-                            return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
-                        tu->tasks = nt;
-                    }
-                    t = &tu->tasks[tu->ntasks];
-                    memset(t, 0, sizeof *t);
-                    t->shape.batch = wl->b, t->shape.heads_q = wl->hq, t->shape.heads_kv = wl->hkv;
-                    t->shape.seqlen_q = wl->sq, t->shape.seqlen_k = wl->sk, t->shape.head_dim = wl->d;
-                    t->shape.causal = causal;
-                    t->shape.bf16 = strcmp(dtype, "bf16") == 0;
-                    ft__db_bucket(dtype, wl->d, causal, wl->b, wl->hq, wl->sq, wl->sk, &t->bucket);
-                    t->jobs = calloc((size_t)tu->nkernels + 1, sizeof *t->jobs);
-                    if (t->jobs == NULL)
-                        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
-                    for (k = 0; k < tu->nkernels && rc == FT_OK; k++) {
-                        const kernel_ref *kr = &tu->kernels[k];
-                        const ft_plan_item *it = &tu->plans[kr->spec]->items[kr->item];
-                        const ft_spec *ks = tu->specs[kr->spec];
-                        char b1[32], b2[32], b3[32];
-                        const char *vd = param_value(ks, &it->variant, "d", b1, sizeof b1);
-                        const char *vdt = param_value(ks, &it->variant, "dtype", b2, sizeof b2);
-                        const char *vc = param_value(ks, &it->variant, "causal", b3, sizeof b3);
-                        int has = 0;
-                        if (kr->spec != s || (vd && atoi(vd) != wl->d) || (vdt && strcmp(vdt, dtype) != 0) ||
-                            (vc && atoi(vc) != causal))
-                            continue;
-                        matched = 1;
-                        if (!tu->o->remeasure)
-                            rc = ft__db_has_result(tu->db, tu->device_id, kr->kernel_id, &t->bucket, &has, err);
-                        if (rc != FT_OK)
-                            break;
-                        if (has) {
-                            tu->sum->resumed++;
-                            continue;
-                        }
-                        if (it->status == FT_PLAN_COMPILED) {
-                            t->jobs[t->njobs++] = k;
-                        } else {
-                            ft_db_result r;
-                            fill_result(tu, t, kr,
-                                        it->status == FT_PLAN_COMPILE_ERROR ? FT_RESULT_COMPILE_ERROR
-                                                                            : FT_RESULT_OVER_LIMITS,
-                                        it->reason, &r);
-                            rc = record(tu, &r, err);
-                            tu->sum->measured++;
-                        }
-                    }
-                    if (rc != FT_OK)
-                        return rc;
-                    if (t->njobs == 0 && !matched) {
-                        free(t->jobs); /* no variant computes this bucket */
-                        continue;
-                    }
-                    tu->planned += t->njobs;
-                    tu->ntasks++;
-                }
+    memset(&own, 0, sizeof own);
+    for (s = 0; s < tu->nspecs && rc == FT_OK; s++) {
+        if (l == &own) {
+            own.n = 0;
+            rc = spec_targets(tu->specs[s], &own, err);
+        }
+        for (i = 0; i < l->n && rc == FT_OK; i++)
+            rc = add_task(tu, s, &l->v[i], err);
     }
+    free(own.v);
     tu->sum->buckets = tu->ntasks;
-    return FT_OK;
+    return rc;
 }
 
 ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_tune_progress_fn prog, void *ud,
@@ -948,10 +1049,14 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
     tuner tu;
     ft_variant filter[16];
     unsigned masks[16];
+    ft_spec *kept[16];
+    int usable[16], nusable = nspecs;
+    target_list misses;
     double t0 = ft__now_ms();
     int i;
 
     memset(&tu, 0, sizeof tu);
+    memset(&misses, 0, sizeof misses);
     memset(summary, 0, sizeof *summary);
     memset(masks, 0, sizeof masks);
     tu.o = o;
@@ -963,12 +1068,23 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
     if (nspecs < 1 || nspecs > 16)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "tune takes 1 to 16 specs");
     for (i = 0; i < nspecs; i++) {
+        usable[i] = 1;
         if (o->only != NULL) {
-            rc = ft__variant_filter_parse(specs[i], o->only, &filter[i], &masks[i], err);
-            if (rc != FT_OK)
+            ft_err ferr;
+            rc = ft__variant_filter_parse(specs[i], o->only, &filter[i], &masks[i], &ferr);
+            if (rc != FT_OK && !o->skip_unsupported) {
+                *err = ferr;
                 return rc;
+            }
+            /* In the built-in set, a filter naming another family's parameter leaves this
+             * spec out; if it leaves every spec out, the first reason is the error. */
+            if (rc != FT_OK && nusable-- == nspecs)
+                *err = ferr;
+            usable[i] = rc == FT_OK;
         }
     }
+    if (nusable == 0)
+        return err->code;
     if (o->worker_cmd != NULL) {
         snprintf(tu.worker_path, sizeof tu.worker_path, "%s", o->worker_cmd);
     } else {
@@ -989,11 +1105,35 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
     if (rc != FT_OK)
         goto out;
     snprintf(summary->device_name, sizeof summary->device_name, "%s", tu.dev.name);
+    if (o->skip_unsupported) {
+        int n = 0;
+        for (i = 0; i < tu.nspecs; i++) {
+            const ft_family *fam = ft__family_find(specs[i]->template_name);
+            char why[256];
+            if (!usable[i] || (fam != NULL && !ft__family_supports_arch(fam, &tu.arch, why, sizeof why)))
+                continue;
+            kept[n] = specs[i];
+            filter[n] = filter[i];
+            masks[n] = masks[i];
+            n++;
+        }
+        tu.specs = kept;
+        tu.nspecs = n;
+        if (n == 0) {
+            rc = ft__fail(err, FT_ERR_UNSUPPORTED, "no spec has kernels for %s (%s)", tu.dev.name, tu.arch.name);
+            goto out;
+        }
+    }
     rc = ft__db_device_id(tu.db, &tu.dev, &tu.device_id, err);
+    if (rc == FT_OK && o->misses) {
+        rc = miss_targets(&tu, &misses, err);
+        if (rc != FT_OK || misses.n == 0)
+            goto out; /* no misses: nothing to compile or measure */
+    }
     if (rc == FT_OK)
         rc = compile_all(&tu, filter, masks, err);
     if (rc == FT_OK)
-        rc = make_tasks(&tu, err);
+        rc = make_tasks(&tu, &misses, err);
     if (rc != FT_OK)
         goto out;
     /* Share the buckets among the GPUs, largest first so the tail stays short. */
@@ -1016,6 +1156,7 @@ out:
         free(tu.workers[i].tasks);
     }
     free(tu.workers);
+    free(misses.v);
     for (i = 0; i < tu.ntasks; i++)
         free(tu.tasks[i].jobs);
     free(tu.tasks);
@@ -1027,5 +1168,42 @@ out:
     ft__db_close(tu.db);
     ft__cache_close(tu.cache);
     summary->wall_ms = ft__now_ms() - t0;
+    return rc;
+}
+
+ft_status ft__tune_probe(const char *worker_cmd, const char *cache_dir, int device, ft_db_device *dev, ft_err *err)
+{
+    ft_status rc;
+    tuner *tu = NULL;
+    worker w;
+    ft_arch arch;
+
+    memset(&w, 0, sizeof w);
+    w.device = device;
+    tu = calloc(1, sizeof *tu);
+    if (tu == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (worker_cmd != NULL) {
+        snprintf(tu->worker_path, sizeof tu->worker_path, "%s", worker_cmd);
+    } else {
+        ssize_t n = readlink("/proc/self/exe", tu->worker_path, sizeof tu->worker_path - 1);
+        if (n <= 0) {
+            rc = ft__fail(err, FT_ERR_IO, "cannot find this executable: %s", strerror(errno));
+            goto out;
+        }
+        tu->worker_path[n] = '\0';
+    }
+    rc = ft__cache_open(cache_dir, &tu->cache, err);
+    if (rc != FT_OK)
+        goto out;
+    snprintf(tu->cache_dir, sizeof tu->cache_dir, "%s", ft__cache_dir(tu->cache));
+    rc = worker_boot(tu, &w, err);
+    if (rc != FT_OK)
+        goto out;
+    rc = parse_ready(w.ready, &arch, dev, err);
+    worker_stop(&w, 0);
+out:
+    ft__cache_close(tu->cache);
+    free(tu);
     return rc;
 }

@@ -19,10 +19,15 @@ typedef struct ft_tune_opts {
     volatile int *stop;      /* set by a signal handler: stop cleanly */
     const char *worker_cmd;  /* NULL: this executable's "worker" command; tests use a fake */
     double timeout_s;        /* per measurement before a worker counts as hung (default 60) */
+    int skip_unsupported;    /* leave out specs whose kernel family cannot run on the GPU (the
+                                built-in set: the sm_90a family only on compute capability 9.0) */
+    int misses;              /* tune the buckets the runtime library recorded as misses on this
+                                GPU model (ft__db_misses) instead of the specs' workloads */
 } ft_tune_opts;
 
 typedef struct ft_tune_summary {
     int buckets;
+    int misses;              /* with misses: the missed buckets found for this GPU model */
     int variants;            /* compiled variants of the spec(s) */
     int pruned;
     long long measured;      /* measurements made in this run */
@@ -41,6 +46,11 @@ typedef void (*ft_tune_progress_fn)(void *ud, long long done, long long total, c
 
 ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_tune_progress_fn progress,
                    void *ud, ft_tune_summary *summary, ft_err *err);
+
+/* The fingerprint of GPU `device` as tune records it, read from a worker's ready line
+ * (worker_cmd and cache_dir as in ft_tune_opts). Fails when there is no GPU (the worker's
+ * message says why). */
+ft_status ft__tune_probe(const char *worker_cmd, const char *cache_dir, int device, ft_db_device *dev, ft_err *err);
 
 /* The worker's main loop (flashtune worker --device N); returns the exit status. */
 int ft__worker_main(int device, const char *cache_dir);

@@ -6,7 +6,7 @@
  * The database is one SQLite file, by default ~/.local/share/flashtune/tuning.db
  * ($FLASHTUNE_DB overrides the path, $XDG_DATA_HOME the directory). It is identified by
  * `PRAGMA application_id` = 0x46544442 ('FTDB') and its schema version is
- * `PRAGMA user_version` (currently 1). It uses a WAL journal, so it may be read while a
+ * `PRAGMA user_version` (currently 2). It uses a WAL journal, so it may be read while a
  * tune is writing to it: `sqlite3 ~/.local/share/flashtune/tuning.db`.
  *
  * Tables (STRICT):
@@ -23,6 +23,11 @@
  *             (NULL when not measured / not verified), repetitions, measured_at (UTC), and
  *             the driver_version, nvrtc_version and template_hash it was measured under.
  *             Measuring again replaces the row.
+ *   misses    the kinds of call the runtime library had no tuned winner for (recorded when
+ *             FLASHTUNE_RECORD_MISSES=1): one row per (device, bucket) with the shape of the
+ *             first call that missed (batch, heads_q, heads_kv, seqlen_q, seqlen_k), what ran
+ *             instead (fallback: nearest, default), count (contexts that missed it),
+ *             first_seen and last_seen (UTC). `flashtune tune --misses` tunes them.
  *   meta      key/value: created_by, and the current versions (below).
  *
  * Views:
@@ -38,6 +43,7 @@
  *   v_winners  the rows of v_results with winner = 1: one per device and bucket.
  *   v_devices  every device with its number of results and of winning buckets.
  *   v_results_base  v_results without the winner column (cheaper: no window function).
+ *   v_misses   every miss with its device's name and tuned (1: the bucket has a winner now).
  *
  * Staleness. A result is stale when the driver version, the NVRTC version or the template
  * hash it was measured under differs from the current one. The current versions are the
@@ -155,6 +161,26 @@ static const char *const migrations[] = {
     "  (device_id, dtype, head_dim, causal, seqlen_bucket, bh_bucket, median_ms);\n"
     "CREATE INDEX results_kernel ON results (kernel_id);\n"
     "INSERT INTO meta (key, value) VALUES ('created_by', 'flashtune " FT_VERSION_STRING "');\n",
+    /* 1 -> 2: the runtime's misses. */
+    "CREATE TABLE misses (\n"
+    "  id            INTEGER PRIMARY KEY,\n"
+    "  device_id     INTEGER NOT NULL REFERENCES devices (id) ON DELETE CASCADE,\n"
+    "  dtype         TEXT NOT NULL,\n"
+    "  head_dim      INTEGER NOT NULL,\n"
+    "  causal        INTEGER NOT NULL CHECK (causal IN (0, 1)),\n"
+    "  seqlen_bucket INTEGER NOT NULL,\n"
+    "  bh_bucket     INTEGER NOT NULL,\n"
+    "  batch         INTEGER NOT NULL,\n"
+    "  heads_q       INTEGER NOT NULL,\n"
+    "  heads_kv      INTEGER NOT NULL,\n"
+    "  seqlen_q      INTEGER NOT NULL,\n"
+    "  seqlen_k      INTEGER NOT NULL,\n"
+    "  fallback      TEXT NOT NULL,\n"
+    "  count         INTEGER NOT NULL DEFAULT 1,\n"
+    "  first_seen    TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP,\n"
+    "  last_seen     TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP,\n"
+    "  UNIQUE (device_id, dtype, head_dim, causal, seqlen_bucket, bh_bucket)\n"
+    ") STRICT;\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FT_DB_SCHEMA_VERSION,
@@ -208,7 +234,21 @@ static const char view_devices_fmt[] =
     "LEFT JOIN (SELECT device_id, count(*) AS n FROM v_winners GROUP BY device_id) w\n"
     "  ON w.device_id = d.id;\n";
 
+/* Only in the file (the library's queries join the tables themselves). */
+static const char view_misses_sql[] =
+    "CREATE VIEW v_misses AS\n"
+    "SELECT m.id AS miss_id, m.device_id, d.name AS device, m.dtype, m.head_dim, m.causal,\n"
+    "       m.seqlen_bucket, m.bh_bucket, m.batch, m.heads_q, m.heads_kv, m.seqlen_q,\n"
+    "       m.seqlen_k, m.fallback, m.count, m.first_seen, m.last_seen,\n"
+    "       EXISTS (SELECT 1 FROM v_results_base r WHERE r.device_id = m.device_id\n"
+    "               AND r.dtype = m.dtype AND r.head_dim = m.head_dim AND r.causal = m.causal\n"
+    "               AND r.seqlen_bucket = m.seqlen_bucket AND r.bh_bucket = m.bh_bucket\n"
+    "               AND r.status = 'ok' AND r.stale = 0 AND r.median_ms IS NOT NULL) AS tuned\n"
+    "FROM misses m\n"
+    "JOIN devices d ON d.id = m.device_id;\n";
+
 static const char drop_views_sql[] =
+    "DROP VIEW IF EXISTS v_misses;\n"
     "DROP VIEW IF EXISTS v_devices;\n"
     "DROP VIEW IF EXISTS v_winners;\n"
     "DROP VIEW IF EXISTS v_results;\n"
@@ -268,6 +308,10 @@ enum stmt_id {
     ST_WINNER,
     ST_QUERY,
     ST_DEVICES,
+    ST_KERNEL_GET,
+    ST_RESULT_WHEN,
+    ST_MISS_RECORD,
+    ST_MISSES,
     ST_COUNT
 };
 
@@ -354,12 +398,43 @@ static const char *const stmt_sql[ST_COUNT] = {
         "SELECT device_id, device, cc, sms, smem_per_block, smem_per_sm, l2_bytes, "
         "driver_version, nvrtc_version, results, winners FROM temp.v_devices "
         "ORDER BY device, device_id",
+    [ST_KERNEL_GET] =
+        "SELECT family, variant, arch, template_hash, source_hash, entry, source, cubin, registers, "
+        "spill_stores, spill_loads, smem_static, smem_dynamic, threads, compile_ms "
+        "FROM main.kernels WHERE id = :id",
+    [ST_RESULT_WHEN] =
+        "UPDATE main.results SET measured_at = :measured_at "
+        "WHERE device_id = :device_id AND kernel_id = :kernel_id AND " BUCKET_MATCH,
+    /* The shape stays that of the first call that missed; the fallback is the latest. */
+    [ST_MISS_RECORD] =
+        "INSERT INTO main.misses (device_id, dtype, head_dim, causal, seqlen_bucket, bh_bucket, "
+        "batch, heads_q, heads_kv, seqlen_q, seqlen_k, fallback) VALUES (:device_id, :dtype, "
+        ":head_dim, :causal, :seqlen_bucket, :bh_bucket, :batch, :heads_q, :heads_kv, :seqlen_q, "
+        ":seqlen_k, :fallback) "
+        "ON CONFLICT (device_id, dtype, head_dim, causal, seqlen_bucket, bh_bucket) DO UPDATE SET "
+        "count = count + 1, last_seen = CURRENT_TIMESTAMP, fallback = excluded.fallback",
+    /* tuned: the bucket has a winner (a non-stale ok result) for the device now. */
+    [ST_MISSES] =
+        "SELECT m.device_id, d.name, d.cc, d.sms, d.smem_per_block, d.smem_per_sm, d.l2_bytes, "
+        "d.driver_version, d.nvrtc_version, m.dtype, m.head_dim, m.causal, m.seqlen_bucket, "
+        "m.bh_bucket, m.batch, m.heads_q, m.heads_kv, m.seqlen_q, m.seqlen_k, m.fallback, m.count, "
+        "m.first_seen, m.last_seen, "
+        "EXISTS (SELECT 1 FROM temp.v_results_base r WHERE r.device_id = m.device_id "
+        "AND r.dtype = m.dtype AND r.head_dim = m.head_dim AND r.causal = m.causal "
+        "AND r.seqlen_bucket = m.seqlen_bucket AND r.bh_bucket = m.bh_bucket AND r.status = 'ok' "
+        "AND r.stale = 0 AND r.median_ms IS NOT NULL) AS tuned "
+        "FROM main.misses m JOIN main.devices d ON d.id = m.device_id "
+        "WHERE (:device_name IS NULL OR instr(lower(d.name), lower(:device_name)) > 0) "
+        "AND (:device_id < 0 OR m.device_id = :device_id) "
+        "ORDER BY d.name, m.device_id, m.dtype, m.head_dim, m.causal, m.seqlen_bucket, m.bh_bucket",
 };
 
 struct ft_db {
     sqlite3 *sq;
     char *path;
     int read_only;
+    int version;               /* the file's schema version (older ones are read as they are) */
+    int batch;                 /* inside ft__db_batch_begin: the calls' own transactions join it */
     sqlite3_stmt *stmt[ST_COUNT];
 };
 
@@ -400,13 +475,18 @@ out:
 /* A write transaction (BEGIN IMMEDIATE; a read-only handle only writes its temp tables). */
 static ft_status tx_begin(ft_db *db, ft_err *err)
 {
+    if (db->batch)
+        return FT_OK; /* part of the batch's transaction */
     return exec_stmt(db, db->read_only ? ST_BEGIN : ST_BEGIN_IMMEDIATE,
                      "cannot begin a transaction", err);
 }
 
-/* Commits when rc is FT_OK, else rolls back; returns rc or the commit's failure. */
+/* Commits when rc is FT_OK, else rolls back; returns rc or the commit's failure. Inside a
+ * batch it does neither: ft__db_batch_end decides for the whole batch. */
 static ft_status tx_end(ft_db *db, ft_status rc, ft_err *err)
 {
+    if (db->batch)
+        return rc;
     if (rc == FT_OK)
         rc = exec_stmt(db, ST_COMMIT, "cannot commit", err);
     if (rc != FT_OK && !sqlite3_get_autocommit(db->sq))
@@ -791,20 +871,21 @@ static ft_status create_views(ft_db *db, int temp, ft_err *err)
     const char *kind = temp ? "TEMP " : "";
     const char *cur = temp ? "temp.ft_current" : "meta";
     ft_status rc = FT_OK;
-    char *sql[4];
-    int i;
+    char *sql[5];
+    int nviews = temp ? 4 : 5, i;
 
     sql[0] = sqlite3_mprintf(view_base_fmt, kind, cur, cur, cur);
     sql[1] = sqlite3_mprintf(view_results_fmt, kind);
     sql[2] = sqlite3_mprintf(view_winners_fmt, kind);
     sql[3] = sqlite3_mprintf(view_devices_fmt, kind);
-    for (i = 0; i < 4 && rc == FT_OK; i++) {
+    sql[4] = temp ? NULL : sqlite3_mprintf("%s", view_misses_sql);
+    for (i = 0; i < nviews && rc == FT_OK; i++) {
         if (sql[i] == NULL)
             rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "%s: out of memory", db->path);
         else
             rc = exec_script(db, sql[i], "cannot create the views", err);
     }
-    for (i = 0; i < 4; i++)
+    for (i = 0; i < 5; i++)
         sqlite3_free(sql[i]);
     return rc;
 }
@@ -963,7 +1044,9 @@ ft_status ft__db_open(const char *path, int read_only, ft_db **out, ft_err *err)
     rc = classify(db, &id, &version, err);
     if (rc != FT_OK)
         goto out;
-    if (db->read_only && version < FT_DB_SCHEMA_VERSION) {
+    /* A read-only handle reads an older schema as it is (what it lacks reads as empty:
+     * ft__db_misses), so that a newer runtime library still takes the winners from it. */
+    if (db->read_only && version < FT_DB_SCHEMA_OLDEST_READABLE) {
         rc = ft__fail(err, FT_ERR_DATABASE,
                       version == 0 ? "%s is not a flashtune tuning database yet (it is empty)"
                                    : "%s has an older schema; open it for writing once to migrate it",
@@ -979,11 +1062,13 @@ ft_status ft__db_open(const char *path, int read_only, ft_db **out, ft_err *err)
         if (rc != FT_OK)
             goto out;
     }
-    if (version < FT_DB_SCHEMA_VERSION) {
+    if (version < FT_DB_SCHEMA_VERSION && !db->read_only) {
         rc = migrate(db, err);
         if (rc != FT_OK)
             goto out;
+        version = FT_DB_SCHEMA_VERSION;
     }
+    db->version = version;
     rc = exec_script(db, temp_setup_sql, "cannot set up the connection", err);
     if (rc != FT_OK)
         goto out;
@@ -1517,6 +1602,263 @@ ft_status ft__db_devices(ft_db *db, int (*fn)(void *ud, long long id, const ft_d
         column_text(s, 8, dev.nvrtc_version, sizeof dev.nvrtc_version);
         if (fn(ud, sqlite3_column_int64(s, 0), &dev, sqlite3_column_int64(s, 9),
                sqlite3_column_int64(s, 10)) != 0)
+            break;
+    }
+out:
+    stmt_done(s);
+    return rc;
+}
+
+/* ---- batches and kernel rows (packs) ----------------------------------------------------- */
+
+ft_status ft__db_batch_begin(ft_db *db, ft_err *err)
+{
+    ft_status rc;
+
+    if (db == NULL || db->batch)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "ft__db_batch_begin: %s",
+                        db == NULL ? "NULL database" : "a batch is already open");
+    rc = tx_begin(db, err);
+    if (rc == FT_OK)
+        db->batch = 1;
+    return rc;
+}
+
+ft_status ft__db_batch_end(ft_db *db, ft_status rc, ft_err *err)
+{
+    if (db == NULL || !db->batch)
+        return rc != FT_OK ? rc : ft__fail(err, FT_ERR_INVALID_ARGUMENT, "ft__db_batch_end: no batch is open");
+    db->batch = 0;
+    return tx_end(db, rc, err);
+}
+
+ft_status ft__db_kernel_get(ft_db *db, long long id, ft_db_kernel *k, ft_err *err)
+{
+    ft_status rc = FT_ERR_INVALID_ARGUMENT;
+    sqlite3_stmt *s = NULL;
+    char *source = NULL;
+    void *cubin = NULL;
+    binder b;
+    int src;
+
+    if (k != NULL)
+        memset(k, 0, sizeof *k);
+    if (db == NULL || k == NULL) {
+        ft__fail(err, rc, "ft__db_kernel_get: NULL argument");
+        goto out;
+    }
+    rc = get_stmt(db, ST_KERNEL_GET, &s, err);
+    if (rc != FT_OK)
+        goto out;
+    b = (binder){s, SQLITE_OK, NULL};
+    bind_int(&b, ":id", id);
+    if (b.rc != SQLITE_OK) {
+        rc = bind_fail(db, &b, err);
+        goto out;
+    }
+    src = sqlite3_step(s);
+    if (src == SQLITE_DONE) {
+        rc = ft__fail(err, FT_ERR_NOT_FOUND, "%s: no kernel %lld", db->path, id);
+        goto out;
+    }
+    if (src != SQLITE_ROW) {
+        rc = db_fail(db, err, "cannot read a kernel");
+        goto out;
+    }
+    column_text(s, 0, k->family, sizeof k->family);
+    column_text(s, 1, k->variant, sizeof k->variant);
+    column_text(s, 2, k->arch, sizeof k->arch);
+    column_text(s, 3, k->template_hash, sizeof k->template_hash);
+    column_text(s, 4, k->source_hash, sizeof k->source_hash);
+    column_text(s, 5, k->entry, sizeof k->entry);
+    if (sqlite3_column_type(s, 6) != SQLITE_NULL) {
+        const unsigned char *t = sqlite3_column_text(s, 6);
+        size_t n = (size_t)sqlite3_column_bytes(s, 6);
+        source = malloc(n + 1);
+        if (source == NULL || t == NULL) {
+            rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "%s: out of memory for a kernel source", db->path);
+            goto out;
+        }
+        memcpy(source, t, n);
+        source[n] = '\0';
+    }
+    if (sqlite3_column_type(s, 7) != SQLITE_NULL && sqlite3_column_bytes(s, 7) > 0) {
+        const void *blob = sqlite3_column_blob(s, 7);
+        size_t n = (size_t)sqlite3_column_bytes(s, 7);
+        cubin = malloc(n);
+        if (cubin == NULL || blob == NULL) {
+            rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "%s: out of memory for a %zu-byte cubin", db->path, n);
+            goto out;
+        }
+        memcpy(cubin, blob, n);
+        k->cubin_size = n;
+    }
+    k->registers = sqlite3_column_int(s, 8);
+    k->spill_stores = sqlite3_column_int64(s, 9);
+    k->spill_loads = sqlite3_column_int64(s, 10);
+    k->smem_static = sqlite3_column_int64(s, 11);
+    k->smem_dynamic = sqlite3_column_int64(s, 12);
+    k->threads = sqlite3_column_int(s, 13);
+    k->compile_ms = column_real(s, 14);
+    k->source = source;
+    k->cubin = cubin;
+    source = NULL;
+    cubin = NULL;
+out:
+    if (rc != FT_OK && k != NULL)
+        k->cubin_size = 0;
+    free(source);
+    free(cubin);
+    stmt_done(s);
+    return rc;
+}
+
+ft_status ft__db_set_measured_at(ft_db *db, const ft_db_result *r, const char *measured_at, ft_err *err)
+{
+    ft_status rc = FT_ERR_INVALID_ARGUMENT;
+    sqlite3_stmt *s = NULL;
+    int began = 0;
+    binder b;
+
+    if (db == NULL || r == NULL || measured_at == NULL) {
+        ft__fail(err, rc, "ft__db_set_measured_at: NULL argument");
+        goto out;
+    }
+    rc = tx_begin(db, err);
+    if (rc != FT_OK)
+        goto out;
+    began = 1;
+    rc = get_stmt(db, ST_RESULT_WHEN, &s, err);
+    if (rc != FT_OK)
+        goto out;
+    b = (binder){s, SQLITE_OK, NULL};
+    bind_text(&b, ":measured_at", measured_at, (size_t)-1);
+    bind_int(&b, ":device_id", r->device_id);
+    bind_int(&b, ":kernel_id", r->kernel_id);
+    bind_bucket(&b, &r->bucket);
+    if (b.rc != SQLITE_OK) {
+        rc = bind_fail(db, &b, err);
+        goto out;
+    }
+    if (sqlite3_step(s) != SQLITE_DONE)
+        rc = db_fail(db, err, "cannot set when a result was measured");
+out:
+    stmt_done(s);
+    if (began)
+        rc = tx_end(db, rc, err);
+    return rc;
+}
+
+/* ---- misses ------------------------------------------------------------------------------ */
+
+ft_status ft__db_record_miss(ft_db *db, const ft_db_miss *m, ft_err *err)
+{
+    ft_status rc = FT_ERR_INVALID_ARGUMENT;
+    sqlite3_stmt *s = NULL;
+    int began = 0;
+    binder b;
+
+    if (db == NULL || m == NULL) {
+        ft__fail(err, rc, "ft__db_record_miss: NULL argument");
+        goto out;
+    }
+    if (db->read_only) {
+        ft__fail(err, rc, "%s: misses are recorded through a writable handle", db->path);
+        goto out;
+    }
+    rc = tx_begin(db, err);
+    if (rc != FT_OK)
+        goto out;
+    began = 1;
+    rc = get_stmt(db, ST_MISS_RECORD, &s, err);
+    if (rc != FT_OK)
+        goto out;
+    b = (binder){s, SQLITE_OK, NULL};
+    bind_int(&b, ":device_id", m->device_id);
+    bind_bucket(&b, &m->bucket);
+    bind_int(&b, ":batch", m->batch);
+    bind_int(&b, ":heads_q", m->heads_q);
+    bind_int(&b, ":heads_kv", m->heads_kv);
+    bind_int(&b, ":seqlen_q", m->seqlen_q);
+    bind_int(&b, ":seqlen_k", m->seqlen_k);
+    bind_text(&b, ":fallback", m->fallback, sizeof m->fallback);
+    if (b.rc != SQLITE_OK) {
+        rc = bind_fail(db, &b, err);
+        goto out;
+    }
+    if (sqlite3_step(s) != SQLITE_DONE)
+        rc = db_fail(db, err, "cannot record a miss");
+out:
+    stmt_done(s);
+    if (began)
+        rc = tx_end(db, rc, err);
+    return rc;
+}
+
+ft_status ft__db_misses(ft_db *db, const char *device_name, long long device_id,
+                        int (*fn)(void *ud, const ft_db_miss *m), void *ud, ft_err *err)
+{
+    ft_status rc = FT_ERR_INVALID_ARGUMENT;
+    sqlite3_stmt *s = NULL;
+    ft_db_miss m;
+    binder b;
+
+    if (db == NULL || fn == NULL) {
+        ft__fail(err, rc, "ft__db_misses: NULL argument");
+        goto out;
+    }
+    rc = FT_OK;
+    if (db->version < 2)
+        goto out; /* read-only, older than the misses table: none */
+    rc = get_stmt(db, ST_MISSES, &s, err);
+    if (rc != FT_OK)
+        goto out;
+    if (sqlite3_stmt_busy(s)) {
+        s = NULL; /* the outer listing owns it */
+        rc = ft__fail(err, FT_ERR_INVALID_ARGUMENT, "ft__db_misses called from its own callback");
+        goto out;
+    }
+    b = (binder){s, SQLITE_OK, NULL};
+    bind_text(&b, ":device_name", device_name, (size_t)-1);
+    bind_int(&b, ":device_id", device_id < 0 ? -1 : device_id);
+    if (b.rc != SQLITE_OK) {
+        rc = bind_fail(db, &b, err);
+        goto out;
+    }
+    for (;;) {
+        int src = sqlite3_step(s);
+        if (src == SQLITE_DONE)
+            break;
+        if (src != SQLITE_ROW) {
+            rc = db_fail(db, err, "cannot list misses");
+            goto out;
+        }
+        memset(&m, 0, sizeof m);
+        m.device_id = sqlite3_column_int64(s, 0);
+        column_text(s, 1, m.device.name, sizeof m.device.name);
+        m.device.cc = sqlite3_column_int(s, 2);
+        m.device.sms = sqlite3_column_int(s, 3);
+        m.device.smem_per_block = sqlite3_column_int64(s, 4);
+        m.device.smem_per_sm = sqlite3_column_int64(s, 5);
+        m.device.l2_bytes = sqlite3_column_int64(s, 6);
+        m.device.driver_version = sqlite3_column_int(s, 7);
+        column_text(s, 8, m.device.nvrtc_version, sizeof m.device.nvrtc_version);
+        column_text(s, 9, m.bucket.dtype, sizeof m.bucket.dtype);
+        m.bucket.head_dim = sqlite3_column_int(s, 10);
+        m.bucket.causal = sqlite3_column_int(s, 11);
+        m.bucket.seqlen_bucket = sqlite3_column_int(s, 12);
+        m.bucket.bh_bucket = sqlite3_column_int(s, 13);
+        m.batch = sqlite3_column_int(s, 14);
+        m.heads_q = sqlite3_column_int(s, 15);
+        m.heads_kv = sqlite3_column_int(s, 16);
+        m.seqlen_q = sqlite3_column_int(s, 17);
+        m.seqlen_k = sqlite3_column_int(s, 18);
+        column_text(s, 19, m.fallback, sizeof m.fallback);
+        m.count = sqlite3_column_int64(s, 20);
+        column_text(s, 21, m.first_seen, sizeof m.first_seen);
+        column_text(s, 22, m.last_seen, sizeof m.last_seen);
+        m.tuned = sqlite3_column_int(s, 23) != 0;
+        if (fn(ud, &m) != 0)
             break;
     }
 out:

@@ -18,7 +18,10 @@
 
 #include "common/error.h"
 
-#define FT_DB_SCHEMA_VERSION 1
+#define FT_DB_SCHEMA_VERSION 2
+/* The oldest schema a read-only handle reads without migrating (its tables of results are
+ * those of the current one). */
+#define FT_DB_SCHEMA_OLDEST_READABLE 1
 
 typedef struct ft_db ft_db;
 
@@ -165,5 +168,43 @@ ft_status ft__db_winner(ft_db *db, long long device_id, const ft_db_bucket *b, f
 ft_status ft__db_devices(ft_db *db, int (*fn)(void *ud, long long id, const ft_db_device *dev,
                                               long long results, long long winners),
                          void *ud, ft_err *err);
+
+/* ---- misses: the kinds of call the runtime had no tuned winner for ------------------------- */
+
+typedef struct ft_db_miss {
+    long long device_id;
+    ft_db_device device;     /* listing only */
+    ft_db_bucket bucket;
+    int batch, heads_q, heads_kv, seqlen_q, seqlen_k; /* the first call that missed */
+    char fallback[16];       /* what ran instead: "nearest", "default" (or why nothing did) */
+    long long count;         /* listing: how many times it was recorded */
+    char first_seen[32];     /* listing: UTC, "2026-11-30 08:15:02" */
+    char last_seen[32];
+    int tuned;               /* listing: the bucket has a winner for the device now */
+} ft_db_miss;
+
+/* Records a miss of (device_id, bucket): a new row with count 1, or count + 1 and last_seen
+ * now for a known one (its shape stays that of the first). Needs a writable handle. */
+ft_status ft__db_record_miss(ft_db *db, const ft_db_miss *m, ft_err *err);
+
+/* Calls fn for every recorded miss, ordered by device name, device, dtype, head dim, causal,
+ * seqlen bucket and bh bucket; device_name (substring, case-insensitive) and device_id (-1:
+ * any) filter. fn returning non-zero stops. A file of an older schema has none. */
+ft_status ft__db_misses(ft_db *db, const char *device_name, long long device_id,
+                        int (*fn)(void *ud, const ft_db_miss *m), void *ud, ft_err *err);
+
+/* One transaction around many calls (importing a pack: all or nothing). Between begin and
+ * end every write joins it; ft__db_batch_end commits when rc is FT_OK, else rolls back, and
+ * returns rc or the commit's failure. */
+ft_status ft__db_batch_begin(ft_db *db, ft_err *err);
+ft_status ft__db_batch_end(ft_db *db, ft_status rc, ft_err *err);
+
+/* A kernel row by id, with its source and cubin copied (malloc'd, NULL when not stored; the
+ * caller frees k->source and k->cubin). FT_ERR_NOT_FOUND when there is no such row. */
+ft_status ft__db_kernel_get(ft_db *db, long long id, ft_db_kernel *k, ft_err *err);
+
+/* Sets when a recorded result was measured ("2026-11-30 08:15:02", UTC): an imported result
+ * keeps the time it was measured at. */
+ft_status ft__db_set_measured_at(ft_db *db, const ft_db_result *r, const char *measured_at, ft_err *err);
 
 #endif

@@ -15,7 +15,7 @@ import os
 
 __all__ = ["Context", "FlashtuneError", "library_path"]
 
-FT_OPTIONS_VERSION = 1
+FT_OPTIONS_VERSION = 2
 _DTYPES = {"float16": 0, "bfloat16": 1}
 
 
@@ -31,6 +31,9 @@ class _Options(ctypes.Structure):
         ("spec", ctypes.c_char_p),
         ("variant", ctypes.c_char_p),
         ("database", ctypes.c_char_p),
+        # version 2
+        ("pack", ctypes.c_char_p),
+        ("kernels", ctypes.c_void_p),
     ]
 
 
@@ -94,9 +97,10 @@ def _enc(s):
 class Context:
     """One GPU's kernels: the tuned winners of the database (default: $FLASHTUNE_DB or
     ~/.local/share/flashtune/tuning.db; "" for none), else built-in defaults. variant forces one
-    variant of the spec for every call (benchmarks); it may leave out d, causal and dtype."""
+    variant of the spec for every call (benchmarks); it may leave out d, causal and dtype. pack
+    takes the winners from a kernel pack (`flashtune export`) instead of a database."""
 
-    def __init__(self, device=None, variant=None, spec=None, cache_dir=None, database=None):
+    def __init__(self, device=None, variant=None, spec=None, cache_dir=None, database=None, pack=None):
         import torch
 
         lib = _load()
@@ -105,8 +109,13 @@ class Context:
         opts = _Options()
         lib.ft_context_options_init(ctypes.byref(opts))
         opts.device = torch.cuda.current_device() if device is None else int(device)
-        self._keep = [_enc(cache_dir), _enc(spec), _enc(variant), _enc(database)]
-        opts.cache_dir, opts.spec, opts.variant, opts.database = self._keep
+        self._keep = [_enc(cache_dir), _enc(spec), _enc(variant), _enc(database),
+                      _enc(None if pack is None else os.fspath(pack))]
+        opts.cache_dir, opts.spec, opts.variant, opts.database, opts.pack = self._keep
+        if pack is not None:
+            # The exported ft_context_options_init fills a version-1 structure (all that older
+            # libraries know); a pack needs version 2.
+            opts.version = FT_OPTIONS_VERSION
         self.device = opts.device
         handle = ctypes.c_void_p()
         torch.cuda.init()  # the primary context PyTorch uses must exist first

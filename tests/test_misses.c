@@ -1,0 +1,311 @@
+/* Tests of the misses the runtime library records (tuning_db, schema 2): the migration of a
+ * schema-1 file, reading one read-only without migrating it, recording and listing misses. */
+#include <ftw.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ft_test.h"
+#include "tuning_db/db.h"
+
+static int make_dir(char *dir, size_t cap)
+{
+    snprintf(dir, cap, "/tmp/ft_test_misses.XXXXXX");
+    return mkdtemp(dir) != NULL;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void remove_dir(const char *dir)
+{
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static long long raw_int(const char *path, const char *sql)
+{
+    sqlite3 *sq = NULL;
+    sqlite3_stmt *s = NULL;
+    long long v = -999;
+
+    if (sqlite3_open_v2(path, &sq, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(sq, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int64(s, 0);
+    else
+        fprintf(stderr, "raw_int(%s): %s\n", sql, sqlite3_errmsg(sq));
+    sqlite3_finalize(s);
+    sqlite3_close(sq);
+    return v;
+}
+
+static int raw_exec(const char *path, const char *sql)
+{
+    sqlite3 *sq = NULL;
+    int rc = sqlite3_open(path, &sq);
+
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(sq, sql, NULL, NULL, NULL);
+    sqlite3_close(sq);
+    return rc;
+}
+
+static ft_db_device make_device(const char *name, int driver)
+{
+    ft_db_device d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.name, sizeof d.name, "%s", name);
+    d.cc = 90;
+    d.sms = 132;
+    d.smem_per_block = 232448;
+    d.smem_per_sm = 233472;
+    d.l2_bytes = 52428800;
+    d.driver_version = driver;
+    snprintf(d.nvrtc_version, sizeof d.nvrtc_version, "13.0");
+    return d;
+}
+
+static ft_db_kernel make_kernel(const char *variant)
+{
+    ft_db_kernel k;
+    memset(&k, 0, sizeof k);
+    snprintf(k.family, sizeof k.family, "flash_fwd_sm80");
+    snprintf(k.variant, sizeof k.variant, "%s", variant);
+    snprintf(k.arch, sizeof k.arch, "sm_90");
+    snprintf(k.template_hash, sizeof k.template_hash, "t1");
+    snprintf(k.source_hash, sizeof k.source_hash, "src:%s", variant);
+    snprintf(k.entry, sizeof k.entry, "ft_entry_%s", variant);
+    k.cubin = variant;
+    k.cubin_size = strlen(variant);
+    k.registers = 128;
+    k.smem_dynamic = 49152;
+    k.threads = 128;
+    k.compile_ms = 1;
+    return k;
+}
+
+/* An ok result of (device, kernel) for the call shape (b=1, hq=hkv=8, seqlen). */
+static ft_db_result make_result(long long dev, long long ker, int head_dim, int causal, int seqlen, double ms)
+{
+    ft_db_result r;
+    memset(&r, 0, sizeof r);
+    r.device_id = dev;
+    r.kernel_id = ker;
+    r.batch = 1, r.heads_q = 8, r.heads_kv = 8, r.seqlen_q = seqlen, r.seqlen_k = seqlen;
+    ft__db_bucket("f16", head_dim, causal, r.batch, r.heads_q, seqlen, seqlen, &r.bucket);
+    r.status = FT_RESULT_OK;
+    r.median_ms = ms;
+    r.iqr_ms = ms / 100;
+    r.tflops = 100 / ms;
+    r.max_error = 1e-3;
+    r.repetitions = 10;
+    return r;
+}
+
+static ft_db_miss make_miss(long long dev, const char *dtype, int head_dim, int causal, int batch, int heads,
+                            int seqlen, const char *fallback)
+{
+    ft_db_miss m;
+    memset(&m, 0, sizeof m);
+    m.device_id = dev;
+    m.batch = batch, m.heads_q = heads, m.heads_kv = heads, m.seqlen_q = seqlen, m.seqlen_k = seqlen;
+    ft__db_bucket(dtype, head_dim, causal, batch, heads, seqlen, seqlen, &m.bucket);
+    snprintf(m.fallback, sizeof m.fallback, "%s", fallback);
+    return m;
+}
+
+typedef struct misses {
+    int n;
+    ft_db_miss m[16];
+} misses;
+
+static int collect(void *ud, const ft_db_miss *m)
+{
+    misses *c = ud;
+    if (c->n < 16)
+        c->m[c->n] = *m;
+    c->n++;
+    return 0;
+}
+
+static int count_row(void *ud, const ft_db_row *row)
+{
+    (void)row;
+    (*(long long *)ud)++;
+    return 0;
+}
+
+/* A schema-1 file, as flashtune 0.1.0 left it: one device, one kernel, one winner. */
+static void make_v1(const char *path, long long *dev_id)
+{
+    ft_db_device dev = make_device("NVIDIA H200", 13000);
+    ft_db_kernel k = make_kernel("k1");
+    long long kid = 0;
+    ft_db_result r;
+    ft_db *db = NULL;
+    ft_err err;
+
+    ASSERT_OK(ft__db_open(path, 0, &db, &err), &err);
+    ASSERT_OK(ft__db_device_id(db, &dev, dev_id, &err), &err);
+    ASSERT_OK(ft__db_kernel_id(db, &k, &kid, &err), &err);
+    r = make_result(*dev_id, kid, 64, 0, 1024, 1.0);
+    ASSERT_OK(ft__db_record(db, &r, &err), &err);
+    ft__db_close(db);
+    ASSERT_EQ(raw_exec(path, "DROP VIEW v_misses; DROP TABLE misses; PRAGMA user_version = 1;"), SQLITE_OK);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE name LIKE '%misses%'"), 0);
+}
+
+/* A read-only handle (the runtime library's) reads a schema-1 file as it is: the winners, no
+ * misses, the file untouched. */
+static void test_v1_read_only(void)
+{
+    char dir[64], path[128];
+    ft_db *db = NULL;
+    ft_db_filter f;
+    misses got;
+    long long dev = 0, rows = 0;
+    ft_err err;
+
+    ASSERT_TRUE(make_dir(dir, sizeof dir));
+    snprintf(path, sizeof path, "%s/v1.db", dir);
+    make_v1(path, &dev);
+    ASSERT_OK(ft__db_open(path, 1, &db, &err), &err);
+    ft__db_filter_init(&f);
+    f.winners_only = 1;
+    ASSERT_OK(ft__db_query(db, &f, count_row, &rows, &err), &err);
+    ASSERT_EQ(rows, 1);
+    memset(&got, 0, sizeof got);
+    ASSERT_OK(ft__db_misses(db, NULL, -1, collect, &got, &err), &err);
+    ASSERT_EQ(got.n, 0);
+    ft__db_close(db);
+    ASSERT_EQ(raw_int(path, "PRAGMA user_version"), 1);
+    remove_dir(dir);
+}
+
+/* A writable open migrates 1 -> 2: the misses table and view, the results kept. */
+static void test_v1_migration(void)
+{
+    char dir[64], path[128];
+    ft_db *db = NULL;
+    ft_db_miss m;
+    misses got;
+    long long dev = 0;
+    ft_err err;
+
+    ASSERT_TRUE(make_dir(dir, sizeof dir));
+    snprintf(path, sizeof path, "%s/v1.db", dir);
+    make_v1(path, &dev);
+    ASSERT_OK(ft__db_open(path, 0, &db, &err), &err);
+    ASSERT_EQ(raw_int(path, "PRAGMA user_version"), FT_DB_SCHEMA_VERSION);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'misses'"), 1);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM v_winners"), 1);
+    m = make_miss(dev, "f16", 64, 0, 1, 8, 1024, "nearest");
+    ASSERT_OK(ft__db_record_miss(db, &m, &err), &err);
+    memset(&got, 0, sizeof got);
+    ASSERT_OK(ft__db_misses(db, NULL, -1, collect, &got, &err), &err);
+    ASSERT_EQ(got.n, 1);
+    ASSERT_EQ(got.m[0].tuned, 1); /* the old winner is this bucket's */
+    ft__db_close(db);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM v_misses WHERE tuned = 1"), 1);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM results"), 1);
+    /* the file shows no trace of the migration in its integrity */
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    remove_dir(dir);
+}
+
+/* Recording: one row per (device, bucket), count and last_seen move, the first shape stays,
+ * the latest fallback wins; listing: order, filters, tuned. */
+static void test_record_and_list(void)
+{
+    char dir[64], path[128];
+    ft_db_device h200 = make_device("NVIDIA H200", 13000), other = make_device("NVIDIA A100", 13000);
+    ft_db_kernel k = make_kernel("k1");
+    long long d1 = 0, d2 = 0, kid = 0;
+    ft_db_miss m;
+    ft_db_result r;
+    ft_db *db = NULL, *ro = NULL;
+    misses got;
+    ft_err err;
+
+    ASSERT_TRUE(make_dir(dir, sizeof dir));
+    snprintf(path, sizeof path, "%s/t.db", dir);
+    ASSERT_OK(ft__db_open(path, 0, &db, &err), &err);
+    ASSERT_OK(ft__db_device_id(db, &h200, &d1, &err), &err);
+    ASSERT_OK(ft__db_device_id(db, &other, &d2, &err), &err);
+
+    m = make_miss(d1, "f16", 128, 1, 2, 16, 3000, "nearest"); /* seqlen 4096, b*h 32 */
+    ASSERT_OK(ft__db_record_miss(db, &m, &err), &err);
+    m = make_miss(d1, "f16", 128, 1, 4, 8, 2500, "default"); /* same bucket, another shape */
+    ASSERT_OK(ft__db_record_miss(db, &m, &err), &err);
+    m = make_miss(d1, "bf16", 64, 0, 1, 1, 100, "default");
+    ASSERT_OK(ft__db_record_miss(db, &m, &err), &err);
+    m = make_miss(d2, "f16", 64, 0, 1, 8, 1024, "nearest");
+    ASSERT_OK(ft__db_record_miss(db, &m, &err), &err);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM misses"), 3);
+
+    memset(&got, 0, sizeof got);
+    ASSERT_OK(ft__db_misses(db, NULL, -1, collect, &got, &err), &err);
+    ASSERT_EQ(got.n, 3);
+    /* by device name: A100 first; then bf16 before f16 */
+    ASSERT_STREQ(got.m[0].device.name, "NVIDIA A100");
+    ASSERT_STREQ(got.m[1].bucket.dtype, "bf16");
+    ASSERT_EQ(got.m[1].bucket.seqlen_bucket, 128);
+    ASSERT_EQ(got.m[1].bucket.bh_bucket, 1);
+    ASSERT_STREQ(got.m[2].bucket.dtype, "f16");
+    ASSERT_EQ(got.m[2].bucket.head_dim, 128);
+    ASSERT_EQ(got.m[2].bucket.causal, 1);
+    ASSERT_EQ(got.m[2].bucket.seqlen_bucket, 4096);
+    ASSERT_EQ(got.m[2].bucket.bh_bucket, 32);
+    ASSERT_EQ(got.m[2].count, 2);
+    ASSERT_EQ(got.m[2].batch, 2); /* the first shape */
+    ASSERT_EQ(got.m[2].heads_q, 16);
+    ASSERT_EQ(got.m[2].seqlen_q, 3000);
+    ASSERT_STREQ(got.m[2].fallback, "default"); /* the latest */
+    ASSERT_EQ(got.m[2].device.driver_version, 13000);
+    ASSERT_EQ(got.m[2].tuned, 0);
+    ASSERT_TRUE(strlen(got.m[2].first_seen) == 19 && strcmp(got.m[2].first_seen, got.m[2].last_seen) <= 0);
+
+    memset(&got, 0, sizeof got);
+    ASSERT_OK(ft__db_misses(db, "h200", -1, collect, &got, &err), &err);
+    ASSERT_EQ(got.n, 2);
+    memset(&got, 0, sizeof got);
+    ASSERT_OK(ft__db_misses(db, NULL, d2, collect, &got, &err), &err);
+    ASSERT_EQ(got.n, 1);
+    ASSERT_EQ(got.m[0].device_id, d2);
+
+    /* A winner for the d=64 bucket of the A100 makes that miss tuned. */
+    ASSERT_OK(ft__db_kernel_id(db, &k, &kid, &err), &err);
+    r = make_result(d2, kid, 64, 0, 1024, 2.0);
+    ASSERT_OK(ft__db_record(db, &r, &err), &err);
+    memset(&got, 0, sizeof got);
+    ASSERT_OK(ft__db_misses(db, NULL, d2, collect, &got, &err), &err);
+    ASSERT_EQ(got.n, 1);
+    ASSERT_EQ(got.m[0].tuned, 1);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM v_misses WHERE tuned = 1"), 1);
+
+    /* A read-only handle lists, but does not record. */
+    ASSERT_OK(ft__db_open(path, 1, &ro, &err), &err);
+    memset(&got, 0, sizeof got);
+    ASSERT_OK(ft__db_misses(ro, NULL, -1, collect, &got, &err), &err);
+    ASSERT_EQ(got.n, 3);
+    ASSERT_EQ(ft__db_record_miss(ro, &m, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "writable");
+    ft__db_close(ro);
+
+    /* A miss of a device that is not in the file is refused (foreign key). */
+    m = make_miss(12345, "f16", 64, 0, 1, 8, 1024, "nearest");
+    ASSERT_EQ(ft__db_record_miss(db, &m, &err), FT_ERR_DATABASE);
+    ASSERT_CONTAINS(err.msg, path);
+    ASSERT_EQ(ft__db_misses(NULL, NULL, -1, collect, &got, &err), FT_ERR_INVALID_ARGUMENT);
+    ft__db_close(db);
+    remove_dir(dir);
+}
+
+FT_TEST_MAIN(FT_CASE(test_v1_read_only), FT_CASE(test_v1_migration), FT_CASE(test_record_and_list))

@@ -1,0 +1,66 @@
+#!/bin/sh
+# Misses end to end without a GPU: misses in a database (as the runtime library records them
+# with FLASHTUNE_RECORD_MISSES=1), `flashtune query --misses`, and `flashtune tune --misses`
+# with the stand-in worker (tests/fake_worker.c).
+#   tune_misses.sh path/to/flashtune path/to/fake_worker
+set -u
+ft=$1
+export FLASHTUNE_WORKER=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+db=$dir/tuning.db
+only='d=64,bm=64,bn=64,warps=4,dtype=f16'   # 20 compiled variants
+fail() { echo "tune_misses: $*"; [ -f "$dir/out" ] && cat "$dir/out"; exit 1; }
+sql() { sqlite3 "$db" "$1"; }
+
+# 1. Nothing recorded: tune --misses says so and measures nothing; query --misses lists none.
+"$ft" tune specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses on an empty database failed"
+grep -q 'no misses recorded for Fake GPU' "$dir/out" || fail "tune --misses should say that nothing was missed"
+[ "$(sql 'select count(*) from results')" = 0 ] || fail "tune --misses without misses measured something"
+"$ft" query --misses --db "$db" > "$dir/out" 2>&1 || fail "query --misses failed"
+grep -q 'no misses recorded' "$dir/out" || fail "query --misses should say there are none"
+echo "no misses: ok"
+
+# 2. Three misses of this GPU model (two buckets under two driver versions) and one of another.
+dev=$(sql "select id from devices where name = 'Fake GPU'")
+[ -n "$dev" ] || fail "the tuner did not record its device"
+sql "insert into devices (name, cc, sms, smem_per_block, smem_per_sm, l2_bytes, driver_version, nvrtc_version)
+     select name, cc, sms, smem_per_block, smem_per_sm, l2_bytes, driver_version + 10, nvrtc_version
+     from devices where id = $dev;
+     insert into devices (name, cc, sms, smem_per_block, smem_per_sm, l2_bytes, driver_version, nvrtc_version)
+     values ('Other GPU', 80, 108, 166912, 167936, 41943040, 13000, '13.0');" || fail "cannot add devices"
+newer=$(sql "select max(id) - 1 from devices")
+other=$(sql "select max(id) from devices")
+sql "insert into misses (device_id, dtype, head_dim, causal, seqlen_bucket, bh_bucket, batch, heads_q,
+       heads_kv, seqlen_q, seqlen_k, fallback, count) values
+     ($dev, 'f16', 64, 1, 256, 2, 1, 2, 2, 200, 200, 'nearest', 3),
+     ($newer, 'f16', 64, 0, 4096, 16, 2, 8, 4, 3000, 2500, 'default', 1),
+     ($newer, 'f16', 64, 1, 256, 2, 2, 1, 1, 256, 256, 'nearest', 1),
+     ($other, 'f16', 64, 0, 1024, 8, 1, 8, 8, 1024, 1024, 'default', 7);" || fail "cannot add misses"
+"$ft" query --misses --db "$db" > "$dir/out" 2>&1 || fail "query --misses failed"
+grep -q '^4 misses in' "$dir/out" || fail "query --misses: expected 4 misses"
+grep -q 'Fake GPU .*f16 *64 *1 *256 *2 *b=1,hq=2,hkv=2,sq=200,sk=200 *nearest *3 .* no$' "$dir/out" ||
+  fail "query --misses: the first miss is not listed as recorded"
+"$ft" query --misses --db "$db" --device other --json > "$dir/out" 2>&1 || fail "query --misses --json failed"
+[ "$(grep -c '"tuned": false' "$dir/out")" = 1 ] || fail "query --misses --device: expected one JSON row"
+grep -q '"device": "Other GPU".*"shape": "b=1,hq=8,hkv=8,sq=1024,sk=1024", "fallback": "default", "count": 7' "$dir/out" ||
+  fail "query --misses --json: unexpected row"
+"$ft" query --misses --all --db "$db" > "$dir/out" 2>&1 && fail "query --misses --all should be a usage error"
+echo "query --misses: ok"
+
+# 3. tune --misses tunes the two missed buckets of this model (whatever the driver), nothing else.
+"$ft" tune specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses failed"
+grep -q 'tune: 2 missed buckets of Fake GPU' "$dir/out" || fail "tune --misses: expected 2 missed buckets"
+grep -q 'tuned Fake GPU: 2 buckets, 20 variants' "$dir/out" || fail "tune --misses: expected 2 buckets"
+grep -q 'measured 20, already in the database 0' "$dir/out" || fail "tune --misses: expected 20 measurements (10 variants per causality)"
+[ "$(sql "select count(*) from v_winners where device_id = $dev")" = 2 ] || fail "expected 2 winners"
+[ "$(sql "select count(*) from results where seqlen_q = 3000 and seqlen_k = 2500 and batch = 2")" = 10 ] ||
+  fail "the missed bucket was not measured on the shape that missed"
+"$ft" query --misses --db "$db" --device fake > "$dir/out" 2>&1 || fail "query --misses failed"
+# tuned is per fingerprint: the winners are this driver's; the misses recorded under the
+# other driver have none of their own (a runtime under that driver would not use these).
+[ "$(grep -c ' yes$' "$dir/out")" = 1 ] || fail "the miss recorded under this driver should show as tuned"
+[ "$(grep -c ' no$' "$dir/out")" = 2 ] || fail "the misses recorded under the other driver have no winners of their own"
+"$ft" tune specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "the second tune --misses failed"
+grep -q 'measured 0, already in the database 20' "$dir/out" || fail "the second tune --misses re-measured"
+echo "tune --misses: ok"
