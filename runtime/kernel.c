@@ -49,6 +49,7 @@ ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entr
                         err, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     if (rc != FT_OK)
         goto out;
+    k.max_resident = dev->sms * k.blocks_per_sm;
     if (k.blocks_per_sm < 1) {
         rc = ft__fail(err, FT_ERR_LIMITS, "%s cannot be resident: 0 blocks per multiprocessor", entry);
         goto out;
@@ -67,6 +68,14 @@ void ft__kernel_unload(const ft_cuda *cu, ft_kernel *k)
         cu->p_cuModuleUnload(k->module);
     k->module = NULL;
     k->fn = NULL;
+}
+
+void ft__kernel_use_tma(ft_kernel *k, int block_n, int head_dim, int causal)
+{
+    k->tma = 1;
+    k->tma_rows_kv = block_n;
+    k->head_dim = head_dim;
+    k->persistent = !causal;
 }
 
 ft_status ft__fwd_launch_fn(void *launch, CUstream stream, ft_err *err)
@@ -126,6 +135,16 @@ ft_status ft__kernel_launch_fwd(const ft_cuda *cu, const ft_kernel *k, const ft_
             (rc = encode_map(cu, &maps[2], p->v, k->head_dim, p->seqlen_k, p->heads_kv, p->batch, p->v_batch_stride,
                              p->v_row_stride, p->v_head_stride, k->tma_rows_kv, "V", err)) != FT_OK)
             return rc;
+        /* Persistent: one block per resident slot, each looping over the row blocks. */
+        long long items = (long long)gx * p->heads_q * p->batch;
+        if (items > 0x7fffffff)
+            return ft__fail(err, FT_ERR_UNSUPPORTED, "more than 2^31 - 1 blocks of query rows");
+        unsigned grid = (unsigned)(k->persistent && k->max_resident > 0 && items > k->max_resident ? k->max_resident
+                                                                                                  : items);
+        return ft__cuda_check(cu,
+                              cu->p_cuLaunchKernel(k->fn, grid, 1, 1, (unsigned)k->threads, 1, 1,
+                                                   (unsigned)k->smem_dynamic, stream, args, NULL),
+                              err, "cuLaunchKernel");
     }
     return ft__cuda_check(cu,
                           cu->p_cuLaunchKernel(k->fn, gx, (unsigned)p->heads_q, (unsigned)p->batch,

@@ -41,12 +41,17 @@ typedef struct ft_kernel {
     int smem_static;
     int max_threads;          /* what the registers allow per block */
     int blocks_per_sm;        /* occupancy */
-    /* Kernels of a family with uses_tma also take tensor maps of Q, K and V, encoded at each
-     * launch: boxes of [rows][swizzle span] elements, rows_per_block for Q, tma_rows_kv for
-     * K and V. 0 for the other families. */
+    int max_resident;         /* blocks the whole device holds at once (multiprocessors × occupancy) */
+    /* Kernels of a family with uses_tma take tensor maps of Q, K and V, encoded at each
+     * launch (boxes of [rows][swizzle span] elements: rows_per_block for Q, tma_rows_kv for K
+     * and V), and walk through the query-row blocks of every head and batch from blockIdx.x in
+     * steps of gridDim.x. 0 for the other families. */
     int tma;
     int tma_rows_kv;
     int head_dim;
+    int persistent;           /* TMA kernels: 1 launches at most max_resident blocks (non-causal);
+                                 0 one block per row block, which the hardware schedules as they
+                                 finish (causal blocks differ in length) */
 } ft_kernel;
 
 /* Loads a cubin into the current context and checks it can launch: threads within what its
@@ -57,6 +62,10 @@ ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entr
                           int rows_per_block, long long smem_dynamic, const ft_arch *dev,
                           ft_kernel *out, ft_err *err);
 void ft__kernel_unload(const ft_cuda *cu, ft_kernel *k); /* module NULL is a no-op */
+
+/* Marks a loaded kernel as one of a TMA family (flash_fwd_sm90): its K/V box rows (the
+ * variant's bn), head dim, and whether it is causal (which decides the persistent grid). */
+void ft__kernel_use_tma(ft_kernel *k, int block_n, int head_dim, int causal);
 
 /* Launches a forward kernel on stream (grid: query-row blocks × heads × batch). For a TMA
  * kernel it encodes the tensor maps first (FT_ERR_UNSUPPORTED when the driver lacks

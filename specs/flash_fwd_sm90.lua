@@ -65,7 +65,7 @@ return {
 
   -- 1 KiB to align the tiles to 1024 bytes, Q, `stages` K and V tiles, the mbarriers.
   smem = function(v)
-    return 1024 + v.bm * v.d * 2 + 2 * v.stages * v.bn * v.d * 2 + 8 * (1 + 4 * v.stages)
+    return 1024 + v.bm * v.d * 2 + 2 * v.stages * v.bn * v.d * 2 + 8 * (2 + 4 * v.stages)
   end,
 
   registers = function(v)

@@ -1,9 +1,12 @@
 // flash_fwd_sm90 — warp-specialised FlashAttention forward for compute capability 9.0 (sm_90a).
 //
-// One CTA computes BM query rows of one (batch, head). Warpgroup 0 is the producer: one of its
-// threads loads the Q tile once and then streams K and V tiles through a STAGES-deep ring of
-// shared-memory buffers with the tensor-memory accelerator (cp.async.bulk.tensor, tensor maps
-// encoded on the host), each load completing on an mbarrier. Warpgroups 1..NWG are consumers;
+// The grid is persistent: at most one CTA per multiprocessor, each working through the blocks of
+// BM query rows of one (batch, head) numbered blockIdx.x, blockIdx.x + gridDim.x, ..., so the
+// loads of one block overlap the end of the previous one.
+// Warpgroup 0 is the producer: one of its threads loads each block's Q tile and streams the K
+// and V tiles through a STAGES-deep ring of shared-memory buffers with the tensor-memory
+// accelerator (cp.async.bulk.tensor, tensor maps encoded on the host), each load completing on
+// an mbarrier; the ring's position carries over from one block to the next. Warpgroups 1..NWG are consumers;
 // each owns 64 query rows and computes S = Q·Kᵀ with wgmma (both operands in shared memory)
 // and O += P·V with wgmma (P from registers, V from shared memory), fp32 accumulators, with
 // the online softmax of flash_fwd_sm80. A consumer releases a K slot and a V slot of the ring
@@ -91,7 +94,7 @@ constexpr int SWB = CH * 2;               // its bytes: the swizzle span (128 or
 constexpr int NCB = D / CH;               // column blocks of a tile
 constexpr int Q_BYTES = BM * D * 2;
 constexpr int KV_BYTES = BN * D * 2; // one K or one V tile
-constexpr int BAR_BYTES = 8 * (1 + 4 * STAGES);
+constexpr int BAR_BYTES = 8 * (2 + 4 * STAGES);
 constexpr int SMEM_BYTES = 1024 + Q_BYTES + 2 * STAGES * KV_BYTES + BAR_BYTES;
 constexpr int SN = BN / 2; // S accumulators per thread
 constexpr int ON = D / 2;  // O accumulators per thread
@@ -107,9 +110,8 @@ static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees wi
 constexpr int PRODUCER_REGS = 24;
 constexpr int CONSUMER_REGS = NWG == 2 ? 240 : 160;
 
-// Named barriers (0 is __syncthreads): ping-pong turns, and one per consumer warpgroup.
-constexpr int BAR_TURN = 1;  // BAR_TURN + w: consumer w may issue its wgmmas
-constexpr int BAR_WG = 3;    // BAR_WG + w: consumer w's own threads
+// Named barriers (0 is __syncthreads): ping-pong turns.
+constexpr int BAR_TURN = 1; // BAR_TURN + w: consumer w may issue its wgmmas
 
 #define NEG_INF __int_as_float(0xff800000)
 #define POS_INF __int_as_float(0x7f800000)
@@ -256,33 +258,60 @@ __device__ __forceinline__ u64 v_desc(u32 tile, int kb)
     return make_desc(tile + kb * 16 * SWB, BN * SWB, 8 * SWB);
 }
 
-// The byte offset of element (row, col) in a column-blocked, swizzled tile of `rows` rows.
-__device__ __forceinline__ u32 swizzled_offset(int rows, int row, int col)
+// ---- the consumer's state and steps ----------------------------------------------------------
+// One block of query rows: which rows, of which head, and how many K/V tiles they need.
+struct Block {
+    int q_first, q_valid;
+    int head, kv_head, batch;
+    int n_tiles; // 0: every row sees no key
+};
+
+// Blocks of one (batch, head) are numbered consecutively, so the CTAs working at the same time
+// share few heads' K and V in the L2 cache; the longest causal rows come first in each head.
+__device__ __forceinline__ Block block_of(const FwdParams &p, int item)
 {
-    const int block = col / CH, chunk = (col % CH) / 8;
-    const int swz = SWB == 128 ? (row & 7) : ((row >> 1) & 3);
-    return (u32)(block * rows * SWB + row * SWB + ((chunk ^ swz) << 4) + (col % 8) * 2);
+    const int m_blocks = (p.seqlen_q + BM - 1) / BM;
+    const int hb = item / m_blocks;
+    Block b;
+    b.q_first = (m_blocks - 1 - item % m_blocks) * BM;
+    b.q_valid = min(BM, p.seqlen_q - b.q_first);
+    b.head = hb % p.heads_q;
+    b.batch = hb / p.heads_q;
+    b.kv_head = b.head / (p.heads_q / p.heads_kv);
+    // Keys the block needs: all of them, or (causal) up to the diagonal of its last row.
+    int key_end = p.seqlen_k;
+    if (CAUSAL)
+        key_end = min(key_end, b.q_first + b.q_valid + p.seqlen_k - p.seqlen_q);
+    b.n_tiles = key_end > 0 ? (key_end + BN - 1) / BN : 0;
+    return b;
 }
 
-// ---- the consumer's state and steps ----------------------------------------------------------
+// The mbarriers: Q full and empty, and per ring slot K full, V full, K empty, V empty.
+__device__ __forceinline__ u32 q_full(u32 bars) { return bars; }
+__device__ __forceinline__ u32 q_empty(u32 bars) { return bars + 8; }
+__device__ __forceinline__ u32 k_full(u32 bars, int s) { return bars + 16 + 8 * s; }
+__device__ __forceinline__ u32 v_full(u32 bars, int s) { return bars + 16 + 8 * STAGES + 8 * s; }
+__device__ __forceinline__ u32 k_empty(u32 bars, int s) { return bars + 16 + 16 * STAGES + 8 * s; }
+__device__ __forceinline__ u32 v_empty(u32 bars, int s) { return bars + 16 + 24 * STAGES + 8 * s; }
+
+// Ring position r (counted over the CTA's life): slot r % STAGES, in its (r / STAGES)-th use.
+__device__ __forceinline__ int slot_of(int r) { return r % STAGES; }
+__device__ __forceinline__ u32 parity_of(int r) { return (u32)(r / STAGES) & 1; }
+
 struct Consumer {
     u32 sq;        // this warpgroup's 64 rows of the Q tile (column block 0)
     u32 sk, sv;    // K and V rings
-    u32 bars;      // q_full, k_full[STAGES], v_full[STAGES], k_empty[STAGES], v_empty[STAGES]
+    u32 bars;
     int w;         // consumer warpgroup 0..NWG-1
     int warp;      // warp inside the warpgroup
     int lane;
     int row0;      // first query row of this thread's rows (row0 and row0 + 8)
     int diag;      // seqlen_k - seqlen_q
     int seqlen_k;
-    int n_tiles;
+    int n_tiles;   // of the current block
+    int r0;        // ring position of the block's first tile
     float scale_log2;
 };
-
-__device__ __forceinline__ u32 k_full(const Consumer &c, int s) { return c.bars + 8 + 8 * s; }
-__device__ __forceinline__ u32 v_full(const Consumer &c, int s) { return c.bars + 8 + 8 * STAGES + 8 * s; }
-__device__ __forceinline__ u32 k_empty(u32 bars, int s) { return bars + 8 + 16 * STAGES + 8 * s; }
-__device__ __forceinline__ u32 v_empty(u32 bars, int s) { return bars + 8 + 24 * STAGES + 8 * s; }
 
 // Tile n of the keys (iteration j visits tile n_tiles - 1 - j).
 __device__ __forceinline__ int tile_of(const Consumer &c, int j) { return c.n_tiles - 1 - j; }
@@ -390,12 +419,12 @@ template <bool MASK>
 __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u32 (&p)[BN / 4], float (&m)[2],
                                      float (&l)[2])
 {
-    const int s = j % STAGES, prev = (j - 1) % STAGES;
+    const int r = c.r0 + j, s = slot_of(r), prev = slot_of(r - 1);
     float acc[SN];
     float alpha[2];
 
-    mbar_wait(k_full(c, s), (u32)(j / STAGES) & 1);
-    mbar_wait(v_full(c, prev), (u32)((j - 1) / STAGES) & 1);
+    mbar_wait(k_full(c.bars, s), parity_of(r));
+    mbar_wait(v_full(c.bars, prev), parity_of(r - 1));
     turn_begin(c);
     wgmma_fence();
     issue_s(c, s, acc);
@@ -433,8 +462,8 @@ __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u
     pack_p(acc, p);
 }
 
-__device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm, unsigned char *region,
-                                       u32 region_addr, int q_first)
+// One block of rows for this consumer warpgroup: qi counts the blocks with keys before it.
+__device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm, const Block &blk, int qi)
 {
     float o[ON];
     u32 p[BN / 4];
@@ -444,24 +473,22 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
 #pragma unroll
     for (int i = 0; i < ON; ++i)
         o[i] = 0.f;
-    if (PINGPONG && c.w == 1)
-        named_arrive(BAR_TURN + 0, 256); // consumer 0 takes the first turn
 
     // Tile 0: S_0 and its softmax (nothing to rescale yet).
-    mbar_wait(c.bars, 0);
-    mbar_wait(k_full(c, 0), 0);
+    mbar_wait(q_full(c.bars), (u32)qi & 1);
+    mbar_wait(k_full(c.bars, slot_of(c.r0)), parity_of(c.r0));
     {
         float acc[SN];
         float alpha[2];
         turn_begin(c);
         wgmma_fence();
-        issue_s(c, 0, acc);
+        issue_s(c, slot_of(c.r0), acc);
         wgmma_commit();
         turn_end(c);
         wgmma_wait<0>();
         fence_regs(acc);
         if (c.lane == 0)
-            mbar_arrive(k_empty(c.bars, 0));
+            mbar_arrive(k_empty(c.bars, slot_of(c.r0)));
         if (needs_mask(c, tile_of(c, 0)))
             apply_mask(c, tile_of(c, 0), acc);
         softmax_step(c, acc, m, l, alpha);
@@ -472,79 +499,89 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
         step<true>(c, j, o, p, m, l);
     for (; j < c.n_tiles; ++j)
         step<false>(c, j, o, p, m, l);
+    if (c.lane == 0)
+        mbar_arrive(q_empty(c.bars)); // every S of the block is done: the next Q may come
 
     // The last P·V.
-    const int last = (c.n_tiles - 1) % STAGES;
-    mbar_wait(v_full(c, last), (u32)((c.n_tiles - 1) / STAGES) & 1);
+    const int last = c.r0 + c.n_tiles - 1;
+    mbar_wait(v_full(c.bars, slot_of(last)), parity_of(last));
     turn_begin(c);
     wgmma_fence();
     fence_regs(o);
     fence_regs(p);
-    issue_o(c, last, o, p);
+    issue_o(c, slot_of(last), o, p);
     wgmma_commit();
     turn_end(c);
     wgmma_wait<0>();
     fence_regs(o);
     if (c.lane == 0)
-        mbar_arrive(v_empty(c.bars, last));
-    if (PINGPONG && c.w == 0)
-        named_sync(BAR_TURN + 0, 256); // consumer 1's last hand-over
+        mbar_arrive(v_empty(c.bars, slot_of(last)));
 
-    // Normalise, write the LSE, stage O over this warpgroup's Q rows for 16-byte stores.
-    const int g = c.lane >> 2, t = c.lane & 3;
-    const int local0 = c.warp * 16 + g; // rows local0 and local0 + 8 of the warpgroup's 64
-    float inv[2];
+    // Normalise, write the LSE and O (each quad of threads writes 16 contiguous bytes per row).
+    const int t = c.lane & 3;
+    u16 *out = (u16 *)prm.o + blk.batch * prm.o_batch_stride + blk.head * prm.o_head_stride;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const float lsum = quad_sum(l[h]);
-        inv[h] = lsum > 0.f ? 1.f / lsum : 0.f;
+        const float inv = lsum > 0.f ? 1.f / lsum : 0.f;
         const int row = c.row0 + 8 * h;
-        if (prm.lse != nullptr && t == 0 && row < prm.seqlen_q)
-            prm.lse[((long long)blockIdx.z * prm.heads_q + blockIdx.y) * prm.seqlen_q + row] =
+        if (row >= prm.seqlen_q)
+            continue;
+        if (prm.lse != nullptr && t == 0)
+            prm.lse[((long long)blk.batch * prm.heads_q + blk.head) * prm.seqlen_q + row] =
                 lsum > 0.f ? (m[h] * c.scale_log2 + log2f(lsum)) * 0.69314718055994531f : POS_INF;
-    }
+        u16 *orow = out + (long long)row * prm.o_row_stride + 2 * t;
 #pragma unroll
-    for (int i = 0; i < ON; i += 2) {
-        const int h = (i >> 1) & 1;
-        const int col = 8 * (i >> 2) + 2 * t;
-        *(u32 *)(region + swizzled_offset(BM, local0 + 8 * h, col)) = pack2(o[i] * inv[h], o[i + 1] * inv[h]);
-    }
-    named_sync(BAR_WG + c.w, 128);
-    (void)region_addr;
-    const int rows = min(64, prm.seqlen_q - (q_first + c.w * 64));
-    u16 *out = (u16 *)prm.o + blockIdx.z * prm.o_batch_stride + blockIdx.y * prm.o_head_stride +
-               (long long)(q_first + c.w * 64) * prm.o_row_stride;
-    const int tid = c.warp * 32 + c.lane;
-    for (int idx = tid; idx < rows * (D / 8); idx += 128) {
-        const int row = idx / (D / 8), col = (idx % (D / 8)) * 8;
-        *(uint4 *)(out + row * prm.o_row_stride + col) = *(const uint4 *)(region + swizzled_offset(BM, row, col));
+        for (int nb = 0; nb < D / 8; ++nb)
+            *(u32 *)(orow + 8 * nb) = pack2(o[4 * nb + 2 * h] * inv, o[4 * nb + 2 * h + 1] * inv);
     }
 }
 
-// ---- the producer -------------------------------------------------------------------------------
-__device__ __forceinline__ void produce(u32 sq, u32 sk, u32 sv, u32 bars, const TensorMap *tq, const TensorMap *tk,
-                                        const TensorMap *tv, int q_first, int head, int kv_head, int batch,
-                                        int n_tiles)
+// A block whose rows see no key: O = 0 and LSE = +inf for this warpgroup's 64 rows.
+__device__ __forceinline__ void write_empty(const FwdParams &p, const Block &blk, int w, int tid)
 {
-    mbar_expect_tx(bars, Q_BYTES);
-#pragma unroll
-    for (int b = 0; b < NCB; ++b)
-        tma_load(sq + b * BM * SWB, tq, b * CH, q_first, head, batch, bars);
-    for (int j = 0; j < n_tiles; ++j) {
-        const int s = j % STAGES, n = n_tiles - 1 - j;
-        const u32 kf = bars + 8 + 8 * s, vf = bars + 8 + 8 * STAGES + 8 * s;
-        if (j >= STAGES)
-            mbar_wait(k_empty(bars, s), (u32)(j / STAGES - 1) & 1);
-        mbar_expect_tx(kf, KV_BYTES);
+    const int first = blk.q_first + 64 * w, rows = min(64, p.seqlen_q - first);
+    u16 *o = (u16 *)p.o + blk.batch * p.o_batch_stride + blk.head * p.o_head_stride;
+    for (int idx = tid; idx < rows * (D / 8); idx += 128) {
+        const int row = first + idx / (D / 8), col = (idx % (D / 8)) * 8;
+        *(uint4 *)(o + row * p.o_row_stride + col) = make_uint4(0, 0, 0, 0);
+    }
+    if (p.lse != nullptr)
+        for (int row = tid; row < rows; row += 128)
+            p.lse[((long long)blk.batch * p.heads_q + blk.head) * p.seqlen_q + first + row] = POS_INF;
+}
+
+// ---- the producer -------------------------------------------------------------------------------
+__device__ __forceinline__ void produce(const FwdParams &p, u32 sq, u32 sk, u32 sv, u32 bars, const TensorMap *tq,
+                                        const TensorMap *tk, const TensorMap *tv, int items)
+{
+    int r = 0, qi = 0; // ring position, blocks with keys so far
+    for (int item = (int)blockIdx.x; item < items; item += (int)gridDim.x) {
+        const Block blk = block_of(p, item);
+        if (blk.n_tiles == 0)
+            continue;
+        if (qi > 0)
+            mbar_wait(q_empty(bars), (u32)(qi - 1) & 1);
+        mbar_expect_tx(q_full(bars), Q_BYTES);
 #pragma unroll
         for (int b = 0; b < NCB; ++b)
-            tma_load(sk + s * KV_BYTES + b * BN * SWB, tk, b * CH, n * BN, kv_head, batch, kf);
-        if (j >= STAGES)
-            mbar_wait(v_empty(bars, s), (u32)(j / STAGES - 1) & 1);
-        mbar_expect_tx(vf, KV_BYTES);
+            tma_load(sq + b * BM * SWB, tq, b * CH, blk.q_first, blk.head, blk.batch, q_full(bars));
+        for (int j = 0; j < blk.n_tiles; ++j, ++r) {
+            const int s = slot_of(r), n = blk.n_tiles - 1 - j;
+            if (r >= STAGES)
+                mbar_wait(k_empty(bars, s), parity_of(r - STAGES));
+            mbar_expect_tx(k_full(bars, s), KV_BYTES);
 #pragma unroll
-        for (int b = 0; b < NCB; ++b)
-            tma_load(sv + s * KV_BYTES + b * BN * SWB, tv, b * CH, n * BN, kv_head, batch, vf);
+            for (int b = 0; b < NCB; ++b)
+                tma_load(sk + s * KV_BYTES + b * BN * SWB, tk, b * CH, n * BN, blk.kv_head, blk.batch, k_full(bars, s));
+            if (r >= STAGES)
+                mbar_wait(v_empty(bars, s), parity_of(r - STAGES));
+            mbar_expect_tx(v_full(bars, s), KV_BYTES);
+#pragma unroll
+            for (int b = 0; b < NCB; ++b)
+                tma_load(sv + s * KV_BYTES + b * BN * SWB, tv, b * CH, n * BN, blk.kv_head, blk.batch, v_full(bars, s));
+        }
+        qi++;
     }
 }
 
@@ -553,44 +590,19 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
 
-    const int m_block = (int)(gridDim.x - 1 - blockIdx.x); // the longest causal rows start first
-    const int head = (int)blockIdx.y;
-    const int batch = (int)blockIdx.z;
-    const int kv_head = head / (p.heads_q / p.heads_kv);
     const int tid = (int)threadIdx.x;
-    const int diag = p.seqlen_k - p.seqlen_q;
-    const int q_first = m_block * BM;
-    const int q_valid = min(BM, p.seqlen_q - q_first);
-
-    // Keys this block needs: all of them, or (causal) up to the diagonal of its last row.
-    int key_end = p.seqlen_k;
-    if (CAUSAL)
-        key_end = min(key_end, q_first + q_valid + diag);
-    const int n_tiles = key_end > 0 ? (key_end + BN - 1) / BN : 0;
-
-    if (n_tiles == 0) { // every row of the block sees no key
-        u16 *o = (u16 *)p.o + batch * p.o_batch_stride + head * p.o_head_stride + q_first * p.o_row_stride;
-        for (int idx = tid; idx < q_valid * (D / 8); idx += THREADS) {
-            const int row = idx / (D / 8), col = (idx % (D / 8)) * 8;
-            *(uint4 *)(o + row * p.o_row_stride + col) = make_uint4(0, 0, 0, 0);
-        }
-        if (p.lse != nullptr)
-            for (int row = tid; row < q_valid; row += THREADS)
-                p.lse[((long long)batch * p.heads_q + head) * p.seqlen_q + q_first + row] = POS_INF;
-        return;
-    }
-
+    const int items = (p.seqlen_q + BM - 1) / BM * p.heads_q * p.batch;
     const u32 raw = smem_addr(smem_raw);
     const u32 base = (raw + 1023u) & ~1023u; // swizzle patterns start on 1024-byte boundaries
-    unsigned char *smem = smem_raw + (base - raw);
     const u32 sq = base, sk = sq + Q_BYTES, sv = sk + STAGES * KV_BYTES, bars = sv + STAGES * KV_BYTES;
 
     if (tid == 0) {
-        mbar_init(bars, 1);
+        mbar_init(q_full(bars), 1);
+        mbar_init(q_empty(bars), NWG * 4); // one arrival per consumer warp
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(bars + 8 + 8 * s, 1);
-            mbar_init(bars + 8 + 8 * STAGES + 8 * s, 1);
-            mbar_init(k_empty(bars, s), NWG * 4); // one arrival per consumer warp
+            mbar_init(k_full(bars, s), 1);
+            mbar_init(v_full(bars, s), 1);
+            mbar_init(k_empty(bars, s), NWG * 4);
             mbar_init(v_empty(bars, s), NWG * 4);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -603,7 +615,7 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
         if (NWG > 1)
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
         if (tid == 0)
-            produce(sq, sk, sv, bars, tq, tk, tv, q_first, head, kv_head, batch, n_tiles);
+            produce(p, sq, sk, sv, bars, tq, tk, tv, items);
         return;
     }
     if (NWG > 1)
@@ -617,12 +629,29 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
     c.sk = sk;
     c.sv = sv;
     c.bars = bars;
-    c.row0 = q_first + c.w * 64 + c.warp * 16 + (c.lane >> 2);
-    c.diag = diag;
+    c.diag = p.seqlen_k - p.seqlen_q;
     c.seqlen_k = p.seqlen_k;
-    c.n_tiles = n_tiles;
     c.scale_log2 = p.scale_log2;
-    consume(c, p, smem + c.w * 64 * SWB, c.sq, q_first);
+    c.r0 = 0;
+    int qi = 0;
+    // Ping-pong: the turns alternate across blocks (both warpgroups take n_tiles + 1 turns per
+    // block); consumer 0 takes the first, and at the end takes consumer 1's last hand-over.
+    if (PINGPONG && c.w == 1)
+        named_arrive(BAR_TURN + 0, 256);
+    for (int item = (int)blockIdx.x; item < items; item += (int)gridDim.x) {
+        const Block blk = block_of(p, item);
+        if (blk.n_tiles == 0) {
+            write_empty(p, blk, c.w, tid % 128);
+            continue;
+        }
+        c.row0 = blk.q_first + c.w * 64 + c.warp * 16 + (c.lane >> 2);
+        c.n_tiles = blk.n_tiles;
+        consume(c, p, blk, qi);
+        c.r0 += blk.n_tiles;
+        qi++;
+    }
+    if (PINGPONG && c.w == 0)
+        named_sync(BAR_TURN + 0, 256);
 }
 
 } // namespace ft

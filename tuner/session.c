@@ -68,11 +68,9 @@ ft_status ft__session_load(ft_session *s, ft_spec *spec, const ft_variant *v, co
     int rows = (int)ft__variant_int(spec, v, "bm", 64);
     ft_status rc = ft__kernel_load(s->cu, cubin, entry, threads, rows, smem_dynamic, &s->arch, out, err);
 
-    if (rc == FT_OK && fam != NULL && fam->uses_tma) {
-        out->tma = 1;
-        out->tma_rows_kv = (int)ft__variant_int(spec, v, "bn", 64);
-        out->head_dim = (int)ft__variant_int(spec, v, "d", 0);
-    }
+    if (rc == FT_OK && fam != NULL && fam->uses_tma)
+        ft__kernel_use_tma(out, (int)ft__variant_int(spec, v, "bn", 64), (int)ft__variant_int(spec, v, "d", 0),
+                           (int)ft__variant_int(spec, v, "causal", 0));
     return rc;
 }
 

@@ -535,10 +535,12 @@ static const ft_plan_item *measure_line(const tuner *tu, const kernel_ref *kr, i
     const int tma = tu->plans[kr->spec]->family->uses_tma;
 
     ft__sha256_hex(it->key, hex);
-    snprintf(out, cap, "measure key=%s entry=%s threads=%d rows=%lld smem=%lld verify=%d budget=%d tma_kv=%lld d=%lld\n",
+    snprintf(out, cap,
+             "measure key=%s entry=%s threads=%d rows=%lld smem=%lld verify=%d budget=%d tma_kv=%lld d=%lld "
+             "persist=%d\n",
              hex, it->source.entry, it->threads, ft__variant_int(spec, &it->variant, "bm", 64), it->smem_dynamic,
              verify, budget, tma ? ft__variant_int(spec, &it->variant, "bn", 64) : 0,
-             ft__variant_int(spec, &it->variant, "d", 0));
+             ft__variant_int(spec, &it->variant, "d", 0), tma && ft__variant_int(spec, &it->variant, "causal", 0) == 0);
     return it;
 }
 
