@@ -363,19 +363,25 @@ static double round_dispatch(ft_context *ctx, const problem *p, const ft_cuda *c
     return total * 1e3 / (double)o->launches;
 }
 
+/* The bare launch: the same kernel, grid and arguments (tensor maps encoded once, up front). */
 static double round_bare(const ft_kernel *k, const problem *p, const ft_cuda *cu, const bench_opts *o)
 {
-    void *args[] = {(void *)&p->params};
-    const unsigned gx = (unsigned)((o->s + k->rows_per_block - 1) / k->rows_per_block);
+    ft_launch l;
+    ft_err err;
     double total = 0;
     long done = 0;
+
+    if (ft__kernel_prepare(cu, k, &p->params, &l, &err) != FT_OK) {
+        fprintf(stderr, "ft_overhead: %s\n", err.msg);
+        return -1;
+    }
 
     while (done < o->launches) {
         long n = o->launches - done < o->batch ? o->launches - done : o->batch, i;
         double t0 = now_ms();
         for (i = 0; i < n; i++) {
-            CUresult r = cu->p_cuLaunchKernel(k->fn, gx, (unsigned)o->h, (unsigned)o->b, (unsigned)k->threads, 1, 1,
-                                              (unsigned)k->smem_dynamic, p->stream, args, NULL);
+            CUresult r = cu->p_cuLaunchKernel(k->fn, l.grid[0], l.grid[1], l.grid[2], (unsigned)k->threads, 1, 1,
+                                              (unsigned)k->smem_dynamic, p->stream, l.args, NULL);
             if (r != CUDA_SUCCESS) {
                 const char *name = "?";
                 cu->p_cuGetErrorName(r, &name);
@@ -509,9 +515,6 @@ int main(int argc, char **argv)
 
     /* The bare launch's kernel: the same source, from the same cache. */
     rc = ft__session_build(&s, spec, &v, &k, NULL, &err);
-    if (rc == FT_OK && k.tma)
-        rc = ft__fail(&err, FT_ERR_UNSUPPORTED, "%s takes tensor maps: the bare launch here passes the argument "
-                      "block only; choose a variant of a family without TMA (--spec, --variant)", text);
     if (rc != FT_OK) {
         fprintf(stderr, "ft_overhead: %s\n", err.msg);
         goto out;

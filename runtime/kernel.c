@@ -113,42 +113,55 @@ static ft_status encode_map(const ft_cuda *cu, CUtensorMap *map, const void *ptr
     return FT_OK;
 }
 
-ft_status ft__kernel_launch_fwd(const ft_cuda *cu, const ft_kernel *k, const ft_fwd_params *p,
-                                CUstream stream, ft_err *err)
+ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd_params *p, ft_launch *l,
+                             ft_err *err)
 {
-    CUtensorMap maps[3];
-    void *args[] = {(void *)p, &maps[0], &maps[1], &maps[2]};
     unsigned gx = (unsigned)((p->seqlen_q + k->rows_per_block - 1) / k->rows_per_block);
     ft_status rc;
 
+    memset(l, 0, sizeof *l);
+    l->args[0] = (void *)p;
+    l->args[1] = &l->maps[0];
+    l->args[2] = &l->maps[1];
+    l->args[3] = &l->maps[2];
     if (gx == 0 || p->heads_q <= 0 || p->batch <= 0)
-        return FT_OK; /* nothing to compute */
+        return FT_OK; /* nothing to compute: grid 0 */
     if (p->batch > 65535 || p->heads_q > 65535)
         return ft__fail(err, FT_ERR_UNSUPPORTED, "batch and heads must be at most 65535");
-    if (k->tma) {
-        if (cu->p_cuTensorMapEncodeTiled == NULL)
-            return ft__fail(err, FT_ERR_UNSUPPORTED, "the CUDA driver has no cuTensorMapEncodeTiled (CUDA 12 or newer)");
-        if ((rc = encode_map(cu, &maps[0], p->q, k->head_dim, p->seqlen_q, p->heads_q, p->batch, p->q_batch_stride,
-                             p->q_row_stride, p->q_head_stride, k->rows_per_block, "Q", err)) != FT_OK ||
-            (rc = encode_map(cu, &maps[1], p->k, k->head_dim, p->seqlen_k, p->heads_kv, p->batch, p->k_batch_stride,
-                             p->k_row_stride, p->k_head_stride, k->tma_rows_kv, "K", err)) != FT_OK ||
-            (rc = encode_map(cu, &maps[2], p->v, k->head_dim, p->seqlen_k, p->heads_kv, p->batch, p->v_batch_stride,
-                             p->v_row_stride, p->v_head_stride, k->tma_rows_kv, "V", err)) != FT_OK)
-            return rc;
-        /* Persistent: one block per resident slot, each looping over the row blocks. */
-        long long items = (long long)gx * p->heads_q * p->batch;
-        if (items > 0x7fffffff)
-            return ft__fail(err, FT_ERR_UNSUPPORTED, "more than 2^31 - 1 blocks of query rows");
-        unsigned grid = (unsigned)(k->persistent && k->max_resident > 0 && items > k->max_resident ? k->max_resident
-                                                                                                  : items);
-        return ft__cuda_check(cu,
-                              cu->p_cuLaunchKernel(k->fn, grid, 1, 1, (unsigned)k->threads, 1, 1,
-                                                   (unsigned)k->smem_dynamic, stream, args, NULL),
-                              err, "cuLaunchKernel");
+    if (!k->tma) {
+        l->grid[0] = gx, l->grid[1] = (unsigned)p->heads_q, l->grid[2] = (unsigned)p->batch;
+        return FT_OK;
     }
+    if (cu->p_cuTensorMapEncodeTiled == NULL)
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "the CUDA driver has no cuTensorMapEncodeTiled (CUDA 12 or newer)");
+    if ((rc = encode_map(cu, &l->maps[0], p->q, k->head_dim, p->seqlen_q, p->heads_q, p->batch, p->q_batch_stride,
+                         p->q_row_stride, p->q_head_stride, k->rows_per_block, "Q", err)) != FT_OK ||
+        (rc = encode_map(cu, &l->maps[1], p->k, k->head_dim, p->seqlen_k, p->heads_kv, p->batch, p->k_batch_stride,
+                         p->k_row_stride, p->k_head_stride, k->tma_rows_kv, "K", err)) != FT_OK ||
+        (rc = encode_map(cu, &l->maps[2], p->v, k->head_dim, p->seqlen_k, p->heads_kv, p->batch, p->v_batch_stride,
+                         p->v_row_stride, p->v_head_stride, k->tma_rows_kv, "V", err)) != FT_OK)
+        return rc;
+    /* One block per row block of every head and batch, or (persistent) one per resident slot,
+     * each looping over the row blocks. */
+    long long items = (long long)gx * p->heads_q * p->batch;
+    if (items > 0x7fffffff)
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "more than 2^31 - 1 blocks of query rows");
+    if (k->persistent && k->max_resident > 0 && items > k->max_resident)
+        items = k->max_resident;
+    l->grid[0] = (unsigned)items, l->grid[1] = 1, l->grid[2] = 1;
+    return FT_OK;
+}
+
+ft_status ft__kernel_launch_fwd(const ft_cuda *cu, const ft_kernel *k, const ft_fwd_params *p,
+                                CUstream stream, ft_err *err)
+{
+    ft_launch l;
+    ft_status rc = ft__kernel_prepare(cu, k, p, &l, err);
+
+    if (rc != FT_OK || l.grid[0] == 0)
+        return rc;
     return ft__cuda_check(cu,
-                          cu->p_cuLaunchKernel(k->fn, gx, (unsigned)p->heads_q, (unsigned)p->batch,
-                                             (unsigned)k->threads, 1, 1, (unsigned)k->smem_dynamic,
-                                             stream, args, NULL),
+                          cu->p_cuLaunchKernel(k->fn, l.grid[0], l.grid[1], l.grid[2], (unsigned)k->threads, 1, 1,
+                                               (unsigned)k->smem_dynamic, stream, l.args, NULL),
                           err, "cuLaunchKernel");
 }

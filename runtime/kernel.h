@@ -67,6 +67,19 @@ void ft__kernel_unload(const ft_cuda *cu, ft_kernel *k); /* module NULL is a no-
  * variant's bn), head dim, and whether it is causal (which decides the persistent grid). */
 void ft__kernel_use_tma(ft_kernel *k, int block_n, int head_dim, int causal);
 
+/* What cuLaunchKernel takes for one forward call: the grid, and the kernel arguments (the
+ * params, then for TMA kernels their tensor maps, which live here). */
+typedef struct ft_launch {
+    CUtensorMap maps[3];
+    void *args[4];
+    unsigned grid[3]; /* grid[0] == 0: nothing to compute */
+} ft_launch;
+
+/* Fills l for a call with params p (which must outlive l's use); the tensor maps are encoded
+ * here (errors as for ft__kernel_launch_fwd). */
+ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd_params *p, ft_launch *l,
+                             ft_err *err);
+
 /* Launches a forward kernel on stream (grid: query-row blocks × heads × batch). For a TMA
  * kernel it encodes the tensor maps first (FT_ERR_UNSUPPORTED when the driver lacks
  * cuTensorMapEncodeTiled, FT_ERR_INVALID_ARGUMENT when it refuses the tensors' layout). */
