@@ -157,14 +157,15 @@ void ft__family_target(const ft_family *fam, const ft_arch *arch, char *out, siz
 
 int ft__family_supports_arch(const ft_family *fam, const ft_arch *arch, char *reason, size_t cap)
 {
-    if (arch->cc < fam->min_cc) {
-        snprintf(reason, cap, "%s needs compute capability %d.%d or newer", fam->name,
-                 fam->min_cc / 10, fam->min_cc % 10);
-        return 0;
-    }
+    /* An exact capability first: "9.0 or newer" would be wrong for sm_90a code on sm_89. */
     if (fam->exact_cc != 0 && arch->cc != fam->exact_cc) {
         snprintf(reason, cap, "%s runs only on compute capability %d.%d", fam->name,
                  fam->exact_cc / 10, fam->exact_cc % 10);
+        return 0;
+    }
+    if (arch->cc < fam->min_cc) {
+        snprintf(reason, cap, "%s needs compute capability %d.%d or newer", fam->name,
+                 fam->min_cc / 10, fam->min_cc % 10);
         return 0;
     }
     return 1;

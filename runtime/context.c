@@ -357,15 +357,15 @@ static const char *default_variant(int head_dim)
     return NULL;
 }
 
-/* The same on compute capability 9.0, from the sm_90a family: the winners of most d=128
- * buckets in a tune on an H200 (2026-11-30); d=256 needs the smaller key tile for registers. */
+/* The same on compute capability 9.0, from the sm_90a family: the variant that won most of
+ * the head dim's buckets in a full tune of specs/flash_fwd_sm90.lua on an H200 (2026-11-30). */
 static const char *default_variant_sm90(int head_dim)
 {
     switch (head_dim) {
-    case 64:
+    case 64: return "bm=192,bn=96,stages=3,pingpong=0,overlap=1";
     case 96:
-    case 128:
-    case 192: return "bm=128,bn=128,stages=2,pingpong=1,overlap=1";
+    case 128: return "bm=128,bn=128,stages=2,pingpong=1,overlap=1";
+    case 192: return "bm=128,bn=96,stages=2,pingpong=1,overlap=1";
     case 256: return "bm=128,bn=64,stages=2,pingpong=1,overlap=1";
     }
     return NULL;

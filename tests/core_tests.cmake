@@ -34,6 +34,16 @@ ft_cli_test(gen_bad_value fail "'100' is not a value of parameter 'd'"
   gen specs/flash_fwd.lua --variant "d=100,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,overlap=0")
 ft_cli_test(gen_source ok "FT_DEFINE_KERNEL\\(ft_flash_fwd_sm80_d128_bm128_bn64_warps4_stages2_causal1_dtypef16_qreg0_overlap0\\)"
   gen specs/flash_fwd.lua --variant "d=128,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,overlap=0")
+# The Hopper family: a plan refuses a GPU other than compute capability 9.0, builds for sm_90a
+# on sm_90, and its d=64 f16 subset compiles with NVRTC.
+ft_cli_test(plan_sm90_on_sm80 fail "flash_fwd_sm90 runs only on compute capability 9\\.0, not sm_80"
+  plan flash_fwd_sm90 --arch sm_80)
+ft_cli_test(plan_sm90_on_sm89 fail "flash_fwd_sm90 runs only on compute capability 9\\.0, not sm_89"
+  plan flash_fwd_sm90 --arch sm_89)
+ft_cli_test(plan_sm90_subset ok "summary \\(sm_90a\\): 144 variants: [1-9][0-9]* compiled .*, 0 compile errors, 0 over limits"
+  plan flash_fwd_sm90 --arch sm_90 --only "d=64,dtype=f16,causal=0" -q -j 2)
+ft_cli_test(gen_sm90_source ok "void ft_wgmma_o\\(float \\(&d\\)\\[96\\]"
+  gen specs/flash_fwd_sm90.lua --arch sm_90a --variant "d=192,bm=64,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1")
 ft_cli_test(no_command fail "usage: flashtune COMMAND")
 ft_cli_test(unknown_command fail "unknown command 'frobnicate'" frobnicate)
 
@@ -48,6 +58,24 @@ if(FT_NVCC)
   set_tests_properties(cli_gen_nvcc PROPERTIES LABELS cli TIMEOUT 600)
 endif()
 
+if(FT_NVCC)
+  # sm_90a code from the generator: nvcc compiles it, ptxas spills nothing where none is
+  # expected, the PTX/SASS has wgmma (HGMMA) and TMA loads (UTMALDG). The SASS checks need
+  # cuobjdump or nvdisasm; without them the script says it left them out.
+  find_program(FT_CUOBJDUMP cuobjdump HINTS ${CUDAToolkit_BIN_DIR})
+  find_program(FT_NVDISASM nvdisasm HINTS ${CUDAToolkit_BIN_DIR})
+  set(FT_SASS_ENV)
+  if(FT_CUOBJDUMP)
+    list(APPEND FT_SASS_ENV "CUOBJDUMP=${FT_CUOBJDUMP}")
+  endif()
+  if(FT_NVDISASM)
+    list(APPEND FT_SASS_ENV "NVDISASM=${FT_NVDISASM}")
+  endif()
+  add_test(NAME cli_gen_nvcc_sm90 COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gen_nvcc_sm90.sh $<TARGET_FILE:flashtune> ${FT_NVCC}
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(cli_gen_nvcc_sm90 PROPERTIES LABELS cli TIMEOUT 600 ENVIRONMENT "${FT_SASS_ENV}")
+endif()
+
 # The whole default space, every target: nothing fails to compile, nothing exceeds a limit.
 foreach(arch sm_80 sm_86 sm_89 sm_90)
   add_test(NAME full_space_${arch}
@@ -57,6 +85,14 @@ foreach(arch sm_80 sm_86 sm_89 sm_90)
   set_tests_properties(full_space_${arch} PROPERTIES LABELS slow TIMEOUT 3600 ENVIRONMENT "${FT_TEST_ENV}"
     RUN_SERIAL TRUE)
 endforeach()
+# The whole Hopper space: every kept variant compiles (the template's static_assert checks the
+# spec's smem formula against its layout) and fits sm_90a's limits.
+add_test(NAME full_space_sm_90a
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cli_expect.sh ok " 0 compile errors, 0 over limits" --
+          $<TARGET_FILE:flashtune> plan specs/flash_fwd_sm90.lua --arch sm_90a -q
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(full_space_sm_90a PROPERTIES LABELS slow TIMEOUT 3600 ENVIRONMENT "${FT_TEST_ENV}"
+  RUN_SERIAL TRUE)
 ft_unit_test(test_check test_check.c)
 
 # The tuner with a stand-in worker (no GPU): recording, resuming, faults, hangs, crashes,
@@ -71,4 +107,15 @@ set_tests_properties(tune_fake PROPERTIES LABELS cli TIMEOUT 900
 add_test(NAME tune_misses COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tune_misses.sh $<TARGET_FILE:flashtune>
   $<TARGET_FILE:fake_worker> WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(tune_misses PROPERTIES LABELS cli TIMEOUT 900
+  ENVIRONMENT "FLASHTUNE_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache")
+
+# The Hopper family (flash_fwd_sm90, sm_90a): built-in specs and their names, target and
+# capabilities, the generated wgmma wrappers, pruning, a sample compiled with NVRTC.
+ft_unit_test(test_sm90 test_sm90.c)
+
+# The built-in specs in the tuner with the stand-in worker: flash_fwd_sm90 only on compute
+# capability 9.0; a filter of one family's parameters tunes that family alone.
+add_test(NAME tune_fake_sm90 COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tune_fake_sm90.sh $<TARGET_FILE:flashtune>
+  $<TARGET_FILE:fake_worker> WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(tune_fake_sm90 PROPERTIES LABELS cli TIMEOUT 600
   ENVIRONMENT "FLASHTUNE_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache")

@@ -64,7 +64,7 @@ while [ $# -ge 2 ]; do
     cat "$dir/ptxas.log"; fail "$v spills ($spills bytes stored, loaded)"
   fi
 
-  if sass "$dir/k.cubin" > "$dir/k.sass" 2>&1 && grep -q 'Function' "$dir/k.sass"; then
+  if sass "$dir/k.cubin" > "$dir/k.sass" 2>&1 && grep -q 'EXIT' "$dir/k.sass"; then
     grep -q "HGMMA\.64x${bn}x16\.F32" "$dir/k.sass" || fail "no HGMMA.64x${bn}x16 in the SASS of $v"
     grep -q "HGMMA\.64x${d}x16\.F32" "$dir/k.sass" || fail "no HGMMA.64x${d}x16 in the SASS of $v"
     grep -q 'UTMALDG' "$dir/k.sass" || fail "no UTMALDG in the SASS of $v"

@@ -1,0 +1,678 @@
+/* The Hopper family (flash_fwd_sm90, wgmma and TMA, sm_90a): the built-in specs and how names
+ * resolve to them, the family's target and the capabilities it runs on, the wgmma wrappers its
+ * prelude generates, its pruning, and a sample of its space compiled with NVRTC. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "ft_test.h"
+#include "generator/arch.h"
+#include "generator/emit.h"
+#include "generator/family.h"
+#include "generator/spec.h"
+#include "generator/variant.h"
+#include "runtime/compile.h"
+#include "tuner/plan.h"
+
+static ft_spec *load_sm90(void)
+{
+    ft_spec *spec = NULL;
+    ft_err err;
+    if (ft__spec_load(FT_SOURCE_DIR "/specs/flash_fwd_sm90.lua", NULL, &spec, &err) != FT_OK)
+        fprintf(stderr, "load: %s\n", err.msg);
+    return spec;
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    long n;
+
+    if (f == NULL)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = malloc((size_t)n + 1);
+    if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf != NULL)
+        buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static int write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (hay = strstr(hay, needle); hay != NULL; hay = strstr(hay + 1, needle))
+        n++;
+    return n;
+}
+
+/* ---- the built-in specs ------------------------------------------------------------------ */
+
+/* Both specs are built in, in order of preference, each the text of the file in specs/. */
+static void test_builtin_table(void)
+{
+    static const char *const names[] = {"specs/flash_fwd.lua", "specs/flash_fwd_sm90.lua"};
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        char path[1024];
+        char *disk;
+        ASSERT_TRUE(ft__builtin_specs[i].name != NULL);
+        ASSERT_STREQ(ft__builtin_specs[i].name, names[i]);
+        snprintf(path, sizeof path, "%s/%s", FT_SOURCE_DIR, names[i]);
+        disk = read_text(path);
+        ASSERT_TRUE(disk != NULL);
+        ASSERT_EQ(ft__builtin_specs[i].size, strlen(disk));
+        ASSERT_TRUE(strcmp(ft__builtin_specs[i].data, disk) == 0);
+        free(disk);
+    }
+    ASSERT_TRUE(ft__builtin_specs[2].name == NULL);
+}
+
+static void test_load_builtin_index(void)
+{
+    static const int past[] = {2, 3, 1000, -1};
+    ft_spec *spec = NULL;
+    ft_err err;
+    size_t i;
+
+    ASSERT_OK(ft__spec_load_builtin(0, &spec, &err), &err);
+    ASSERT_STREQ(spec->name, "flash_fwd");
+    ASSERT_STREQ(spec->template_name, "flash_fwd_sm80");
+    ASSERT_STREQ(spec->path, "specs/flash_fwd.lua");
+    ft__spec_free(spec);
+    ASSERT_OK(ft__spec_load_builtin(1, &spec, &err), &err);
+    ASSERT_STREQ(spec->name, "flash_fwd_sm90");
+    ASSERT_STREQ(spec->template_name, "flash_fwd_sm90");
+    ASSERT_STREQ(spec->path, "specs/flash_fwd_sm90.lua");
+    ASSERT_EQ(spec->nparams, 8);
+    ASSERT_TRUE(spec->nworkloads > 0);
+    ft__spec_free(spec);
+    for (i = 0; i < sizeof past / sizeof past[0]; i++) {
+        spec = (ft_spec *)&err; /* must be reset to NULL */
+        ft__err_clear(&err);
+        ASSERT_EQ(ft__spec_load_builtin(past[i], &spec, &err), FT_ERR_NOT_FOUND);
+        ASSERT_EQ(err.code, FT_ERR_NOT_FOUND);
+        ASSERT_TRUE(spec == NULL);
+        ASSERT_CONTAINS(err.msg, "built-in spec");
+    }
+}
+
+/* Loads name through ft__spec_load_default and checks which spec came back, and from where. */
+static void expect_default(const char *name, const char *want_name, const char *want_path)
+{
+    ft_spec *spec = NULL;
+    ft_err err;
+    int ok;
+
+    ft__err_clear(&err);
+    if (ft__spec_load_default(name, &spec, &err) != FT_OK)
+        FT_FAIL_("ft__spec_load_default(\"%s\"): %s", name ? name : "NULL", err.msg);
+    ASSERT_TRUE(spec != NULL);
+    ok = strcmp(spec->name, want_name) == 0 && strcmp(spec->path, want_path) == 0;
+    if (!ok)
+        fprintf(stderr, "ft__spec_load_default(\"%s\") gave %s from %s, not %s from %s\n",
+                name ? name : "NULL", spec->name, spec->path, want_name, want_path);
+    ft__spec_free(spec);
+    ASSERT_TRUE(ok);
+}
+
+static void expect_no_file(const char *name)
+{
+    ft_spec *spec = NULL;
+    ft_err err;
+
+    ft__err_clear(&err);
+    ASSERT_EQ(ft__spec_load_default(name, &spec, &err), FT_ERR_IO);
+    ASSERT_TRUE(spec == NULL);
+    ASSERT_CONTAINS(err.msg, "cannot open");
+    ASSERT_CONTAINS(err.msg, name);
+}
+
+/* Run inside an empty directory, so no file shadows a built-in name until one is written. */
+static void default_names_in(const char *dir)
+{
+    char *small = read_text(FT_SOURCE_DIR "/tests/specs/valid_small.lua");
+    char *broken = read_text(FT_SOURCE_DIR "/tests/specs/syntax_error.lua");
+    ft_spec *spec = NULL;
+    ft_err err;
+    int ok;
+
+    ASSERT_TRUE(small != NULL && broken != NULL);
+    /* no file: every spelling of a built-in name is the built-in spec */
+    expect_default(NULL, "flash_fwd", "specs/flash_fwd.lua");
+    if (ft_test_failed_) goto out;
+    expect_default("flash_fwd", "flash_fwd", "specs/flash_fwd.lua");
+    if (ft_test_failed_) goto out;
+    expect_default("flash_fwd_sm90", "flash_fwd_sm90", "specs/flash_fwd_sm90.lua");
+    if (ft_test_failed_) goto out;
+    expect_default("flash_fwd_sm90.lua", "flash_fwd_sm90", "specs/flash_fwd_sm90.lua");
+    if (ft_test_failed_) goto out;
+    expect_default("specs/flash_fwd_sm90.lua", "flash_fwd_sm90", "specs/flash_fwd_sm90.lua");
+    if (ft_test_failed_) goto out;
+    /* names that only look like one are files, and missing */
+    expect_no_file("no_such_spec");
+    if (ft_test_failed_) goto out;
+    expect_no_file("flash_fwd_sm9");
+    if (ft_test_failed_) goto out;
+    expect_no_file("fwd_sm90.lua");
+    if (ft_test_failed_) goto out;
+    expect_no_file("flash_fwd_sm90.lu");
+    if (ft_test_failed_) goto out;
+
+    /* a file that exists wins over the built-in name, in each spelling */
+    ok = write_text("flash_fwd_sm90", small) == 0 && write_text("flash_fwd_sm90.lua", small) == 0 &&
+         mkdir("specs", 0700) == 0 && write_text("specs/flash_fwd_sm90.lua", small) == 0;
+    if (!ok) {
+        free(small);
+        free(broken);
+        FT_FAIL_("cannot write spec files in %s: %s", dir, strerror(errno));
+    }
+    expect_default("flash_fwd_sm90", "small", "flash_fwd_sm90");
+    if (ft_test_failed_) goto out;
+    expect_default("flash_fwd_sm90.lua", "small", "flash_fwd_sm90.lua");
+    if (ft_test_failed_) goto out;
+    expect_default("specs/flash_fwd_sm90.lua", "small", "specs/flash_fwd_sm90.lua");
+    if (ft_test_failed_) goto out;
+    /* ... even a broken one: its error, not a silent fallback to the built-in */
+    if (write_text("flash_fwd_sm90.lua", broken) != 0)
+        goto out;
+    ft__err_clear(&err);
+    if (ft__spec_load_default("flash_fwd_sm90.lua", &spec, &err) != FT_ERR_SPEC || spec != NULL ||
+        strstr(err.msg, "flash_fwd_sm90.lua:3:") == NULL) {
+        ft__spec_free(spec);
+        free(small);
+        free(broken);
+        FT_FAIL_("a broken flash_fwd_sm90.lua should fail with its own error, got \"%s\"", err.msg);
+    }
+out:
+    free(small);
+    free(broken);
+}
+
+static void test_load_default_names(void)
+{
+    char dir[] = "/tmp/ft-sm90-names-XXXXXX";
+    char cwd[4096];
+
+    ASSERT_TRUE(getcwd(cwd, sizeof cwd) != NULL);
+    ASSERT_TRUE(mkdtemp(dir) != NULL);
+    ASSERT_EQ(chdir(dir), 0);
+    default_names_in(dir);
+    unlink("specs/flash_fwd_sm90.lua");
+    rmdir("specs");
+    unlink("flash_fwd_sm90.lua");
+    unlink("flash_fwd_sm90");
+    ASSERT_EQ(chdir(cwd), 0);
+    ASSERT_EQ(rmdir(dir), 0);
+}
+
+/* ---- the family: target and capabilities ------------------------------------------------- */
+
+static void test_family_target(void)
+{
+    static const char *const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
+    const ft_family *f80 = ft__family_find("flash_fwd_sm80");
+    const ft_family *f90 = ft__family_find("flash_fwd_sm90");
+    char target[32], why[256];
+    ft_arch arch;
+    ft_err err;
+    size_t i;
+
+    ASSERT_TRUE(f80 != NULL && f90 != NULL);
+    ASSERT_TRUE(ft__family_find("flash_fwd_sm100") == NULL);
+    ASSERT_STREQ(f90->file, "flash_fwd_sm90.cuh");
+    ASSERT_STREQ(f90->target_suffix, "a");
+    ASSERT_STREQ(f80->target_suffix, "");
+    ASSERT_EQ(f90->uses_tma, 1);
+    ASSERT_EQ(f80->uses_tma, 0);
+    ASSERT_TRUE(f90->prelude != NULL);
+    ASSERT_TRUE(f80->prelude == NULL);
+    ASSERT_TRUE(ft__template_file(f90->file) != NULL);
+
+    for (i = 0; i < sizeof archs / sizeof archs[0]; i++) {
+        int is90 = strncmp(archs[i], "sm_90", 5) == 0;
+        ASSERT_OK(ft__arch_builtin(archs[i], &arch, &err), &err);
+        /* sm80 code builds for the target as named */
+        ft__family_target(f80, &arch, target, sizeof target);
+        ASSERT_STREQ(target, archs[i]);
+        why[0] = '\0';
+        ASSERT_EQ(ft__family_supports_arch(f80, &arch, why, sizeof why), 1);
+        /* sm90 code: sm_90a on compute capability 9.0, refused elsewhere */
+        why[0] = '\0';
+        ASSERT_EQ(ft__family_supports_arch(f90, &arch, why, sizeof why), is90);
+        if (is90) {
+            ft__family_target(f90, &arch, target, sizeof target);
+            ASSERT_STREQ(target, "sm_90a");
+        } else {
+            ASSERT_STREQ(why, "flash_fwd_sm90 runs only on compute capability 9.0");
+        }
+    }
+    /* a newer GPU is no 9.0: the exact capability decides, not "9.0 or newer" */
+    ASSERT_OK(ft__arch_builtin("sm_90", &arch, &err), &err);
+    snprintf(arch.name, sizeof arch.name, "sm_100");
+    arch.cc = 100;
+    ASSERT_EQ(ft__family_supports_arch(f90, &arch, why, sizeof why), 0);
+    ASSERT_STREQ(why, "flash_fwd_sm90 runs only on compute capability 9.0");
+    ASSERT_EQ(ft__family_supports_arch(f80, &arch, why, sizeof why), 1);
+    /* and an old one is refused by the sm80 family for its minimum */
+    snprintf(arch.name, sizeof arch.name, "sm_75");
+    arch.cc = 75;
+    ASSERT_EQ(ft__family_supports_arch(f80, &arch, why, sizeof why), 0);
+    ASSERT_CONTAINS(why, "needs compute capability 8.0 or newer");
+    /* a short buffer still gets a terminated target */
+    ASSERT_OK(ft__arch_builtin("sm_90", &arch, &err), &err);
+    ft__family_target(f90, &arch, target, 6);
+    ASSERT_STREQ(target, "sm_90");
+}
+
+/* A plan takes the family's target and refuses a capability it cannot run on. */
+static void test_plan_target(void)
+{
+    static const char *const refused[] = {"sm_80", "sm_86", "sm_89"};
+    ft_spec *spec = load_sm90();
+    ft_plan *plan = NULL;
+    ft_arch arch;
+    ft_err err;
+    size_t i;
+
+    ASSERT_TRUE(spec != NULL);
+    for (i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char want[128];
+        ASSERT_OK(ft__arch_builtin(refused[i], &arch, &err), &err);
+        ft__err_clear(&err);
+        ASSERT_EQ(ft__plan_build(spec, &arch, NULL, 0, &plan, &err), FT_ERR_UNSUPPORTED);
+        ASSERT_TRUE(plan == NULL);
+        snprintf(want, sizeof want, "flash_fwd_sm90 runs only on compute capability 9.0, not %s", refused[i]);
+        ASSERT_CONTAINS(err.msg, want);
+        ASSERT_CONTAINS(err.msg, "flash_fwd_sm90.lua");
+    }
+    ASSERT_OK(ft__arch_builtin("sm_90", &arch, &err), &err);
+    ASSERT_OK(ft__plan_build(spec, &arch, NULL, 0, &plan, &err), &err);
+    ASSERT_STREQ(plan->arch.name, "sm_90a");
+    ASSERT_EQ(plan->arch.cc, 90);
+    ASSERT_EQ(plan->arch.smem_per_block, arch.smem_per_block);
+    ASSERT_STREQ(plan->family->name, "flash_fwd_sm90");
+    ASSERT_STREQ(arch.name, "sm_90"); /* the caller's arch is left as it was */
+    ft__plan_free(plan);
+    ft__spec_free(spec);
+}
+
+/* ---- generation ------------------------------------------------------------------------- */
+
+/* The text of the function `void name(` up to its closing brace at the start of a line. */
+static char *function_text(const char *src, const char *name)
+{
+    char head[128];
+    const char *a, *b;
+    char *out;
+
+    snprintf(head, sizeof head, "void %s(", name);
+    a = strstr(src, head);
+    if (a == NULL)
+        return NULL;
+    b = strstr(a, "\n}\n");
+    if (b == NULL)
+        return NULL;
+    out = malloc((size_t)(b - a) + 3);
+    if (out == NULL)
+        return NULL;
+    memcpy(out, a, (size_t)(b - a) + 2);
+    out[b - a + 2] = '\0';
+    return out;
+}
+
+/* Checks one wgmma wrapper: the shape m64n{n}k16 with dtype, n/2 fp32 accumulators bound
+ * "+f" to d[0..n/2-1] in order, and asm operands %0..%k that are exactly the bound ones. */
+static void check_wrapper(const char *src, const char *name, int n, const char *type, int reg_a)
+{
+    const int nd = n / 2;
+    const int ninputs = reg_a ? 6 : 3; /* a0..a3, db, the constant scale-d; or da, db, scale_d */
+    char *fn = function_text(src, name);
+    char want[256];
+    unsigned char used[512];
+    const char *p;
+    int i, max = -1, operands;
+
+    if (fn == NULL)
+        FT_FAIL_("no function %s in the source", name);
+    snprintf(want, sizeof want, "%s(float (&d)[%d], ", name, nd);
+    if (strstr(fn, want) == NULL)
+        goto bad;
+    snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", n, type, type);
+    if (count_of(fn, want) != 1)
+        goto bad;
+    if (count_of(fn, "wgmma.mma_async") != 1)
+        goto bad;
+    /* the accumulators, in order */
+    if (count_of(fn, "\"+f\"(") != nd)
+        goto bad;
+    for (i = 0; i < nd; i++) {
+        snprintf(want, sizeof want, "\"+f\"(d[%d])", i);
+        if (strstr(fn, want) == NULL)
+            goto bad;
+    }
+    snprintf(want, sizeof want, "\"+f\"(d[%d])", nd);
+    if (strstr(fn, want) != NULL)
+        goto bad;
+    /* every operand is used, and nothing past them */
+    operands = count_of(fn, "\"+f\"(") + count_of(fn, "\"l\"(") + count_of(fn, "\"r\"(");
+    if (operands != nd + ninputs)
+        goto bad;
+    memset(used, 0, sizeof used);
+    for (p = strchr(fn, '%'); p != NULL; p = strchr(p + 1, '%')) {
+        char *end;
+        long k = strtol(p + 1, &end, 10);
+        if (end == p + 1)
+            continue;
+        if (k < 0 || k >= (long)sizeof used)
+            goto bad;
+        used[k] = 1;
+        if (k > max)
+            max = (int)k;
+    }
+    if (max != operands - 1)
+        goto bad;
+    for (i = 0; i <= max; i++)
+        if (!used[i])
+            goto bad;
+    /* the accumulator list in the braces is %0..%{nd-1}, then the other operands */
+    if (reg_a) {
+        snprintf(want, sizeof want, "\"%%%d\"\n                 \"}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, 1;", nd - 1,
+                 nd, nd + 1, nd + 2, nd + 3, nd + 4);
+        if (strstr(fn, want) == NULL)
+            goto bad;
+        snprintf(want, sizeof want, "setp.ne.b32 p, %%%d, 0;", nd + 5);
+    } else {
+        snprintf(want, sizeof want, "\"%%%d\"\n                 \"}, %%%d, %%%d, p, 1, 1, 0, 0;", nd - 1, nd, nd + 1);
+        if (strstr(fn, want) == NULL)
+            goto bad;
+        snprintf(want, sizeof want, "setp.ne.b32 p, %%%d, 0;", nd + 2);
+    }
+    if (strstr(fn, want) == NULL)
+        goto bad;
+    free(fn);
+    return;
+bad:
+    fprintf(stderr, "%s (n=%d, %s):\n%s\n", name, n, type, fn);
+    free(fn);
+    FT_FAIL_("%s: expected \"%s\"", name, want);
+}
+
+/* Every head dimension and key tile of the spec, both dtypes: the wrappers match the variant,
+ * are defined once, before the template, and are valid wgmma shapes. */
+static void test_wgmma_wrappers(void)
+{
+    ft_spec *spec = load_sm90();
+    const ft_family *fam = ft__family_find("flash_fwd_sm90");
+    int pd, pb, pt, id, ib, it;
+    ft_arch arch;
+    ft_err err;
+
+    ASSERT_TRUE(spec != NULL && fam != NULL);
+    ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
+    pd = ft__spec_param_index(spec, "d");
+    pb = ft__spec_param_index(spec, "bn");
+    pt = ft__spec_param_index(spec, "dtype");
+    ASSERT_TRUE(pd >= 0 && pb >= 0 && pt >= 0);
+    for (id = 0; id < spec->params[pd].nvalues; id++) {
+        for (ib = 0; ib < spec->params[pb].nvalues; ib++) {
+            for (it = 0; it < spec->params[pt].nvalues; it++) {
+                const int d = (int)spec->params[pd].ints[id], bn = (int)spec->params[pb].ints[ib];
+                const char *type = spec->params[pt].strings[it];
+                const char *other = strcmp(type, "f16") == 0 ? ".f32.bf16.bf16" : ".f32.f16.f16";
+                char text[512];
+                ft_kernel_source src;
+                ft_variant v;
+                const char *def_s, *def_o, *tmpl;
+
+                /* wgmma's N: a multiple of 8 (16 keeps k-steps of P whole), at most 256 */
+                ASSERT_TRUE(bn % 16 == 0 && bn >= 16 && bn <= 256);
+                ASSERT_TRUE(d % 16 == 0 && d >= 16 && d <= 256);
+                snprintf(text, sizeof text,
+                         "d=%d,bm=64,bn=%d,stages=2,causal=1,dtype=%s,pingpong=0,overlap=1", d, bn, type);
+                ASSERT_OK(ft__variant_parse(spec, text, &v, &err), &err);
+                ASSERT_OK(ft__emit(spec, fam, &v, &arch, &src, &err), &err);
+                check_wrapper(src.text, "ft_wgmma_s", bn, type, 0);
+                if (!ft_test_failed_)
+                    check_wrapper(src.text, "ft_wgmma_o", d, type, 1);
+                if (ft_test_failed_) {
+                    fprintf(stderr, "variant %s\n", text);
+                    ft__kernel_source_free(&src);
+                    ft__spec_free(spec);
+                    return;
+                }
+                def_s = strstr(src.text, "void ft_wgmma_s(");
+                def_o = strstr(src.text, "void ft_wgmma_o(");
+                tmpl = strstr(src.text, "#error \"flash_fwd_sm90 needs FTP_D");
+                ASSERT_EQ(count_of(src.text, "void ft_wgmma_s("), 1);
+                ASSERT_EQ(count_of(src.text, "void ft_wgmma_o("), 1);
+                ASSERT_TRUE(tmpl != NULL);
+                ASSERT_TRUE(def_s < tmpl && def_o < tmpl);
+                ASSERT_TRUE(strstr(src.text, "#define FTP_D ") < def_s); /* after the parameters */
+                ASSERT_TRUE(strstr(src.text, other) == NULL);
+                ft__kernel_source_free(&src);
+            }
+        }
+    }
+    ft__spec_free(spec);
+}
+
+/* The generated source of one variant: parameters, threads, shared memory, entry. */
+static void test_emit_sm90(void)
+{
+    static const struct {
+        const char *variant;
+        int threads;
+    } cases[] = {
+        {"d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1", 384},
+        {"d=64,bm=64,bn=80,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=0", 256},
+        {"d=96,bm=192,bn=64,stages=2,causal=1,dtype=f16,pingpong=0,overlap=1", 512},
+    };
+    ft_spec *spec = load_sm90();
+    const ft_family *fam = ft__family_find("flash_fwd_sm90");
+    ft_arch arch;
+    ft_err err;
+    size_t i;
+
+    ASSERT_TRUE(spec != NULL && fam != NULL);
+    ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ft_kernel_source src;
+        ft_variant v;
+        char want[256];
+        long long d, bm, bn, st, smem = 0;
+
+        ASSERT_OK(ft__variant_parse(spec, cases[i].variant, &v, &err), &err);
+        ASSERT_EQ(ft__family_threads(fam, spec, &v), cases[i].threads);
+        ASSERT_OK(ft__spec_smem(spec, &v, &arch, &smem, &err), &err);
+        ASSERT_OK(ft__emit(spec, fam, &v, &arch, &src, &err), &err);
+        ASSERT_EQ(src.threads, cases[i].threads);
+        ASSERT_EQ(src.smem_dynamic, smem);
+        d = ft__variant_int(spec, &v, "d", 0);
+        bm = ft__variant_int(spec, &v, "bm", 0);
+        bn = ft__variant_int(spec, &v, "bn", 0);
+        st = ft__variant_int(spec, &v, "stages", 0);
+        /* at least Q and the K and V ring, 16-bit elements */
+        ASSERT_TRUE(smem >= 2 * (bm * d + 2 * st * bn * d));
+        snprintf(want, sizeof want, "#define FT_SMEM_BYTES %lld\n", smem);
+        ASSERT_CONTAINS(src.text, want);
+        snprintf(want, sizeof want, "#define FTP_BN %lld\n", bn);
+        ASSERT_CONTAINS(src.text, want);
+        ASSERT_CONTAINS(src.text, strstr(cases[i].variant, "dtype=f16") ? "#define FTP_DTYPE_F16 1\n"
+                                                                       : "#define FTP_DTYPE_BF16 1\n");
+        ASSERT_CONTAINS(src.text, strstr(cases[i].variant, "pingpong=1") ? "#define FTP_PINGPONG 1\n"
+                                                                        : "#define FTP_PINGPONG 0\n");
+        snprintf(want, sizeof want, "ft_flash_fwd_sm90_d%lld_bm%lld_bn%lld_stages%lld_", d, bm, bn, st);
+        ASSERT_TRUE(strncmp(src.entry, want, strlen(want)) == 0);
+        ASSERT_CONTAINS(src.text, src.entry);
+        ft__kernel_source_free(&src);
+    }
+    ft__spec_free(spec);
+}
+
+/* ---- pruning and compiling --------------------------------------------------------------- */
+
+static int gcd(int a, int b)
+{
+    while (b != 0) {
+        int t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static int consumer_limit(long long bm)
+{
+    return bm == 64 ? 255 : bm == 128 ? 240 : 160;
+}
+
+/* The whole space on sm_90a: ping-pong only with two consumer warpgroups, the consumers'
+ * register estimate within setmaxnreg's share, shared memory within the opt-in limit. */
+static void test_sm90_pruning(void)
+{
+    ft_spec *spec = load_sm90();
+    ft_plan *plan = NULL;
+    ft_arch arch;
+    ft_err err;
+    int i, pingpong = 0, regs = 0, smem = 0, kept = 0;
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
+    ASSERT_OK(ft__plan_build(spec, &arch, NULL, 0, &plan, &err), &err);
+    ASSERT_EQ(plan->nitems, spec->nvariants);
+    ASSERT_EQ(spec->nvariants, 5 * 3 * 6 * 2 * 2 * 2 * 2 * 2);
+    for (i = 0; i < plan->nitems; i++) {
+        const ft_plan_item *it = &plan->items[i];
+        long long d = ft__variant_int(spec, &it->variant, "d", 0);
+        long long bm = ft__variant_int(spec, &it->variant, "bm", 0);
+        long long bn = ft__variant_int(spec, &it->variant, "bn", 0);
+        long long pp = ft__variant_int(spec, &it->variant, "pingpong", 0);
+        long long est = d / 2 + bn / 2 + bn / 4 + 40;
+        if (pp == 1 && bm != 128) {
+            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+            ASSERT_STREQ(it->reason, "ping-pong takes two consumer warpgroups");
+            pingpong++;
+        } else if (est > consumer_limit(bm)) {
+            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+            ASSERT_STREQ(it->reason, "consumer registers within what setmaxnreg gives them");
+            regs++;
+        }
+        if (strstr(it->reason, "shared memory") != NULL) {
+            ASSERT_TRUE(it->smem_dynamic > arch.smem_per_block);
+            smem++;
+        }
+        if (it->status == FT_PLAN_PENDING) {
+            ASSERT_TRUE(it->smem_dynamic > 0 && it->smem_dynamic <= arch.smem_per_block);
+            ASSERT_EQ(it->threads, 128 * (bm / 64 + 1));
+            ASSERT_TRUE(est <= consumer_limit(bm));
+            kept++;
+        }
+    }
+    ASSERT_EQ(pingpong, spec->nvariants / 2 * 2 / 3); /* pingpong=1 with bm 64 or 192 */
+    ASSERT_TRUE(regs > 0);
+    ASSERT_TRUE(smem > 0);
+    ASSERT_TRUE(kept > 0);
+    ASSERT_EQ(plan->count[FT_PLAN_PENDING], kept);
+    ft__plan_free(plan);
+    ft__spec_free(spec);
+}
+
+/* A sample of the kept space that takes every value of every parameter at least once compiles
+ * with NVRTC for sm_90a (the template's static_assert checks the spec's smem formula against
+ * its own layout), within the target's limits; the ping-pong, overlap d=128 variant the tuner
+ * favours does not spill. */
+static void test_sm90_compile_sample(void)
+{
+    static const char *const no_spill = "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1";
+    ft_spec *spec = load_sm90();
+    const char *cache_dir = getenv("FLASHTUNE_CACHE_DIR");
+    unsigned char seen[FT_MAX_PARAMS][64];
+    ft_cache *cache = NULL;
+    ft_plan *plan = NULL;
+    ft_arch arch;
+    ft_err err;
+    int i, k, p, stride = 1009, sampled = 0, found_no_spill = 0;
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_OK(ft__arch_builtin("sm_90", &arch, &err), &err);
+    ASSERT_OK(ft__plan_build(spec, &arch, NULL, 0, &plan, &err), &err);
+    ASSERT_STREQ(plan->arch.name, "sm_90a");
+    memset(seen, 0, sizeof seen);
+    /* Visit the items in a scrambled order (a stride coprime with their number) so that the
+     * sample mixes the values rather than taking the first ones of the space. */
+    while (gcd(stride, plan->nitems) != 1)
+        stride++;
+    for (k = 0; k < plan->nitems; k++) {
+        ft_plan_item *it = &plan->items[(long long)k * stride % plan->nitems];
+        int fresh = strcmp(it->variant_str, no_spill) == 0;
+        if (it->status != FT_PLAN_PENDING)
+            continue;
+        for (p = 0; p < spec->nparams; p++)
+            fresh |= !seen[p][it->variant.idx[p]];
+        if (!fresh) {
+            it->status = FT_PLAN_PRUNED; /* not in the sample */
+            plan->count[FT_PLAN_PENDING]--;
+            plan->count[FT_PLAN_PRUNED]++;
+            snprintf(it->reason, sizeof it->reason, "not sampled");
+            continue;
+        }
+        for (p = 0; p < spec->nparams; p++)
+            seen[p][it->variant.idx[p]] = 1;
+        sampled++;
+    }
+    for (p = 0; p < spec->nparams; p++)
+        for (i = 0; i < spec->params[p].nvalues; i++)
+            if (!seen[p][i])
+                FT_FAIL_("no kept variant has value %d of parameter %s", i, spec->params[p].name);
+    if (cache_dir != NULL && cache_dir[0] != '\0')
+        ASSERT_OK(ft__cache_open(cache_dir, &cache, &err), &err);
+    ASSERT_OK(ft__plan_compile(plan, cache, 2, NULL, NULL, NULL, &err), &err);
+    for (i = 0; i < plan->nitems; i++) {
+        const ft_plan_item *it = &plan->items[i];
+        if (it->status == FT_PLAN_PRUNED)
+            continue;
+        if (it->status != FT_PLAN_COMPILED)
+            fprintf(stderr, "%s: %s: %s\n", it->variant_str, ft__plan_status_name(it->status), it->reason);
+        ASSERT_EQ(it->status, FT_PLAN_COMPILED);
+        ASSERT_TRUE(it->report.registers > 0);
+        printf("  compiled %s: %d registers, %lld/%lld bytes spilled%s\n", it->variant_str,
+               it->report.registers, it->report.spill_stores, it->report.spill_loads,
+               it->cache_hit ? " (cached)" : "");
+        if (strcmp(it->variant_str, no_spill) == 0) {
+            ASSERT_EQ(it->report.spill_stores, 0);
+            ASSERT_EQ(it->report.spill_loads, 0);
+            found_no_spill = 1;
+        }
+    }
+    ASSERT_EQ(plan->count[FT_PLAN_COMPILED], sampled);
+    ASSERT_TRUE(found_no_spill);
+    ft__plan_free(plan);
+    ft__cache_close(cache);
+    ft__spec_free(spec);
+}
+
+FT_TEST_MAIN(FT_CASE(test_builtin_table), FT_CASE(test_load_builtin_index), FT_CASE(test_load_default_names),
+             FT_CASE(test_family_target), FT_CASE(test_plan_target), FT_CASE(test_wgmma_wrappers),
+             FT_CASE(test_emit_sm90), FT_CASE(test_sm90_pruning), FT_CASE(test_sm90_compile_sample))

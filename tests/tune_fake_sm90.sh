@@ -1,0 +1,90 @@
+#!/bin/sh
+# The tuner with the built-in specs and a stand-in worker (tests/fake_worker.c), no GPU needed:
+# `flashtune tune` without SPEC takes the sm_90a family (specs/flash_fwd_sm90.lua) only on
+# compute capability 9.0, and a --only filter that only one family knows tunes that family.
+#   tune_fake_sm90.sh path/to/flashtune path/to/fake_worker
+set -u
+ft=$1
+export FLASHTUNE_WORKER=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "tune_fake_sm90: $*"; [ -f "$dir/out" ] && cat "$dir/out"; exit 1; }
+tune() { "$ft" tune --db "$db" -q -j 2 "$@" > "$dir/out" 2>&1; }
+count() { sqlite3 "$db" "$1"; }
+
+# Parameters both families have: per causal value, flash_fwd keeps 2 variants (qreg 0/1;
+# warps=8 cannot split 64 rows) and flash_fwd_sm90 keeps 1 (ping-pong needs bm=128). Both
+# specs have the same six d=64 workloads: 12 buckets (x 2 causal).
+both='d=64,bm=64,bn=64,stages=2,dtype=f16,overlap=0'
+
+# 1. Compute capability 8.0: only flash_fwd is measured, 2 variants per bucket.
+db=$dir/cc80.db
+FAKE_CC=80 FAKE_LOG="$dir/log80" tune --only "$both" || fail "tune on cc 8.0 failed"
+grep -q 'measured 24, already in the database 0: 24 ok' "$dir/out" || fail "cc 8.0: expected 24 measurements"
+[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90'")" = 0 ] || fail "cc 8.0: sm90 kernels recorded"
+[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm80'")" = 4 ] || fail "cc 8.0: expected 4 sm80 kernels"
+[ "$(count 'select count(*) from v_winners')" = 12 ] || fail "cc 8.0: expected 12 winners"
+"$ft" query --db "$db" --all > "$dir/out" 2>&1 || fail "cc 8.0: query --all failed"
+grep -q '^24 rows from' "$dir/out" || fail "cc 8.0: query --all: expected 24 rows"
+grep -q 'pingpong=' "$dir/out" && fail "cc 8.0: query --all shows sm90 variants"
+grep -q 'warps=4' "$dir/out" || fail "cc 8.0: query --all shows no flash_fwd variant"
+grep -q 'entry=ft_flash_fwd_sm90' "$dir/log80" && fail "cc 8.0: the worker was asked to measure an sm90 kernel"
+echo "cc 8.0, built-in specs: flash_fwd only: ok"
+
+# 2. Compute capability 9.0: both families on the same buckets, 3 variants per bucket; the
+#    sm90 kernels are launched with tensor maps of the K/V tile (tma_kv = bn) and 128 threads
+#    per consumer warpgroup plus a producer warpgroup.
+db=$dir/cc90.db
+FAKE_CC=90 FAKE_LOG="$dir/log90" tune --only "$both" || fail "tune on cc 9.0 failed"
+grep -q 'measured 36, already in the database 0: 36 ok' "$dir/out" || fail "cc 9.0: expected 36 measurements"
+[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90'")" = 2 ] || fail "cc 9.0: expected 2 sm90 kernels"
+[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm80'")" = 4 ] || fail "cc 9.0: expected 4 sm80 kernels"
+[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90' and threads = 256")" = 2 ] ||
+  fail "cc 9.0: sm90 kernels with bm=64 should have 256 threads"
+[ "$(count 'select count(*) from results')" = 36 ] || fail "cc 9.0: the database does not hold 36 results"
+[ "$(count 'select count(*) from v_winners')" = 12 ] || fail "cc 9.0: expected 12 winners (one per bucket, both families)"
+"$ft" query --db "$db" --all > "$dir/out" 2>&1 || fail "cc 9.0: query --all failed"
+grep -q '^36 rows from' "$dir/out" || fail "cc 9.0: query --all: expected 36 rows"
+[ "$(grep -c 'pingpong=0' "$dir/out")" = 12 ] || fail "cc 9.0: query --all: expected 12 rows of sm90 variants"
+[ "$(grep -c 'warps=4' "$dir/out")" = 24 ] || fail "cc 9.0: query --all: expected 24 rows of flash_fwd variants"
+grep 'entry=ft_flash_fwd_sm90' "$dir/log90" > "$dir/sm90" || fail "cc 9.0: no sm90 kernel measured"
+grep -v -q 'tma_kv=64 ' "$dir/sm90" && fail "cc 9.0: an sm90 measurement without tma_kv=64"
+grep -v -q 'threads=256 ' "$dir/sm90" && fail "cc 9.0: an sm90 measurement without threads=256"
+grep 'entry=ft_flash_fwd_sm80' "$dir/log90" | grep -q 'tma_kv=[1-9]' && fail "cc 9.0: an sm80 kernel given tensor maps"
+echo "cc 9.0, built-in specs: both families: ok"
+
+# 3. A filter naming a parameter only flash_fwd has (warps) tunes flash_fwd alone on cc 9.0,
+#    instead of failing on flash_fwd_sm90's parameters.
+db=$dir/warps.db
+FAKE_CC=90 tune --only "$both,warps=4" || fail "--only warps=4 on cc 9.0 failed"
+grep -q 'measured 24, already in the database 0: 24 ok' "$dir/out" || fail "--only warps=4: expected 24 measurements"
+[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90'")" = 0 ] || fail "--only warps=4: sm90 kernels recorded"
+"$ft" query --db "$db" --all > "$dir/out" 2>&1 || fail "--only warps=4: query --all failed"
+grep -q 'pingpong=' "$dir/out" && fail "--only warps=4: query --all shows sm90 variants"
+echo "cc 9.0, --only warps=4: flash_fwd only: ok"
+
+# 4. And one only flash_fwd_sm90 knows (pingpong) tunes it alone; on cc 8.0 that leaves no
+#    spec, a clear error. A parameter no spec knows is the usual error.
+db=$dir/pingpong.db
+FAKE_CC=90 tune --only "$both,pingpong=0" || fail "--only pingpong=0 on cc 9.0 failed"
+grep -q 'measured 12, already in the database 0: 12 ok' "$dir/out" || fail "--only pingpong=0: expected 12 measurements"
+[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm80'")" = 0 ] || fail "--only pingpong=0: sm80 kernels recorded"
+db=$dir/none.db
+FAKE_CC=80 tune --only "$both,pingpong=0" && fail "--only pingpong=0 on cc 8.0 should fail"
+grep -q 'no spec has kernels for Fake GPU (sm_80)' "$dir/out" || fail "--only pingpong=0 on cc 8.0: no clear message"
+FAKE_CC=90 tune --only 'tile=2' && fail "--only tile=2 should fail"
+grep -q "unknown parameter 'tile'" "$dir/out" || fail "--only tile=2: no clear message"
+echo "filters of one family, or none: ok"
+
+# 5. Naming the sm90 spec: tuned on cc 9.0 (ping-pong and overlap both ways, d=128 buckets),
+#    refused on cc 8.0 with the reason.
+db=$dir/sm90.db
+FAKE_CC=90 tune flash_fwd_sm90 --only 'd=128,bm=128,bn=128,stages=2,dtype=bf16' || fail "tune flash_fwd_sm90 failed"
+grep -q 'tuned Fake GPU: 12 buckets, 8 variants' "$dir/out" || fail "tune flash_fwd_sm90: expected 12 buckets, 8 variants"
+grep -q 'measured 48, already in the database 0: 48 ok' "$dir/out" || fail "tune flash_fwd_sm90: expected 48 measurements"
+[ "$(count "select count(distinct variant) from kernels where family = 'flash_fwd_sm90' and threads = 384")" = 8 ] ||
+  fail "tune flash_fwd_sm90: expected 8 kernels of 384 threads"
+db=$dir/sm90-cc80.db
+FAKE_CC=80 tune flash_fwd_sm90 --only 'd=128,bm=128,bn=128,stages=2,dtype=bf16' && fail "tune flash_fwd_sm90 on cc 8.0 should fail"
+grep -q 'runs only on compute capability 9.0' "$dir/out" || fail "tune flash_fwd_sm90 on cc 8.0: no clear message"
+echo "tune flash_fwd_sm90: ok"
