@@ -274,12 +274,14 @@ static ft_status make_database(const char *path, ft_session *s, ft_spec *spec, c
     CUdevice d;
     int l2 = 0, major = 0, minor = 0;
     ft_status rc;
+    char target[32];
 
     memset(&src, 0, sizeof src);
     memset(&c, 0, sizeof c);
+    ft__family_target(ft__family_find(spec->template_name), &s->arch, target, sizeof target);
     rc = ft__emit(spec, ft__family_find(spec->template_name), v, &s->arch, &src, err);
     if (rc == FT_OK)
-        rc = ft__compile(src.text, "overhead.cu", s->arch.name, s->cache, &c, err);
+        rc = ft__compile(src.text, "overhead.cu", target, s->cache, &c, err);
     if (rc == FT_OK)
         rc = ft__db_open(path, 0, &db, err);
     if (rc != FT_OK)

@@ -458,13 +458,13 @@ static ft_status finish_race(tuner *tu, task *t, ft_err *err)
 }
 
 /* A plan item's kernel row; source and cubin are left NULL. */
-static void kernel_row(const tuner *tu, const ft_plan *plan, const ft_plan_item *it, const char *template_hash,
+static void kernel_row(const ft_plan *plan, const ft_plan_item *it, const char *template_hash,
                        ft_db_kernel *dk)
 {
     memset(dk, 0, sizeof *dk);
     snprintf(dk->family, sizeof dk->family, "%s", plan->family->name);
     snprintf(dk->variant, sizeof dk->variant, "%s", it->variant_str);
-    snprintf(dk->arch, sizeof dk->arch, "%s", tu->arch.name);
+    snprintf(dk->arch, sizeof dk->arch, "%s", plan->arch.name); /* the family's target: "sm_90a" */
     snprintf(dk->template_hash, sizeof dk->template_hash, "%s", template_hash);
     snprintf(dk->source_hash, sizeof dk->source_hash, "%s", it->source_hash);
     snprintf(dk->entry, sizeof dk->entry, "%s", it->source.entry);
@@ -501,7 +501,7 @@ static ft_status store_winner(tuner *tu, task *t, ft_err *err)
         return FT_OK;
     rc = ft__emit(tu->specs[kr->spec], tu->plans[kr->spec]->family, &it->variant, &tu->arch, &src, err);
     if (rc == FT_OK) {
-        kernel_row(tu, tu->plans[kr->spec], it, src.template_hash, &dk);
+        kernel_row(tu->plans[kr->spec], it, src.template_hash, &dk);
         dk.source = src.text;
         dk.cubin = c.cubin;
         dk.cubin_size = c.cubin_size;
@@ -856,7 +856,7 @@ static ft_status compile_all(tuner *tu, ft_variant *filter, unsigned *masks, ft_
             ft_db_kernel dk;
             if (it->status == FT_PLAN_PRUNED)
                 continue;
-            kernel_row(tu, plan, it, th, &dk);
+            kernel_row(plan, it, th, &dk);
             kr->spec = s;
             kr->item = i;
             rc = ft__db_kernel_id(tu->db, &dk, &kr->kernel_id, err);
