@@ -37,6 +37,8 @@ echo "cc 8.0, built-in specs: flash_fwd only: ok"
 db=$dir/cc90.db
 FAKE_CC=90 FAKE_LOG="$dir/log90" tune --only "$both" || fail "tune on cc 9.0 failed"
 grep -q 'measured 36, already in the database 0: 36 ok' "$dir/out" || fail "cc 9.0: expected 36 measurements"
+grep -q 'tuned Fake GPU: 12 buckets' "$dir/out" || fail "cc 9.0: the summary should count each shared bucket once"
+grep -q '^winners: 12 buckets' "$dir/out" || fail "cc 9.0: the summary should count 12 winners"
 [ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90'")" = 2 ] || fail "cc 9.0: expected 2 sm90 kernels"
 [ "$(count "select count(*) from kernels where family = 'flash_fwd_sm80'")" = 4 ] || fail "cc 9.0: expected 4 sm80 kernels"
 [ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90' and threads = 256")" = 2 ] ||

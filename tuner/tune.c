@@ -477,6 +477,21 @@ static void kernel_row(const ft_plan *plan, const ft_plan_item *it, const char *
     dk->compile_ms = it->compile_ms;
 }
 
+/* Whether task i is the first of its bucket (specs of two families can share a bucket). */
+static int first_of_bucket(const tuner *tu, int i)
+{
+    const ft_db_bucket *a = &tu->tasks[i].bucket;
+    int j;
+
+    for (j = 0; j < i; j++) {
+        const ft_db_bucket *b = &tu->tasks[j].bucket;
+        if (a->head_dim == b->head_dim && a->causal == b->causal && a->seqlen_bucket == b->seqlen_bucket &&
+            a->bh_bucket == b->bh_bucket && strcmp(a->dtype, b->dtype) == 0)
+            return 0;
+    }
+    return 1;
+}
+
 /* Stores the winner's cubin and source with its kernel row, for dispatch and export. */
 static ft_status store_winner(tuner *tu, task *t, ft_err *err)
 {
@@ -491,7 +506,6 @@ static ft_status store_winner(tuner *tu, task *t, ft_err *err)
 
     if (rc != FT_OK || !found)
         return rc;
-    tu->sum->winners++;
     k = kernel_of(tu, row.result.kernel_id);
     if (k < 0)
         return FT_OK; /* a winner from another spec or run: its row already has what it needs */
@@ -1040,7 +1054,8 @@ static ft_status make_tasks(tuner *tu, const target_list *given, ft_err *err)
             rc = add_task(tu, s, &l->v[i], err);
     }
     free(own.v);
-    tu->sum->buckets = tu->ntasks;
+    for (i = 0; i < tu->ntasks; i++)
+        tu->sum->buckets += first_of_bucket(tu, i);
     return rc;
 }
 
@@ -1159,12 +1174,20 @@ out:
     }
     free(tu.workers);
     free(misses.v);
+    for (i = 0; i < tu.ntasks; i++) { /* the buckets that have a winner now */
+        ft_db_row row;
+        ft_err ignored;
+        int found = 0;
+        if (first_of_bucket(&tu, i) &&
+            ft__db_winner(tu.db, tu.device_id, &tu.tasks[i].bucket, &row, NULL, NULL, &found, &ignored) == FT_OK)
+            summary->winners += found;
+    }
     for (i = 0; i < tu.ntasks; i++)
         free(tu.tasks[i].jobs);
     free(tu.tasks);
     free(tu.kernels);
     if (tu.plans != NULL)
-        for (i = 0; i < nspecs; i++)
+        for (i = 0; i < tu.nspecs; i++) /* the specs kept for this GPU */
             ft__plan_free(tu.plans[i]);
     free(tu.plans);
     ft__db_close(tu.db);
