@@ -23,3 +23,14 @@ if [ ! -f "$cuda/include/nvrtc.h" ] && ! command -v nvcc >/dev/null 2>&1; then
   echo "setup: install it from NVIDIA or set CUDA_HOME" >&2
   exit 1
 fi
+# The tests read the SASS of generated sm_90a kernels with cuobjdump/nvdisasm, which some
+# toolkit installs leave out: take them from NVIDIA's PyPI packages into FT_TOOLS_DIR (the
+# tests say so, and leave those checks out, when neither can be had).
+tools=${FT_TOOLS_DIR:-$HOME/.cache/flashtune/tools}
+if [ ! -x "$cuda/bin/cuobjdump" ] && ! command -v cuobjdump >/dev/null 2>&1 &&
+  [ ! -x "$tools/nvidia/cu13/bin/cuobjdump" ]; then
+  echo "setup: fetching cuobjdump and nvdisasm into $tools"
+  python3 -m pip install --quiet --disable-pip-version-check --target "$tools" \
+    "nvidia-cuda-cuobjdump>=13,<14" "nvidia-cuda-nvdisasm>=13,<14" >/dev/null 2>&1 ||
+    echo "setup: could not fetch them; the SASS checks of the tests will be left out" >&2
+fi

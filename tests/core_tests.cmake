@@ -62,8 +62,14 @@ if(FT_NVCC)
   # sm_90a code from the generator: nvcc compiles it, ptxas spills nothing where none is
   # expected, the PTX/SASS has wgmma (HGMMA) and TMA loads (UTMALDG). The SASS checks need
   # cuobjdump or nvdisasm; without them the script says it left them out.
-  find_program(FT_CUOBJDUMP cuobjdump HINTS ${CUDAToolkit_BIN_DIR})
-  find_program(FT_NVDISASM nvdisasm HINTS ${CUDAToolkit_BIN_DIR})
+  # scripts/setup.sh fetches them into FT_TOOLS_DIR when the toolkit lacks them.
+  if(DEFINED ENV{FT_TOOLS_DIR})
+    set(ft_tools $ENV{FT_TOOLS_DIR})
+  else()
+    set(ft_tools $ENV{HOME}/.cache/flashtune/tools)
+  endif()
+  find_program(FT_CUOBJDUMP cuobjdump HINTS ${CUDAToolkit_BIN_DIR} ${ft_tools}/nvidia/cu13/bin)
+  find_program(FT_NVDISASM nvdisasm HINTS ${CUDAToolkit_BIN_DIR} ${ft_tools}/nvidia/cu13/bin)
   set(FT_SASS_ENV)
   if(FT_CUOBJDUMP)
     list(APPEND FT_SASS_ENV "CUOBJDUMP=${FT_CUOBJDUMP}")

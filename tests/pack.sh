@@ -16,6 +16,19 @@ only='d=64,bm=64,bn=64,warps=4,dtype=f16'   # as tune_fake.sh: 20 variants, 12 b
 fail() { echo "pack: $*"; [ -f "$dir/out" ] && cat "$dir/out"; exit 1; }
 sum() { cksum < "$1"; }
 has_gpu() { [ -e /dev/nvidiactl ]; }
+# sqlite3 DB SQL: the sqlite3 shell's output (rows with '|' between values), or the same from
+# Python's sqlite3 module where the shell is missing (as on the GPU machine).
+if ! command -v sqlite3 >/dev/null 2>&1; then
+  sqlite3() {
+    python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+cur = None
+for stmt in [s for s in sys.argv[2].split(";") if s.strip()]:
+    cur = c.execute(stmt)
+for row in (cur.fetchall() if cur is not None else []):
+    print("|".join("" if v is None else str(v) for v in row))' "$@"
+  }
+fi
 
 "$ft" tune specs/flash_fwd.lua --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "the tune failed"
 [ "$(sqlite3 "$db" 'select count(*) from v_winners')" = 12 ] || fail "the tune left no 12 winners"
