@@ -787,9 +787,7 @@ def environment(torch, args):
     try:
         import flashtune
         env["flashtune_lib"] = flashtune.library_path()
-        lib = flashtune._load()  # the binding exposes no version; the library does
-        lib.ft_version.restype = __import__("ctypes").c_char_p
-        env["flashtune_version"] = lib.ft_version().decode()
+        env["flashtune_version"] = flashtune.version()
     except Exception as e:  # noqa: BLE001
         env["flashtune_version"] = "unknown (%s)" % e
     try:

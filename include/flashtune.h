@@ -204,6 +204,14 @@ struct ft_kernel_set {
     const ft_kernel_set_entry *entries; /* count entries, one per bucket */
 };
 
+/* Which kernel ft_attention_forward runs for a call with these arguments, and how it was
+ * chosen, as one line written to buf (cap bytes, NUL-terminated, cut to fit), e.g.
+ * "tuned for this bucket: d=128,bm=128,bn=176,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1".
+ * The arguments are checked as by ft_attention_forward (the tensors are not read); the first
+ * call of a kind of problem builds its kernel as ft_attention_forward would. buf must not be
+ * NULL and cap must be at least 1; on failure buf holds "". Thread-safe. */
+FT_API ft_status ft_attention_kernel(ft_context *ctx, const ft_attention_args *args, char *buf, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -48,6 +48,7 @@ typedef struct kernel_slot {
                              no kernel has); else a miss: "nearest", "default", "failed" */
     ft_kernel k;
     char error[512];
+    char how[700];    /* FT_OK: which kernel, and how it was chosen (ft_attention_kernel) */
 } kernel_slot;
 
 struct ft_context {
@@ -502,17 +503,19 @@ static void build_slot(ft_context *ctx, kernel_slot *slot)
     const int head_dim = slot->bucket.head_dim, causal = slot->bucket.causal;
     const char *base = ctx->variant != NULL ? ctx->variant : default_variant(head_dim);
     ft_spec *spec = ctx->spec;
-    char text[1024], how[700] = "";
+    char text[1024], *how = slot->how;
+    const size_t how_cap = sizeof slot->how;
     ft_variant v;
     unsigned mask;
     ft_err err;
     int n;
 
-    if (ctx->variant == NULL && ctx->kset != NULL && load_from_set(ctx, slot, how, sizeof how)) {
+    how[0] = '\0';
+    if (ctx->variant == NULL && ctx->kset != NULL && load_from_set(ctx, slot, how, how_cap)) {
         slot->status = FT_OK;
         goto out;
     }
-    if (ctx->variant == NULL && ctx->db != NULL && ctx->device_id >= 0 && load_tuned(ctx, slot, how, sizeof how)) {
+    if (ctx->variant == NULL && ctx->db != NULL && ctx->device_id >= 0 && load_tuned(ctx, slot, how, how_cap)) {
         slot->status = FT_OK;
         goto out;
     }
@@ -550,7 +553,7 @@ static void build_slot(ft_context *ctx, kernel_slot *slot)
     if (slot->status != FT_OK)
         snprintf(slot->error, sizeof slot->error, "%s", err.msg);
     else
-        snprintf(how + strlen(how), sizeof how - strlen(how), "%s%s: %s", how[0] ? "; " : "",
+        snprintf(how + strlen(how), how_cap - strlen(how), "%s%s: %s", how[0] ? "; " : "",
                  ctx->variant != NULL ? "forced" : "built-in default", text);
     if (ctx->variant == NULL)
         slot->fallback = slot->status == FT_OK ? "default" : "failed";
@@ -606,18 +609,23 @@ static ft_status check_tensor(const ft_context *ctx, const char *name, const voi
     return FT_OK;
 }
 
-ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *a, void *stream)
+/* Checks a call's arguments and finds (the first time: builds) its kernel, with the calling
+ * thread's CUDA context made the device's primary one. what names the API call in messages. */
+static ft_status kernel_for_call(ft_context *ctx, const ft_attention_args *a, const char *what,
+                                 const kernel_slot **out)
 {
     const kernel_slot *slot;
     const ft_cuda *cu;
     CUcontext current = NULL;
-    ft_fwd_params p;
+    ft_db_bucket b;
     ft_status rc;
-    ft_err err;
     char msg[256];
 
-    if (ctx == NULL || a == NULL)
-        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "ft_attention_forward: ctx and args must not be NULL");
+    *out = NULL;
+    if (ctx == NULL || a == NULL) {
+        snprintf(msg, sizeof msg, "%s: ctx and args must not be NULL", what);
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, msg);
+    }
     if (a->dtype != FT_F16 && a->dtype != FT_BF16)
         return set_error(ctx, FT_ERR_UNSUPPORTED, "dtype must be FT_F16 or FT_BF16");
     if (a->batch <= 0 || a->heads_q <= 0 || a->heads_kv <= 0 || a->seqlen_q <= 0 || a->seqlen_k <= 0 ||
@@ -649,16 +657,41 @@ ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *a, void
                          "the calling thread's current CUDA context is not the primary context of this "
                          "flashtune context's device");
 
-    {
-        ft_db_bucket b;
-        ft__db_bucket(a->dtype == FT_BF16 ? "bf16" : "f16", a->head_dim, a->causal != 0, a->batch, a->heads_q,
-                      a->seqlen_q, a->seqlen_k, &b);
-        slot = find_kernel(ctx, &b, a);
-    }
+    ft__db_bucket(a->dtype == FT_BF16 ? "bf16" : "f16", a->head_dim, a->causal != 0, a->batch, a->heads_q,
+                  a->seqlen_q, a->seqlen_k, &b);
+    slot = find_kernel(ctx, &b, a);
     if (slot == NULL)
         return set_error(ctx, FT_ERR_INTERNAL, "too many kinds of calls on one context");
     if (slot->status != FT_OK)
         return set_error(ctx, slot->status, slot->error);
+    *out = slot;
+    return FT_OK;
+}
+
+ft_status ft_attention_kernel(ft_context *ctx, const ft_attention_args *a, char *buf, size_t cap)
+{
+    const kernel_slot *slot;
+    ft_status rc;
+
+    if (buf == NULL || cap == 0)
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "ft_attention_kernel: buf must hold at least one byte");
+    buf[0] = '\0';
+    rc = kernel_for_call(ctx, a, "ft_attention_kernel", &slot);
+    if (rc == FT_OK)
+        snprintf(buf, cap, "%s", slot->how);
+    return rc;
+}
+
+ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *a, void *stream)
+{
+    const kernel_slot *slot;
+    ft_fwd_params p;
+    ft_status rc;
+    ft_err err;
+
+    rc = kernel_for_call(ctx, a, "ft_attention_forward", &slot);
+    if (rc != FT_OK)
+        return rc;
 
     memset(&p, 0, sizeof p);
     p.q = a->q, p.k = a->k, p.v = a->v, p.o = a->o, p.lse = a->lse;
@@ -670,7 +703,7 @@ ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *a, void
     p.seqlen_q = a->seqlen_q, p.seqlen_k = a->seqlen_k;
     p.scale = a->softmax_scale > 0 ? a->softmax_scale : 1.0f / sqrtf((float)a->head_dim);
     p.scale_log2 = p.scale * 1.4426950408889634f;
-    rc = ft__kernel_launch_fwd(cu, &slot->k, &p, (CUstream)stream, &err);
+    rc = ft__kernel_launch_fwd(ctx->session.cu, &slot->k, &p, (CUstream)stream, &err);
     if (rc != FT_OK)
         return set_error(ctx, rc, err.msg);
     return FT_OK;

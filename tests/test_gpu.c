@@ -142,6 +142,12 @@ static void test_public_forward(void)
                 ASSERT_EQ(session.cu->p_cuMemsetD32(t.lse, 0xffffffffu, rows), CUDA_SUCCESS);
                 if (ft_attention_forward(ctx, &a, NULL) != FT_OK)
                     FT_FAIL_("%s: %s", shape, ft_last_error(ctx));
+                {
+                    char which[256], want[32];
+                    ASSERT_EQ(ft_attention_kernel(ctx, &a, which, sizeof which), FT_OK);
+                    snprintf(want, sizeof want, "d=%d,", dims[i]);
+                    ASSERT_CONTAINS(which, want); /* the variant that ran, with its head dim */
+                }
                 ASSERT_EQ(session.cu->p_cuCtxSynchronize(), CUDA_SUCCESS);
                 out = malloc(t.plan.elems[3] * 2);
                 lse = malloc(rows * 4);
@@ -187,6 +193,13 @@ static void test_public_bad_arguments(void)
     ASSERT_EQ(ft_attention_forward(ctx, &a, NULL), FT_ERR_INVALID_ARGUMENT);
     ASSERT_CONTAINS(ft_last_error(ctx), "16-byte aligned");
     ASSERT_EQ(ft_attention_forward(NULL, &a, NULL), FT_ERR_INVALID_ARGUMENT);
+    {
+        char which[8] = "x";
+        ASSERT_EQ(ft_attention_kernel(ctx, &a, which, sizeof which), FT_ERR_INVALID_ARGUMENT);
+        ASSERT_CONTAINS(ft_last_error(ctx), "16-byte aligned");
+        ASSERT_STREQ(which, "");
+        ASSERT_EQ(ft_attention_kernel(ctx, &a, NULL, 0), FT_ERR_INVALID_ARGUMENT);
+    }
     ft_context_destroy(ctx);
     ft_context_destroy(NULL);
 }

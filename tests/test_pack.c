@@ -438,6 +438,22 @@ static void test_options_version_1(void)
     free(mem);
 }
 
+/* ft_attention_kernel without a context or a buffer fails cleanly and leaves buf empty. */
+static void test_attention_kernel_arguments(void)
+{
+    char which[16] = "unchanged";
+    ft_attention_args a;
+
+    memset(&a, 0, sizeof a);
+    ASSERT_EQ(ft_attention_kernel(NULL, &a, which, sizeof which), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_STREQ(which, "");
+    ASSERT_CONTAINS(ft_last_error(NULL), "ctx and args must not be NULL");
+    ASSERT_EQ(ft_attention_kernel(NULL, NULL, which, 0), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_EQ(ft_attention_kernel(NULL, &a, NULL, 16), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(ft_last_error(NULL), "buf must hold");
+}
+
 FT_TEST_MAIN(FT_CASE(test_round_trip), FT_CASE(test_every_damage_refused), FT_CASE(test_magic_and_version),
              FT_CASE(test_kernel_set_view), FT_CASE(test_import_into_db), FT_CASE(test_context_with_pack),
-             FT_CASE(test_context_with_kernel_set), FT_CASE(test_options_version_1))
+             FT_CASE(test_context_with_kernel_set), FT_CASE(test_options_version_1),
+             FT_CASE(test_attention_kernel_arguments))

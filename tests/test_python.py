@@ -53,5 +53,18 @@ for dtype in (torch.float16, torch.bfloat16):
             print("%-4s %s b=%d hq=%d hkv=%d sq=%d sk=%d d=%d: rel L2 %.2e, max %.2e %s" % (
                 str(dtype).split(".")[1], "causal" if causal else "full  ", b, hq, hkv, sq, sk, d, rel, err,
                 "ok" if ok else "FAIL"))
+# Which kernel ran: the built-in default of the head dim (no database), named with its head dim.
+q = torch.randn(2, 300, 4, 128, device="cuda", dtype=torch.float16)
+which = ctx.kernel(q, q, q, causal=True)
+ok = which.startswith("built-in default") and "d=128," in which and "causal=1" in which
+failures += not ok
+print("kernel(): %s %s" % (which, "ok" if ok else "FAIL"))
+try:
+    ctx.kernel(q[:, :, :, :0], q[:, :, :, :0], q[:, :, :, :0])
+    failures += 1
+    print("kernel() with head_dim 0 did not fail: FAIL")
+except flashtune.FlashtuneError as e:
+    print("kernel() with head_dim 0: %s: ok" % e)
+print("flashtune %s" % flashtune.version())
 print("python binding: %d failures" % failures)
 sys.exit(1 if failures else 0)

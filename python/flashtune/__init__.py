@@ -13,7 +13,7 @@ import ctypes
 import math
 import os
 
-__all__ = ["Context", "FlashtuneError", "library_path"]
+__all__ = ["Context", "FlashtuneError", "library_path", "version", "flops"]
 
 FT_OPTIONS_VERSION = 2
 _DTYPES = {"float16": 0, "bfloat16": 1}
@@ -86,6 +86,10 @@ def _load():
         lib.ft_status_name.restype = ctypes.c_char_p
         lib.ft_attention_forward.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Args), ctypes.c_void_p]
         lib.ft_attention_forward.restype = ctypes.c_int
+        lib.ft_attention_kernel.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Args), ctypes.c_char_p, ctypes.c_size_t]
+        lib.ft_attention_kernel.restype = ctypes.c_int
+        lib.ft_version.argtypes = []
+        lib.ft_version.restype = ctypes.c_char_p
         _lib = lib
     return _lib
 
@@ -141,7 +145,8 @@ class Context:
         except Exception:
             pass
 
-    def forward(self, q, k, v, causal=False, scale=None, return_lse=False, out=None, stream=None):
+    def _args(self, q, k, v, o, lse, causal, scale):
+        """The ft_attention_args of a call, after checking the tensors."""
         import torch
 
         if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
@@ -157,8 +162,6 @@ class Context:
         sk, hkv = k.shape[1], k.shape[2]
         if tuple(v.shape) != tuple(k.shape) or k.shape[0] != b or k.shape[3] != d:
             raise ValueError("k and v must be [batch, seqlen_k, heads_kv, head_dim] matching q")
-        o = torch.empty_like(q, memory_format=torch.contiguous_format) if out is None else out
-        lse = torch.empty((b, hq, sq), dtype=torch.float32, device=q.device) if return_lse else None
         a = _Args()
         a.dtype = _DTYPES[str(q.dtype).split(".")[1]]
         a.batch, a.heads_q, a.heads_kv, a.seqlen_q, a.seqlen_k, a.head_dim = b, hq, hkv, sq, sk, d
@@ -168,11 +171,36 @@ class Context:
             getattr(a, field)[:] = [t.stride(0), t.stride(1), t.stride(2)]
         a.causal = 1 if causal else 0
         a.softmax_scale = 0.0 if scale is None else float(scale)
+        return a
+
+    def forward(self, q, k, v, causal=False, scale=None, return_lse=False, out=None, stream=None):
+        import torch
+
+        o = torch.empty_like(q, memory_format=torch.contiguous_format) if out is None else out
+        lse = None
+        if return_lse:
+            lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32, device=q.device)
+        a = self._args(q, k, v, o, lse, causal, scale)
         s = torch.cuda.current_stream(q.device) if stream is None else stream
         rc = self._lib.ft_attention_forward(self._handle, ctypes.byref(a), ctypes.c_void_p(s.cuda_stream))
         if rc != 0:
             raise FlashtuneError(self._message(self._handle, rc))
         return (o, lse) if return_lse else o
+
+    def kernel(self, q, k, v, causal=False, scale=None):
+        """Which kernel forward() runs for these tensors and how it was chosen, e.g.
+        "tuned for this bucket: d=128,bm=128,bn=176,...". Builds it on the first call of its kind."""
+        a = self._args(q, k, v, q, None, causal, scale)
+        buf = ctypes.create_string_buffer(1024)
+        rc = self._lib.ft_attention_kernel(self._handle, ctypes.byref(a), buf, len(buf))
+        if rc != 0:
+            raise FlashtuneError(self._message(self._handle, rc))
+        return buf.value.decode()
+
+
+def version():
+    """The version of the loaded libflashtune ("0.1.0")."""
+    return _load().ft_version().decode()
 
 
 def flops(batch, heads, seqlen_q, seqlen_k, head_dim, causal):
