@@ -30,7 +30,7 @@ tools=${FT_TOOLS_DIR:-$HOME/.cache/flashtune/tools}
 if [ ! -x "$cuda/bin/cuobjdump" ] && ! command -v cuobjdump >/dev/null 2>&1 &&
   [ ! -x "$tools/nvidia/cu13/bin/cuobjdump" ]; then
   echo "setup: fetching cuobjdump and nvdisasm into $tools"
-  python3 -m pip install --quiet --disable-pip-version-check --target "$tools" \
+  python3 -m pip install --quiet --disable-pip-version-check --timeout 20 --retries 2 --target "$tools" \
     "nvidia-cuda-cuobjdump>=13,<14" "nvidia-cuda-nvdisasm>=13,<14" >/dev/null 2>&1 ||
     echo "setup: could not fetch them; the SASS checks of the tests will be left out" >&2
 fi
