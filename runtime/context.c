@@ -54,8 +54,9 @@ typedef struct kernel_slot {
 struct ft_context {
     ft_session session;
     ft_spec *spec;
-    ft_spec *spec_sm90;        /* with the built-in specs on compute capability 9.0: the sm_90a
-                                  family's spec (its winners and defaults), else NULL */
+    ft_spec *more[4];          /* with options->spec NULL: the other built-in specs whose kernels
+                                  run on this GPU (flash_fwd_sm90 on compute capability 9.0) */
+    int nmore;
     char *variant;             /* forced (partial) variant, or NULL */
     ft_db *db;                 /* tuning database, or NULL */
     long long device_id;       /* this GPU in db, or -1 */
@@ -258,6 +259,30 @@ static ft_status check_kernels_device(ft_context *ctx, ft_err *err)
     return FT_OK;
 }
 
+/* The built-in specs after the default one whose kernel family runs on the context's GPU. */
+static ft_status load_more_specs(ft_context *ctx, ft_err *err)
+{
+    ft_status rc = FT_OK;
+    int i;
+
+    for (i = 1; ft__builtin_specs[i].name != NULL && ctx->nmore < (int)(sizeof ctx->more / sizeof ctx->more[0]);
+         i++) {
+        ft_spec *spec = NULL;
+        const ft_family *fam;
+        char why[256];
+
+        rc = ft__spec_load_builtin(i, &spec, err);
+        if (rc != FT_OK)
+            break;
+        fam = ft__family_find(spec->template_name);
+        if (fam != NULL && ft__family_supports_arch(fam, &ctx->session.arch, why, sizeof why))
+            ctx->more[ctx->nmore++] = spec;
+        else
+            ft__spec_free(spec);
+    }
+    return rc;
+}
+
 ft_status ft_context_create(const ft_context_options *options, ft_context **out)
 {
     ft_context_options defaults, opts;
@@ -297,8 +322,8 @@ ft_status ft_context_create(const ft_context_options *options, ft_context **out)
     }
     if (rc == FT_OK)
         rc = ft__session_open(options->device, options->cache_dir, 0, &ctx->session, &err);
-    if (rc == FT_OK && options->spec == NULL && ctx->session.arch.cc == 90)
-        rc = ft__spec_load_default("flash_fwd_sm90", &ctx->spec_sm90, &err);
+    if (rc == FT_OK && options->spec == NULL)
+        rc = load_more_specs(ctx, &err);
     if (rc == FT_OK) {
         fingerprint(&ctx->session, &ctx->dev);
         rc = ctx->kset != NULL ? check_kernels_device(ctx, &err) : open_database(ctx, options->database, &err);
@@ -335,7 +360,8 @@ void ft_context_destroy(ft_context *ctx)
     ft__db_close(ctx->miss_db);
     free(ctx->miss_path);
     ft__spec_free(ctx->spec);
-    ft__spec_free(ctx->spec_sm90);
+    for (i = 0; i < ctx->nmore; i++)
+        ft__spec_free(ctx->more[i]);
     free(ctx->variant);
     pthread_mutex_destroy(&ctx->lock);
     if (error_ctx == ctx)
@@ -343,42 +369,49 @@ void ft_context_destroy(ft_context *ctx)
     free(ctx);
 }
 
-/* The built-in choice per head dim when nothing better is known: the variant that won most
- * of the head dim's buckets in a full tune of the default spec on an H200 (2026-11-30). */
-static const char *default_variant(int head_dim)
-{
-    switch (head_dim) {
-    case 32: return "bm=128,bn=128,warps=4,stages=2,qreg=0,overlap=0";
-    case 64: return "bm=128,bn=128,warps=4,stages=1,qreg=0,overlap=0";
-    case 96: return "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0";
-    case 128: return "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0";
-    case 192: return "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0";
-    case 256: return "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0";
-    }
-    return NULL;
-}
-
-/* The same on compute capability 9.0, from the sm_90a family: the variant that won most of
- * the head dim's buckets in a full tune of specs/flash_fwd_sm90.lua on an H200 (2026-11-30). */
-static const char *default_variant_sm90(int head_dim)
-{
-    switch (head_dim) {
-    case 64: return "bm=192,bn=96,stages=3,pingpong=0,overlap=1";
-    case 96:
-    case 128: return "bm=128,bn=128,stages=2,pingpong=1,overlap=1";
-    case 192: return "bm=128,bn=96,stages=2,pingpong=1,overlap=1";
-    case 256: return "bm=128,bn=64,stages=2,pingpong=1,overlap=1";
-    }
-    return NULL;
-}
+/* The built-in choice per kernel family and head dim when nothing better is known: the variant
+ * that won most of the head dim's buckets in a full tune of the family's spec on an H200
+ * (2026-11-30). The first entry whose family the context has wins: the sm_90a family's where
+ * it runs. */
+static const struct default_kernel {
+    const char *family;
+    int head_dim;
+    const char *variant;
+} defaults[] = {
+    {"flash_fwd_sm90", 64, "bm=192,bn=96,stages=3,pingpong=0,overlap=1"},
+    {"flash_fwd_sm90", 96, "bm=128,bn=128,stages=2,pingpong=1,overlap=1"},
+    {"flash_fwd_sm90", 128, "bm=128,bn=128,stages=2,pingpong=1,overlap=1"},
+    {"flash_fwd_sm90", 192, "bm=128,bn=96,stages=2,pingpong=1,overlap=1"},
+    {"flash_fwd_sm90", 256, "bm=128,bn=64,stages=2,pingpong=1,overlap=1"},
+    {"flash_fwd_sm80", 32, "bm=128,bn=128,warps=4,stages=2,qreg=0,overlap=0"},
+    {"flash_fwd_sm80", 64, "bm=128,bn=128,warps=4,stages=1,qreg=0,overlap=0"},
+    {"flash_fwd_sm80", 96, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
+    {"flash_fwd_sm80", 128, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
+    {"flash_fwd_sm80", 192, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
+    {"flash_fwd_sm80", 256, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
+};
 
 /* The context's spec of a kernel family, or NULL. */
 static ft_spec *spec_of_family(const ft_context *ctx, const char *family)
 {
+    int i;
+
     if (strcmp(ctx->spec->template_name, family) == 0)
         return ctx->spec;
-    if (ctx->spec_sm90 != NULL && strcmp(ctx->spec_sm90->template_name, family) == 0)
-        return ctx->spec_sm90;
+    for (i = 0; i < ctx->nmore; i++)
+        if (strcmp(ctx->more[i]->template_name, family) == 0)
+            return ctx->more[i];
+    return NULL;
+}
+
+/* The built-in default for a head dim: its variant text and spec; NULL when none. */
+static const char *default_variant(const ft_context *ctx, int head_dim, ft_spec **spec)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
+        if (defaults[i].head_dim == head_dim && (*spec = spec_of_family(ctx, defaults[i].family)) != NULL)
+            return defaults[i].variant;
     return NULL;
 }
 
@@ -501,8 +534,8 @@ static int load_from_set(ft_context *ctx, kernel_slot *slot, char *how, size_t c
 static void build_slot(ft_context *ctx, kernel_slot *slot)
 {
     const int head_dim = slot->bucket.head_dim, causal = slot->bucket.causal;
-    const char *base = ctx->variant != NULL ? ctx->variant : default_variant(head_dim);
     ft_spec *spec = ctx->spec;
+    const char *base = ctx->variant != NULL ? ctx->variant : default_variant(ctx, head_dim, &spec);
     char text[1024], *how = slot->how;
     const size_t how_cap = sizeof slot->how;
     ft_variant v;
@@ -524,10 +557,6 @@ static void build_slot(ft_context *ctx, kernel_slot *slot)
         snprintf(slot->error, sizeof slot->error, "no kernel for head dim %d (flashtune has 32, 64, 96, 128, 192, 256)",
                  head_dim);
         goto out;
-    }
-    if (ctx->variant == NULL && ctx->spec_sm90 != NULL && default_variant_sm90(head_dim) != NULL) {
-        spec = ctx->spec_sm90;
-        base = default_variant_sm90(head_dim);
     }
     slot->status = ft__variant_filter_parse(spec, base, &v, &mask, &err);
     n = snprintf(text, sizeof text, "%s", base);
@@ -571,9 +600,7 @@ static const kernel_slot *find_kernel(ft_context *ctx, const ft_db_bucket *b, co
 
     pthread_mutex_lock(&ctx->lock);
     for (i = 0; i < ctx->nslots; i++) {
-        const ft_db_bucket *s = &ctx->slots[i].bucket;
-        if (s->head_dim == b->head_dim && s->causal == b->causal && s->seqlen_bucket == b->seqlen_bucket &&
-            s->bh_bucket == b->bh_bucket && strcmp(s->dtype, b->dtype) == 0) {
+        if (ft__db_bucket_equal(&ctx->slots[i].bucket, b)) {
             slot = &ctx->slots[i];
             break;
         }

@@ -303,6 +303,31 @@ ft_status ft__tensors_reference(ft_verifier *v, ft_tensors *t, ft_err *err)
     return rc;
 }
 
+/* Makes the reference if the tensors have none, fills O and the LSE with NaN (0xffff is a NaN
+ * in fp16 and bf16, 0xffffffff in fp32), runs the kernel and waits for it; fp gets its
+ * arguments. */
+static ft_status run_poisoned(ft_verifier *v, const ft_kernel *k, ft_tensors *t, ft_fwd_params *fp, ft_err *err)
+{
+    const ft_cuda *cu = v->cu;
+    const ft_problem *p = &t->problem;
+    const size_t rows = (size_t)p->batch * p->heads_q * p->seqlen_q;
+    ft_status rc = FT_OK;
+
+    if (!t->have_reference)
+        rc = ft__tensors_reference(v, t, err);
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuMemsetD16(t->buf[3], 0xffff, t->plan.elems[3]), err, "poisoning O");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuMemsetD32(t->lse, 0xffffffffu, rows), err, "poisoning the LSE");
+    if (rc != FT_OK)
+        return rc;
+    ft__tensors_params(t, fp);
+    rc = ft__kernel_launch_fwd(cu, k, fp, NULL, err);
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuCtxSynchronize(), err, "running the kernel");
+    return rc;
+}
+
 ft_status ft__verify_kernel_gpu(ft_verifier *v, const ft_kernel *k, ft_tensors *t, ft_check *check, ft_err *err)
 {
     const ft_cuda *cu = v->cu;
@@ -320,26 +345,13 @@ ft_status ft__verify_kernel_gpu(ft_verifier *v, const ft_kernel *k, ft_tensors *
     ft_status rc;
 
     memset(check, 0, sizeof *check);
-    if (!t->have_reference) {
-        rc = ft__tensors_reference(v, t, err);
-        if (rc != FT_OK)
-            return rc;
-    }
+    rc = ft__cuda_check(cu, cu->p_cuMemsetD8(t->stats, 0, sizeof stats), err, "clearing the statistics");
+    if (rc == FT_OK)
+        rc = run_poisoned(v, k, t, &fp, err);
+    if (rc != FT_OK)
+        return rc;
     rms = sqrt(t->ref_sumsq / (double)(n ? n : 1));
     atol_abs = tol.atol * rms;
-    rc = ft__cuda_check(cu, cu->p_cuMemsetD16(t->buf[3], 0xffff, t->plan.elems[3]), err, "poisoning O");
-    if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->p_cuMemsetD32(t->lse, 0xffffffffu, rows), err, "poisoning the LSE");
-    if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->p_cuMemsetD8(t->stats, 0, sizeof stats), err, "clearing the statistics");
-    if (rc != FT_OK)
-        return rc;
-    ft__tensors_params(t, &fp);
-    rc = ft__kernel_launch_fwd(cu, k, &fp, NULL, err);
-    if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->p_cuCtxSynchronize(), err, "running the kernel");
-    if (rc != FT_OK)
-        return rc;
     ref_block(t, &rp);
     o = (CUdeviceptr)(uintptr_t)fp.o;
     lse = t->lse;
@@ -385,11 +397,6 @@ ft_status ft__verify_kernel(ft_verifier *v, const ft_kernel *k, ft_tensors *t, f
     ft_status rc;
 
     memset(check, 0, sizeof *check);
-    if (!t->have_reference) {
-        rc = ft__tensors_reference(v, t, err);
-        if (rc != FT_OK)
-            return rc;
-    }
     o = malloc(o_elems * 2);
     lse = malloc(rows * 4);
     o_ref = malloc(rows * (size_t)p->head_dim * 4);
@@ -399,16 +406,7 @@ ft_status ft__verify_kernel(ft_verifier *v, const ft_kernel *k, ft_tensors *t, f
         rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of host memory for verification");
         goto out;
     }
-    /* NaN in every output element: 0xffff is a NaN in fp16 and bf16, 0xffffffff in fp32. */
-    rc = ft__cuda_check(cu, cu->p_cuMemsetD16(t->buf[3], 0xffff, o_elems), err, "poisoning O");
-    if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->p_cuMemsetD32(t->lse, 0xffffffffu, rows), err, "poisoning the LSE");
-    if (rc != FT_OK)
-        goto out;
-    ft__tensors_params(t, &fp);
-    rc = ft__kernel_launch_fwd(cu, k, &fp, NULL, err);
-    if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->p_cuCtxSynchronize(), err, "running the kernel");
+    rc = run_poisoned(v, k, t, &fp, err);
     if (rc == FT_OK)
         rc = ft__cuda_check(cu, cu->p_cuMemcpyDtoH(o, t->buf[3], o_elems * 2), err, "reading O");
     if (rc == FT_OK)

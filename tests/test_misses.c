@@ -1,113 +1,13 @@
 /* Tests of the misses the runtime library records (tuning_db, schema 2): the migration of a
  * schema-1 file, reading one read-only without migrating it, recording and listing misses. */
-#include <ftw.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "db_fixture.h"
 #include "ft_test.h"
-#include "tuning_db/db.h"
-
-static int make_dir(char *dir, size_t cap)
-{
-    snprintf(dir, cap, "/tmp/ft_test_misses.XXXXXX");
-    return mkdtemp(dir) != NULL;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void remove_dir(const char *dir)
-{
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static long long raw_int(const char *path, const char *sql)
-{
-    sqlite3 *sq = NULL;
-    sqlite3_stmt *s = NULL;
-    long long v = -999;
-
-    if (sqlite3_open_v2(path, &sq, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(sq, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-        v = sqlite3_column_int64(s, 0);
-    else
-        fprintf(stderr, "raw_int(%s): %s\n", sql, sqlite3_errmsg(sq));
-    sqlite3_finalize(s);
-    sqlite3_close(sq);
-    return v;
-}
-
-static int raw_exec(const char *path, const char *sql)
-{
-    sqlite3 *sq = NULL;
-    int rc = sqlite3_open(path, &sq);
-
-    if (rc == SQLITE_OK)
-        rc = sqlite3_exec(sq, sql, NULL, NULL, NULL);
-    sqlite3_close(sq);
-    return rc;
-}
-
-static ft_db_device make_device(const char *name, int driver)
-{
-    ft_db_device d;
-    memset(&d, 0, sizeof d);
-    snprintf(d.name, sizeof d.name, "%s", name);
-    d.cc = 90;
-    d.sms = 132;
-    d.smem_per_block = 232448;
-    d.smem_per_sm = 233472;
-    d.l2_bytes = 52428800;
-    d.driver_version = driver;
-    snprintf(d.nvrtc_version, sizeof d.nvrtc_version, "13.0");
-    return d;
-}
-
-static ft_db_kernel make_kernel(const char *variant)
-{
-    ft_db_kernel k;
-    memset(&k, 0, sizeof k);
-    snprintf(k.family, sizeof k.family, "flash_fwd_sm80");
-    snprintf(k.variant, sizeof k.variant, "%s", variant);
-    snprintf(k.arch, sizeof k.arch, "sm_90");
-    snprintf(k.template_hash, sizeof k.template_hash, "t1");
-    snprintf(k.source_hash, sizeof k.source_hash, "src:%s", variant);
-    snprintf(k.entry, sizeof k.entry, "ft_entry_%s", variant);
-    k.cubin = variant;
-    k.cubin_size = strlen(variant);
-    k.registers = 128;
-    k.smem_dynamic = 49152;
-    k.threads = 128;
-    k.compile_ms = 1;
-    return k;
-}
-
-/* An ok result of (device, kernel) for the call shape (b=1, hq=hkv=8, seqlen). */
-static ft_db_result make_result(long long dev, long long ker, int head_dim, int causal, int seqlen, double ms)
-{
-    ft_db_result r;
-    memset(&r, 0, sizeof r);
-    r.device_id = dev;
-    r.kernel_id = ker;
-    r.batch = 1, r.heads_q = 8, r.heads_kv = 8, r.seqlen_q = seqlen, r.seqlen_k = seqlen;
-    ft__db_bucket("f16", head_dim, causal, r.batch, r.heads_q, seqlen, seqlen, &r.bucket);
-    r.status = FT_RESULT_OK;
-    r.median_ms = ms;
-    r.iqr_ms = ms / 100;
-    r.tflops = 100 / ms;
-    r.max_error = 1e-3;
-    r.repetitions = 10;
-    return r;
-}
 
 static ft_db_miss make_miss(long long dev, const char *dtype, int head_dim, int causal, int batch, int heads,
                             int seqlen, const char *fallback)
@@ -135,18 +35,10 @@ static int collect(void *ud, const ft_db_miss *m)
     return 0;
 }
 
-static int count_row(void *ud, const ft_db_row *row)
-{
-    (void)row;
-    (*(long long *)ud)++;
-    return 0;
-}
-
-/* A schema-1 file, as flashtune 0.1.0 left it: one device, one kernel, one winner. */
 static void make_v1(const char *path, long long *dev_id)
 {
     ft_db_device dev = make_device("NVIDIA H200", 13000);
-    ft_db_kernel k = make_kernel("k1");
+    ft_db_kernel k = make_kernel("k1", "t1");
     long long kid = 0;
     ft_db_result r;
     ft_db *db = NULL;
@@ -155,7 +47,7 @@ static void make_v1(const char *path, long long *dev_id)
     ASSERT_OK(ft__db_open(path, 0, &db, &err), &err);
     ASSERT_OK(ft__db_device_id(db, &dev, dev_id, &err), &err);
     ASSERT_OK(ft__db_kernel_id(db, &k, &kid, &err), &err);
-    r = make_result(*dev_id, kid, 64, 0, 1024, 1.0);
+    r = make_result(*dev_id, kid, "f16", 64, 0, 1024, FT_RESULT_OK, 1.0);
     ASSERT_OK(ft__db_record(db, &r, &err), &err);
     ft__db_close(db);
     ASSERT_EQ(raw_exec(path, "DROP VIEW v_misses; DROP TABLE misses; PRAGMA user_version = 1;"), SQLITE_OK);
@@ -206,7 +98,7 @@ static void test_v1_migration(void)
     ASSERT_EQ(raw_int(path, "PRAGMA user_version"), FT_DB_SCHEMA_VERSION);
     ASSERT_EQ(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'misses'"), 1);
     ASSERT_EQ(raw_int(path, "SELECT count(*) FROM v_winners"), 1);
-    m = make_miss(dev, "f16", 64, 0, 1, 8, 1024, "nearest");
+    m = make_miss(dev, "f16", 64, 0, 2, 16, 1024, "nearest");
     ASSERT_OK(ft__db_record_miss(db, &m, &err), &err);
     memset(&got, 0, sizeof got);
     ASSERT_OK(ft__db_misses(db, NULL, -1, collect, &got, &err), &err);
@@ -226,7 +118,7 @@ static void test_record_and_list(void)
 {
     char dir[64], path[128];
     ft_db_device h200 = make_device("NVIDIA H200", 13000), other = make_device("NVIDIA A100", 13000);
-    ft_db_kernel k = make_kernel("k1");
+    ft_db_kernel k = make_kernel("k1", "t1");
     long long d1 = 0, d2 = 0, kid = 0;
     ft_db_miss m;
     ft_db_result r;
@@ -246,7 +138,7 @@ static void test_record_and_list(void)
     ASSERT_OK(ft__db_record_miss(db, &m, &err), &err);
     m = make_miss(d1, "bf16", 64, 0, 1, 1, 100, "default");
     ASSERT_OK(ft__db_record_miss(db, &m, &err), &err);
-    m = make_miss(d2, "f16", 64, 0, 1, 8, 1024, "nearest");
+    m = make_miss(d2, "f16", 64, 0, 2, 16, 1024, "nearest");
     ASSERT_OK(ft__db_record_miss(db, &m, &err), &err);
     ASSERT_EQ(raw_int(path, "SELECT count(*) FROM misses"), 3);
 
@@ -282,7 +174,7 @@ static void test_record_and_list(void)
 
     /* A winner for the d=64 bucket of the A100 makes that miss tuned. */
     ASSERT_OK(ft__db_kernel_id(db, &k, &kid, &err), &err);
-    r = make_result(d2, kid, 64, 0, 1024, 2.0);
+    r = make_result(d2, kid, "f16", 64, 0, 1024, FT_RESULT_OK, 2.0);
     ASSERT_OK(ft__db_record(db, &r, &err), &err);
     memset(&got, 0, sizeof got);
     ASSERT_OK(ft__db_misses(db, NULL, d2, collect, &got, &err), &err);
@@ -300,7 +192,7 @@ static void test_record_and_list(void)
     ft__db_close(ro);
 
     /* A miss of a device that is not in the file is refused (foreign key). */
-    m = make_miss(12345, "f16", 64, 0, 1, 8, 1024, "nearest");
+    m = make_miss(12345, "f16", 64, 0, 2, 16, 1024, "nearest");
     ASSERT_EQ(ft__db_record_miss(db, &m, &err), FT_ERR_DATABASE);
     ASSERT_CONTAINS(err.msg, path);
     ASSERT_EQ(ft__db_misses(NULL, NULL, -1, collect, &got, &err), FT_ERR_INVALID_ARGUMENT);

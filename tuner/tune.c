@@ -480,15 +480,11 @@ static void kernel_row(const ft_plan *plan, const ft_plan_item *it, const char *
 /* Whether task i is the first of its bucket (specs of two families can share a bucket). */
 static int first_of_bucket(const tuner *tu, int i)
 {
-    const ft_db_bucket *a = &tu->tasks[i].bucket;
     int j;
 
-    for (j = 0; j < i; j++) {
-        const ft_db_bucket *b = &tu->tasks[j].bucket;
-        if (a->head_dim == b->head_dim && a->causal == b->causal && a->seqlen_bucket == b->seqlen_bucket &&
-            a->bh_bucket == b->bh_bucket && strcmp(a->dtype, b->dtype) == 0)
+    for (j = 0; j < i; j++)
+        if (ft__db_bucket_equal(&tu->tasks[j].bucket, &tu->tasks[i].bucket))
             return 0;
-    }
     return 1;
 }
 
@@ -542,19 +538,16 @@ static const ft_plan_item *measure_line(const tuner *tu, const kernel_ref *kr, i
                                         size_t cap)
 {
     const ft_plan_item *it = &tu->plans[kr->spec]->items[kr->item];
+    const ft_spec *spec = tu->specs[kr->spec];
+    /* Kernels reading Q, K and V through tensor maps need the K/V box rows (0: no maps); the
+     * head dim and causality come with the shape. */
+    const int tma = tu->plans[kr->spec]->family->uses_tma;
     char hex[65];
 
-    const ft_spec *spec = tu->specs[kr->spec];
-    /* Kernels reading Q, K and V through tensor maps need the K/V box rows and the head dim. */
-    const int tma = tu->plans[kr->spec]->family->uses_tma;
-
     ft__sha256_hex(it->key, hex);
-    snprintf(out, cap,
-             "measure key=%s entry=%s threads=%d rows=%lld smem=%lld verify=%d budget=%d tma_kv=%lld d=%lld "
-             "persist=%d\n",
+    snprintf(out, cap, "measure key=%s entry=%s threads=%d rows=%lld smem=%lld verify=%d budget=%d tma_kv=%lld\n",
              hex, it->source.entry, it->threads, ft__variant_int(spec, &it->variant, "bm", 64), it->smem_dynamic,
-             verify, budget, tma ? ft__variant_int(spec, &it->variant, "bn", 64) : 0,
-             ft__variant_int(spec, &it->variant, "d", 0), tma && ft__variant_int(spec, &it->variant, "causal", 0) == 0);
+             verify, budget, tma ? ft__variant_int(spec, &it->variant, "bn", 64) : 0);
     return it;
 }
 
@@ -944,9 +937,7 @@ static int collect_miss(void *ud, const ft_db_miss *m)
         ft_db_bucket b;
         const target *t = &mc->l->v[i];
         ft__db_bucket(t->dtype, t->wl.d, t->causal, t->wl.b, t->wl.hq, t->wl.sq, t->wl.sk, &b);
-        if (b.head_dim == m->bucket.head_dim && b.causal == m->bucket.causal &&
-            b.seqlen_bucket == m->bucket.seqlen_bucket && b.bh_bucket == m->bucket.bh_bucket &&
-            strcmp(b.dtype, m->bucket.dtype) == 0)
+        if (ft__db_bucket_equal(&b, &m->bucket))
             return 0;
     }
     wl.b = m->batch, wl.hq = m->heads_q, wl.hkv = m->heads_kv;

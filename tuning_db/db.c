@@ -563,6 +563,27 @@ static void bind_blob(binder *b, const char *name, const void *v, size_t n)
         bind_check(b, sqlite3_bind_blob64(b->s, i, v, (sqlite3_uint64)n, SQLITE_STATIC), name);
 }
 
+/* A write: opens the transaction (*began = 1 once open, for tx_end) and fetches the statement. */
+static ft_status write_begin(ft_db *db, enum stmt_id id, sqlite3_stmt **s, int *began, ft_err *err)
+{
+    ft_status rc = tx_begin(db, err);
+
+    if (rc != FT_OK)
+        return rc;
+    *began = 1;
+    return get_stmt(db, id, s, err);
+}
+
+/* The measured shape of a result or a miss. */
+static void bind_shape(binder *b, int batch, int heads_q, int heads_kv, int seqlen_q, int seqlen_k)
+{
+    bind_int(b, ":batch", batch);
+    bind_int(b, ":heads_q", heads_q);
+    bind_int(b, ":heads_kv", heads_kv);
+    bind_int(b, ":seqlen_q", seqlen_q);
+    bind_int(b, ":seqlen_k", seqlen_k);
+}
+
 static void bind_bucket(binder *b, const ft_db_bucket *k)
 {
     bind_text(b, ":dtype", k->dtype, sizeof k->dtype);
@@ -775,6 +796,12 @@ void ft__db_bucket(const char *dtype, int head_dim, int causal, int batch, int h
     out->causal = causal != 0;
     out->seqlen_bucket = pow2_at_least(seqlen, 64);
     out->bh_bucket = pow2_at_least((long long)batch * heads_q, 1);
+}
+
+int ft__db_bucket_equal(const ft_db_bucket *a, const ft_db_bucket *b)
+{
+    return a->head_dim == b->head_dim && a->causal == b->causal && a->seqlen_bucket == b->seqlen_bucket &&
+           a->bh_bucket == b->bh_bucket && strcmp(a->dtype, b->dtype) == 0;
 }
 
 void ft__db_filter_init(ft_db_filter *f)
@@ -1242,11 +1269,7 @@ ft_status ft__db_kernel_id(ft_db *db, const ft_db_kernel *k, long long *id, ft_e
     s = NULL;
 
     /* New, or compiled again: the latest description wins. */
-    rc = tx_begin(db, err);
-    if (rc != FT_OK)
-        goto out;
-    began = 1;
-    rc = get_stmt(db, ST_KERNEL_UPSERT, &s, err);
+    rc = write_begin(db, ST_KERNEL_UPSERT, &s, &began, err);
     if (rc != FT_OK)
         goto out;
     b = (binder){s, SQLITE_OK, NULL};
@@ -1361,22 +1384,14 @@ ft_status ft__db_record(ft_db *db, const ft_db_result *r, ft_err *err)
         ft__fail(err, rc, "ft__db_record: status %d is not a result status", (int)r->status);
         goto out;
     }
-    rc = tx_begin(db, err);
-    if (rc != FT_OK)
-        goto out;
-    began = 1;
-    rc = get_stmt(db, ST_RECORD, &s, err);
+    rc = write_begin(db, ST_RECORD, &s, &began, err);
     if (rc != FT_OK)
         goto out;
     b = (binder){s, SQLITE_OK, NULL};
     bind_int(&b, ":device_id", r->device_id);
     bind_int(&b, ":kernel_id", r->kernel_id);
     bind_bucket(&b, &r->bucket);
-    bind_int(&b, ":batch", r->batch);
-    bind_int(&b, ":heads_q", r->heads_q);
-    bind_int(&b, ":heads_kv", r->heads_kv);
-    bind_int(&b, ":seqlen_q", r->seqlen_q);
-    bind_int(&b, ":seqlen_k", r->seqlen_k);
+    bind_shape(&b, r->batch, r->heads_q, r->heads_kv, r->seqlen_q, r->seqlen_k);
     bind_text(&b, ":status", status_names[r->status], (size_t)-1);
     bind_text(&b, ":reason", r->reason, sizeof r->reason);
     bind_real(&b, ":median_ms", r->median_ms);
@@ -1724,11 +1739,7 @@ ft_status ft__db_set_measured_at(ft_db *db, const ft_db_result *r, const char *m
         ft__fail(err, rc, "ft__db_set_measured_at: NULL argument");
         goto out;
     }
-    rc = tx_begin(db, err);
-    if (rc != FT_OK)
-        goto out;
-    began = 1;
-    rc = get_stmt(db, ST_RESULT_WHEN, &s, err);
+    rc = write_begin(db, ST_RESULT_WHEN, &s, &began, err);
     if (rc != FT_OK)
         goto out;
     b = (binder){s, SQLITE_OK, NULL};
@@ -1766,21 +1777,13 @@ ft_status ft__db_record_miss(ft_db *db, const ft_db_miss *m, ft_err *err)
         ft__fail(err, rc, "%s: misses are recorded through a writable handle", db->path);
         goto out;
     }
-    rc = tx_begin(db, err);
-    if (rc != FT_OK)
-        goto out;
-    began = 1;
-    rc = get_stmt(db, ST_MISS_RECORD, &s, err);
+    rc = write_begin(db, ST_MISS_RECORD, &s, &began, err);
     if (rc != FT_OK)
         goto out;
     b = (binder){s, SQLITE_OK, NULL};
     bind_int(&b, ":device_id", m->device_id);
     bind_bucket(&b, &m->bucket);
-    bind_int(&b, ":batch", m->batch);
-    bind_int(&b, ":heads_q", m->heads_q);
-    bind_int(&b, ":heads_kv", m->heads_kv);
-    bind_int(&b, ":seqlen_q", m->seqlen_q);
-    bind_int(&b, ":seqlen_k", m->seqlen_k);
+    bind_shape(&b, m->batch, m->heads_q, m->heads_kv, m->seqlen_q, m->seqlen_k);
     bind_text(&b, ":fallback", m->fallback, sizeof m->fallback);
     if (b.rc != SQLITE_OK) {
         rc = bind_fail(db, &b, err);

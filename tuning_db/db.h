@@ -67,6 +67,9 @@ typedef struct ft_db_bucket {
 void ft__db_bucket(const char *dtype, int head_dim, int causal, int batch, int heads_q,
                    int seqlen_q, int seqlen_k, ft_db_bucket *out);
 
+/* Whether two buckets are the same. */
+int ft__db_bucket_equal(const ft_db_bucket *a, const ft_db_bucket *b);
+
 typedef enum ft_result_status {
     FT_RESULT_OK = 0,
     FT_RESULT_WRONG_RESULT,

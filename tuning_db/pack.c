@@ -864,9 +864,7 @@ static ft_status read_index(const jnode *root, const unsigned char *blobs, size_
             goto out;
         p->nwinners++;
         for (j = 0; j < i; j++) {
-            const ft_db_bucket *a = &p->winners[j].r.bucket, *b = &p->winners[i].r.bucket;
-            if (strcmp(a->dtype, b->dtype) == 0 && a->head_dim == b->head_dim && a->causal == b->causal &&
-                a->seqlen_bucket == b->seqlen_bucket && a->bh_bucket == b->bh_bucket) {
+            if (ft__db_bucket_equal(&p->winners[j].r.bucket, &p->winners[i].r.bucket)) {
                 char in[48];
                 snprintf(in, sizeof in, "winner %d", i);
                 bad(&r, NULL, "%s repeats an earlier bucket", in);
