@@ -271,8 +271,6 @@ static ft_status make_database(const char *path, ft_session *s, ft_spec *spec, c
     ft_db_kernel k;
     ft_db_result r;
     uint8_t digest[32];
-    CUdevice d;
-    int l2 = 0, major = 0, minor = 0;
     ft_status rc;
     char target[32];
 
@@ -286,22 +284,11 @@ static ft_status make_database(const char *path, ft_session *s, ft_spec *spec, c
         rc = ft__db_open(path, 0, &db, err);
     if (rc != FT_OK)
         goto out;
-    memset(&dev, 0, sizeof dev);
-    s->cu->p_cuDeviceGet(&d, s->device);
-    s->cu->p_cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, d);
-    snprintf(dev.name, sizeof dev.name, "%s", s->arch.device_name);
-    dev.cc = s->arch.cc;
-    dev.sms = s->arch.sms;
-    dev.smem_per_block = s->arch.smem_per_block;
-    dev.smem_per_sm = s->arch.smem_per_sm;
-    dev.l2_bytes = l2;
-    dev.driver_version = s->cu->driver_version;
-    ft__nvrtc_version(&major, &minor, NULL);
-    snprintf(dev.nvrtc_version, sizeof dev.nvrtc_version, "%d.%d", major, minor);
+    ft__session_fingerprint(s, &dev);
     memset(&k, 0, sizeof k);
     snprintf(k.family, sizeof k.family, "%s", spec->template_name);
     snprintf(k.variant, sizeof k.variant, "%s", src.variant);
-    snprintf(k.arch, sizeof k.arch, "%s", s->arch.name);
+    snprintf(k.arch, sizeof k.arch, "%s", target);
     snprintf(k.template_hash, sizeof k.template_hash, "%s", src.template_hash);
     ft__sha256(src.text, strlen(src.text), digest);
     ft__sha256_hex(digest, k.source_hash);

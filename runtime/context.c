@@ -90,27 +90,6 @@ const char *ft_last_error(const ft_context *ctx)
     return error_ctx == ctx ? error_msg : "";
 }
 
-/* What identifies this GPU in a tuning database (as the tuner records it). */
-static void fingerprint(const ft_session *session, ft_db_device *dev)
-{
-    const ft_cuda *cu = session->cu;
-    CUdevice d;
-    int l2 = 0, major = 0, minor = 0;
-
-    memset(dev, 0, sizeof *dev);
-    cu->p_cuDeviceGet(&d, session->device);
-    cu->p_cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, d);
-    snprintf(dev->name, sizeof dev->name, "%s", session->arch.device_name);
-    dev->cc = session->arch.cc;
-    dev->sms = session->arch.sms;
-    dev->smem_per_block = session->arch.smem_per_block;
-    dev->smem_per_sm = session->arch.smem_per_sm;
-    dev->l2_bytes = l2;
-    dev->driver_version = cu->driver_version;
-    ft__nvrtc_version(&major, &minor, NULL);
-    snprintf(dev->nvrtc_version, sizeof dev->nvrtc_version, "%d.%d", major, minor);
-}
-
 /* Opens the tuning database (read-only) and finds this GPU in it. A default database that
  * does not exist is no error: the context then uses the built-in defaults. */
 static ft_status open_database(ft_context *ctx, const char *path, ft_err *err)
@@ -325,7 +304,7 @@ ft_status ft_context_create(const ft_context_options *options, ft_context **out)
     if (rc == FT_OK && options->spec == NULL)
         rc = load_more_specs(ctx, &err);
     if (rc == FT_OK) {
-        fingerprint(&ctx->session, &ctx->dev);
+        ft__session_fingerprint(&ctx->session, &ctx->dev);
         rc = ctx->kset != NULL ? check_kernels_device(ctx, &err) : open_database(ctx, options->database, &err);
     }
     if (rc == FT_OK)

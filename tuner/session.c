@@ -53,6 +53,25 @@ void ft__session_close(ft_session *s)
     s->cu = NULL;
 }
 
+void ft__session_fingerprint(const ft_session *s, ft_db_device *dev)
+{
+    CUdevice d;
+    int l2 = 0, major = 0, minor = 0;
+
+    memset(dev, 0, sizeof *dev);
+    s->cu->p_cuDeviceGet(&d, s->device);
+    s->cu->p_cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, d);
+    snprintf(dev->name, sizeof dev->name, "%s", s->arch.device_name);
+    dev->cc = s->arch.cc;
+    dev->sms = s->arch.sms;
+    dev->smem_per_block = s->arch.smem_per_block;
+    dev->smem_per_sm = s->arch.smem_per_sm;
+    dev->l2_bytes = l2;
+    dev->driver_version = s->cu->driver_version;
+    ft__nvrtc_version(&major, &minor, NULL);
+    snprintf(dev->nvrtc_version, sizeof dev->nvrtc_version, "%d.%d", major, minor);
+}
+
 void ft__variant_problem(const ft_spec *spec, const ft_variant *v, ft_problem *p)
 {
     const char *dtype = ft__variant_str(spec, v, "dtype");

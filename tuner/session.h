@@ -9,6 +9,7 @@
 #include "runtime/driver.h"
 #include "runtime/kernel.h"
 #include "runtime/verify.h"
+#include "tuning_db/db.h"
 
 typedef struct ft_session {
     const ft_cuda *cu;
@@ -32,6 +33,10 @@ ft_status ft__session_build(ft_session *s, ft_spec *spec, const ft_variant *v, f
                             ft_resource_report *report, ft_err *err);
 
 /* Loads an already compiled variant. */
+/* What identifies the session's GPU in tuning databases (name, limits, driver, NVRTC), as the
+ * tuner records it. */
+void ft__session_fingerprint(const ft_session *s, ft_db_device *dev);
+
 ft_status ft__session_load(ft_session *s, ft_spec *spec, const ft_variant *v, const void *cubin,
                            const char *entry, long long smem_dynamic, int threads, ft_kernel *out, ft_err *err);
 
