@@ -55,11 +55,11 @@ test_block() {
   t=$(date +%s)
   timeout $(lim 90 $1) python3 tests/test_python.py > $R/test_python.txt 2>&1
   note "gpu_python: rc=$? $(tail -n 1 $R/test_python.txt) ($(( $(date +%s) - t )) s)"
-  for run in "memcheck d=128,bm=128,bn=176,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1 b=1,hq=4,hkv=2,sq=300,sk=257,d=128" \
-             "racecheck d=128,bm=128,bn=176,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1 b=1,hq=4,hkv=2,sq=300,sk=257,d=128" \
-             "synccheck d=128,bm=128,bn=176,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1 b=1,hq=4,hkv=2,sq=300,sk=257,d=128" \
-             "memcheck d=64,bm=192,bn=96,stages=3,causal=0,dtype=bf16,pingpong=0,overlap=1 b=2,hq=40,hkv=8,sq=300,sk=257,d=64" \
-             "racecheck d=64,bm=192,bn=96,stages=3,causal=0,dtype=bf16,pingpong=0,overlap=1 b=2,hq=40,hkv=8,sq=300,sk=257,d=64"; do
+  for run in "memcheck d=128,bm=128,bn=176,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1 b=1,hq=4,hkv=2,sq=300,sk=257,d=128" \
+             "racecheck d=128,bm=128,bn=176,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1 b=1,hq=4,hkv=2,sq=300,sk=257,d=128" \
+             "synccheck d=128,bm=128,bn=176,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=0 b=1,hq=4,hkv=2,sq=300,sk=257,d=128" \
+             "memcheck d=64,bm=192,bn=96,stages=3,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0 b=2,hq=40,hkv=8,sq=300,sk=257,d=64" \
+             "racecheck d=64,bm=192,bn=96,stages=3,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0 b=2,hq=40,hkv=8,sq=300,sk=257,d=64"; do
     set -- $run
     [ $(left) -lt 25 ] && { note "sanitizer $1 $2: not run (time)"; continue; }
     timeout $(lim 60 15) compute-sanitizer --tool $1 --error-exitcode 9 $ft run --spec flash_fwd_sm90 --no-time \

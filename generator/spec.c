@@ -80,7 +80,7 @@ typedef struct call_ctx {
 
 static const char *const top_fields[] = {"name",        "template", "description",
                                          "params",      "constraints", "smem",
-                                         "registers",   "workloads",   NULL};
+                                         "registers",   "workloads",   "spills", NULL};
 static const char *const param_fields[] = {"name", "values", "doc", NULL};
 static const char *const workload_fields[] = {"b", "hq", "hkv", "sq", "sk", "d", NULL};
 
@@ -611,6 +611,25 @@ out:
     return rc;
 }
 
+/* spills = "allow" (the default) or "reject": whether a variant whose compiled code spills
+ * registers to local memory stays a candidate. */
+static ft_status load_spills(load_ctx *c, lua_State *L, int t, ft_spec *spec)
+{
+    char *value = NULL;
+    ft_status rc = string_field(c, L, t, "spills", "field 'spills'", 0, &value);
+
+    if (rc == FT_OK && value != NULL) {
+        if (strcmp(value, "reject") == 0) {
+            spec->reject_spills = 1;
+        } else if (strcmp(value, "allow") != 0) {
+            spec_error(c, "field 'spills' must be \"allow\" or \"reject\", not \"%s\"", value);
+            rc = FT_ERR_SPEC;
+        }
+    }
+    free(value);
+    return rc;
+}
+
 /* An identifier string at idx (a parameter name or value); label names it. */
 static ft_status check_identifier(load_ctx *c, lua_State *L, int idx, const char *label,
                                   const char *rule)
@@ -1090,6 +1109,8 @@ static ft_status validate(load_ctx *c, lua_State *L, int t)
         rc = string_field(c, L, t, "template", "field 'template'", 1, &spec->template_name);
     if (rc == FT_OK)
         rc = string_field(c, L, t, "description", "field 'description'", 0, &spec->description);
+    if (rc == FT_OK)
+        rc = load_spills(c, L, t, spec);
     if (rc == FT_OK)
         rc = load_params(c, L, t);
     if (rc == FT_OK)

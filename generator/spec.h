@@ -20,7 +20,8 @@
  *     workloads = {                              -- list, optional: shapes the tuner measures
  *       { b = 4, hq = 16, hkv = 16, sq = 4096, sk = 4096, d = 128 },
  *     },
- *   }
+ *     spills = "reject",                         -- optional, "allow" (default) or "reject":
+ *   }                                            --   whether variants that spill stay candidates
  *
  * `v` is a table of the variant's parameters ({ d = 128, dtype = "f16", ... }); `arch` holds
  * the target's limits (fields named as in push_arch in spec.c: name, cc, sms, smem_per_block,
@@ -74,6 +75,7 @@ typedef struct ft_spec {
     int nconstraints;
     char **constraint_names; /* the first element of each constraint entry */
     int has_registers;       /* the spec has a registers function */
+    int reject_spills;       /* spills = "reject": a variant that spills is over the limits */
     int nworkloads;
     ft_workload *workloads;
     long long nvariants;     /* product of the parameters' value counts */

@@ -206,7 +206,7 @@ struct ft_kernel_set {
 
 /* Which kernel ft_attention_forward runs for a call with these arguments, and how it was
  * chosen, as one line written to buf (cap bytes, NUL-terminated, cut to fit), e.g.
- * "tuned for this bucket: d=128,bm=128,bn=176,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1".
+ * "tuned for this bucket: d=128,bm=128,bn=176,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0".
  * The arguments are checked as by ft_attention_forward (the tensors are not read); the first
  * call of a kind of problem builds its kernel as ft_attention_forward would. buf must not be
  * NULL and cap must be at least 1; on failure buf holds "". Thread-safe. */

@@ -357,11 +357,11 @@ static const struct default_kernel {
     int head_dim;
     const char *variant;
 } defaults[] = {
-    {"flash_fwd_sm90", 64, "bm=192,bn=96,stages=3,pingpong=0,overlap=1"},
-    {"flash_fwd_sm90", 96, "bm=128,bn=128,stages=2,pingpong=1,overlap=1"},
-    {"flash_fwd_sm90", 128, "bm=128,bn=128,stages=2,pingpong=1,overlap=1"},
-    {"flash_fwd_sm90", 192, "bm=128,bn=96,stages=2,pingpong=1,overlap=1"},
-    {"flash_fwd_sm90", 256, "bm=128,bn=64,stages=2,pingpong=1,overlap=1"},
+    {"flash_fwd_sm90", 64, "bm=192,bn=96,stages=3,pingpong=0,overlap=1,balance=0"},
+    {"flash_fwd_sm90", 96, "bm=128,bn=128,stages=2,pingpong=1,overlap=1,balance=0"},
+    {"flash_fwd_sm90", 128, "bm=128,bn=128,stages=2,pingpong=1,overlap=1,balance=0"},
+    {"flash_fwd_sm90", 192, "bm=128,bn=96,stages=2,pingpong=1,overlap=1,balance=0"},
+    {"flash_fwd_sm90", 256, "bm=128,bn=64,stages=2,pingpong=1,overlap=1,balance=0"},
     {"flash_fwd_sm80", 32, "bm=128,bn=128,warps=4,stages=2,qreg=0,overlap=0"},
     {"flash_fwd_sm80", 64, "bm=128,bn=128,warps=4,stages=1,qreg=0,overlap=0"},
     {"flash_fwd_sm80", 96, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0"},

@@ -70,12 +70,13 @@ void ft__kernel_unload(const ft_cuda *cu, ft_kernel *k)
     k->fn = NULL;
 }
 
-void ft__kernel_use_tma(ft_kernel *k, int block_n, int head_dim, int causal)
+void ft__kernel_use_tma(ft_kernel *k, int block_n, int head_dim, int causal, int balance)
 {
     k->tma = 1;
     k->tma_rows_kv = block_n;
     k->head_dim = head_dim;
-    k->persistent = !causal;
+    k->pair_blocks = causal && balance;
+    k->persistent = !causal || k->pair_blocks;
 }
 
 ft_status ft__fwd_launch_fn(void *launch, CUstream stream, ft_err *err)
@@ -141,14 +142,14 @@ ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd
         (rc = encode_map(cu, &l->maps[2], p->v, k->head_dim, p->seqlen_k, p->heads_kv, p->batch, p->v_batch_stride,
                          p->v_row_stride, p->v_head_stride, k->tma_rows_kv, "V", err)) != FT_OK)
         return rc;
-    /* One block per row block of every head and batch, or (persistent) one per resident slot,
-     * each looping over the row blocks. */
-    long long items = (long long)gx * p->heads_q * p->batch;
-    if (items > 0x7fffffff)
+    /* One block per unit of work (a row block of one head and batch, or with pair_blocks two
+     * of them), or (persistent) one per resident slot, each looping over the units. */
+    long long units = (long long)(k->pair_blocks ? (gx + 1) / 2 : gx) * p->heads_q * p->batch;
+    if ((long long)gx * p->heads_q * p->batch > 0x7fffffff)
         return ft__fail(err, FT_ERR_UNSUPPORTED, "more than 2^31 - 1 blocks of query rows");
-    if (k->persistent && k->max_resident > 0 && items > k->max_resident)
-        items = k->max_resident;
-    l->grid[0] = (unsigned)items, l->grid[1] = 1, l->grid[2] = 1;
+    if (k->persistent && k->max_resident > 0 && units > k->max_resident)
+        units = k->max_resident;
+    l->grid[0] = (unsigned)units, l->grid[1] = 1, l->grid[2] = 1;
     return FT_OK;
 }
 

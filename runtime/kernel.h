@@ -49,9 +49,11 @@ typedef struct ft_kernel {
     int tma;
     int tma_rows_kv;
     int head_dim;
-    int persistent;           /* TMA kernels: 1 launches at most max_resident blocks (non-causal);
-                                 0 one block per row block, which the hardware schedules as they
-                                 finish (causal blocks differ in length) */
+    int persistent;           /* TMA kernels: 1 launches at most max_resident blocks (non-causal,
+                                 or causal with pair_blocks); 0 one block per row block, which the
+                                 hardware schedules as they finish (causal blocks differ in length) */
+    int pair_blocks;          /* TMA kernels: a unit of work is two row blocks of a head, the i-th
+                                 longest and the i-th shortest (the sm90 family's balance knob) */
 } ft_kernel;
 
 /* Loads a cubin into the current context and checks it can launch: threads within what its
@@ -64,8 +66,9 @@ ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entr
 void ft__kernel_unload(const ft_cuda *cu, ft_kernel *k); /* module NULL is a no-op */
 
 /* Marks a loaded kernel as one of a TMA family (flash_fwd_sm90): its K/V box rows (the
- * variant's bn), head dim, and whether it is causal (which decides the persistent grid). */
-void ft__kernel_use_tma(ft_kernel *k, int block_n, int head_dim, int causal);
+ * variant's bn), head dim, whether it is causal and balanced (its causal and balance knobs,
+ * which decide the grid). */
+void ft__kernel_use_tma(ft_kernel *k, int block_n, int head_dim, int causal, int balance);
 
 /* What cuLaunchKernel takes for one forward call: the grid, and the kernel arguments (the
  * params, then for TMA kernels their tensor maps, which live here). */

@@ -3,7 +3,7 @@
 --
 -- Every parameter becomes a compile-time constant of the template; `flashtune plan --arch sm_90a
 -- flash_fwd_sm90` prints each variant as
--- "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1".
+-- "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0".
 
 -- Consumer warpgroups: one per 64 query rows. The producer warpgroup hands its registers to
 -- them (setmaxnreg): 240 each with two consumers, 160 with three, 255 with one.
@@ -54,11 +54,14 @@ return {
     { name = "dtype",    values = { "f16", "bf16" },  doc = "element type of Q, K, V and O" },
     { name = "pingpong", values = { 0, 1 },           doc = "1: the two consumer warpgroups take turns on the tensor cores" },
     { name = "overlap",  values = { 0, 1 },           doc = "1: softmax of one tile while P·V of the previous runs" },
+    { name = "balance",  values = { 0, 1 },           doc = "causal, 1: persistent CTAs, each taking a long and a short row block of a head in turn" },
   },
 
   constraints = {
     { "ping-pong takes two consumer warpgroups",
       function(v) return v.pingpong == 0 or v.bm == 128 end },
+    { "balanced units pair causal row blocks",
+      function(v) return v.balance == 0 or v.causal == 1 end },
     { "consumer registers within what setmaxnreg gives them",
       function(v) return consumer_registers(v) <= register_limit(v) end },
   },
@@ -73,4 +76,7 @@ return {
   end,
 
   workloads = workloads,
+
+  -- A variant that spills keeps its accumulators partly in local memory: never a candidate.
+  spills = "reject",
 }

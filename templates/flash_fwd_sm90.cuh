@@ -1,8 +1,13 @@
 // flash_fwd_sm90 — warp-specialised FlashAttention forward for compute capability 9.0 (sm_90a).
 //
-// The grid is persistent: at most one CTA per multiprocessor, each working through the blocks of
-// BM query rows of one (batch, head) numbered blockIdx.x, blockIdx.x + gridDim.x, ..., so the
-// loads of one block overlap the end of the previous one.
+// A CTA works through blocks of BM query rows of one (batch, head) each, in units numbered
+// blockIdx.x, blockIdx.x + gridDim.x, ..., so the loads of one block overlap the end of the
+// previous one. Non-causal, the grid is persistent (at most one CTA per multiprocessor) and a
+// unit is one block. Causal blocks differ in length: without BALANCE the grid has one CTA per
+// block and the hardware hands them out as CTAs finish; with BALANCE the grid is persistent
+// and a unit is two blocks of one head, its i-th longest and its i-th shortest, whose K/V
+// tiles add up to about the same count for every i, so CTAs stay in step and the ones working
+// at the same time share a few heads' K and V in the L2 cache.
 // Warpgroup 0 is the producer: one of its threads loads each block's Q tile and streams the K
 // and V tiles through a STAGES-deep ring of shared-memory buffers with the tensor-memory
 // accelerator (cp.async.bulk.tensor, tensor maps encoded on the host), each load completing on
@@ -39,13 +44,15 @@
 //   FTP_STAGES   depth of the K/V ring (2..4)
 //   FTP_CAUSAL   0 or 1                 FTP_PINGPONG  1: consumer warpgroups take turns (BM 128)
 //   FTP_OVERLAP  1: softmax of S_j while P_{j-1}·V_{j-1} runs
+//   FTP_BALANCE  1: (causal) persistent grid, units of a long and a short block
 //   FTP_DTYPE_F16 or FTP_DTYPE_BF16      FT_SMEM_BYTES  dynamic shared memory
 // and the generated wgmma wrappers ft_wgmma_s (m64n{BN}k16, both operands from shared memory)
 // and ft_wgmma_o (m64n{D}k16, A from registers). No header is included.
 
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_STAGES) ||              \
-    !defined(FTP_CAUSAL) || !defined(FTP_PINGPONG) || !defined(FTP_OVERLAP) || !defined(FT_SMEM_BYTES)
-#error "flash_fwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_STAGES, FTP_CAUSAL, FTP_PINGPONG, FTP_OVERLAP and FT_SMEM_BYTES"
+    !defined(FTP_CAUSAL) || !defined(FTP_PINGPONG) || !defined(FTP_OVERLAP) || !defined(FTP_BALANCE) ||    \
+    !defined(FT_SMEM_BYTES)
+#error "flash_fwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_STAGES, FTP_CAUSAL, FTP_PINGPONG, FTP_OVERLAP, FTP_BALANCE and FT_SMEM_BYTES"
 #endif
 #if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
 #error "flash_fwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
@@ -86,6 +93,7 @@ constexpr int STAGES = FTP_STAGES;
 constexpr bool CAUSAL = FTP_CAUSAL != 0;
 constexpr bool PINGPONG = FTP_PINGPONG != 0;
 constexpr bool OVERLAP = FTP_OVERLAP != 0;
+constexpr bool BALANCE = FTP_BALANCE != 0;
 
 constexpr int NWG = BM / 64;             // consumer warpgroups
 constexpr int THREADS = 128 * (NWG + 1); // plus the producer warpgroup
@@ -104,6 +112,7 @@ static_assert(BM % 64 == 0 && NWG >= 1 && NWG <= 3, "64 query rows per consumer 
 static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "key tile must be a multiple of 16, at most 256");
 static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 pipeline stages");
 static_assert(!PINGPONG || NWG == 2, "ping-pong takes two consumer warpgroups");
+static_assert(!BALANCE || CAUSAL, "balanced units pair causal blocks");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
 
 // Registers per thread after setmaxnreg: the producer gives its registers to the consumers.
@@ -284,6 +293,42 @@ __device__ __forceinline__ Block block_of(const FwdParams &p, int item)
         key_end = min(key_end, b.q_first + b.q_valid + p.seqlen_k - p.seqlen_q);
     b.n_tiles = key_end > 0 ? (key_end + BN - 1) / BN : 0;
     return b;
+}
+
+// The blocks a CTA works on, in order (see the top of the file): a unit is one block, or with
+// BALANCE the blocks k = i and k = m_blocks - 1 - i of one head (k counts from the longest, as
+// block_of numbers them), the longer first; an odd count leaves the middle block alone.
+// Without BALANCE the walk's position is the unit; with it, 2·unit + 1 when the unit's second
+// block comes next (one register: the consumers have none to spare at d = 256).
+struct Walk {
+    int pos;
+    int units; // without BALANCE: units of the whole grid
+};
+
+__device__ __forceinline__ Walk walk_begin(const FwdParams &p)
+{
+    const int m_blocks = (p.seqlen_q + BM - 1) / BM;
+    if (BALANCE)
+        return Walk{2 * (int)blockIdx.x, 0};
+    return Walk{(int)blockIdx.x, m_blocks * p.heads_q * p.batch};
+}
+
+// The next block's number for block_of, or -1 when the CTA is done.
+__device__ __forceinline__ int walk_next(const FwdParams &p, Walk &w)
+{
+    if (!BALANCE) {
+        const int item = w.pos;
+        w.pos += (int)gridDim.x;
+        return item < w.units ? item : -1;
+    }
+    const int m_blocks = (p.seqlen_q + BM - 1) / BM, per_head = (m_blocks + 1) / 2;
+    const int unit = w.pos >> 1;
+    if (unit >= per_head * p.heads_q * p.batch)
+        return -1;
+    const int hb = unit / per_head, i = unit % per_head, partner = m_blocks - 1 - i;
+    const bool second = (w.pos & 1) != 0;
+    w.pos = !second && partner != i ? w.pos | 1 : 2 * (unit + (int)gridDim.x);
+    return hb * m_blocks + (second ? partner : i);
 }
 
 // The mbarriers: Q full and empty, and per ring slot K full, V full, K empty, V empty.
@@ -553,10 +598,11 @@ __device__ __forceinline__ void write_empty(const FwdParams &p, const Block &blk
 
 // ---- the producer -------------------------------------------------------------------------------
 __device__ __forceinline__ void produce(const FwdParams &p, u32 sq, u32 sk, u32 sv, u32 bars, const TensorMap *tq,
-                                        const TensorMap *tk, const TensorMap *tv, int items)
+                                        const TensorMap *tk, const TensorMap *tv)
 {
     int r = 0, qi = 0; // ring position, blocks with keys so far
-    for (int item = (int)blockIdx.x; item < items; item += (int)gridDim.x) {
+    Walk walk = walk_begin(p);
+    for (int item; (item = walk_next(p, walk)) >= 0;) {
         const Block blk = block_of(p, item);
         if (blk.n_tiles == 0)
             continue;
@@ -591,7 +637,6 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
     extern __shared__ __align__(1024) unsigned char smem_raw[];
 
     const int tid = (int)threadIdx.x;
-    const int items = (p.seqlen_q + BM - 1) / BM * p.heads_q * p.batch;
     const u32 raw = smem_addr(smem_raw);
     const u32 base = (raw + 1023u) & ~1023u; // swizzle patterns start on 1024-byte boundaries
     const u32 sq = base, sk = sq + Q_BYTES, sv = sk + STAGES * KV_BYTES, bars = sv + STAGES * KV_BYTES;
@@ -615,7 +660,7 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
         if (NWG > 1)
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
         if (tid == 0)
-            produce(p, sq, sk, sv, bars, tq, tk, tv, items);
+            produce(p, sq, sk, sv, bars, tq, tk, tv);
         return;
     }
     if (NWG > 1)
@@ -638,7 +683,8 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
     // block); consumer 0 takes the first, and at the end takes consumer 1's last hand-over.
     if (PINGPONG && c.w == 1)
         named_arrive(BAR_TURN + 0, 256);
-    for (int item = (int)blockIdx.x; item < items; item += (int)gridDim.x) {
+    Walk walk = walk_begin(p);
+    for (int item; (item = walk_next(p, walk)) >= 0;) {
         const Block blk = block_of(p, item);
         if (blk.n_tiles == 0) {
             write_empty(p, blk, c.w, tid % 128);

@@ -105,7 +105,7 @@ static void test_load_builtin_index(void)
     ASSERT_STREQ(spec->name, "flash_fwd_sm90");
     ASSERT_STREQ(spec->template_name, "flash_fwd_sm90");
     ASSERT_STREQ(spec->path, "specs/flash_fwd_sm90.lua");
-    ASSERT_EQ(spec->nparams, 8);
+    ASSERT_EQ(spec->nparams, 9);
     ASSERT_TRUE(spec->nworkloads > 0);
     ft__spec_free(spec);
     for (i = 0; i < sizeof past / sizeof past[0]; i++) {
@@ -450,7 +450,7 @@ static void test_wgmma_wrappers(void)
                 ASSERT_TRUE(bn % 16 == 0 && bn >= 16 && bn <= 256);
                 ASSERT_TRUE(d % 16 == 0 && d >= 16 && d <= 256);
                 snprintf(text, sizeof text,
-                         "d=%d,bm=64,bn=%d,stages=2,causal=1,dtype=%s,pingpong=0,overlap=1", d, bn, type);
+                         "d=%d,bm=64,bn=%d,stages=2,causal=1,dtype=%s,pingpong=0,overlap=1,balance=0", d, bn, type);
                 ASSERT_OK(ft__variant_parse(spec, text, &v, &err), &err);
                 ASSERT_OK(ft__emit(spec, fam, &v, &arch, &src, &err), &err);
                 check_wrapper(src.text, "ft_wgmma_s", bn, type, 0);
@@ -485,9 +485,9 @@ static void test_emit_sm90(void)
         const char *variant;
         int threads;
     } cases[] = {
-        {"d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1", 384},
-        {"d=64,bm=64,bn=80,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=0", 256},
-        {"d=96,bm=192,bn=64,stages=2,causal=1,dtype=f16,pingpong=0,overlap=1", 512},
+        {"d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0", 384},
+        {"d=64,bm=64,bn=80,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=0,balance=0", 256},
+        {"d=96,bm=192,bn=64,stages=2,causal=1,dtype=f16,pingpong=0,overlap=1,balance=0", 512},
     };
     ft_spec *spec = load_sm90();
     const ft_family *fam = ft__family_find("flash_fwd_sm90");
@@ -556,13 +556,13 @@ static void test_sm90_pruning(void)
     ft_plan *plan = NULL;
     ft_arch arch;
     ft_err err;
-    int i, pingpong = 0, regs = 0, smem = 0, kept = 0;
+    int i, pingpong = 0, regs = 0, balance = 0, smem = 0, kept = 0;
 
     ASSERT_TRUE(spec != NULL);
     ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
     ASSERT_OK(ft__plan_build(spec, &arch, NULL, 0, &plan, &err), &err);
     ASSERT_EQ(plan->nitems, spec->nvariants);
-    ASSERT_EQ(spec->nvariants, 5 * 3 * 6 * 2 * 2 * 2 * 2 * 2);
+    ASSERT_EQ(spec->nvariants, 5 * 3 * 6 * 2 * 2 * 2 * 2 * 2 * 2);
     for (i = 0; i < plan->nitems; i++) {
         const ft_plan_item *it = &plan->items[i];
         long long d = ft__variant_int(spec, &it->variant, "d", 0);
@@ -574,6 +574,11 @@ static void test_sm90_pruning(void)
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
             ASSERT_STREQ(it->reason, "ping-pong takes two consumer warpgroups");
             pingpong++;
+        } else if (ft__variant_int(spec, &it->variant, "balance", 0) == 1 &&
+                   ft__variant_int(spec, &it->variant, "causal", 0) == 0) {
+            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+            ASSERT_STREQ(it->reason, "balanced units pair causal row blocks");
+            balance++;
         } else if (est > consumer_limit(bm)) {
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
             ASSERT_STREQ(it->reason, "consumer registers within what setmaxnreg gives them");
@@ -592,6 +597,7 @@ static void test_sm90_pruning(void)
     }
     ASSERT_EQ(pingpong, spec->nvariants / 2 * 2 / 3); /* pingpong=1 with bm 64 or 192 */
     ASSERT_TRUE(regs > 0);
+    ASSERT_TRUE(balance > 0);
     ASSERT_TRUE(smem > 0);
     ASSERT_TRUE(kept > 0);
     ASSERT_EQ(plan->count[FT_PLAN_PENDING], kept);
@@ -605,7 +611,7 @@ static void test_sm90_pruning(void)
  * favours does not spill. */
 static void test_sm90_compile_sample(void)
 {
-    static const char *const no_spill = "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1";
+    static const char *const no_spill = "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0";
     ft_spec *spec = load_sm90();
     const char *cache_dir = getenv("FLASHTUNE_CACHE_DIR");
     unsigned char seen[FT_MAX_PARAMS][64];

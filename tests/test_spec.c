@@ -370,7 +370,7 @@ static void test_unknown_field(void)
 {
     load_fails("unknown_field.lua", "unknown_field.lua: ",
                "unknown field 'parms' (allowed: name, template, description, params, "
-               "constraints, smem, registers, workloads)");
+               "constraints, smem, registers, workloads, spills)");
 }
 
 static void test_not_a_table(void)

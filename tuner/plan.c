@@ -172,6 +172,11 @@ static void check_limits(const ft_plan *plan, ft_plan_item *it)
                  it->report.smem_static, a->smem_per_block);
         snprintf(it->reason_class, sizeof it->reason_class, "shared memory over the per-block limit");
         it->status = FT_PLAN_OVER_LIMITS;
+    } else if (plan->spec->reject_spills && (it->report.spill_stores > 0 || it->report.spill_loads > 0)) {
+        snprintf(it->reason, sizeof it->reason, "spills %lld B of stores and %lld B of loads per thread",
+                 it->report.spill_stores, it->report.spill_loads);
+        snprintf(it->reason_class, sizeof it->reason_class, "spills registers (the spec rejects spills)");
+        it->status = FT_PLAN_OVER_LIMITS;
     } else {
         it->status = FT_PLAN_COMPILED;
     }

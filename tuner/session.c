@@ -89,7 +89,7 @@ ft_status ft__session_load(ft_session *s, ft_spec *spec, const ft_variant *v, co
 
     if (rc == FT_OK && fam != NULL && fam->uses_tma)
         ft__kernel_use_tma(out, (int)ft__variant_int(spec, v, "bn", 64), (int)ft__variant_int(spec, v, "d", 0),
-                           (int)ft__variant_int(spec, v, "causal", 0));
+                           (int)ft__variant_int(spec, v, "causal", 0), (int)ft__variant_int(spec, v, "balance", 0));
     return rc;
 }
 

@@ -539,15 +539,17 @@ static const ft_plan_item *measure_line(const tuner *tu, const kernel_ref *kr, i
 {
     const ft_plan_item *it = &tu->plans[kr->spec]->items[kr->item];
     const ft_spec *spec = tu->specs[kr->spec];
-    /* Kernels reading Q, K and V through tensor maps need the K/V box rows (0: no maps); the
-     * head dim and causality come with the shape. */
+    /* Kernels reading Q, K and V through tensor maps need the K/V box rows (0: no maps) and
+     * the balance knob (the grid); the head dim and causality come with the shape. */
     const int tma = tu->plans[kr->spec]->family->uses_tma;
     char hex[65];
 
     ft__sha256_hex(it->key, hex);
-    snprintf(out, cap, "measure key=%s entry=%s threads=%d rows=%lld smem=%lld verify=%d budget=%d tma_kv=%lld\n",
+    snprintf(out, cap,
+             "measure key=%s entry=%s threads=%d rows=%lld smem=%lld verify=%d budget=%d tma_kv=%lld balance=%lld\n",
              hex, it->source.entry, it->threads, ft__variant_int(spec, &it->variant, "bm", 64), it->smem_dynamic,
-             verify, budget, tma ? ft__variant_int(spec, &it->variant, "bn", 64) : 0);
+             verify, budget, tma ? ft__variant_int(spec, &it->variant, "bn", 64) : 0,
+             ft__variant_int(spec, &it->variant, "balance", 0));
     return it;
 }
 

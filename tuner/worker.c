@@ -137,7 +137,7 @@ int ft__worker_main(int device, const char *cache_dir)
         }
         if (strncmp(line, "measure ", 8) == 0) {
             char hex[80], entry[256];
-            long long threads = 0, rows = 0, smem = 0, verify = 1, budget = 30, tma_kv = 0;
+            long long threads = 0, rows = 0, smem = 0, verify = 1, budget = 30, tma_kv = 0, balance = 0;
             uint8_t key[32];
             ft_compiled c;
             ft_kernel k;
@@ -163,6 +163,7 @@ int ft__worker_main(int device, const char *cache_dir)
             field_int(line, "verify", &verify);
             field_int(line, "budget", &budget);
             field_int(line, "tma_kv", &tma_kv);
+            field_int(line, "balance", &balance);
             for (i = 0; i < 32; i++)
                 sscanf(hex + 2 * i, "%2hhx", &key[i]);
             t0 = ft__now_ms();
@@ -175,7 +176,7 @@ int ft__worker_main(int device, const char *cache_dir)
                 status = "launch_failure";
             } else {
                 if (tma_kv > 0) /* the kernel computes the shape's head dim and causality */
-                    ft__kernel_use_tma(&k, (int)tma_kv, t.problem.head_dim, t.problem.causal);
+                    ft__kernel_use_tma(&k, (int)tma_kv, t.problem.head_dim, t.problem.causal, (int)balance);
                 if (verify && ft__verify_kernel_gpu(&s.verifier, &k, &t, &check, &err) != FT_OK) {
                     status = is_fault(&err) ? "fault" : "launch_failure";
                 } else if (verify && !check.pass) {

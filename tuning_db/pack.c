@@ -70,7 +70,7 @@ ft_status ft__kernel_set_load(const ft_cuda *cu, const ft_arch *arch, const ft_k
     rc = ft__kernel_load(cu, e->cubin, e->entry, e->threads, e->rows_per_block, e->smem_dynamic, arch, out, err);
     if (rc == FT_OK && fam->uses_tma) /* as ft__session_load: tensor-map boxes from the variant */
         ft__kernel_use_tma(out, variant_value(e->variant, "bn", 64), variant_value(e->variant, "d", e->head_dim),
-                           variant_value(e->variant, "causal", e->causal));
+                           variant_value(e->variant, "causal", e->causal), variant_value(e->variant, "balance", 0));
     return rc;
 }
 
