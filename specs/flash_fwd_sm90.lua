@@ -66,9 +66,10 @@ return {
       function(v) return consumer_registers(v) <= register_limit(v) end },
   },
 
-  -- 1 KiB to align the tiles to 1024 bytes, Q, `stages` K and V tiles, the mbarriers.
+  -- 1 KiB to align the tiles to 1024 bytes, Q, `stages` K and V tiles, the mbarriers and two
+  -- 16-byte slots that announce the blocks to the consumers.
   smem = function(v)
-    return 1024 + v.bm * v.d * 2 + 2 * v.stages * v.bn * v.d * 2 + 8 * (2 + 4 * v.stages)
+    return 1024 + v.bm * v.d * 2 + 2 * v.stages * v.bn * v.d * 2 + 8 * (2 + 4 * v.stages) + 32
   end,
 
   registers = function(v)

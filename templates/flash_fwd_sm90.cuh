@@ -102,7 +102,7 @@ constexpr int SWB = CH * 2;               // its bytes: the swizzle span (128 or
 constexpr int NCB = D / CH;               // column blocks of a tile
 constexpr int Q_BYTES = BM * D * 2;
 constexpr int KV_BYTES = BN * D * 2; // one K or one V tile
-constexpr int BAR_BYTES = 8 * (2 + 4 * STAGES);
+constexpr int BAR_BYTES = 8 * (2 + 4 * STAGES) + 32; // the mbarriers and two block slots
 constexpr int SMEM_BYTES = 1024 + Q_BYTES + 2 * STAGES * KV_BYTES + BAR_BYTES;
 constexpr int SN = BN / 2; // S accumulators per thread
 constexpr int ON = D / 2;  // O accumulators per thread
@@ -167,6 +167,18 @@ __device__ __forceinline__ void tma_load(u32 dst, const TensorMap *map, int c0, 
                  " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
                  "l"((u64)map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
                  : "memory");
+}
+
+__device__ __forceinline__ void st_shared4(u32 addr, int a, int b, int c, int d)
+{
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+}
+
+__device__ __forceinline__ int ld_shared(u32 addr)
+{
+    int v;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+    return v;
 }
 
 __device__ __forceinline__ void named_sync(int id, int threads)
@@ -334,6 +346,12 @@ __device__ __forceinline__ int walk_next(const FwdParams &p, Walk &w)
 // The mbarriers: Q full and empty, and per ring slot K full, V full, K empty, V empty.
 __device__ __forceinline__ u32 q_full(u32 bars) { return bars; }
 __device__ __forceinline__ u32 q_empty(u32 bars) { return bars + 8; }
+
+// After them, two slots in which the producer announces the CTA's blocks to the consumers:
+// block qi (counted over the CTA's life) in slot qi % 2, four ints. The consumers read each
+// where they need it, so no block state stays in their registers.
+constexpr int SLOT_Q_FIRST = 0, SLOT_N_TILES = 4, SLOT_HEAD = 8, SLOT_BATCH = 12; // byte offsets
+__device__ __forceinline__ u32 block_slot(u32 bars, int qi) { return bars + 16 + 32 * STAGES + 16 * (qi & 1); }
 __device__ __forceinline__ u32 k_full(u32 bars, int s) { return bars + 16 + 8 * s; }
 __device__ __forceinline__ u32 v_full(u32 bars, int s) { return bars + 16 + 8 * STAGES + 8 * s; }
 __device__ __forceinline__ u32 k_empty(u32 bars, int s) { return bars + 16 + 16 * STAGES + 8 * s; }
@@ -343,19 +361,39 @@ __device__ __forceinline__ u32 v_empty(u32 bars, int s) { return bars + 16 + 24 
 __device__ __forceinline__ int slot_of(int r) { return r % STAGES; }
 __device__ __forceinline__ u32 parity_of(int r) { return (u32)(r / STAGES) & 1; }
 
+// Shared memory from its 1024-aligned start: the Q tile, the K ring, the V ring, the barriers.
+constexpr u32 K_RING = Q_BYTES;
+constexpr u32 V_RING = K_RING + STAGES * KV_BYTES;
+constexpr u32 BARS = V_RING + STAGES * KV_BYTES;
+
+// A consumer thread's state. Addresses and sizes are derived from `base` and the kernel's
+// parameters where they are used rather than held: at d = 256 the accumulators leave the
+// warpgroup almost no registers to spare.
 struct Consumer {
-    u32 sq;        // this warpgroup's 64 rows of the Q tile (column block 0)
-    u32 sk, sv;    // K and V rings
-    u32 bars;
-    int w;         // consumer warpgroup 0..NWG-1
-    int warp;      // warp inside the warpgroup
-    int lane;
-    int row0;      // first query row of this thread's rows (row0 and row0 + 8)
-    int diag;      // seqlen_k - seqlen_q
-    int seqlen_k;
-    int n_tiles;   // of the current block
-    int r0;        // ring position of the block's first tile
-    float scale_log2;
+    u32 base;              // start of shared memory (1024-aligned)
+    const FwdParams *prm;
+    int row0;              // first query row of this thread's rows (row0 and row0 + 8)
+    int n_tiles;           // of the current block
+    int r0;                // ring position of the block's first tile
+
+    // The thread's place, read from %tid.x where used (volatile: not kept in a register).
+    __device__ __forceinline__ int tid() const
+    {
+        int t;
+        asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
+        return t;
+    }
+    __device__ __forceinline__ int w() const { return tid() / 128 - 1; } // consumer warpgroup 0..NWG-1
+    __device__ __forceinline__ int warp() const { return tid() / 32 % 4; } // warp inside the warpgroup
+    __device__ __forceinline__ int lane() const { return tid() % 32; }
+
+    __device__ __forceinline__ u32 sq() const { return base + w() * 64 * SWB; } // this warpgroup's Q rows
+    __device__ __forceinline__ u32 sk() const { return base + K_RING; }
+    __device__ __forceinline__ u32 sv() const { return base + V_RING; }
+    __device__ __forceinline__ u32 bars() const { return base + BARS; }
+    __device__ __forceinline__ int seqlen_k() const { return prm->seqlen_k; }
+    __device__ __forceinline__ int diag() const { return prm->seqlen_k - prm->seqlen_q; }
+    __device__ __forceinline__ float scale_log2() const { return prm->scale_log2; }
 };
 
 // Tile n of the keys (iteration j visits tile n_tiles - 1 - j).
@@ -365,22 +403,22 @@ __device__ __forceinline__ int tile_of(const Consumer &c, int j) { return c.n_ti
 __device__ __forceinline__ bool needs_mask(const Consumer &c, int n)
 {
     const int end = (n + 1) * BN;
-    if (end > c.seqlen_k)
+    if (end > c.seqlen_k())
         return true;
-    return CAUSAL && end - 1 > c.row0 - c.warp * 16 - (c.lane >> 2) + c.diag;
+    return CAUSAL && end - 1 > c.row0 - c.warp() * 16 - (c.lane() >> 2) + c.diag();
 }
 
 __device__ __forceinline__ void issue_s(const Consumer &c, int s, float (&acc)[SN])
 {
-    const u32 k_tile = c.sk + s * KV_BYTES;
+    const u32 k_tile = c.sk() + s * KV_BYTES;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-        ft_wgmma_s(acc, kmajor_desc(c.sq, BM, kk), kmajor_desc(k_tile, BN, kk), kk > 0);
+        ft_wgmma_s(acc, kmajor_desc(c.sq(), BM, kk), kmajor_desc(k_tile, BN, kk), kk > 0);
 }
 
 __device__ __forceinline__ void issue_o(const Consumer &c, int s, float (&o)[ON], const u32 (&p)[BN / 4])
 {
-    const u32 v_tile = c.sv + s * KV_BYTES;
+    const u32 v_tile = c.sv() + s * KV_BYTES;
 #pragma unroll
     for (int kb = 0; kb < BN / 16; ++kb)
         ft_wgmma_o(o, p[4 * kb], p[4 * kb + 1], p[4 * kb + 2], p[4 * kb + 3], v_desc(v_tile, kb));
@@ -390,12 +428,12 @@ __device__ __forceinline__ void issue_o(const Consumer &c, int s, float (&o)[ON]
 // thread holds row row0 + 8·((i >> 1) & 1), column 8·(i >> 2) + 2·(lane & 3) + (i & 1).
 __device__ __forceinline__ void apply_mask(const Consumer &c, int n, float (&acc)[SN])
 {
-    const int col0 = n * BN + 2 * (c.lane & 3);
+    const int col0 = n * BN + 2 * (c.lane() & 3);
 #pragma unroll
     for (int i = 0; i < SN; ++i) {
         const int col = col0 + 8 * (i >> 2) + (i & 1);
         const int row = c.row0 + 8 * ((i >> 1) & 1);
-        if (col >= c.seqlen_k || (CAUSAL && col > row + c.diag))
+        if (col >= c.seqlen_k() || (CAUSAL && col > row + c.diag()))
             acc[i] = NEG_INF;
     }
 }
@@ -414,15 +452,15 @@ __device__ __forceinline__ void softmax_step(const Consumer &c, float (&acc)[SN]
     for (int h = 0; h < 2; ++h) {
         mx[h] = quad_max(mx[h]);
         // A row that has seen no key yet keeps -inf; use 0 so that -inf - -inf never occurs.
-        mc[h] = mx[h] == NEG_INF ? 0.f : mx[h] * c.scale_log2;
-        alpha[h] = ex2(m[h] * c.scale_log2 - mc[h]);
+        mc[h] = mx[h] == NEG_INF ? 0.f : mx[h] * c.scale_log2();
+        alpha[h] = ex2(m[h] * c.scale_log2() - mc[h]);
         m[h] = mx[h];
     }
     float sum[2] = {0.f, 0.f};
 #pragma unroll
     for (int i = 0; i < SN; ++i) {
         const int h = (i >> 1) & 1;
-        acc[i] = ex2(fmaf(acc[i], c.scale_log2, -mc[h]));
+        acc[i] = ex2(fmaf(acc[i], c.scale_log2(), -mc[h]));
         sum[h] += acc[i];
     }
 #pragma unroll
@@ -449,13 +487,13 @@ __device__ __forceinline__ void pack_p(const float (&acc)[SN], u32 (&p)[BN / 4])
 __device__ __forceinline__ void turn_begin(const Consumer &c)
 {
     if (PINGPONG)
-        named_sync(BAR_TURN + c.w, 256);
+        named_sync(BAR_TURN + c.w(), 256);
 }
 
 __device__ __forceinline__ void turn_end(const Consumer &c)
 {
     if (PINGPONG)
-        named_arrive(BAR_TURN + (1 - c.w), 256);
+        named_arrive(BAR_TURN + (1 - c.w()), 256);
 }
 
 // Iteration j >= 1: S_j and O += P_{j-1}·V_{j-1}, the softmax of S_j; K slot j and V slot
@@ -468,8 +506,8 @@ __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u
     float acc[SN];
     float alpha[2];
 
-    mbar_wait(k_full(c.bars, s), parity_of(r));
-    mbar_wait(v_full(c.bars, prev), parity_of(r - 1));
+    mbar_wait(k_full(c.bars(), s), parity_of(r));
+    mbar_wait(v_full(c.bars(), prev), parity_of(r - 1));
     turn_begin(c);
     wgmma_fence();
     issue_s(c, s, acc);
@@ -482,8 +520,8 @@ __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u
     if (OVERLAP) {
         wgmma_wait<1>();
         fence_regs(acc);
-        if (c.lane == 0)
-            mbar_arrive(k_empty(c.bars, s));
+        if (c.lane() == 0)
+            mbar_arrive(k_empty(c.bars(), s));
         if (MASK)
             apply_mask(c, tile_of(c, j), acc);
         softmax_step(c, acc, m, l, alpha);
@@ -495,20 +533,20 @@ __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u
         fence_regs(acc);
         fence_regs(o);
         fence_regs(p);
-        if (c.lane == 0)
-            mbar_arrive(k_empty(c.bars, s));
+        if (c.lane() == 0)
+            mbar_arrive(k_empty(c.bars(), s));
         if (MASK)
             apply_mask(c, tile_of(c, j), acc);
         softmax_step(c, acc, m, l, alpha);
     }
-    if (c.lane == 0)
-        mbar_arrive(v_empty(c.bars, prev));
+    if (c.lane() == 0)
+        mbar_arrive(v_empty(c.bars(), prev));
     rescale_o(o, alpha);
     pack_p(acc, p);
 }
 
-// One block of rows for this consumer warpgroup: qi counts the blocks with keys before it.
-__device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm, const Block &blk, int qi)
+// One block of rows for this consumer warpgroup, whose Q tile has arrived.
+__device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm, u32 slot)
 {
     float o[ON];
     u32 p[BN / 4];
@@ -520,8 +558,7 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
         o[i] = 0.f;
 
     // Tile 0: S_0 and its softmax (nothing to rescale yet).
-    mbar_wait(q_full(c.bars), (u32)qi & 1);
-    mbar_wait(k_full(c.bars, slot_of(c.r0)), parity_of(c.r0));
+    mbar_wait(k_full(c.bars(), slot_of(c.r0)), parity_of(c.r0));
     {
         float acc[SN];
         float alpha[2];
@@ -532,8 +569,8 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
         turn_end(c);
         wgmma_wait<0>();
         fence_regs(acc);
-        if (c.lane == 0)
-            mbar_arrive(k_empty(c.bars, slot_of(c.r0)));
+        if (c.lane() == 0)
+            mbar_arrive(k_empty(c.bars(), slot_of(c.r0)));
         if (needs_mask(c, tile_of(c, 0)))
             apply_mask(c, tile_of(c, 0), acc);
         softmax_step(c, acc, m, l, alpha);
@@ -544,12 +581,12 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
         step<true>(c, j, o, p, m, l);
     for (; j < c.n_tiles; ++j)
         step<false>(c, j, o, p, m, l);
-    if (c.lane == 0)
-        mbar_arrive(q_empty(c.bars)); // every S of the block is done: the next Q may come
+    if (c.lane() == 0)
+        mbar_arrive(q_empty(c.bars())); // every S of the block is done: the next Q may come
 
     // The last P·V.
     const int last = c.r0 + c.n_tiles - 1;
-    mbar_wait(v_full(c.bars, slot_of(last)), parity_of(last));
+    mbar_wait(v_full(c.bars(), slot_of(last)), parity_of(last));
     turn_begin(c);
     wgmma_fence();
     fence_regs(o);
@@ -559,12 +596,13 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
     turn_end(c);
     wgmma_wait<0>();
     fence_regs(o);
-    if (c.lane == 0)
-        mbar_arrive(v_empty(c.bars, slot_of(last)));
+    if (c.lane() == 0)
+        mbar_arrive(v_empty(c.bars(), slot_of(last)));
 
     // Normalise, write the LSE and O (each quad of threads writes 16 contiguous bytes per row).
-    const int t = c.lane & 3;
-    u16 *out = (u16 *)prm.o + blk.batch * prm.o_batch_stride + blk.head * prm.o_head_stride;
+    const int t = c.lane() & 3;
+    const int batch = ld_shared(slot + SLOT_BATCH), head = ld_shared(slot + SLOT_HEAD);
+    u16 *out = (u16 *)prm.o + batch * prm.o_batch_stride + head * prm.o_head_stride;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const float lsum = quad_sum(l[h]);
@@ -573,8 +611,8 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
         if (row >= prm.seqlen_q)
             continue;
         if (prm.lse != nullptr && t == 0)
-            prm.lse[((long long)blk.batch * prm.heads_q + blk.head) * prm.seqlen_q + row] =
-                lsum > 0.f ? (m[h] * c.scale_log2 + log2f(lsum)) * 0.69314718055994531f : POS_INF;
+            prm.lse[((long long)batch * prm.heads_q + head) * prm.seqlen_q + row] =
+                lsum > 0.f ? (m[h] * c.scale_log2() + log2f(lsum)) * 0.69314718055994531f : POS_INF;
         u16 *orow = out + (long long)row * prm.o_row_stride + 2 * t;
 #pragma unroll
         for (int nb = 0; nb < D / 8; ++nb)
@@ -583,31 +621,41 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
 }
 
 // A block whose rows see no key: O = 0 and LSE = +inf for this warpgroup's 64 rows.
-__device__ __forceinline__ void write_empty(const FwdParams &p, const Block &blk, int w, int tid)
+__device__ __forceinline__ void write_empty(const FwdParams &p, u32 slot, int w, int tid)
 {
-    const int first = blk.q_first + 64 * w, rows = min(64, p.seqlen_q - first);
-    u16 *o = (u16 *)p.o + blk.batch * p.o_batch_stride + blk.head * p.o_head_stride;
+    const int first = ld_shared(slot + SLOT_Q_FIRST) + 64 * w, rows = min(64, p.seqlen_q - first);
+    const int batch = ld_shared(slot + SLOT_BATCH), head = ld_shared(slot + SLOT_HEAD);
+    u16 *o = (u16 *)p.o + batch * p.o_batch_stride + head * p.o_head_stride;
     for (int idx = tid; idx < rows * (D / 8); idx += 128) {
         const int row = first + idx / (D / 8), col = (idx % (D / 8)) * 8;
         *(uint4 *)(o + row * p.o_row_stride + col) = make_uint4(0, 0, 0, 0);
     }
     if (p.lse != nullptr)
         for (int row = tid; row < rows; row += 128)
-            p.lse[((long long)blk.batch * p.heads_q + blk.head) * p.seqlen_q + first + row] = POS_INF;
+            p.lse[((long long)batch * p.heads_q + head) * p.seqlen_q + first + row] = POS_INF;
 }
 
 // ---- the producer -------------------------------------------------------------------------------
 __device__ __forceinline__ void produce(const FwdParams &p, u32 sq, u32 sk, u32 sv, u32 bars, const TensorMap *tq,
                                         const TensorMap *tk, const TensorMap *tv)
 {
-    int r = 0, qi = 0; // ring position, blocks with keys so far
+    int r = 0; // ring position
     Walk walk = walk_begin(p);
-    for (int item; (item = walk_next(p, walk)) >= 0;) {
-        const Block blk = block_of(p, item);
-        if (blk.n_tiles == 0)
-            continue;
+    // Each block, and the end (n_tiles -1), is announced in its slot and on q_full once the
+    // consumers have released the previous block's Q tile: they have then finished the block
+    // before it, the slot's previous user.
+    for (int qi = 0;; ++qi) {
+        const int item = walk_next(p, walk);
+        const Block blk = block_of(p, item < 0 ? 0 : item);
         if (qi > 0)
             mbar_wait(q_empty(bars), (u32)(qi - 1) & 1);
+        st_shared4(block_slot(bars, qi), blk.q_first, item < 0 ? -1 : blk.n_tiles, blk.head, blk.batch);
+        if (item < 0 || blk.n_tiles == 0) {
+            mbar_arrive(q_full(bars));
+            if (item < 0)
+                return;
+            continue;
+        }
         mbar_expect_tx(q_full(bars), Q_BYTES);
 #pragma unroll
         for (int b = 0; b < NCB; ++b)
@@ -627,7 +675,6 @@ __device__ __forceinline__ void produce(const FwdParams &p, u32 sq, u32 sk, u32 
             for (int b = 0; b < NCB; ++b)
                 tma_load(sv + s * KV_BYTES + b * BN * SWB, tv, b * CH, n * BN, blk.kv_head, blk.batch, v_full(bars, s));
         }
-        qi++;
     }
 }
 
@@ -639,7 +686,7 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
     const int tid = (int)threadIdx.x;
     const u32 raw = smem_addr(smem_raw);
     const u32 base = (raw + 1023u) & ~1023u; // swizzle patterns start on 1024-byte boundaries
-    const u32 sq = base, sk = sq + Q_BYTES, sv = sk + STAGES * KV_BYTES, bars = sv + STAGES * KV_BYTES;
+    const u32 sq = base, sk = base + K_RING, sv = base + V_RING, bars = base + BARS;
 
     if (tid == 0) {
         mbar_init(q_full(bars), 1);
@@ -667,36 +714,32 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
 
     Consumer c;
-    c.w = wg - 1;
-    c.warp = (tid / 32) % 4;
-    c.lane = tid % 32;
-    c.sq = sq + c.w * 64 * SWB;
-    c.sk = sk;
-    c.sv = sv;
-    c.bars = bars;
-    c.diag = p.seqlen_k - p.seqlen_q;
-    c.seqlen_k = p.seqlen_k;
-    c.scale_log2 = p.scale_log2;
+    c.base = base;
+    c.prm = &p;
     c.r0 = 0;
-    int qi = 0;
     // Ping-pong: the turns alternate across blocks (both warpgroups take n_tiles + 1 turns per
     // block); consumer 0 takes the first, and at the end takes consumer 1's last hand-over.
-    if (PINGPONG && c.w == 1)
+    if (PINGPONG && c.w() == 1)
         named_arrive(BAR_TURN + 0, 256);
-    Walk walk = walk_begin(p);
-    for (int item; (item = walk_next(p, walk)) >= 0;) {
-        const Block blk = block_of(p, item);
-        if (blk.n_tiles == 0) {
-            write_empty(p, blk, c.w, tid % 128);
+    // The blocks come from the producer (see produce).
+    for (int qi = 0;; ++qi) {
+        mbar_wait(q_full(c.bars()), (u32)qi & 1);
+        const u32 slot = block_slot(c.bars(), qi);
+        c.n_tiles = ld_shared(slot + SLOT_N_TILES);
+        if (c.n_tiles < 0)
+            break;
+        if (c.n_tiles == 0) {
+            write_empty(p, slot, c.w(), tid % 128);
+            __syncwarp(); // the whole warp has read the slot
+            if (c.lane() == 0)
+                mbar_arrive(q_empty(c.bars()));
             continue;
         }
-        c.row0 = blk.q_first + c.w * 64 + c.warp * 16 + (c.lane >> 2);
-        c.n_tiles = blk.n_tiles;
-        consume(c, p, blk, qi);
-        c.r0 += blk.n_tiles;
-        qi++;
+        c.row0 = ld_shared(slot + SLOT_Q_FIRST) + c.w() * 64 + c.warp() * 16 + (c.lane() >> 2);
+        consume(c, p, slot);
+        c.r0 += c.n_tiles;
     }
-    if (PINGPONG && c.w == 0)
+    if (PINGPONG && c.w() == 0)
         named_sync(BAR_TURN + 0, 256);
 }
 
