@@ -8,11 +8,12 @@
 // and a unit is two blocks of one head, its i-th longest and its i-th shortest, whose K/V
 // tiles add up to about the same count for every i, so CTAs stay in step and the ones working
 // at the same time share a few heads' K and V in the L2 cache.
-// Warpgroup 0 is the producer: one of its threads loads each block's Q tile and streams the K
-// and V tiles through a STAGES-deep ring of shared-memory buffers with the tensor-memory
-// accelerator (cp.async.bulk.tensor, tensor maps encoded on the host), each load completing on
-// an mbarrier; the ring's position carries over from one block to the next. Warpgroups 1..NWG are consumers;
-// each owns 64 query rows and computes S = Q·Kᵀ with wgmma (both operands in shared memory)
+// Warpgroup 0 is the producer: one of its threads walks the CTA's blocks, announces each to
+// the consumers in a shared-memory slot, loads its Q tile and streams the K and V tiles
+// through a STAGES-deep ring of shared-memory buffers with the tensor-memory accelerator
+// (cp.async.bulk.tensor, tensor maps encoded on the host), each load completing on an
+// mbarrier; the ring's position carries over from one block to the next. Warpgroups 1..NWG
+// are consumers; each owns 64 query rows and computes S = Q·Kᵀ with wgmma (both operands in shared memory)
 // and O += P·V with wgmma (P from registers, V from shared memory), fp32 accumulators, with
 // the online softmax of flash_fwd_sm80. A consumer releases a K slot and a V slot of the ring
 // on their "empty" mbarriers as soon as its wgmmas have read them, so the producer can refill
@@ -279,7 +280,7 @@ __device__ __forceinline__ u64 v_desc(u32 tile, int kb)
     return make_desc(tile + kb * 16 * SWB, BN * SWB, 8 * SWB);
 }
 
-// ---- the consumer's state and steps ----------------------------------------------------------
+// ---- blocks of query rows and the order of a CTA's blocks -------------------------------------
 // One block of query rows: which rows, of which head, and how many K/V tiles they need.
 struct Block {
     int q_first, q_valid;
@@ -307,11 +308,11 @@ __device__ __forceinline__ Block block_of(const FwdParams &p, int item)
     return b;
 }
 
-// The blocks a CTA works on, in order (see the top of the file): a unit is one block, or with
-// BALANCE the blocks k = i and k = m_blocks - 1 - i of one head (k counts from the longest, as
-// block_of numbers them), the longer first; an odd count leaves the middle block alone.
-// Without BALANCE the walk's position is the unit; with it, 2·unit + 1 when the unit's second
-// block comes next (one register: the consumers have none to spare at d = 256).
+// The blocks a CTA works on, in order (see the top of the file), walked by the producer: a unit
+// is one block, or with BALANCE the blocks k = i and k = m_blocks - 1 - i of one head (k counts
+// from the longest, as block_of numbers them), the longer first; an odd count leaves the middle
+// block alone. Without BALANCE the walk's position is the unit; with it, 2·unit, plus 1 when
+// the unit's second block comes next (the producer runs on PRODUCER_REGS registers).
 struct Walk {
     int pos;
     int units; // without BALANCE: units of the whole grid
@@ -343,19 +344,20 @@ __device__ __forceinline__ int walk_next(const FwdParams &p, Walk &w)
     return hb * m_blocks + (second ? partner : i);
 }
 
+// ---- the consumer's state and steps ----------------------------------------------------------
 // The mbarriers: Q full and empty, and per ring slot K full, V full, K empty, V empty.
 __device__ __forceinline__ u32 q_full(u32 bars) { return bars; }
 __device__ __forceinline__ u32 q_empty(u32 bars) { return bars + 8; }
+__device__ __forceinline__ u32 k_full(u32 bars, int s) { return bars + 16 + 8 * s; }
+__device__ __forceinline__ u32 v_full(u32 bars, int s) { return bars + 16 + 8 * STAGES + 8 * s; }
+__device__ __forceinline__ u32 k_empty(u32 bars, int s) { return bars + 16 + 16 * STAGES + 8 * s; }
+__device__ __forceinline__ u32 v_empty(u32 bars, int s) { return bars + 16 + 24 * STAGES + 8 * s; }
 
 // After them, two slots in which the producer announces the CTA's blocks to the consumers:
 // block qi (counted over the CTA's life) in slot qi % 2, four ints. The consumers read each
 // where they need it, so no block state stays in their registers.
 constexpr int SLOT_Q_FIRST = 0, SLOT_N_TILES = 4, SLOT_HEAD = 8, SLOT_BATCH = 12; // byte offsets
 __device__ __forceinline__ u32 block_slot(u32 bars, int qi) { return bars + 16 + 32 * STAGES + 16 * (qi & 1); }
-__device__ __forceinline__ u32 k_full(u32 bars, int s) { return bars + 16 + 8 * s; }
-__device__ __forceinline__ u32 v_full(u32 bars, int s) { return bars + 16 + 8 * STAGES + 8 * s; }
-__device__ __forceinline__ u32 k_empty(u32 bars, int s) { return bars + 16 + 16 * STAGES + 8 * s; }
-__device__ __forceinline__ u32 v_empty(u32 bars, int s) { return bars + 16 + 24 * STAGES + 8 * s; }
 
 // Ring position r (counted over the CTA's life): slot r % STAGES, in its (r / STAGES)-th use.
 __device__ __forceinline__ int slot_of(int r) { return r % STAGES; }
