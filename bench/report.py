@@ -436,6 +436,11 @@ def render_markdown(report):
     L.append("%s (driver %s, CUDA %s), PyTorch %s, cuDNN %s, Triton %s; %s." % (
         gpu.get("name", "?"), env.get("driver", "?"), env.get("torch_cuda", "?"), env.get("torch", "?"),
         env.get("cudnn", "?"), env.get("triton", "?"), env.get("date", "?")))
+    if report.get("parts"):
+        L.append("")
+        L.append("One run split over %d GPUs of one host, started together: %s." % (len(report["parts"]), "; ".join(
+            "part %d on GPU %s (%s), `%s`" % (i + 1, (p.get("gpu") or {}).get("index", "?"), p.get("date", "?"),
+                                             p.get("command", "?")) for i, p in enumerate(report["parts"]))))
     if cfg:
         L.append("")
         L.append("%d tokens per batch, hidden %d, inputs %s, seed %s. Timing: CUDA events, a %d MiB buffer zeroed "
@@ -773,8 +778,13 @@ def environment(torch, args):
     p = torch.cuda.get_device_properties(args.device)
     env["gpu"] = {"name": p.name, "cc": "%d.%d" % (p.major, p.minor), "sms": p.multi_processor_count,
                   "memory_bytes": p.total_memory, "l2_bytes": getattr(p, "L2_cache_size", None)}
+    # nvidia-smi numbers the GPUs of the host; CUDA_VISIBLE_DEVICES may renumber them for CUDA.
+    visible = [x.strip() for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if x.strip()]
+    smi_index = visible[args.device] if args.device < len(visible) and visible[args.device].isdigit() else str(
+        args.device)
+    env["gpu"]["index"] = int(smi_index) if smi_index.isdigit() else smi_index
     try:
-        q = subprocess.run(["nvidia-smi", "-i", str(args.device), "--query-gpu=driver_version,clocks.sm,clocks.max.sm,"
+        q = subprocess.run(["nvidia-smi", "-i", smi_index, "--query-gpu=driver_version,clocks.sm,clocks.max.sm,"
                             "clocks.mem,power.limit,temperature.gpu,persistence_mode", "--format=csv,noheader"],
                            capture_output=True, text=True, timeout=30)
         f = [x.strip() for x in q.stdout.strip().split(",")]
@@ -1258,6 +1268,37 @@ def synthetic_report():
             "overhead_path": "overhead.json"}
 
 
+def merge_reports(parts):
+    """One report from the parts of a run split over several GPUs of one host (for example one dtype
+    per GPU, started together): the rows in the order given, the environment and configuration of
+    the first part, and each part's GPU, date and command under "parts". The parts must time the
+    same systems and must not measure the same shape twice."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    systems = first.get("config", {}).get("systems")
+    merged = dict(first)
+    merged["rows"], merged["dispatch"], merged["skipped_shapes"], merged["parts"] = [], {}, [], []
+    seen = set()
+    for i, part in enumerate(parts):
+        if part.get("config", {}).get("systems") != systems:
+            raise ValueError("part %d times %s, part 1 times %s" % (i + 1, part.get("config", {}).get("systems"),
+                                                                    systems))
+        for row in part.get("rows", []):
+            key = (row["dtype"], row["d"], row["causal"], row["seqlen"], row["batch"], row["heads"])
+            if key in seen:
+                raise ValueError("part %d measures %s d=%d causal=%d seqlen=%d again" % (i + 1, row["dtype"],
+                                 row["d"], row["causal"], row["seqlen"]))
+            seen.add(key)
+            merged["rows"].append(row)
+        merged["dispatch"].update(part.get("dispatch", {}))
+        merged["skipped_shapes"].extend(part.get("skipped_shapes", []))
+        env = part.get("env", {})
+        merged["parts"].append({"gpu": env.get("gpu"), "date": env.get("date"),
+                                "command": part.get("config", {}).get("command")})
+    return merged
+
+
 def make_db(path):
     """A small database in flashtune's schema (tuning_db/db.c, version 1)."""
     con = sqlite3.connect(path)
@@ -1383,6 +1424,22 @@ def selftest():
         else:
             print("skip plots: no matplotlib")
             expect(back.get("plots") == "matplotlib missing: no plots", "no plots without matplotlib, said so")
+        a, b = synthetic_report(), synthetic_report()
+        a["rows"] = [r for r in a["rows"] if r["dtype"] == "f16"]
+        b["rows"] = [r for r in b["rows"] if r["dtype"] == "bf16"]
+        a["config"]["systems"] = b["config"]["systems"] = ["flashtune", "fa2"]
+        b["env"]["gpu"] = {"name": "Synthetic GPU", "index": 1}
+        m = merge_reports([a, b])
+        expect(len(m["rows"]) == 24 and [r["dtype"] for r in m["rows"]][11:13] == ["f16", "bf16"] and
+               len(m["parts"]) == 2 and m["parts"][1]["gpu"]["index"] == 1, "merge: rows in order, parts kept")
+        expect("One run split over 2 GPUs of one host" in render_markdown(m), "merge: the parts named in the text")
+        for bad, what in (([a, a], "measures f16 d=64 causal=0 seqlen=512 again"),
+                          ([a, dict(b, config={"systems": ["fa2"]})], "part 2 times")):
+            try:
+                merge_reports(bad)
+                expect(False, "merge refuses: " + what)
+            except ValueError as e:
+                expect(what in str(e), "merge refuses: " + what)
         if os.environ.get("REPORT_SELFTEST_KEEP"):
             keep = os.environ["REPORT_SELFTEST_KEEP"]
             shutil.rmtree(keep, ignore_errors=True)
@@ -1439,8 +1496,10 @@ def main(argv=None):
     g.add_argument("--budget", type=float, default=0, help="stop starting new shapes after this many seconds (0: none)")
     g = ap.add_argument_group("other modes")
     g.add_argument("--no-plots", action="store_true")
-    g.add_argument("--from-json", metavar="REPORT", help="re-render report.md and the plots of a report.json (with "
-                   "--tune-log/--db/--overhead-json: add those) into --out; no GPU")
+    g.add_argument("--from-json", metavar="REPORT", action="append",
+                   help="re-render report.md and the plots of a report.json (with --tune-log/--db/--overhead-json: "
+                   "add those) into --out; no GPU. Repeated: one report from the parts of a run split over the "
+                   "GPUs of one host (the same systems, each shape once)")
     g.add_argument("--selftest", action="store_true", help="check the parts that need no GPU and no torch")
     args = ap.parse_args(argv)
 
@@ -1454,8 +1513,14 @@ def main(argv=None):
     if not args.out:
         ap.error("--out is required")
     if args.from_json:
-        with open(args.from_json) as f:
-            report = json.load(f)
+        parts = []
+        for path in args.from_json:
+            with open(path) as f:
+                parts.append(json.load(f))
+        try:
+            report = merge_reports(parts)
+        except ValueError as e:
+            sys.exit("report.py: cannot merge %s: %s" % (", ".join(args.from_json), e))
         if args.tune_log or args.db:
             report["tuning_cost"] = tuning_cost(args.tune_log, args.db, args.flashtune)
         if args.overhead_json:

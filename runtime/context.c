@@ -348,26 +348,31 @@ void ft_context_destroy(ft_context *ctx)
     free(ctx);
 }
 
-/* The built-in choice per kernel family and head dim when nothing better is known: the variant
- * that won most of the head dim's buckets in a full tune of the family's spec on an H200
- * (2026-11-30). The first entry whose family the context has wins: the sm_90a family's where
+/* The built-in choice per kernel family, head dim and causality (-1: either) when nothing
+ * better is known: the variant that won most of the head dim's buckets in a full tune of the
+ * family's spec on an H200 (2026-11-30; sm90 d=96 and 192 from the earlier tune, without the
+ * balance knob). The first entry whose family the context has wins: the sm_90a family's where
  * it runs. */
 static const struct default_kernel {
     const char *family;
     int head_dim;
+    int causal;
     const char *variant;
 } defaults[] = {
-    {"flash_fwd_sm90", 64, "bm=192,bn=96,stages=3,pingpong=0,overlap=1,balance=0"},
-    {"flash_fwd_sm90", 96, "bm=128,bn=128,stages=2,pingpong=1,overlap=1,balance=0"},
-    {"flash_fwd_sm90", 128, "bm=128,bn=128,stages=2,pingpong=1,overlap=1,balance=0"},
-    {"flash_fwd_sm90", 192, "bm=128,bn=96,stages=2,pingpong=1,overlap=1,balance=0"},
-    {"flash_fwd_sm90", 256, "bm=128,bn=64,stages=2,pingpong=1,overlap=1,balance=0"},
-    {"flash_fwd_sm80", 32, "bm=128,bn=128,warps=4,stages=2,qreg=0,overlap=0"},
-    {"flash_fwd_sm80", 64, "bm=128,bn=128,warps=4,stages=1,qreg=0,overlap=0"},
-    {"flash_fwd_sm80", 96, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
-    {"flash_fwd_sm80", 128, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
-    {"flash_fwd_sm80", 192, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
-    {"flash_fwd_sm80", 256, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
+    {"flash_fwd_sm90", 64, 0, "bm=128,bn=176,stages=3,pingpong=0,overlap=1,balance=0"},
+    {"flash_fwd_sm90", 64, 1, "bm=128,bn=192,stages=2,pingpong=1,overlap=1,balance=1"},
+    {"flash_fwd_sm90", 96, -1, "bm=128,bn=128,stages=2,pingpong=1,overlap=1,balance=0"},
+    {"flash_fwd_sm90", 128, 0, "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=0"},
+    {"flash_fwd_sm90", 128, 1, "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=1"},
+    {"flash_fwd_sm90", 192, -1, "bm=128,bn=96,stages=2,pingpong=1,overlap=1,balance=0"},
+    {"flash_fwd_sm90", 256, 0, "bm=128,bn=80,stages=2,pingpong=0,overlap=1,balance=0"},
+    {"flash_fwd_sm90", 256, 1, "bm=128,bn=80,stages=2,pingpong=1,overlap=1,balance=1"},
+    {"flash_fwd_sm80", 32, -1, "bm=128,bn=128,warps=4,stages=2,qreg=0,overlap=0"},
+    {"flash_fwd_sm80", 64, -1, "bm=128,bn=128,warps=4,stages=1,qreg=0,overlap=0"},
+    {"flash_fwd_sm80", 96, -1, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
+    {"flash_fwd_sm80", 128, -1, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
+    {"flash_fwd_sm80", 192, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
+    {"flash_fwd_sm80", 256, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
 };
 
 /* The context's spec of a kernel family, or NULL. */
@@ -383,13 +388,14 @@ static ft_spec *spec_of_family(const ft_context *ctx, const char *family)
     return NULL;
 }
 
-/* The built-in default for a head dim: its variant text and spec; NULL when none. */
-static const char *default_variant(const ft_context *ctx, int head_dim, ft_spec **spec)
+/* The built-in default for a head dim and causality: its variant text and spec; NULL when none. */
+static const char *default_variant(const ft_context *ctx, int head_dim, int causal, ft_spec **spec)
 {
     size_t i;
 
     for (i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
-        if (defaults[i].head_dim == head_dim && (*spec = spec_of_family(ctx, defaults[i].family)) != NULL)
+        if (defaults[i].head_dim == head_dim && (defaults[i].causal < 0 || defaults[i].causal == causal) &&
+            (*spec = spec_of_family(ctx, defaults[i].family)) != NULL)
             return defaults[i].variant;
     return NULL;
 }
@@ -514,7 +520,7 @@ static void build_slot(ft_context *ctx, kernel_slot *slot)
 {
     const int head_dim = slot->bucket.head_dim, causal = slot->bucket.causal;
     ft_spec *spec = ctx->spec;
-    const char *base = ctx->variant != NULL ? ctx->variant : default_variant(ctx, head_dim, &spec);
+    const char *base = ctx->variant != NULL ? ctx->variant : default_variant(ctx, head_dim, causal, &spec);
     char text[1024], *how = slot->how;
     const size_t how_cap = sizeof slot->how;
     ft_variant v;

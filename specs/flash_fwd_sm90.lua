@@ -69,7 +69,7 @@ return {
   -- 1 KiB to align the tiles to 1024 bytes, Q, `stages` K and V tiles, the mbarriers and two
   -- 16-byte slots that announce the blocks to the consumers.
   smem = function(v)
-    return 1024 + v.bm * v.d * 2 + 2 * v.stages * v.bn * v.d * 2 + 8 * (2 + 4 * v.stages) + 32
+    return 1024 + v.bm * v.d * 2 + 2 * v.stages * v.bn * v.d * 2 + 8 * (4 + 4 * v.stages) + 32
   end,
 
   registers = function(v)

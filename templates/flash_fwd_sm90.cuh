@@ -103,7 +103,7 @@ constexpr int SWB = CH * 2;               // its bytes: the swizzle span (128 or
 constexpr int NCB = D / CH;               // column blocks of a tile
 constexpr int Q_BYTES = BM * D * 2;
 constexpr int KV_BYTES = BN * D * 2; // one K or one V tile
-constexpr int BAR_BYTES = 8 * (2 + 4 * STAGES) + 32; // the mbarriers and two block slots
+constexpr int BAR_BYTES = 8 * (4 + 4 * STAGES) + 32; // the mbarriers and two block slots
 constexpr int SMEM_BYTES = 1024 + Q_BYTES + 2 * STAGES * KV_BYTES + BAR_BYTES;
 constexpr int SN = BN / 2; // S accumulators per thread
 constexpr int ON = D / 2;  // O accumulators per thread
@@ -354,10 +354,14 @@ __device__ __forceinline__ u32 k_empty(u32 bars, int s) { return bars + 16 + 16 
 __device__ __forceinline__ u32 v_empty(u32 bars, int s) { return bars + 16 + 24 * STAGES + 8 * s; }
 
 // After them, two slots in which the producer announces the CTA's blocks to the consumers:
-// block qi (counted over the CTA's life) in slot qi % 2, four ints. The consumers read each
-// where they need it, so no block state stays in their registers.
+// block qi (counted over the CTA's life) in slot qi % 2, four ints, each slot with its own
+// mbarrier that the producer's store completes (release) and the consumers wait on (acquire).
+// The consumers read the fields where they need them, so no block state stays in their
+// registers.
 constexpr int SLOT_Q_FIRST = 0, SLOT_N_TILES = 4, SLOT_HEAD = 8, SLOT_BATCH = 12; // byte offsets
-__device__ __forceinline__ u32 block_slot(u32 bars, int qi) { return bars + 16 + 32 * STAGES + 16 * (qi & 1); }
+__device__ __forceinline__ u32 slot_full(u32 bars, int qi) { return bars + 16 + 32 * STAGES + 8 * (qi & 1); }
+__device__ __forceinline__ u32 slot_parity(int qi) { return (u32)(qi >> 1) & 1; }
+__device__ __forceinline__ u32 block_slot(u32 bars, int qi) { return bars + 32 + 32 * STAGES + 16 * (qi & 1); }
 
 // Ring position r (counted over the CTA's life): slot r % STAGES, in its (r / STAGES)-th use.
 __device__ __forceinline__ int slot_of(int r) { return r % STAGES; }
@@ -412,10 +416,10 @@ __device__ __forceinline__ bool needs_mask(const Consumer &c, int n)
 
 __device__ __forceinline__ void issue_s(const Consumer &c, int s, float (&acc)[SN])
 {
-    const u32 k_tile = c.sk() + s * KV_BYTES;
+    const u32 q_tile = c.sq(), k_tile = c.sk() + s * KV_BYTES;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-        ft_wgmma_s(acc, kmajor_desc(c.sq(), BM, kk), kmajor_desc(k_tile, BN, kk), kk > 0);
+        ft_wgmma_s(acc, kmajor_desc(q_tile, BM, kk), kmajor_desc(k_tile, BN, kk), kk > 0);
 }
 
 __device__ __forceinline__ void issue_o(const Consumer &c, int s, float (&o)[ON], const u32 (&p)[BN / 4])
@@ -505,6 +509,7 @@ __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u
                                      float (&l)[2])
 {
     const int r = c.r0 + j, s = slot_of(r), prev = slot_of(r - 1);
+    const bool leader = c.lane() == 0; // arrives for its warp
     float acc[SN];
     float alpha[2];
 
@@ -522,7 +527,7 @@ __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u
     if (OVERLAP) {
         wgmma_wait<1>();
         fence_regs(acc);
-        if (c.lane() == 0)
+        if (leader)
             mbar_arrive(k_empty(c.bars(), s));
         if (MASK)
             apply_mask(c, tile_of(c, j), acc);
@@ -535,13 +540,13 @@ __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u
         fence_regs(acc);
         fence_regs(o);
         fence_regs(p);
-        if (c.lane() == 0)
+        if (leader)
             mbar_arrive(k_empty(c.bars(), s));
         if (MASK)
             apply_mask(c, tile_of(c, j), acc);
         softmax_step(c, acc, m, l, alpha);
     }
-    if (c.lane() == 0)
+    if (leader)
         mbar_arrive(v_empty(c.bars(), prev));
     rescale_o(o, alpha);
     pack_p(acc, p);
@@ -583,6 +588,7 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
         step<true>(c, j, o, p, m, l);
     for (; j < c.n_tiles; ++j)
         step<false>(c, j, o, p, m, l);
+    __syncwarp(); // the warp's reads of the block's slot come before the release
     if (c.lane() == 0)
         mbar_arrive(q_empty(c.bars())); // every S of the block is done: the next Q may come
 
@@ -643,21 +649,20 @@ __device__ __forceinline__ void produce(const FwdParams &p, u32 sq, u32 sk, u32 
 {
     int r = 0; // ring position
     Walk walk = walk_begin(p);
-    // Each block, and the end (n_tiles -1), is announced in its slot and on q_full once the
-    // consumers have released the previous block's Q tile: they have then finished the block
-    // before it, the slot's previous user.
+    // Each block, and the end (n_tiles -1), is announced in its slot once the consumers have
+    // released the previous block (q_empty): they have then finished the block before it, the
+    // slot's previous user, and the Q tile is free.
     for (int qi = 0;; ++qi) {
         const int item = walk_next(p, walk);
         const Block blk = block_of(p, item < 0 ? 0 : item);
         if (qi > 0)
             mbar_wait(q_empty(bars), (u32)(qi - 1) & 1);
         st_shared4(block_slot(bars, qi), blk.q_first, item < 0 ? -1 : blk.n_tiles, blk.head, blk.batch);
-        if (item < 0 || blk.n_tiles == 0) {
-            mbar_arrive(q_full(bars));
-            if (item < 0)
-                return;
+        mbar_arrive(slot_full(bars, qi));
+        if (item < 0)
+            return;
+        if (blk.n_tiles == 0)
             continue;
-        }
         mbar_expect_tx(q_full(bars), Q_BYTES);
 #pragma unroll
         for (int b = 0; b < NCB; ++b)
@@ -693,6 +698,8 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
     if (tid == 0) {
         mbar_init(q_full(bars), 1);
         mbar_init(q_empty(bars), NWG * 4); // one arrival per consumer warp
+        mbar_init(slot_full(bars, 0), 1);
+        mbar_init(slot_full(bars, 1), 1);
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(k_full(bars, s), 1);
             mbar_init(v_full(bars, s), 1);
@@ -724,8 +731,8 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
     if (PINGPONG && c.w() == 1)
         named_arrive(BAR_TURN + 0, 256);
     // The blocks come from the producer (see produce).
-    for (int qi = 0;; ++qi) {
-        mbar_wait(q_full(c.bars()), (u32)qi & 1);
+    for (int qi = 0, qk = 0;; ++qi) { // blocks, blocks with keys (one Q tile each)
+        mbar_wait(slot_full(c.bars(), qi), slot_parity(qi));
         const u32 slot = block_slot(c.bars(), qi);
         c.n_tiles = ld_shared(slot + SLOT_N_TILES);
         if (c.n_tiles < 0)
@@ -738,6 +745,7 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
             continue;
         }
         c.row0 = ld_shared(slot + SLOT_Q_FIRST) + c.w() * 64 + c.warp() * 16 + (c.lane() >> 2);
+        mbar_wait(q_full(c.bars()), (u32)qk++ & 1);
         consume(c, p, slot);
         c.r0 += c.n_tiles;
     }
