@@ -679,6 +679,48 @@ static void test_sm90_compile_sample(void)
     ft__spec_free(spec);
 }
 
+/* A spec with spills = "reject" (tests/specs/reject_spills.lua, two sm_80 variants): NVRTC's
+ * ptxas report decides; the variant that spills is over the limits with the sizes as its
+ * reason, the other compiles. */
+static void test_plan_rejects_spills(void)
+{
+    ft_spec *spec = NULL;
+    ft_plan *plan = NULL;
+    ft_arch arch;
+    ft_err err;
+    int i, over = 0, compiled = 0;
+
+    ASSERT_OK(ft__spec_load(FT_SOURCE_DIR "/tests/specs/reject_spills.lua", NULL, &spec, &err), &err);
+    ASSERT_OK(ft__arch_builtin("sm_80", &arch, &err), &err);
+    ASSERT_OK(ft__plan_build(spec, &arch, NULL, 0, &plan, &err), &err);
+    ASSERT_EQ(plan->count[FT_PLAN_PENDING], 2);
+    ASSERT_OK(ft__plan_compile(plan, NULL, 2, NULL, NULL, NULL, &err), &err);
+    for (i = 0; i < plan->nitems; i++) {
+        const ft_plan_item *it = &plan->items[i];
+        if (it->status == FT_PLAN_PRUNED)
+            continue;
+        printf("  %s: %s, %lld/%lld bytes spilled\n", it->variant_str, ft__plan_status_name(it->status),
+               it->report.spill_stores, it->report.spill_loads);
+        if (ft__variant_int(spec, &it->variant, "d", 0) == 256) {
+            ASSERT_EQ(it->status, FT_PLAN_OVER_LIMITS);
+            ASSERT_TRUE(it->report.spill_stores > 0 || it->report.spill_loads > 0);
+            ASSERT_CONTAINS(it->reason, "spills ");
+            ASSERT_STREQ(it->reason_class, "spills registers (the spec rejects spills)");
+            over++;
+        } else {
+            ASSERT_EQ(it->status, FT_PLAN_COMPILED);
+            ASSERT_EQ(it->report.spill_stores, 0);
+            ASSERT_EQ(it->report.spill_loads, 0);
+            compiled++;
+        }
+    }
+    ASSERT_EQ(over, 1);
+    ASSERT_EQ(compiled, 1);
+    ft__plan_free(plan);
+    ft__spec_free(spec);
+}
+
 FT_TEST_MAIN(FT_CASE(test_builtin_table), FT_CASE(test_load_builtin_index), FT_CASE(test_load_default_names),
              FT_CASE(test_family_target), FT_CASE(test_plan_target), FT_CASE(test_wgmma_wrappers),
-             FT_CASE(test_emit_sm90), FT_CASE(test_sm90_pruning), FT_CASE(test_sm90_compile_sample))
+             FT_CASE(test_emit_sm90), FT_CASE(test_sm90_pruning), FT_CASE(test_sm90_compile_sample),
+             FT_CASE(test_plan_rejects_spills))

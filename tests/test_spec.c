@@ -373,6 +373,23 @@ static void test_unknown_field(void)
                "constraints, smem, registers, workloads, spills)");
 }
 
+/* spills: "reject" sets the flag, its absence leaves it clear, anything else is an error. */
+static void test_spills_field(void)
+{
+    ft_err err;
+    ft_spec *spec = load_ok("reject_spills.lua", &err);
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_EQ(spec->reject_spills, 1);
+    ft__spec_free(spec);
+    spec = load_ok("valid_small.lua", &err);
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_EQ(spec->reject_spills, 0);
+    ft__spec_free(spec);
+    load_fails("bad_spills.lua", "bad_spills.lua: ",
+               "field 'spills' must be \"allow\" or \"reject\", not \"sometimes\"");
+}
+
 static void test_not_a_table(void)
 {
     load_fails("not_table.lua", "not_table.lua: ",
@@ -545,7 +562,7 @@ FT_TEST_MAIN(FT_CASE(test_valid_spec_loads), FT_CASE(test_check_smem_registers),
              FT_CASE(test_syntax_error), FT_CASE(test_runtime_error),
              FT_CASE(test_error_without_position), FT_CASE(test_missing_field),
              FT_CASE(test_mistyped_fields), FT_CASE(test_params_rules),
-             FT_CASE(test_workload_rules), FT_CASE(test_unknown_field), FT_CASE(test_not_a_table),
+             FT_CASE(test_workload_rules), FT_CASE(test_unknown_field), FT_CASE(test_spills_field), FT_CASE(test_not_a_table),
              FT_CASE(test_endless_loop), FT_CASE(test_memory_cap), FT_CASE(test_sandbox_removes),
              FT_CASE(test_binary_chunk_and_missing_file), FT_CASE(test_constraint_error),
              FT_CASE(test_endless_constraint), FT_CASE(test_call_limits_override),
