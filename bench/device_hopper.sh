@@ -54,7 +54,7 @@ for v in ${SANITIZE_VARIANTS:-'d=128,bm=128,bn=176,stages=2,causal=1,dtype=f16,p
 done
 
 # 4. SASS and resources of the most frequent sm90 winners.
-grep ' winner' "$OUT/winners.txt" | grep -o 'd=[0-9]*,bm=[^ ]*pingpong=[01],overlap=[01]' | sort | uniq -c | sort -rn |
+grep ' winner' "$OUT/winners.txt" | grep -o 'd=[0-9]*,bm=[^ ]*pingpong=[01],overlap=[01],balance=[01]' | sort | uniq -c | sort -rn |
   head -n "${SASS_COUNT:-4}" | while read -r n v; do
   "$ft" gen flash_fwd_sm90 --arch sm_90a --variant "$v" > /tmp/k.cu &&
     nvcc -arch=sm_90a -cubin -Xptxas -v -o /tmp/k.cubin /tmp/k.cu > /tmp/k.log 2>&1 &&

@@ -5,8 +5,9 @@
 # work comes in two phases, each one call:
 #
 #   bash bench/device_report.sh tune     # tune sm90 d=128/64/256 into a database seeded with
-#                                        # an earlier sm80 tune (SEED_DB); GPU tests, verify
-#                                        # and compute-sanitizer on a second GPU beside it
+#                                        # an earlier sm80 tune (SEED_DB); GPU tests, verify of
+#                                        # every variant and compute-sanitizer on a second GPU
+#                                        # beside it
 #   DB=path/tuning.db TUNE_LOG=path/tune.txt bash bench/device_report.sh report
 #                                        # the report; with two GPUs f16 on one and bf16 on
 #                                        # the other, started together, merged into one
@@ -26,6 +27,7 @@ T0=$(date +%s); DEADLINE=$((T0 + ${LIMIT:-570}))
 left() { echo $(( DEADLINE - $(date +%s) )); }
 lim() { local l; l="$(left)"; l=$((l - ${2:-10})); [ "$l" -gt "$1" ] && l=$1; [ "$l" -lt 5 ] && l=5; echo $l; }
 BUILD=${BUILD:-build-dev}
+OUT=${OUT:-/tmp/ft-out}
 R=$OUT/r; mkdir -p $R
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$PWD/$BUILD/deps
 export FLASHTUNE_LIB=$PWD/$BUILD/libflashtune.so PYTHONUNBUFFERED=1
@@ -60,12 +62,14 @@ test_block() {
   export FLASHTUNE_CACHE_DIR=/tmp/ft-cache-1
   local t
   t=$(date +%s)
-  timeout "$(lim 200 200)" $ft verify flash_fwd_sm90 --only d=128 -q > $R/verify.txt 2>&1
-  note "verify sm90 d=128: rc=$? $(tail -n 1 $R/verify.txt) ($(( $(date +%s) - t )) s)"
+  timeout "$(lim 240 150)" $ft verify flash_fwd_sm90 -q > $R/verify.txt 2>&1
+  note "verify sm90 (every variant): rc=$? $(tail -n 1 $R/verify.txt) ($(( $(date +%s) - t )) s)"
+  note "variants rejected for spills: $(grep -c ' spills ' $R/verify.txt)"
   for run in "memcheck d=128,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1 b=1,hq=4,hkv=2,sq=1000,sk=1001,d=128" \
              "racecheck d=128,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1 b=1,hq=4,hkv=2,sq=1000,sk=1001,d=128" \
              "synccheck d=128,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1 b=1,hq=4,hkv=2,sq=1000,sk=1001,d=128" \
              "memcheck d=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1 b=2,hq=3,hkv=1,sq=300,sk=100,d=256" \
+             "racecheck d=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1 b=2,hq=3,hkv=1,sq=300,sk=100,d=256" \
              "racecheck d=64,bm=192,bn=96,stages=3,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0 b=2,hq=40,hkv=8,sq=300,sk=257,d=64"; do
     set -- $run
     [ "$(left)" -lt 60 ] && { note "sanitizer $1 $2: not run (time)"; continue; }

@@ -36,6 +36,7 @@
 
 #include "flashtune.h"
 #include "common/error.h"
+#include "common/fs.h"
 #include "common/json.h"
 #include "common/sha256.h"
 #include "generator/emit.h"
@@ -73,13 +74,6 @@ typedef struct problem {
     CUdeviceptr q, k, v, o;
     CUstream stream;
 } problem;
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -241,12 +235,12 @@ static void cold(const ft_context_options *opts, const problem *p, const ft_cuda
     double t0, t1, t2;
 
     memset(out, 0, sizeof *out);
-    t0 = now_ms();
+    t0 = ft__now_ms();
     st = ft_context_create(opts, &ctx);
-    t1 = now_ms();
+    t1 = ft__now_ms();
     if (st == FT_OK) {
         st = ft_attention_forward(ctx, &p->args, p->stream);
-        t2 = now_ms();
+        t2 = ft__now_ms();
         if (st == FT_OK) {
             out->ok = 1;
             out->create_ms = t1 - t0;
@@ -337,7 +331,7 @@ static double round_dispatch(ft_context *ctx, const problem *p, const ft_cuda *c
 
     while (done < o->launches) {
         long n = o->launches - done < o->batch ? o->launches - done : o->batch, i;
-        double t0 = now_ms();
+        double t0 = ft__now_ms();
         for (i = 0; i < n; i++) {
             ft_status st = ft_attention_forward(ctx, &p->args, p->stream);
             if (st != FT_OK) {
@@ -345,7 +339,7 @@ static double round_dispatch(ft_context *ctx, const problem *p, const ft_cuda *c
                 return -1;
             }
         }
-        total += now_ms() - t0;
+        total += ft__now_ms() - t0;
         done += n;
         cu->p_cuStreamSynchronize(p->stream);
     }
@@ -367,7 +361,7 @@ static double round_bare(const ft_kernel *k, const problem *p, const ft_cuda *cu
 
     while (done < o->launches) {
         long n = o->launches - done < o->batch ? o->launches - done : o->batch, i;
-        double t0 = now_ms();
+        double t0 = ft__now_ms();
         for (i = 0; i < n; i++) {
             CUresult r = cu->p_cuLaunchKernel(k->fn, l.grid[0], l.grid[1], l.grid[2], (unsigned)k->threads, 1, 1,
                                               (unsigned)k->smem_dynamic, p->stream, l.args, NULL);
@@ -378,7 +372,7 @@ static double round_bare(const ft_kernel *k, const problem *p, const ft_cuda *cu
                 return -1;
             }
         }
-        total += now_ms() - t0;
+        total += ft__now_ms() - t0;
         done += n;
         cu->p_cuStreamSynchronize(p->stream);
     }

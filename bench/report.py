@@ -10,9 +10,9 @@ Systems (each a column of the report):
   cudnn       ... SDPBackend.CUDNN_ATTENTION forced
   efficient   ... SDPBackend.EFFICIENT_ATTENTION forced (memory-efficient)
   flex        torch.compile(flex_attention, mode=--flex-mode), causal through a block mask
-              (optional, --flex: its first call per shape compiles and autotunes for 7-19 s)
+              (optional, --flex: its first call per shape compiles and autotunes, 3.5-21 s on an H200)
 
-Grid (bench/ANCHORS.md's): --tokens per batch (batch = tokens / seqlen), --hidden (heads =
+Grid (the FlashAttention-2/3 papers'): --tokens per batch (batch = tokens / seqlen), --hidden (heads =
 hidden / head_dim), every seqlen x head dim x causal x dtype asked for. FLOPs = 4*b*h*s*s*d,
 halved when causal.
 
@@ -44,6 +44,7 @@ Examples:
 import argparse
 import contextlib
 import datetime
+import hashlib
 import json
 import math
 import os
@@ -60,6 +61,8 @@ import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "python"))
+from flashtune import flops  # noqa: E402 - the binding loads its library only when a context is made
 
 # Display names and the order of the columns. forcedN are added at run time.
 LABELS = {"flashtune": "flashtune", "fa2": "FA2", "cudnn": "cuDNN", "efficient": "mem-eff", "flex": "Flex"}
@@ -73,12 +76,6 @@ TOLERANCE = {"f16": {"rel_l2": 5e-3, "max_abs": 2e-2, "lse": 1e-2},
 
 
 # ---- pure helpers (no torch; --selftest checks them) -----------------------------------------
-
-def flops(batch, heads, seqlen_q, seqlen_k, head_dim, causal):
-    """Forward FLOPs as the FlashAttention papers count them: 4*b*h*sq*sk*d, halved if causal."""
-    f = 4.0 * batch * heads * seqlen_q * seqlen_k * head_dim
-    return f / 2 if causal else f
-
 
 def geomean(values):
     vals = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
@@ -147,29 +144,41 @@ def parse_duration(text):
 
 def parse_tune_log(text):
     """What `flashtune tune` printed (its closing summary), plus bench/device_tune.sh's
-    'tune 1: rc=0 in N s' line when present."""
+    'tune 1: rc=0 in N s' line when present. A log of several tunes (one per head dim, say)
+    gives their sums, and "tunes" says how many there were."""
     out = {}
-    m = re.search(r"^tuned (.+?): (\d+) buckets, (\d+) variants \((\d+) pruned\)", text, re.M)
-    if m:
-        out.update(device=m.group(1), buckets=int(m.group(2)), variants=int(m.group(3)), pruned=int(m.group(4)))
-    m = re.search(r"^measured (\d+), already in the database (\d+): (.*)$", text, re.M)
-    if m:
-        out["measured"] = int(m.group(1))
-        out["already_in_database"] = int(m.group(2))
-        out["by_status"] = {k.strip(): int(n) for n, k in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", m.group(3))}
-    m = re.search(r"^winners: (\d+) buckets \((\d+) near-ties re-measured interleaved\); worker restarts: (\d+)",
-                  text, re.M)
-    if m:
-        out.update(winners=int(m.group(1)), near_ties=int(m.group(2)), worker_restarts=int(m.group(3)))
-    m = re.search(r"^time: (\S+) wall; compiling (\S+), verifying (\S+), timing (\S+)", text, re.M)
-    if m:
-        out["wall_s"], out["compile_s"], out["verify_s"], out["timing_s"] = (parse_duration(g) for g in m.groups())
+
+    def add(key, value):
+        out[key] = out.get(key, 0) + value if value is not None and out.get(key, 0) is not None else None
+
+    runs = list(re.finditer(r"^tuned (.+?): (\d+) buckets, (\d+) variants \((\d+) pruned\)", text, re.M))
+    if runs:
+        out["device"] = runs[0].group(1)
+        out["tunes"] = len(runs)
+    for m in runs:
+        add("buckets", int(m.group(2)))
+        add("variants", int(m.group(3)))
+        add("pruned", int(m.group(4)))
+    for m in re.finditer(r"^measured (\d+), already in the database (\d+): (.*)$", text, re.M):
+        add("measured", int(m.group(1)))
+        add("already_in_database", int(m.group(2)))
+        status = out.setdefault("by_status", {})
+        for n, k in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", m.group(3)):
+            status[k.strip()] = status.get(k.strip(), 0) + int(n)
+    for m in re.finditer(r"^winners: (\d+) buckets \((\d+) near-ties re-measured interleaved\); worker restarts: "
+                         r"(\d+)", text, re.M):
+        add("winners", int(m.group(1)))
+        add("near_ties", int(m.group(2)))
+        add("worker_restarts", int(m.group(3)))
+    for m in re.finditer(r"^time: (\S+) wall; compiling (\S+), verifying (\S+), timing (\S+)", text, re.M):
+        for key, g in zip(("wall_s", "compile_s", "verify_s", "timing_s"), m.groups()):
+            add(key, parse_duration(g))
+    if "wall_s" in out:
         parts = [out["compile_s"], out["verify_s"], out["timing_s"]]
         if out["wall_s"] is not None and None not in parts:
             out["other_s"] = max(0.0, out["wall_s"] - sum(parts))
-    m = re.search(r"^tune: compiling (\d+) variants", text, re.M)
-    if m:
-        out["compiled_variants"] = int(m.group(1))
+    for m in re.finditer(r"^tune: compiling (\d+) variants", text, re.M):
+        add("compiled_variants", int(m.group(1)))
     m = re.search(r"^database: (\S+)", text, re.M)
     if m:
         out["database"] = m.group(1)
@@ -436,6 +445,11 @@ def render_markdown(report):
     L.append("%s (driver %s, CUDA %s), PyTorch %s, cuDNN %s, Triton %s; %s." % (
         gpu.get("name", "?"), env.get("driver", "?"), env.get("torch_cuda", "?"), env.get("torch", "?"),
         env.get("cudnn", "?"), env.get("triton", "?"), env.get("date", "?")))
+    if env.get("templates_sha256"):
+        L.append("")
+        L.append("Kernel templates (sha256): %s%s." % (", ".join(
+            "%s %s" % (k, v[:8]) for k, v in sorted(env["templates_sha256"].items())),
+            "; " + env["provenance"] if env.get("provenance") else ""))
     if report.get("parts"):
         L.append("")
         L.append("One run split over %d GPUs of one host, started together: %s." % (len(report["parts"]), "; ".join(
@@ -593,7 +607,8 @@ def render_tuning_cost(tc):
     L = ["## Cost of a tune", ""]
     log = tc.get("log")
     if log:
-        L.append("From the tune's log (`%s`):" % log.get("path", "?"))
+        L.append("From the tune's log (`%s`%s):" % (log.get("path", "?"), ", the sums of its %d tunes" % log["tunes"]
+                                                      if log.get("tunes", 1) > 1 else ""))
         L.append("")
         if log.get("device"):
             L.append("- %s: %s buckets, %s variants (%s pruned); %s measured, %s already in the database; "
@@ -766,6 +781,17 @@ def _on_signal(signum, frame):
     raise Stop("signal %d" % signum)
 
 
+def templates_sha256():
+    """sha256 of each kernel template of the checkout, by file name."""
+    out = {}
+    tdir = os.path.join(REPO, "templates")
+    for name in sorted(os.listdir(tdir)) if os.path.isdir(tdir) else []:
+        if name.endswith(".cuh"):
+            with open(os.path.join(tdir, name), "rb") as f:
+                out[name] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
 def environment(torch, args):
     env = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
            "python": platform.python_version(), "platform": platform.platform(), "host": platform.node(),
@@ -803,8 +829,13 @@ def environment(torch, args):
     try:
         g = subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
         env["git_commit"] = g.stdout.strip() if g.returncode == 0 else None
+        g = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True, timeout=10)
+        env["git_modified"] = g.stdout.split("\n")[:-1] if g.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         env["git_commit"] = None
+    # The kernels that ran come from these files (a checkout may not have the commit's history).
+    env["templates_sha256"] = templates_sha256()
     return env
 
 
@@ -909,7 +940,6 @@ def run(args):
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    sys.path.insert(0, os.path.join(REPO, "python"))
     import flashtune
 
     if not torch.cuda.is_available():
@@ -1373,6 +1403,9 @@ def selftest():
            log.get("timing_s") == 240 and abs(log.get("other_s") - 32.5) < 1e-9, "tune log: time split")
     expect(log.get("by_status", {}).get("wrong result") == 12 and log["by_status"].get("ok") == 5900, "tune log: status")
     expect(log.get("near_ties") == 17 and log.get("script_wall_s") == 296, "tune log: near ties, script clock")
+    two = parse_tune_log(SAMPLE_TUNE_LOG + SAMPLE_TUNE_LOG.replace("4m54s", "1m06s"))
+    expect(two.get("tunes") == 2 and two.get("measured") == 11840 and two.get("wall_s") == 360 and
+           two["by_status"].get("ok") == 11800 and two.get("buckets") == 192, "tune log of two tunes: their sums")
     with tempfile.TemporaryDirectory() as tmp:
         dbp = os.path.join(tmp, "t.db")
         make_db(dbp)
@@ -1433,6 +1466,9 @@ def selftest():
         expect(len(m["rows"]) == 24 and [r["dtype"] for r in m["rows"]][11:13] == ["f16", "bf16"] and
                len(m["parts"]) == 2 and m["parts"][1]["gpu"]["index"] == 1, "merge: rows in order, parts kept")
         expect("One run split over 2 GPUs of one host" in render_markdown(m), "merge: the parts named in the text")
+        sums = templates_sha256()
+        expect(len(sums.get("flash_fwd_sm90.cuh", "")) == 64 and len(sums.get("flash_fwd_sm80.cuh", "")) == 64,
+               "the templates' sha256 for the environment")
         for bad, what in (([a, a], "measures f16 d=64 causal=0 seqlen=512 again"),
                           ([a, dict(b, config={"systems": ["fa2"]})], "part 2 times")):
             try:
@@ -1522,7 +1558,10 @@ def main(argv=None):
         except ValueError as e:
             sys.exit("report.py: cannot merge %s: %s" % (", ".join(args.from_json), e))
         if args.tune_log or args.db:
+            old = report.get("tuning_cost") or {}
             report["tuning_cost"] = tuning_cost(args.tune_log, args.db, args.flashtune)
+            if not args.db and "db" in old:  # keep what the run read from its database
+                report["tuning_cost"]["db"] = old["db"]
         if args.overhead_json:
             with open(args.overhead_json) as f:
                 report["overhead"] = json.load(f)

@@ -125,3 +125,11 @@ add_test(NAME tune_fake_sm90 COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tune_fake_sm
   $<TARGET_FILE:fake_worker> WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(tune_fake_sm90 PROPERTIES LABELS cli TIMEOUT 600
   ENVIRONMENT "FLASHTUNE_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache")
+
+# bench/report.py's parts that need neither a GPU nor PyTorch (parsers, tables, merging).
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_FOUND)
+  add_test(NAME report_selftest COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/bench/report.py --selftest
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(report_selftest PROPERTIES LABELS unit TIMEOUT 300)
+endif()
