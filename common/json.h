@@ -4,7 +4,11 @@
 
 #include <stdio.h>
 
+#include "strbuf.h"
+
 /* Writes s as a JSON string literal (quotes included); NULL writes null. */
 void ft__json_string(FILE *f, const char *s);
+/* The same, appended to a string buffer. */
+void ft__json_string_sb(ft_strbuf *sb, const char *s);
 
 #endif

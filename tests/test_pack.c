@@ -28,7 +28,6 @@ static void sample_pack(ft_pack *p, ft_pack_kernel k[2], ft_pack_winner w[3])
     memset(p, 0, sizeof *p);
     memset(k, 0, 2 * sizeof *k);
     memset(w, 0, 3 * sizeof *w);
-    p->version = FT_PACK_VERSION;
     snprintf(p->flashtune_version, sizeof p->flashtune_version, "%s", FT_VERSION_STRING);
     snprintf(p->created, sizeof p->created, "2026-11-30T08:15:02Z");
     snprintf(p->device.name, sizeof p->device.name, "Test \"GPU\"\\ 1");

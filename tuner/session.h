@@ -32,11 +32,11 @@ void ft__session_close(ft_session *s);
 ft_status ft__session_build(ft_session *s, ft_spec *spec, const ft_variant *v, ft_kernel *out,
                             ft_resource_report *report, ft_err *err);
 
-/* Loads an already compiled variant. */
 /* What identifies the session's GPU in tuning databases (name, limits, driver, NVRTC), as the
  * tuner records it. */
 void ft__session_fingerprint(const ft_session *s, ft_db_device *dev);
 
+/* Loads an already compiled variant. */
 ft_status ft__session_load(ft_session *s, ft_spec *spec, const ft_variant *v, const void *cubin,
                            const char *entry, long long smem_dynamic, int threads, ft_kernel *out, ft_err *err);
 

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "common/fs.h"
+#include "common/json.h"
 #include "common/sha256.h"
 #include "common/strbuf.h"
 #include "generator/family.h"
@@ -153,7 +154,6 @@ ft_status ft__pack_from_db(ft_db *db, long long device_id, ft_pack *out, int *le
         rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
         goto out;
     }
-    out->version = FT_PACK_VERSION;
     snprintf(out->flashtune_version, sizeof out->flashtune_version, "%s", FT_VERSION_STRING);
     utc_now(out->created, sizeof out->created);
     out->device = c.rows[0].device;
@@ -203,32 +203,10 @@ out:
 
 /* ---- writing ----------------------------------------------------------------------------- */
 
-static void sb_json_string(ft_strbuf *sb, const char *s)
-{
-    const unsigned char *p;
-
-    ft__sb_puts(sb, "\"");
-    for (p = (const unsigned char *)s; *p != '\0'; p++) {
-        switch (*p) {
-        case '"': ft__sb_puts(sb, "\\\""); break;
-        case '\\': ft__sb_puts(sb, "\\\\"); break;
-        case '\n': ft__sb_puts(sb, "\\n"); break;
-        case '\r': ft__sb_puts(sb, "\\r"); break;
-        case '\t': ft__sb_puts(sb, "\\t"); break;
-        default:
-            if (*p < 0x20)
-                ft__sb_printf(sb, "\\u%04x", *p);
-            else
-                ft__sb_append(sb, (const char *)p, 1);
-        }
-    }
-    ft__sb_puts(sb, "\"");
-}
-
 static void sb_key_string(ft_strbuf *sb, const char *key, const char *value)
 {
     ft__sb_printf(sb, "\"%s\": ", key);
-    sb_json_string(sb, value);
+    ft__json_string_sb(sb, value);
 }
 
 static void sb_key_real(ft_strbuf *sb, const char *key, double v)
@@ -823,7 +801,6 @@ static ft_status read_index(const jnode *root, const unsigned char *blobs, size_
         bad(&r, NULL, "the index's format is '%s'", format);
         goto out;
     }
-    p->version = version;
     dev = jget(root, "device");
     if (dev == NULL || dev->type != J_OBJ) {
         bad(&r, NULL, "%s is missing", "the device");

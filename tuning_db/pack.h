@@ -57,7 +57,6 @@ typedef struct ft_pack_winner {
 } ft_pack_winner;
 
 typedef struct ft_pack {
-    int version;
     char flashtune_version[32];
     char created[32];
     ft_db_device device;
