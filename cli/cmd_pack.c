@@ -233,17 +233,6 @@ static void describe(const ft_db_device *d, char *out, size_t cap)
              d->cc % 10, d->sms, d->smem_per_block, d->driver_version, d->nvrtc_version);
 }
 
-static int same_model(const ft_db_device *a, const ft_db_device *b)
-{
-    return strcmp(a->name, b->name) == 0 && a->cc == b->cc && a->sms == b->sms &&
-           a->smem_per_block == b->smem_per_block && a->smem_per_sm == b->smem_per_sm && a->l2_bytes == b->l2_bytes;
-}
-
-static int same_driver(const ft_db_device *a, const ft_db_device *b)
-{
-    return a->driver_version == b->driver_version && strcmp(a->nvrtc_version, b->nvrtc_version) == 0;
-}
-
 static void print_line(void *ud, const char *line)
 {
     (void)ud;
@@ -375,8 +364,10 @@ int cmd_import(int argc, char **argv)
                 here.cc % 10);
         goto out;
     }
-    if (have_here && (!same_model(&here, &pack.device) || !same_driver(&here, &pack.device))) {
-        const char *what = !same_model(&here, &pack.device) ? "another GPU model" : "another driver or NVRTC";
+    if (have_here &&
+        (!ft__db_device_same_model(&here, &pack.device) || !ft__db_device_same_driver(&here, &pack.device))) {
+        const char *what =
+            !ft__db_device_same_model(&here, &pack.device) ? "another GPU model" : "another driver or NVRTC";
         if (!force) {
             fprintf(stderr, "flashtune import: %s was tuned on %s, but GPU %ld here is %s: a pack for %s is refused "
                     "(--force imports it for this GPU anyway)\n", file, pack_desc, gpu, here_desc, what);

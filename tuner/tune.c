@@ -761,13 +761,6 @@ static ft_status run_workers(tuner *tu, ft_err *err)
 
 /* ---- setup -------------------------------------------------------------------------------- */
 
-static int same_device(const ft_db_device *a, const ft_db_device *b)
-{
-    return strcmp(a->name, b->name) == 0 && a->cc == b->cc && a->sms == b->sms &&
-           a->smem_per_block == b->smem_per_block && a->l2_bytes == b->l2_bytes &&
-           a->driver_version == b->driver_version;
-}
-
 static ft_status start_workers(tuner *tu, ft_err *err)
 {
     ft_status rc;
@@ -798,7 +791,7 @@ static ft_status start_workers(tuner *tu, ft_err *err)
             rc = parse_ready(tu->workers[i].ready, &a, &d, err);
         if (rc != FT_OK)
             return rc;
-        if (!same_device(&d, &tu->dev))
+        if (!ft__db_device_same_model(&d, &tu->dev) || !ft__db_device_same_driver(&d, &tu->dev))
             return ft__fail(err, FT_ERR_UNSUPPORTED,
                             "--device all needs identical GPUs, but GPU 0 is %s and GPU %d is %s (driver %d vs %d); "
                             "tune each with --device N",
@@ -933,7 +926,7 @@ static int collect_miss(void *ud, const ft_db_miss *m)
     ft_workload wl;
     int i;
 
-    if (strcmp(m->device.name, mc->dev->name) != 0 || m->device.cc != mc->dev->cc || m->device.sms != mc->dev->sms)
+    if (!ft__db_device_same_model(&m->device, mc->dev))
         return 0;
     for (i = 0; i < mc->l->n; i++) {
         ft_db_bucket b;

@@ -208,13 +208,22 @@ static const char view_base_fmt[] =
     "JOIN devices d ON d.id = r.device_id\n"
     "JOIN kernels k ON k.id = r.kernel_id;\n";
 
+/* What makes a result a candidate for its bucket's winner (in v_results_base's columns). */
+#define WINNER_COND "status = 'ok' AND stale = 0 AND median_ms IS NOT NULL"
+
+/* A miss's bucket has a winner for its device now (from view, v_results_base in some schema). */
+#define MISS_TUNED(view)                                                                          \
+    "EXISTS (SELECT 1 FROM " view " r WHERE r.device_id = m.device_id AND r.dtype = m.dtype "     \
+    "AND r.head_dim = m.head_dim AND r.causal = m.causal AND r.seqlen_bucket = m.seqlen_bucket "  \
+    "AND r.bh_bucket = m.bh_bucket AND " WINNER_COND ") AS tuned"
+
 static const char view_results_fmt[] =
     "CREATE %sVIEW v_results AS\n"
     "SELECT *,\n"
-    "       CASE WHEN status = 'ok' AND stale = 0 AND median_ms IS NOT NULL\n"
+    "       CASE WHEN " WINNER_COND "\n"
     "            THEN row_number() OVER (\n"
     "                   PARTITION BY device_id, dtype, head_dim, causal, seqlen_bucket, bh_bucket,\n"
-    "                                status = 'ok' AND stale = 0 AND median_ms IS NOT NULL\n"
+    "                                " WINNER_COND "\n"
     "                   ORDER BY median_ms, result_id) = 1\n"
     "            ELSE 0 END AS winner\n"
     "FROM v_results_base;\n";
@@ -240,10 +249,7 @@ static const char view_misses_sql[] =
     "SELECT m.id AS miss_id, m.device_id, d.name AS device, m.dtype, m.head_dim, m.causal,\n"
     "       m.seqlen_bucket, m.bh_bucket, m.batch, m.heads_q, m.heads_kv, m.seqlen_q,\n"
     "       m.seqlen_k, m.fallback, m.count, m.first_seen, m.last_seen,\n"
-    "       EXISTS (SELECT 1 FROM v_results_base r WHERE r.device_id = m.device_id\n"
-    "               AND r.dtype = m.dtype AND r.head_dim = m.head_dim AND r.causal = m.causal\n"
-    "               AND r.seqlen_bucket = m.seqlen_bucket AND r.bh_bucket = m.bh_bucket\n"
-    "               AND r.status = 'ok' AND r.stale = 0 AND r.median_ms IS NOT NULL) AS tuned\n"
+    "       " MISS_TUNED("v_results_base") "\n"
     "FROM misses m\n"
     "JOIN devices d ON d.id = m.device_id;\n";
 
@@ -419,10 +425,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         "d.driver_version, d.nvrtc_version, m.dtype, m.head_dim, m.causal, m.seqlen_bucket, "
         "m.bh_bucket, m.batch, m.heads_q, m.heads_kv, m.seqlen_q, m.seqlen_k, m.fallback, m.count, "
         "m.first_seen, m.last_seen, "
-        "EXISTS (SELECT 1 FROM temp.v_results_base r WHERE r.device_id = m.device_id "
-        "AND r.dtype = m.dtype AND r.head_dim = m.head_dim AND r.causal = m.causal "
-        "AND r.seqlen_bucket = m.seqlen_bucket AND r.bh_bucket = m.bh_bucket AND r.status = 'ok' "
-        "AND r.stale = 0 AND r.median_ms IS NOT NULL) AS tuned "
+        MISS_TUNED("temp.v_results_base") " "
         "FROM main.misses m JOIN main.devices d ON d.id = m.device_id "
         "WHERE (:device_name IS NULL OR instr(lower(d.name), lower(:device_name)) > 0) "
         "AND (:device_id < 0 OR m.device_id = :device_id) "
@@ -631,6 +634,20 @@ static void column_text(sqlite3_stmt *s, int col, char *dst, size_t cap)
     snprintf(dst, cap, "%s", t != NULL ? (const char *)t : "");
 }
 
+/* A device's fingerprint from columns first .. first + 7: name, cc, sms, smem_per_block,
+ * smem_per_sm, l2_bytes, driver_version, nvrtc_version (as the device listings select them). */
+static void column_device(sqlite3_stmt *s, int first, ft_db_device *dev)
+{
+    column_text(s, first, dev->name, sizeof dev->name);
+    dev->cc = sqlite3_column_int(s, first + 1);
+    dev->sms = sqlite3_column_int(s, first + 2);
+    dev->smem_per_block = sqlite3_column_int64(s, first + 3);
+    dev->smem_per_sm = sqlite3_column_int64(s, first + 4);
+    dev->l2_bytes = sqlite3_column_int64(s, first + 5);
+    dev->driver_version = sqlite3_column_int(s, first + 6);
+    column_text(s, first + 7, dev->nvrtc_version, sizeof dev->nvrtc_version);
+}
+
 static double column_real(sqlite3_stmt *s, int col)
 {
     return sqlite3_column_type(s, col) == SQLITE_NULL ? NAN : sqlite3_column_double(s, col);
@@ -798,6 +815,17 @@ void ft__db_bucket(const char *dtype, int head_dim, int causal, int batch, int h
     out->bh_bucket = pow2_at_least((long long)batch * heads_q, 1);
 }
 
+int ft__db_device_same_model(const ft_db_device *a, const ft_db_device *b)
+{
+    return strcmp(a->name, b->name) == 0 && a->cc == b->cc && a->sms == b->sms &&
+           a->smem_per_block == b->smem_per_block && a->smem_per_sm == b->smem_per_sm && a->l2_bytes == b->l2_bytes;
+}
+
+int ft__db_device_same_driver(const ft_db_device *a, const ft_db_device *b)
+{
+    return a->driver_version == b->driver_version && strcmp(a->nvrtc_version, b->nvrtc_version) == 0;
+}
+
 int ft__db_bucket_equal(const ft_db_bucket *a, const ft_db_bucket *b)
 {
     return a->head_dim == b->head_dim && a->causal == b->causal && a->seqlen_bucket == b->seqlen_bucket &&
@@ -898,21 +926,22 @@ static ft_status create_views(ft_db *db, int temp, ft_err *err)
     const char *kind = temp ? "TEMP " : "";
     const char *cur = temp ? "temp.ft_current" : "meta";
     ft_status rc = FT_OK;
-    char *sql[5];
-    int nviews = temp ? 4 : 5, i;
+    char *sql[4];
+    int i;
 
     sql[0] = sqlite3_mprintf(view_base_fmt, kind, cur, cur, cur);
     sql[1] = sqlite3_mprintf(view_results_fmt, kind);
     sql[2] = sqlite3_mprintf(view_winners_fmt, kind);
     sql[3] = sqlite3_mprintf(view_devices_fmt, kind);
-    sql[4] = temp ? NULL : sqlite3_mprintf("%s", view_misses_sql);
-    for (i = 0; i < nviews && rc == FT_OK; i++) {
+    for (i = 0; i < 4 && rc == FT_OK; i++) {
         if (sql[i] == NULL)
             rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "%s: out of memory", db->path);
         else
             rc = exec_script(db, sql[i], "cannot create the views", err);
     }
-    for (i = 0; i < 5; i++)
+    if (!temp && rc == FT_OK) /* v_misses: only in the file */
+        rc = exec_script(db, view_misses_sql, "cannot create the views", err);
+    for (i = 0; i < 4; i++)
         sqlite3_free(sql[i]);
     return rc;
 }
@@ -1607,14 +1636,7 @@ ft_status ft__db_devices(ft_db *db, int (*fn)(void *ud, long long id, const ft_d
             goto out;
         }
         memset(&dev, 0, sizeof dev);
-        column_text(s, 1, dev.name, sizeof dev.name);
-        dev.cc = sqlite3_column_int(s, 2);
-        dev.sms = sqlite3_column_int(s, 3);
-        dev.smem_per_block = sqlite3_column_int64(s, 4);
-        dev.smem_per_sm = sqlite3_column_int64(s, 5);
-        dev.l2_bytes = sqlite3_column_int64(s, 6);
-        dev.driver_version = sqlite3_column_int(s, 7);
-        column_text(s, 8, dev.nvrtc_version, sizeof dev.nvrtc_version);
+        column_device(s, 1, &dev);
         if (fn(ud, sqlite3_column_int64(s, 0), &dev, sqlite3_column_int64(s, 9),
                sqlite3_column_int64(s, 10)) != 0)
             break;
@@ -1838,14 +1860,7 @@ ft_status ft__db_misses(ft_db *db, const char *device_name, long long device_id,
         }
         memset(&m, 0, sizeof m);
         m.device_id = sqlite3_column_int64(s, 0);
-        column_text(s, 1, m.device.name, sizeof m.device.name);
-        m.device.cc = sqlite3_column_int(s, 2);
-        m.device.sms = sqlite3_column_int(s, 3);
-        m.device.smem_per_block = sqlite3_column_int64(s, 4);
-        m.device.smem_per_sm = sqlite3_column_int64(s, 5);
-        m.device.l2_bytes = sqlite3_column_int64(s, 6);
-        m.device.driver_version = sqlite3_column_int(s, 7);
-        column_text(s, 8, m.device.nvrtc_version, sizeof m.device.nvrtc_version);
+        column_device(s, 1, &m.device);
         column_text(s, 9, m.bucket.dtype, sizeof m.bucket.dtype);
         m.bucket.head_dim = sqlite3_column_int(s, 10);
         m.bucket.causal = sqlite3_column_int(s, 11);

@@ -70,6 +70,11 @@ void ft__db_bucket(const char *dtype, int head_dim, int causal, int batch, int h
 /* Whether two buckets are the same. */
 int ft__db_bucket_equal(const ft_db_bucket *a, const ft_db_bucket *b);
 
+/* Whether two fingerprints are the same GPU model (name, compute capability, multiprocessors,
+ * shared memory, L2), and the same driver and NVRTC. */
+int ft__db_device_same_model(const ft_db_device *a, const ft_db_device *b);
+int ft__db_device_same_driver(const ft_db_device *a, const ft_db_device *b);
+
 typedef enum ft_result_status {
     FT_RESULT_OK = 0,
     FT_RESULT_WRONG_RESULT,
