@@ -1045,6 +1045,25 @@ static ft_status make_tasks(tuner *tu, const target_list *given, ft_err *err)
     return rc;
 }
 
+/* The worker program (worker_cmd, else this executable) and the compile cache it shares. */
+static ft_status tuner_open(tuner *tu, const char *worker_cmd, const char *cache_dir, ft_err *err)
+{
+    ft_status rc;
+
+    if (worker_cmd != NULL) {
+        snprintf(tu->worker_path, sizeof tu->worker_path, "%s", worker_cmd);
+    } else {
+        ssize_t n = readlink("/proc/self/exe", tu->worker_path, sizeof tu->worker_path - 1);
+        if (n <= 0)
+            return ft__fail(err, FT_ERR_IO, "cannot find this executable: %s", strerror(errno));
+        tu->worker_path[n] = '\0';
+    }
+    rc = ft__cache_open(cache_dir, &tu->cache, err);
+    if (rc == FT_OK)
+        snprintf(tu->cache_dir, sizeof tu->cache_dir, "%s", ft__cache_dir(tu->cache));
+    return rc;
+}
+
 ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_tune_progress_fn prog, void *ud,
                    ft_tune_summary *summary, ft_err *err)
 {
@@ -1088,18 +1107,9 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
     }
     if (nusable == 0)
         return err->code;
-    if (o->worker_cmd != NULL) {
-        snprintf(tu.worker_path, sizeof tu.worker_path, "%s", o->worker_cmd);
-    } else {
-        ssize_t n = readlink("/proc/self/exe", tu.worker_path, sizeof tu.worker_path - 1);
-        if (n <= 0)
-            return ft__fail(err, FT_ERR_IO, "cannot find this executable: %s", strerror(errno));
-        tu.worker_path[n] = '\0';
-    }
-    rc = ft__cache_open(o->cache_dir, &tu.cache, err);
+    rc = tuner_open(&tu, o->worker_cmd, o->cache_dir, err);
     if (rc != FT_OK)
         goto out;
-    snprintf(tu.cache_dir, sizeof tu.cache_dir, "%s", ft__cache_dir(tu.cache));
     rc = ft__db_open(o->db_path, 0, &tu.db, err);
     if (rc != FT_OK)
         goto out;
@@ -1194,20 +1204,9 @@ ft_status ft__tune_probe(const char *worker_cmd, const char *cache_dir, int devi
     tu = calloc(1, sizeof *tu);
     if (tu == NULL)
         return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
-    if (worker_cmd != NULL) {
-        snprintf(tu->worker_path, sizeof tu->worker_path, "%s", worker_cmd);
-    } else {
-        ssize_t n = readlink("/proc/self/exe", tu->worker_path, sizeof tu->worker_path - 1);
-        if (n <= 0) {
-            rc = ft__fail(err, FT_ERR_IO, "cannot find this executable: %s", strerror(errno));
-            goto out;
-        }
-        tu->worker_path[n] = '\0';
-    }
-    rc = ft__cache_open(cache_dir, &tu->cache, err);
+    rc = tuner_open(tu, worker_cmd, cache_dir, err);
     if (rc != FT_OK)
         goto out;
-    snprintf(tu->cache_dir, sizeof tu->cache_dir, "%s", ft__cache_dir(tu->cache));
     rc = worker_boot(tu, &w, err);
     if (rc != FT_OK)
         goto out;
