@@ -588,9 +588,9 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
         step<true>(c, j, o, p, m, l);
     for (; j < c.n_tiles; ++j)
         step<false>(c, j, o, p, m, l);
-    __syncwarp(); // the warp's reads of the block's slot come before the release
-    if (c.lane() == 0)
-        mbar_arrive(q_empty(c.bars())); // every S of the block is done: the next Q may come
+    // Every S of the block is done: the next Q may come. Each thread arrives, releasing its own
+    // reads of the block slots.
+    mbar_arrive(q_empty(c.bars()));
 
     // The last P·V.
     const int last = c.r0 + c.n_tiles - 1;
@@ -697,7 +697,7 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
 
     if (tid == 0) {
         mbar_init(q_full(bars), 1);
-        mbar_init(q_empty(bars), NWG * 4); // one arrival per consumer warp
+        mbar_init(q_empty(bars), NWG * 128); // one arrival per consumer thread
         mbar_init(slot_full(bars, 0), 1);
         mbar_init(slot_full(bars, 1), 1);
         for (int s = 0; s < STAGES; ++s) {
@@ -739,9 +739,7 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
             break;
         if (c.n_tiles == 0) {
             write_empty(p, slot, c.w(), tid % 128);
-            __syncwarp(); // the whole warp has read the slot
-            if (c.lane() == 0)
-                mbar_arrive(q_empty(c.bars()));
+            mbar_arrive(q_empty(c.bars()));
             continue;
         }
         c.row0 = ld_shared(slot + SLOT_Q_FIRST) + c.w() * 64 + c.warp() * 16 + (c.lane() >> 2);
