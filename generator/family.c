@@ -25,11 +25,11 @@ static int fwd_sm90_threads(const ft_spec *spec, const ft_variant *v)
     return 128 * ((int)ft__variant_int(spec, v, "bm", 64) / 64 + 1);
 }
 
-/* A wgmma wrapper for one shape: m64n{n}k16 with fp32 accumulators d[n/2], A from shared
- * memory (descriptor da, scale_d 0 overwrites d) or, with reg_a, from four registers, B from
- * shared memory (descriptor db; transposed, i.e. MN-major, with reg_a). The accumulator list
- * depends on n, so it is written out here rather than in the template. */
-static void emit_wgmma(ft_strbuf *sb, const char *name, int n, const char *type, int reg_a)
+/* A wgmma wrapper for one shape: m64n{n}k16 with fp32 accumulators, the first n/2 of d[len],
+ * A from shared memory (descriptor da, scale_d 0 overwrites d) or, with reg_a, from four
+ * registers, B from shared memory (descriptor db; transposed, i.e. MN-major, with reg_a). The
+ * accumulator list depends on n, so it is written out here rather than in the template. */
+static void emit_wgmma(ft_strbuf *sb, const char *name, int n, int len, const char *type, int reg_a)
 {
     const int nd = n / 2;
     int i;
@@ -38,10 +38,10 @@ static void emit_wgmma(ft_strbuf *sb, const char *name, int n, const char *type,
                   reg_a ? "registers" : "shared memory");
     if (reg_a)
         ft__sb_printf(sb, "__device__ __forceinline__ void %s(float (&d)[%d], unsigned a0, unsigned a1, "
-                          "unsigned a2, unsigned a3, unsigned long long db)\n{\n", name, nd);
+                          "unsigned a2, unsigned a3, unsigned long long db)\n{\n", name, len);
     else
         ft__sb_printf(sb, "__device__ __forceinline__ void %s(float (&d)[%d], unsigned long long da, "
-                          "unsigned long long db, int scale_d)\n{\n", name, nd);
+                          "unsigned long long db, int scale_d)\n{\n", name, len);
     ft__sb_printf(sb, "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n",
                   reg_a ? nd + 5 : nd + 2);
     ft__sb_printf(sb, "                 \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {\"", n, type, type);
@@ -62,14 +62,24 @@ static void emit_wgmma(ft_strbuf *sb, const char *name, int n, const char *type,
         ft__sb_printf(sb, "\n                 : \"l\"(da), \"l\"(db), \"r\"(scale_d));\n}\n\n");
 }
 
-/* flash_fwd_sm90 reads S = Q·Kᵀ (n = bn) and O += P·V (n = d) through generated wrappers. */
+/* Keys of a narrow S in flash_fwd_sm90: the first half of a K tile, rounded up to whole k16
+ * steps of P·V (the template's NARROW). */
+int ft__sm90_narrow_keys(int bn)
+{
+    return (bn / 2 + 15) / 16 * 16;
+}
+
+/* flash_fwd_sm90 reads S = Q·Kᵀ (n = bn), the narrow S of a diagonal tile (its first keys,
+ * into the first accumulators of S) and O += P·V (n = d) through generated wrappers. */
 static void fwd_sm90_prelude(ft_strbuf *sb, const ft_spec *spec, const ft_variant *v)
 {
     const char *dtype = ft__variant_str(spec, v, "dtype");
     const char *type = dtype != NULL && strcmp(dtype, "bf16") == 0 ? "bf16" : "f16";
+    const int bn = (int)ft__variant_int(spec, v, "bn", 64), d = (int)ft__variant_int(spec, v, "d", 64);
 
-    emit_wgmma(sb, "ft_wgmma_s", (int)ft__variant_int(spec, v, "bn", 64), type, 0);
-    emit_wgmma(sb, "ft_wgmma_o", (int)ft__variant_int(spec, v, "d", 64), type, 1);
+    emit_wgmma(sb, "ft_wgmma_s", bn, bn / 2, type, 0);
+    emit_wgmma(sb, "ft_wgmma_s_narrow", ft__sm90_narrow_keys(bn), bn / 2, type, 0);
+    emit_wgmma(sb, "ft_wgmma_o", d, d / 2, type, 1);
 }
 
 static const ft_family families[] = {

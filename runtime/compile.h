@@ -68,4 +68,10 @@ int ft__parse_ptxas_report(const char *log, ft_resource_report *out);
 /* The first line of a log that says "error" (or its first line), without the newline. */
 void ft__log_first_error(const char *log, char *out, size_t cap);
 
+/* Whether ptxas reports that it serialised a kernel's wgmma.mma_async instructions (made each
+ * wait for the previous one, e.g. "(C7520) ... serialized due to program dependence on
+ * compiler-inserted WG.AR in divergent path"): the kernel then runs, correctly, without the
+ * asynchrony its template was written for. Fills why with the code and cause. */
+int ft__log_wgmma_serialized(const char *log, char *why, size_t cap);
+
 #endif

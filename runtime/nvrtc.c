@@ -111,6 +111,40 @@ int ft__parse_ptxas_report(const char *log, ft_resource_report *out)
     return found;
 }
 
+int ft__log_wgmma_serialized(const char *log, char *why, size_t cap)
+{
+    /* "ptxas info    : (C7520) Potential Performance Loss: wgmma.mma_async instructions are
+     *  serialized due to <cause> in the function '<name>'" */
+    static const char marker[] = "wgmma.mma_async instructions are serialized";
+    const char *hit, *line, *code, *cause, *end;
+    int n;
+
+    if (cap > 0)
+        why[0] = '\0';
+    if (log == NULL || (hit = strstr(log, marker)) == NULL)
+        return 0;
+    for (line = hit; line > log && line[-1] != '\n'; line--)
+        ;
+    end = hit + strcspn(hit, "\n");
+    code = strchr(line, '(');
+    if (code != NULL && code > hit)
+        code = NULL;
+    cause = hit + strlen(marker);
+    if (strncmp(cause, " due to ", 8) == 0)
+        cause += 8;
+    {
+        const char *fn = strstr(cause, " in the function");
+        if (fn != NULL && fn < end)
+            end = fn;
+    }
+    n = (int)(end - cause);
+    if (code != NULL)
+        snprintf(why, cap, "%.*s: %.*s", (int)strcspn(code + 1, ")"), code + 1, n, cause);
+    else
+        snprintf(why, cap, "%.*s", n, cause);
+    return 1;
+}
+
 void ft__log_first_error(const char *log, char *out, size_t cap)
 {
     const char *line = log;

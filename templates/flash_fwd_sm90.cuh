@@ -107,6 +107,14 @@ constexpr int BAR_BYTES = 8 * (4 + 4 * STAGES) + 32; // the mbarriers and two bl
 constexpr int SMEM_BYTES = 1024 + Q_BYTES + 2 * STAGES * KV_BYTES + BAR_BYTES;
 constexpr int SN = BN / 2; // S accumulators per thread
 constexpr int ON = D / 2;  // O accumulators per thread
+// Causal: a consumer warpgroup whose rows see only the first NARROW keys of a tile (the
+// diagonal tile of the upper warpgroups, whose rows end before the block's last row) computes
+// a narrow S of those keys into its first SNN accumulators, its softmax, and P·V over them:
+// half the tile's work, and the same for the softmax. NARROW is half a tile rounded up to
+// whole k16 steps of P·V (the generator's ft__sm90_narrow_keys, the width of ft_wgmma_s_narrow).
+constexpr int NARROW = (BN / 2 + 15) / 16 * 16;
+constexpr bool USE_NARROW = CAUSAL && NARROW < BN;
+constexpr int SNN = NARROW / 2;
 
 static_assert(D % 32 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 32, at most 256");
 static_assert(BM % 64 == 0 && NWG >= 1 && NWG <= 3, "64 query rows per consumer warpgroup, 1 to 3 warpgroups");
@@ -405,38 +413,59 @@ struct Consumer {
 // Tile n of the keys (iteration j visits tile n_tiles - 1 - j).
 __device__ __forceinline__ int tile_of(const Consumer &c, int j) { return c.n_tiles - 1 - j; }
 
+// The first query row of this thread's warpgroup.
+__device__ __forceinline__ int wg_row0(const Consumer &c) { return c.row0 - c.warp() * 16 - (c.lane() >> 2); }
+
 // Whether some score of this warpgroup's rows in tile n must be masked.
 __device__ __forceinline__ bool needs_mask(const Consumer &c, int n)
 {
     const int end = (n + 1) * BN;
     if (end > c.seqlen_k())
         return true;
-    return CAUSAL && end - 1 > c.row0 - c.warp() * 16 - (c.lane() >> 2) + c.diag();
+    return CAUSAL && end - 1 > wg_row0(c) + c.diag();
 }
 
-__device__ __forceinline__ void issue_s(const Consumer &c, int s, float (&acc)[SN])
+// Whether this warpgroup's rows see none of tile n's keys past its first NARROW (see NARROW).
+// The same for every thread of the warpgroup, as its wgmmas need.
+__device__ __forceinline__ bool narrow(const Consumer &c, int n)
+{
+    if (!USE_NARROW)
+        return false;
+    const int key_end = min(wg_row0(c) + 64 + c.diag(), c.seqlen_k()); // past the last row's last key
+    return key_end - n * BN <= NARROW;
+}
+
+// S = Q·Kᵀ of ring slot s: all BN keys, or (NARROW_S) the first NARROW into acc[0, SNN).
+template <bool NARROW_S> __device__ __forceinline__ void issue_s(const Consumer &c, int s, float (&acc)[SN])
 {
     const u32 q_tile = c.sq(), k_tile = c.sk() + s * KV_BYTES;
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-        ft_wgmma_s(acc, kmajor_desc(q_tile, BM, kk), kmajor_desc(k_tile, BN, kk), kk > 0);
+    for (int kk = 0; kk < D / 16; ++kk) {
+        if (NARROW_S)
+            ft_wgmma_s_narrow(acc, kmajor_desc(q_tile, BM, kk), kmajor_desc(k_tile, BN, kk), kk > 0);
+        else
+            ft_wgmma_s(acc, kmajor_desc(q_tile, BM, kk), kmajor_desc(k_tile, BN, kk), kk > 0);
+    }
 }
 
+// O += P·V over the first KEYS keys of ring slot s (BN, or NARROW after a narrow S).
+template <int KEYS>
 __device__ __forceinline__ void issue_o(const Consumer &c, int s, float (&o)[ON], const u32 (&p)[BN / 4])
 {
     const u32 v_tile = c.sv() + s * KV_BYTES;
 #pragma unroll
-    for (int kb = 0; kb < BN / 16; ++kb)
+    for (int kb = 0; kb < KEYS / 16; ++kb)
         ft_wgmma_o(o, p[4 * kb], p[4 * kb + 1], p[4 * kb + 2], p[4 * kb + 3], v_desc(v_tile, kb));
 }
 
 // Scores outside the keys or above the causal diagonal become -inf. Accumulator i of the
-// thread holds row row0 + 8·((i >> 1) & 1), column 8·(i >> 2) + 2·(lane & 3) + (i & 1).
-__device__ __forceinline__ void apply_mask(const Consumer &c, int n, float (&acc)[SN])
+// thread holds row row0 + 8·((i >> 1) & 1), column 8·(i >> 2) + 2·(lane & 3) + (i & 1); only
+// the first NS accumulators are S (SN, or SNN of a narrow S).
+template <int NS> __device__ __forceinline__ void apply_mask(const Consumer &c, int n, float (&acc)[SN])
 {
     const int col0 = n * BN + 2 * (c.lane() & 3);
 #pragma unroll
-    for (int i = 0; i < SN; ++i) {
+    for (int i = 0; i < NS; ++i) {
         const int col = col0 + 8 * (i >> 2) + (i & 1);
         const int row = c.row0 + 8 * ((i >> 1) & 1);
         if (col >= c.seqlen_k() || (CAUSAL && col > row + c.diag()))
@@ -444,14 +473,15 @@ __device__ __forceinline__ void apply_mask(const Consumer &c, int n, float (&acc
     }
 }
 
-// Online softmax of one tile: new row maxima, the factor that rescales the previous state,
-// and the exponentials in place of the scores (as fp32).
+// Online softmax of one tile's first NS scores (the others are masked): new row maxima, the
+// factor that rescales the previous state, and the exponentials in place of the scores (fp32).
+template <int NS>
 __device__ __forceinline__ void softmax_step(const Consumer &c, float (&acc)[SN], float (&m)[2], float (&l)[2],
                                              float (&alpha)[2])
 {
     float mx[2] = {m[0], m[1]};
 #pragma unroll
-    for (int i = 0; i < SN; ++i)
+    for (int i = 0; i < NS; ++i)
         mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], acc[i]);
     float mc[2];
 #pragma unroll
@@ -464,7 +494,7 @@ __device__ __forceinline__ void softmax_step(const Consumer &c, float (&acc)[SN]
     }
     float sum[2] = {0.f, 0.f};
 #pragma unroll
-    for (int i = 0; i < SN; ++i) {
+    for (int i = 0; i < NS; ++i) {
         const int h = (i >> 1) & 1;
         acc[i] = ex2(fmaf(acc[i], c.scale_log2(), -mc[h]));
         sum[h] += acc[i];
@@ -482,12 +512,26 @@ __device__ __forceinline__ void rescale_o(float (&o)[ON], const float (&alpha)[2
 }
 
 // P as the A operand of m64nNk16: accumulators 8kb..8kb+7 packed pairwise are the four A
-// registers of k-block kb (the same correspondence as mma.sync's C and A fragments).
-__device__ __forceinline__ void pack_p(const float (&acc)[SN], u32 (&p)[BN / 4])
+// registers of k-block kb (the same correspondence as mma.sync's C and A fragments). Only the
+// first NS accumulators are S (those of a narrow S); the rest of P is set to 0 rather than left
+// holding an older P that the compiler would have to keep.
+template <int NS> __device__ __forceinline__ void pack_p(const float (&acc)[SN], u32 (&p)[BN / 4])
 {
 #pragma unroll
     for (int i = 0; i < BN / 4; ++i)
-        p[i] = pack2(acc[2 * i], acc[2 * i + 1]);
+        p[i] = i < NS / 2 ? pack2(acc[2 * i], acc[2 * i + 1]) : 0u;
+}
+
+// The softmax of S_j, all of it or (NARROW_S) its first SNN accumulators; the mask first where
+// tile j needs one.
+template <bool MASK, bool NARROW_S>
+__device__ __forceinline__ void softmax_of(const Consumer &c, int j, float (&acc)[SN], float (&m)[2], float (&l)[2],
+                                           float (&alpha)[2])
+{
+    constexpr int NS = NARROW_S ? SNN : SN;
+    if (MASK)
+        apply_mask<NS>(c, tile_of(c, j), acc);
+    softmax_step<NS>(c, acc, m, l, alpha);
 }
 
 __device__ __forceinline__ void turn_begin(const Consumer &c)
@@ -503,8 +547,11 @@ __device__ __forceinline__ void turn_end(const Consumer &c)
 }
 
 // Iteration j >= 1: S_j and O += P_{j-1}·V_{j-1}, the softmax of S_j; K slot j and V slot
-// j-1 released as soon as their wgmmas are done.
-template <bool MASK>
+// j-1 released as soon as their wgmmas are done. NARROW_S: S_j is narrow; NARROW_P: P_{j-1}
+// came from a narrow S (see NARROW). Every wgmma is complete when a step returns: callers may
+// choose between steps at run time (ptxas serialises wgmmas whose results are still in flight
+// where two paths meet).
+template <bool MASK, bool NARROW_S = false, bool NARROW_P = false>
 __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u32 (&p)[BN / 4], float (&m)[2],
                                      float (&l)[2])
 {
@@ -517,11 +564,11 @@ __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u
     mbar_wait(v_full(c.bars(), prev), parity_of(r - 1));
     turn_begin(c);
     wgmma_fence();
-    issue_s(c, s, acc);
+    issue_s<NARROW_S>(c, s, acc);
     wgmma_commit();
     fence_regs(o);
     fence_regs(p);
-    issue_o(c, prev, o, p);
+    issue_o<NARROW_P ? NARROW : BN>(c, prev, o, p);
     wgmma_commit();
     turn_end(c);
     if (OVERLAP) {
@@ -529,9 +576,7 @@ __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u
         fence_regs(acc);
         if (leader)
             mbar_arrive(k_empty(c.bars(), s));
-        if (MASK)
-            apply_mask(c, tile_of(c, j), acc);
-        softmax_step(c, acc, m, l, alpha);
+        softmax_of<MASK, NARROW_S>(c, j, acc, m, l, alpha);
         wgmma_wait<0>();
         fence_regs(o);
         fence_regs(p);
@@ -542,14 +587,53 @@ __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u
         fence_regs(p);
         if (leader)
             mbar_arrive(k_empty(c.bars(), s));
-        if (MASK)
-            apply_mask(c, tile_of(c, j), acc);
-        softmax_step(c, acc, m, l, alpha);
+        softmax_of<MASK, NARROW_S>(c, j, acc, m, l, alpha);
     }
     if (leader)
         mbar_arrive(v_empty(c.bars(), prev));
     rescale_o(o, alpha);
-    pack_p(acc, p);
+    pack_p<NARROW_S ? SNN : SN>(acc, p);
+}
+
+// Iteration 0: S_0 and its softmax (nothing to rescale yet), complete on return like step.
+template <bool NARROW_S>
+__device__ __forceinline__ void first_step(const Consumer &c, u32 (&p)[BN / 4], float (&m)[2], float (&l)[2])
+{
+    float acc[SN];
+    float alpha[2];
+    mbar_wait(k_full(c.bars(), slot_of(c.r0)), parity_of(c.r0));
+    turn_begin(c);
+    wgmma_fence();
+    issue_s<NARROW_S>(c, slot_of(c.r0), acc);
+    wgmma_commit();
+    turn_end(c);
+    wgmma_wait<0>();
+    fence_regs(acc);
+    if (c.lane() == 0)
+        mbar_arrive(k_empty(c.bars(), slot_of(c.r0)));
+    if (needs_mask(c, tile_of(c, 0)))
+        softmax_of<true, NARROW_S>(c, 0, acc, m, l, alpha);
+    else
+        softmax_of<false, NARROW_S>(c, 0, acc, m, l, alpha);
+    pack_p<NARROW_S ? SNN : SN>(acc, p);
+}
+
+// The block's last P·V, complete on return.
+template <bool NARROW_P> __device__ __forceinline__ void last_step(const Consumer &c, float (&o)[ON], u32 (&p)[BN / 4])
+{
+    const int last = c.r0 + c.n_tiles - 1;
+    mbar_wait(v_full(c.bars(), slot_of(last)), parity_of(last));
+    turn_begin(c);
+    wgmma_fence();
+    fence_regs(o);
+    fence_regs(p);
+    issue_o<NARROW_P ? NARROW : BN>(c, slot_of(last), o, p);
+    wgmma_commit();
+    turn_end(c);
+    wgmma_wait<0>();
+    fence_regs(o);
+    if (c.lane() == 0)
+        mbar_arrive(v_empty(c.bars(), slot_of(last)));
 }
 
 // One block of rows for this consumer warpgroup, whose Q tile has arrived.
@@ -564,26 +648,21 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
     for (int i = 0; i < ON; ++i)
         o[i] = 0.f;
 
-    // Tile 0: S_0 and its softmax (nothing to rescale yet).
-    mbar_wait(k_full(c.bars(), slot_of(c.r0)), parity_of(c.r0));
-    {
-        float acc[SN];
-        float alpha[2];
-        turn_begin(c);
-        wgmma_fence();
-        issue_s(c, slot_of(c.r0), acc);
-        wgmma_commit();
-        turn_end(c);
-        wgmma_wait<0>();
-        fence_regs(acc);
-        if (c.lane() == 0)
-            mbar_arrive(k_empty(c.bars(), slot_of(c.r0)));
-        if (needs_mask(c, tile_of(c, 0)))
-            apply_mask(c, tile_of(c, 0), acc);
-        softmax_step(c, acc, m, l, alpha);
-        pack_p(acc, p);
-    }
+    // Tiles from the last to the first: the first one's S narrow where it can be, then the
+    // tiles that need a mask, then the rest.
+    const bool narrow_first = narrow(c, tile_of(c, 0));
+    if (narrow_first)
+        first_step<true>(c, p, m, l);
+    else
+        first_step<false>(c, p, m, l);
     int j = 1;
+    if (narrow_first && j < c.n_tiles) { // P·V after a narrow S
+        if (needs_mask(c, tile_of(c, j)))
+            step<true, false, true>(c, j, o, p, m, l);
+        else
+            step<false, false, true>(c, j, o, p, m, l);
+        ++j;
+    }
     for (; j < c.n_tiles && needs_mask(c, tile_of(c, j)); ++j)
         step<true>(c, j, o, p, m, l);
     for (; j < c.n_tiles; ++j)
@@ -592,20 +671,11 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
     // reads of the block slots.
     mbar_arrive(q_empty(c.bars()));
 
-    // The last P·V.
-    const int last = c.r0 + c.n_tiles - 1;
-    mbar_wait(v_full(c.bars(), slot_of(last)), parity_of(last));
-    turn_begin(c);
-    wgmma_fence();
-    fence_regs(o);
-    fence_regs(p);
-    issue_o(c, slot_of(last), o, p);
-    wgmma_commit();
-    turn_end(c);
-    wgmma_wait<0>();
-    fence_regs(o);
-    if (c.lane() == 0)
-        mbar_arrive(v_empty(c.bars(), slot_of(last)));
+    // The last P·V, narrow after a narrow first S that was the only one.
+    if (narrow_first && c.n_tiles == 1)
+        last_step<true>(c, o, p);
+    else
+        last_step<false>(c, o, p);
 
     // Normalise, write the LSE and O (each quad of threads writes 16 contiguous bytes per row).
     const int t = c.lane() & 3;

@@ -195,6 +195,24 @@ static void test_report_parse(void)
     ASSERT_EQ(r.stack_frame, 24);
     ASSERT_EQ(r.spill_stores, 40);
     ASSERT_EQ(r.spill_loads, 52);
+    ASSERT_EQ(ft__log_wgmma_serialized(log, first, sizeof first), 0);
+    ASSERT_STREQ(first, "");
+    ASSERT_EQ(ft__log_wgmma_serialized(NULL, first, sizeof first), 0);
+    ASSERT_EQ(ft__log_wgmma_serialized(
+                  "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+                  "ptxas info    : (C7520) Potential Performance Loss: wgmma.mma_async instructions are "
+                  "serialized due to program dependence on compiler-inserted WG.AR in divergent path in "
+                  "the function 'k'\n"
+                  "ptxas info    : Function properties for k\n",
+                  first, sizeof first),
+              1);
+    ASSERT_STREQ(first, "C7520: program dependence on compiler-inserted WG.AR in divergent path");
+    ASSERT_EQ(ft__log_wgmma_serialized("ptxas info    : (C7511) Potential Performance Loss: wgmma.mma_async "
+                                       "instructions are serialized due to insufficient register resources "
+                                       "for the wgmma pipeline in the function 'k'",
+                                       first, 12),
+              1);
+    ASSERT_STREQ(first, "C7511: insu"); /* cut to the buffer */
     ASSERT_EQ(ft__parse_ptxas_report("nothing here\n", &r), 0);
     ASSERT_EQ(r.registers, -1);
     ft__log_first_error("k.cu(3): warning: x\nk.cu(7): error: identifier \"y\" is undefined\n", first,

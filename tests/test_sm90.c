@@ -339,9 +339,10 @@ static char *function_text(const char *src, const char *name)
     return out;
 }
 
-/* Checks one wgmma wrapper: the shape m64n{n}k16 with dtype, n/2 fp32 accumulators bound
- * "+f" to d[0..n/2-1] in order, and asm operands %0..%k that are exactly the bound ones. */
-static void check_wrapper(const char *src, const char *name, int n, const char *type, int reg_a)
+/* Checks one wgmma wrapper: the shape m64n{n}k16 with dtype, an array of len fp32
+ * accumulators of which the first n/2 are bound "+f" to d[0..n/2-1] in order, and asm operands
+ * %0..%k that are exactly the bound ones. */
+static void check_wrapper(const char *src, const char *name, int n, int len, const char *type, int reg_a)
 {
     const int nd = n / 2;
     const int ninputs = reg_a ? 6 : 3; /* a0..a3, db, the constant scale-d; or da, db, scale_d */
@@ -353,7 +354,7 @@ static void check_wrapper(const char *src, const char *name, int n, const char *
 
     if (fn == NULL)
         FT_FAIL_("no function %s in the source", name);
-    snprintf(want, sizeof want, "%s(float (&d)[%d], ", name, nd);
+    snprintf(want, sizeof want, "%s(float (&d)[%d], ", name, len);
     if (strstr(fn, want) == NULL)
         goto bad;
     snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", n, type, type);
@@ -450,9 +451,11 @@ static void test_wgmma_wrappers(void)
                          "d=%d,bm=64,bn=%d,stages=2,causal=1,dtype=%s,pingpong=0,overlap=1,balance=0", d, bn, type);
                 ASSERT_OK(ft__variant_parse(spec, text, &v, &err), &err);
                 ASSERT_OK(ft__emit(spec, fam, &v, &arch, &src, &err), &err);
-                check_wrapper(src.text, "ft_wgmma_s", bn, type, 0);
+                check_wrapper(src.text, "ft_wgmma_s", bn, bn / 2, type, 0);
+                if (!ft_test_failed_) /* the diagonal tile's narrow S: half the keys, whole k16 steps */
+                    check_wrapper(src.text, "ft_wgmma_s_narrow", ft__sm90_narrow_keys(bn), bn / 2, type, 0);
                 if (!ft_test_failed_)
-                    check_wrapper(src.text, "ft_wgmma_o", d, type, 1);
+                    check_wrapper(src.text, "ft_wgmma_o", d, d / 2, type, 1);
                 if (ft_test_failed_) {
                     fprintf(stderr, "variant %s\n", text);
                     ft__kernel_source_free(&src);
@@ -463,6 +466,9 @@ static void test_wgmma_wrappers(void)
                 def_o = strstr(src.text, "void ft_wgmma_o(");
                 tmpl = strstr(src.text, "#error \"flash_fwd_sm90 needs FTP_D");
                 ASSERT_EQ(count_of(src.text, "void ft_wgmma_s("), 1);
+                ASSERT_EQ(count_of(src.text, "void ft_wgmma_s_narrow("), 1);
+                ASSERT_TRUE(ft__sm90_narrow_keys(bn) % 16 == 0 && ft__sm90_narrow_keys(bn) >= bn / 2);
+                ASSERT_TRUE(ft__sm90_narrow_keys(bn) < bn || bn == 16);
                 ASSERT_EQ(count_of(src.text, "void ft_wgmma_o("), 1);
                 ASSERT_TRUE(tmpl != NULL && def_s != NULL && def_o != NULL);
                 ASSERT_TRUE(def_s < tmpl && def_o < tmpl);

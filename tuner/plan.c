@@ -156,11 +156,13 @@ typedef struct compile_run {
 } compile_run;
 
 /* Checks the compiled resources against the target (the device check after loading is the
- * runtime's; this is what can be known without a GPU). */
+ * runtime's; this is what can be known without a GPU). A kernel whose wgmmas ptxas serialised
+ * is over the limits too: it would be timed without the asynchrony it was written for. */
 static void check_limits(const ft_plan *plan, ft_plan_item *it)
 {
     const ft_arch *a = &plan->arch;
     long long smem = it->report.smem_static + it->smem_dynamic;
+    char why[300];
 
     if (it->report.registers > 0 && (long long)it->report.registers * it->threads > a->regs_per_block) {
         snprintf(it->reason, sizeof it->reason, "%d registers x %d threads > %d per block",
@@ -176,6 +178,10 @@ static void check_limits(const ft_plan *plan, ft_plan_item *it)
         snprintf(it->reason, sizeof it->reason, "spills %lld B of stores and %lld B of loads per thread",
                  it->report.spill_stores, it->report.spill_loads);
         snprintf(it->reason_class, sizeof it->reason_class, "spills registers (the spec rejects spills)");
+        it->status = FT_PLAN_OVER_LIMITS;
+    } else if (ft__log_wgmma_serialized(it->compiled.log, why, sizeof why)) {
+        snprintf(it->reason, sizeof it->reason, "ptxas serialises its wgmmas (%s)", why);
+        snprintf(it->reason_class, sizeof it->reason_class, "wgmmas serialised by ptxas");
         it->status = FT_PLAN_OVER_LIMITS;
     } else {
         it->status = FT_PLAN_COMPILED;
