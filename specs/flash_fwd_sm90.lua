@@ -66,10 +66,17 @@ return {
       function(v) return consumer_registers(v) <= register_limit(v) end },
   },
 
-  -- 1 KiB to align the tiles to 1024 bytes, Q, `stages` K and V tiles, the mbarriers and two
-  -- 16-byte slots that announce the blocks to the consumers.
-  smem = function(v)
-    return 1024 + v.bm * v.d * 2 + 2 * v.stages * v.bn * v.d * 2 + 8 * (4 + 4 * v.stages) + 32
+  -- 1 KiB to align the tiles to 1024 bytes, Q, `stages` K and V tiles, the mbarriers and four
+  -- 16-byte slots that announce the blocks to the consumers; and a second Q buffer where it fits
+  -- (the next block's Q then loads while this one computes; the template reads the choice
+  -- from this size).
+  smem = function(v, arch)
+    local q = v.bm * v.d * 2
+    local one_q = 1024 + q + 2 * v.stages * v.bn * v.d * 2 + 8 * (8 + 4 * v.stages) + 64
+    if one_q + q <= arch.smem_per_block then
+      return one_q + q
+    end
+    return one_q
   end,
 
   registers = function(v)

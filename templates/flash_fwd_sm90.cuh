@@ -103,8 +103,13 @@ constexpr int SWB = CH * 2;               // its bytes: the swizzle span (128 or
 constexpr int NCB = D / CH;               // column blocks of a tile
 constexpr int Q_BYTES = BM * D * 2;
 constexpr int KV_BYTES = BN * D * 2; // one K or one V tile
-constexpr int BAR_BYTES = 8 * (4 + 4 * STAGES) + 32; // the mbarriers and two block slots
-constexpr int SMEM_BYTES = 1024 + Q_BYTES + 2 * STAGES * KV_BYTES + BAR_BYTES;
+constexpr int NSLOTS = 4;            // block slots (see block_slot)
+constexpr int BAR_BYTES = 8 * (8 + 4 * STAGES) + 16 * NSLOTS; // the mbarriers and the block slots
+constexpr int SMEM_ONE_Q = 1024 + Q_BYTES + 2 * STAGES * KV_BYTES + BAR_BYTES;
+// Two Q buffers where they fit (the spec decides, from the target's shared memory per block,
+// and FT_SMEM_BYTES says which): the next block's Q then loads while this block computes.
+constexpr int Q_BUFS = FT_SMEM_BYTES == SMEM_ONE_Q + Q_BYTES ? 2 : 1;
+constexpr int SMEM_BYTES = SMEM_ONE_Q + (Q_BUFS - 1) * Q_BYTES;
 constexpr int SN = BN / 2; // S accumulators per thread
 constexpr int ON = D / 2;  // O accumulators per thread
 // Causal: a consumer warpgroup whose rows see only the first NARROW keys of a tile (the
@@ -123,6 +128,7 @@ static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 pipeline stages");
 static_assert(!PINGPONG || NWG == 2, "ping-pong takes two consumer warpgroups");
 static_assert(!BALANCE || CAUSAL, "balanced units pair causal blocks");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
+static_assert(BAR_BYTES % 16 == 0, "the barriers keep the block slots 16-byte aligned");
 
 // Registers per thread after setmaxnreg: the producer gives its registers to the consumers.
 constexpr int PRODUCER_REGS = 24;
@@ -353,30 +359,40 @@ __device__ __forceinline__ int walk_next(const FwdParams &p, Walk &w)
 }
 
 // ---- the consumer's state and steps ----------------------------------------------------------
-// The mbarriers: Q full and empty, and per ring slot K full, V full, K empty, V empty.
-__device__ __forceinline__ u32 q_full(u32 bars) { return bars; }
-__device__ __forceinline__ u32 q_empty(u32 bars) { return bars + 8; }
-__device__ __forceinline__ u32 k_full(u32 bars, int s) { return bars + 16 + 8 * s; }
-__device__ __forceinline__ u32 v_full(u32 bars, int s) { return bars + 16 + 8 * STAGES + 8 * s; }
-__device__ __forceinline__ u32 k_empty(u32 bars, int s) { return bars + 16 + 16 * STAGES + 8 * s; }
-__device__ __forceinline__ u32 v_empty(u32 bars, int s) { return bars + 16 + 24 * STAGES + 8 * s; }
+// The mbarriers. Per block qi (counted over the CTA's life), alternating between two of each:
+// "Q full" (block qi's Q tile has arrived; for a block without keys the producer completes it
+// with a plain arrival), "block released" (every consumer thread has computed block qi's last
+// S, or written its empty rows: the Q buffer is free, and the consumers are done with the
+// blocks before qi). Per ring slot: K full, V full, K empty, V empty.
+__device__ __forceinline__ u32 q_full(u32 bars, int qi) { return bars + 8 * (qi & 1); }
+__device__ __forceinline__ u32 released(u32 bars, int qi) { return bars + 16 + 8 * (qi & 1); }
+__device__ __forceinline__ u32 block_parity(int qi) { return (u32)(qi >> 1) & 1; }
+__device__ __forceinline__ u32 k_full(u32 bars, int s) { return bars + 32 + 8 * s; }
+__device__ __forceinline__ u32 v_full(u32 bars, int s) { return bars + 32 + 8 * STAGES + 8 * s; }
+__device__ __forceinline__ u32 k_empty(u32 bars, int s) { return bars + 32 + 16 * STAGES + 8 * s; }
+__device__ __forceinline__ u32 v_empty(u32 bars, int s) { return bars + 32 + 24 * STAGES + 8 * s; }
 
-// After them, two slots in which the producer announces the CTA's blocks to the consumers:
-// block qi (counted over the CTA's life) in slot qi % 2, four ints, each slot with its own
-// mbarrier that the producer's store completes (release) and the consumers wait on (acquire).
-// The consumers read the fields where they need them, so no block state stays in their
-// registers.
+// After them, NSLOTS slots in which the producer announces the CTA's blocks to the consumers:
+// block qi in slot qi % NSLOTS, four ints, each slot with its own mbarrier that the producer's
+// store completes (release) and the consumers wait on (acquire). The consumers read the fields
+// where they need them, so no block state stays in their registers. The producer announces
+// block qi once block qi - Q_BUFS is released, when the consumers are done with block
+// qi - Q_BUFS - 1 and before: so 2 + Q_BUFS slots are enough.
 constexpr int SLOT_Q_FIRST = 0, SLOT_N_TILES = 4, SLOT_HEAD = 8, SLOT_BATCH = 12; // byte offsets
-__device__ __forceinline__ u32 slot_full(u32 bars, int qi) { return bars + 16 + 32 * STAGES + 8 * (qi & 1); }
-__device__ __forceinline__ u32 slot_parity(int qi) { return (u32)(qi >> 1) & 1; }
-__device__ __forceinline__ u32 block_slot(u32 bars, int qi) { return bars + 32 + 32 * STAGES + 16 * (qi & 1); }
+static_assert(NSLOTS >= 2 + Q_BUFS && (NSLOTS & (NSLOTS - 1)) == 0, "slots for the blocks in flight");
+__device__ __forceinline__ u32 slot_full(u32 bars, int qi) { return bars + 32 + 32 * STAGES + 8 * (qi % NSLOTS); }
+__device__ __forceinline__ u32 slot_parity(int qi) { return (u32)(qi / NSLOTS) & 1; }
+__device__ __forceinline__ u32 block_slot(u32 bars, int qi)
+{
+    return bars + 32 + 32 * STAGES + 8 * NSLOTS + 16 * (qi % NSLOTS);
+}
 
 // Ring position r (counted over the CTA's life): slot r % STAGES, in its (r / STAGES)-th use.
 __device__ __forceinline__ int slot_of(int r) { return r % STAGES; }
 __device__ __forceinline__ u32 parity_of(int r) { return (u32)(r / STAGES) & 1; }
 
-// Shared memory from its 1024-aligned start: the Q tile, the K ring, the V ring, the barriers.
-constexpr u32 K_RING = Q_BYTES;
+// Shared memory from its 1024-aligned start: the Q buffers, the K ring, the V ring, the barriers.
+constexpr u32 K_RING = Q_BUFS * Q_BYTES;
 constexpr u32 V_RING = K_RING + STAGES * KV_BYTES;
 constexpr u32 BARS = V_RING + STAGES * KV_BYTES;
 
@@ -389,6 +405,7 @@ struct Consumer {
     int row0;              // first query row of this thread's rows (row0 and row0 + 8)
     int n_tiles;           // of the current block
     int r0;                // ring position of the block's first tile
+    int qi;                // the current block, counted over the CTA's life
 
     // The thread's place, read from %tid.x where used (volatile: not kept in a register).
     __device__ __forceinline__ int tid() const
@@ -401,7 +418,8 @@ struct Consumer {
     __device__ __forceinline__ int warp() const { return tid() / 32 % 4; } // warp inside the warpgroup
     __device__ __forceinline__ int lane() const { return tid() % 32; }
 
-    __device__ __forceinline__ u32 sq() const { return base + w() * 64 * SWB; } // this warpgroup's Q rows
+    // This warpgroup's rows of the current block's Q buffer.
+    __device__ __forceinline__ u32 sq() const { return base + (qi % Q_BUFS) * Q_BYTES + w() * 64 * SWB; }
     __device__ __forceinline__ u32 sk() const { return base + K_RING; }
     __device__ __forceinline__ u32 sv() const { return base + V_RING; }
     __device__ __forceinline__ u32 bars() const { return base + BARS; }
@@ -669,7 +687,7 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
         step<false>(c, j, o, p, m, l);
     // Every S of the block is done: the next Q may come. Each thread arrives, releasing its own
     // reads of the block slots.
-    mbar_arrive(q_empty(c.bars()));
+    mbar_arrive(released(c.bars(), c.qi));
 
     // The last P·V, narrow after a narrow first S that was the only one.
     if (narrow_first && c.n_tiles == 1)
@@ -719,24 +737,27 @@ __device__ __forceinline__ void produce(const FwdParams &p, u32 sq, u32 sk, u32 
 {
     int r = 0; // ring position
     Walk walk = walk_begin(p);
-    // Each block, and the end (n_tiles -1), is announced in its slot once the consumers have
-    // released the previous block (q_empty): they have then finished the block before it, the
-    // slot's previous user, and the Q tile is free.
+    // Each block qi, and the end (n_tiles -1), is announced in its slot once the consumers have
+    // released block qi - Q_BUFS: its Q buffer, the one block qi takes, is free then, and so
+    // are the slots of the blocks before it (see NSLOTS).
     for (int qi = 0;; ++qi) {
         const int item = walk_next(p, walk);
         const Block blk = block_of(p, item < 0 ? 0 : item);
-        if (qi > 0)
-            mbar_wait(q_empty(bars), (u32)(qi - 1) & 1);
+        if (qi >= Q_BUFS)
+            mbar_wait(released(bars, qi - Q_BUFS), block_parity(qi - Q_BUFS));
         st_shared4(block_slot(bars, qi), blk.q_first, item < 0 ? -1 : blk.n_tiles, blk.head, blk.batch);
         mbar_arrive(slot_full(bars, qi));
         if (item < 0)
             return;
-        if (blk.n_tiles == 0)
+        if (blk.n_tiles == 0) {
+            mbar_arrive(q_full(bars, qi)); // nothing to load: the phase completes as it is
             continue;
-        mbar_expect_tx(q_full(bars), Q_BYTES);
+        }
+        const u32 q_buf = sq + (qi % Q_BUFS) * Q_BYTES;
+        mbar_expect_tx(q_full(bars, qi), Q_BYTES);
 #pragma unroll
         for (int b = 0; b < NCB; ++b)
-            tma_load(sq + b * BM * SWB, tq, b * CH, blk.q_first, blk.head, blk.batch, q_full(bars));
+            tma_load(q_buf + b * BM * SWB, tq, b * CH, blk.q_first, blk.head, blk.batch, q_full(bars, qi));
         for (int j = 0; j < blk.n_tiles; ++j, ++r) {
             const int s = slot_of(r), n = blk.n_tiles - 1 - j;
             if (r >= STAGES)
@@ -766,10 +787,12 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
     const u32 sq = base, sk = base + K_RING, sv = base + V_RING, bars = base + BARS;
 
     if (tid == 0) {
-        mbar_init(q_full(bars), 1);
-        mbar_init(q_empty(bars), NWG * 128); // one arrival per consumer thread
-        mbar_init(slot_full(bars, 0), 1);
-        mbar_init(slot_full(bars, 1), 1);
+        for (int i = 0; i < 2; ++i) {
+            mbar_init(q_full(bars, i), 1);
+            mbar_init(released(bars, i), NWG * 128); // one arrival per consumer thread
+        }
+        for (int i = 0; i < NSLOTS; ++i)
+            mbar_init(slot_full(bars, i), 1);
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(k_full(bars, s), 1);
             mbar_init(v_full(bars, s), 1);
@@ -801,19 +824,19 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
     if (PINGPONG && c.w() == 1)
         named_arrive(BAR_TURN + 0, 256);
     // The blocks come from the producer (see produce).
-    for (int qi = 0, qk = 0;; ++qi) { // blocks, blocks with keys (one Q tile each)
-        mbar_wait(slot_full(c.bars(), qi), slot_parity(qi));
-        const u32 slot = block_slot(c.bars(), qi);
+    for (c.qi = 0;; ++c.qi) {
+        mbar_wait(slot_full(c.bars(), c.qi), slot_parity(c.qi));
+        const u32 slot = block_slot(c.bars(), c.qi);
         c.n_tiles = ld_shared(slot + SLOT_N_TILES);
         if (c.n_tiles < 0)
             break;
         if (c.n_tiles == 0) {
             write_empty(p, slot, c.w(), tid % 128);
-            mbar_arrive(q_empty(c.bars()));
+            mbar_arrive(released(c.bars(), c.qi));
             continue;
         }
         c.row0 = ld_shared(slot + SLOT_Q_FIRST) + c.w() * 64 + c.warp() * 16 + (c.lane() >> 2);
-        mbar_wait(q_full(c.bars()), (u32)qk++ & 1);
+        mbar_wait(q_full(c.bars(), c.qi), block_parity(c.qi));
         consume(c, p, slot);
         c.r0 += c.n_tiles;
     }
