@@ -28,7 +28,10 @@ static int fwd_sm90_threads(const ft_spec *spec, const ft_variant *v)
 /* A wgmma wrapper for one shape: m64n{n}k16 with fp32 accumulators, the first n/2 of d[len],
  * A from shared memory (descriptor da, scale_d 0 overwrites d) or, with reg_a, from four
  * registers, B from shared memory (descriptor db; transposed, i.e. MN-major, with reg_a). The
- * accumulator list depends on n, so it is written out here rather than in the template. */
+ * accumulator list depends on n, so it is written out here rather than in the template. All
+ * len accumulators are bound to the asm, those past n/2 unused: a narrower wgmma then keeps
+ * the registers of the wider one on the same array (else ptxas may find no room for both
+ * and serialise the kernel's wgmmas, C7511). */
 static void emit_wgmma(ft_strbuf *sb, const char *name, int n, int len, const char *type, int reg_a)
 {
     const int nd = n / 2;
@@ -43,19 +46,19 @@ static void emit_wgmma(ft_strbuf *sb, const char *name, int n, int len, const ch
         ft__sb_printf(sb, "__device__ __forceinline__ void %s(float (&d)[%d], unsigned long long da, "
                           "unsigned long long db, int scale_d)\n{\n", name, len);
     ft__sb_printf(sb, "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n",
-                  reg_a ? nd + 5 : nd + 2);
+                  reg_a ? len + 5 : len + 2);
     ft__sb_printf(sb, "                 \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {\"", n, type, type);
     for (i = 0; i < nd; i++)
         ft__sb_printf(sb, "%s\"%%%d%s\"", i % 8 == 0 ? "\n                 " : " ", i, i + 1 < nd ? "," : "");
     if (reg_a)
         ft__sb_printf(sb, "\n                 \"}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, 1;\\n}\\n\"\n",
-                      nd, nd + 1, nd + 2, nd + 3, nd + 4);
+                      len, len + 1, len + 2, len + 3, len + 4);
     else
-        ft__sb_printf(sb, "\n                 \"}, %%%d, %%%d, p, 1, 1, 0, 0;\\n}\\n\"\n", nd, nd + 1);
+        ft__sb_printf(sb, "\n                 \"}, %%%d, %%%d, p, 1, 1, 0, 0;\\n}\\n\"\n", len, len + 1);
     ft__sb_printf(sb, "                 :");
-    for (i = 0; i < nd; i++)
+    for (i = 0; i < len; i++)
         ft__sb_printf(sb, "%s\"+f\"(d[%d])%s", i % 8 == 0 ? "\n                   " : " ", i,
-                      i + 1 < nd ? "," : "");
+                      i + 1 < len ? "," : "");
     if (reg_a)
         ft__sb_printf(sb, "\n                 : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"l\"(db), \"r\"(1));\n}\n\n");
     else

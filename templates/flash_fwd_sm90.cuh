@@ -674,13 +674,8 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
     else
         first_step<false>(c, p, m, l);
     int j = 1;
-    if (narrow_first && j < c.n_tiles) { // P·V after a narrow S
-        if (needs_mask(c, tile_of(c, j)))
-            step<true, false, true>(c, j, o, p, m, l);
-        else
-            step<false, false, true>(c, j, o, p, m, l);
-        ++j;
-    }
+    if (narrow_first && j < c.n_tiles) // P·V after a narrow S (masked or not: one path is enough)
+        step<true, false, true>(c, j++, o, p, m, l);
     for (; j < c.n_tiles && needs_mask(c, tile_of(c, j)); ++j)
         step<true>(c, j, o, p, m, l);
     for (; j < c.n_tiles; ++j)

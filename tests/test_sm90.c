@@ -340,8 +340,8 @@ static char *function_text(const char *src, const char *name)
 }
 
 /* Checks one wgmma wrapper: the shape m64n{n}k16 with dtype, an array of len fp32
- * accumulators of which the first n/2 are bound "+f" to d[0..n/2-1] in order, and asm operands
- * %0..%k that are exactly the bound ones. */
+ * accumulators all bound "+f" in order, the first n/2 of them (%0..%{n/2-1}) the instruction's,
+ * and asm operands %0..%k that are exactly the bound ones, the accumulators past n/2 unused. */
 static void check_wrapper(const char *src, const char *name, int n, int len, const char *type, int reg_a)
 {
     const int nd = n / 2;
@@ -363,19 +363,19 @@ static void check_wrapper(const char *src, const char *name, int n, int len, con
     if (count_of(fn, "wgmma.mma_async") != 1)
         goto bad;
     /* the accumulators, in order */
-    if (count_of(fn, "\"+f\"(") != nd)
+    if (nd > len || count_of(fn, "\"+f\"(") != len)
         goto bad;
-    for (i = 0; i < nd; i++) {
+    for (i = 0; i < len; i++) {
         snprintf(want, sizeof want, "\"+f\"(d[%d])", i);
         if (strstr(fn, want) == NULL)
             goto bad;
     }
-    snprintf(want, sizeof want, "\"+f\"(d[%d])", nd);
+    snprintf(want, sizeof want, "\"+f\"(d[%d])", len);
     if (strstr(fn, want) != NULL)
         goto bad;
-    /* every operand is used, and nothing past them */
+    /* every operand but the accumulators past n/2 is used, and nothing past them */
     operands = count_of(fn, "\"+f\"(") + count_of(fn, "\"l\"(") + count_of(fn, "\"r\"(");
-    if (operands != nd + ninputs)
+    if (operands != len + ninputs)
         goto bad;
     memset(used, 0, sizeof used);
     for (p = strchr(fn, '%'); p != NULL; p = strchr(p + 1, '%')) {
@@ -392,27 +392,27 @@ static void check_wrapper(const char *src, const char *name, int n, int len, con
     if (max != operands - 1)
         goto bad;
     for (i = 0; i <= max; i++)
-        if (!used[i])
+        if (used[i] != (i < nd || i >= len))
             goto bad;
     /* the accumulator list in the braces is %0..%{nd-1}, then the other operands */
     if (reg_a) {
         snprintf(want, sizeof want, "\"%%%d\"\n                 \"}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, 1;", nd - 1,
-                 nd, nd + 1, nd + 2, nd + 3, nd + 4);
+                 len, len + 1, len + 2, len + 3, len + 4);
         if (strstr(fn, want) == NULL)
             goto bad;
-        snprintf(want, sizeof want, "setp.ne.b32 p, %%%d, 0;", nd + 5);
+        snprintf(want, sizeof want, "setp.ne.b32 p, %%%d, 0;", len + 5);
     } else {
-        snprintf(want, sizeof want, "\"%%%d\"\n                 \"}, %%%d, %%%d, p, 1, 1, 0, 0;", nd - 1, nd, nd + 1);
+        snprintf(want, sizeof want, "\"%%%d\"\n                 \"}, %%%d, %%%d, p, 1, 1, 0, 0;", nd - 1, len, len + 1);
         if (strstr(fn, want) == NULL)
             goto bad;
-        snprintf(want, sizeof want, "setp.ne.b32 p, %%%d, 0;", nd + 2);
+        snprintf(want, sizeof want, "setp.ne.b32 p, %%%d, 0;", len + 2);
     }
     if (strstr(fn, want) == NULL)
         goto bad;
     free(fn);
     return;
 bad:
-    fprintf(stderr, "%s (n=%d, %s):\n%s\n", name, n, type, fn);
+    fprintf(stderr, "%s (n=%d, len=%d, %s):\n%s\n", name, n, len, type, fn);
     free(fn);
     FT_FAIL_("%s: expected \"%s\"", name, want);
 }
@@ -488,10 +488,13 @@ static void test_emit_sm90(void)
     static const struct {
         const char *variant;
         int threads;
+        int q_bufs; /* a second Q buffer where it fits in sm_90a's 227 KiB */
     } cases[] = {
-        {"d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0", 384},
-        {"d=64,bm=64,bn=80,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=0,balance=0", 256},
-        {"d=96,bm=192,bn=64,stages=2,causal=1,dtype=f16,pingpong=0,overlap=1,balance=0", 512},
+        {"d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0", 384, 2},
+        {"d=64,bm=64,bn=80,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=0,balance=0", 256, 2},
+        {"d=96,bm=192,bn=64,stages=2,causal=1,dtype=f16,pingpong=0,overlap=1,balance=0", 512, 2},
+        {"d=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1", 384, 1},
+        {"d=128,bm=128,bn=176,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1", 384, 1},
     };
     ft_spec *spec = load_sm90();
     const ft_family *fam = ft__family_find("flash_fwd_sm90");
@@ -517,8 +520,15 @@ static void test_emit_sm90(void)
         bm = ft__variant_int(spec, &v, "bm", 0);
         bn = ft__variant_int(spec, &v, "bn", 0);
         st = ft__variant_int(spec, &v, "stages", 0);
-        /* at least Q and the K and V ring, 16-bit elements */
-        ASSERT_TRUE(smem >= 2 * (bm * d + 2 * st * bn * d));
+        /* the Q buffers and the K and V ring of 16-bit elements, plus alignment, barriers and
+         * block slots (under 2 KiB); a second Q buffer exactly when it fits */
+        {
+            const long long tiles = 2 * (cases[i].q_bufs * bm * d + 2 * st * bn * d);
+            ASSERT_TRUE(smem >= tiles + 1024 && smem < tiles + 2048);
+            ASSERT_TRUE(smem <= arch.smem_per_block);
+            if (cases[i].q_bufs == 1)
+                ASSERT_TRUE(smem + 2 * bm * d > arch.smem_per_block);
+        }
         snprintf(want, sizeof want, "#define FT_SMEM_BYTES %lld\n", smem);
         ASSERT_CONTAINS(src.text, want);
         snprintf(want, sizeof want, "#define FTP_BN %lld\n", bn);
