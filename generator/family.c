@@ -25,14 +25,11 @@ static int fwd_sm90_threads(const ft_spec *spec, const ft_variant *v)
     return 128 * ((int)ft__variant_int(spec, v, "bm", 64) / 64 + 1);
 }
 
-/* A wgmma wrapper for one shape: m64n{n}k16 with fp32 accumulators, the first n/2 of d[len],
- * A from shared memory (descriptor da, scale_d 0 overwrites d) or, with reg_a, from four
- * registers, B from shared memory (descriptor db; transposed, i.e. MN-major, with reg_a). The
- * accumulator list depends on n, so it is written out here rather than in the template. All
- * len accumulators are bound to the asm, those past n/2 unused: a narrower wgmma then keeps
- * the registers of the wider one on the same array (else ptxas may find no room for both
- * and serialise the kernel's wgmmas, C7511). */
-static void emit_wgmma(ft_strbuf *sb, const char *name, int n, int len, const char *type, int reg_a)
+/* A wgmma wrapper for one shape: m64n{n}k16 with fp32 accumulators d[n/2], A from shared
+ * memory (descriptor da, scale_d 0 overwrites d) or, with reg_a, from four registers, B from
+ * shared memory (descriptor db; transposed, i.e. MN-major, with reg_a). The accumulator list
+ * depends on n, so it is written out here rather than in the template. */
+static void emit_wgmma(ft_strbuf *sb, const char *name, int n, const char *type, int reg_a)
 {
     const int nd = n / 2;
     int i;
@@ -41,48 +38,38 @@ static void emit_wgmma(ft_strbuf *sb, const char *name, int n, int len, const ch
                   reg_a ? "registers" : "shared memory");
     if (reg_a)
         ft__sb_printf(sb, "__device__ __forceinline__ void %s(float (&d)[%d], unsigned a0, unsigned a1, "
-                          "unsigned a2, unsigned a3, unsigned long long db)\n{\n", name, len);
+                          "unsigned a2, unsigned a3, unsigned long long db)\n{\n", name, nd);
     else
         ft__sb_printf(sb, "__device__ __forceinline__ void %s(float (&d)[%d], unsigned long long da, "
-                          "unsigned long long db, int scale_d)\n{\n", name, len);
+                          "unsigned long long db, int scale_d)\n{\n", name, nd);
     ft__sb_printf(sb, "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n",
-                  reg_a ? len + 5 : len + 2);
+                  reg_a ? nd + 5 : nd + 2);
     ft__sb_printf(sb, "                 \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {\"", n, type, type);
     for (i = 0; i < nd; i++)
         ft__sb_printf(sb, "%s\"%%%d%s\"", i % 8 == 0 ? "\n                 " : " ", i, i + 1 < nd ? "," : "");
     if (reg_a)
         ft__sb_printf(sb, "\n                 \"}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, 1;\\n}\\n\"\n",
-                      len, len + 1, len + 2, len + 3, len + 4);
+                      nd, nd + 1, nd + 2, nd + 3, nd + 4);
     else
-        ft__sb_printf(sb, "\n                 \"}, %%%d, %%%d, p, 1, 1, 0, 0;\\n}\\n\"\n", len, len + 1);
+        ft__sb_printf(sb, "\n                 \"}, %%%d, %%%d, p, 1, 1, 0, 0;\\n}\\n\"\n", nd, nd + 1);
     ft__sb_printf(sb, "                 :");
-    for (i = 0; i < len; i++)
+    for (i = 0; i < nd; i++)
         ft__sb_printf(sb, "%s\"+f\"(d[%d])%s", i % 8 == 0 ? "\n                   " : " ", i,
-                      i + 1 < len ? "," : "");
+                      i + 1 < nd ? "," : "");
     if (reg_a)
         ft__sb_printf(sb, "\n                 : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"l\"(db), \"r\"(1));\n}\n\n");
     else
         ft__sb_printf(sb, "\n                 : \"l\"(da), \"l\"(db), \"r\"(scale_d));\n}\n\n");
 }
 
-/* Keys of a narrow S in flash_fwd_sm90: the first half of a K tile, rounded up to whole k16
- * steps of P·V (the template's NARROW). */
-int ft__sm90_narrow_keys(int bn)
-{
-    return (bn / 2 + 15) / 16 * 16;
-}
-
-/* flash_fwd_sm90 reads S = Q·Kᵀ (n = bn), the narrow S of a diagonal tile (its first keys,
- * into the first accumulators of S) and O += P·V (n = d) through generated wrappers. */
+/* flash_fwd_sm90 reads S = Q·Kᵀ (n = bn) and O += P·V (n = d) through generated wrappers. */
 static void fwd_sm90_prelude(ft_strbuf *sb, const ft_spec *spec, const ft_variant *v)
 {
     const char *dtype = ft__variant_str(spec, v, "dtype");
     const char *type = dtype != NULL && strcmp(dtype, "bf16") == 0 ? "bf16" : "f16";
-    const int bn = (int)ft__variant_int(spec, v, "bn", 64), d = (int)ft__variant_int(spec, v, "d", 64);
 
-    emit_wgmma(sb, "ft_wgmma_s", bn, bn / 2, type, 0);
-    emit_wgmma(sb, "ft_wgmma_s_narrow", ft__sm90_narrow_keys(bn), bn / 2, type, 0);
-    emit_wgmma(sb, "ft_wgmma_o", d, d / 2, type, 1);
+    emit_wgmma(sb, "ft_wgmma_s", (int)ft__variant_int(spec, v, "bn", 64), type, 0);
+    emit_wgmma(sb, "ft_wgmma_o", (int)ft__variant_int(spec, v, "d", 64), type, 1);
 }
 
 static const ft_family families[] = {

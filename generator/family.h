@@ -50,8 +50,4 @@ void ft__family_target(const ft_family *fam, const ft_arch *arch, char *out, siz
 /* Whether code of this family can be built for and run on the target. Fills reason when not. */
 int ft__family_supports_arch(const ft_family *fam, const ft_arch *arch, char *reason, size_t cap);
 
-/* flash_fwd_sm90: keys of the narrow S that a consumer warpgroup computes on a tile it sees only
- * the first half of (a K tile of bn keys). */
-int ft__sm90_narrow_keys(int bn);
-
 #endif

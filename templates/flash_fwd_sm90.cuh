@@ -112,11 +112,12 @@ constexpr int Q_BUFS = FT_SMEM_BYTES == SMEM_ONE_Q + Q_BYTES ? 2 : 1;
 constexpr int SMEM_BYTES = SMEM_ONE_Q + (Q_BUFS - 1) * Q_BYTES;
 constexpr int SN = BN / 2; // S accumulators per thread
 constexpr int ON = D / 2;  // O accumulators per thread
-// Causal: a consumer warpgroup whose rows see only the first NARROW keys of a tile (the
-// diagonal tile of the upper warpgroups, whose rows end before the block's last row) computes
-// a narrow S of those keys into its first SNN accumulators, its softmax, and P·V over them:
-// half the tile's work, and the same for the softmax. NARROW is half a tile rounded up to
-// whole k16 steps of P·V (the generator's ft__sm90_narrow_keys, the width of ft_wgmma_s_narrow).
+// Causal: a consumer warpgroup whose rows see only the first NARROW keys of its first tile
+// (the diagonal tile of the upper warpgroups, whose rows end before the block's last row)
+// takes the softmax of those keys only (the first SNN accumulators of S) and P·V over them:
+// half that tile's exponentials and half its P·V. NARROW is half a tile rounded up to whole
+// k16 steps of P·V. S itself stays a full-width wgmma: with a narrower one beside it, ptxas
+// serialised the wgmmas of one causal variant in six (C7511, not enough registers).
 constexpr int NARROW = (BN / 2 + 15) / 16 * 16;
 constexpr bool USE_NARROW = CAUSAL && NARROW < BN;
 constexpr int SNN = NARROW / 2;
@@ -453,20 +454,15 @@ __device__ __forceinline__ bool narrow(const Consumer &c, int n)
     return key_end - n * BN <= NARROW;
 }
 
-// S = Q·Kᵀ of ring slot s: all BN keys, or (NARROW_S) the first NARROW into acc[0, SNN).
-template <bool NARROW_S> __device__ __forceinline__ void issue_s(const Consumer &c, int s, float (&acc)[SN])
+__device__ __forceinline__ void issue_s(const Consumer &c, int s, float (&acc)[SN])
 {
     const u32 q_tile = c.sq(), k_tile = c.sk() + s * KV_BYTES;
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-        if (NARROW_S)
-            ft_wgmma_s_narrow(acc, kmajor_desc(q_tile, BM, kk), kmajor_desc(k_tile, BN, kk), kk > 0);
-        else
-            ft_wgmma_s(acc, kmajor_desc(q_tile, BM, kk), kmajor_desc(k_tile, BN, kk), kk > 0);
-    }
+    for (int kk = 0; kk < D / 16; ++kk)
+        ft_wgmma_s(acc, kmajor_desc(q_tile, BM, kk), kmajor_desc(k_tile, BN, kk), kk > 0);
 }
 
-// O += P·V over the first KEYS keys of ring slot s (BN, or NARROW after a narrow S).
+// O += P·V over the first KEYS keys of ring slot s (BN, or NARROW after a narrow softmax).
 template <int KEYS>
 __device__ __forceinline__ void issue_o(const Consumer &c, int s, float (&o)[ON], const u32 (&p)[BN / 4])
 {
@@ -478,7 +474,7 @@ __device__ __forceinline__ void issue_o(const Consumer &c, int s, float (&o)[ON]
 
 // Scores outside the keys or above the causal diagonal become -inf. Accumulator i of the
 // thread holds row row0 + 8·((i >> 1) & 1), column 8·(i >> 2) + 2·(lane & 3) + (i & 1); only
-// the first NS accumulators are S (SN, or SNN of a narrow S).
+// the first NS accumulators are taken (SN, or SNN where the rest are masked anyway).
 template <int NS> __device__ __forceinline__ void apply_mask(const Consumer &c, int n, float (&acc)[SN])
 {
     const int col0 = n * BN + 2 * (c.lane() & 3);
@@ -531,7 +527,7 @@ __device__ __forceinline__ void rescale_o(float (&o)[ON], const float (&alpha)[2
 
 // P as the A operand of m64nNk16: accumulators 8kb..8kb+7 packed pairwise are the four A
 // registers of k-block kb (the same correspondence as mma.sync's C and A fragments). Only the
-// first NS accumulators are S (those of a narrow S); the rest of P is set to 0 rather than left
+// first NS accumulators are taken (see softmax_of); the rest of P is set to 0 rather than left
 // holding an older P that the compiler would have to keep.
 template <int NS> __device__ __forceinline__ void pack_p(const float (&acc)[SN], u32 (&p)[BN / 4])
 {
@@ -540,8 +536,8 @@ template <int NS> __device__ __forceinline__ void pack_p(const float (&acc)[SN],
         p[i] = i < NS / 2 ? pack2(acc[2 * i], acc[2 * i + 1]) : 0u;
 }
 
-// The softmax of S_j, all of it or (NARROW_S) its first SNN accumulators; the mask first where
-// tile j needs one.
+// The softmax of S_j, all of it or (NARROW_S: the rest is masked) its first SNN accumulators;
+// the mask first where tile j needs one.
 template <bool MASK, bool NARROW_S>
 __device__ __forceinline__ void softmax_of(const Consumer &c, int j, float (&acc)[SN], float (&m)[2], float (&l)[2],
                                            float (&alpha)[2])
@@ -565,11 +561,10 @@ __device__ __forceinline__ void turn_end(const Consumer &c)
 }
 
 // Iteration j >= 1: S_j and O += P_{j-1}·V_{j-1}, the softmax of S_j; K slot j and V slot
-// j-1 released as soon as their wgmmas are done. NARROW_S: S_j is narrow; NARROW_P: P_{j-1}
-// came from a narrow S (see NARROW). Every wgmma is complete when a step returns: callers may
-// choose between steps at run time (ptxas serialises wgmmas whose results are still in flight
-// where two paths meet).
-template <bool MASK, bool NARROW_S = false, bool NARROW_P = false>
+// j-1 released as soon as their wgmmas are done. NARROW_P: P_{j-1} covers NARROW keys (see
+// NARROW). Every wgmma is complete when a step returns: callers may choose between steps at
+// run time (ptxas serialises wgmmas whose results are still in flight where two paths meet).
+template <bool MASK, bool NARROW_P = false>
 __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u32 (&p)[BN / 4], float (&m)[2],
                                      float (&l)[2])
 {
@@ -582,7 +577,7 @@ __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u
     mbar_wait(v_full(c.bars(), prev), parity_of(r - 1));
     turn_begin(c);
     wgmma_fence();
-    issue_s<NARROW_S>(c, s, acc);
+    issue_s(c, s, acc);
     wgmma_commit();
     fence_regs(o);
     fence_regs(p);
@@ -594,7 +589,7 @@ __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u
         fence_regs(acc);
         if (leader)
             mbar_arrive(k_empty(c.bars(), s));
-        softmax_of<MASK, NARROW_S>(c, j, acc, m, l, alpha);
+        softmax_of<MASK, false>(c, j, acc, m, l, alpha);
         wgmma_wait<0>();
         fence_regs(o);
         fence_regs(p);
@@ -605,15 +600,16 @@ __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u
         fence_regs(p);
         if (leader)
             mbar_arrive(k_empty(c.bars(), s));
-        softmax_of<MASK, NARROW_S>(c, j, acc, m, l, alpha);
+        softmax_of<MASK, false>(c, j, acc, m, l, alpha);
     }
     if (leader)
         mbar_arrive(v_empty(c.bars(), prev));
     rescale_o(o, alpha);
-    pack_p<NARROW_S ? SNN : SN>(acc, p);
+    pack_p<SN>(acc, p);
 }
 
-// Iteration 0: S_0 and its softmax (nothing to rescale yet), complete on return like step.
+// Iteration 0: S_0 and its softmax (nothing to rescale yet), complete on return like step;
+// NARROW_S: the softmax of its first NARROW keys only.
 template <bool NARROW_S>
 __device__ __forceinline__ void first_step(const Consumer &c, u32 (&p)[BN / 4], float (&m)[2], float (&l)[2])
 {
@@ -622,7 +618,7 @@ __device__ __forceinline__ void first_step(const Consumer &c, u32 (&p)[BN / 4], 
     mbar_wait(k_full(c.bars(), slot_of(c.r0)), parity_of(c.r0));
     turn_begin(c);
     wgmma_fence();
-    issue_s<NARROW_S>(c, slot_of(c.r0), acc);
+    issue_s(c, slot_of(c.r0), acc);
     wgmma_commit();
     turn_end(c);
     wgmma_wait<0>();
@@ -666,16 +662,16 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
     for (int i = 0; i < ON; ++i)
         o[i] = 0.f;
 
-    // Tiles from the last to the first: the first one's S narrow where it can be, then the
-    // tiles that need a mask, then the rest.
+    // Tiles from the last to the first: the first one narrow where it can be, then the tiles
+    // that need a mask, then the rest.
     const bool narrow_first = narrow(c, tile_of(c, 0));
     if (narrow_first)
         first_step<true>(c, p, m, l);
     else
         first_step<false>(c, p, m, l);
     int j = 1;
-    if (narrow_first && j < c.n_tiles) // P·V after a narrow S (masked or not: one path is enough)
-        step<true, false, true>(c, j++, o, p, m, l);
+    if (narrow_first && j < c.n_tiles) // the narrow P·V (masked or not: one path is enough)
+        step<true, true>(c, j++, o, p, m, l);
     for (; j < c.n_tiles && needs_mask(c, tile_of(c, j)); ++j)
         step<true>(c, j, o, p, m, l);
     for (; j < c.n_tiles; ++j)
@@ -684,7 +680,7 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
     // reads of the block slots.
     mbar_arrive(released(c.bars(), c.qi));
 
-    // The last P·V, narrow after a narrow first S that was the only one.
+    // The last P·V, narrow after a narrow first tile that was the only one.
     if (narrow_first && c.n_tiles == 1)
         last_step<true>(c, o, p);
     else

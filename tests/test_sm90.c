@@ -339,10 +339,9 @@ static char *function_text(const char *src, const char *name)
     return out;
 }
 
-/* Checks one wgmma wrapper: the shape m64n{n}k16 with dtype, an array of len fp32
- * accumulators all bound "+f" in order, the first n/2 of them (%0..%{n/2-1}) the instruction's,
- * and asm operands %0..%k that are exactly the bound ones, the accumulators past n/2 unused. */
-static void check_wrapper(const char *src, const char *name, int n, int len, const char *type, int reg_a)
+/* Checks one wgmma wrapper: the shape m64n{n}k16 with dtype, n/2 fp32 accumulators bound
+ * "+f" to d[0..n/2-1] in order, and asm operands %0..%k that are exactly the bound ones. */
+static void check_wrapper(const char *src, const char *name, int n, const char *type, int reg_a)
 {
     const int nd = n / 2;
     const int ninputs = reg_a ? 6 : 3; /* a0..a3, db, the constant scale-d; or da, db, scale_d */
@@ -354,7 +353,7 @@ static void check_wrapper(const char *src, const char *name, int n, int len, con
 
     if (fn == NULL)
         FT_FAIL_("no function %s in the source", name);
-    snprintf(want, sizeof want, "%s(float (&d)[%d], ", name, len);
+    snprintf(want, sizeof want, "%s(float (&d)[%d], ", name, nd);
     if (strstr(fn, want) == NULL)
         goto bad;
     snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", n, type, type);
@@ -363,19 +362,19 @@ static void check_wrapper(const char *src, const char *name, int n, int len, con
     if (count_of(fn, "wgmma.mma_async") != 1)
         goto bad;
     /* the accumulators, in order */
-    if (nd > len || count_of(fn, "\"+f\"(") != len)
+    if (count_of(fn, "\"+f\"(") != nd)
         goto bad;
-    for (i = 0; i < len; i++) {
+    for (i = 0; i < nd; i++) {
         snprintf(want, sizeof want, "\"+f\"(d[%d])", i);
         if (strstr(fn, want) == NULL)
             goto bad;
     }
-    snprintf(want, sizeof want, "\"+f\"(d[%d])", len);
+    snprintf(want, sizeof want, "\"+f\"(d[%d])", nd);
     if (strstr(fn, want) != NULL)
         goto bad;
-    /* every operand but the accumulators past n/2 is used, and nothing past them */
+    /* every operand is used, and nothing past them */
     operands = count_of(fn, "\"+f\"(") + count_of(fn, "\"l\"(") + count_of(fn, "\"r\"(");
-    if (operands != len + ninputs)
+    if (operands != nd + ninputs)
         goto bad;
     memset(used, 0, sizeof used);
     for (p = strchr(fn, '%'); p != NULL; p = strchr(p + 1, '%')) {
@@ -392,27 +391,27 @@ static void check_wrapper(const char *src, const char *name, int n, int len, con
     if (max != operands - 1)
         goto bad;
     for (i = 0; i <= max; i++)
-        if (used[i] != (i < nd || i >= len))
+        if (!used[i])
             goto bad;
     /* the accumulator list in the braces is %0..%{nd-1}, then the other operands */
     if (reg_a) {
         snprintf(want, sizeof want, "\"%%%d\"\n                 \"}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, 1;", nd - 1,
-                 len, len + 1, len + 2, len + 3, len + 4);
+                 nd, nd + 1, nd + 2, nd + 3, nd + 4);
         if (strstr(fn, want) == NULL)
             goto bad;
-        snprintf(want, sizeof want, "setp.ne.b32 p, %%%d, 0;", len + 5);
+        snprintf(want, sizeof want, "setp.ne.b32 p, %%%d, 0;", nd + 5);
     } else {
-        snprintf(want, sizeof want, "\"%%%d\"\n                 \"}, %%%d, %%%d, p, 1, 1, 0, 0;", nd - 1, len, len + 1);
+        snprintf(want, sizeof want, "\"%%%d\"\n                 \"}, %%%d, %%%d, p, 1, 1, 0, 0;", nd - 1, nd, nd + 1);
         if (strstr(fn, want) == NULL)
             goto bad;
-        snprintf(want, sizeof want, "setp.ne.b32 p, %%%d, 0;", len + 2);
+        snprintf(want, sizeof want, "setp.ne.b32 p, %%%d, 0;", nd + 2);
     }
     if (strstr(fn, want) == NULL)
         goto bad;
     free(fn);
     return;
 bad:
-    fprintf(stderr, "%s (n=%d, len=%d, %s):\n%s\n", name, n, len, type, fn);
+    fprintf(stderr, "%s (n=%d, %s):\n%s\n", name, n, type, fn);
     free(fn);
     FT_FAIL_("%s: expected \"%s\"", name, want);
 }
@@ -451,11 +450,9 @@ static void test_wgmma_wrappers(void)
                          "d=%d,bm=64,bn=%d,stages=2,causal=1,dtype=%s,pingpong=0,overlap=1,balance=0", d, bn, type);
                 ASSERT_OK(ft__variant_parse(spec, text, &v, &err), &err);
                 ASSERT_OK(ft__emit(spec, fam, &v, &arch, &src, &err), &err);
-                check_wrapper(src.text, "ft_wgmma_s", bn, bn / 2, type, 0);
-                if (!ft_test_failed_) /* the diagonal tile's narrow S: half the keys, whole k16 steps */
-                    check_wrapper(src.text, "ft_wgmma_s_narrow", ft__sm90_narrow_keys(bn), bn / 2, type, 0);
+                check_wrapper(src.text, "ft_wgmma_s", bn, type, 0);
                 if (!ft_test_failed_)
-                    check_wrapper(src.text, "ft_wgmma_o", d, d / 2, type, 1);
+                    check_wrapper(src.text, "ft_wgmma_o", d, type, 1);
                 if (ft_test_failed_) {
                     fprintf(stderr, "variant %s\n", text);
                     ft__kernel_source_free(&src);
@@ -466,9 +463,6 @@ static void test_wgmma_wrappers(void)
                 def_o = strstr(src.text, "void ft_wgmma_o(");
                 tmpl = strstr(src.text, "#error \"flash_fwd_sm90 needs FTP_D");
                 ASSERT_EQ(count_of(src.text, "void ft_wgmma_s("), 1);
-                ASSERT_EQ(count_of(src.text, "void ft_wgmma_s_narrow("), 1);
-                ASSERT_TRUE(ft__sm90_narrow_keys(bn) % 16 == 0 && ft__sm90_narrow_keys(bn) >= bn / 2);
-                ASSERT_TRUE(ft__sm90_narrow_keys(bn) < bn || bn == 16);
                 ASSERT_EQ(count_of(src.text, "void ft_wgmma_o("), 1);
                 ASSERT_TRUE(tmpl != NULL && def_s != NULL && def_o != NULL);
                 ASSERT_TRUE(def_s < tmpl && def_o < tmpl);
