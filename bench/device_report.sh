@@ -45,7 +45,7 @@ tune_block() {
   local t db=$R/tuning.db specs=flash_fwd_sm90 seed=${SEED_DB:-$BUILD/tuning-run4.db}
   if [ -f "$seed" ]; then cp "$seed" $db; else specs="flash_fwd flash_fwd_sm90"; fi
   t=$(date +%s)
-  for dl in 128:110 64:160 256:80; do
+  for dl in 128:150 64:170 256:60; do
     # shellcheck disable=SC2086
     timeout "$(lim ${dl#*:} 60)" $ft tune $specs --only d=${dl%:*} --db $db --budget 10 -q >> $R/tune.txt 2>&1
     note "tune d=${dl%:*} (--budget 10): rc=$? at $(( $(date +%s) - t )) s; $(grep -E '^(measured|time)' $R/tune.txt | tail -n 2 | tr '\n' ' ')"
@@ -93,8 +93,9 @@ report_part() { # dtypes gpu
   # shellcheck disable=SC2086
   CUDA_VISIBLE_DEVICES=$2 FLASHTUNE_CACHE_DIR=/tmp/ft-cache-$2 timeout "$(lim 560 10)" python3 bench/report.py \
     --out $out --flashtune $ft --db "$DB" ${TUNE_LOG:+--tune-log "$TUNE_LOG"} \
-    ${OVERHEAD_JSON:+--overhead-json "$OVERHEAD_JSON"} --dtypes $1 --flex --flex-budget "$(lim 380 150)" \
-    --rounds 3 --budget "$(lim 470 60)" --no-plots ${REPORT_ARGS:-} > $out.txt 2>&1
+    ${OVERHEAD_JSON:+--overhead-json "$OVERHEAD_JSON"} --dtypes $1 --systems flashtune,fa2,cudnn,flex \
+    --flex --flex-budget "$(lim 440 130)" --rep-ms 200 --rounds 3 --budget "$(lim 510 60)" --no-plots \
+    ${REPORT_ARGS:-} > $out.txt 2>&1
   note "report $1 on GPU $2: rc=$? at $(( $(date +%s) - T0 )) s"
 }
 
