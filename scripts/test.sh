@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what is missing, builds, and runs the whole test suite through ctest. GPU tests
 # report "skipped" on a machine without a GPU. FT_TEST_LABELS='-LE slow' leaves out the
-# full-space compile tests (about 20 minutes on two cores).
+# full-space compile tests (about 38 minutes on two cores).
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/setup.sh
