@@ -1,10 +1,9 @@
 #!/usr/bin/env python3
 """The SASS of a tuning database's sm_90a winners, without a GPU.
 
-For every distinct winning variant of the flash_fwd_sm90 family in the database: the source
-that `flashtune gen` writes, compiled for sm_90a by NVRTC with the options the runtime uses
-(the tuner's own compiler, whose register allocation can differ from nvcc's), then read with
-`cuobjdump -sass`. Each kernel must show HGMMA of both of its shapes (64x{bn}x16 for S,
+For every distinct winning variant of the flash_fwd_sm90 family in the database: the cubin
+that `flashtune gen --cubin` compiles (NVRTC, the tuner's own compile path, whose register
+allocation can differ from nvcc's), read with `cuobjdump -sass`. Each kernel must show HGMMA of both of its shapes (64x{bn}x16 for S,
 64x{d}x16 for P.V), TMA loads (UTMALDG), no mma.sync (HMMA), no register spills and no wgmma
 that ptxas serialised. One line per variant, a summary last; exit status 1 when any fails.
 
@@ -12,10 +11,9 @@ that ptxas serialised. One line per variant, a summary last; exit status 1 when 
   python3 bench/winners_sass.py --flashtune build/flashtune --variant d=128,bm=128,...
 
 cuobjdump comes from $CUOBJDUMP, PATH, /usr/local/cuda/bin or the copy scripts/setup.sh
-fetches into ~/.cache/flashtune/tools; libnvrtc from $NVRTC_LIB or the usual places.
+fetches into ~/.cache/flashtune/tools.
 """
 import argparse
-import ctypes
 import json
 import os
 import re
@@ -24,49 +22,12 @@ import subprocess
 import sys
 import tempfile
 
-# runtime/nvrtc.c's options, with the target of the sm_90a family
-NVRTC_OPTIONS = ["--std=c++17", "--ptxas-options=-v", "--no-cache", "--gpu-architecture=sm_90a"]
-
-
 def find_cuobjdump():
     for c in (os.environ.get("CUOBJDUMP"), shutil.which("cuobjdump"), "/usr/local/cuda/bin/cuobjdump",
               os.path.expanduser("~/.cache/flashtune/tools/nvidia/cu13/bin/cuobjdump")):
         if c and os.access(c, os.X_OK):
             return c
     return None
-
-
-def load_nvrtc():
-    names = [os.environ.get("NVRTC_LIB"), "libnvrtc.so.13", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"]
-    for n in names:
-        if not n:
-            continue
-        try:
-            return ctypes.CDLL(n)
-        except OSError:
-            continue
-    sys.exit("winners_sass: libnvrtc not found (set NVRTC_LIB)")
-
-
-def nvrtc_compile(lib, source, name):
-    """Returns (ok, log, cubin bytes)."""
-    prog = ctypes.c_void_p()
-    if lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None) != 0:
-        return False, "nvrtcCreateProgram failed", b""
-    opts = [o.encode() for o in NVRTC_OPTIONS]
-    rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
-    size = ctypes.c_size_t()
-    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-    log = ctypes.create_string_buffer(size.value)
-    lib.nvrtcGetProgramLog(prog, log)
-    cubin = b""
-    if rc == 0:
-        lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
-        buf = ctypes.create_string_buffer(size.value)
-        lib.nvrtcGetCUBIN(prog, buf)
-        cubin = buf.raw
-    lib.nvrtcDestroyProgram(ctypes.byref(prog))
-    return rc == 0, log.value.decode(errors="replace"), cubin
 
 
 def winners(flashtune, db):
@@ -80,14 +41,15 @@ def winners(flashtune, db):
     return seen
 
 
-def check(flashtune, lib, cuobjdump, variant, tmp):
-    gen = subprocess.run([flashtune, "gen", "flash_fwd_sm90", "--arch", "sm_90a", "--variant", variant],
-                         capture_output=True, text=True)
-    if gen.returncode != 0 or gen.stderr.strip():
-        return ["gen: " + (gen.stderr.strip() or "failed")]
-    ok, log, cubin = nvrtc_compile(lib, gen.stdout, "k.cu")
-    if not ok:
-        return ["NVRTC: " + log.strip().splitlines()[-1] if log.strip() else "NVRTC failed"]
+def check(flashtune, cuobjdump, variant, tmp):
+    path = os.path.join(tmp, "k.cubin")
+    gen = subprocess.run([flashtune, "gen", "flash_fwd_sm90", "--arch", "sm_90a", "--variant", variant,
+                          "-o", os.devnull, "--cubin", path], capture_output=True, text=True)
+    log = gen.stderr
+    if gen.returncode != 0:
+        return ["gen: " + (log.strip().splitlines() or ["failed"])[-1]]
+    if "flashtune gen: note:" in log:
+        return ["gen: " + log.split("flashtune gen: note:")[1].splitlines()[0].strip()]
     problems = []
     m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
     if m is None:
@@ -96,9 +58,6 @@ def check(flashtune, lib, cuobjdump, variant, tmp):
         problems.append("spills %s/%s B" % (m.group(1), m.group(2)))
     if "wgmma.mma_async instructions are serialized" in log:
         problems.append("ptxas serialised the wgmmas")
-    path = os.path.join(tmp, "k.cubin")
-    with open(path, "wb") as f:
-        f.write(cubin)
     sass = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True).stdout
     if "EXIT" not in sass:
         return problems + ["cuobjdump gave no SASS"]
@@ -128,11 +87,10 @@ def main():
     cuobjdump = find_cuobjdump()
     if cuobjdump is None:
         sys.exit("winners_sass: no cuobjdump (set CUOBJDUMP, or run scripts/setup.sh to fetch one)")
-    lib = load_nvrtc()
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
         for i, v in enumerate(variants, 1):
-            problems = check(args.flashtune, lib, cuobjdump, v, tmp)
+            problems = check(args.flashtune, cuobjdump, v, tmp)
             bad += bool(problems)
             print("%s %s" % (v, "FAIL: " + "; ".join(problems) if problems else
                              "ok: HGMMA of both shapes, UTMALDG, no HMMA, no spills, wgmmas not serialised"),

@@ -4,11 +4,13 @@
 #include <string.h>
 
 #include "cli.h"
+#include "common/fs.h"
 #include "generator/emit.h"
 #include "generator/variant.h"
+#include "runtime/compile.h"
 
 static const char usage[] =
-    "usage: flashtune gen SPEC --variant 'd=128,bm=128,...' [--arch NAME] [-o FILE]\n"
+    "usage: flashtune gen SPEC --variant 'd=128,bm=128,...' [--arch NAME] [-o FILE] [--cubin FILE]\n"
     "\n"
     "Prints the CUDA source flashtune generates for one variant (the variant string is the\n"
     "one 'flashtune plan' prints). The source compiles on its own, e.g.\n"
@@ -16,18 +18,49 @@ static const char usage[] =
     "\n"
     "  --variant STR     every parameter of the spec as name=value, comma-separated\n"
     "  --arch NAME       target whose limits the spec's formulas see (default sm_90)\n"
-    "  -o, --output FILE write the source to FILE instead of stdout\n";
+    "  -o, --output FILE write the source to FILE instead of stdout\n"
+    "  --cubin FILE      also compile it as the tuner does (NVRTC, the family's target, e.g.\n"
+    "                    sm_90a; no cache), write the cubin to FILE and NVRTC's log (the\n"
+    "                    ptxas report) to stderr\n";
+
+/* Compiles the source through the runtime's own NVRTC path and writes the cubin; the log
+ * goes to stderr. */
+static int write_cubin(const ft_family *fam, const ft_arch *arch, const ft_kernel_source *src, const char *path)
+{
+    ft_compiled c;
+    ft_err err;
+    char target[32], name[300];
+    int rc = 1;
+
+    memset(&c, 0, sizeof c);
+    ft__family_target(fam, arch, target, sizeof target);
+    snprintf(name, sizeof name, "%s.cu", src->entry);
+    if (ft__compile(src->text, name, target, NULL, &c, &err) != FT_OK) {
+        if (c.log != NULL)
+            fputs(c.log, stderr);
+        rc = cli_fail("gen", &err);
+    } else if (ft__write_file_atomic(path, c.cubin, c.cubin_size, &err) != FT_OK) {
+        rc = cli_fail("gen", &err);
+    } else {
+        fputs(c.log, stderr);
+        rc = 0;
+    }
+    ft__compiled_free(&c);
+    return rc;
+}
 
 int cmd_gen(int argc, char **argv)
 {
     static const struct option longopts[] = {{"variant", required_argument, NULL, 'v'},
                                              {"arch", required_argument, NULL, 'a'},
                                              {"output", required_argument, NULL, 'o'},
+                                             {"cubin", required_argument, NULL, 'c'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *variant = NULL;
     const char *arch_name = "sm_90";
     const char *output = NULL;
+    const char *cubin = NULL;
     ft_spec *spec = NULL;
     const ft_family *fam;
     ft_kernel_source src;
@@ -47,6 +80,7 @@ int cmd_gen(int argc, char **argv)
         case 'v': variant = optarg; break;
         case 'a': arch_name = optarg; break;
         case 'o': output = optarg; break;
+        case 'c': cubin = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
         default: return cli_usage_error("gen", "bad option");
         }
@@ -88,6 +122,8 @@ int cmd_gen(int argc, char **argv)
         perror(output);
         goto out;
     }
+    if (cubin != NULL && write_cubin(fam, &arch, &src, cubin) != 0)
+        goto out;
     status = 0;
 out:
     ft__kernel_source_free(&src);

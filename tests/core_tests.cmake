@@ -44,6 +44,10 @@ ft_cli_test(plan_sm90_subset ok "summary \\(sm_90a\\): 288 variants: [1-9][0-9]*
   plan flash_fwd_sm90 --arch sm_90 --only "d=64,dtype=f16,causal=0" -q -j 2)
 ft_cli_test(gen_sm90_source ok "void ft_wgmma_o\\(float \\(&d\\)\\[96\\]"
   gen specs/flash_fwd_sm90.lua --arch sm_90a --variant "d=192,bm=64,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=0")
+# --cubin compiles through the runtime's NVRTC path for the family's target (sm_90a, not sm_90)
+ft_cli_test(gen_sm90_cubin ok "Compiling entry function 'ft_flash_fwd_sm90_d64_[a-z0-9_]*' for 'sm_90a'"
+  gen specs/flash_fwd_sm90.lua --variant "d=64,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1"
+  -o /dev/null --cubin ${CMAKE_CURRENT_BINARY_DIR}/gen_sm90.cubin)
 ft_cli_test(no_command fail "usage: flashtune COMMAND")
 ft_cli_test(unknown_command fail "unknown command 'frobnicate'" frobnicate)
 
