@@ -39,7 +39,7 @@ static int write_cubin(const ft_family *fam, const ft_arch *arch, const ft_kerne
         if (c.log != NULL)
             fputs(c.log, stderr);
         rc = cli_fail("gen", &err);
-    } else if (ft__write_file_atomic(path, c.cubin, c.cubin_size, &err) != FT_OK) {
+    } else if (ft__write_file_atomic(path, c.cubin, c.cubin_size, 0, &err) != FT_OK) {
         rc = cli_fail("gen", &err);
     } else {
         fputs(c.log, stderr);

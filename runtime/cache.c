@@ -156,7 +156,14 @@ ft_status ft__cache_put(ft_cache *cache, const uint8_t key[32], const ft_compile
         ft__sha256_final(&s, p);
     }
     ft__cache_path(cache, key, path, sizeof path);
-    rc = ft__write_file_atomic(path, buf, total, err);
+    {
+        char sub[4200];
+        snprintf(sub, sizeof sub, "%s", path);
+        *strrchr(sub, '/') = '\0';
+        rc = ft__mkdirs(sub, err);
+    }
+    if (rc == FT_OK)
+        rc = ft__write_file_atomic(path, buf, total, 0, err);
     free(buf);
     if (rc == FT_OK)
         __atomic_fetch_add(&cache->stats.stores, 1, __ATOMIC_RELAXED);

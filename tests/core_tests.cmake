@@ -137,3 +137,7 @@ if(Python3_FOUND)
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(report_selftest PROPERTIES LABELS unit TIMEOUT 300)
 endif()
+
+# The file layer: what it refuses to read or replace (directories, FIFOs, devices, huge files,
+# planted links), and that failures leave the path as it was.
+ft_unit_test(test_fs test_fs.c)

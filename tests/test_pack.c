@@ -344,7 +344,7 @@ static void test_context_with_pack(void)
     /* A damaged pack is FT_ERR_CORRUPT, GPU or not: it is read before the driver. */
     snprintf(bad_path, sizeof bad_path, "%s.bad", path);
     data[size / 2] ^= 0x40;
-    ASSERT_TRUE(ft__write_file_atomic(bad_path, data, size, NULL) == FT_OK);
+    ASSERT_TRUE(ft__write_file_atomic(bad_path, data, size, 0, NULL) == FT_OK);
     o.pack = bad_path;
     ctx = (ft_context *)&o;
     ASSERT_EQ(ft_context_create(&o, &ctx), FT_ERR_CORRUPT);

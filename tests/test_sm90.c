@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -40,7 +41,7 @@ static char *read_text(const char *path)
 
 static ft_status write_text(const char *path, const char *text, ft_err *err)
 {
-    return ft__write_file_atomic(path, text, strlen(text), err);
+    return ft__write_file_atomic(path, text, strlen(text), 0, err);
 }
 
 static int count_of(const char *hay, const char *needle)
@@ -181,6 +182,7 @@ static void default_names_in(const char *dir)
     size_t i;
 
     ASSERT_TRUE(small != NULL && broken != NULL);
+    ASSERT_EQ(mkdir("specs", 0755), 0);
     expect_names(builtin, sizeof builtin / sizeof builtin[0]);
     for (i = 0; i < sizeof files / sizeof files[0] && !ft_test_failed_; i++)
         if (write_text(files[i].name, small, &err) != FT_OK)

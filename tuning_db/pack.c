@@ -343,7 +343,7 @@ ft_status ft__pack_write(ft_pack *p, const char *path, size_t *bytes, ft_err *er
         memcpy(file + off, p->kernels[i].k.source, slen);
         off += slen;
     }
-    rc = ft__write_file_atomic(path, file, total, err);
+    rc = ft__write_file_atomic(path, file, total, FT_WRITE_DURABLE, err);
     if (rc == FT_OK && bytes != NULL)
         *bytes = total;
 out:
@@ -1180,7 +1180,7 @@ ft_status ft__pack_write_c(const ft_pack *p, const char *path, const char *symbo
         goto out;
     }
     f = NULL;
-    rc = ft__write_file_atomic(path, text, size, err);
+    rc = ft__write_file_atomic(path, text, size, FT_WRITE_DURABLE, err);
 out:
     if (f != NULL)
         fclose(f);
