@@ -7,22 +7,12 @@
 
 #include "common/sha256.h"
 #include "common/strbuf.h"
+#include "generator/template.h"
 #include "generator/variant.h"
 
 void ft__family_hash(const ft_family *fam, char out[65])
 {
-    const ft_embedded_file *f = ft__template_file(fam->file);
-    char version[32];
-    uint8_t digest[32];
-    ft_sha256 s;
-
-    ft__sha256_init(&s);
-    snprintf(version, sizeof version, "generator %d\n", FT_GENERATOR_VERSION);
-    ft__sha256_update(&s, version, strlen(version));
-    if (f != NULL)
-        ft__sha256_update(&s, f->data, f->size);
-    ft__sha256_final(&s, digest);
-    ft__sha256_hex(digest, out);
+    ft__template_hash(fam->file, out);
 }
 
 static void upper(char *dst, const char *src, size_t cap)
@@ -88,7 +78,11 @@ ft_status ft__emit(ft_spec *spec, const ft_family *fam, const ft_variant *v, con
     ft__sb_printf(&sb, "#define FT_SMEM_BYTES %lld\n\n", out->smem_dynamic);
     if (fam->prelude != NULL)
         fam->prelude(&sb, spec, v);
-    ft__sb_append(&sb, tmpl->data, tmpl->size);
+    rc = ft__template_expand(tmpl->name, &sb, err);
+    if (rc != FT_OK) {
+        ft__sb_free(&sb);
+        return rc;
+    }
     ft__sb_printf(&sb, "\nFT_DEFINE_KERNEL(%s)\n", out->entry);
     out->text = ft__sb_take(&sb);
     if (out->text == NULL)

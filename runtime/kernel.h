@@ -9,7 +9,7 @@
 #include "generator/arch.h"
 #include "runtime/driver.h"
 
-/* The flash forward kernels' argument block; templates/flash_fwd_sm80.cuh declares the same
+/* The flash forward kernels' argument block; templates/include/ft_params.cuh declares the same
  * fields in the same order (ft::FwdParams). Strides are in elements. */
 typedef struct ft_fwd_params {
     const void *q;

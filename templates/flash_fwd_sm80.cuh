@@ -26,7 +26,8 @@
 //   FTP_CAUSAL   0 or 1                        FTP_QREG    1: keep Q fragments in registers
 //   FTP_OVERLAP  1: issue P·V of one tile with Q·Kᵀ of the next (needs STAGES >= 2)
 //   FTP_DTYPE_F16 or FTP_DTYPE_BF16            FT_SMEM_BYTES  dynamic shared memory
-// No header is included: the source compiles as it is with NVRTC and with nvcc.
+// The shared device headers below are written into the generated source in place of their
+// #include lines, so a generated kernel compiles on its own with NVRTC and with nvcc.
 
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_WARPS) || \
     !defined(FTP_STAGES) || !defined(FTP_CAUSAL) || !defined(FTP_QREG) || !defined(FTP_OVERLAP) ||  \
@@ -37,27 +38,12 @@
 #error "flash_fwd_sm80 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
 #endif
 
+#include "ft_device.cuh"
+#include "ft_params.cuh"
+#include "ft_sm80.cuh"
+#include "ft_softmax.cuh"
+
 namespace ft {
-
-typedef unsigned int u32;
-typedef unsigned short u16;
-
-// Kernel arguments; mirrored field for field by runtime/fwd_params.h.
-struct FwdParams {
-    const void *q;
-    const void *k;
-    const void *v;
-    void *o;
-    float *lse;
-    long long q_batch_stride, q_row_stride, q_head_stride;
-    long long k_batch_stride, k_row_stride, k_head_stride;
-    long long v_batch_stride, v_row_stride, v_head_stride;
-    long long o_batch_stride, o_row_stride, o_head_stride;
-    int batch, heads_q, heads_kv, seqlen_q, seqlen_k;
-    float scale;      // softmax scale applied to q·k
-    float scale_log2; // scale · log2(e)
-    int reserved;
-};
 
 constexpr int D = FTP_D;
 constexpr int BM = FTP_BM;
@@ -90,9 +76,6 @@ static_assert(BN % 16 == 0 && BN >= 16, "key tile must be a multiple of 16");
 static_assert(STAGES >= 1 && STAGES <= 4, "1 to 4 pipeline stages");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
 
-#define NEG_INF __int_as_float(0xff800000)
-#define POS_INF __int_as_float(0x7f800000)
-
 // ---- shared-memory layout ------------------------------------------------------------------
 // Tiles are stored row-major with a pitch of D + 8 elements (one spare 16-byte chunk per
 // row). Eight consecutive rows read at the same column, as one ldmatrix phase does, then
@@ -104,69 +87,6 @@ constexpr int PITCH = (D + 8) * 2; // bytes per tile row
 __device__ __forceinline__ int tile_offset(int row, int chunk)
 {
     return row * PITCH + chunk * 16;
-}
-
-__device__ __forceinline__ u32 smem_addr(const void *p)
-{
-    return (u32)__cvta_generic_to_shared(p);
-}
-
-// ---- PTX wrappers ------------------------------------------------------------------------------
-__device__ __forceinline__ void cp_async16(u32 dst, const void *src, int src_bytes)
-{
-    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(src_bytes)
-                 : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-template <int N> __device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-__device__ __forceinline__ void ldmatrix_x4(u32 addr, u32 &r0, u32 &r1, u32 &r2, u32 &r3)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(addr));
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(u32 addr, u32 &r0, u32 &r1, u32 &r2, u32 &r3)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(addr));
-}
-
-// D += A·B for one m16n8k16 tile, fp32 accumulators.
-__device__ __forceinline__ void mma16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1)
-{
-    if (BF16)
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-            "{%8,%9}, {%0,%1,%2,%3};\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    else
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-            "{%8,%9}, {%0,%1,%2,%3};\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Two floats to a 16-bit pair, lo in the low half (cvt puts its first source in the high half).
-__device__ __forceinline__ u32 pack2(float lo, float hi)
-{
-    u32 r;
-    if (BF16)
-        asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-    else
-        asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
 }
 
 // ---- global → shared tile copies ---------------------------------------------------------------
@@ -209,28 +129,6 @@ __device__ __forceinline__ void load_tile(u32 dst, const u16 *src, long long row
             }
         }
     }
-}
-
-// 2^x with one MUFU.EX2: the .ftz form flushes subnormal results to zero, which the softmax
-// never needs (a probability under 2^-126 is 0 at fp16 and bf16). exp2f without fast-math
-// compiles to the subnormal-safe form, which costs extra instructions per score.
-__device__ __forceinline__ float exp2_ftz(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
-__device__ __forceinline__ float quad_max(float x)
-{
-    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-
-__device__ __forceinline__ float quad_sum(float x)
-{
-    x += __shfl_xor_sync(0xffffffffu, x, 1);
-    return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
 // Per-thread state of one CTA's run over the K/V tiles.
@@ -377,10 +275,8 @@ __device__ __forceinline__ void softmax(const Ctx &c, State &st, float (&s)[MT][
             for (int nt = 0; nt < NT; ++nt)
                 mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
             mx = quad_max(mx);
-            // A row that has seen only masked keys keeps m = -inf; use 0 as its offset so that
-            // exp2(-inf - offset) stays 0 instead of becoming NaN.
-            const float offset = mx == NEG_INF ? 0.f : mx * c.scale_log2;
-            alpha[mt][h] = exp2_ftz(st.m[mt][h] * c.scale_log2 - offset);
+            const float offset = row_offset(mx, c.scale_log2);
+            alpha[mt][h] = ex2(st.m[mt][h] * c.scale_log2 - offset);
             rescale |= mx != st.m[mt][h];
             st.m[mt][h] = mx;
             float sum = 0.f;
@@ -388,7 +284,7 @@ __device__ __forceinline__ void softmax(const Ctx &c, State &st, float (&s)[MT][
             for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                    float p = exp2_ftz(fmaf(s[mt][nt][2 * h + e], c.scale_log2, -offset));
+                    float p = ex2(fmaf(s[mt][nt][2 * h + e], c.scale_log2, -offset));
                     s[mt][nt][2 * h + e] = p;
                     sum += p;
                 }
@@ -572,9 +468,7 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p)
     float *lse = p.lse ? p.lse + ((long long)batch * p.heads_q + head) * p.seqlen_q + q_first : nullptr;
 
     // Keys this block needs: all of them, or (causal) up to the diagonal of its last row.
-    int key_end = p.seqlen_k;
-    if (CAUSAL)
-        key_end = min(key_end, q_first + q_valid + diag);
+    const int key_end = keys_seen<CAUSAL>(q_first, q_valid, p.seqlen_k, diag);
     const int n_tiles = key_end > 0 ? (key_end + BN - 1) / BN : 0;
 
     if (n_tiles == 0) { // every row of the block sees no key
@@ -637,8 +531,7 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p)
             float inv = l > 0.f ? 1.f / l : 0.f;
             int local = warp * WARP_ROWS + mt * 16 + g + 8 * h;
             if (lse && t == 0 && local < q_valid)
-                lse[local] = l > 0.f ? (st.m[mt][h] * p.scale_log2 + log2f(l)) * 0.69314718055994531f
-                                     : POS_INF;
+                lse[local] = row_lse(st.m[mt][h], l, p.scale_log2);
 #pragma unroll
             for (int dt = 0; dt < DT; ++dt) {
                 u32 v = pack2(st.o[mt][dt][2 * h] * inv, st.o[mt][dt][2 * h + 1] * inv);

@@ -48,7 +48,8 @@
 //   FTP_BALANCE  1: (causal) persistent grid, units of a long and a short block
 //   FTP_DTYPE_F16 or FTP_DTYPE_BF16      FT_SMEM_BYTES  dynamic shared memory
 // and the generated wgmma wrappers ft_wgmma_s (m64n{BN}k16, both operands from shared memory)
-// and ft_wgmma_o (m64n{D}k16, A from registers). No header is included.
+// and ft_wgmma_o (m64n{D}k16, A from registers). The shared device headers below are written
+// into the generated source in place of their #include lines.
 
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_STAGES) ||              \
     !defined(FTP_CAUSAL) || !defined(FTP_PINGPONG) || !defined(FTP_OVERLAP) || !defined(FTP_BALANCE) ||    \
@@ -59,33 +60,12 @@
 #error "flash_fwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
 #endif
 
+#include "ft_device.cuh"
+#include "ft_params.cuh"
+#include "ft_sm90.cuh"
+#include "ft_softmax.cuh"
+
 namespace ft {
-
-typedef unsigned int u32;
-typedef unsigned short u16;
-typedef unsigned long long u64;
-
-// Kernel arguments; mirrored field for field by runtime/kernel.h (ft_fwd_params).
-struct FwdParams {
-    const void *q;
-    const void *k;
-    const void *v;
-    void *o;
-    float *lse;
-    long long q_batch_stride, q_row_stride, q_head_stride;
-    long long k_batch_stride, k_row_stride, k_head_stride;
-    long long v_batch_stride, v_row_stride, v_head_stride;
-    long long o_batch_stride, o_row_stride, o_head_stride;
-    int batch, heads_q, heads_kv, seqlen_q, seqlen_k;
-    float scale;      // softmax scale applied to q·k
-    float scale_log2; // scale · log2(e)
-    int reserved;
-};
-
-// A CUtensorMap as the kernel sees it: 128 opaque bytes, passed as a __grid_constant__.
-struct __align__(128) TensorMap {
-    u64 opaque[16];
-};
 
 constexpr int D = FTP_D;
 constexpr int BM = FTP_BM;
@@ -138,136 +118,6 @@ constexpr int CONSUMER_REGS = NWG == 2 ? 240 : 160;
 // Named barriers (0 is __syncthreads): ping-pong turns.
 constexpr int BAR_TURN = 1; // BAR_TURN + w: consumer w may issue its wgmmas
 
-#define NEG_INF __int_as_float(0xff800000)
-#define POS_INF __int_as_float(0x7f800000)
-
-// ---- PTX wrappers ------------------------------------------------------------------------------
-__device__ __forceinline__ u32 smem_addr(const void *p)
-{
-    return (u32)__cvta_generic_to_shared(p);
-}
-
-__device__ __forceinline__ void mbar_init(u32 bar, u32 count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-
-__device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive(u32 bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-
-// Waits until the phase with the given parity has completed.
-__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity)
-{
-    u32 done;
-    do {
-        asm volatile("{\n\t.reg .pred p;\n\t"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                     "selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-    } while (!done);
-}
-
-// One box of a rank-4 tensor map (element, row, head, batch) into shared memory.
-__device__ __forceinline__ void tma_load(u32 dst, const TensorMap *map, int c0, int c1, int c2, int c3, u32 bar)
-{
-    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
-                 "l"((u64)map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
-                 : "memory");
-}
-
-__device__ __forceinline__ void st_shared4(u32 addr, int a, int b, int c, int d)
-{
-    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
-}
-
-__device__ __forceinline__ int ld_shared(u32 addr)
-{
-    int v;
-    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ void named_sync(int id, int threads)
-{
-    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
-__device__ __forceinline__ void named_arrive(int id, int threads)
-{
-    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
-__device__ __forceinline__ void wgmma_fence()
-{
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-
-__device__ __forceinline__ void wgmma_commit()
-{
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-
-template <int N> __device__ __forceinline__ void wgmma_wait()
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-
-// Keeps the compiler from moving accumulator reads or writes across wgmma fences and waits.
-template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N])
-{
-#pragma unroll
-    for (int i = 0; i < N; ++i)
-        asm volatile("" : "+f"(r[i])::"memory");
-}
-
-template <int N> __device__ __forceinline__ void fence_regs(u32 (&r)[N])
-{
-#pragma unroll
-    for (int i = 0; i < N; ++i)
-        asm volatile("" : "+r"(r[i])::"memory");
-}
-
-__device__ __forceinline__ float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
-// Two floats to one 16-bit pair, lo in the low half (the element of the lower column).
-__device__ __forceinline__ u32 pack2(float lo, float hi)
-{
-    u32 r;
-#if defined(FTP_DTYPE_BF16)
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-    return r;
-}
-
-__device__ __forceinline__ float quad_max(float x)
-{
-    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-
-__device__ __forceinline__ float quad_sum(float x)
-{
-    x += __shfl_xor_sync(0xffffffffu, x, 1);
-    return x + __shfl_xor_sync(0xffffffffu, x, 2);
-}
-
 // ---- shared-memory matrix descriptors (PTX ISA, "Matrix Descriptor Format") --------------------
 // Start address >> 4 in bits 0–13, leading byte offset >> 4 in 16–29, stride byte offset >> 4
 // in 32–45, base offset 0 (every swizzle pattern starts on a 1024-byte boundary), swizzle mode
@@ -316,9 +166,7 @@ __device__ __forceinline__ Block block_of(const FwdParams &p, int item)
     b.batch = hb / p.heads_q;
     b.kv_head = b.head / (p.heads_q / p.heads_kv);
     // Keys the block needs: all of them, or (causal) up to the diagonal of its last row.
-    int key_end = p.seqlen_k;
-    if (CAUSAL)
-        key_end = min(key_end, b.q_first + b.q_valid + p.seqlen_k - p.seqlen_q);
+    const int key_end = keys_seen<CAUSAL>(b.q_first, b.q_valid, p.seqlen_k, p.seqlen_k - p.seqlen_q);
     b.n_tiles = key_end > 0 ? (key_end + BN - 1) / BN : 0;
     return b;
 }
@@ -501,8 +349,7 @@ __device__ __forceinline__ void softmax_step(const Consumer &c, float (&acc)[SN]
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         mx[h] = quad_max(mx[h]);
-        // A row that has seen no key yet keeps -inf; use 0 so that -inf - -inf never occurs.
-        mc[h] = mx[h] == NEG_INF ? 0.f : mx[h] * c.scale_log2();
+        mc[h] = row_offset(mx[h], c.scale_log2());
         alpha[h] = ex2(m[h] * c.scale_log2() - mc[h]);
         m[h] = mx[h];
     }
@@ -699,7 +546,7 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
             continue;
         if (prm.lse != nullptr && t == 0)
             prm.lse[((long long)batch * prm.heads_q + head) * prm.seqlen_q + row] =
-                lsum > 0.f ? (m[h] * c.scale_log2() + log2f(lsum)) * 0.69314718055994531f : POS_INF;
+                row_lse(m[h], lsum, c.scale_log2());
         u16 *orow = out + (long long)row * prm.o_row_stride + 2 * t;
 #pragma unroll
         for (int nb = 0; nb < D / 8; ++nb)

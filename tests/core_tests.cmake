@@ -141,3 +141,7 @@ endif()
 # The file layer: what it refuses to read or replace (directories, FIFOs, devices, huge files,
 # planted links), and that failures leave the path as it was.
 ft_unit_test(test_fs test_fs.c)
+
+# Template expansion: the shared device headers go into each generated source once, and the
+# family hash covers them.
+ft_unit_test(test_template test_template.c)

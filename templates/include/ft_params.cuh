@@ -1,0 +1,24 @@
+// ft_params.cuh — the argument blocks of the operations, one struct per operation, mirrored
+// field for field by runtime/kernel.h (which static_asserts their sizes). Strides are in
+// elements; Q, O [batch, seqlen_q, heads_q, d], K, V [batch, seqlen_k, heads_kv, d].
+
+namespace ft {
+
+// The forward operation: O = softmax(scale·Q·Kᵀ)·V and the LSE per row.
+struct FwdParams {
+    const void *q;
+    const void *k;
+    const void *v;
+    void *o;
+    float *lse;       // optional: fp32 [batch, heads_q, seqlen_q], natural log
+    long long q_batch_stride, q_row_stride, q_head_stride;
+    long long k_batch_stride, k_row_stride, k_head_stride;
+    long long v_batch_stride, v_row_stride, v_head_stride;
+    long long o_batch_stride, o_row_stride, o_head_stride;
+    int batch, heads_q, heads_kv, seqlen_q, seqlen_k;
+    float scale;      // softmax scale applied to q·k
+    float scale_log2; // scale · log2(e)
+    int reserved;
+};
+
+} // namespace ft
