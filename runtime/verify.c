@@ -8,17 +8,10 @@
 #include "common/half.h"
 #include "generator/family.h"
 
-ft_tolerance ft__tolerance(int bf16)
-{
-    static const ft_tolerance f16 = FT_TOL_F16;
-    static const ft_tolerance b16 = FT_TOL_BF16;
-    return bf16 ? b16 : f16;
-}
-
 void ft__check_outputs(const ft_problem *p, const uint16_t *o, ft_strides os, const float *lse,
                        const float *o_ref, const float *mag_ref, const float *lse_ref, ft_check *out)
 {
-    const ft_tolerance tol = ft__tolerance(p->bf16);
+    const ft_tolerance tol = ft__op_fwd.tolerance(p->bf16);
     const int d = p->head_dim;
     const size_t rows = (size_t)p->batch * p->heads_q * p->seqlen_q;
     double sum_ref2 = 0, sum_diff2 = 0, rms;
@@ -332,7 +325,7 @@ ft_status ft__verify_kernel_gpu(ft_verifier *v, const ft_kernel *k, ft_tensors *
 {
     const ft_cuda *cu = v->cu;
     const ft_problem *p = &t->problem;
-    const ft_tolerance tol = ft__tolerance(p->bf16);
+    const ft_tolerance tol = ft__op_fwd.tolerance(p->bf16);
     const size_t rows = (size_t)p->batch * p->heads_q * p->seqlen_q;
     const size_t n = rows * (size_t)p->head_dim;
     double stats[8];

@@ -17,24 +17,17 @@
 #include "runtime/compile.h"
 #include "runtime/driver.h"
 #include "runtime/kernel.h"
-#include "runtime/problem.h"
+#include "ops/op.h"
 
-/* Error bounds per dtype. O passes when its relative L2 error is at most `l2` and every
- * element satisfies |o - ref| <= rtol·|ref| + ptol·mag + atol·rms(ref), where
+/* Error bounds per dtype (ft_tolerance, ops/op.h). O passes when its relative L2 error is at
+ * most `l2` and every element satisfies |o - ref| <= rtol·|ref| + ptol·mag + atol·rms(ref), where
  * mag = sum_j p_j |v_j| / sum_j p_j (the reference computes it); the LSE when every row
  * satisfies |lse - ref| <= lse_abs + lse_rel·|ref|.
  * Reasoning: a kernel rounds P to 16 bits before P·V, an error of up to half an ulp of each p_j
  * (2^-12 relative in fp16, 2^-9 in bf16) times |v_j|, so at most 2^-12·mag (fp16) or 2^-9·mag
  * (bf16); it rounds the output too (the same fractions of |o|). The bounds allow about five
- * times that. Scores and sums are fp32 on both sides, so the LSE is close to exact. */
-typedef struct ft_tolerance {
-    double l2, rtol, ptol, atol, lse_abs, lse_rel;
-} ft_tolerance;
-
-#define FT_TOL_F16 {2e-3, 1.5e-3, 1.5e-3, 1e-3, 1e-3, 1e-4}
-#define FT_TOL_BF16 {1.6e-2, 1e-2, 1e-2, 1e-3, 1e-3, 1e-4}
-
-ft_tolerance ft__tolerance(int bf16);
+ * times that. Scores and sums are fp32 on both sides, so the LSE is close to exact. The
+ * forward operation's tolerance (ft__op_fwd.tolerance, ops/fwd.c) holds these numbers. */
 
 typedef struct ft_check {
     int pass;

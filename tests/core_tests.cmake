@@ -145,3 +145,6 @@ ft_unit_test(test_fs test_fs.c)
 # Template expansion: the shared device headers go into each generated source once, and the
 # family hash covers them.
 ft_unit_test(test_template test_template.c)
+
+# The operation layer: keys, the forward operation's key, FLOPs and launch plans.
+ft_unit_test(test_ops test_ops.c)

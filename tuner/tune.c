@@ -32,7 +32,7 @@
 #include "generator/emit.h"
 #include "generator/variant.h"
 #include "runtime/compile.h"
-#include "runtime/problem.h"
+#include "ops/problem.h"
 #include "tuner/plan.h"
 
 extern char **environ;

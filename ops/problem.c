@@ -1,4 +1,4 @@
-#include "problem.h"
+#include "ops/problem.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /* An attention problem: shapes, dtype, masking, and how Q, K, V and O lie in memory. */
-#ifndef FT_RUNTIME_PROBLEM_H
-#define FT_RUNTIME_PROBLEM_H
+#ifndef FT_OPS_PROBLEM_H
+#define FT_OPS_PROBLEM_H
 
 #include <stddef.h>
 #include <stdint.h>

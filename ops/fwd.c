@@ -1,0 +1,144 @@
+/*
+ * The forward operation: O = softmax(scale·Q·Kᵀ)·V per (batch, query head), and the LSE of
+ * every row.
+ *
+ * Key: the dtype, the head dim, causality, the sequence length rounded up to a power of two
+ * (the longer of seqlen_q and seqlen_k, at least 64) and batch·heads_q rounded up to a power of
+ * two. Calls of one key run one kernel.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ops/op.h"
+
+static const ft_op_tensor fwd_tensors[] = {
+    {"q", FT_TENSOR_INPUT, "the call's", "[batch, seqlen_q, heads_q, head_dim]"},
+    {"k", FT_TENSOR_INPUT, "the call's", "[batch, seqlen_k, heads_kv, head_dim]"},
+    {"v", FT_TENSOR_INPUT, "the call's", "[batch, seqlen_k, heads_kv, head_dim]"},
+    {"o", FT_TENSOR_OUTPUT, "the call's", "[batch, seqlen_q, heads_q, head_dim]"},
+    {"lse", FT_TENSOR_OPTIONAL_OUTPUT, "fp32", "[batch, heads_q, seqlen_q]"},
+};
+
+static const char *const fwd_key_fields[] = {"d", "causal", "seqlen", "bh", NULL};
+
+/* The smallest power of two >= n and >= floor. */
+static long long pow2_at_least(long long n, long long floor)
+{
+    long long p = floor;
+    while (p < n && p < (1LL << 62))
+        p <<= 1;
+    return p;
+}
+
+static ft_status fwd_validate(const ft_problem *p, ft_err *err)
+{
+    return ft__problem_validate(p, err);
+}
+
+static void fwd_key(const ft_problem *p, ft_key *out)
+{
+    long long seqlen = p->seqlen_q > p->seqlen_k ? p->seqlen_q : p->seqlen_k;
+    int i;
+
+    memset(out, 0, sizeof *out);
+    out->op = &ft__op_fwd;
+    snprintf(out->dtype, sizeof out->dtype, "%s", p->bf16 ? "bf16" : "f16");
+    for (i = 0; fwd_key_fields[i] != NULL; i++)
+        snprintf(out->fields[i].name, sizeof out->fields[i].name, "%s", fwd_key_fields[i]);
+    out->nfields = i;
+    out->fields[0].value = p->head_dim;
+    out->fields[1].value = p->causal != 0;
+    out->fields[2].value = pow2_at_least(seqlen, 64);
+    out->fields[3].value = pow2_at_least((long long)p->batch * p->heads_q, 1);
+}
+
+/* |log2 of the sequence-length ratio| + 0.5·|log2 of the batch·heads ratio|; a tie goes to the
+ * longer sequence (whose kernels amortise their start-up over more tiles): the distances are
+ * multiples of 0.5, so a term below 0.5/64 orders equal ones by seqlen without reordering others. */
+static double fwd_distance(const ft_key *a, const ft_key *b)
+{
+    double sa, sb, ba, bb;
+
+    if (strcmp(a->dtype, b->dtype) != 0 || ft__key_get(a, "d", -1) != ft__key_get(b, "d", -2) ||
+        ft__key_get(a, "causal", -1) != ft__key_get(b, "causal", -2))
+        return -1;
+    sa = (double)ft__key_get(a, "seqlen", 0), sb = (double)ft__key_get(b, "seqlen", 0);
+    ba = (double)ft__key_get(a, "bh", 0), bb = (double)ft__key_get(b, "bh", 0);
+    if (sa <= 0 || sb <= 0 || ba <= 0 || bb <= 0)
+        return -1;
+    return fabs(log2(sb / sa)) + 0.5 * fabs(log2(bb / ba)) + (64.0 - log2(sb)) * (0.5 / 64 / 64);
+}
+
+/* 4·b·hq·sq·sk·d, halved when causal (the convention of the FlashAttention papers). */
+static double fwd_flops(const ft_problem *p)
+{
+    double f = 4.0 * p->batch * p->heads_q * (double)p->seqlen_q * p->seqlen_k * p->head_dim;
+    return p->causal ? f / 2 : f;
+}
+
+static double fwd_bytes(const ft_problem *p)
+{
+    double q = (double)p->batch * p->seqlen_q * p->heads_q * p->head_dim;
+    double kv = (double)p->batch * p->seqlen_k * p->heads_kv * p->head_dim;
+    return 2.0 * (2 * q + 2 * kv) + 4.0 * p->batch * p->heads_q * p->seqlen_q;
+}
+
+/* O's bounds per dtype (runtime/verify.h gives the reasoning). */
+static ft_tolerance fwd_tolerance(int bf16)
+{
+    static const ft_tolerance f16 = {2e-3, 1.5e-3, 1.5e-3, 1e-3, 1e-3, 1e-4};
+    static const ft_tolerance b16 = {1.6e-2, 1e-2, 1e-2, 1e-3, 1e-3, 1e-4};
+    return bf16 ? b16 : f16;
+}
+
+/* One kernel step. Without TMA: a block per (row block, head, batch). With TMA: the row blocks
+ * of every head and batch in one dimension (units of two with pair_blocks), at most
+ * max_resident blocks when the kernel is persistent. */
+static ft_status fwd_plan(const ft_launch_facts *f, const ft_problem *p, ft_launch_plan *out, ft_err *err)
+{
+    ft_launch_step *s = &out->steps[0];
+    long long gx, units;
+
+    memset(out, 0, sizeof *out);
+    if (f->rows_per_block <= 0 || f->threads <= 0)
+        return ft__fail(err, FT_ERR_INTERNAL, "a kernel without rows per block or threads");
+    gx = ((long long)p->seqlen_q + f->rows_per_block - 1) / f->rows_per_block;
+    if (gx <= 0 || p->heads_q <= 0 || p->batch <= 0)
+        return FT_OK; /* nothing to compute */
+    if (p->batch > 65535 || p->heads_q > 65535)
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "batch and heads must be at most 65535");
+    s->kind = FT_STEP_KERNEL;
+    s->kernel = 0;
+    s->block = (unsigned)f->threads;
+    s->smem = (unsigned)f->smem_dynamic;
+    if (!f->tma) {
+        s->grid[0] = (unsigned)gx, s->grid[1] = (unsigned)p->heads_q, s->grid[2] = (unsigned)p->batch;
+        out->nsteps = 1;
+        return FT_OK;
+    }
+    if (gx * p->heads_q * p->batch > 0x7fffffff)
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "more than 2^31 - 1 blocks of query rows");
+    units = (f->pair_blocks ? (gx + 1) / 2 : gx) * p->heads_q * p->batch;
+    if (f->persistent && f->max_resident > 0 && units > f->max_resident)
+        units = f->max_resident;
+    s->grid[0] = (unsigned)units, s->grid[1] = 1, s->grid[2] = 1;
+    out->nsteps = 1;
+    return FT_OK;
+}
+
+const ft_op ft__op_fwd = {
+    "fwd",
+    "forward: O = softmax(scale·Q·Kᵀ)·V and the LSE per row",
+    fwd_tensors,
+    (int)(sizeof fwd_tensors / sizeof fwd_tensors[0]),
+    fwd_key_fields,
+    fwd_validate,
+    fwd_key,
+    fwd_distance,
+    fwd_flops,
+    fwd_bytes,
+    fwd_tolerance,
+    fwd_plan,
+};

@@ -1,0 +1,157 @@
+/*
+ * Operations: what a call computes, apart from how kernels for it are generated.
+ *
+ *   operation  what a call computes: the forward pass (O and the LSE from Q, K, V), later the
+ *              backward pass (dQ, dK, dV). It owns its tensors, the checks of a call, its key,
+ *              the distance between keys, FLOPs and bytes, the bounds its outputs are verified
+ *              against, and its launch plan.
+ *   family     one way of generating kernels for an operation (generator/family.h): a CUDA
+ *              template and what it needs of a spec and a target.
+ *   variant    one point of a family's spec (generator/variant.h).
+ *   key        the operation's description of a call for choosing a winner (a "bucket"): the
+ *              fields that decide which kernel is fastest. Stored as canonical text, so an
+ *              operation can add fields without a change of the database schema.
+ *   launch plan the ordered steps (memset, kernel) that one call runs, with their grids and
+ *              the workspace they need; computed from the kernel's launch facts and the call's
+ *              sizes, so the launch path allocates nothing.
+ *
+ * This layer knows no CUDA and no database; generator/, tuning_db/, runtime/ and tuner/ build
+ * on it. Adding an operation means adding its own file here (ops/fwd.c is the forward) and
+ * listing it in ops/op.c.
+ */
+#ifndef FT_OPS_OP_H
+#define FT_OPS_OP_H
+
+#include <stddef.h>
+
+#include "common/error.h"
+#include "ops/problem.h"
+
+/* ---- keys ------------------------------------------------------------------------------ */
+
+#define FT_KEY_MAX_FIELDS 8
+#define FT_KEY_TEXT_MAX 160
+
+typedef struct ft_op ft_op;
+
+/* One field of a key: a name ("d", "causal", "s") and an integer value; the dtype is its own
+ * field of every key. */
+typedef struct ft_key_field {
+    char name[16];
+    long long value;
+} ft_key_field;
+
+typedef struct ft_key {
+    const ft_op *op;
+    char dtype[8];                          /* "f16", "bf16" */
+    int nfields;                            /* in the operation's order */
+    ft_key_field fields[FT_KEY_MAX_FIELDS];
+} ft_key;
+
+/* The canonical text of a key, as the database and packs store it: a JSON object with the
+ * dtype first, then the operation's fields in its order, no spaces:
+ * {"dtype":"f16","d":128,"causal":1,"s":4096,"bh":64}. Equal keys have equal texts. */
+void ft__key_format(const ft_key *k, char *out, size_t cap);
+
+/* Parses a key text of operation op: exactly the operation's fields, in any order, each once,
+ * integers only (and the dtype a string). FT_ERR_CORRUPT naming the text otherwise. */
+ft_status ft__key_parse(const ft_op *op, const char *text, ft_key *out, ft_err *err);
+
+/* A field's value, or def when the key has no such field. */
+long long ft__key_get(const ft_key *k, const char *name, long long def);
+
+int ft__key_equal(const ft_key *a, const ft_key *b);
+
+/* The candidate nearest to want by the operation's distance, or -1 when none is comparable
+ * (another dtype, head dim or causality, for the attention operations). */
+int ft__key_nearest(const ft_key *want, const ft_key *cands, int n);
+
+/* ---- tensors ------------------------------------------------------------------------------ */
+
+typedef enum ft_tensor_role {
+    FT_TENSOR_INPUT,
+    FT_TENSOR_OUTPUT,
+    FT_TENSOR_OPTIONAL_OUTPUT, /* may be NULL */
+    FT_TENSOR_WORKSPACE
+} ft_tensor_role;
+
+typedef struct ft_op_tensor {
+    const char *name;    /* "q" */
+    ft_tensor_role role;
+    const char *dtype;   /* "the call's" (16-bit) or "fp32" */
+    const char *shape;   /* "[batch, seqlen_q, heads_q, head_dim]" */
+} ft_op_tensor;
+
+/* ---- launch plans ------------------------------------------------------------------------- */
+
+/* How one kernel of a family is launched, as the family derives it from a variant
+ * (ft__family_launch_facts) and the loader completes it: what a plan needs of a kernel. */
+typedef struct ft_launch_facts {
+    int threads;            /* per block */
+    long long smem_dynamic; /* bytes per block */
+    int rows_per_block;     /* query rows per block */
+    int tma;                /* takes tensor maps of Q, K and V (boxes of rows_per_block and
+                               tma_rows_kv rows), walks the row blocks from blockIdx.x in steps of
+                               gridDim.x */
+    int tma_rows_kv;
+    int persistent;         /* a TMA kernel whose grid is at most max_resident blocks */
+    int pair_blocks;        /* a unit of work is two row blocks of a head, the i-th longest and
+                               the i-th shortest */
+    int max_resident;       /* blocks the device holds at once; set when the kernel is loaded */
+} ft_launch_facts;
+
+typedef enum ft_step_kind { FT_STEP_KERNEL = 0, FT_STEP_MEMSET = 1 } ft_step_kind;
+
+typedef struct ft_launch_step {
+    ft_step_kind kind;
+    int kernel;             /* FT_STEP_KERNEL: which of the family's entries (0: the main one) */
+    unsigned grid[3];
+    unsigned block;
+    unsigned smem;
+    size_t ws_offset;       /* FT_STEP_MEMSET: the workspace bytes zeroed */
+    size_t ws_bytes;
+} ft_launch_step;
+
+#define FT_MAX_STEPS 6
+
+typedef struct ft_launch_plan {
+    int nsteps;             /* 0: nothing to compute */
+    ft_launch_step steps[FT_MAX_STEPS];
+    size_t workspace_bytes; /* device memory the steps use besides the call's tensors */
+} ft_launch_plan;
+
+/* ---- the descriptor ------------------------------------------------------------------------ */
+
+/* Verification bounds of one output and dtype (runtime/verify.h states their reasoning). */
+typedef struct ft_tolerance {
+    double l2, rtol, ptol, atol, lse_abs, lse_rel;
+} ft_tolerance;
+
+struct ft_op {
+    const char *name;             /* "fwd": stored with every result, in packs */
+    const char *summary;
+    const ft_op_tensor *tensors;  /* ntensors entries */
+    int ntensors;
+    const char *const *key_fields; /* the key's fields after the dtype, NULL-ended */
+    /* The checks of a call's sizes (not its pointers): FT_ERR_INVALID_ARGUMENT or
+     * FT_ERR_UNSUPPORTED with the reason. */
+    ft_status (*validate)(const ft_problem *p, ft_err *err);
+    void (*key)(const ft_problem *p, ft_key *out);
+    /* Distance between two keys of the operation; a negative value when b cannot stand in for
+     * a (another dtype, head dim, causality). Smaller is nearer; ties are broken inside. */
+    double (*distance)(const ft_key *a, const ft_key *b);
+    double (*flops)(const ft_problem *p);
+    double (*bytes)(const ft_problem *p); /* the least memory traffic: inputs read, outputs written */
+    ft_tolerance (*tolerance)(int bf16);
+    /* The steps of one call by a kernel with these launch facts. */
+    ft_status (*plan)(const ft_launch_facts *facts, const ft_problem *p, ft_launch_plan *out, ft_err *err);
+};
+
+/* The operations flashtune has, NULL-ended; and one by name (NULL when unknown). */
+extern const ft_op *const ft__ops[];
+const ft_op *ft__op_find(const char *name);
+
+/* The forward operation (ops/fwd.c). */
+extern const ft_op ft__op_fwd;
+
+#endif

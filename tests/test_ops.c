@@ -1,0 +1,168 @@
+/* Tests of the operation layer (ops/): keys (text, parsing, nearest), the forward operation's
+ * key, FLOPs and launch plans. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ft_test.h"
+#include "ops/op.h"
+
+static ft_problem problem(int b, int hq, int hkv, int sq, int sk, int d, int causal, int bf16)
+{
+    ft_problem p;
+    memset(&p, 0, sizeof p);
+    p.batch = b, p.heads_q = hq, p.heads_kv = hkv, p.seqlen_q = sq, p.seqlen_k = sk, p.head_dim = d;
+    p.causal = causal, p.bf16 = bf16;
+    return p;
+}
+
+static void test_fwd_key_text(void)
+{
+    ft_problem p = problem(4, 16, 4, 1000, 3000, 128, 1, 1);
+    char text[FT_KEY_TEXT_MAX];
+    ft_key k, back;
+    ft_err err;
+
+    ft__op_fwd.key(&p, &k);
+    ft__key_format(&k, text, sizeof text);
+    /* seqlen: max(1000, 3000) rounded up to 4096; bh: 4·16 = 64. */
+    ASSERT_STREQ(text, "{\"dtype\":\"bf16\",\"d\":128,\"causal\":1,\"seqlen\":4096,\"bh\":64}");
+    ASSERT_OK(ft__key_parse(&ft__op_fwd, text, &back, &err), &err);
+    ASSERT_TRUE(ft__key_equal(&k, &back));
+    /* Any order and spacing parses to the same key. */
+    ASSERT_OK(ft__key_parse(&ft__op_fwd, " { \"bh\": 64, \"seqlen\":4096, \"causal\":1, \"d\":128, \"dtype\":\"bf16\" } ",
+                            &back, &err), &err);
+    ASSERT_TRUE(ft__key_equal(&k, &back));
+    /* Short sequences share the 64 bucket; batch·heads of 3 rounds to 4. */
+    p = problem(1, 3, 3, 5, 7, 64, 0, 0);
+    ft__op_fwd.key(&p, &k);
+    ft__key_format(&k, text, sizeof text);
+    ASSERT_STREQ(text, "{\"dtype\":\"f16\",\"d\":64,\"causal\":0,\"seqlen\":64,\"bh\":4}");
+}
+
+static void test_key_parse_refuses(void)
+{
+    static const char *const bad[] = {
+        "",
+        "{}",
+        "{\"dtype\":\"f16\",\"d\":128,\"causal\":1,\"seqlen\":4096}",                  /* bh missing */
+        "{\"dtype\":\"f16\",\"d\":128,\"causal\":1,\"seqlen\":4096,\"bh\":64,\"x\":1}", /* unknown */
+        "{\"dtype\":\"f16\",\"d\":128,\"d\":64,\"causal\":1,\"seqlen\":4096,\"bh\":64}", /* twice */
+        "{\"dtype\":\"f16\",\"dtype\":\"bf16\",\"d\":128,\"causal\":1,\"seqlen\":4096,\"bh\":64}",
+        "{\"dtype\":\"f16\",\"d\":128.5,\"causal\":1,\"seqlen\":4096,\"bh\":64}",       /* not an integer */
+        "{\"dtype\":\"f16\",\"d\":\"128\",\"causal\":1,\"seqlen\":4096,\"bh\":64}",
+        "{\"dtype\":\"f1\\\"6\",\"d\":128,\"causal\":1,\"seqlen\":4096,\"bh\":64}",      /* escapes */
+        "{\"dtype\":\"f16\",\"d\":128,\"causal\":1,\"seqlen\":4096,\"bh\":64} trailing",
+        "{\"dtype\":\"f16\",\"d\":99999999999999999999,\"causal\":1,\"seqlen\":4096,\"bh\":64}",
+    };
+    ft_key k;
+    ft_err err;
+    size_t i;
+
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (ft__key_parse(&ft__op_fwd, bad[i], &k, &err) != FT_ERR_CORRUPT)
+            FT_FAIL_("accepted key text %s", bad[i]);
+        ASSERT_CONTAINS(err.msg, "is not a key of operation fwd");
+    }
+}
+
+/* The rule dispatch followed before keys existed: same dtype, d and causality; distance
+ * |log2 seqlen ratio| + 0.5·|log2 bh ratio|; a tie to the longer sequence. */
+static int old_nearest(const ft_key *want, const ft_key *c, int n)
+{
+    double best = INFINITY;
+    int pick = -1, i;
+    for (i = 0; i < n; i++) {
+        double d;
+        if (strcmp(c[i].dtype, want->dtype) != 0 || ft__key_get(&c[i], "d", 0) != ft__key_get(want, "d", 0) ||
+            ft__key_get(&c[i], "causal", 0) != ft__key_get(want, "causal", 0))
+            continue;
+        d = fabs(log2((double)ft__key_get(&c[i], "seqlen", 0) / ft__key_get(want, "seqlen", 0))) +
+            0.5 * fabs(log2((double)ft__key_get(&c[i], "bh", 0) / ft__key_get(want, "bh", 0)));
+        if (d < best - 1e-9 ||
+            (fabs(d - best) <= 1e-9 && ft__key_get(&c[i], "seqlen", 0) > ft__key_get(&c[pick], "seqlen", 0))) {
+            best = d;
+            pick = i;
+        }
+    }
+    return pick;
+}
+
+static void test_nearest_matches_the_old_rule(void)
+{
+    ft_key cands[24], want;
+    unsigned seed = 12345;
+    int trial, i;
+
+    for (trial = 0; trial < 2000; trial++) {
+        int n = 1 + trial % 24;
+        for (i = 0; i < n + 1; i++) {
+            ft_key *k = i < n ? &cands[i] : &want;
+            ft_problem p;
+            seed = seed * 1103515245u + 12345u;
+            p = problem(1 << (seed >> 8) % 4, 1 << (seed >> 12) % 6, 1, 64 << (seed >> 16) % 9,
+                        64 << (seed >> 20) % 9, (seed >> 24) % 2 ? 64 : 128, (seed >> 26) % 2,
+                        (seed >> 28) % 4 == 0);
+            ft__op_fwd.key(&p, k);
+        }
+        if (ft__key_nearest(&want, cands, n) != old_nearest(&want, cands, n))
+            FT_FAIL_("trial %d: nearest %d, the old rule %d", trial, ft__key_nearest(&want, cands, n),
+                     old_nearest(&want, cands, n));
+    }
+}
+
+static void test_fwd_flops_and_bytes(void)
+{
+    ft_problem p = problem(2, 8, 2, 1024, 2048, 128, 0, 0);
+    ASSERT_TRUE(ft__op_fwd.flops(&p) == 4.0 * 2 * 8 * 1024 * 2048 * 128);
+    p.causal = 1;
+    ASSERT_TRUE(ft__op_fwd.flops(&p) == 2.0 * 2 * 8 * 1024 * 2048 * 128);
+    /* Q and O 2·1024·8·128 elements, K and V 2·2048·2·128, 2 bytes each, LSE 4 bytes a row. */
+    ASSERT_TRUE(ft__op_fwd.bytes(&p) == 2.0 * (2 * 2097152.0 + 2 * 1048576.0) + 4.0 * 2 * 8 * 1024);
+}
+
+static void test_fwd_plan_grids(void)
+{
+    ft_launch_facts f;
+    ft_launch_plan plan;
+    ft_problem p = problem(3, 5, 5, 1000, 1000, 64, 0, 0);
+    ft_err err;
+
+    memset(&f, 0, sizeof f);
+    f.threads = 128, f.smem_dynamic = 49152, f.rows_per_block = 128;
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.nsteps, 1);
+    ASSERT_EQ(plan.workspace_bytes, 0);
+    ASSERT_EQ(plan.steps[0].kind, FT_STEP_KERNEL);
+    ASSERT_EQ(plan.steps[0].grid[0], 8); /* ceil(1000 / 128) */
+    ASSERT_EQ(plan.steps[0].grid[1], 5);
+    ASSERT_EQ(plan.steps[0].grid[2], 3);
+    ASSERT_EQ(plan.steps[0].block, 128);
+    ASSERT_EQ(plan.steps[0].smem, 49152);
+    /* TMA, one block per unit: all row blocks in x. */
+    f.tma = 1, f.tma_rows_kv = 128, f.max_resident = 132;
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.steps[0].grid[0], 8 * 5 * 3);
+    ASSERT_EQ(plan.steps[0].grid[1], 1);
+    /* Persistent: at most the resident blocks; paired: half the row blocks (rounded up). */
+    f.persistent = 1;
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.steps[0].grid[0], 120);
+    f.pair_blocks = 1, f.max_resident = 1000;
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.steps[0].grid[0], 4 * 5 * 3);
+    /* Too many heads for a grid dimension. */
+    p.heads_q = p.heads_kv = 70000;
+    ASSERT_EQ(ft__op_fwd.plan(&f, &p, &plan, &err), FT_ERR_UNSUPPORTED);
+}
+
+static void test_registry(void)
+{
+    ASSERT_TRUE(ft__op_find("fwd") == &ft__op_fwd);
+    ASSERT_TRUE(ft__op_find("nope") == NULL);
+    ASSERT_TRUE(ft__op_find(NULL) == NULL);
+}
+
+FT_TEST_MAIN(FT_CASE(test_fwd_key_text), FT_CASE(test_key_parse_refuses), FT_CASE(test_nearest_matches_the_old_rule),
+             FT_CASE(test_fwd_flops_and_bytes), FT_CASE(test_fwd_plan_grids), FT_CASE(test_registry))
