@@ -75,11 +75,16 @@
 #define _POSIX_C_SOURCE 200809L
 #include "tuning_db/db.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/fs.h"
 #include "common/strbuf.h"
@@ -1022,6 +1027,25 @@ out:
     return rc;
 }
 
+/* Names SQLite gives a meaning of its own, which keep nothing or open something other than
+ * the file named: "" (a temporary database), ":memory:", and "file:" URIs. A path the user
+ * gives must name a file. */
+static ft_status check_name(const char *path, const char *what, ft_err *err)
+{
+    if (path[0] == '\0')
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
+                        "%s is empty: SQLite would open a temporary database that keeps nothing", what);
+    if (strcmp(path, ":memory:") == 0)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
+                        "%s is ':memory:', an in-memory database that keeps nothing "
+                        "(./:memory: names a file of that name)", what);
+    if (strncmp(path, "file:", 5) == 0)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
+                        "%s '%s' starts with 'file:', which SQLite reads as a URI; give the file's "
+                        "path (./%s names a file of that name)", what, path, path);
+    return FT_OK;
+}
+
 ft_status ft__db_default_path(char *out, size_t cap, int create_dirs, ft_err *err)
 {
     ft_status rc = FT_OK;
@@ -1029,8 +1053,11 @@ ft_status ft__db_default_path(char *out, size_t cap, int create_dirs, ft_err *er
     char dir[4096];
     int n;
 
-    if (env != NULL && env[0] != '\0') {
+    if (env != NULL && env[0] != '\0') { /* empty: as if unset */
         const char *slash = strrchr(env, '/');
+        rc = check_name(env, "$FLASHTUNE_DB", err);
+        if (rc != FT_OK)
+            goto out;
         n = snprintf(out, cap, "%s", env);
         if (n < 0 || (size_t)n >= cap) {
             rc = ft__fail(err, FT_ERR_INVALID_ARGUMENT, "$FLASHTUNE_DB is too long");
@@ -1058,13 +1085,100 @@ out:
     return rc;
 }
 
+/* The directory a path is in ("." for a bare name). */
+static void dir_of(const char *path, char *out, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+
+    if (slash == NULL)
+        snprintf(out, cap, ".");
+    else if (slash == path)
+        snprintf(out, cap, "/");
+    else
+        snprintf(out, cap, "%.*s", (int)(slash - path), path);
+}
+
+/* Whether this process may create files in a directory (its effective ids, as SQLite's own
+ * calls would be judged). */
+static int dir_writable(const char *dir)
+{
+    return faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0;
+}
+
+/* What is at the path and beside it, checked before SQLite opens anything. The database must
+ * be a regular file, or absent in an existing directory when it may be created; the journal,
+ * WAL and shared-memory files SQLite keeps beside it must be regular files where they exist
+ * (SQLite would block for ever on a FIFO, and say only "disk I/O error" of a directory). A
+ * writable handle needs to write the file and its directory (the journal and the WAL are new
+ * files there). real (cap bytes) gets the file the path leads to, links resolved: SQLite keeps
+ * the side files beside that one. */
+static ft_status check_files(const char *path, int read_only, char *real, size_t cap, ft_err *err)
+{
+    static const char *const side[] = {"-journal", "-wal", "-shm"};
+    char name[PATH_MAX + 16], dir[PATH_MAX];
+    struct stat st;
+    ft_err perr;
+    size_t i;
+    int kind;
+
+    kind = ft__path_kind(path, &perr);
+    if (kind < 0)
+        return ft__fail(err, FT_ERR_DATABASE, "tuning database %s", perr.msg);
+    if (kind == 0 && read_only)
+        return ft__fail(err, FT_ERR_DATABASE, "cannot open tuning database %s: no such file", path);
+    if (kind == 0 || realpath(path, name) == NULL)
+        snprintf(name, sizeof name, "%s", path);
+    if (strlen(name) >= cap || strlen(name) >= PATH_MAX)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "tuning database path too long: %.200s...", path);
+    snprintf(real, cap, "%s", name);
+    dir_of(real, dir, sizeof dir);
+    if (kind == 0 && stat(dir, &st) != 0) /* (a file on the way is ENOTDIR above) */
+        return ft__fail(err, FT_ERR_DATABASE, "cannot create tuning database %s: directory %s: %s", path,
+                        dir, strerror(errno));
+    for (i = 0; i < sizeof side / sizeof side[0]; i++) {
+        snprintf(name, sizeof name, "%s%s", real, side[i]);
+        if (ft__path_kind(name, &perr) < 0)
+            return ft__fail(err, FT_ERR_DATABASE, "tuning database %s: %s", path, perr.msg);
+    }
+    if (read_only && faccessat(AT_FDCWD, real, R_OK, AT_EACCESS) != 0)
+        return ft__fail(err, FT_ERR_DATABASE, "cannot open tuning database %s: %s", path, strerror(errno));
+    if (read_only)
+        return FT_OK;
+    if (!dir_writable(dir))
+        return ft__fail(err, FT_ERR_DATABASE,
+                        "cannot write tuning database %s: its directory %s is not writable "
+                        "(SQLite keeps its journal beside the file)", path, dir);
+    if (kind == 1 && faccessat(AT_FDCWD, real, R_OK | W_OK, AT_EACCESS) != 0)
+        return ft__fail(err, FT_ERR_DATABASE, "cannot write tuning database %s: %s", path, strerror(errno));
+    return FT_OK;
+}
+
+/* Opens (or reopens) the handle's connection to name with flags. */
+static ft_status connect_db(ft_db *db, const char *name, int flags, ft_err *err)
+{
+    ft_status rc = FT_OK;
+
+    if (db->sq != NULL)
+        sqlite3_close(db->sq); /* no statement is prepared yet */
+    db->sq = NULL;
+    if (sqlite3_open_v2(name, &db->sq, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        rc = ft__fail(err, FT_ERR_DATABASE, "cannot open tuning database %s: %s", db->path,
+                      db->sq != NULL ? sqlite3_errmsg(db->sq) : "out of memory");
+        goto out;
+    }
+    sqlite3_extended_result_codes(db->sq, 1);
+    sqlite3_busy_timeout(db->sq, FT_DB_BUSY_TIMEOUT_MS);
+out:
+    return rc;
+}
+
 ft_status ft__db_open(const char *path, int read_only, ft_db **out, ft_err *err)
 {
     ft_status rc = FT_ERR_OUT_OF_MEMORY;
     ft_db *db = NULL;
-    char def[4096];
+    char def[4096], real[PATH_MAX];
     db_identity id;
-    int version = 0, flags;
+    int version = 0;
 
     if (out == NULL)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "ft__db_open: out is NULL");
@@ -1075,6 +1189,12 @@ ft_status ft__db_open(const char *path, int read_only, ft_db **out, ft_err *err)
             goto out;
         path = def;
     }
+    rc = check_name(path, "the tuning database path", err);
+    if (rc != FT_OK)
+        goto out;
+    rc = check_files(path, read_only != 0, real, sizeof real, err);
+    if (rc != FT_OK)
+        goto out;
     db = calloc(1, sizeof *db);
     if (db != NULL)
         db->path = ft__strdup(path);
@@ -1083,17 +1203,10 @@ ft_status ft__db_open(const char *path, int read_only, ft_db **out, ft_err *err)
         goto out;
     }
     db->read_only = read_only != 0;
-    flags = (db->read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-            SQLITE_OPEN_NOMUTEX;
-    rc = FT_ERR_DATABASE;
-    if (sqlite3_open_v2(path, &db->sq, flags, NULL) != SQLITE_OK) {
-        ft__fail(err, rc, "cannot open tuning database %s: %s", path,
-                 db->sq != NULL ? sqlite3_errmsg(db->sq) : "out of memory");
+    rc = connect_db(db, path, db->read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                    err);
+    if (rc != FT_OK)
         goto out;
-    }
-    sqlite3_extended_result_codes(db->sq, 1);
-    sqlite3_busy_timeout(db->sq, FT_DB_BUSY_TIMEOUT_MS);
-
     rc = read_identity(db, &id, err);
     if (rc != FT_OK)
         goto out;

@@ -116,11 +116,16 @@ typedef struct ft_db_row {
     int winner;              /* the fastest non-stale ok result of its (device, bucket) */
 } ft_db_row;
 
-/* Opens or creates a database. path NULL: $FLASHTUNE_DB, else $XDG_DATA_HOME/flashtune/tuning.db,
- * else ~/.local/share/flashtune/tuning.db (directories are created). A file that is not an
- * SQLite database, or an SQLite database that is not a flashtune one, or one of a newer
- * schema, is FT_ERR_DATABASE with a message naming the file; older schemas are migrated
- * (in a transaction). read_only opens without creating or migrating. */
+/* Opens or creates a database. path NULL: $FLASHTUNE_DB (empty counts as unset), else
+ * $XDG_DATA_HOME/flashtune/tuning.db, else ~/.local/share/flashtune/tuning.db (directories are
+ * created). A name SQLite would read as something other than a file ("", which it opens as a
+ * temporary database, ":memory:", a "file:" URI) is FT_ERR_INVALID_ARGUMENT, from path or from
+ * $FLASHTUNE_DB. Before SQLite opens anything the path must be a regular file (or absent, in
+ * an existing directory, when not read_only), and so must its journal, WAL and shared-memory
+ * files where they exist; a writable handle needs write access to the file and its directory.
+ * A file that is not an SQLite database, or an SQLite database that is not a flashtune one, or
+ * one of a newer schema, is FT_ERR_DATABASE with a message naming the file; older schemas are
+ * migrated (in a transaction). read_only opens without creating or migrating. */
 ft_status ft__db_open(const char *path, int read_only, ft_db **out, ft_err *err);
 void ft__db_close(ft_db *db); /* NULL is a no-op */
 

@@ -1,0 +1,65 @@
+#!/bin/sh
+# The command's database paths, end to end, no GPU needed (the stand-in worker): --db names
+# that keep nothing, directories and FIFOs where a database should be.
+#   db_cli.sh path/to/flashtune path/to/fake_worker
+set -u
+ft=$1
+export FLASHTUNE_WORKER=$2   # the GPU "here", for tune, on any machine
+dir=$(mktemp -d)
+trap 'chmod -R u+w "$dir" 2>/dev/null; rm -rf "$dir"' EXIT
+db=$dir/tuned.db
+only='d=64,bm=64,bn=64,warps=4,dtype=f16'   # as tune_fake.sh: 20 variants, 12 buckets
+fail() { echo "db_cli: $*"; [ -f "$dir/out" ] && cat "$dir/out"; exit 1; }
+# expect WANT REGEX CMD...: runs CMD (stdout and stderr to $dir/out); its exit status must be
+# WANT (a number, or 'fail' for any non-zero status that is no crash) and its output match REGEX.
+expect() {
+  want=$1 regex=$2
+  shift 2
+  "$@" > "$dir/out" 2>&1
+  rc=$?
+  case $want in
+    fail) [ $rc -ne 0 ] && [ $rc -lt 124 ] || fail "$*: exit status $rc, expected a failure" ;;
+    *) [ $rc -eq "$want" ] || fail "$*: exit status $rc, expected $want" ;;
+  esac
+  grep -E -q -- "$regex" "$dir/out" || fail "$*: the output does not match /$regex/"
+}
+
+"$ft" tune specs/flash_fwd.lua --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "the tune failed"
+"$ft" export --db "$db" --out "$dir/fake.ftpack" > "$dir/out" 2>&1 || fail "export failed"
+
+# 1. Names SQLite would open as a temporary or in-memory database, or as a URI: refused before
+#    anything is measured or imported (exit status 2, as for any bad argument).
+for name in "" ":memory:" "file:$dir/u.db?mode=memory"; do
+  expect 2 "the tuning database path .*(empty|keeps nothing|reads as a URI)" \
+    "$ft" tune specs/flash_fwd.lua --db "$name" --only "$only" -q -j 2
+  grep -q "measured" "$dir/out" && fail "tune --db '$name' measured"
+  expect 2 "the tuning database path" "$ft" import "$dir/fake.ftpack" --db "$name"
+  grep -q "imported" "$dir/out" && fail "import --db '$name' imported"
+  expect 2 "the tuning database path" "$ft" query --db "$name"
+done
+[ -e "$dir/u.db" ] && fail "a file: URI made a file"
+# an empty $FLASHTUNE_DB is as if it were unset: the default path under $XDG_DATA_HOME
+expect fail "cannot open tuning database $dir/xdg/flashtune/tuning.db: no such file" \
+  env FLASHTUNE_DB= XDG_DATA_HOME="$dir/xdg" "$ft" query
+expect 2 "FLASHTUNE_DB is ':memory:'" env FLASHTUNE_DB=:memory: "$ft" query
+echo "names: ok"
+
+# 2. A directory, a FIFO (which SQLite would wait on for ever), side files that are not files.
+mkdir "$dir/a_dir"
+expect fail "tuning database $dir/a_dir: a directory, not a regular file" "$ft" query --db "$dir/a_dir"
+expect fail "tuning database $dir/a_dir: a directory, not a regular file" \
+  "$ft" tune specs/flash_fwd.lua --db "$dir/a_dir" --only "$only" -q -j 2
+mkfifo "$dir/fifo"
+expect fail "tuning database $dir/fifo: a FIFO, not a regular file" timeout 20 "$ft" query --db "$dir/fifo"
+expect fail "a FIFO, not a regular file" timeout 20 "$ft" import "$dir/fake.ftpack" --db "$dir/fifo"
+expect fail "a FIFO, not a regular file" timeout 20 "$ft" devices --db "$dir/fifo"
+[ -p "$dir/fifo" ] || fail "the FIFO is gone"
+side=$dir/side.db
+cp "$db" "$side"
+mkdir "$side-wal"
+expect fail "tuning database $side: $side-wal: a directory, not a regular file" "$ft" query --db "$side"
+rmdir "$side-wal"
+expect 0 "12 rows from $side" "$ft" query --db "$side"
+echo "files: ok"
+
+echo "db_cli: ok"
