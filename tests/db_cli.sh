@@ -1,6 +1,7 @@
 #!/bin/sh
 # The command's database paths, end to end, no GPU needed (the stand-in worker): --db names
-# that keep nothing, directories and FIFOs where a database should be.
+# that keep nothing, directories and FIFOs where a database should be, a WAL database in a
+# directory the reader cannot write.
 #   db_cli.sh path/to/flashtune path/to/fake_worker
 set -u
 ft=$1
@@ -61,5 +62,34 @@ expect fail "tuning database $side: $side-wal: a directory, not a regular file" 
 rmdir "$side-wal"
 expect 0 "12 rows from $side" "$ft" query --db "$side"
 echo "files: ok"
+
+# 3. A WAL database in a directory the reader cannot write: read as it is, nothing written
+#    beside it; a tune into it is refused. Root ignores permissions: then the reader is nobody.
+mkdir "$dir/ro"
+cp "$db" "$dir/ro/t.db"
+chmod 755 "$dir"
+chmod 644 "$dir/ro/t.db"
+chmod 555 "$dir/ro"
+as_reader=
+if [ "$(id -u)" = 0 ]; then
+  if command -v setpriv > /dev/null 2>&1 && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+    as_reader="setpriv --reuid=65534 --regid=65534 --clear-groups"
+  else
+    as_reader=skip
+  fi
+fi
+if [ "$as_reader" = skip ]; then
+  echo "read-only directory: skipped (running as root, and setpriv cannot drop to uid 65534)"
+else
+  expect 0 "12 rows from $dir/ro/t.db" $as_reader "$ft" query --db "$dir/ro/t.db"
+  expect 0 '"winner": true' $as_reader "$ft" query --db "$dir/ro/t.db" --json
+  mkdir "$dir/cache" && chmod 777 "$dir/cache"
+  expect fail "cannot write tuning database $dir/ro/t.db: its directory $dir/ro is not writable" \
+    $as_reader env FLASHTUNE_CACHE_DIR="$dir/cache" "$ft" tune specs/flash_fwd.lua --db "$dir/ro/t.db" \
+    --only "$only" -q -j 2
+  [ "$(ls "$dir/ro")" = t.db ] || fail "something was written beside the read-only database: $(ls "$dir/ro")"
+  echo "read-only directory: ok"
+fi
+chmod 755 "$dir/ro"
 
 echo "db_cli: ok"

@@ -1,6 +1,7 @@
 /* Tests of opening the tuning database: the paths it refuses (names SQLite reads in its own
- * way, directories, FIFOs, side files that are not files, missing directories, files it may
- * not read). */
+ * way, directories, FIFOs, side files that are not files, missing directories), files with
+ * flashtune's id but no schema version, a migration that fails, a WAL database in a directory
+ * the reader cannot write, and a lock held by another connection. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -22,6 +23,28 @@
 #define UNPRIVILEGED_ID 65534 /* nobody, nogroup */
 
 /* ---- helpers ------------------------------------------------------------------------------ */
+
+/* A whole file (malloc'd, *n bytes), or NULL. */
+static char *slurp(const char *path, size_t *n)
+{
+    char *data = NULL;
+    ft_err err;
+
+    if (ft__read_file(path, &data, n, &err) != FT_OK)
+        fprintf(stderr, "slurp: %s\n", err.msg);
+    return data;
+}
+
+/* Whether a file holds exactly these bytes. */
+static int same_bytes(const char *path, const char *want, size_t n)
+{
+    size_t got_n = 0;
+    char *got = slurp(path, &got_n);
+    int same = got != NULL && got_n == n && memcmp(got, want, n) == 0;
+
+    free(got);
+    return same;
+}
 
 static int exists(const char *path)
 {
@@ -312,6 +335,200 @@ static void test_missing(void)
     remove_dir(dir);
 }
 
+/* ---- files that are flashtune's, but not whole ------------------------------------------- */
+
+/* flashtune's application id, tables, and no schema version: not a new file to initialise
+ * (which would fail halfway, or be reported as empty), but a clear error; the file is left
+ * byte for byte as it was. The same for a version without tables. */
+static void test_unversioned_with_tables(void)
+{
+    char dir[64], path[128], sql[256], want[256];
+    char *before;
+    size_t n = 0;
+    ft_db *db = NULL;
+    ft_err err;
+    int ro;
+
+    ASSERT_TRUE(make_dir(dir, sizeof dir));
+    snprintf(path, sizeof path, "%s/half.db", dir);
+    snprintf(sql, sizeof sql,
+             "PRAGMA application_id = %d; CREATE TABLE devices (x INTEGER); "
+             "INSERT INTO devices VALUES (42);", FTDB_APP_ID);
+    ASSERT_EQ(raw_exec(path, sql), SQLITE_OK);
+    before = slurp(path, &n);
+    ASSERT_TRUE(before != NULL);
+    snprintf(want, sizeof want,
+             "%s has flashtune's application id and 1 schema objects but no schema version "
+             "(user_version 0)", path);
+    for (ro = 1; ro >= 0; ro--) {
+        ASSERT_EQ(ft__db_open(path, ro, &db, &err), FT_ERR_DATABASE);
+        ASSERT_TRUE(db == NULL);
+        ASSERT_CONTAINS(err.msg, want);
+        ASSERT_CONTAINS(err.msg, "left as it is");
+    }
+    ASSERT_TRUE(same_bytes(path, before, n));
+    ASSERT_TRUE(!side_exists(path, "-wal") && !side_exists(path, "-shm") && !side_exists(path, "-journal"));
+    free(before);
+
+    snprintf(path, sizeof path, "%s/bare.db", dir);
+    snprintf(sql, sizeof sql, "PRAGMA application_id = %d; PRAGMA user_version = 2;", FTDB_APP_ID);
+    ASSERT_EQ(raw_exec(path, sql), SQLITE_OK);
+    before = slurp(path, &n);
+    ASSERT_TRUE(before != NULL);
+    for (ro = 1; ro >= 0; ro--) {
+        ASSERT_EQ(ft__db_open(path, ro, &db, &err), FT_ERR_DATABASE);
+        ASSERT_CONTAINS(err.msg, "has flashtune's schema version 2 but no tables");
+    }
+    ASSERT_TRUE(same_bytes(path, before, n));
+    free(before);
+    remove_dir(dir);
+}
+
+/* A migration that fails (here 1 -> 2, on a file that already has a table of that name)
+ * leaves the file byte for byte as it was: its tables, its version and its journal mode (the
+ * switch to WAL comes after the migration), with no side file left behind. */
+static void test_failed_migration_leaves_file(void)
+{
+    char dir[64], path[128], text[32];
+    char *before;
+    size_t n = 0;
+    ft_db *db = NULL;
+    ft_err err;
+
+    ASSERT_TRUE(make_dir(dir, sizeof dir));
+    snprintf(path, sizeof path, "%s/v1.db", dir);
+    ASSERT_TRUE(make_db(path));
+    ASSERT_EQ(raw_exec(path, "PRAGMA journal_mode = DELETE; DROP VIEW v_misses; DROP TABLE misses; "
+                             "CREATE TABLE misses (someone_elses INTEGER); PRAGMA user_version = 1;"),
+              SQLITE_OK);
+    raw_text(path, "PRAGMA journal_mode", text, sizeof text);
+    ASSERT_STREQ(text, "delete");
+    before = slurp(path, &n);
+    ASSERT_TRUE(before != NULL);
+    ASSERT_EQ(ft__db_open(path, 0, &db, &err), FT_ERR_DATABASE);
+    ASSERT_TRUE(db == NULL);
+    ASSERT_CONTAINS(err.msg, path);
+    ASSERT_CONTAINS(err.msg, "schema migration 1 -> 2 failed");
+    ASSERT_CONTAINS(err.msg, "table misses already exists");
+    ASSERT_TRUE(same_bytes(path, before, n));
+    ASSERT_TRUE(!side_exists(path, "-wal") && !side_exists(path, "-shm") && !side_exists(path, "-journal"));
+    ASSERT_EQ(raw_int(path, "PRAGMA user_version"), 1);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM results"), 1);
+    /* read-only, it is still read as the schema-1 file it is */
+    ASSERT_OK(ft__db_open(path, 1, &db, &err), &err);
+    ft__db_close(db);
+    ASSERT_TRUE(same_bytes(path, before, n));
+    free(before);
+    remove_dir(dir);
+}
+
+/* ---- a WAL database in a directory the reader cannot write --------------------------------- */
+
+/* In a child (unprivileged): the database at path reads, read-only, with its one winner, and
+ * nothing appears beside it; a writable open is refused with a message that says why. */
+static int read_in_read_only_dir(const char *path)
+{
+    ft_db *db = NULL;
+    ft_db_filter f;
+    long long rows = 0;
+    ft_err err;
+    int bad = 0;
+
+    if (ft__db_open(path, 1, &db, &err) != FT_OK) {
+        fprintf(stderr, "read-only open: %s\n", err.msg);
+        return 1;
+    }
+    ft__db_filter_init(&f);
+    f.winners_only = 1;
+    if (ft__db_query(db, &f, count_row, &rows, &err) != FT_OK || rows != 1) {
+        fprintf(stderr, "query: %lld rows, %s\n", rows, rows == 1 ? "" : err.msg);
+        bad = 1;
+    }
+    ft__db_close(db);
+    db = NULL;
+    if (side_exists(path, "-shm") || side_exists(path, "-wal")) {
+        fprintf(stderr, "the read left a file beside %s\n", path);
+        bad = 1;
+    }
+    if (ft__db_open(path, 0, &db, &err) != FT_ERR_DATABASE || strstr(err.msg, "is not writable") == NULL) {
+        fprintf(stderr, "writable open: not refused as it should be (%s)\n", db == NULL ? err.msg : "opened");
+        bad = 1;
+    }
+    ft__db_close(db);
+    return bad;
+}
+
+/* In a child (unprivileged): a WAL with changes that were never copied into the file cannot be
+ * read without its index, which cannot be made here: an error that names the WAL. */
+static int refuse_unmerged_wal(const char *path)
+{
+    ft_db *db = NULL;
+    ft_err err;
+
+    if (ft__db_open(path, 1, &db, &err) != FT_ERR_DATABASE || strstr(err.msg, "-wal holds changes") == NULL ||
+        strstr(err.msg, "wal_checkpoint") == NULL) {
+        fprintf(stderr, "read-only open with an unmerged WAL: %s\n", db == NULL ? err.msg : "opened");
+        ft__db_close(db);
+        return 1;
+    }
+    return 0;
+}
+
+static void test_wal_in_read_only_directory(void)
+{
+    char dir[64], ro[96], path[128], copy[128], other[128], wal[160], copy_wal[160];
+    char *data = NULL;
+    size_t n = 0;
+    sqlite3 *sq = NULL;
+    ft_err err;
+    int rc;
+
+    ASSERT_TRUE(make_dir(dir, sizeof dir));
+    ASSERT_EQ(chmod(dir, 0755), 0);
+    snprintf(ro, sizeof ro, "%s/ro", dir);
+    ASSERT_EQ(mkdir(ro, 0755), 0);
+    snprintf(path, sizeof path, "%s/t.db", ro);
+    ASSERT_TRUE(make_db(path));
+    /* in WAL mode (header bytes 18 and 19 are 2), the WAL folded in by the last close */
+    ASSERT_OK(ft__read_file(path, &data, &n, &err), &err);
+    ASSERT_TRUE(n > 100 && data[18] == 2 && data[19] == 2);
+    free(data);
+    ASSERT_TRUE(!side_exists(path, "-wal") && !side_exists(path, "-shm"));
+    /* a file whose WAL holds a change, as a writer killed before its last close leaves it (a
+     * copy of another database and its WAL taken while a writer has it open) */
+    snprintf(copy, sizeof copy, "%s/unmerged.db", ro);
+    snprintf(copy_wal, sizeof copy_wal, "%s-wal", copy);
+    snprintf(other, sizeof other, "%s/other.db", dir);
+    snprintf(wal, sizeof wal, "%s-wal", other);
+    ASSERT_TRUE(make_db(other));
+    ASSERT_EQ(sqlite3_open(other, &sq), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(sq, "PRAGMA wal_autocheckpoint = 0; DELETE FROM results;", NULL, NULL, NULL),
+              SQLITE_OK);
+    ASSERT_OK(ft__read_file(other, &data, &n, &err), &err);
+    ASSERT_OK(ft__write_file_atomic(copy, data, n, 0, &err), &err);
+    free(data);
+    ASSERT_OK(ft__read_file(wal, &data, &n, &err), &err);
+    ASSERT_TRUE(n > 0);
+    ASSERT_OK(ft__write_file_atomic(copy_wal, data, n, 0, &err), &err);
+    free(data);
+    sqlite3_close(sq);
+    ASSERT_EQ(chmod(copy, 0644), 0);
+    ASSERT_EQ(chmod(copy_wal, 0644), 0);
+
+    ASSERT_EQ(chmod(ro, 0555), 0);
+    rc = in_child(read_in_read_only_dir, path, 1, 60);
+    if (rc == 77) {
+        printf("skipped: cannot run as uid %d to make the directory read-only for the reader\n",
+               UNPRIVILEGED_ID);
+    } else {
+        ASSERT_EQ(rc, 0);
+        ASSERT_EQ(in_child(refuse_unmerged_wal, copy, 1, 60), 0);
+    }
+    ASSERT_EQ(chmod(ro, 0755), 0);
+    ASSERT_TRUE(!side_exists(path, "-shm") && !side_exists(path, "-wal"));
+    remove_dir(dir);
+}
+
 /* A database the process may not read (or write): the reason, before SQLite says only
  * "unable to open database file". */
 static void test_permission_denied(void)
@@ -336,5 +553,39 @@ static void test_permission_denied(void)
     remove_dir(dir);
 }
 
+/* ---- locks -------------------------------------------------------------------------------- */
+
+/* A file another connection holds an exclusive lock on (a writer in the middle of creating
+ * it, with the rollback journal): the open waits for the busy timeout, then fails with a
+ * message that says so, and succeeds once the lock is gone. */
+static void test_locked_by_another_writer(void)
+{
+    char dir[64], path[128];
+    sqlite3 *sq = NULL;
+    ft_db *db = NULL;
+    ft_err err;
+    double t0, waited;
+
+    ASSERT_TRUE(make_dir(dir, sizeof dir));
+    snprintf(path, sizeof path, "%s/locked.db", dir);
+    ASSERT_EQ(sqlite3_open(path, &sq), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(sq, "BEGIN EXCLUSIVE; CREATE TABLE other (x INTEGER);", NULL, NULL, NULL), SQLITE_OK);
+    t0 = ft__now_ms();
+    ASSERT_EQ(ft__db_open(path, 0, &db, &err), FT_ERR_DATABASE);
+    waited = ft__now_ms() - t0;
+    ASSERT_TRUE(db == NULL);
+    ASSERT_CONTAINS(err.msg, path);
+    ASSERT_CONTAINS(err.msg, "another process holds a lock on the database (gave up after 10 s)");
+    ASSERT_TRUE(waited >= 9000 && waited < 60000);
+    ASSERT_EQ(sqlite3_exec(sq, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(sq);
+    ASSERT_OK(ft__db_open(path, 0, &db, &err), &err);
+    ft__db_close(db);
+    remove_dir(dir);
+}
+
 FT_TEST_MAIN(FT_CASE(test_special_names), FT_CASE(test_env_names), FT_CASE(test_not_a_regular_file),
-             FT_CASE(test_side_files), FT_CASE(test_missing), FT_CASE(test_permission_denied))
+             FT_CASE(test_side_files), FT_CASE(test_missing), FT_CASE(test_unversioned_with_tables),
+             FT_CASE(test_failed_migration_leaves_file), FT_CASE(test_wal_in_read_only_directory),
+             FT_CASE(test_permission_denied),
+             FT_CASE(test_locked_by_another_writer))
