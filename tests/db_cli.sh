@@ -1,7 +1,7 @@
 #!/bin/sh
-# The command's database paths, end to end, no GPU needed (the stand-in worker): --db names
-# that keep nothing, directories and FIFOs where a database should be, a WAL database in a
-# directory the reader cannot write.
+# The command's database paths and its output, end to end, no GPU needed (the stand-in
+# worker): --db names that keep nothing, directories and FIFOs where a database should be, a
+# WAL database in a directory the reader cannot write, and output that cannot be written.
 #   db_cli.sh path/to/flashtune path/to/fake_worker
 set -u
 ft=$1
@@ -10,6 +10,7 @@ dir=$(mktemp -d)
 trap 'chmod -R u+w "$dir" 2>/dev/null; rm -rf "$dir"' EXIT
 db=$dir/tuned.db
 only='d=64,bm=64,bn=64,warps=4,dtype=f16'   # as tune_fake.sh: 20 variants, 12 buckets
+variant='d=128,bm=128,bn=64,warps=4,stages=1,causal=0,dtype=f16,qreg=0,overlap=0'
 fail() { echo "db_cli: $*"; [ -f "$dir/out" ] && cat "$dir/out"; exit 1; }
 # expect WANT REGEX CMD...: runs CMD (stdout and stderr to $dir/out); its exit status must be
 # WANT (a number, or 'fail' for any non-zero status that is no crash) and its output match REGEX.
@@ -92,4 +93,31 @@ else
 fi
 chmod 755 "$dir/ro"
 
+# 4. Output that cannot be written (a full disk): a failure with the reason, not exit status 0.
+if [ -c /dev/full ]; then
+  full() {
+    "$@" > /dev/null 2> "$dir/out" || fail "$* > /dev/null failed: $(cat "$dir/out")"
+    "$@" > /dev/full 2> "$dir/out"
+    rc=$?
+    [ $rc -eq 1 ] || fail "$* > /dev/full: exit status $rc, expected 1"
+    grep -q "writing the .* failed: No space left on device" "$dir/out" || fail "$* > /dev/full: no clear message"
+  }
+  full "$ft" version
+  full "$ft" --help
+  full "$ft" gen specs/flash_fwd.lua --variant "$variant"
+  full "$ft" query --db "$db"
+  full "$ft" query --db "$db" --json
+  full "$ft" query --db "$db" --all
+  full "$ft" devices --db "$db"
+  full "$ft" plan specs/flash_fwd.lua --only "$only,stages=1,causal=0" --json -q
+  full "$ft" import "$dir/fake.ftpack" --db "$dir/new.db" --dry-run
+  [ -e "$dir/new.db" ] && fail "import --dry-run made a database"
+  # gen -o: devices are written as streams (checked), files atomically
+  expect 1 "cannot write /dev/full: No space left on device" "$ft" gen specs/flash_fwd.lua --variant "$variant" -o /dev/full
+  "$ft" gen specs/flash_fwd.lua --variant "$variant" -o "$dir/k.cu" > "$dir/out" 2>&1 || fail "gen -o FILE failed"
+  "$ft" gen specs/flash_fwd.lua --variant "$variant" | cmp -s - "$dir/k.cu" || fail "gen -o wrote another source"
+  echo "output errors: ok"
+else
+  echo "output errors: skipped (no /dev/full here)"
+fi
 echo "db_cli: ok"
