@@ -1,7 +1,9 @@
 /* flashtune gen: print the generated CUDA source of one variant. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "common/fs.h"
@@ -49,6 +51,39 @@ static int write_cubin(const ft_family *fam, const ft_arch *arch, const ft_kerne
     return rc;
 }
 
+/* Writes the source: to stdout (path NULL), to a file (atomically: the whole source or the
+ * file as it was), or to a device or FIFO (/dev/null, a pipe) as a stream. Every write and
+ * the close are checked. */
+static ft_status write_source(const char *path, const char *text, ft_err *err)
+{
+    ft_status rc = FT_ERR_IO;
+    size_t n = strlen(text);
+    struct stat st;
+    FILE *f = NULL;
+
+    if (path == NULL) {
+        if (fwrite(text, 1, n, stdout) != n || fflush(stdout) != 0)
+            return ft__fail(err, FT_ERR_IO, "writing the source to stdout failed: %s", strerror(errno));
+        return FT_OK;
+    }
+    if (stat(path, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
+        return ft__write_file_atomic(path, text, n, 0, err);
+    f = fopen(path, "w");
+    if (f == NULL) {
+        ft__fail(err, FT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (fwrite(text, 1, n, f) != n || fflush(f) != 0) {
+        ft__fail(err, FT_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        goto out;
+    }
+    rc = FT_OK;
+out:
+    if (f != NULL && fclose(f) != 0 && rc == FT_OK)
+        rc = ft__fail(err, FT_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    return rc;
+}
+
 int cmd_gen(int argc, char **argv)
 {
     static const struct option longopts[] = {{"variant", required_argument, NULL, 'v'},
@@ -71,7 +106,6 @@ int cmd_gen(int argc, char **argv)
     int keep = 0;
     int status = 1;
     int ch;
-    FILE *f;
 
     memset(&src, 0, sizeof src);
     optind = 1;
@@ -112,14 +146,8 @@ int cmd_gen(int argc, char **argv)
         status = cli_fail("gen", &err);
         goto out;
     }
-    f = output != NULL ? fopen(output, "w") : stdout;
-    if (f == NULL) {
-        perror(output);
-        goto out;
-    }
-    fputs(src.text, f);
-    if (f != stdout && fclose(f) != 0) {
-        perror(output);
+    if (write_source(output, src.text, &err) != FT_OK) {
+        status = cli_fail("gen", &err);
         goto out;
     }
     if (cubin != NULL && write_cubin(fam, &arch, &src, cubin) != 0)

@@ -1,4 +1,5 @@
 /* flashtune: the command-line tool. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,7 +33,34 @@ static void usage(FILE *f)
     fprintf(f, "  %-8s %s\n", "version", "print the version");
 }
 
-int main(int argc, char **argv)
+/* What a command printed must have reached its output: a full disk or an I/O error turns a
+ * success into a failure, even where a command did not check each printf (a command that
+ * failed has said why already). The message goes to stderr whatever became of stdout; a
+ * failure to write stderr itself can only change the exit status. */
+static int finish(int status)
+{
+    int flushed, saved;
+
+    if (status != 0)
+        return status;
+    errno = 0;
+    flushed = fflush(stdout) == 0;
+    saved = errno;
+    if (!flushed || ferror(stdout)) {
+        /* glibc keeps what it could not write and fails again here with the reason; output
+         * dropped earlier (a large block written past the buffer) leaves none */
+        if (!flushed && saved != 0)
+            fprintf(stderr, "flashtune: writing the output failed: %s\n", strerror(saved));
+        else
+            fprintf(stderr, "flashtune: writing the output failed\n");
+        status = 1;
+    }
+    if (fflush(stderr) != 0 || ferror(stderr))
+        status = 1;
+    return status;
+}
+
+static int run(int argc, char **argv)
 {
     size_t i;
 
@@ -45,12 +73,18 @@ int main(int argc, char **argv)
         printf("flashtune %s\n", ft_version());
         return 0;
     }
-    if (strcmp(argv[1], "worker") == 0) /* started by tune, not listed */
-        return cmd_worker(argc - 1, argv + 1);
     for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "flashtune: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    /* The worker speaks to its tuner over stdout and flushes every message itself. */
+    if (argc >= 2 && strcmp(argv[1], "worker") == 0) /* started by tune, not listed */
+        return cmd_worker(argc - 1, argv + 1);
+    return finish(run(argc, argv));
 }

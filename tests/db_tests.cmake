@@ -15,3 +15,15 @@ add_test(NAME pack_cli COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/pack.sh $<TARGET_F
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(pack_cli PROPERTIES LABELS cli TIMEOUT 900
   ENVIRONMENT "FLASHTUNE_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache")
+
+# Opening: paths refused before SQLite sees them (special names, directories, FIFOs, side
+# files, files it may not read), unversioned files, a failed migration, a WAL database in a
+# read-only directory (as an unprivileged user when the tests run as root), a lock held by
+# another writer.
+ft_unit_test(test_db_open test_db_open.c)
+# The command on database paths that keep nothing or are no files, a WAL database in a
+# read-only directory, and output it cannot write (/dev/full), with the stand-in worker.
+add_test(NAME db_cli COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/db_cli.sh $<TARGET_FILE:flashtune>
+  $<TARGET_FILE:fake_worker> WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(db_cli PROPERTIES LABELS cli TIMEOUT 900
+  ENVIRONMENT "FLASHTUNE_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache")

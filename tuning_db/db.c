@@ -75,11 +75,16 @@
 #define _POSIX_C_SOURCE 200809L
 #include "tuning_db/db.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/fs.h"
 #include "common/strbuf.h"
@@ -446,9 +451,22 @@ static ft_status get_stmt(ft_db *db, enum stmt_id id, sqlite3_stmt **out, ft_err
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
+/* SQLite's message for the connection's last error; a lock that outlasted the busy timeout
+ * says so (SQLite's own text, "database is locked", does not say who or for how long). */
+static ft_status sqlite_fail(ft_db *db, ft_err *err, const char *what, const char *msg)
+{
+    int code = sqlite3_extended_errcode(db->sq) & 0xff;
+
+    if (code == SQLITE_BUSY)
+        return ft__fail(err, FT_ERR_DATABASE,
+                        "%s: %s: another process holds a lock on the database (gave up after %d s)",
+                        db->path, what, FT_DB_BUSY_TIMEOUT_MS / 1000);
+    return ft__fail(err, FT_ERR_DATABASE, "%s: %s: %s", db->path, what, msg);
+}
+
 static ft_status db_fail(ft_db *db, ft_err *err, const char *what)
 {
-    return ft__fail(err, FT_ERR_DATABASE, "%s: %s: %s", db->path, what, sqlite3_errmsg(db->sq));
+    return sqlite_fail(db, err, what, sqlite3_errmsg(db->sq));
 }
 
 /* Ends a use of a cached statement: ready for the next one, no pointers to caller memory. */
@@ -850,7 +868,8 @@ typedef struct db_identity {
     long long objects; /* entries in sqlite_schema */
 } db_identity;
 
-static ft_status read_identity(ft_db *db, db_identity *id, ft_err *err)
+/* *code is SQLite's result code of the read (SQLITE_ROW when it succeeded). */
+static ft_status read_identity(ft_db *db, db_identity *id, int *code, ft_err *err)
 {
     static const char sql[] = "SELECT (SELECT application_id FROM pragma_application_id), "
                               "(SELECT user_version FROM pragma_user_version), "
@@ -862,6 +881,7 @@ static ft_status read_identity(ft_db *db, db_identity *id, ft_err *err)
     src = sqlite3_prepare_v2(db->sq, sql, -1, &s, NULL);
     if (src == SQLITE_OK)
         src = sqlite3_step(s);
+    *code = src;
     if (src != SQLITE_ROW) {
         if ((src & 0xff) == SQLITE_NOTADB) /* random bytes, a truncated header, ... */
             ft__fail(err, FT_ERR_DATABASE, "%s is not a flashtune tuning database: %s", db->path,
@@ -880,7 +900,8 @@ out:
 }
 
 /* FT_OK with *version (0 for a new, empty file) when the file is a flashtune database this
- * build reads; FT_ERR_DATABASE otherwise. */
+ * build reads; FT_ERR_DATABASE otherwise. A file with flashtune's application id, tables and
+ * no schema version is not "new": something else made it, or it lost its version. */
 static ft_status classify(ft_db *db, const db_identity *id, int *version, ft_err *err)
 {
     ft_status rc = FT_ERR_DATABASE;
@@ -893,6 +914,17 @@ static ft_status classify(ft_db *db, const db_identity *id, int *version, ft_err
                  "(application_id 0x%08llx, user_version %lld, %lld schema objects)",
                  db->path, (unsigned long long)id->application_id & 0xffffffffULL,
                  id->user_version, id->objects);
+        goto out;
+    } else if (id->user_version == 0 && id->objects > 0) {
+        ft__fail(err, rc,
+                 "%s has flashtune's application id and %lld schema objects but no schema version "
+                 "(user_version 0): a damaged tuning database, or one that flashtune did not make; "
+                 "it is left as it is",
+                 db->path, id->objects);
+        goto out;
+    } else if (id->user_version > 0 && id->user_version <= FT_DB_SCHEMA_VERSION && id->objects == 0) {
+        ft__fail(err, rc, "%s has flashtune's schema version %lld but no tables: a damaged tuning database",
+                 db->path, id->user_version);
         goto out;
     } else if (id->user_version > FT_DB_SCHEMA_VERSION || id->user_version < 0) {
         ft__fail(err, rc, "%s was written by a newer flashtune (schema %lld; this one reads up to %d)",
@@ -912,10 +944,8 @@ static ft_status exec_script(ft_db *db, const char *sql, const char *what, ft_er
     ft_status rc = FT_OK;
     char *msg = NULL;
 
-    if (sqlite3_exec(db->sq, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        rc = ft__fail(err, FT_ERR_DATABASE, "%s: %s: %s", db->path, what,
-                      msg != NULL ? msg : sqlite3_errmsg(db->sq));
-    }
+    if (sqlite3_exec(db->sq, sql, NULL, NULL, &msg) != SQLITE_OK)
+        rc = sqlite_fail(db, err, what, msg != NULL ? msg : sqlite3_errmsg(db->sq));
     sqlite3_free(msg);
     return rc;
 }
@@ -951,7 +981,7 @@ static ft_status migrate(ft_db *db, ft_err *err)
 {
     ft_status rc;
     db_identity id;
-    int version = 0, began = 0;
+    int version = 0, began = 0, code;
     char sql[128];
 
     rc = exec_stmt(db, ST_BEGIN_IMMEDIATE, "cannot begin the schema migration", err);
@@ -959,7 +989,7 @@ static ft_status migrate(ft_db *db, ft_err *err)
         goto out;
     began = 1;
     /* Again, inside the transaction: another process may have migrated it meanwhile. */
-    rc = read_identity(db, &id, err);
+    rc = read_identity(db, &id, &code, err);
     if (rc != FT_OK)
         goto out;
     rc = classify(db, &id, &version, err);
@@ -1022,6 +1052,25 @@ out:
     return rc;
 }
 
+/* Names SQLite gives a meaning of its own, which keep nothing or open something other than
+ * the file named: "" (a temporary database), ":memory:", and "file:" URIs. A path the user
+ * gives must name a file. */
+static ft_status check_name(const char *path, const char *what, ft_err *err)
+{
+    if (path[0] == '\0')
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
+                        "%s is empty: SQLite would open a temporary database that keeps nothing", what);
+    if (strcmp(path, ":memory:") == 0)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
+                        "%s is ':memory:', an in-memory database that keeps nothing "
+                        "(./:memory: names a file of that name)", what);
+    if (strncmp(path, "file:", 5) == 0)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
+                        "%s '%s' starts with 'file:', which SQLite reads as a URI; give the file's "
+                        "path (./%s names a file of that name)", what, path, path);
+    return FT_OK;
+}
+
 ft_status ft__db_default_path(char *out, size_t cap, int create_dirs, ft_err *err)
 {
     ft_status rc = FT_OK;
@@ -1029,8 +1078,11 @@ ft_status ft__db_default_path(char *out, size_t cap, int create_dirs, ft_err *er
     char dir[4096];
     int n;
 
-    if (env != NULL && env[0] != '\0') {
+    if (env != NULL && env[0] != '\0') { /* empty: as if unset */
         const char *slash = strrchr(env, '/');
+        rc = check_name(env, "$FLASHTUNE_DB", err);
+        if (rc != FT_OK)
+            goto out;
         n = snprintf(out, cap, "%s", env);
         if (n < 0 || (size_t)n >= cap) {
             rc = ft__fail(err, FT_ERR_INVALID_ARGUMENT, "$FLASHTUNE_DB is too long");
@@ -1058,13 +1110,150 @@ out:
     return rc;
 }
 
+/* The directory a path is in ("." for a bare name). */
+static void dir_of(const char *path, char *out, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+
+    if (slash == NULL)
+        snprintf(out, cap, ".");
+    else if (slash == path)
+        snprintf(out, cap, "/");
+    else
+        snprintf(out, cap, "%.*s", (int)(slash - path), path);
+}
+
+/* Whether this process may create files in a directory (its effective ids, as SQLite's own
+ * calls would be judged). */
+static int dir_writable(const char *dir)
+{
+    return faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0;
+}
+
+/* What is at the path and beside it, checked before SQLite opens anything. The database must
+ * be a regular file, or absent in an existing directory when it may be created; the journal,
+ * WAL and shared-memory files SQLite keeps beside it must be regular files where they exist
+ * (SQLite would block for ever on a FIFO, and say only "disk I/O error" of a directory). A
+ * writable handle needs to write the file and its directory (the journal and the WAL are new
+ * files there). real (cap bytes) gets the file the path leads to, links resolved: SQLite keeps
+ * the side files beside that one. */
+static ft_status check_files(const char *path, int read_only, char *real, size_t cap, ft_err *err)
+{
+    static const char *const side[] = {"-journal", "-wal", "-shm"};
+    char name[PATH_MAX + 16], dir[PATH_MAX];
+    struct stat st;
+    ft_err perr;
+    size_t i;
+    int kind;
+
+    kind = ft__path_kind(path, &perr);
+    if (kind < 0)
+        return ft__fail(err, FT_ERR_DATABASE, "tuning database %s", perr.msg);
+    if (kind == 0 && read_only)
+        return ft__fail(err, FT_ERR_DATABASE, "cannot open tuning database %s: no such file", path);
+    if (kind == 0 || realpath(path, name) == NULL)
+        snprintf(name, sizeof name, "%s", path);
+    if (strlen(name) >= cap || strlen(name) >= PATH_MAX)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "tuning database path too long: %.200s...", path);
+    snprintf(real, cap, "%s", name);
+    dir_of(real, dir, sizeof dir);
+    if (kind == 0 && stat(dir, &st) != 0) /* (a file on the way is ENOTDIR above) */
+        return ft__fail(err, FT_ERR_DATABASE, "cannot create tuning database %s: directory %s: %s", path,
+                        dir, strerror(errno));
+    for (i = 0; i < sizeof side / sizeof side[0]; i++) {
+        snprintf(name, sizeof name, "%s%s", real, side[i]);
+        if (ft__path_kind(name, &perr) < 0)
+            return ft__fail(err, FT_ERR_DATABASE, "tuning database %s: %s", path, perr.msg);
+    }
+    if (read_only && faccessat(AT_FDCWD, real, R_OK, AT_EACCESS) != 0)
+        return ft__fail(err, FT_ERR_DATABASE, "cannot open tuning database %s: %s", path, strerror(errno));
+    if (read_only)
+        return FT_OK;
+    if (!dir_writable(dir))
+        return ft__fail(err, FT_ERR_DATABASE,
+                        "cannot write tuning database %s: its directory %s is not writable "
+                        "(SQLite keeps its journal beside the file)", path, dir);
+    if (kind == 1 && faccessat(AT_FDCWD, real, R_OK | W_OK, AT_EACCESS) != 0)
+        return ft__fail(err, FT_ERR_DATABASE, "cannot write tuning database %s: %s", path, strerror(errno));
+    return FT_OK;
+}
+
+/* Opens (or reopens) the handle's connection to name with flags. */
+static ft_status connect_db(ft_db *db, const char *name, int flags, ft_err *err)
+{
+    ft_status rc = FT_OK;
+
+    if (db->sq != NULL)
+        sqlite3_close(db->sq); /* no statement is prepared yet */
+    db->sq = NULL;
+    if (sqlite3_open_v2(name, &db->sq, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        rc = ft__fail(err, FT_ERR_DATABASE, "cannot open tuning database %s: %s", db->path,
+                      db->sq != NULL ? sqlite3_errmsg(db->sq) : "out of memory");
+        goto out;
+    }
+    sqlite3_extended_result_codes(db->sq, 1);
+    sqlite3_busy_timeout(db->sq, FT_DB_BUSY_TIMEOUT_MS);
+out:
+    return rc;
+}
+
+/* A WAL database is read through its shared-memory index (name-shm), which a reader creates
+ * when it is missing: in a directory it cannot write, the read fails ("attempt to write a
+ * readonly database"). When the WAL holds nothing (no name-wal, or an empty one), the file
+ * holds every committed change and is read as an immutable URI, without the index or locks;
+ * when it holds changes that were never copied back into the file, they cannot be read
+ * without the index, which is an error that says how to fold them in. real is the file the
+ * path leads to. */
+static ft_status reopen_immutable(ft_db *db, const char *real, ft_err *err)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    ft_strbuf uri = FT_STRBUF_INIT;
+    char wal[PATH_MAX + 16], *text = NULL;
+    struct stat st;
+    ft_status rc = FT_ERR_DATABASE;
+    const char *p;
+
+    snprintf(wal, sizeof wal, "%s-wal", real);
+    if (stat(wal, &st) == 0 && st.st_size > 0) {
+        ft__fail(err, rc,
+                 "%s: cannot read it here: %s holds changes not yet copied into the database, and "
+                 "reading them needs %s-shm, which this process cannot create (the directory is not "
+                 "writable); as the file's owner, sqlite3 %s 'PRAGMA wal_checkpoint(TRUNCATE)' folds "
+                 "them in", db->path, wal, real, real);
+        goto out;
+    }
+    /* file:///abs/path?mode=ro&immutable=1, every byte but unreserved ones and '/' escaped */
+    ft__sb_puts(&uri, real[0] == '/' ? "file://" : "file:");
+    for (p = real; *p != '\0'; p++) {
+        unsigned char c = (unsigned char)*p;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' ||
+            c == '-' || c == '.' || c == '_' || c == '~') {
+            ft__sb_append(&uri, p, 1);
+        } else {
+            char esc[3] = {'%', hex[c >> 4], hex[c & 15]};
+            ft__sb_append(&uri, esc, 3);
+        }
+    }
+    ft__sb_puts(&uri, "?mode=ro&immutable=1");
+    text = ft__sb_take(&uri);
+    if (text == NULL) {
+        rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "%s: out of memory", db->path);
+        goto out;
+    }
+    rc = connect_db(db, text, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, err);
+out:
+    free(text);
+    ft__sb_free(&uri);
+    return rc;
+}
+
 ft_status ft__db_open(const char *path, int read_only, ft_db **out, ft_err *err)
 {
     ft_status rc = FT_ERR_OUT_OF_MEMORY;
     ft_db *db = NULL;
-    char def[4096];
+    char def[4096], real[PATH_MAX], dir[PATH_MAX];
     db_identity id;
-    int version = 0, flags;
+    int version = 0, code = SQLITE_OK;
 
     if (out == NULL)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "ft__db_open: out is NULL");
@@ -1075,6 +1264,13 @@ ft_status ft__db_open(const char *path, int read_only, ft_db **out, ft_err *err)
             goto out;
         path = def;
     }
+    rc = check_name(path, "the tuning database path", err);
+    if (rc != FT_OK)
+        goto out;
+    rc = check_files(path, read_only != 0, real, sizeof real, err);
+    if (rc != FT_OK)
+        goto out;
+    dir_of(real, dir, sizeof dir);
     db = calloc(1, sizeof *db);
     if (db != NULL)
         db->path = ft__strdup(path);
@@ -1083,18 +1279,17 @@ ft_status ft__db_open(const char *path, int read_only, ft_db **out, ft_err *err)
         goto out;
     }
     db->read_only = read_only != 0;
-    flags = (db->read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-            SQLITE_OPEN_NOMUTEX;
-    rc = FT_ERR_DATABASE;
-    if (sqlite3_open_v2(path, &db->sq, flags, NULL) != SQLITE_OK) {
-        ft__fail(err, rc, "cannot open tuning database %s: %s", path,
-                 db->sq != NULL ? sqlite3_errmsg(db->sq) : "out of memory");
+    rc = connect_db(db, path, db->read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                    err);
+    if (rc != FT_OK)
         goto out;
+    rc = read_identity(db, &id, &code, err);
+    if (rc != FT_OK && db->read_only && ((code & 0xff) == SQLITE_READONLY || (code & 0xff) == SQLITE_CANTOPEN) &&
+        !dir_writable(dir)) {
+        rc = reopen_immutable(db, real, err);
+        if (rc == FT_OK)
+            rc = read_identity(db, &id, &code, err);
     }
-    sqlite3_extended_result_codes(db->sq, 1);
-    sqlite3_busy_timeout(db->sq, FT_DB_BUSY_TIMEOUT_MS);
-
-    rc = read_identity(db, &id, err);
     if (rc != FT_OK)
         goto out;
     rc = classify(db, &id, &version, err);
@@ -1113,16 +1308,18 @@ ft_status ft__db_open(const char *path, int read_only, ft_db **out, ft_err *err)
                      "cannot configure the connection", err);
     if (rc != FT_OK)
         goto out;
-    if (!db->read_only) {
-        rc = use_wal(db, err);
-        if (rc != FT_OK)
-            goto out;
-    }
+    /* The migration comes first, in the file's own journal mode: a migration that fails
+     * leaves the file exactly as it was, its journal mode included. */
     if (version < FT_DB_SCHEMA_VERSION && !db->read_only) {
         rc = migrate(db, err);
         if (rc != FT_OK)
             goto out;
         version = FT_DB_SCHEMA_VERSION;
+    }
+    if (!db->read_only) {
+        rc = use_wal(db, err);
+        if (rc != FT_OK)
+            goto out;
     }
     db->version = version;
     rc = exec_script(db, temp_setup_sql, "cannot set up the connection", err);

@@ -116,11 +116,23 @@ typedef struct ft_db_row {
     int winner;              /* the fastest non-stale ok result of its (device, bucket) */
 } ft_db_row;
 
-/* Opens or creates a database. path NULL: $FLASHTUNE_DB, else $XDG_DATA_HOME/flashtune/tuning.db,
- * else ~/.local/share/flashtune/tuning.db (directories are created). A file that is not an
- * SQLite database, or an SQLite database that is not a flashtune one, or one of a newer
- * schema, is FT_ERR_DATABASE with a message naming the file; older schemas are migrated
- * (in a transaction). read_only opens without creating or migrating. */
+/* Opens or creates a database. path NULL: $FLASHTUNE_DB (empty counts as unset), else
+ * $XDG_DATA_HOME/flashtune/tuning.db, else ~/.local/share/flashtune/tuning.db (directories are
+ * created). A name SQLite would read as something other than a file ("", which it opens as a
+ * temporary database, ":memory:", a "file:" URI) is FT_ERR_INVALID_ARGUMENT, from path or from
+ * $FLASHTUNE_DB. Before SQLite opens anything the path must be a regular file (or absent, in
+ * an existing directory, when not read_only), and so must its journal, WAL and shared-memory
+ * files where they exist; a writable handle needs write access to the file and its directory.
+ * A file that is not an SQLite database, an SQLite database that is not a flashtune one, one
+ * with flashtune's id but no schema version, or one of a newer schema, is FT_ERR_DATABASE with
+ * a message naming the file, and the file is not touched. Older schemas are migrated in one
+ * transaction before the switch to WAL, so a failed migration leaves the file as it was. A
+ * lock held by another process past the busy timeout (10 s) fails with a message that says so.
+ * read_only opens without creating or migrating; a WAL database in a directory this process
+ * cannot write (so SQLite cannot create its -shm index) is then read as an immutable file,
+ * with no lock and nothing written beside it, when its WAL holds nothing (else an error that
+ * names the WAL): such a handle does not see what another process writes into the file while
+ * it is open. */
 ft_status ft__db_open(const char *path, int read_only, ft_db **out, ft_err *err);
 void ft__db_close(ft_db *db); /* NULL is a no-op */
 
