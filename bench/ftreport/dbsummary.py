@@ -4,12 +4,13 @@ per group and per bucket, and the runtime's misses), read with Python's sqlite3 
 cannot read the file, through `flashtune query --all --json`; and the cost of a tune from its log
 and its database together.
 
-The database is read only through its views v_results and v_misses and the columns of the
-kernels, devices and meta tables that every schema since 2 has, never the results and misses
-tables themselves: schema 2 keeps a bucket as the columns dtype, head_dim, causal, seqlen_bucket
-and bh_bucket, schema 3 as an operation `op` and a JSON key `key`, and the views of both expose
-the five columns (those of schema 3 also op and key). Where the report needs an operation it
-takes op from the view, else 'fwd'; entries of other operations than 'fwd' carry it as "op"."""
+The database is read only through its views v_results and v_misses (v_misses from schema 2 on)
+and the columns of the kernels, devices and meta tables that schema 3 keeps, never through the
+results and misses tables themselves: schema 2 keeps a bucket as the columns dtype, head_dim,
+causal, seqlen_bucket and bh_bucket, schema 3 as an operation `op` and a JSON key `key`, and the
+views of both expose the five columns (those of schema 3 op and key as well). Where the report
+needs an operation it takes op from the view, else 'fwd'; entries of an operation other than
+'fwd' name it as "op" (so that those of schema 2 are as they were)."""
 import datetime
 import json
 import os
