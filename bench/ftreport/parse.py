@@ -1,0 +1,137 @@
+"""What flashtune prints, parsed: the closing summary of `flashtune tune` (and
+bench/device_tune.sh's line around it), its durations, the FLASHTUNE_DEBUG lines of the runtime's
+kernel choice and the bucket key they name; and bench/overhead.c's JSON, read verbatim."""
+import json
+import re
+
+
+def pow2_at_least(n, lo):
+    p = lo
+    while p < n:
+        p *= 2
+    return p
+
+
+def bucket_key(dtype, d, causal, batch, heads, seqlen_q, seqlen_k):
+    """flashtune's dispatch bucket of a call (tuning_db/db.c ft__db_bucket), as its debug line
+    prints it."""
+    return "%s d=%d causal=%d seqlen<=%d b*h<=%d" % (
+        dtype, d, 1 if causal else 0, pow2_at_least(max(seqlen_q, seqlen_k), 64), pow2_at_least(batch * heads, 1))
+
+
+DISPATCH_RE = re.compile(r"^flashtune: (\S+ d=\d+ causal=\d seqlen<=\d+ b\*h<=\d+): (.*)$")
+
+
+def parse_dispatch(text):
+    """The FLASHTUNE_DEBUG lines in text: {bucket: how the kernel was chosen}."""
+    out = {}
+    for line in text.splitlines():
+        m = DISPATCH_RE.match(line.strip())
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def parse_duration(text):
+    """flashtune's durations (cli_format_duration): '12.3s', '4m54s', '1h02m' -> seconds."""
+    text = text.strip()
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)s", text)
+    if m:
+        return float(m.group(1))
+    m = re.fullmatch(r"(\d+)m(\d+)s", text)
+    if m:
+        return 60.0 * int(m.group(1)) + int(m.group(2))
+    m = re.fullmatch(r"(\d+)h(\d+)m", text)
+    if m:
+        return 3600.0 * int(m.group(1)) + 60.0 * int(m.group(2))
+    return None
+
+
+def parse_tune_log(text):
+    """What `flashtune tune` printed (its closing summary), plus bench/device_tune.sh's
+    'tune 1: rc=0 in N s' line when present. A log of several tunes (one per head dim, say)
+    gives their sums, and "tunes" says how many there were."""
+    out = {}
+
+    def add(key, value):
+        out[key] = out.get(key, 0) + value if value is not None and out.get(key, 0) is not None else None
+
+    runs = list(re.finditer(r"^tuned (.+?): (\d+) buckets, (\d+) variants \((\d+) pruned\)", text, re.M))
+    if runs:
+        out["device"] = runs[0].group(1)
+        out["tunes"] = len(runs)
+    for m in runs:
+        add("buckets", int(m.group(2)))
+        add("variants", int(m.group(3)))
+        add("pruned", int(m.group(4)))
+    for m in re.finditer(r"^measured (\d+), already in the database (\d+): (.*)$", text, re.M):
+        add("measured", int(m.group(1)))
+        add("already_in_database", int(m.group(2)))
+        status = out.setdefault("by_status", {})
+        for n, k in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", m.group(3)):
+            status[k.strip()] = status.get(k.strip(), 0) + int(n)
+    for m in re.finditer(r"^winners: (\d+) buckets \((\d+) near-ties re-measured interleaved\); worker restarts: "
+                         r"(\d+)", text, re.M):
+        add("winners", int(m.group(1)))
+        add("near_ties", int(m.group(2)))
+        add("worker_restarts", int(m.group(3)))
+    for m in re.finditer(r"^time: (\S+) wall; compiling (\S+), verifying (\S+), timing (\S+)", text, re.M):
+        for key, g in zip(("wall_s", "compile_s", "verify_s", "timing_s"), m.groups()):
+            add(key, parse_duration(g))
+    if "wall_s" in out:
+        parts = [out["compile_s"], out["verify_s"], out["timing_s"]]
+        if out["wall_s"] is not None and None not in parts:
+            out["other_s"] = max(0.0, out["wall_s"] - sum(parts))
+    for m in re.finditer(r"^tune: compiling (\d+) variants", text, re.M):
+        add("compiled_variants", int(m.group(1)))
+    m = re.search(r"^database: (\S+)", text, re.M)
+    if m:
+        out["database"] = m.group(1)
+    m = re.search(r"^tune \d+: rc=(-?\d+) in (\d+) s", text, re.M)
+    if m:
+        out["script_rc"], out["script_wall_s"] = int(m.group(1)), int(m.group(2))
+    if re.search(r"^flashtune tune: .*run tune again", text, re.M):
+        out["interrupted"] = True
+    return out
+
+
+def read_overhead(path):
+    """bench/overhead.c's JSON, whose fields the report includes verbatim. Raises OSError or
+    ValueError when the file cannot be read or is not JSON."""
+    with open(path) as f:
+        return json.load(f)
+
+
+def selftest(expect, tmp):
+    import os
+
+    from .testdata import SAMPLE_TUNE_LOG
+
+    expect(bucket_key("f16", 64, 1, 32, 32, 512, 512) == "f16 d=64 causal=1 seqlen<=512 b*h<=1024", "bucket key")
+    expect(bucket_key("bf16", 128, 0, 1, 16, 3000, 3000) == "bf16 d=128 causal=0 seqlen<=4096 b*h<=16", "bucket rounding")
+    disp = parse_dispatch("noise\nflashtune: f16 d=64 causal=1 seqlen<=512 b*h<=16: tuned for the nearest bucket "
+                          "(seqlen <= 512, b*h <= 1024): d=64,bm=128\n")
+    expect(disp == {"f16 d=64 causal=1 seqlen<=512 b*h<=16":
+                    "tuned for the nearest bucket (seqlen <= 512, b*h <= 1024): d=64,bm=128"}, "dispatch line")
+    expect([parse_duration(x) for x in ("12.3s", "4m54s", "1h02m", "x")] == [12.3, 294.0, 3720.0, None], "durations")
+    log = parse_tune_log(SAMPLE_TUNE_LOG)
+    expect(log.get("buckets") == 96 and log.get("variants") == 1560 and log.get("pruned") == 1896, "tune log: counts")
+    expect(log.get("wall_s") == 294 and log.get("compile_s") == 1.2 and log.get("verify_s") == 20.3 and
+           log.get("timing_s") == 240 and abs(log.get("other_s") - 32.5) < 1e-9, "tune log: time split")
+    expect(log.get("by_status", {}).get("wrong result") == 12 and log["by_status"].get("ok") == 5900, "tune log: status")
+    expect(log.get("near_ties") == 17 and log.get("script_wall_s") == 296, "tune log: near ties, script clock")
+    two = parse_tune_log(SAMPLE_TUNE_LOG + SAMPLE_TUNE_LOG.replace("4m54s", "1m06s"))
+    expect(two.get("tunes") == 2 and two.get("measured") == 11840 and two.get("wall_s") == 360 and
+           two["by_status"].get("ok") == 11800 and two.get("buckets") == 192, "tune log of two tunes: their sums")
+    path = os.path.join(tmp, "overhead.json")
+    with open(path, "w") as f:
+        f.write('{"dispatch_ns": {"median": 2100}, "note": "a|b"}')
+    expect(read_overhead(path) == {"dispatch_ns": {"median": 2100}, "note": "a|b"}, "overhead JSON read verbatim")
+    with open(path, "w") as f:
+        f.write("not json")
+    for bad in (path, os.path.join(tmp, "missing.json")):
+        try:
+            read_overhead(bad)
+            expect(False, "overhead JSON: an unreadable file raises")
+        except (OSError, ValueError):
+            expect(True, "overhead JSON: %s raises" % ("a missing file" if "missing" in bad else "text that is not JSON"))

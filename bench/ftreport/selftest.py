@@ -1,0 +1,22 @@
+"""The self-test of every module (`report.py --selftest`, the ctest report_selftest): each module's
+selftest(expect, tmp) checks what it holds, without a GPU and without PyTorch; matplotlib is used
+when it is there. Prints one line per check and 'N passed, N failed'; returns the exit status."""
+import tempfile
+
+from . import dbsummary, environment, measure, output, parse, plots, render, stats
+
+MODULES = (measure, stats, parse, dbsummary, render, plots, output, environment)
+
+
+def run_all():
+    failures, passed = [], []
+
+    def expect(cond, what):
+        print("%s %s" % ("ok  " if cond else "FAIL", what))
+        (passed if cond else failures).append(what)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for module in MODULES:
+            module.selftest(expect, tmp)
+    print("%d passed, %d failed" % (len(passed), len(failures)))
+    return 1 if failures else 0
