@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/fs.h"
 #include "tuning_db/db.h"
 
 /* A fresh scratch directory. */
@@ -64,6 +65,27 @@ static void raw_text(const char *path, const char *sql, char *out, size_t cap)
     sqlite3_finalize(s);
     sqlite3_close(sq);
 }
+
+/* Copies a file byte for byte; 1 on success. */
+static int copy_file(const char *from, const char *to)
+{
+    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+    char buf[65536];
+    size_t n;
+    int ok = a != NULL && b != NULL;
+
+    while (ok && (n = fread(buf, 1, sizeof buf, a)) > 0)
+        ok = fwrite(buf, 1, n, b) == n;
+    if (a != NULL)
+        fclose(a);
+    if (b != NULL && fclose(b) != 0)
+        ok = 0;
+    return ok;
+}
+
+/* The schema-2 database a tune of flashtune 0.1 wrote (tests/fixtures/tuning-v2.db: both
+ * families, 24 buckets, 2 misses), copied to path; 1 on success. */
+#define FT_FIXTURE_V2 FT_SOURCE_DIR "/tests/fixtures/tuning-v2.db"
 
 /* Runs SQL on a read-write connection; returns the SQLite code. */
 static int raw_exec(const char *path, const char *sql)

@@ -27,3 +27,7 @@ add_test(NAME db_cli COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/db_cli.sh $<TARGET_F
   $<TARGET_FILE:fake_worker> WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(db_cli PROPERTIES LABELS cli TIMEOUT 900
   ENVIRONMENT "FLASHTUNE_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache")
+
+# Schema 3 (operations and keys): a schema-2 file written by flashtune 0.1, read as it is and
+# migrated, keeps every result and miss and every bucket's winner.
+ft_unit_test(test_migrate test_migrate.c)

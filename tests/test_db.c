@@ -493,13 +493,18 @@ static void test_record_and_replace(void)
     ft__db_close(db);
 
     /* The table itself refuses what the C code would never write. */
-    ASSERT_NE(raw_exec(path, "INSERT INTO results (device_id, kernel_id, dtype, head_dim, causal, "
-                             "seqlen_bucket, bh_bucket, batch, heads_q, heads_kv, seqlen_q, seqlen_k, "
-                             "status, driver_version, nvrtc_version, template_hash) "
-                             "SELECT device_id, kernel_id, 'bf16', 64, 0, 64, 1, 1, 1, 1, 1, 1, "
+    ASSERT_NE(raw_exec(path, "INSERT INTO results (device_id, kernel_id, op, key, batch, heads_q, "
+                             "heads_kv, seqlen_q, seqlen_k, status, driver_version, nvrtc_version, "
+                             "template_hash) SELECT device_id, kernel_id, 'fwd', 'k', 1, 1, 1, 1, 1, "
                              "'splendid', 1, '1', 't' FROM results LIMIT 1"),
               SQLITE_OK);
-    ASSERT_NE(raw_exec(path, "UPDATE results SET head_dim = 'sixty-four'"), SQLITE_OK); /* STRICT */
+    /* ... while the same row with a known status goes in: the refusal above is the status's */
+    ASSERT_EQ(raw_exec(path, "INSERT INTO results (device_id, kernel_id, op, key, batch, heads_q, "
+                             "heads_kv, seqlen_q, seqlen_k, status, driver_version, nvrtc_version, "
+                             "template_hash) SELECT device_id, kernel_id, 'fwd', 'k', 1, 1, 1, 1, 1, "
+                             "'ok', 1, '1', 't' FROM results LIMIT 1"),
+              SQLITE_OK);
+    ASSERT_NE(raw_exec(path, "UPDATE results SET batch = 'sixty-four'"), SQLITE_OK); /* STRICT */
     remove_dir(dir);
 }
 
@@ -526,7 +531,7 @@ static void test_nan_round_trip(void)
     r.max_error = 3.5e-4;
     ASSERT_OK(ft__db_record(db, &r, &err), &err);
     raw_text(path, "SELECT typeof(median_ms) || typeof(iqr_ms) || typeof(tflops) || typeof(max_error) "
-                   "FROM results WHERE dtype = 'f16'", text, sizeof text);
+                   "FROM v_results WHERE dtype = 'f16'", text, sizeof text);
     ASSERT_STREQ(text, "nullnullnullnull");
     ASSERT_EQ(raw_int(path, "SELECT compile_ms IS NULL FROM kernels"), 1);
     memset(&got, 0, sizeof got);

@@ -1,4 +1,4 @@
-/* Tests of the misses the runtime library records (tuning_db, schema 2): the migration of a
+/* Tests of the misses the runtime library records (tuning_db, since schema 2): the migration of a
  * schema-1 file, reading one read-only without migrating it, recording and listing misses. */
 #include <math.h>
 #include <sqlite3.h>
@@ -35,23 +35,14 @@ static int collect(void *ud, const ft_db_miss *m)
     return 0;
 }
 
+/* A schema-1 file as flashtune wrote it: schema 1 was schema 2 without the misses table and
+ * its view, so the schema-2 fixture without them. */
 static void make_v1(const char *path, long long *dev_id)
 {
-    ft_db_device dev = make_device("NVIDIA H200", 13000);
-    ft_db_kernel k = make_kernel("k1", "t1");
-    long long kid = 0;
-    ft_db_result r;
-    ft_db *db = NULL;
-    ft_err err;
-
-    ASSERT_OK(ft__db_open(path, 0, &db, &err), &err);
-    ASSERT_OK(ft__db_device_id(db, &dev, dev_id, &err), &err);
-    ASSERT_OK(ft__db_kernel_id(db, &k, &kid, &err), &err);
-    r = make_result(*dev_id, kid, "f16", 64, 0, 1024, FT_RESULT_OK, 1.0);
-    ASSERT_OK(ft__db_record(db, &r, &err), &err);
-    ft__db_close(db);
+    ASSERT_TRUE(copy_file(FT_FIXTURE_V2, path));
     ASSERT_EQ(raw_exec(path, "DROP VIEW v_misses; DROP TABLE misses; PRAGMA user_version = 1;"), SQLITE_OK);
     ASSERT_EQ(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE name LIKE '%misses%'"), 0);
+    *dev_id = raw_int(path, "SELECT id FROM devices");
 }
 
 /* A read-only handle (the runtime library's) reads a schema-1 file as it is: the winners, no
@@ -72,7 +63,7 @@ static void test_v1_read_only(void)
     ft__db_filter_init(&f);
     f.winners_only = 1;
     ASSERT_OK(ft__db_query(db, &f, count_row, &rows, &err), &err);
-    ASSERT_EQ(rows, 1);
+    ASSERT_EQ(rows, 24);
     memset(&got, 0, sizeof got);
     ASSERT_OK(ft__db_misses(db, NULL, -1, collect, &got, &err), &err);
     ASSERT_EQ(got.n, 0);
@@ -81,7 +72,7 @@ static void test_v1_read_only(void)
     remove_dir(dir);
 }
 
-/* A writable open migrates 1 -> 2: the misses table and view, the results kept. */
+/* A writable open migrates 1 -> 3: the misses table and view, the results kept. */
 static void test_v1_migration(void)
 {
     char dir[64], path[128];
@@ -97,8 +88,8 @@ static void test_v1_migration(void)
     ASSERT_OK(ft__db_open(path, 0, &db, &err), &err);
     ASSERT_EQ(raw_int(path, "PRAGMA user_version"), FT_DB_SCHEMA_VERSION);
     ASSERT_EQ(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'misses'"), 1);
-    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM v_winners"), 1);
-    m = make_miss(dev, "f16", 64, 0, 2, 16, 1024, "nearest");
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM v_winners"), 24);
+    m = make_miss(dev, "f16", 64, 0, 1, 512, 1024, "nearest"); /* a tuned bucket of the fixture */
     ASSERT_OK(ft__db_record_miss(db, &m, &err), &err);
     memset(&got, 0, sizeof got);
     ASSERT_OK(ft__db_misses(db, NULL, -1, collect, &got, &err), &err);
@@ -106,11 +97,11 @@ static void test_v1_migration(void)
     ASSERT_EQ(got.m[0].tuned, 1); /* the old winner is this bucket's */
     ft__db_close(db);
     ASSERT_EQ(raw_int(path, "SELECT count(*) FROM v_misses WHERE tuned = 1"), 1);
-    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM results"), 1);
-    /* the rows written before the migration keep their ids: the old result still names them */
-    ASSERT_EQ(raw_int(path, "SELECT device_id FROM results"), dev);
-    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM results r JOIN kernels k ON k.id = r.kernel_id "
-                            "WHERE k.template_hash = 't1'"), 1);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM results"), 228);
+    /* the rows written before the migration keep their ids: the old results still name them */
+    ASSERT_EQ(raw_int(path, "SELECT count(DISTINCT device_id) FROM results"), 1);
+    ASSERT_EQ(raw_int(path, "SELECT min(device_id) FROM results"), dev);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM results r JOIN kernels k ON k.id = r.kernel_id"), 228);
     remove_dir(dir);
 }
 

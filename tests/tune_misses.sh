@@ -31,12 +31,13 @@ sql "insert into devices (name, cc, sms, smem_per_block, smem_per_sm, l2_bytes, 
      values ('Other GPU', 80, 108, 166912, 167936, 41943040, 13000, '13.0');" || fail "cannot add devices"
 newer=$(sql "select max(id) - 1 from devices")
 other=$(sql "select max(id) from devices")
-sql "insert into misses (device_id, dtype, head_dim, causal, seqlen_bucket, bh_bucket, batch, heads_q,
+key() { echo "json_object('dtype', '$1', 'd', $2, 'causal', $3, 'seqlen', $4, 'bh', $5)"; }
+sql "insert into misses (device_id, op, key, batch, heads_q,
        heads_kv, seqlen_q, seqlen_k, fallback, count) values
-     ($dev, 'f16', 64, 1, 256, 2, 1, 2, 2, 200, 200, 'nearest', 3),
-     ($newer, 'f16', 64, 0, 4096, 16, 2, 8, 4, 3000, 2500, 'default', 1),
-     ($newer, 'f16', 64, 1, 256, 2, 2, 1, 1, 256, 256, 'nearest', 1),
-     ($other, 'f16', 64, 0, 1024, 8, 1, 8, 8, 1024, 1024, 'default', 7);" || fail "cannot add misses"
+     ($dev, 'fwd', $(key f16 64 1 256 2), 1, 2, 2, 200, 200, 'nearest', 3),
+     ($newer, 'fwd', $(key f16 64 0 4096 16), 2, 8, 4, 3000, 2500, 'default', 1),
+     ($newer, 'fwd', $(key f16 64 1 256 2), 2, 1, 1, 256, 256, 'nearest', 1),
+     ($other, 'fwd', $(key f16 64 0 1024 8), 1, 8, 8, 1024, 1024, 'default', 7);" || fail "cannot add misses"
 "$ft" query --misses --db "$db" > "$dir/out" 2>&1 || fail "query --misses failed"
 grep -q '^4 misses in' "$dir/out" || fail "query --misses: expected 4 misses"
 grep -q 'Fake GPU .*f16 *64 *1 *256 *2 *b=1,hq=2,hkv=2,sq=200,sk=200 *nearest *3 .* no$' "$dir/out" ||

@@ -18,7 +18,7 @@
 
 #include "common/error.h"
 
-#define FT_DB_SCHEMA_VERSION 2
+#define FT_DB_SCHEMA_VERSION 3
 /* The oldest schema a read-only handle reads without migrating (its tables of results are
  * those of the current one). */
 #define FT_DB_SCHEMA_OLDEST_READABLE 1
@@ -66,6 +66,10 @@ typedef struct ft_db_bucket {
 
 void ft__db_bucket(const char *dtype, int head_dim, int causal, int batch, int heads_q,
                    int seqlen_q, int seqlen_k, ft_db_bucket *out);
+
+/* The canonical key text a bucket is stored under (operation 'fwd', ops/fwd.c's key):
+ * {"dtype":"f16","d":128,"causal":1,"seqlen":4096,"bh":64}. */
+void ft__db_bucket_key(const ft_db_bucket *b, char *out, size_t cap);
 
 /* Whether two buckets are the same. */
 int ft__db_bucket_equal(const ft_db_bucket *a, const ft_db_bucket *b);
