@@ -18,6 +18,7 @@
 #include "flashtune.h"
 #include "ft_test.h"
 #include "common/fs.h"
+#include "common/json.h"
 #include "common/jsonparse.h"
 #include "common/sha256.h"
 #include "common/strbuf.h"
@@ -534,6 +535,40 @@ static void test_json_strict(void)
         t[2 * n + 1] = '\0';
         ASSERT_TRUE(!ft__json_parse(t, strlen(t), &lim, &doc, &e));
         ASSERT_CONTAINS(e.why, "more values than a document may have");
+        free(t);
+    }
+}
+
+/* What the writer writes, the reader reads: always valid JSON, the same text back. */
+static void test_json_writer(void)
+{
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"plain", "plain"},
+        {"q\"b\\s/ \t\n\r\x01\x1b[31m\x7f", "q\"b\\s/ \t\n\r\x01\x1b[31m\x7f"},
+        {"h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+        {"a\xff" "b", "a\xef\xbf\xbd" "b"},          /* not UTF-8: U+FFFD */
+        {"\xc0\x80", "\xef\xbf\xbd\xef\xbf\xbd"},     /* an overlong NUL */
+        {"\xed\xa0\x80x", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdx"}, /* a surrogate */
+        {"cut \xe2\x82", "cut \xef\xbf\xbd\xef\xbf\xbd"},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ft_strbuf sb = FT_STRBUF_INIT;
+        ft_json_doc doc;
+        ft_json_error e;
+        char *t;
+        ft__json_string_sb(&sb, cases[i].in);
+        t = ft__sb_take(&sb);
+        ASSERT_TRUE(t != NULL);
+        if (!ft__json_parse(t, strlen(t), NULL, &doc, &e)) {
+            FT_FAIL_("case %zu: the writer wrote %s, which is not JSON: %s", i, t, e.why);
+        }
+        ASSERT_EQ(doc.root.type, FT_JSON_STRING);
+        ASSERT_STREQ(doc.root.str, cases[i].out);
+        ft__json_free(&doc);
         free(t);
     }
 }
@@ -1412,7 +1447,7 @@ static void test_attention_kernel_arguments(void)
 }
 
 FT_TEST_MAIN(FT_CASE(test_round_trip), FT_CASE(test_every_damage_refused), FT_CASE(test_magic_and_version),
-             FT_CASE(test_header_strict), FT_CASE(test_json_strict), FT_CASE(test_cubin_checks),
+             FT_CASE(test_header_strict), FT_CASE(test_json_strict), FT_CASE(test_json_writer), FT_CASE(test_cubin_checks),
              FT_CASE(test_variant_checks), FT_CASE(test_db_winner_check), FT_CASE(test_hostile_packs),
              FT_CASE(test_pack_check), FT_CASE(test_import_never_replaces), FT_CASE(test_read_limits),
              FT_CASE(test_blob_amplification), FT_CASE(test_c_export_escapes), FT_CASE(test_c_identifiers),
