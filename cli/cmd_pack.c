@@ -72,10 +72,33 @@ static int contains_ci(const char *hay, const char *needle)
     return n == 0;
 }
 
+/* Text from a database or a pack as it is shown on a terminal: control characters (C0, DEL and
+ * the bytes of C1) as \xHH, so that no name can move the cursor or change colours. (A local
+ * function: common/text.c, which another part of this change adds, is not on this branch.) */
+static const char *shown(const char *s, char *out, size_t cap)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = 0;
+
+    for (; *p != '\0' && n + 5 < cap; p++) {
+        if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) { /* U+0080..U+009F */
+            p++;
+            n += (size_t)snprintf(out + n, cap - n, "\\x%02x", *p);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            n += (size_t)snprintf(out + n, cap - n, "\\x%02x", *p);
+        } else {
+            out[n++] = (char)*p;
+        }
+    }
+    out[n] = '\0';
+    return out;
+}
+
 static int pick_device(void *ud, long long id, const ft_db_device *d, long long results, long long winners)
 {
     pick_ctx *c = ud;
     size_t len = strlen(c->list);
+    char name[400], nvrtc[64];
 
     (void)results;
     if (winners == 0)
@@ -85,7 +108,8 @@ static int pick_device(void *ud, long long id, const ft_db_device *d, long long 
     c->matches++;
     c->id = id;
     snprintf(c->list + len, sizeof c->list - len, "\n  [%lld] %s, cc %d, driver %d, NVRTC %s: %lld winners", id,
-             d->name, d->cc, d->driver_version, d->nvrtc_version, winners);
+             shown(d->name, name, sizeof name), d->cc, d->driver_version, shown(d->nvrtc_version, nvrtc, sizeof nvrtc),
+             winners);
     return 0;
 }
 
@@ -227,8 +251,11 @@ out:
 
 static void describe(const ft_db_device *d, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s (cc %d.%d, %d SMs, %lld B smem/block, driver %d, NVRTC %s)", d->name, d->cc / 10,
-             d->cc % 10, d->sms, d->smem_per_block, d->driver_version, d->nvrtc_version);
+    char name[400], nvrtc[64];
+
+    snprintf(out, cap, "%s (cc %d.%d, %d SMs, %lld B smem/block, driver %d, NVRTC %s)", shown(d->name, name, sizeof name),
+             d->cc / 10, d->cc % 10, d->sms, d->smem_per_block, d->driver_version,
+             shown(d->nvrtc_version, nvrtc, sizeof nvrtc));
 }
 
 static void print_line(void *ud, const char *line)

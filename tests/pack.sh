@@ -258,3 +258,16 @@ grep -q 'imported 10 winners' "$dir/out" || fail "import of the exported pack: u
 "$ft" export --db "$bad" --format c --out "$dir/bad_kernels.c" -q > "$dir/out" 2>&1 || fail "C export of the database failed"
 [ "$(grep -c '^    {.dtype' "$dir/bad_kernels.c")" = 10 ] || fail "the C export does not hold the 10 exportable winners"
 echo "export leaves out what import refuses: ok"
+
+# 9. A device name with control characters in a database: export refuses the device, and
+#    names are shown escaped, never as terminal control sequences.
+esc=$(printf '\033')
+sqlite3 "$bad" "update devices set name = 'Fake' || char(27) || '[31mGPU'" || fail "cannot edit the database"
+"$ft" export --db "$bad" --out "$dir/esc.ftpack" > "$dir/out" 2>&1 && fail "a device name with control characters was exported"
+grep -q 'device 1 cannot be exported: the device.s name is empty or holds control characters' "$dir/out" ||
+  fail "export of a device name with control characters: no clear message"
+"$ft" export --db "$bad" --device nothing --out "$dir/esc.ftpack" > "$dir/out" 2>&1 && fail "export of no device succeeded"
+grep -q 'Fake\\x1b\[31mGPU, cc 90,' "$dir/out" || fail "the device list does not show the name escaped"
+grep -q "$esc" "$dir/out" && fail "the device list shows a control character"
+[ -e "$dir/esc.ftpack" ] && fail "a refused export left a file"
+echo "names with control characters: ok"
