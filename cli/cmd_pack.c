@@ -419,8 +419,13 @@ int cmd_import(int argc, char **argv)
     }
 
     /* 4. The merge, in one transaction. */
-    if (ft__db_open(db_path, 0, &db, &err) != FT_OK ||
-        ft__pack_import(db, &pack, have_here ? &here : NULL, &winning, &err) != FT_OK) {
+    if (ft__db_open(db_path, 0, &db, &err) != FT_OK) {
+        status = cli_fail("import", &err);
+        goto out;
+    }
+    if (ft__pack_import(db, &pack, have_here ? &here : NULL, &winning, &err) != FT_OK) {
+        if (err.code == FT_ERR_CORRUPT)
+            ft__err_prefix(&err, "%s is refused, nothing was imported", file);
         status = cli_fail("import", &err);
         goto out;
     }

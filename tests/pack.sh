@@ -155,7 +155,7 @@ flip "$dir/fake.ftpack" $((hl + il + cs - 1)) "$dir/swap0.ftpack"
 new_sha=$(tail -c +$((hl + il + 1)) "$dir/swap0.ftpack" | head -c "$cs" | sha256sum | cut -d' ' -f1)
 repack "$dir/swap0.ftpack" "$dir/swap.ftpack" "s/$old_sha/$new_sha/"
 "$ft" import "$dir/swap.ftpack" --db "$new" > "$dir/out" 2>&1 && fail "a pack replacing a local kernel's cubin was imported"
-grep -q "kernel 0 of the pack (flash_fwd_sm80 .*) has the source hash and target of kernel .*, but its cubin there is another.*a pack never replaces a kernel of the database" "$dir/out" ||
+grep -q "swap.ftpack is refused, nothing was imported: kernel 0 of the pack (flash_fwd_sm80 .*) has the source hash and target of kernel .*, but its cubin there is another.*a pack never replaces a kernel of the database" "$dir/out" ||
   fail "a pack replacing a local kernel's cubin: no clear message"
 [ "$(sum "$new")" = "$before" ] || fail "the refused cubin replacement changed the database"
 "$ft" import "$dir/swap.ftpack" --db "$dir/swap.db" -q > "$dir/out" 2>&1 || fail "the same pack into a fresh database failed"
