@@ -12,6 +12,11 @@
  * exactly those buckets. That happens when the slot is built, under the lock, through a
  * second, writable handle opened at the first miss; calls that find their slot never
  * touch it.
+ *
+ * A tuned kernel comes from outside this process (a pack, the application's kernel set, a
+ * database another tool wrote): before its cubin is loaded it passes the checks of a pack's
+ * (runtime/dispatch.h): it computes the call's dtype, head dim and causality, and its cubin is
+ * an ELF image for this GPU's SM that defines its entry. One that fails them is not used.
  */
 #include <math.h>
 #include <pthread.h>

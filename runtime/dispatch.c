@@ -201,7 +201,8 @@ static int scan_variant(const char *variant, const char *name, char *out, size_t
             fail(why, wcap, "its variant string is not name=value pairs separated by commas");
             return -1;
         }
-        v = ++p;
+        p++;
+        v = p;
         while (value_char(*p))
             p++;
         vl = (size_t)(p - v);
