@@ -55,8 +55,10 @@
 #define FT_PACK_MAGIC "FTPACK"
 
 /* The most a pack may hold. A device's full tune has some hundreds of buckets (96 in the
- * reports), each winner taking about 450 bytes of index and each kernel 900 bytes of index and
- * about 110 KB of blobs (cubin and source): the limits leave room for ten times more. */
+ * reports); a winner takes about 360 bytes of index, a kernel about 600 bytes of index and 70 to
+ * 120 KB of blobs (cubin and source): the limits leave room for ten times more, and bound what a
+ * reader allocates (the file, one copy of its blobs, the index's values) before it has checked
+ * anything but the header. */
 #define FT_PACK_MAX_INDEX ((size_t)16 << 20)
 #define FT_PACK_MAX_FILE ((size_t)512 << 20)
 #define FT_PACK_MAX_KERNELS 4096
