@@ -73,8 +73,7 @@ static int contains_ci(const char *hay, const char *needle)
 }
 
 /* Text from a database or a pack as it is shown on a terminal: control characters (C0, DEL and
- * the bytes of C1) as \xHH, so that no name can move the cursor or change colours. (A local
- * function: common/text.c, which another part of this change adds, is not on this branch.) */
+ * the bytes of C1) as \xHH, so that no name can move the cursor or change colours. */
 static const char *shown(const char *s, char *out, size_t cap)
 {
     const unsigned char *p = (const unsigned char *)s;
