@@ -25,7 +25,9 @@ static const char export_usage[] =
     "  --format pack      a pack for `flashtune import` and ft_context_options.pack (default)\n"
     "  --format c         a C source with the cubins as byte arrays and one `const ft_kernel_set`\n"
     "                     for ft_context_options.kernels (no NVRTC, no database at run time)\n"
-    "  --name SYMBOL      the ft_kernel_set's name (default: FILE's base name)\n"
+    "  --name SYMBOL      the ft_kernel_set's name (default: FILE's base name up to its first '.',\n"
+    "                     other characters than letters, digits and '_' as '_'); not a C keyword,\n"
+    "                     nor reserved, nor starting with ft_ or FT_\n"
     "  -q                 no progress lines\n";
 
 static const char import_usage[] =
@@ -70,10 +72,32 @@ static int contains_ci(const char *hay, const char *needle)
     return n == 0;
 }
 
+/* Text from a database or a pack as it is shown on a terminal: control characters (C0, DEL and
+ * the bytes of C1) as \xHH, so that no name can move the cursor or change colours. */
+static const char *shown(const char *s, char *out, size_t cap)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = 0;
+
+    for (; *p != '\0' && n + 5 < cap; p++) {
+        if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) { /* U+0080..U+009F */
+            p++;
+            n += (size_t)snprintf(out + n, cap - n, "\\x%02x", *p);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            n += (size_t)snprintf(out + n, cap - n, "\\x%02x", *p);
+        } else {
+            out[n++] = (char)*p;
+        }
+    }
+    out[n] = '\0';
+    return out;
+}
+
 static int pick_device(void *ud, long long id, const ft_db_device *d, long long results, long long winners)
 {
     pick_ctx *c = ud;
     size_t len = strlen(c->list);
+    char name[400], nvrtc[64];
 
     (void)results;
     if (winners == 0)
@@ -83,36 +107,24 @@ static int pick_device(void *ud, long long id, const ft_db_device *d, long long 
     c->matches++;
     c->id = id;
     snprintf(c->list + len, sizeof c->list - len, "\n  [%lld] %s, cc %d, driver %d, NVRTC %s: %lld winners", id,
-             d->name, d->cc, d->driver_version, d->nvrtc_version, winners);
+             shown(d->name, name, sizeof name), d->cc, d->driver_version, shown(d->nvrtc_version, nvrtc, sizeof nvrtc),
+             winners);
     return 0;
 }
 
-/* The default symbol: the file's base name without extension, as a C identifier. */
-static void symbol_from_path(const char *path, char *out, size_t cap)
+/* The default symbol: the file's base name up to its first '.', each byte that cannot be in a C
+ * identifier replaced by '_' ("h200-kernels.c" gives h200_kernels). Returns 0 when that is no
+ * name ft__c_identifier_check accepts (why says which and why). */
+static int symbol_from_path(const char *path, char *out, size_t cap, char *why, size_t wcap)
 {
     const char *base = strrchr(path, '/');
     size_t i, n = 0;
 
     base = base != NULL ? base + 1 : path;
-    if (isdigit((unsigned char)base[0]) && n + 1 < cap)
-        out[n++] = '_';
     for (i = 0; base[i] != '\0' && base[i] != '.' && n + 1 < cap; i++)
-        out[n++] = isalnum((unsigned char)base[i]) ? base[i] : '_';
+        out[n++] = isalnum((unsigned char)base[i]) && (unsigned char)base[i] < 0x80 ? base[i] : '_';
     out[n] = '\0';
-    if (n == 0)
-        snprintf(out, cap, "flashtune_kernels");
-}
-
-static int is_identifier(const char *s)
-{
-    size_t i;
-
-    if (s[0] == '\0' || isdigit((unsigned char)s[0]) || strlen(s) > 200)
-        return 0;
-    for (i = 0; s[i] != '\0'; i++)
-        if (!isalnum((unsigned char)s[i]) && s[i] != '_')
-            return 0;
-    return 1;
+    return ft__c_identifier_check(out, why, wcap);
 }
 
 int cmd_export(int argc, char **argv)
@@ -123,10 +135,12 @@ int cmd_export(int argc, char **argv)
         {"format", required_argument, NULL, 'f'}, {"name", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *db_path = NULL, *out_path = NULL, *symbol = NULL;
-    char symbuf[256];
-    int as_c = 0, quiet = 0, ch, status = 1, left_out = 0, i;
+    char symbuf[256], why[200];
+    int as_c = 0, quiet = 0, ch, status = 1, i;
+    ft_pack_skipped skipped;
     long v;
     size_t bytes = 0, cubin_bytes = 0;
+    ft_status rc;
     pick_ctx pc;
     ft_db *db = NULL;
     ft_pack pack;
@@ -134,6 +148,7 @@ int cmd_export(int argc, char **argv)
 
     memset(&pc, 0, sizeof pc);
     memset(&pack, 0, sizeof pack);
+    memset(&skipped, 0, sizeof skipped);
     pc.want_id = -1;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "hq", longopts, NULL)) != -1) {
@@ -161,10 +176,12 @@ int cmd_export(int argc, char **argv)
         return cli_usage_error("export", "unexpected argument '%s'", argv[optind]);
     if (out_path == NULL)
         return cli_usage_error("export", "--out FILE is required");
-    if (symbol != NULL && !is_identifier(symbol))
-        return cli_usage_error("export", "--name takes a C identifier, not '%s'", symbol);
-    if (symbol == NULL) {
-        symbol_from_path(out_path, symbuf, sizeof symbuf);
+    if (symbol != NULL && !ft__c_identifier_check(symbol, why, sizeof why))
+        return cli_usage_error("export", "--name '%s' cannot name the kernel set: %s", symbol, why);
+    if (symbol == NULL && as_c) {
+        if (!symbol_from_path(out_path, symbuf, sizeof symbuf, why, sizeof why))
+            return cli_usage_error("export", "the file name %s gives the C name '%s', which cannot name the kernel "
+                                   "set (%s): choose one with --name SYMBOL", out_path, symbuf, why);
         symbol = symbuf;
     }
     if (ft__db_open(db_path, 1, &db, &err) != FT_OK || ft__db_devices(db, pick_device, &pc, &err) != FT_OK) {
@@ -186,7 +203,8 @@ int cmd_export(int argc, char **argv)
                     pc.matches, pc.list);
         goto out;
     }
-    if (ft__pack_from_db(db, pc.id, &pack, &left_out, &err) != FT_OK) {
+    rc = ft__pack_from_db(db, pc.id, &pack, &skipped, &err);
+    if (rc != FT_OK) {
         status = cli_fail("export", &err);
         goto out;
     }
@@ -196,9 +214,12 @@ int cmd_export(int argc, char **argv)
             printf("  kernel %d/%d: %s (%zu-byte cubin)\n", i + 1, pack.nkernels, pack.kernels[i].k.variant,
                    pack.kernels[i].k.cubin_size);
     }
-    if (left_out > 0)
+    if (skipped.no_cubin > 0)
         fprintf(stderr, "flashtune export: warning: %d winners have no stored cubin and are left out (tune again to "
-                "store them)\n", left_out);
+                "store them)\n", skipped.no_cubin);
+    if (skipped.refused > 0)
+        fprintf(stderr, "flashtune export: warning: %d winners are left out because import would refuse them; the "
+                "first: %s\n", skipped.refused, skipped.first);
     if (as_c) {
         if (ft__pack_write_c(&pack, out_path, symbol, &err) != FT_OK) {
             status = cli_fail("export", &err);
@@ -229,8 +250,11 @@ out:
 
 static void describe(const ft_db_device *d, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s (cc %d.%d, %d SMs, %lld B smem/block, driver %d, NVRTC %s)", d->name, d->cc / 10,
-             d->cc % 10, d->sms, d->smem_per_block, d->driver_version, d->nvrtc_version);
+    char name[400], nvrtc[64];
+
+    snprintf(out, cap, "%s (cc %d.%d, %d SMs, %lld B smem/block, driver %d, NVRTC %s)", shown(d->name, name, sizeof name),
+             d->cc / 10, d->cc % 10, d->sms, d->smem_per_block, d->driver_version,
+             shown(d->nvrtc_version, nvrtc, sizeof nvrtc));
 }
 
 static void print_line(void *ud, const char *line)
@@ -348,7 +372,10 @@ int cmd_import(int argc, char **argv)
         printf("%s: %d buckets, %d kernels, tuned on %s, written by flashtune %s on %s; every checksum matches\n",
                file, pack.nwinners, pack.nkernels, pack_desc, pack.flashtune_version, pack.created);
     if (dry_run) {
-        ft__pack_list(set, print_line, NULL);
+        if (ft__pack_list(set, print_line, NULL, &err) != FT_OK) {
+            status = cli_fail("import", &err);
+            goto out;
+        }
         status = 0;
         goto out;
     }
@@ -391,8 +418,13 @@ int cmd_import(int argc, char **argv)
     }
 
     /* 4. The merge, in one transaction. */
-    if (ft__db_open(db_path, 0, &db, &err) != FT_OK ||
-        ft__pack_import(db, &pack, have_here ? &here : NULL, &winning, &err) != FT_OK) {
+    if (ft__db_open(db_path, 0, &db, &err) != FT_OK) {
+        status = cli_fail("import", &err);
+        goto out;
+    }
+    if (ft__pack_import(db, &pack, have_here ? &here : NULL, &winning, &err) != FT_OK) {
+        if (err.code == FT_ERR_CORRUPT)
+            ft__err_prefix(&err, "%s is refused, nothing was imported", file);
         status = cli_fail("import", &err);
         goto out;
     }

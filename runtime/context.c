@@ -12,6 +12,11 @@
  * exactly those buckets. That happens when the slot is built, under the lock, through a
  * second, writable handle opened at the first miss; calls that find their slot never
  * touch it.
+ *
+ * A tuned kernel comes from outside this process (a pack, the application's kernel set, a
+ * database another tool wrote): before its cubin is loaded it passes the checks of a pack's
+ * (runtime/dispatch.h): it computes the call's dtype, head dim and causality, and its cubin is
+ * an ELF image for this GPU's SM that defines its entry. One that fails them is not used.
  */
 #include <math.h>
 #include <pthread.h>
@@ -417,6 +422,7 @@ static int load_tuned(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
     void *cubin = NULL;
     size_t size = 0;
     int found = 0, exact = 0, ok = 0;
+    char why[400];
     ft_err err;
     ft_variant v;
     ft_kernel_source src;
@@ -465,8 +471,12 @@ static int load_tuned(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
         snprintf(how, cap, "the winner %s is of family %s, which this context does not load", row.variant,
                  row.family);
     else if (ft__variant_parse(spec, row.variant, &v, &err) != FT_OK ||
-             ft__emit(spec, ft__family_find(spec->template_name), &v, &ctx->session.arch, &src, &err) != FT_OK ||
-             ft__session_load(&ctx->session, spec, &v, cubin, src.entry, src.smem_dynamic, src.threads, &slot->k,
+             ft__emit(spec, ft__family_find(spec->template_name), &v, &ctx->session.arch, &src, &err) != FT_OK)
+        snprintf(how, cap, "the winner %s cannot be used: %s", row.variant, err.msg);
+    else if (!ft__db_winner_check(spec, &v, row.family, row.arch, &want, cubin, size, src.entry,
+                                  ctx->session.arch.cc, why, sizeof why))
+        snprintf(how, cap, "the winner %s cannot be used: %s", row.variant, why);
+    else if (ft__session_load(&ctx->session, spec, &v, cubin, src.entry, src.smem_dynamic, src.threads, &slot->k,
                               &err) != FT_OK)
         snprintf(how, cap, "the winner %s cannot be used: %s", row.variant, err.msg);
     else {

@@ -1,7 +1,10 @@
 #!/bin/sh
 # Kernel packs end to end, no GPU needed: a tune with the stand-in worker fills a database
 # (real sm_90 cubins from NVRTC), export, import into a fresh database, damaged packs, packs
-# of other devices, --verify, and the C export compiled into a program.
+# of other devices, --verify, the C export compiled into a program, hostile packs (an edited
+# index with its checksum recomputed) refused with the database untouched, a hostile device
+# name exported as C that compiles to the set alone, and an export of a database holding
+# results import would refuse.
 #   pack.sh path/to/flashtune path/to/fake_worker path/to/cc path/to/libflashtune.so
 set -u
 ft=$1
@@ -15,6 +18,21 @@ db=$dir/tuned.db
 only='d=64,bm=64,bn=64,warps=4,dtype=f16'   # as tune_fake.sh: 20 variants, 12 buckets
 fail() { echo "pack: $*"; [ -f "$dir/out" ] && cat "$dir/out"; exit 1; }
 sum() { cksum < "$1"; }
+# The index of a pack (its header's third field is the index's size).
+index_of() { h=$(head -n 1 "$1"); tail -c +$(( ${#h} + 2 )) "$1" | head -c "$(echo "$h" | cut -d' ' -f3)"; }
+# repack IN OUT SED-EXPRESSION: the index edited by sed, the header's sizes and sha256
+# recomputed, as someone editing a pack by hand would.
+repack() {
+  h=$(head -n 1 "$1")
+  hl=$(( ${#h} + 1 ))
+  il=$(echo "$h" | cut -d' ' -f3)
+  tail -c +$((hl + 1)) "$1" | head -c "$il" | sed -e "$3" > "$2.index"
+  tail -c +$((hl + il + 1)) "$1" > "$2.blobs"
+  s=$(cat "$2.index" "$2.blobs" | sha256sum | cut -d' ' -f1)
+  { printf 'FTPACK 1 %s %s %s\n' "$(wc -c < "$2.index" | tr -d ' ')" "$(wc -c < "$2.blobs" | tr -d ' ')" "$s"
+    cat "$2.index" "$2.blobs"; } > "$2"
+  rm -f "$2.index" "$2.blobs"
+}
 has_gpu() { [ -e /dev/nvidiactl ]; }
 # sqlite3 DB SQL: the sqlite3 shell's output (rows with '|' between values), or the same from
 # Python's sqlite3 module where the shell is missing (as on the GPU machine).
@@ -106,7 +124,43 @@ check_refused "$dir/v9.ftpack" "format version 9; this flashtune .* reads versio
 : > "$dir/empty.ftpack"
 check_refused "$dir/empty.ftpack" "is not a flashtune pack" "an empty file"
 check_refused "$dir/none.ftpack" "none.ftpack" "a missing file"
+check_refused "$dir" "$dir: a directory, not a regular file" "a directory"
+mkfifo "$dir/fifo"
+check_refused "$dir/fifo" "fifo: a FIFO, not a regular file" "a FIFO"
 echo "damaged packs refused, database untouched: ok"
+
+# 3b. Hostile packs: consistent checksums, content import must not trust.
+h0=$(index_of "$dir/fake.ftpack" | grep -o '"source_hash": "[0-9a-f]*"' | sed -n 1p)
+h1=$(index_of "$dir/fake.ftpack" | grep -o '"source_hash": "[0-9a-f]*"' | sed -n 2p)
+[ -n "$h0" ] && [ -n "$h1" ] || fail "the pack has fewer than two kernels"
+repack "$dir/fake.ftpack" "$dir/claim.ftpack" "s/$h1/$h0/"
+check_refused "$dir/claim.ftpack" "corrupt flashtune pack: kernel 1 .*its source_hash .* is not the sha256 of its source" \
+  "a kernel claiming another's source hash"
+repack "$dir/fake.ftpack" "$dir/d128.ftpack" 's/"head_dim": 64/"head_dim": 128/'
+check_refused "$dir/d128.ftpack" "winner 0 .*its variant computes d=64 causal=. f16, not d=128" "a d=64 kernel as a d=128 winner"
+repack "$dir/fake.ftpack" "$dir/cc80.ftpack" 's/"cc": 90/"cc": 80/; s/"arch": "sm_90"/"arch": "sm_80"/'
+check_refused "$dir/cc80.ftpack" "kernel 0 .*its cubin is for sm_90, not for compute capability 8.0" "sm_90 cubins in a pack for 8.0"
+repack "$dir/fake.ftpack" "$dir/dup.ftpack" 's/"format": "flashtune-pack"/"format": "x", "format": "flashtune-pack"/'
+check_refused "$dir/dup.ftpack" "its index is not valid JSON \(a duplicate key \"format\"" "a duplicate key"
+repack "$dir/fake.ftpack" "$dir/overlap.ftpack" '0,/"source": {"offset": [0-9]*/s//"source": {"offset": 0/'
+check_refused "$dir/overlap.ftpack" "the source starts at byte 0 of the blobs, not at" "a source overlapping a cubin"
+# Kernel 0's cubin changed (its last byte, in the program headers: still an ELF image for
+# sm_90 defining its entry) and its sha256 with it: a valid pack, but the database here holds
+# that kernel with its own cubin, which a pack never replaces.
+hl=$(( $(head -n 1 "$dir/fake.ftpack" | wc -c) ))
+il=$(head -n 1 "$dir/fake.ftpack" | cut -d' ' -f3)
+cs=$(index_of "$dir/fake.ftpack" | grep -o '"cubin": {"offset": 0, "size": [0-9]*' | grep -o '[0-9]*$')
+old_sha=$(tail -c +$((hl + il + 1)) "$dir/fake.ftpack" | head -c "$cs" | sha256sum | cut -d' ' -f1)
+flip "$dir/fake.ftpack" $((hl + il + cs - 1)) "$dir/swap0.ftpack"
+new_sha=$(tail -c +$((hl + il + 1)) "$dir/swap0.ftpack" | head -c "$cs" | sha256sum | cut -d' ' -f1)
+repack "$dir/swap0.ftpack" "$dir/swap.ftpack" "s/$old_sha/$new_sha/"
+"$ft" import "$dir/swap.ftpack" --db "$new" > "$dir/out" 2>&1 && fail "a pack replacing a local kernel's cubin was imported"
+grep -q "swap.ftpack is refused, nothing was imported: kernel 0 of the pack (flash_fwd_sm80 .*) has the source hash and target of kernel .*, but its cubin there is another.*a pack never replaces a kernel of the database" "$dir/out" ||
+  fail "a pack replacing a local kernel's cubin: no clear message"
+[ "$(sum "$new")" = "$before" ] || fail "the refused cubin replacement changed the database"
+"$ft" import "$dir/swap.ftpack" --db "$dir/swap.db" -q > "$dir/out" 2>&1 || fail "the same pack into a fresh database failed"
+rm -f "$dir/swap.db"
+echo "hostile packs refused, database untouched: ok"
 
 # 4. Another GPU model or driver: refused, naming both; --force imports it for this GPU.
 export FAKE_DEVICE="Other GPU"
@@ -162,4 +216,60 @@ else
   grep -E -q '^FT_ERR_NO_(DRIVER|DEVICE): ' "$dir/out" || fail "ft_context_create with the compiled-in set: $(cat "$dir/out")"
 fi
 "$ft" export --db "$db" --format c --name 9bad --out "$dir/y.c" > "$dir/out" 2>&1 && fail "--name 9bad was accepted"
+"$ft" export --db "$db" --format c --name while --out "$dir/y.c" > "$dir/out" 2>&1 && fail "--name while was accepted"
+grep -q "\-\-name 'while' cannot name the kernel set: it is a keyword of C" "$dir/out" || fail "--name while: no clear message"
+"$ft" export --db "$db" --format c --out "$dir/int.c" > "$dir/out" 2>&1 && fail "--out int.c was accepted"
+grep -q "the file name $dir/int.c gives the C name 'int', which cannot name the kernel set (it is a keyword of C): choose one with --name SYMBOL" "$dir/out" ||
+  fail "--out int.c: no clear message"
+"$ft" export --db "$db" --format c --out "$dir/size_t.c" > "$dir/out" 2>&1 && fail "--out size_t.c was accepted"
+[ -e "$dir/int.c" ] || [ -e "$dir/y.c" ] || [ -e "$dir/size_t.c" ] && fail "a refused C export left a file"
+"$ft" export --db "$db" --format c --out "$dir/h200-kernels.v2.c" > "$dir/out" 2>&1 || fail "export to h200-kernels.v2.c failed"
+grep -q 'as C: const ft_kernel_set h200_kernels$' "$dir/out" || fail "h200-kernels.v2.c does not give the symbol h200_kernels"
 echo "C export compiled into a program: ok"
+
+# 7. A hostile device name (imported without a GPU here, so it stays the pack's device): the C
+#    export escapes it and compiles, warnings as errors, to the set's symbols alone.
+repack "$dir/fake.ftpack" "$dir/name.ftpack" 's|"name": "Fake GPU"|"name": "X */ int injected = 2; /* \\\\ ??/"|'
+env -u FLASHTUNE_WORKER "$ft" import "$dir/name.ftpack" --db "$dir/name.db" -q > "$dir/out" 2>&1 || fail "the hostile name's pack was refused"
+"$ft" export --db "$dir/name.db" --format c --out "$dir/hostile_kernels.c" -q > "$dir/out" 2>&1 || fail "export of the hostile name failed"
+grep -q 'Pretuned flashtune kernels for X \\x2a\\x2f int injected = 2; \\x2f\\x2a \\x5c \\x3f\\x3f\\x2f (compute' "$dir/hostile_kernels.c" ||
+  fail "the hostile name is not escaped in the comment"
+"$cc" -std=c11 -Wall -Wextra -Werror -pedantic -Iinclude -c -o "$dir/hostile.o" "$dir/hostile_kernels.c" > "$dir/out" 2>&1 ||
+  fail "the C export of a hostile device name does not compile"
+nm "$dir/hostile.o" > "$dir/syms" 2> "$dir/out" || fail "nm failed"
+[ "$(wc -l < "$dir/syms")" -gt 2 ] || fail "nm lists too few symbols"
+grep -v ' hostile_kernels\(_cubin_[0-9]*\|_entries\)*$' "$dir/syms" > "$dir/out" && fail "the object defines other symbols than the set's"
+grep -q ' [RD] hostile_kernels$' "$dir/syms" || fail "the object does not define the set"
+echo "C export of a hostile device name: ok"
+
+# 8. A database holding winners import would refuse (a zero median, a bucket that is no power
+#    of two): export leaves them out, says how many and why, and its pack imports.
+bad=$dir/bad.db
+cp "$db" "$bad"
+sqlite3 "$bad" "update results set median_ms = 0 where key ->> 'seqlen' = 512 and key ->> 'causal' = 0 and
+  status = 'ok' and median_ms = (select min(median_ms) from results where key ->> 'seqlen' = 512 and
+  key ->> 'causal' = 0 and status = 'ok');
+  update results set key = json_set(key, '$.seqlen', 1000) where key ->> 'seqlen' = 1024 and key ->> 'causal' = 0" ||
+  fail "cannot edit the database"
+"$ft" export --db "$bad" --out "$dir/bad.ftpack" -q > "$dir/out" 2>&1 || fail "export of a database with refused winners failed"
+grep -q 'warning: 2 winners are left out because import would refuse them; the first: .*: it has no positive measured time' "$dir/out" ||
+  fail "export does not say which winners it left out"
+grep -q 'exported 10 buckets' "$dir/out" || fail "export did not export the 10 other buckets"
+"$ft" import "$dir/bad.ftpack" --db "$dir/bad2.db" > "$dir/out" 2>&1 || fail "the pack export wrote is refused by import"
+grep -q 'imported 10 winners' "$dir/out" || fail "import of the exported pack: unexpected summary"
+"$ft" export --db "$bad" --format c --out "$dir/bad_kernels.c" -q > "$dir/out" 2>&1 || fail "C export of the database failed"
+[ "$(grep -c '^    {.dtype' "$dir/bad_kernels.c")" = 10 ] || fail "the C export does not hold the 10 exportable winners"
+echo "export leaves out what import refuses: ok"
+
+# 9. A device name with control characters in a database: export refuses the device, and
+#    names are shown escaped, never as terminal control sequences.
+esc=$(printf '\033')
+sqlite3 "$bad" "update devices set name = 'Fake' || char(27) || '[31mGPU'" || fail "cannot edit the database"
+"$ft" export --db "$bad" --out "$dir/esc.ftpack" > "$dir/out" 2>&1 && fail "a device name with control characters was exported"
+grep -q 'device 1 cannot be exported: the device.s name is empty or holds control characters' "$dir/out" ||
+  fail "export of a device name with control characters: no clear message"
+"$ft" export --db "$bad" --device nothing --out "$dir/esc.ftpack" > "$dir/out" 2>&1 && fail "export of no device succeeded"
+grep -q 'Fake\\x1b\[31mGPU, cc 90,' "$dir/out" || fail "the device list does not show the name escaped"
+grep -q "$esc" "$dir/out" && fail "the device list shows a control character"
+[ -e "$dir/esc.ftpack" ] && fail "a refused export left a file"
+echo "names with control characters: ok"

@@ -1,32 +1,114 @@
 /* Tests of kernel packs without a GPU: the file round trip, every damaged byte and every
- * truncation refused, versions, the kernel-set view, the merge into a database, and
- * ft_context_create with a pack or kernel set (checked before the driver is loaded). */
+ * truncation refused, versions, the strict JSON reader, hostile packs (an edited index with its
+ * checksum recomputed) refused with their reason, the checks of cubins and variants, limits on
+ * what is read and allocated, the merge into a database (which never replaces a kernel), the C
+ * export's escaping and names, the kernel-set view, and ft_context_create with a pack or kernel
+ * set (checked before the driver is loaded). */
+#include <fcntl.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "flashtune.h"
 #include "ft_test.h"
 #include "common/fs.h"
+#include "common/json.h"
+#include "common/jsonparse.h"
 #include "common/sha256.h"
+#include "common/strbuf.h"
+#include "generator/spec.h"
+#include "generator/variant.h"
+#include "runtime/dispatch.h"
 #include "runtime/driver.h"
 #include "tuning_db/pack.h"
 
-static const unsigned char cubin_a[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 'k', 'e', 'r', 'n', 'e', 'l', '_', 'a', 0, 0xff};
 static const char k_variant_b[] = "d=64,bm=128,bn=64,warps=4,stages=1,causal=1,dtype=f16,qreg=0,overlap=0";
-static const unsigned char cubin_b[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 'k', 'e', 'r', 'n', 'e', 'l', '_', 'b', 1};
+static const char *const k_variants[3] = {
+    "d=64,bm=64,bn=64,warps=4,stages=1,causal=0,dtype=f16,qreg=0,overlap=0", k_variant_b,
+    "d=64,bm=64,bn=64,warps=4,stages=1,causal=0,dtype=bf16,qreg=0,overlap=0"};
+static const char *const k_sources[3] = {"// kernel a\n", "// kernel b\n\"quoted\" \t tab\n", "// kernel c\n"};
 
-/* A pack of two kernels and three winners, built in memory (the strings and cubins are
- * borrowed: do not ft__pack_free it). */
-static void sample_pack(ft_pack *p, ft_pack_kernel k[2], ft_pack_winner w[3])
+/* ---- a CUDA ELF image: header, string table, symbol table, section headers ---------------- */
+
+static void put_le(unsigned char *p, uint64_t v, int bytes)
 {
+    int i;
+    for (i = 0; i < bytes; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* A cubin for sm (ABI version 8, as CUDA 13 writes them, or 7) whose symbol table defines the
+ * function entry; padded with `fill` bytes. Returns its size. */
+static size_t make_cubin(unsigned char *b, size_t cap, int sm, int abi, const char *entry, unsigned char fill)
+{
+    size_t elen = strlen(entry), str = 64, strsz = elen + 2, sym, sh, total;
+
+    sym = (str + strsz + 7) & ~(size_t)7;
+    sh = sym + 48 + 32; /* two symbols, then some padding */
+    total = sh + 3 * 64;
+    if (total > cap)
+        return 0;
+    memset(b, fill, total);
+    memcpy(b, "\177ELF", 4);
+    b[4] = 2, b[5] = 1, b[6] = 1, b[7] = abi == 8 ? 0x41 : 0x33, b[8] = (unsigned char)abi;
+    memset(b + 9, 0, 7);
+    put_le(b + 16, 2, 2);    /* ET_EXEC */
+    put_le(b + 18, 190, 2);  /* EM_CUDA */
+    put_le(b + 20, 1, 4);
+    put_le(b + 24, 0, 8);
+    put_le(b + 32, 0, 8);
+    put_le(b + 40, sh, 8);
+    put_le(b + 48, abi == 8 ? (0x06000004u | (unsigned)sm << 8) : (0x00500500u | (unsigned)sm), 4);
+    put_le(b + 52, 64, 2);
+    put_le(b + 54, 56, 2);
+    put_le(b + 56, 0, 2);
+    put_le(b + 58, 64, 2);
+    put_le(b + 60, 3, 2);
+    put_le(b + 62, 0, 2);
+    b[str] = '\0';
+    memcpy(b + str + 1, entry, elen + 1);
+    memset(b + sym, 0, 24);                       /* the null symbol */
+    memset(b + sym + 24, 0, 24);
+    put_le(b + sym + 24, 1, 4);                   /* st_name: the entry */
+    b[sym + 24 + 4] = (1 << 4) | 2;               /* GLOBAL FUNC */
+    put_le(b + sym + 24 + 6, 1, 2);               /* defined in section 1 */
+    memset(b + sh, 0, 3 * 64);
+    put_le(b + sh + 64 + 4, 3, 4);                /* [1] SHT_STRTAB */
+    put_le(b + sh + 64 + 24, str, 8);
+    put_le(b + sh + 64 + 32, strsz, 8);
+    put_le(b + sh + 128 + 4, 2, 4);               /* [2] SHT_SYMTAB, linked to [1] */
+    put_le(b + sh + 128 + 24, sym, 8);
+    put_le(b + sh + 128 + 32, 48, 8);
+    put_le(b + sh + 128 + 40, 1, 4);
+    put_le(b + sh + 128 + 56, 24, 8);
+    return total;
+}
+
+static unsigned char cubins[3][512];
+static size_t cubin_sizes[3];
+
+static void sha_hex(const void *d, size_t n, char hex[65])
+{
+    uint8_t dg[32];
+    ft__sha256(d, n, dg);
+    ft__sha256_hex(dg, hex);
+}
+
+/* A pack of three kernels and three winners, built in memory (the strings and cubins are
+ * borrowed: do not ft__pack_free it). */
+static void sample_pack(ft_pack *p, ft_pack_kernel k[3], ft_pack_winner w[3])
+{
+    static const int kernel_of[3] = {0, 2, 1};
     int i;
 
     memset(p, 0, sizeof *p);
-    memset(k, 0, 2 * sizeof *k);
+    memset(k, 0, 3 * sizeof *k);
     memset(w, 0, 3 * sizeof *w);
     snprintf(p->flashtune_version, sizeof p->flashtune_version, "%s", FT_VERSION_STRING);
     snprintf(p->created, sizeof p->created, "2026-11-30T08:15:02Z");
@@ -34,25 +116,27 @@ static void sample_pack(ft_pack *p, ft_pack_kernel k[2], ft_pack_winner w[3])
     p->device.cc = 90, p->device.sms = 132, p->device.smem_per_block = 232448, p->device.smem_per_sm = 233472;
     p->device.l2_bytes = 62914560, p->device.driver_version = 13000;
     snprintf(p->device.nvrtc_version, sizeof p->device.nvrtc_version, "13.0");
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < 3; i++) {
         ft_db_kernel *d = &k[i].k;
+        char entry[16];
+        snprintf(entry, sizeof entry, "kernel_%c", 'a' + i);
+        cubin_sizes[i] = make_cubin(cubins[i], sizeof cubins[i], 90, 8, entry, (unsigned char)(0xa0 + i));
         snprintf(d->family, sizeof d->family, "flash_fwd_sm80");
-        snprintf(d->variant, sizeof d->variant, "d=64,bm=%d,bn=64,warps=4,stages=1,causal=%d,dtype=f16,qreg=0,overlap=0",
-                 i ? 128 : 64, i);
+        snprintf(d->variant, sizeof d->variant, "%s", k_variants[i]);
         snprintf(d->arch, sizeof d->arch, "sm_90");
         snprintf(d->template_hash, sizeof d->template_hash, "%064d", 7);
-        snprintf(d->source_hash, sizeof d->source_hash, "%063d%d", 0, i);
-        snprintf(d->entry, sizeof d->entry, "kernel_%c", 'a' + i);
-        d->source = i ? "// kernel b\n\"quoted\" \t tab\n" : "// kernel a\n";
-        d->cubin = i ? (const void *)cubin_b : (const void *)cubin_a;
-        d->cubin_size = i ? sizeof cubin_b : sizeof cubin_a;
+        sha_hex(k_sources[i], strlen(k_sources[i]), d->source_hash);
+        snprintf(d->entry, sizeof d->entry, "%s", entry);
+        d->source = k_sources[i];
+        d->cubin = cubins[i];
+        d->cubin_size = cubin_sizes[i];
         d->registers = 100 + i, d->spill_stores = i, d->spill_loads = 2 * i, d->smem_static = 0;
         d->smem_dynamic = 27648 + i, d->threads = 128, d->compile_ms = 1234.5678901234567;
         k[i].rows_per_block = ft__pack_rows_per_block(d->variant);
     }
     for (i = 0; i < 3; i++) {
         ft_db_result *r = &w[i].r;
-        w[i].kernel = i == 2 ? 1 : 0;
+        w[i].kernel = kernel_of[i];
         ft__db_bucket(i == 1 ? "bf16" : "f16", 64, i == 2, 4, 16, 1024 << i, 1024 << i, &r->bucket);
         r->batch = 4, r->heads_q = 16, r->heads_kv = 16 >> i, r->seqlen_q = 1024 << i, r->seqlen_k = 1024 << i;
         r->status = FT_RESULT_OK;
@@ -64,7 +148,7 @@ static void sample_pack(ft_pack *p, ft_pack_kernel k[2], ft_pack_winner w[3])
         snprintf(w[i].measured_at, sizeof w[i].measured_at, "2026-11-30 08:15:0%d", i);
     }
     p->kernels = k;
-    p->nkernels = 2;
+    p->nkernels = 3;
     p->winners = w;
     p->nwinners = 3;
 }
@@ -73,7 +157,7 @@ static void sample_pack(ft_pack *p, ft_pack_kernel k[2], ft_pack_winner w[3])
 static char *sample_file(char *path, size_t cap, size_t *size)
 {
     ft_pack p;
-    ft_pack_kernel k[2];
+    ft_pack_kernel k[3];
     ft_pack_winner w[3];
     char *data = NULL;
     ft_err err;
@@ -92,10 +176,92 @@ static char *sample_file(char *path, size_t cap, size_t *size)
     return data;
 }
 
+/* A pack file built from an index and blobs, with a correct header (sizes and sha256). */
+static char *assemble(const char *index, size_t ilen, const void *blobs, size_t blen, size_t *size)
+{
+    char header[200], hex[65], *out;
+    ft_sha256 sh;
+    uint8_t d[32];
+    size_t hlen;
+
+    ft__sha256_init(&sh);
+    ft__sha256_update(&sh, index, ilen);
+    ft__sha256_update(&sh, blobs, blen);
+    ft__sha256_final(&sh, d);
+    ft__sha256_hex(d, hex);
+    hlen = (size_t)snprintf(header, sizeof header, "FTPACK 1 %zu %zu %s\n", ilen, blen, hex);
+    out = malloc(hlen + ilen + blen + 1);
+    if (out == NULL)
+        return NULL;
+    memcpy(out, header, hlen);
+    memcpy(out + hlen, index, ilen);
+    memcpy(out + hlen + ilen, blobs, blen);
+    *size = hlen + ilen + blen;
+    return out;
+}
+
+/* The pack with the first occurrence of `from` in its index replaced by `to`, and its header's
+ * sizes and sha256 recomputed (what someone editing a pack by hand would do); NULL when the
+ * index does not hold `from`. */
+static char *edit_pack(const char *data, size_t size, const char *from, const char *to, size_t *out_size)
+{
+    const char *nl = memchr(data, '\n', size), *at;
+    unsigned long long ilen = 0;
+    size_t hlen, flen = strlen(from), tlen = strlen(to), nilen;
+    char *index, *out;
+
+    if (nl == NULL || sscanf(data, "FTPACK 1 %llu", &ilen) != 1)
+        return NULL;
+    hlen = (size_t)(nl - data) + 1;
+    at = memmem(data + hlen, (size_t)ilen, from, flen);
+    if (at == NULL)
+        return NULL;
+    nilen = (size_t)ilen - flen + tlen;
+    index = malloc(nilen + 1);
+    if (index == NULL)
+        return NULL;
+    memcpy(index, data + hlen, (size_t)(at - (data + hlen)));
+    memcpy(index + (at - (data + hlen)), to, tlen);
+    memcpy(index + (at - (data + hlen)) + tlen, at + flen, (size_t)ilen - (size_t)(at - (data + hlen)) - flen);
+    out = assemble(index, nilen, data + hlen + ilen, size - hlen - (size_t)ilen, out_size);
+    free(index);
+    return out;
+}
+
+/* The edited pack is refused as corrupt, naming the file, with `why` in the message. */
+static void expect_refused(const char *data, size_t size, const char *from, const char *to, const char *why)
+{
+    size_t n = 0;
+    char *edited = edit_pack(data, size, from, to, &n);
+    ft_pack p;
+    ft_err err;
+    ft_status rc;
+
+    if (edited == NULL)
+        FT_FAIL_("the sample pack's index does not hold \"%s\"", from);
+    rc = ft__pack_parse(edited, n, "x.ftpack", &p, &err);
+    free(edited);
+    if (rc != FT_ERR_CORRUPT)
+        FT_FAIL_("replacing \"%s\" by \"%s\" gives %s, not FT_ERR_CORRUPT", from, to, ft_status_name(rc));
+    ASSERT_CONTAINS(err.msg, "x.ftpack is a corrupt flashtune pack: ");
+    ASSERT_CONTAINS(err.msg, why);
+    ASSERT_EQ(p.nkernels, 0);
+    ASSERT_EQ(p.nwinners, 0);
+}
+
+static long max_rss_kb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+/* ---- the file ----------------------------------------------------------------------------- */
+
 static void test_round_trip(void)
 {
     ft_pack want, got;
-    ft_pack_kernel k[2];
+    ft_pack_kernel k[3];
     ft_pack_winner w[3];
     char path[64];
     size_t size = 0;
@@ -106,8 +272,9 @@ static void test_round_trip(void)
     snprintf(path, sizeof path, "/tmp/ft_test_pack_rt.XXXXXX");
     ASSERT_TRUE(mkdtemp(path) != NULL);
     strcat(path, "/a.ftpack");
+    ASSERT_OK(ft__pack_check(&want, &err), &err);
     ASSERT_OK(ft__pack_write(&want, path, &size, &err), &err);
-    ASSERT_TRUE(size > sizeof cubin_a + sizeof cubin_b);
+    ASSERT_TRUE(size > cubin_sizes[0] + cubin_sizes[1] + cubin_sizes[2]);
     ASSERT_OK(ft__pack_read(path, &got, &err), &err);
     ASSERT_STREQ(got.sha256, want.sha256);
     ASSERT_STREQ(got.created, want.created);
@@ -116,9 +283,9 @@ static void test_round_trip(void)
     ASSERT_EQ(got.device.l2_bytes, want.device.l2_bytes);
     ASSERT_EQ(got.device.driver_version, 13000);
     ASSERT_STREQ(got.device.nvrtc_version, "13.0");
-    ASSERT_EQ(got.nkernels, 2);
+    ASSERT_EQ(got.nkernels, 3);
     ASSERT_EQ(got.nwinners, 3);
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < 3; i++) {
         const ft_db_kernel *a = &want.kernels[i].k, *b = &got.kernels[i].k;
         ASSERT_STREQ(b->variant, a->variant);
         ASSERT_STREQ(b->entry, a->entry);
@@ -129,7 +296,7 @@ static void test_round_trip(void)
         ASSERT_EQ(b->smem_dynamic, a->smem_dynamic);
         ASSERT_EQ(b->spill_loads, a->spill_loads);
         ASSERT_TRUE(b->compile_ms == a->compile_ms);
-        ASSERT_EQ(got.kernels[i].rows_per_block, i ? 128 : 64);
+        ASSERT_EQ(got.kernels[i].rows_per_block, i == 1 ? 128 : 64);
     }
     for (i = 0; i < 3; i++) {
         const ft_db_result *a = &want.winners[i].r, *b = &got.winners[i].r;
@@ -187,7 +354,7 @@ static void test_every_damage_refused(void)
         memcpy(nl - 64, hex, 64);
         rc = ft__pack_parse(data, size, "x.ftpack", &p, &err);
         ASSERT_EQ(rc, FT_ERR_CORRUPT);
-        ASSERT_CONTAINS(err.msg, "sha256 does not match in kernel 1");
+        ASSERT_CONTAINS(err.msg, "sha256 does not match in kernel 2");
     }
     free(data);
     unlink(path);
@@ -211,10 +378,773 @@ static void test_magic_and_version(void)
     ASSERT_EQ(ft__pack_parse(data, size, "x.ftpack", &p, &err), FT_ERR_CORRUPT);
     ASSERT_CONTAINS(err.msg, "x.ftpack is not a flashtune pack");
     ASSERT_EQ(ft__pack_parse("", 0, "empty.ftpack", &p, &err), FT_ERR_CORRUPT);
+    ASSERT_EQ(ft__pack_parse(NULL, 0, "empty.ftpack", &p, &err), FT_ERR_CORRUPT);
     ASSERT_EQ(ft__pack_read("/nonexistent/dir/x.ftpack", &p, &err), FT_ERR_IO);
     free(data);
     unlink(path);
 }
+
+/* The header's numbers are plain decimals within the limits: nothing else is read past it. */
+static void test_header_strict(void)
+{
+    static const struct {
+        const char *header;
+        const char *why;
+    } cases[] = {
+        {"FTPACK 01 10 10 ", "no format version"},
+        {"FTPACK +1 10 10 ", "no format version"},
+        {"FTPACK 1  10 10 ", "malformed header"},
+        {"FTPACK 1 -10 10 ", "malformed header"},
+        {"FTPACK 1 010 10 ", "malformed header"},
+        {"FTPACK 1 10 +10 ", "malformed header"},
+        {"FTPACK 1 99999999999999999999 10 ", "malformed header"},
+        {"FTPACK 1 1 10 ", "malformed header"},
+        {"FTPACK 1 16777217 10 ", "an index of 16777217 bytes, more than the 16777216"},
+        {"FTPACK 1 100 536870912 ", "more than the 536870912 a pack may have"},
+    };
+    const char *sha = "0000000000000000000000000000000000000000000000000000000000000000";
+    size_t i;
+
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[300];
+        ft_pack p;
+        ft_err err;
+        snprintf(text, sizeof text, "%s%s\n{}", cases[i].header, sha);
+        if (ft__pack_parse(text, strlen(text), "h.ftpack", &p, &err) != FT_ERR_CORRUPT)
+            FT_FAIL_("header \"%s\" is not refused as corrupt", cases[i].header);
+        ASSERT_CONTAINS(err.msg, cases[i].why);
+    }
+    {   /* an uppercase checksum, a header line of 200 bytes and more */
+        char text[400];
+        ft_pack p;
+        ft_err err;
+        snprintf(text, sizeof text, "FTPACK 1 2 0 %064d\n{}", 0);
+        text[13] = 'A';
+        ASSERT_EQ(ft__pack_parse(text, strlen(text), "h", &p, &err), FT_ERR_CORRUPT);
+        ASSERT_CONTAINS(err.msg, "malformed header");
+        memset(text, ' ', sizeof text);
+        memcpy(text, "FTPACK 1 ", 9);
+        text[sizeof text - 1] = '\n';
+        ASSERT_EQ(ft__pack_parse(text, sizeof text, "h", &p, &err), FT_ERR_CORRUPT);
+        ASSERT_CONTAINS(err.msg, "not terminated within 200 bytes");
+    }
+}
+
+/* ---- the JSON reader ---------------------------------------------------------------------- */
+
+static void test_json_strict(void)
+{
+    static const struct {
+        const char *text;
+        const char *why; /* NULL: accepted */
+    } cases[] = {
+        {"{\"a\": [1, -2.5e3, 0, -0, 1E+2, true, false, null, \"x\"]}", NULL},
+        {" \t\r\n[] \n", NULL},
+        {"\"\\u00e9\\ud83d\\ude00\\/\\b\\f\\n\\r\\t\\\"\\\\\"", NULL},
+        {"\"h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"", NULL},
+        {"{\"a\": 1, \"a\": 2}", "duplicate key \"a\""},
+        {"{\"b\": {\"x\": 1}, \"a\": 0, \"b\": 2}", "duplicate key \"b\""},
+        {"{\"a\": 1, \"b\": {\"a\": 2}}", NULL}, /* one key in two objects */
+        {"[[[[[1]]]]]", "nested too deeply"},
+        {"[[[[1]]]]", NULL},
+        {"01", "leading zero"},
+        {"-01", "leading zero"},
+        {"1.", "no digit after '.'"},
+        {".5", "unexpected character"},
+        {"+1", "unexpected character"},
+        {"1e", "no digit in the exponent"},
+        {"1e+", "no digit in the exponent"},
+        {"-", "malformed number"},
+        {"0x10", "text after the end"},
+        {"1e999", "too large for a double"},
+        {"-1e400", "too large for a double"},
+        {"1e-400", NULL}, /* underflow to 0 is a number */
+        {"12345678901234567890123456789012345678901234567890123456789012345", "more than 64 characters"},
+        {"\"a\\u0000b\"", "\\u0000"},
+        {"\"\\ud800\"", "high surrogate escape without a low one"},
+        {"\"\\ud800\\u0041\"", "high surrogate escape without a low one"},
+        {"\"\\udc00\"", "low surrogate escape without a high one"},
+        {"\"\\u12\"", "four hex digits"},
+        {"\"\\x41\"", "unknown escape"},
+        {"\"a\tb\"", "control character"},
+        {"\"\xc0\x80\"", "invalid UTF-8"},
+        {"\"\xed\xa0\x80\"", "invalid UTF-8"},
+        {"\"\xf4\x90\x80\x80\"", "invalid UTF-8"},
+        {"\"\xe2\x82\"", "invalid UTF-8"},
+        {"\"\xff\"", "invalid UTF-8"},
+        {"\"abc", "unterminated string"},
+        {"[1, 2", "not followed by ',' or ']'"},
+        {"[1,]", "unexpected character"},
+        {"{\"a\" 1}", "no ':'"},
+        {"{1: 2}", "key that is not a string"},
+        {"{\"a\": 1,}", "key that is not a string"},
+        {"tru", "unexpected character"},
+        {"nulls", "text after the end"},
+        {"[] []", "text after the end"},
+        {"", "ends where a value should be"},
+        {"   ", "ends where a value should be"},
+        {"\xef\xbb\xbf{}", "unexpected character"},
+        {"// comment\n{}", "unexpected character"},
+    };
+    const ft_json_limits lim = {4, 1000};
+    size_t i;
+
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ft_json_doc doc;
+        ft_json_error e;
+        int ok = ft__json_parse(cases[i].text, strlen(cases[i].text), &lim, &doc, &e);
+        if (cases[i].why == NULL && !ok)
+            FT_FAIL_("case %zu (%s) is refused: %s at %zu", i, cases[i].text, e.why, e.at);
+        if (cases[i].why != NULL && ok)
+            FT_FAIL_("case %zu (%s) is accepted", i, cases[i].text);
+        if (cases[i].why != NULL)
+            ASSERT_CONTAINS(e.why, cases[i].why);
+        ft__json_free(&doc);
+    }
+    /* What is decoded: escapes, surrogate pairs, integers. */
+    {
+        const char *t = "{\"s\": \"\\u00e9\\ud83d\\ude00x\", \"n\": -9007199254740993, \"f\": 2.5, \"big\": 1e300}";
+        ft_json_doc doc;
+        ft_json_error e;
+        const ft_json *n;
+        ASSERT_TRUE(ft__json_parse(t, strlen(t), NULL, &doc, &e));
+        n = ft__json_member(&doc.root, "s");
+        ASSERT_TRUE(n != NULL && n->type == FT_JSON_STRING);
+        ASSERT_STREQ(n->str, "\xc3\xa9\xf0\x9f\x98\x80x");
+        ASSERT_EQ(n->len, 7);
+        n = ft__json_member(&doc.root, "n");
+        ASSERT_TRUE(n != NULL && n->is_int);
+        ASSERT_EQ(n->ival, -9007199254740993LL); /* exact, beyond a double's integers */
+        ASSERT_TRUE(!ft__json_member(&doc.root, "f")->is_int);
+        ASSERT_TRUE(!ft__json_member(&doc.root, "big")->is_int);
+        ASSERT_TRUE(ft__json_member(&doc.root, "nope") == NULL);
+        ft__json_free(&doc);
+    }
+    /* The number of values is bounded before they are allocated. */
+    {
+        size_t n = 4001, k;
+        char *t = malloc(2 * n + 2);
+        ft_json_doc doc;
+        ft_json_error e;
+        ASSERT_TRUE(t != NULL);
+        t[0] = '[';
+        for (k = 0; k < n; k++) {
+            t[1 + 2 * k] = '0';
+            t[2 + 2 * k] = k + 1 < n ? ',' : ']';
+        }
+        t[2 * n + 1] = '\0';
+        ASSERT_TRUE(!ft__json_parse(t, strlen(t), &lim, &doc, &e));
+        ASSERT_CONTAINS(e.why, "more values than a document may have");
+        free(t);
+    }
+}
+
+/* What the writer writes, the reader reads: always valid JSON, the same text back. */
+static void test_json_writer(void)
+{
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"plain", "plain"},
+        {"q\"b\\s/ \t\n\r\x01\x1b[31m\x7f", "q\"b\\s/ \t\n\r\x01\x1b[31m\x7f"},
+        {"h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+        {"a\xff" "b", "a\xef\xbf\xbd" "b"},          /* not UTF-8: U+FFFD */
+        {"\xc0\x80", "\xef\xbf\xbd\xef\xbf\xbd"},     /* an overlong NUL */
+        {"\xed\xa0\x80x", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdx"}, /* a surrogate */
+        {"cut \xe2\x82", "cut \xef\xbf\xbd\xef\xbf\xbd"},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ft_strbuf sb = FT_STRBUF_INIT;
+        ft_json_doc doc;
+        ft_json_error e;
+        char *t;
+        ft__json_string_sb(&sb, cases[i].in);
+        t = ft__sb_take(&sb);
+        ASSERT_TRUE(t != NULL);
+        if (!ft__json_parse(t, strlen(t), NULL, &doc, &e)) {
+            FT_FAIL_("case %zu: the writer wrote %s, which is not JSON: %s", i, t, e.why);
+        }
+        ASSERT_EQ(doc.root.type, FT_JSON_STRING);
+        ASSERT_STREQ(doc.root.str, cases[i].out);
+        ft__json_free(&doc);
+        free(t);
+    }
+}
+
+/* ---- cubins and variants ---------------------------------------------------------------------- */
+
+static void test_cubin_checks(void)
+{
+    unsigned char b[512];
+    char why[300];
+    size_t n;
+
+    n = make_cubin(b, sizeof b, 90, 8, "kern", 0);
+    ASSERT_EQ(ft__cubin_sm(b, n, why, sizeof why), 90);
+    ASSERT_TRUE(ft__cubin_check(b, n, 90, "kern", why, sizeof why));
+    ASSERT_TRUE(!ft__cubin_check(b, n, 80, "kern", why, sizeof why));
+    ASSERT_CONTAINS(why, "its cubin is for sm_90, not for compute capability 8.0");
+    ASSERT_TRUE(!ft__cubin_check(b, n, 90, "ker", why, sizeof why)); /* a prefix is not the name */
+    ASSERT_CONTAINS(why, "does not define the entry ker");
+    ASSERT_TRUE(!ft__cubin_check(b, n, 90, "kernx", why, sizeof why));
+    n = make_cubin(b, sizeof b, 80, 7, "kern", 0); /* the older CUDA ELF ABI */
+    ASSERT_EQ(ft__cubin_sm(b, n, why, sizeof why), 80);
+    ASSERT_TRUE(ft__cubin_check(b, n, 80, "kern", why, sizeof why));
+    n = make_cubin(b, sizeof b, 90, 8, "kern", 0);
+    b[18] = 62; /* x86-64 */
+    ASSERT_EQ(ft__cubin_sm(b, n, why, sizeof why), 0);
+    ASSERT_CONTAINS(why, "not a 64-bit little-endian CUDA ELF image");
+    b[18] = 190;
+    b[7] = 0x50;
+    ASSERT_EQ(ft__cubin_sm(b, n, why, sizeof why), 0);
+    ASSERT_CONTAINS(why, "unknown ABI");
+    ASSERT_EQ(ft__cubin_sm("garbage", 7, why, sizeof why), 0);
+    ASSERT_CONTAINS(why, "not an ELF image");
+    ASSERT_EQ(ft__cubin_sm(b, 63, why, sizeof why), 0);
+    /* Hostile offsets are refused, never followed out of the image. */
+    n = make_cubin(b, sizeof b, 90, 8, "kern", 0);
+    put_le(b + 40, (uint64_t)-64, 8); /* e_shoff */
+    ASSERT_TRUE(!ft__cubin_check(b, n, 90, "kern", why, sizeof why));
+    n = make_cubin(b, sizeof b, 90, 8, "kern", 0);
+    put_le(b + 60, 0xffff, 2); /* e_shnum */
+    ASSERT_TRUE(!ft__cubin_check(b, n, 90, "kern", why, sizeof why));
+    n = make_cubin(b, sizeof b, 90, 8, "kern", 0);
+    {
+        uint64_t sh = 0, sym;
+        int i;
+        for (i = 0; i < 8; i++)
+            sh |= (uint64_t)b[40 + i] << (8 * i);
+        put_le(b + sh + 128 + 32, (uint64_t)1 << 40, 8); /* the symbol table's size */
+        ASSERT_TRUE(!ft__cubin_check(b, n, 90, "kern", why, sizeof why));
+        n = make_cubin(b, sizeof b, 90, 8, "kern", 0);
+        put_le(b + sh + 128 + 40, 7, 4); /* its string table: no such section */
+        ASSERT_TRUE(!ft__cubin_check(b, n, 90, "kern", why, sizeof why));
+        n = make_cubin(b, sizeof b, 90, 8, "kern", 0);
+        sym = b[sh + 128 + 24] | (uint64_t)b[sh + 128 + 25] << 8;
+        put_le(b + sym + 24, 100000, 4); /* the symbol's name: outside the string table */
+        ASSERT_TRUE(!ft__cubin_check(b, n, 90, "kern", why, sizeof why));
+        n = make_cubin(b, sizeof b, 90, 8, "kern", 0);
+        put_le(b + sh + 64 + 32, 5, 8); /* a string table that cuts the name */
+        ASSERT_TRUE(!ft__cubin_check(b, n, 90, "kern", why, sizeof why));
+    }
+    /* Real targets of the families. */
+    ASSERT_TRUE(ft__kernel_target_check("flash_fwd_sm80", "sm_90", 90, why, sizeof why));
+    ASSERT_TRUE(ft__kernel_target_check("flash_fwd_sm80", "sm_86", 86, why, sizeof why));
+    ASSERT_TRUE(ft__kernel_target_check("flash_fwd_sm90", "sm_90a", 90, why, sizeof why));
+    ASSERT_TRUE(!ft__kernel_target_check("flash_fwd_sm90", "sm_90", 90, why, sizeof why));
+    ASSERT_CONTAINS(why, "flashtune builds flash_fwd_sm90 for sm_90a");
+    ASSERT_TRUE(!ft__kernel_target_check("flash_fwd_sm90", "sm_80", 80, why, sizeof why));
+    ASSERT_TRUE(!ft__kernel_target_check("flash_fwd_sm80", "sm_80", 90, why, sizeof why));
+    ASSERT_TRUE(ft__kernel_target_check("flash_fwd_next", "sm_90f", 90, why, sizeof why));
+    ASSERT_TRUE(!ft__kernel_target_check("flash_fwd_next", "sm_900", 90, why, sizeof why));
+}
+
+static void test_variant_checks(void)
+{
+    const char *v = "d=64,bm=128,bn=64,causal=1,dtype=bf16";
+    char why[300], out[16];
+
+    ASSERT_TRUE(ft__variant_check(v, "bf16", 64, 1, 128, why, sizeof why));
+    ASSERT_TRUE(ft__variant_check(v, "bf16", 64, 1, 0, why, sizeof why));
+    ASSERT_TRUE(!ft__variant_check(v, "bf16", 128, 1, 128, why, sizeof why));
+    ASSERT_CONTAINS(why, "its variant computes d=64 causal=1 bf16, not d=128 causal=1 bf16");
+    ASSERT_TRUE(!ft__variant_check(v, "f16", 64, 1, 128, why, sizeof why));
+    ASSERT_TRUE(!ft__variant_check(v, "bf16", 64, 0, 128, why, sizeof why));
+    ASSERT_TRUE(!ft__variant_check(v, "bf16", 64, 1, 64, why, sizeof why));
+    ASSERT_CONTAINS(why, "64 rows per block, but its variant has bm=128");
+    ASSERT_TRUE(ft__variant_check("d=64,causal=0,dtype=f16", "f16", 64, 0, 64, why, sizeof why)); /* bm: 64 */
+    ASSERT_TRUE(!ft__variant_check("d=64,dtype=f16", "f16", 64, 0, 0, why, sizeof why));
+    ASSERT_CONTAINS(why, "lacks d, causal or dtype");
+    ASSERT_TRUE(!ft__variant_check("d=064,causal=0,dtype=f16", "f16", 64, 0, 0, why, sizeof why));
+    ASSERT_CONTAINS(why, "not a plain integer");
+    ASSERT_TRUE(!ft__variant_check("d=64x,causal=0,dtype=f16", "f16", 64, 0, 0, why, sizeof why));
+    ASSERT_TRUE(!ft__variant_check("d=-64,causal=0,dtype=f16", "f16", -64, 0, 0, why, sizeof why));
+    ASSERT_TRUE(!ft__variant_check("d=64,d=128,causal=0,dtype=f16", "f16", 64, 0, 0, why, sizeof why));
+    ASSERT_CONTAINS(why, "names a parameter twice");
+    ASSERT_EQ(ft__variant_text_value("d=64,,causal=0", "d", out, sizeof out), -1);
+    ASSERT_EQ(ft__variant_text_value("d=64,causal=", "d", out, sizeof out), -1);
+    ASSERT_EQ(ft__variant_text_value("d=64 */ x", "d", out, sizeof out), -1);
+    ASSERT_EQ(ft__variant_text_value("9d=64", "d", out, sizeof out), -1);
+    ASSERT_EQ(ft__variant_text_value("", "d", out, sizeof out), -1);
+    ASSERT_EQ(ft__variant_text_value("a=1,bb=2", "b", out, sizeof out), 0);
+    ASSERT_EQ(ft__variant_text_value("a=1,bb=2.5-x", "bb", out, sizeof out), 1);
+    ASSERT_STREQ(out, "2.5-x");
+}
+
+/* The database path's check (runtime/context.c calls it before a stored cubin is loaded). */
+static void test_db_winner_check(void)
+{
+    unsigned char b[512];
+    ft_spec *spec = NULL;
+    ft_variant v;
+    ft_db_bucket want;
+    char why[400];
+    size_t n = make_cubin(b, sizeof b, 90, 8, "kern", 0);
+    ft_err err;
+
+    ASSERT_OK(ft__spec_load_builtin(0, &spec, &err), &err);
+    ASSERT_OK(ft__variant_parse(spec, "d=64,bm=64,bn=64,warps=4,stages=1,causal=0,dtype=f16,qreg=0,overlap=0", &v,
+                                &err), &err);
+    ft__db_bucket("f16", 64, 0, 4, 16, 1024, 1024, &want);
+    ASSERT_TRUE(ft__db_winner_check(spec, &v, "flash_fwd_sm80", "sm_90", &want, b, n, "kern", 90, why, sizeof why));
+    ft__db_bucket("f16", 128, 0, 4, 16, 1024, 1024, &want); /* a d=64 kernel recorded as a d=128 winner */
+    ASSERT_TRUE(!ft__db_winner_check(spec, &v, "flash_fwd_sm80", "sm_90", &want, b, n, "kern", 90, why, sizeof why));
+    ASSERT_CONTAINS(why, "it computes d=64 causal=0 f16, but it is recorded as the winner of d=128 causal=0 f16");
+    ft__db_bucket("bf16", 64, 0, 4, 16, 1024, 1024, &want);
+    ASSERT_TRUE(!ft__db_winner_check(spec, &v, "flash_fwd_sm80", "sm_90", &want, b, n, "kern", 90, why, sizeof why));
+    ft__db_bucket("f16", 64, 1, 4, 16, 1024, 1024, &want);
+    ASSERT_TRUE(!ft__db_winner_check(spec, &v, "flash_fwd_sm80", "sm_90", &want, b, n, "kern", 90, why, sizeof why));
+    ft__db_bucket("f16", 64, 0, 4, 16, 1024, 1024, &want);
+    ASSERT_TRUE(!ft__db_winner_check(spec, &v, "flash_fwd_sm80", "sm_80", &want, b, n, "kern", 90, why, sizeof why));
+    ASSERT_TRUE(!ft__db_winner_check(spec, &v, "flash_fwd_sm80", "sm_90", &want, b, n, "other", 90, why, sizeof why));
+    ASSERT_CONTAINS(why, "does not define the entry other");
+    n = make_cubin(b, sizeof b, 80, 8, "kern", 0); /* an sm_80 cubin on a 9.0 GPU */
+    ASSERT_TRUE(!ft__db_winner_check(spec, &v, "flash_fwd_sm80", "sm_90", &want, b, n, "kern", 90, why, sizeof why));
+    ASSERT_CONTAINS(why, "its cubin is for sm_80");
+    ft__spec_free(spec);
+}
+
+/* ---- hostile packs -------------------------------------------------------------------------- */
+
+static void test_hostile_packs(void)
+{
+    char path[64], hash1[65], hash0[65], field[200], to[200];
+    size_t size = 0;
+    char *data = sample_file(path, sizeof path, &size);
+
+    ASSERT_TRUE(data != NULL);
+    sha_hex(k_sources[0], strlen(k_sources[0]), hash0);
+    sha_hex(k_sources[1], strlen(k_sources[1]), hash1);
+    /* A kernel claiming another's source hash. */
+    snprintf(field, sizeof field, "\"source_hash\": \"%s\"", hash1);
+    snprintf(to, sizeof to, "\"source_hash\": \"%s\"", hash0);
+    expect_refused(data, size, field, to, "kernel 1 (d=64,bm=128,");
+    expect_refused(data, size, field, to, "is not the sha256 of its source");
+    /* A d=64 kernel as the winner of a head_dim 128 bucket, a bf16 one, a causal one. */
+    expect_refused(data, size, "\"head_dim\": 64", "\"head_dim\": 128",
+                   "winner 0 (f16 d=128 causal=0 seqlen<=1024 b*h<=64, kernel 0 (d=64,bm=64,");
+    expect_refused(data, size, "\"head_dim\": 64", "\"head_dim\": 128", "its variant computes d=64 causal=0 f16");
+    expect_refused(data, size, "{\"kernel\": 0, \"dtype\": \"f16\"", "{\"kernel\": 0, \"dtype\": \"bf16\"",
+                   "its variant computes d=64 causal=0 f16, not d=64 causal=0 bf16");
+    expect_refused(data, size, "{\"kernel\": 1,", "{\"kernel\": 0,", "its variant computes d=64 causal=0 f16, not "
+                   "d=64 causal=1 f16");
+    /* Cubins for another SM: the device's capability edited, the kernel's target edited too. */
+    expect_refused(data, size, "\"cc\": 90", "\"cc\": 80", "flashtune builds flash_fwd_sm80 for sm_80");
+    {
+        size_t n1 = 0;
+        char *a = edit_pack(data, size, "\"cc\": 90", "\"cc\": 80", &n1);
+        char *b = NULL;
+        size_t n2 = 0;
+        int i;
+        ASSERT_TRUE(a != NULL);
+        for (i = 0; i < 3; i++) { /* every kernel now claims sm_80: the cubins' ELF headers say sm_90 */
+            b = edit_pack(a, n1, "\"arch\": \"sm_90\"", "\"arch\": \"sm_80\"", &n2);
+            ASSERT_TRUE(b != NULL);
+            free(a);
+            a = b;
+            n1 = n2;
+        }
+        {
+            ft_pack p;
+            ft_err err;
+            ASSERT_EQ(ft__pack_parse(a, n1, "x.ftpack", &p, &err), FT_ERR_CORRUPT);
+            ASSERT_CONTAINS(err.msg, "its cubin is for sm_90, not for compute capability 8.0 (sm_80)");
+        }
+        free(a);
+    }
+    /* Duplicate and unknown keys, a NUL escape, control characters, a mismatched shape. */
+    expect_refused(data, size, "\"format\": \"flashtune-pack\"", "\"format\": \"x\", \"format\": \"flashtune-pack\"",
+                   "duplicate key \"format\"");
+    expect_refused(data, size, "\"head_dim\": 64", "\"head_dim\": 64, \"head_dim\": 128", "duplicate key \"head_dim\"");
+    expect_refused(data, size, "\"threads\": 128", "\"threads\": 128, \"threads_x\": 1",
+                   "an unknown key \"threads_x\" in kernel 0");
+    expect_refused(data, size, "\"name\": \"Test", "\"name\": \"Te\\u0000st", "\\u0000");
+    expect_refused(data, size, "\"name\": \"Test", "\"name\": \"\\u001b[31mTest",
+                   "the device's name is empty or holds control characters");
+    expect_refused(data, size, "\"name\": \"Test", "\"name\": \"\\u009bTest", "control characters");
+    expect_refused(data, size, "\"seqlen_q\": 1024", "\"seqlen_q\": 100000",
+                   "its shape (b=4,hq=16,sq=100000,sk=1024) is in bucket seqlen<=131072");
+    expect_refused(data, size, "\"seqlen_bucket\": 1024", "\"seqlen_bucket\": 1000", "not powers of two");
+    {
+        char median[64];
+        snprintf(median, sizeof median, "\"median_ms\": %.17g,", 0.1 + 1.0 / 3.0);
+        expect_refused(data, size, median, "\"median_ms\": 0,", "no positive measured time");
+        expect_refused(data, size, median, "\"median_ms\": -0.4,", "no positive measured time");
+        expect_refused(data, size, median, "\"median_ms\": null,", "no positive measured time");
+        expect_refused(data, size, median, "\"median_ms\": 1e999,", "too large for a double");
+    }
+    expect_refused(data, size, "\"iqr_ms\": 0.001", "\"iqr_ms\": -1", "a measurement is negative");
+    expect_refused(data, size, "\"measured_at\": \"2026-11-30 08:15:00\"", "\"measured_at\": \"yesterday\"",
+                   "measured_at is not of the form");
+    expect_refused(data, size, "\"rows_per_block\": 128", "\"rows_per_block\": 64", "its variant 128");
+    expect_refused(data, size, "\"threads\": 128", "\"threads\": 4096", "threads (4096)");
+    expect_refused(data, size, "\"smem_dynamic\": 27648", "\"smem_dynamic\": 999999", "shared memory");
+    expect_refused(data, size, "\"entry\": \"kernel_a\"", "\"entry\": \"kernel_b\"",
+                   "its cubin does not define the entry kernel_b");
+    expect_refused(data, size, "\"entry\": \"kernel_a\"", "\"entry\": \"kernel a\"", "entry or a hash is malformed");
+    expect_refused(data, size, "\"variant\": \"d=64,bm=64,bn=64", "\"variant\": \"d=64 */ x,bm=64,bn=64",
+                   "variant string is not comma-separated");
+    expect_refused(data, size, "\"nvrtc_version\": \"13.0\"", "\"nvrtc_version\": \"13.0 */\"", "NVRTC version");
+    expect_refused(data, size, "\"version\": 1,", "\"version\": 1.0,", "the integer 'version'");
+    expect_refused(data, size, "\"cc\": 90", "\"cc\": 9e1", "the integer 'cc'");
+    /* Blobs that overlap, leave gaps, or point outside. */
+    expect_refused(data, size, "\"cubin\": {\"offset\": 0,", "\"cubin\": {\"offset\": 1,",
+                   "the cubin starts at byte 1 of the blobs, not at 0");
+    {
+        char from[80];
+        snprintf(from, sizeof from, "\"source\": {\"offset\": %zu,", cubin_sizes[0]);
+        expect_refused(data, size, from, "\"source\": {\"offset\": 0,",
+                       "the source starts at byte 0 of the blobs, not at");
+    }
+    free(data);
+    unlink(path);
+}
+
+/* What ft__pack_check refuses of a pack in memory, and that no such pack is written. */
+static void test_pack_check(void)
+{
+    ft_pack p;
+    ft_pack_kernel k[3];
+    ft_pack_winner w[4];
+    char dir[64], path[96], cpath[96];
+    ft_err err;
+
+    snprintf(dir, sizeof dir, "/tmp/ft_test_pack_ck.XXXXXX");
+    ASSERT_TRUE(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/p.ftpack", dir);
+    snprintf(cpath, sizeof cpath, "%s/p.c", dir);
+    sample_pack(&p, k, w);
+    ASSERT_OK(ft__pack_check(&p, &err), &err);
+
+    /* A kernel no winner uses. */
+    w[1] = w[2];
+    p.nwinners = 2;
+    ASSERT_EQ(ft__pack_check(&p, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "kernel 2 (d=64,bm=64,bn=64,warps=4,stages=1,causal=0,dtype=bf16,");
+    ASSERT_CONTAINS(err.msg, "is the kernel of no winner");
+    ASSERT_EQ(ft__pack_write(&p, path, NULL, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "not written: import would refuse the pack");
+    ASSERT_EQ(access(path, F_OK), -1);
+    ASSERT_EQ(ft__pack_write_c(&p, cpath, "sample", &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_EQ(access(cpath, F_OK), -1);
+
+    /* Two kernels of one source hash and target. */
+    sample_pack(&p, k, w);
+    k[2].k.source = k[0].k.source;
+    snprintf(k[2].k.source_hash, sizeof k[2].k.source_hash, "%s", k[0].k.source_hash);
+    ASSERT_EQ(ft__pack_check(&p, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "kernels 0 and 2 have one source hash and target (sm_90)");
+
+    /* Two winners of one bucket. */
+    sample_pack(&p, k, w);
+    w[3] = w[0];
+    p.nwinners = 4;
+    ASSERT_EQ(ft__pack_check(&p, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "winners 0 and 3 are of one bucket");
+
+    /* Nothing, or a winner pointing past the kernels. */
+    sample_pack(&p, k, w);
+    p.nwinners = 0;
+    ASSERT_EQ(ft__pack_check(&p, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "0 winners");
+    sample_pack(&p, k, w);
+    w[2].kernel = 3;
+    ASSERT_EQ(ft__pack_check(&p, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "winner 2: its kernel 3 is not one of the 3");
+
+    /* A cubin that is not an ELF image (the 1 KB blob that replaced a 39 KB cubin). */
+    sample_pack(&p, k, w);
+    {
+        static unsigned char garbage[1024];
+        memset(garbage, 0x5a, sizeof garbage);
+        k[1].k.cubin = garbage;
+        k[1].k.cubin_size = sizeof garbage;
+        ASSERT_EQ(ft__pack_check(&p, &err), FT_ERR_INVALID_ARGUMENT);
+        ASSERT_CONTAINS(err.msg, "kernel 1 (d=64,bm=128,");
+        ASSERT_CONTAINS(err.msg, "it is not an ELF image");
+    }
+    rmdir(dir);
+}
+
+/* A pack never replaces a kernel of the database, and a refused import changes no byte of it. */
+static void test_import_never_replaces(void)
+{
+    char dir[64], db_path[96];
+    ft_pack p;
+    ft_pack_kernel k[3];
+    ft_pack_winner w[3];
+    unsigned char other[512];
+    char *before = NULL, *after = NULL;
+    size_t nb = 0, na = 0;
+    ft_db *db = NULL;
+    ft_db_device dev;
+    int winning = 0;
+    ft_err err;
+
+    snprintf(dir, sizeof dir, "/tmp/ft_test_pack_db.XXXXXX");
+    ASSERT_TRUE(mkdtemp(dir) != NULL);
+    snprintf(db_path, sizeof db_path, "%s/t.db", dir);
+    sample_pack(&p, k, w);
+    ASSERT_OK(ft__db_open(db_path, 0, &db, &err), &err);
+    ASSERT_OK(ft__pack_import(db, &p, NULL, &winning, &err), &err);
+    ft__db_close(db);
+    db = NULL;
+    ASSERT_OK(ft__read_file(db_path, &before, &nb, &err), &err);
+
+    /* The same source (so the same source hash) with another, well-formed cubin. */
+    sample_pack(&p, k, w);
+    make_cubin(other, sizeof other, 90, 8, "kernel_a", 0x11);
+    k[0].k.cubin = other;
+    ASSERT_OK(ft__pack_check(&p, &err), &err); /* a valid pack on its own */
+    ASSERT_OK(ft__db_open(db_path, 0, &db, &err), &err);
+    ASSERT_EQ(ft__pack_import(db, &p, NULL, &winning, &err), FT_ERR_CORRUPT);
+    ASSERT_CONTAINS(err.msg, "kernel 0 of the pack (flash_fwd_sm80 d=64,bm=64,");
+    ASSERT_CONTAINS(err.msg, "its cubin there is another");
+    ASSERT_CONTAINS(err.msg, "a pack never replaces a kernel of the database");
+
+    /* The same source under another variant. */
+    sample_pack(&p, k, w);
+    snprintf(k[0].k.variant, sizeof k[0].k.variant, "d=64,bm=64,bn=64,warps=4,stages=2,causal=0,dtype=f16,qreg=0,"
+             "overlap=0");
+    ASSERT_EQ(ft__pack_import(db, &p, NULL, &winning, &err), FT_ERR_CORRUPT);
+    ASSERT_CONTAINS(err.msg, "it is flash_fwd_sm80 d=64,bm=64,bn=64,warps=4,stages=1,");
+
+    /* Other resources for the same cubin. */
+    sample_pack(&p, k, w);
+    k[1].k.smem_dynamic += 1024;
+    ASSERT_EQ(ft__pack_import(db, &p, NULL, &winning, &err), FT_ERR_CORRUPT);
+    ASSERT_CONTAINS(err.msg, "threads, registers, spills or shared memory there are others");
+
+    /* A GPU of another compute capability, and a pack the checks refuse. */
+    sample_pack(&p, k, w);
+    dev = p.device;
+    dev.cc = 80;
+    ASSERT_EQ(ft__pack_import(db, &p, &dev, &winning, &err), FT_ERR_UNSUPPORTED);
+    ASSERT_CONTAINS(err.msg, "compute capability 9.0, Test \"GPU\"\\ 1 is 8.0");
+    w[0].r.median_ms = 0;
+    ASSERT_EQ(ft__pack_import(db, &p, NULL, &winning, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "refused: winner 0");
+    ft__db_close(db);
+    db = NULL;
+    ASSERT_OK(ft__read_file(db_path, &after, &na, &err), &err);
+    ASSERT_EQ(na, nb);
+    ASSERT_TRUE(memcmp(before, after, nb) == 0);
+    free(after);
+    after = NULL;
+
+    /* The same pack again is the same kernels: accepted, nothing duplicated. */
+    sample_pack(&p, k, w);
+    ASSERT_OK(ft__db_open(db_path, 0, &db, &err), &err);
+    ASSERT_OK(ft__pack_import(db, &p, NULL, &winning, &err), &err);
+    ASSERT_EQ(winning, 3);
+    ft__db_close(db);
+    free(before);
+    unlink(db_path);
+    rmdir(dir);
+}
+
+/* What is not a pack, or announces more than it holds, is refused before it is read. */
+static void test_read_limits(void)
+{
+    char dir[64], path[128];
+    ft_pack p;
+    ft_err err;
+    long rss;
+    int fd;
+
+    snprintf(dir, sizeof dir, "/tmp/ft_test_pack_lim.XXXXXX");
+    ASSERT_TRUE(mkdtemp(dir) != NULL);
+    ASSERT_EQ(ft__pack_read(dir, &p, &err), FT_ERR_IO);
+    ASSERT_CONTAINS(err.msg, "a directory, not a regular file");
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    ASSERT_EQ(mkfifo(path, 0600), 0);
+    ASSERT_EQ(ft__pack_read(path, &p, &err), FT_ERR_IO); /* without blocking: nobody writes to it */
+    ASSERT_CONTAINS(err.msg, "a FIFO, not a regular file");
+    unlink(path);
+
+    rss = max_rss_kb();
+    snprintf(path, sizeof path, "%s/sparse.ftpack", dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT_TRUE(fd >= 0);
+    {
+        char head[200];
+        int n = snprintf(head, sizeof head, "FTPACK 1 100 1000 %064d\n", 0);
+        ASSERT_EQ(write(fd, head, (size_t)n), n);
+    }
+    ASSERT_EQ(ftruncate(fd, (off_t)2 << 30), 0); /* 2 GiB, sparse */
+    close(fd);
+    ASSERT_EQ(ft__pack_read(path, &p, &err), FT_ERR_CORRUPT);
+    ASSERT_CONTAINS(err.msg, "its header announces 1183 bytes, the file has 2147483648 (extra bytes at the end)");
+    fd = open(path, O_WRONLY | O_TRUNC, 0600);
+    ASSERT_TRUE(fd >= 0);
+    ASSERT_EQ(ftruncate(fd, (off_t)1536 << 20), 0); /* 1.5 GB of zeros: no magic */
+    close(fd);
+    ASSERT_EQ(ft__pack_read(path, &p, &err), FT_ERR_CORRUPT);
+    ASSERT_CONTAINS(err.msg, "is not a flashtune pack");
+    fd = open(path, O_WRONLY | O_TRUNC, 0600);
+    ASSERT_TRUE(fd >= 0);
+    {   /* a header announcing exactly the file's 600 MB: more than a pack may have */
+        char head[200];
+        int n = snprintf(head, sizeof head, "FTPACK 1 100 %lld %064d\n", (600LL << 20) - 100 - 88, 0);
+        ASSERT_EQ(n, 88);
+        ASSERT_EQ(write(fd, head, (size_t)n), n);
+        ASSERT_EQ(ftruncate(fd, (off_t)600 << 20), 0);
+    }
+    close(fd);
+    ASSERT_EQ(ft__pack_read(path, &p, &err), FT_ERR_CORRUPT);
+    ASSERT_CONTAINS(err.msg, "more than the 536870912 a pack may have");
+    unlink(path);
+    if (max_rss_kb() - rss > 64 * 1024)
+        FT_FAIL_("reading the refused files took %ld KB", max_rss_kb() - rss);
+    rmdir(dir);
+}
+
+/* Many entries pointing at one blob are refused before the blob is copied twice; more kernels
+ * than a pack may hold are refused before they are allocated. */
+static void test_blob_amplification(void)
+{
+    const size_t blob = (size_t)4 << 20;
+    const int nkernels = 2000;
+    ft_strbuf sb = FT_STRBUF_INIT;
+    char *blobs = malloc(blob), *index, *file, hex[65];
+    size_t size = 0;
+    ft_pack p;
+    ft_err err;
+    long rss;
+    int i;
+
+    ASSERT_TRUE(blobs != NULL);
+    memset(blobs, 'x', blob);
+    sha_hex(blobs, blob, hex);
+    ft__sb_printf(&sb, "{\"format\": \"flashtune-pack\", \"version\": 1, \"flashtune\": \"0.1.0\", \"created\": \"x\", "
+                  "\"device\": {\"name\": \"G\", \"cc\": 90, \"sms\": 132, \"smem_per_block\": 232448, "
+                  "\"smem_per_sm\": 233472, \"l2_bytes\": 1, \"driver_version\": 13000, \"nvrtc_version\": \"13.0\"},"
+                  "\"kernels\": [");
+    for (i = 0; i < nkernels; i++)
+        ft__sb_printf(&sb, "%s{\"family\": \"flash_fwd_sm80\", \"variant\": \"d=64,causal=0,dtype=f16\", \"arch\": "
+                      "\"sm_90\", \"template_hash\": \"%064d\", \"source_hash\": \"%s\", \"entry\": \"k\", "
+                      "\"threads\": 128, \"rows_per_block\": 64, \"registers\": 1, \"spill_stores\": 0, "
+                      "\"spill_loads\": 0, \"smem_static\": 0, \"smem_dynamic\": 0, \"compile_ms\": 1, "
+                      "\"cubin\": {\"offset\": 0, \"size\": %zu, \"sha256\": \"%s\"}, "
+                      "\"source\": {\"offset\": 0, \"size\": %zu, \"sha256\": \"%s\"}}",
+                      i ? "," : "", 0, hex, blob, hex, blob, hex);
+    ft__sb_puts(&sb, "], \"winners\": [{}]}\n");
+    index = ft__sb_take(&sb);
+    ASSERT_TRUE(index != NULL);
+    file = assemble(index, strlen(index), blobs, blob, &size);
+    ASSERT_TRUE(file != NULL);
+    rss = max_rss_kb();
+    ASSERT_EQ(ft__pack_parse(file, size, "amp.ftpack", &p, &err), FT_ERR_CORRUPT);
+    ASSERT_CONTAINS(err.msg, "the source starts at byte 0 of the blobs, not at 4194304 where the one before it ends");
+    if (max_rss_kb() - rss > 64 * 1024)
+        FT_FAIL_("refusing the pack took %ld KB", max_rss_kb() - rss);
+    free(file);
+    free(index);
+
+    /* 4097 kernels: refused by their count. */
+    ft__sb_puts(&sb, "{\"format\": \"flashtune-pack\", \"version\": 1, \"flashtune\": \"0.1.0\", \"created\": \"x\", "
+                "\"device\": {\"name\": \"G\", \"cc\": 90, \"sms\": 132, \"smem_per_block\": 232448, "
+                "\"smem_per_sm\": 233472, \"l2_bytes\": 1, \"driver_version\": 13000, \"nvrtc_version\": \"13.0\"},"
+                "\"kernels\": [");
+    for (i = 0; i <= FT_PACK_MAX_KERNELS; i++)
+        ft__sb_puts(&sb, i ? ",{}" : "{}");
+    ft__sb_puts(&sb, "], \"winners\": [{}]}\n");
+    index = ft__sb_take(&sb);
+    ASSERT_TRUE(index != NULL);
+    file = assemble(index, strlen(index), "", 0, &size);
+    ASSERT_TRUE(file != NULL);
+    ASSERT_EQ(ft__pack_parse(file, size, "many.ftpack", &p, &err), FT_ERR_CORRUPT);
+    ASSERT_CONTAINS(err.msg, "it holds 4097 kernels and 1 winners, more than the 4096 and 16384");
+    free(file);
+    free(index);
+    free(blobs);
+}
+
+/* ---- the C export ----------------------------------------------------------------------------- */
+
+static size_t count(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    const char *p = hay;
+
+    while (p != NULL) {
+        p = strstr(p, needle);
+        if (p != NULL) {
+            n++;
+            p += strlen(needle);
+        }
+    }
+    return n;
+}
+
+static void test_c_export_escapes(void)
+{
+    ft_pack p;
+    ft_pack_kernel k[3];
+    ft_pack_winner w[3];
+    char dir[64], path[96], *text = NULL;
+    size_t n = 0;
+    ft_err err;
+
+    snprintf(dir, sizeof dir, "/tmp/ft_test_pack_c.XXXXXX");
+    ASSERT_TRUE(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/k.c", dir);
+    sample_pack(&p, k, w);
+    snprintf(p.device.name, sizeof p.device.name, "X */ int injected = 2; /* \\ ?\?/ \"q\" \xc3\xa9");
+    snprintf(p.created, sizeof p.created, "*/ int injected2 = 3; /*");
+    ASSERT_OK(ft__pack_write_c(&p, path, "hostile_kernels", &err), &err);
+    ASSERT_OK(ft__read_file(path, &text, &n, &err), &err);
+    /* One comment at the top and one per kernel: no text opens or closes another. */
+    ASSERT_EQ(count(text, "/*"), 4);
+    ASSERT_EQ(count(text, "*/"), 4);
+    ASSERT_EQ(count(text, "??"), 0);
+    ASSERT_CONTAINS(text, "Pretuned flashtune kernels for X \\x2a\\x2f int injected = 2; \\x2f\\x2a \\x5c "
+                    "\\x3f\\x3f\\x2f \"q\" \\xc3\\xa9 (compute capability 9.0");
+    ASSERT_CONTAINS(text, ".device_name = \"X \\052\\057 int injected = 2; \\057\\052 \\134 \\077\\077\\057 "
+                    "\\042q\\042 \\303\\251\"");
+    ASSERT_CONTAINS(text, "const ft_kernel_set hostile_kernels = {");
+    free(text);
+    text = NULL;
+    /* Names that cannot name the set: nothing is written. */
+    unlink(path);
+    ASSERT_EQ(ft__pack_write_c(&p, path, "int", &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "'int' cannot name the kernel set: it is a keyword of C");
+    ASSERT_EQ(access(path, F_OK), -1);
+    rmdir(dir);
+}
+
+static void test_c_identifiers(void)
+{
+    static const char *const ok[] = {"h200_kernels", "K", "a1", "kernels_t2", "Int", "INTERNAL_kernels_x", NULL};
+    static const struct {
+        const char *name;
+        const char *why;
+    } bad[] = {
+        {"", "empty"}, {"9x", "starts with a digit"}, {"_x", "reserved"}, {"__x", "reserved"},
+        {"_Bool", "reserved"}, {"int", "keyword"}, {"while", "keyword"}, {"bool", "keyword"},
+        {"nullptr", "keyword"}, {"typeof", "keyword"}, {"constexpr", "keyword"}, {"static_assert", "keyword"},
+        {"ft_kernels", "flashtune.h"}, {"FT_F16", "flashtune.h"}, {"FLASHTUNE_H", "flashtune.h"},
+        {"size_t", "_t"}, {"int8_t", "_t"}, {"INT8_MAX", "<stdint.h>"}, {"UINT64_C", "<stdint.h>"},
+        {"SIZE_MAX", "<stdint.h>"}, {"INTPTR_MIN", "<stdint.h>"}, {"NULL", "<stddef.h>"},
+        {"offsetof", "<stddef.h>"}, {"a-b", "other than letters"}, {"h\xc3\xa9", "other than letters"},
+        {"a123456789012345678901234567890123456789012345678901234567890123", "longer than 63"},
+    };
+    char why[200];
+    size_t i;
+
+    for (i = 0; ok[i] != NULL; i++)
+        if (!ft__c_identifier_check(ok[i], why, sizeof why))
+            FT_FAIL_("'%s' is refused: %s", ok[i], why);
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (ft__c_identifier_check(bad[i].name, why, sizeof why))
+            FT_FAIL_("'%s' is accepted", bad[i].name);
+        ASSERT_CONTAINS(why, bad[i].why);
+    }
+}
+
+/* ---- the kernel-set view --------------------------------------------------------------------- */
 
 static void test_kernel_set_view(void)
 {
@@ -223,7 +1153,8 @@ static void test_kernel_set_view(void)
     char *data = sample_file(path, sizeof path, &size);
     const ft_kernel_set *s = NULL;
     ft_kernel_set bad;
-    ft_kernel_set_entry e;
+    ft_kernel_set_entry e[2];
+    unsigned char sm80[512];
     ft_pack p;
     ft_err err;
 
@@ -237,8 +1168,8 @@ static void test_kernel_set_view(void)
     ASSERT_EQ(s->entries[1].dtype, FT_BF16);
     ASSERT_EQ(s->entries[2].causal, 1);
     ASSERT_EQ(s->entries[2].rows_per_block, 128);
-    ASSERT_EQ(s->entries[2].cubin_size, sizeof cubin_b);
-    ASSERT_TRUE(memcmp(s->entries[2].cubin, cubin_b, sizeof cubin_b) == 0);
+    ASSERT_EQ(s->entries[2].cubin_size, cubin_sizes[1]);
+    ASSERT_TRUE(memcmp(s->entries[2].cubin, cubins[1], cubin_sizes[1]) == 0);
     ASSERT_STREQ(s->entries[0].entry, "kernel_a");
     ASSERT_STREQ(s->entries[0].family, "flash_fwd_sm80");
     ASSERT_STREQ(s->entries[2].variant, k_variant_b);
@@ -247,10 +1178,39 @@ static void test_kernel_set_view(void)
     ASSERT_EQ(ft__kernel_set_check(&bad, &err), FT_ERR_INVALID_ARGUMENT);
     ASSERT_CONTAINS(err.msg, "version 99");
     bad = *s;
-    e = s->entries[0];
-    e.seqlen_bucket = 1000; /* not a power of two */
-    bad.entries = &e;
+    bad.entries = e;
     bad.count = 1;
+    e[0] = s->entries[0];
+    e[0].seqlen_bucket = 1000; /* not a power of two */
+    ASSERT_EQ(ft__kernel_set_check(&bad, &err), FT_ERR_INVALID_ARGUMENT);
+    e[0] = s->entries[0];
+    e[0].head_dim = 128; /* a d=64 kernel for d=128 calls */
+    ASSERT_EQ(ft__kernel_set_check(&bad, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "its variant computes d=64 causal=0 f16, not d=128 causal=0 f16");
+    e[0] = s->entries[0];
+    e[0].cubin_size = make_cubin(sm80, sizeof sm80, 80, 8, "kernel_a", 0);
+    e[0].cubin = sm80; /* an sm_80 cubin in a set for 9.0 */
+    ASSERT_EQ(ft__kernel_set_check(&bad, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "entry 0 of the kernel set (d=64,bm=64,");
+    ASSERT_CONTAINS(err.msg, "its cubin is for sm_80, not for compute capability 9.0");
+    e[0] = s->entries[0];
+    e[0].entry = "kernel_b";
+    ASSERT_EQ(ft__kernel_set_check(&bad, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "does not define the entry kernel_b");
+    e[0] = s->entries[0];
+    e[0].family = "flash_fwd_sm90";
+    e[0].cubin_size = make_cubin(sm80, sizeof sm80, 80, 8, "kernel_a", 0);
+    e[0].cubin = sm80;
+    bad.cc = 80; /* the Hopper family in a set for 8.0 */
+    ASSERT_EQ(ft__kernel_set_check(&bad, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "9.0");
+    bad.cc = 90;
+    e[0] = s->entries[0];
+    e[1] = s->entries[0];
+    bad.count = 2;
+    ASSERT_EQ(ft__kernel_set_check(&bad, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "two entries for f16 d=64 causal=0 seqlen<=1024 b*h<=64");
+    bad.count = FT_PACK_MAX_WINNERS + 1;
     ASSERT_EQ(ft__kernel_set_check(&bad, &err), FT_ERR_INVALID_ARGUMENT);
     ft__pack_free(&p);
     free(data);
@@ -261,7 +1221,7 @@ static void test_import_into_db(void)
 {
     char dir[64], db_path[96];
     ft_pack p;
-    ft_pack_kernel k[2];
+    ft_pack_kernel k[3];
     ft_pack_winner w[3];
     ft_db *db = NULL;
     ft_db_row row;
@@ -305,6 +1265,8 @@ static void test_import_into_db(void)
     rmdir(dir);
 }
 
+/* ---- contexts ------------------------------------------------------------------------------- */
+
 /* What ft_context_create does with a pack or kernel set on this machine: it checks them
  * first, then needs the driver. */
 static int have_gpu(void)
@@ -316,9 +1278,9 @@ static int have_gpu(void)
 
 static void test_context_with_pack(void)
 {
-    char path[64], bad_path[80];
-    size_t size = 0;
-    char *data = sample_file(path, sizeof path, &size);
+    char path[64], bad_path[80], dir[64], fifo[96];
+    size_t size = 0, n = 0;
+    char *data = sample_file(path, sizeof path, &size), *hostile;
     ft_context_options o;
     ft_context *ctx = (ft_context *)&o; /* must be reset to NULL on failure */
     ft_status rc;
@@ -345,13 +1307,34 @@ static void test_context_with_pack(void)
     snprintf(bad_path, sizeof bad_path, "%s.bad", path);
     data[size / 2] ^= 0x40;
     ASSERT_TRUE(ft__write_file_atomic(bad_path, data, size, 0, NULL) == FT_OK);
+    data[size / 2] ^= 0x40;
     o.pack = bad_path;
     ctx = (ft_context *)&o;
     ASSERT_EQ(ft_context_create(&o, &ctx), FT_ERR_CORRUPT);
     ASSERT_TRUE(ctx == NULL);
     ASSERT_CONTAINS(ft_last_error(NULL), "corrupt flashtune pack");
+    /* So is an edited one with its checksum recomputed: a d=64 kernel for d=128 calls. */
+    hostile = edit_pack(data, size, "\"head_dim\": 64", "\"head_dim\": 128", &n);
+    ASSERT_TRUE(hostile != NULL);
+    ASSERT_TRUE(ft__write_file_atomic(bad_path, hostile, n, 0, NULL) == FT_OK);
+    free(hostile);
+    ASSERT_EQ(ft_context_create(&o, &ctx), FT_ERR_CORRUPT);
+    ASSERT_CONTAINS(ft_last_error(NULL), "its variant computes d=64 causal=0 f16, not d=128");
     o.pack = "/nonexistent/x.ftpack";
     ASSERT_EQ(ft_context_create(&o, &ctx), FT_ERR_IO);
+    /* A directory and a FIFO: refused at once, never read. */
+    snprintf(dir, sizeof dir, "/tmp/ft_test_pack_ctx.XXXXXX");
+    ASSERT_TRUE(mkdtemp(dir) != NULL);
+    o.pack = dir;
+    ASSERT_EQ(ft_context_create(&o, &ctx), FT_ERR_IO);
+    ASSERT_CONTAINS(ft_last_error(NULL), "a directory, not a regular file");
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    ASSERT_EQ(mkfifo(fifo, 0600), 0);
+    o.pack = fifo;
+    ASSERT_EQ(ft_context_create(&o, &ctx), FT_ERR_IO);
+    ASSERT_CONTAINS(ft_last_error(NULL), "a FIFO, not a regular file");
+    unlink(fifo);
+    rmdir(dir);
 
     /* Misuse: both, or a database besides. */
     o.pack = path;
@@ -373,6 +1356,8 @@ static void test_context_with_kernel_set(void)
     char *data = sample_file(path, sizeof path, &size);
     const ft_kernel_set *s = NULL;
     ft_kernel_set copy;
+    ft_kernel_set_entry e;
+    unsigned char sm80[512];
     ft_context_options o;
     ft_context *ctx = NULL;
     ft_pack p;
@@ -389,6 +1374,15 @@ static void test_context_with_kernel_set(void)
     o.kernels = &copy;
     ASSERT_EQ(ft_context_create(&o, &ctx), FT_ERR_INVALID_ARGUMENT);
     ASSERT_CONTAINS(ft_last_error(NULL), "kernel set has version 7");
+    /* An sm_80 cubin in a set for 9.0: refused before the driver. */
+    copy = *s;
+    e = s->entries[0];
+    e.cubin_size = make_cubin(sm80, sizeof sm80, 80, 8, "kernel_a", 0);
+    e.cubin = sm80;
+    copy.entries = &e;
+    copy.count = 1;
+    ASSERT_EQ(ft_context_create(&o, &ctx), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(ft_last_error(NULL), "its cubin is for sm_80");
     o.kernels = s;
     rc = ft_context_create(&o, &ctx);
     if (!have_gpu()) {
@@ -453,6 +1447,10 @@ static void test_attention_kernel_arguments(void)
 }
 
 FT_TEST_MAIN(FT_CASE(test_round_trip), FT_CASE(test_every_damage_refused), FT_CASE(test_magic_and_version),
+             FT_CASE(test_header_strict), FT_CASE(test_json_strict), FT_CASE(test_json_writer), FT_CASE(test_cubin_checks),
+             FT_CASE(test_variant_checks), FT_CASE(test_db_winner_check), FT_CASE(test_hostile_packs),
+             FT_CASE(test_pack_check), FT_CASE(test_import_never_replaces), FT_CASE(test_read_limits),
+             FT_CASE(test_blob_amplification), FT_CASE(test_c_export_escapes), FT_CASE(test_c_identifiers),
              FT_CASE(test_kernel_set_view), FT_CASE(test_import_into_db), FT_CASE(test_context_with_pack),
              FT_CASE(test_context_with_kernel_set), FT_CASE(test_options_version_1),
              FT_CASE(test_attention_kernel_arguments))

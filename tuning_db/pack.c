@@ -1,6 +1,10 @@
 /*
  * Kernel packs: writing, reading and checking the file (the format is in pack.h), the C
  * source export, the kernel-set view the runtime uses, and the merge into a database.
+ *
+ * A pack comes from elsewhere: every check of its content is in ft__pack_check, which reading,
+ * writing, the C export and the merge all go through, so that what export writes, import and
+ * the runtime accept, and what they accept, they have checked.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "tuning_db/pack.h"
@@ -8,6 +12,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +20,14 @@
 
 #include "common/fs.h"
 #include "common/json.h"
+#include "common/jsonparse.h"
 #include "common/sha256.h"
 #include "common/strbuf.h"
 #include "generator/family.h"
+#include "runtime/dispatch.h"
 
-#define MAX_JSON_DEPTH 16
+#define MAX_JSON_DEPTH 4   /* the index: root, kernels, a kernel, its blob */
+#define MAX_HEADER 200     /* bytes of the header line, newline included */
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
@@ -39,20 +47,18 @@ void ft__pack_free(ft_pack *p)
     memset(p, 0, sizeof *p);
 }
 
-/* The integer value of parameter `name` in a variant string, or def. */
+/* The integer value of parameter `name` in a variant string, or def (absent, malformed, or not
+ * a positive integer). */
 static int variant_value(const char *variant, const char *name, int def)
 {
-    const char *p = variant;
-    size_t n = strlen(name);
+    char v[32], *end = NULL;
+    long x;
 
-    while (p != NULL && *p != '\0') {
-        if (strncmp(p, name, n) == 0 && p[n] == '=')
-            return atoi(p + n + 1) > 0 ? atoi(p + n + 1) : def;
-        p = strchr(p, ',');
-        if (p != NULL)
-            p++;
-    }
-    return def;
+    if (ft__variant_text_value(variant, name, v, sizeof v) != 1)
+        return def;
+    errno = 0;
+    x = strtol(v, &end, 10);
+    return errno == 0 && *end == '\0' && x > 0 && x <= 1 << 20 ? (int)x : def;
 }
 
 int ft__pack_rows_per_block(const char *variant)
@@ -64,10 +70,15 @@ ft_status ft__kernel_set_load(const ft_cuda *cu, const ft_arch *arch, const ft_k
                               ft_err *err)
 {
     const ft_family *fam = ft__family_find(e->family);
+    char why[300];
     ft_status rc;
 
     if (fam == NULL)
         return ft__fail(err, FT_ERR_UNSUPPORTED, "%s: unknown kernel family '%s'", e->entry, e->family);
+    if (!ft__family_supports_arch(fam, arch, why, sizeof why))
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "%s: %s", e->entry, why);
+    if (!ft__cubin_check(e->cubin, e->cubin_size, arch->cc, e->entry, why, sizeof why))
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "%s cannot run on %s: %s", e->entry, arch->name, why);
     rc = ft__kernel_load(cu, e->cubin, e->entry, e->threads, e->rows_per_block, e->smem_dynamic, arch, out, err);
     if (rc == FT_OK && fam->uses_tma) /* as ft__session_load: tensor-map boxes from the variant */
         ft__kernel_use_tma(out, variant_value(e->variant, "bn", 64), variant_value(e->variant, "d", e->head_dim),
@@ -87,6 +98,332 @@ static void utc_now(char *out, size_t cap)
 static int is_pow2(long long v)
 {
     return v > 0 && (v & (v - 1)) == 0;
+}
+
+static void sha256_hex_of(const void *data, size_t size, char hex[65])
+{
+    uint8_t d[32];
+
+    ft__sha256(data, size, d);
+    ft__sha256_hex(d, hex);
+}
+
+/* ---- what the strings of a pack may hold --------------------------------------------------- */
+
+/* UTF-8 without control characters (C0, DEL, C1): text that is safe on a terminal. */
+static int printable(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+
+    while (*p != '\0') {
+        unsigned c = *p;
+        size_t n, i;
+        if (c < 0x20 || c == 0x7f)
+            return 0;
+        if (c < 0x80) {
+            p++;
+            continue;
+        }
+        n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+        if (n == 0 || c > 0xf4)
+            return 0;
+        for (i = 1; i < n; i++)
+            if ((p[i] & 0xc0) != 0x80)
+                return 0;
+        if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0) || (c == 0xf0 && p[1] < 0x90) ||
+            (c == 0xf4 && p[1] >= 0x90))
+            return 0;
+        if (c == 0xc2 && p[1] < 0xa0) /* U+0080..U+009F: C1 controls */
+            return 0;
+        p += n;
+    }
+    return 1;
+}
+
+static int all_of(const char *s, const char *set, size_t min_len)
+{
+    size_t n = strlen(s);
+
+    return n >= min_len && strspn(s, set) == n;
+}
+
+#define LOWER_DIGITS_ "abcdefghijklmnopqrstuvwxyz0123456789_"
+#define IDENT_ "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
+
+static int hex64(const char *s)
+{
+    return strlen(s) == 64 && all_of(s, "0123456789abcdef", 64);
+}
+
+/* A C identifier (the kernel's function name in its cubin). */
+static int identifier(const char *s)
+{
+    return all_of(s, IDENT_, 1) && !(s[0] >= '0' && s[0] <= '9');
+}
+
+/* "sm_90", "sm_90a". */
+static int target_name(const char *s)
+{
+    size_t n = strlen(s), d;
+
+    if (strncmp(s, "sm_", 3) != 0)
+        return 0;
+    d = strspn(s + 3, "0123456789");
+    return d >= 2 && d <= 3 && (3 + d == n || (3 + d + 1 == n && s[n - 1] >= 'a' && s[n - 1] <= 'z'));
+}
+
+/* "2026-11-30 08:15:02", as the database writes CURRENT_TIMESTAMP. */
+static int timestamp(const char *s)
+{
+    static const char form[] = "dddd-dd-dd dd:dd:dd";
+    size_t i;
+
+    if (strlen(s) != sizeof form - 1)
+        return 0;
+    for (i = 0; form[i] != '\0'; i++)
+        if (form[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != form[i])
+            return 0;
+    return 1;
+}
+
+/* NaN (not measured) or a finite number >= 0. */
+static int measure(double v)
+{
+    return isnan(v) || (isfinite(v) && v >= 0);
+}
+
+/* ---- the checks of a pack's content (ft__pack_check) ------------------------------------------ */
+
+static int refuse(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int refuse(char *why, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, cap, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+static int check_device(const ft_db_device *d, char *why, size_t cap)
+{
+    if (d->name[0] == '\0' || !printable(d->name))
+        return refuse(why, cap, "the device's name is empty or holds control characters or invalid UTF-8");
+    if (d->cc < 10 || d->cc > 999)
+        return refuse(why, cap, "the device's compute capability %d is not one", d->cc);
+    if (d->sms < 1 || d->smem_per_block < 0 || d->smem_per_sm < 0 || d->l2_bytes < 0 || d->driver_version < 0)
+        return refuse(why, cap, "the device's multiprocessors, shared memory, L2 or driver are out of range");
+    if (!all_of(d->nvrtc_version, "0123456789.", 1))
+        return refuse(why, cap, "the device's NVRTC version is not digits and dots");
+    return 1;
+}
+
+/* The checks of one kernel for device d (see ft__pack_check). */
+static int check_kernel(const ft_pack_kernel *pk, const ft_db_device *d, char *why, size_t cap)
+{
+    const ft_db_kernel *k = &pk->k;
+    char hex[65], msg[300];
+    size_t slen;
+
+    if (!all_of(k->family, LOWER_DIGITS_, 1) || !target_name(k->arch) || !identifier(k->entry) ||
+        !hex64(k->template_hash) || !hex64(k->source_hash))
+        return refuse(why, cap, "its family, target, entry or a hash is malformed");
+    if (ft__variant_text_value(k->variant, "d", msg, sizeof msg) < 0) /* what it computes: check_winner */
+        return refuse(why, cap, "its variant string is not comma-separated name=value pairs of letters, digits, "
+                      "'_', '.' and '-'");
+    if (k->cubin == NULL || k->cubin_size == 0 || k->source == NULL)
+        return refuse(why, cap, "it has no cubin or no source");
+    slen = strlen(k->source);
+    if (slen == 0)
+        return refuse(why, cap, "its source is empty");
+    sha256_hex_of(k->source, slen, hex);
+    if (strcmp(hex, k->source_hash) != 0)
+        return refuse(why, cap, "its source_hash %.12s... is not the sha256 of its source (%.12s...)", k->source_hash,
+                      hex);
+    if (!ft__kernel_target_check(k->family, k->arch, d->cc, msg, sizeof msg))
+        return refuse(why, cap, "%s", msg);
+    if (!ft__cubin_check(k->cubin, k->cubin_size, d->cc, k->entry, msg, sizeof msg))
+        return refuse(why, cap, "%s", msg);
+    if (pk->rows_per_block != ft__pack_rows_per_block(k->variant))
+        return refuse(why, cap, "it takes %d rows per block, its variant %d", pk->rows_per_block,
+                      ft__pack_rows_per_block(k->variant));
+    if (k->threads < 1 || k->threads > 1024 || k->registers < 0 || k->registers > 255 || k->spill_stores < 0 ||
+        k->spill_loads < 0 || k->smem_static < 0 || k->smem_dynamic < 0 ||
+        (d->smem_per_block > 0 && k->smem_static + k->smem_dynamic > d->smem_per_block))
+        return refuse(why, cap, "its threads (%d), registers (%d) or shared memory (%lld + %lld bytes) are out of range "
+                      "for the device (%lld bytes per block)", k->threads, k->registers, k->smem_static,
+                      k->smem_dynamic, d->smem_per_block);
+    if (!measure(k->compile_ms))
+        return refuse(why, cap, "its compile time is negative");
+    return 1;
+}
+
+/* The checks of one winner with its kernel (see ft__pack_check). */
+static int check_winner(const ft_pack_winner *w, const ft_pack_kernel *pk, char *why, size_t cap)
+{
+    const ft_db_result *r = &w->r;
+    const ft_db_bucket *b = &r->bucket;
+    ft_db_bucket shape;
+    char msg[300];
+
+    if (strcmp(b->dtype, "f16") != 0 && strcmp(b->dtype, "bf16") != 0)
+        return refuse(why, cap, "its dtype is not f16 or bf16");
+    if (b->head_dim < 1 || b->head_dim > 4096 || (b->causal != 0 && b->causal != 1))
+        return refuse(why, cap, "its head dim or causality is out of range");
+    if (!is_pow2(b->seqlen_bucket) || !is_pow2(b->bh_bucket) || b->seqlen_bucket < 64)
+        return refuse(why, cap, "its buckets (seqlen %d, b*h %d) are not powers of two (seqlen at least 64)",
+                      b->seqlen_bucket, b->bh_bucket);
+    if (r->batch < 1 || r->heads_q < 1 || r->heads_kv < 1 || r->heads_q % r->heads_kv != 0 || r->seqlen_q < 1 ||
+        r->seqlen_k < 1)
+        return refuse(why, cap, "its shape is not one (batch, heads and lengths positive, heads_q a multiple of "
+                      "heads_kv)");
+    ft__db_bucket(b->dtype, b->head_dim, b->causal, r->batch, r->heads_q, r->seqlen_q, r->seqlen_k, &shape);
+    if (!ft__db_bucket_equal(&shape, b))
+        return refuse(why, cap, "its shape (b=%d,hq=%d,sq=%d,sk=%d) is in bucket seqlen<=%d b*h<=%d, not in its own "
+                      "(seqlen<=%d, b*h<=%d)", r->batch, r->heads_q, r->seqlen_q, r->seqlen_k, shape.seqlen_bucket,
+                      shape.bh_bucket, b->seqlen_bucket, b->bh_bucket);
+    if (!(isfinite(r->median_ms) && r->median_ms > 0))
+        return refuse(why, cap, "it has no positive measured time");
+    if (!measure(r->iqr_ms) || !measure(r->tflops) || !measure(r->max_error) || r->repetitions < 0)
+        return refuse(why, cap, "a measurement is negative or infinite");
+    if (w->measured_at[0] != '\0' && !timestamp(w->measured_at))
+        return refuse(why, cap, "its measured_at is not of the form 2026-11-30 08:15:02");
+    if (!ft__variant_check(pk->k.variant, b->dtype, b->head_dim, b->causal, pk->rows_per_block, msg, sizeof msg))
+        return refuse(why, cap, "%s", msg);
+    return 1;
+}
+
+/* "kernel 3 (d=64,...)", the variant only when it is safe to print. */
+static void kernel_name(const ft_pack *p, int i, char *out, size_t cap)
+{
+    const char *v = p->kernels[i].k.variant;
+    char dummy[4];
+
+    if (ft__variant_text_value(v, "d", dummy, sizeof dummy) >= 0)
+        snprintf(out, cap, "kernel %d (%s)", i, v);
+    else
+        snprintf(out, cap, "kernel %d", i);
+}
+
+static int cmp_kernel(const void *a, const void *b)
+{
+    const ft_pack_kernel *x = *(const ft_pack_kernel *const *)a, *y = *(const ft_pack_kernel *const *)b;
+    int c = strcmp(x->k.source_hash, y->k.source_hash);
+
+    return c != 0 ? c : strcmp(x->k.arch, y->k.arch);
+}
+
+static int cmp_bucket(const ft_db_bucket *x, const ft_db_bucket *y)
+{
+    int c = strcmp(x->dtype, y->dtype);
+
+    if (c != 0)
+        return c;
+    if (x->head_dim != y->head_dim)
+        return x->head_dim < y->head_dim ? -1 : 1;
+    if (x->causal != y->causal)
+        return x->causal < y->causal ? -1 : 1;
+    if (x->seqlen_bucket != y->seqlen_bucket)
+        return x->seqlen_bucket < y->seqlen_bucket ? -1 : 1;
+    return x->bh_bucket < y->bh_bucket ? -1 : x->bh_bucket > y->bh_bucket;
+}
+
+static int cmp_winner(const void *a, const void *b)
+{
+    const ft_pack_winner *x = *(const ft_pack_winner *const *)a, *y = *(const ft_pack_winner *const *)b;
+
+    return cmp_bucket(&x->r.bucket, &y->r.bucket);
+}
+
+ft_status ft__pack_check(const ft_pack *p, ft_err *err)
+{
+    ft_status rc = FT_ERR_INVALID_ARGUMENT;
+    const ft_pack_kernel **ko = NULL;
+    const ft_pack_winner **wo = NULL;
+    char *used = NULL, why[700], name[600];
+    int i;
+
+    if (p == NULL) {
+        ft__fail(err, rc, "ft__pack_check: NULL argument");
+        goto out;
+    }
+    if (p->nkernels < 1 || p->nkernels > FT_PACK_MAX_KERNELS || p->nwinners < 1 ||
+        p->nwinners > FT_PACK_MAX_WINNERS || p->kernels == NULL || p->winners == NULL) {
+        ft__fail(err, rc, "it holds %d kernels and %d winners (a pack holds 1 to %d kernels and 1 to %d winners)",
+                 p->nkernels, p->nwinners, FT_PACK_MAX_KERNELS, FT_PACK_MAX_WINNERS);
+        goto out;
+    }
+    if (!printable(p->flashtune_version) || !printable(p->created)) {
+        ft__fail(err, rc, "its flashtune version or creation time holds control characters or invalid UTF-8");
+        goto out;
+    }
+    if (!check_device(&p->device, why, sizeof why)) {
+        ft__fail(err, rc, "%s", why);
+        goto out;
+    }
+    ko = malloc((size_t)p->nkernels * sizeof *ko);
+    wo = malloc((size_t)p->nwinners * sizeof *wo);
+    used = calloc((size_t)p->nkernels, 1);
+    if (ko == NULL || wo == NULL || used == NULL) {
+        rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory checking a pack");
+        goto out;
+    }
+    for (i = 0; i < p->nkernels; i++) {
+        if (!check_kernel(&p->kernels[i], &p->device, why, sizeof why)) {
+            kernel_name(p, i, name, sizeof name);
+            ft__fail(err, rc, "%s: %s", name, why);
+            goto out;
+        }
+        ko[i] = &p->kernels[i];
+    }
+    for (i = 0; i < p->nwinners; i++) {
+        const ft_pack_winner *w = &p->winners[i];
+        if (w->kernel < 0 || w->kernel >= p->nkernels) {
+            ft__fail(err, rc, "winner %d: its kernel %d is not one of the %d", i, w->kernel, p->nkernels);
+            goto out;
+        }
+        if (!check_winner(w, &p->kernels[w->kernel], why, sizeof why)) {
+            kernel_name(p, w->kernel, name, sizeof name);
+            ft__fail(err, rc, "winner %d (%s d=%d causal=%d seqlen<=%d b*h<=%d, %s): %s", i,
+                     printable(w->r.bucket.dtype) ? w->r.bucket.dtype : "?", w->r.bucket.head_dim,
+                     w->r.bucket.causal, w->r.bucket.seqlen_bucket, w->r.bucket.bh_bucket, name, why);
+            goto out;
+        }
+        used[w->kernel] = 1;
+        wo[i] = w;
+    }
+    for (i = 0; i < p->nkernels; i++) {
+        if (!used[i]) {
+            kernel_name(p, i, name, sizeof name);
+            ft__fail(err, rc, "%s is the kernel of no winner", name);
+            goto out;
+        }
+    }
+    /* Sorted, so that many entries cost n log n. */
+    qsort(ko, (size_t)p->nkernels, sizeof *ko, cmp_kernel);
+    for (i = 1; i < p->nkernels; i++) {
+        if (cmp_kernel(&ko[i - 1], &ko[i]) == 0) {
+            int a = (int)(ko[i - 1] - p->kernels), b = (int)(ko[i] - p->kernels);
+            ft__fail(err, rc, "kernels %d and %d have one source hash and target (%s)", a < b ? a : b, a < b ? b : a,
+                     ko[i]->k.arch);
+            goto out;
+        }
+    }
+    qsort(wo, (size_t)p->nwinners, sizeof *wo, cmp_winner);
+    for (i = 1; i < p->nwinners; i++) {
+        if (cmp_winner(&wo[i - 1], &wo[i]) == 0) {
+            int a = (int)(wo[i - 1] - p->winners), b = (int)(wo[i] - p->winners);
+            ft__fail(err, rc, "winners %d and %d are of one bucket", a < b ? a : b, a < b ? b : a);
+            goto out;
+        }
+    }
+    rc = FT_OK;
+out:
+    free(ko);
+    free(wo);
+    free(used);
+    return rc;
 }
 
 /* ---- export from a database ---------------------------------------------------------------- */
@@ -118,19 +455,39 @@ static int collect_winner(void *ud, const ft_db_row *row)
     return 0;
 }
 
-ft_status ft__pack_from_db(ft_db *db, long long device_id, ft_pack *out, int *left_out, ft_err *err)
+static void free_kernel(ft_pack_kernel *pk)
+{
+    free((void *)pk->k.source);
+    free((void *)pk->k.cubin);
+    memset(pk, 0, sizeof *pk);
+}
+
+/* Counts a winner left out because import would refuse it; keeps why for the first. */
+static void note_refused(ft_pack_skipped *s, const ft_db_bucket *b, const char *variant, const char *why)
+{
+    if (s->refused == 0)
+        snprintf(s->first, sizeof s->first, "%s d=%d causal=%d seqlen<=%d b*h<=%d (%s): %s",
+                 printable(b->dtype) ? b->dtype : "?", b->head_dim, b->causal, b->seqlen_bucket, b->bh_bucket,
+                 printable(variant) ? variant : "?", why);
+    s->refused++;
+}
+
+ft_status ft__pack_from_db(ft_db *db, long long device_id, ft_pack *out, ft_pack_skipped *skipped, ft_err *err)
 {
     ft_status rc = FT_ERR_INVALID_ARGUMENT;
+    ft_pack_skipped skip;
     collect_ctx c;
     ft_db_filter f;
+    ft_pack_kernel cand;
     long long *ids = NULL; /* kernel id of each pack kernel */
-    int i, j, skipped = 0;
+    char why[700];
+    int i, j;
 
     memset(&c, 0, sizeof c);
+    memset(&skip, 0, sizeof skip);
+    memset(&cand, 0, sizeof cand);
     if (out != NULL)
         memset(out, 0, sizeof *out);
-    if (left_out != NULL)
-        *left_out = 0;
     if (db == NULL || out == NULL) {
         ft__fail(err, rc, "ft__pack_from_db: NULL argument");
         goto out;
@@ -147,6 +504,17 @@ ft_status ft__pack_from_db(ft_db *db, long long device_id, ft_pack *out, int *le
         rc = ft__fail(err, FT_ERR_NOT_FOUND, "%s: device %lld has no winners", ft__db_path(db), device_id);
         goto out;
     }
+    if (c.n > FT_PACK_MAX_WINNERS) {
+        rc = ft__fail(err, FT_ERR_INVALID_ARGUMENT, "%s: device %lld has %d winners, more than the %d a pack may hold",
+                      ft__db_path(db), device_id, c.n, FT_PACK_MAX_WINNERS);
+        goto out;
+    }
+    out->device = c.rows[0].device;
+    if (!check_device(&out->device, why, sizeof why)) {
+        rc = ft__fail(err, FT_ERR_INVALID_ARGUMENT, "%s: device %lld cannot be exported: %s", ft__db_path(db),
+                      device_id, why);
+        goto out;
+    }
     out->kernels = calloc((size_t)c.n, sizeof *out->kernels);
     out->winners = calloc((size_t)c.n, sizeof *out->winners);
     ids = calloc((size_t)c.n, sizeof *ids);
@@ -156,46 +524,68 @@ ft_status ft__pack_from_db(ft_db *db, long long device_id, ft_pack *out, int *le
     }
     snprintf(out->flashtune_version, sizeof out->flashtune_version, "%s", FT_VERSION_STRING);
     utc_now(out->created, sizeof out->created);
-    out->device = c.rows[0].device;
+    /* Each winner with its kernel, checked as import checks them: what fails is left out. */
     for (i = 0; i < c.n; i++) {
         const ft_db_row *row = &c.rows[i];
-        ft_pack_winner *w;
+        const ft_pack_kernel *pk;
+        ft_pack_winner w;
         for (j = 0; j < out->nkernels && ids[j] != row->result.kernel_id; j++)
             ;
         if (j == out->nkernels) {
-            ft_pack_kernel *pk = &out->kernels[j];
-            rc = ft__db_kernel_get(db, row->result.kernel_id, &pk->k, err);
+            rc = ft__db_kernel_get(db, row->result.kernel_id, &cand.k, err);
             if (rc != FT_OK)
                 goto out;
-            if (pk->k.cubin == NULL || pk->k.source == NULL) {
-                free((void *)pk->k.source);
-                free((void *)pk->k.cubin);
-                memset(pk, 0, sizeof *pk);
-                skipped++;
+            cand.rows_per_block = ft__pack_rows_per_block(cand.k.variant);
+            if (cand.k.cubin == NULL || cand.k.source == NULL) {
+                skip.no_cubin++;
+                free_kernel(&cand);
                 continue;
             }
-            pk->rows_per_block = ft__pack_rows_per_block(pk->k.variant);
+            if (!check_kernel(&cand, &out->device, why, sizeof why)) {
+                note_refused(&skip, &row->result.bucket, cand.k.variant, why);
+                free_kernel(&cand);
+                continue;
+            }
+            pk = &cand;
+        } else {
+            pk = &out->kernels[j];
+        }
+        memset(&w, 0, sizeof w);
+        w.kernel = j;
+        w.r = row->result;
+        w.r.device_id = 0;
+        w.r.kernel_id = 0;
+        w.r.reason[0] = '\0';
+        snprintf(w.measured_at, sizeof w.measured_at, "%s", row->measured_at);
+        if (!check_winner(&w, pk, why, sizeof why)) {
+            note_refused(&skip, &w.r.bucket, pk->k.variant, why);
+            if (pk == &cand)
+                free_kernel(&cand);
+            continue;
+        }
+        if (pk == &cand) { /* the kernel's first winner: the kernel joins the pack */
+            out->kernels[j] = cand;
+            memset(&cand, 0, sizeof cand);
             ids[j] = row->result.kernel_id;
             out->nkernels++;
         }
-        w = &out->winners[out->nwinners++];
-        w->kernel = j;
-        w->r = row->result;
-        w->r.device_id = 0;
-        w->r.kernel_id = 0;
-        snprintf(w->measured_at, sizeof w->measured_at, "%s", row->measured_at);
+        out->winners[out->nwinners++] = w;
     }
     if (out->nwinners == 0) {
-        rc = ft__fail(err, FT_ERR_NOT_FOUND, "%s: none of the %d winners of %s has a stored cubin "
-                      "(tune again to store them)", ft__db_path(db), c.n, out->device.name);
+        rc = ft__fail(err, FT_ERR_NOT_FOUND, "%s: none of the %d winners of %s can be exported (%d have no stored "
+                      "cubin: tune again to store them; %d would be refused by import%s%s)", ft__db_path(db), c.n,
+                      out->device.name, skip.no_cubin, skip.refused, skip.refused ? ", the first: " : "", skip.first);
         goto out;
     }
-    rc = FT_OK;
+    rc = ft__pack_check(out, err); /* what was kept passes, together: import takes it */
+    if (rc != FT_OK)
+        ft__err_prefix(err, "%s: cannot export device %lld", ft__db_path(db), device_id);
 out:
+    free_kernel(&cand);
     if (rc != FT_OK && out != NULL)
         ft__pack_free(out);
-    if (left_out != NULL)
-        *left_out = skipped;
+    if (skipped != NULL)
+        *skipped = skip;
     free(ids);
     free(c.rows);
     return rc;
@@ -219,11 +609,9 @@ static void sb_key_real(ft_strbuf *sb, const char *key, double v)
 
 static void sb_blob(ft_strbuf *sb, const char *key, size_t offset, const void *data, size_t size)
 {
-    uint8_t d[32];
     char hex[65];
 
-    ft__sha256(data, size, d);
-    ft__sha256_hex(d, hex);
+    sha256_hex_of(data, size, hex);
     ft__sb_printf(sb, "\"%s\": {\"offset\": %zu, \"size\": %zu, \"sha256\": \"%s\"}", key, offset, size, hex);
 }
 
@@ -242,6 +630,13 @@ ft_status ft__pack_write(ft_pack *p, const char *path, size_t *bytes, ft_err *er
         *bytes = 0;
     if (p == NULL || path == NULL)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "ft__pack_write: NULL argument");
+    /* Only what import accepts is written. */
+    rc = ft__pack_check(p, err);
+    if (rc != FT_OK) {
+        ft__err_prefix(err, "%s: not written: import would refuse the pack", path);
+        goto out;
+    }
+    rc = FT_ERR_OUT_OF_MEMORY;
     ft__sb_printf(&idx, "{\"format\": \"flashtune-pack\", \"version\": %d, ", FT_PACK_VERSION);
     sb_key_string(&idx, "flashtune", p->flashtune_version);
     ft__sb_puts(&idx, ", ");
@@ -256,11 +651,7 @@ ft_status ft__pack_write(ft_pack *p, const char *path, size_t *bytes, ft_err *er
     for (i = 0; i < p->nkernels; i++) {
         const ft_pack_kernel *pk = &p->kernels[i];
         const ft_db_kernel *k = &pk->k;
-        size_t slen = k->source != NULL ? strlen(k->source) : 0;
-        if (k->cubin == NULL || k->cubin_size == 0 || k->source == NULL) {
-            rc = ft__fail(err, FT_ERR_INVALID_ARGUMENT, "%s: kernel %s has no cubin or no source", path, k->variant);
-            goto out;
-        }
+        size_t slen = strlen(k->source);
         ft__sb_puts(&idx, i ? ",\n  {" : "\n  {");
         sb_key_string(&idx, "family", k->family);
         ft__sb_puts(&idx, ", ");
@@ -315,6 +706,12 @@ ft_status ft__pack_write(ft_pack *p, const char *path, size_t *bytes, ft_err *er
         goto out;
     }
     ilen = strlen(index);
+    if (ilen > FT_PACK_MAX_INDEX || blob_bytes > FT_PACK_MAX_FILE - ilen - MAX_HEADER) {
+        rc = ft__fail(err, FT_ERR_INVALID_ARGUMENT, "%s: not written: a pack of %zu bytes of index and %zu of blobs is "
+                      "larger than a reader accepts (%zu of index, %zu in all)", path, ilen, blob_bytes,
+                      FT_PACK_MAX_INDEX, FT_PACK_MAX_FILE);
+        goto out;
+    }
 
     /* The checksum over the index and the blobs, then the header that carries it. */
     ft__sha256_init(&sh);
@@ -353,235 +750,96 @@ out:
     return rc;
 }
 
-/* ---- a small JSON reader (the index) ------------------------------------------------------ */
+/* ---- reading: the header ------------------------------------------------------------------ */
 
-typedef enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jtype;
+typedef struct pack_header {
+    size_t hlen;                   /* the header line's bytes, its newline included */
+    unsigned long long ilen, blen; /* the index's and the blobs' bytes */
+    char sha256[65];
+} pack_header;
 
-typedef struct jnode {
-    jtype type;
-    double num;
-    char *str;      /* J_STR: the decoded string; J_OBJ members: their key */
-    char *key;
-    struct jnode *kids;
-    int nkids;
-} jnode;
-
-typedef struct jparser {
-    const char *p, *end;
-    char why[128];
-} jparser;
-
-static void jfree(jnode *n)
+/* A decimal number of 1 to 19 digits without a leading zero at *p (before end); advances *p. */
+static int header_number(const char **p, const char *end, unsigned long long *out)
 {
-    int i;
+    const char *s = *p;
+    unsigned long long v = 0;
+    int n = 0;
 
-    if (n == NULL)
-        return;
-    for (i = 0; i < n->nkids; i++)
-        jfree(&n->kids[i]);
-    free(n->kids);
-    free(n->str);
-    free(n->key);
-}
-
-static void jskip(jparser *j)
-{
-    while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t'))
-        j->p++;
-}
-
-static int jfail(jparser *j, const char *why)
-{
-    if (j->why[0] == '\0')
-        snprintf(j->why, sizeof j->why, "%s", why);
-    return 0;
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* A string literal at j->p (the opening quote) into a malloc'd, NUL-terminated string. */
-static int jstring(jparser *j, char **out)
-{
-    ft_strbuf sb = FT_STRBUF_INIT;
-
-    j->p++;
-    while (j->p < j->end && *j->p != '"') {
-        unsigned char c = (unsigned char)*j->p++;
-        if (c < 0x20) {
-            ft__sb_free(&sb);
-            return jfail(j, "a control character in a string");
-        }
-        if (c != '\\') {
-            ft__sb_append(&sb, (const char *)&c, 1);
-            continue;
-        }
-        if (j->p >= j->end)
-            break;
-        c = (unsigned char)*j->p++;
-        switch (c) {
-        case '"': case '\\': case '/': ft__sb_append(&sb, (const char *)&c, 1); break;
-        case 'b': ft__sb_puts(&sb, "\b"); break;
-        case 'f': ft__sb_puts(&sb, "\f"); break;
-        case 'n': ft__sb_puts(&sb, "\n"); break;
-        case 'r': ft__sb_puts(&sb, "\r"); break;
-        case 't': ft__sb_puts(&sb, "\t"); break;
-        case 'u': {
-            unsigned v = 0;
-            int i;
-            char u[3];
-            for (i = 0; i < 4; i++) {
-                int h = j->p + i < j->end ? hexval(j->p[i]) : -1;
-                if (h < 0) {
-                    ft__sb_free(&sb);
-                    return jfail(j, "a bad \\u escape");
-                }
-                v = v * 16 + (unsigned)h;
-            }
-            j->p += 4;
-            if (v == 0 || v >= 0x800) { /* the writer only escapes control characters */
-                ft__sb_free(&sb);
-                return jfail(j, "an unsupported \\u escape");
-            }
-            if (v < 0x80) {
-                u[0] = (char)v;
-                ft__sb_append(&sb, u, 1);
-            } else {
-                u[0] = (char)(0xc0 | (v >> 6));
-                u[1] = (char)(0x80 | (v & 0x3f));
-                ft__sb_append(&sb, u, 2);
-            }
-            break;
-        }
-        default:
-            ft__sb_free(&sb);
-            return jfail(j, "a bad escape in a string");
-        }
+    while (s < end && *s >= '0' && *s <= '9' && n < 19) {
+        v = v * 10 + (unsigned long long)(*s - '0');
+        s++;
+        n++;
     }
-    if (j->p >= j->end) {
-        ft__sb_free(&sb);
-        return jfail(j, "an unterminated string");
-    }
-    j->p++;
-    if (sb.data == NULL && !sb.failed)
-        ft__sb_puts(&sb, "");
-    *out = ft__sb_take(&sb);
-    return *out != NULL ? 1 : jfail(j, "out of memory");
-}
-
-static int jvalue(jparser *j, jnode *n, int depth);
-
-static int jappend(jparser *j, jnode *n, jnode *kid)
-{
-    jnode *k = realloc(n->kids, (size_t)(n->nkids + 1) * sizeof *k);
-    if (k == NULL) {
-        jfree(kid);
-        return jfail(j, "out of memory");
-    }
-    n->kids = k;
-    n->kids[n->nkids++] = *kid;
+    if (n == 0 || (n > 1 && **p == '0') || (s < end && *s >= '0' && *s <= '9'))
+        return 0;
+    *out = v;
+    *p = s;
     return 1;
 }
 
-static int jcontainer(jparser *j, jnode *n, int depth, char close)
+/* The header line at the start of text (size bytes, possibly only the file's first ones):
+ * magic, version, sizes within the limits, checksum. */
+static ft_status parse_header(const char *text, size_t size, const char *name, pack_header *h, ft_err *err)
 {
-    j->p++;
-    jskip(j);
-    if (j->p < j->end && *j->p == close) {
-        j->p++;
-        return 1;
-    }
-    for (;;) {
-        jnode kid;
-        memset(&kid, 0, sizeof kid);
-        jskip(j);
-        if (close == '}') {
-            if (j->p >= j->end || *j->p != '"')
-                return jfail(j, "an object key is not a string");
-            if (!jstring(j, &kid.key))
-                return 0;
-            jskip(j);
-            if (j->p >= j->end || *j->p != ':') {
-                free(kid.key);
-                return jfail(j, "no ':' after an object key");
-            }
-            j->p++;
-        }
-        if (!jvalue(j, &kid, depth + 1)) {
-            jfree(&kid);
-            return 0;
-        }
-        if (!jappend(j, n, &kid))
-            return 0;
-        jskip(j);
-        if (j->p < j->end && *j->p == ',') {
-            j->p++;
-            continue;
-        }
-        if (j->p < j->end && *j->p == close) {
-            j->p++;
-            return 1;
-        }
-        return jfail(j, close == '}' ? "an object is not closed" : "an array is not closed");
-    }
+    const size_t mlen = strlen(FT_PACK_MAGIC);
+    const char *nl, *p;
+    unsigned long long version = 0;
+    size_t i;
+
+    memset(h, 0, sizeof *h);
+    if (size < mlen + 1 || memcmp(text, FT_PACK_MAGIC " ", mlen + 1) != 0)
+        return ft__fail(err, FT_ERR_CORRUPT, "%s is not a flashtune pack (it does not start with \"%s \")", name,
+                        FT_PACK_MAGIC);
+    nl = memchr(text, '\n', size < MAX_HEADER ? size : MAX_HEADER);
+    if (nl == NULL)
+        return ft__fail(err, FT_ERR_CORRUPT, "%s is a corrupt flashtune pack: the header line is not terminated "
+                        "within %d bytes", name, MAX_HEADER);
+    p = text + mlen + 1;
+    if (!header_number(&p, nl, &version) || version < 1 || p == nl || *p != ' ')
+        return ft__fail(err, FT_ERR_CORRUPT, "%s is a corrupt flashtune pack: the header has no format version", name);
+    if (version > FT_PACK_VERSION)
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "%s is a flashtune pack of format version %llu; this flashtune (%s) "
+                        "reads version %d (a newer flashtune wrote it)", name, version, FT_VERSION_STRING,
+                        FT_PACK_VERSION);
+    p++;
+    if (!header_number(&p, nl, &h->ilen) || p == nl || *p != ' ')
+        goto malformed;
+    p++;
+    if (!header_number(&p, nl, &h->blen) || p == nl || *p != ' ')
+        goto malformed;
+    p++;
+    if (nl - p != 64 || h->ilen < 2)
+        goto malformed;
+    for (i = 0; i < 64; i++)
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+            goto malformed;
+    memcpy(h->sha256, p, 64);
+    h->sha256[64] = '\0';
+    h->hlen = (size_t)(nl - text) + 1;
+    if (h->ilen > FT_PACK_MAX_INDEX)
+        return ft__fail(err, FT_ERR_CORRUPT, "%s is a corrupt flashtune pack: its header announces an index of %llu "
+                        "bytes, more than the %zu a pack may have", name, h->ilen, FT_PACK_MAX_INDEX);
+    if (h->blen > FT_PACK_MAX_FILE || h->hlen + h->ilen + h->blen > FT_PACK_MAX_FILE)
+        return ft__fail(err, FT_ERR_CORRUPT, "%s is a corrupt flashtune pack: its header announces %llu bytes, more "
+                        "than the %zu a pack may have", name, (unsigned long long)h->hlen + h->ilen + h->blen,
+                        FT_PACK_MAX_FILE);
+    return FT_OK;
+malformed:
+    return ft__fail(err, FT_ERR_CORRUPT, "%s is a corrupt flashtune pack: a malformed header line", name);
 }
 
-static int jvalue(jparser *j, jnode *n, int depth)
+/* The file is exactly as long as its header says. */
+static ft_status check_size(const pack_header *h, size_t size, const char *name, ft_err *err)
 {
-    if (depth > MAX_JSON_DEPTH)
-        return jfail(j, "nested too deeply");
-    jskip(j);
-    if (j->p >= j->end)
-        return jfail(j, "it ends early");
-    switch (*j->p) {
-    case '{': n->type = J_OBJ; return jcontainer(j, n, depth, '}');
-    case '[': n->type = J_ARR; return jcontainer(j, n, depth, ']');
-    case '"': n->type = J_STR; return jstring(j, &n->str);
-    default: break;
-    }
-    if (j->end - j->p >= 4 && memcmp(j->p, "null", 4) == 0) {
-        n->type = J_NULL;
-        j->p += 4;
-        return 1;
-    }
-    if (j->end - j->p >= 4 && memcmp(j->p, "true", 4) == 0) {
-        n->type = J_BOOL;
-        n->num = 1;
-        j->p += 4;
-        return 1;
-    }
-    if (j->end - j->p >= 5 && memcmp(j->p, "false", 5) == 0) {
-        n->type = J_BOOL;
-        j->p += 5;
-        return 1;
-    }
-    if (*j->p == '-' || (*j->p >= '0' && *j->p <= '9')) {
-        char buf[64], *e;
-        size_t len = 0;
-        while (j->p + len < j->end && len < sizeof buf - 1 && strchr("+-0123456789.eE", j->p[len]) != NULL)
-            len++;
-        memcpy(buf, j->p, len);
-        buf[len] = '\0';
-        errno = 0;
-        n->num = strtod(buf, &e);
-        if (e != buf + len || errno != 0 || !isfinite(n->num))
-            return jfail(j, "a malformed number");
-        n->type = J_NUM;
-        j->p += len;
-        return 1;
-    }
-    return jfail(j, "an unexpected character");
+    unsigned long long want = (unsigned long long)h->hlen + h->ilen + h->blen;
+
+    if (want == size)
+        return FT_OK;
+    return ft__fail(err, FT_ERR_CORRUPT, "%s is a corrupt flashtune pack: its header announces %llu bytes, the file "
+                    "has %zu (%s)", name, want, size, size < want ? "truncated" : "extra bytes at the end");
 }
 
-/* ---- reading the index ------------------------------------------------------------------ */
+/* ---- reading: the index -------------------------------------------------------------------- */
 
 typedef struct reader {
     const char *name;
@@ -595,7 +853,7 @@ static int bad(reader *r, const char *in, const char *fmt, ...) __attribute__((f
 static int bad(reader *r, const char *in, const char *fmt, ...)
 {
     if (r->rc == FT_OK) {
-        char msg[300];
+        char msg[400];
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(msg, sizeof msg, fmt, ap);
@@ -606,42 +864,58 @@ static int bad(reader *r, const char *in, const char *fmt, ...)
     return 0;
 }
 
-static const jnode *jget(const jnode *obj, const char *key)
+static const char *const root_keys[] = {"format", "version", "flashtune", "created", "device", "kernels",
+                                        "winners", NULL};
+static const char *const device_keys[] = {"name", "cc", "sms", "smem_per_block", "smem_per_sm", "l2_bytes",
+                                          "driver_version", "nvrtc_version", NULL};
+static const char *const kernel_keys[] = {"family", "variant", "arch", "template_hash", "source_hash", "entry",
+                                          "threads", "rows_per_block", "registers", "spill_stores", "spill_loads",
+                                          "smem_static", "smem_dynamic", "compile_ms", "cubin", "source", NULL};
+static const char *const blob_keys[] = {"offset", "size", "sha256", NULL};
+static const char *const winner_keys[] = {"kernel", "dtype", "head_dim", "causal", "seqlen_bucket", "bh_bucket",
+                                          "batch", "heads_q", "heads_kv", "seqlen_q", "seqlen_k", "median_ms",
+                                          "iqr_ms", "tflops", "max_error", "repetitions", "measured_at", NULL};
+
+/* An object holding no key but those of the format (each once: the parser refuses repeats). */
+static int only_keys(reader *r, const ft_json *obj, const char *const *keys, const char *in)
 {
-    int i;
+    int i, k;
 
-    if (obj == NULL || obj->type != J_OBJ)
-        return NULL;
-    for (i = 0; i < obj->nkids; i++)
-        if (obj->kids[i].key != NULL && strcmp(obj->kids[i].key, key) == 0)
-            return &obj->kids[i];
-    return NULL;
-}
-
-static int get_str(reader *r, const jnode *obj, const char *key, char *out, size_t cap, const char *in)
-{
-    const jnode *n = jget(obj, key);
-
-    if (n == NULL || n->type != J_STR)
-        return bad(r, in, "the string '%s' is missing", key);
-    if (strlen(n->str) >= cap)
-        return bad(r, in, "'%s' is too long", key);
-    memcpy(out, n->str, strlen(n->str) + 1);
+    if (obj == NULL || obj->type != FT_JSON_OBJECT)
+        return bad(r, NULL, "%s is not an object", in);
+    for (i = 0; i < obj->n; i++) {
+        for (k = 0; keys[k] != NULL && strcmp(keys[k], obj->kids[i].key) != 0; k++)
+            ;
+        if (keys[k] == NULL)
+            return bad(r, in, "an unknown key \"%.60s\"", printable(obj->kids[i].key) ? obj->kids[i].key : "?");
+    }
     return 1;
 }
 
-static int get_ll(reader *r, const jnode *obj, const char *key, long long min, long long max, long long *out,
+static int get_str(reader *r, const ft_json *obj, const char *key, char *out, size_t cap, const char *in)
+{
+    const ft_json *n = ft__json_member(obj, key);
+
+    if (n == NULL || n->type != FT_JSON_STRING)
+        return bad(r, in, "the string '%s' is missing", key);
+    if (n->len >= cap)
+        return bad(r, in, "'%s' is too long", key);
+    memcpy(out, n->str, n->len + 1);
+    return 1;
+}
+
+static int get_ll(reader *r, const ft_json *obj, const char *key, long long min, long long max, long long *out,
                   const char *in)
 {
-    const jnode *n = jget(obj, key);
+    const ft_json *n = ft__json_member(obj, key);
 
-    if (n == NULL || n->type != J_NUM || n->num != floor(n->num) || n->num < (double)min || n->num > (double)max)
+    if (n == NULL || n->type != FT_JSON_NUMBER || !n->is_int || n->ival < min || n->ival > max)
         return bad(r, in, "the integer '%s' is missing or out of range", key);
-    *out = (long long)n->num;
+    *out = n->ival;
     return 1;
 }
 
-static int get_int(reader *r, const jnode *obj, const char *key, long long min, long long max, int *out,
+static int get_int(reader *r, const ft_json *obj, const char *key, long long min, long long max, int *out,
                    const char *in)
 {
     long long v = 0;
@@ -653,41 +927,46 @@ static int get_int(reader *r, const jnode *obj, const char *key, long long min, 
 }
 
 /* A number or null (NAN). */
-static int get_real(reader *r, const jnode *obj, const char *key, double *out, const char *in)
+static int get_real(reader *r, const ft_json *obj, const char *key, double *out, const char *in)
 {
-    const jnode *n = jget(obj, key);
+    const ft_json *n = ft__json_member(obj, key);
 
-    if (n != NULL && n->type == J_NULL) {
+    if (n != NULL && n->type == FT_JSON_NULL) {
         *out = NAN;
         return 1;
     }
-    if (n == NULL || n->type != J_NUM)
+    if (n == NULL || n->type != FT_JSON_NUMBER)
         return bad(r, in, "the number '%s' is missing", key);
     *out = n->num;
     return 1;
 }
 
-/* A blob's range and checksum; its bytes copied (with a NUL after them). */
-static int get_blob(reader *r, const jnode *kernel, const char *key, const unsigned char *blobs, size_t nblobs,
-                    void **out, size_t *size, const char *in)
+/* A blob: it starts where the one before it ended (*next), it matches its sha256; its bytes
+ * are copied, with a NUL after them. A text blob holds no NUL. */
+static int get_blob(reader *r, const ft_json *kernel, const char *key, const unsigned char *blobs, size_t nblobs,
+                    size_t *next, int text, void **out, size_t *size, const char *in)
 {
-    const jnode *b = jget(kernel, key);
+    const ft_json *b = ft__json_member(kernel, key);
     long long off = 0, len = 0;
-    char want[65], hex[65];
-    uint8_t d[32];
+    char want[65], hex[65], what[32];
     char *copy;
 
-    if (b == NULL || b->type != J_OBJ)
-        return bad(r, in, "the blob '%s' is missing", key);
+    snprintf(what, sizeof what, "the blob '%s'", key);
+    if (!only_keys(r, b, blob_keys, what))
+        return 0;
     if (!get_ll(r, b, "offset", 0, (long long)nblobs, &off, in) || !get_ll(r, b, "size", 1, (long long)nblobs, &len, in) ||
         !get_str(r, b, "sha256", want, sizeof want, in))
         return 0;
-    if ((size_t)off + (size_t)len > nblobs)
+    if ((size_t)off != *next)
+        return bad(r, in, "the %s starts at byte %lld of the blobs, not at %zu where the one before it ends (the "
+                   "blobs follow each other without gaps or overlaps)", key, off, *next);
+    if ((size_t)len > nblobs - (size_t)off)
         return bad(r, in, "the %s lies outside the file", key);
-    ft__sha256(blobs + off, (size_t)len, d);
-    ft__sha256_hex(d, hex);
+    sha256_hex_of(blobs + off, (size_t)len, hex);
     if (strcmp(hex, want) != 0)
         return bad(r, in, "the %s's sha256 does not match", key);
+    if (text && memchr(blobs + off, '\0', (size_t)len) != NULL)
+        return bad(r, in, "the %s holds a NUL byte", key);
     copy = malloc((size_t)len + 1);
     if (copy == NULL) {
         if (r->rc == FT_OK)
@@ -698,11 +977,12 @@ static int get_blob(reader *r, const jnode *kernel, const char *key, const unsig
     copy[len] = '\0';
     *out = copy;
     *size = (size_t)len;
+    *next += (size_t)len;
     return 1;
 }
 
-static int read_kernel(reader *r, const jnode *n, const unsigned char *blobs, size_t nblobs, ft_pack_kernel *pk,
-                       int index)
+static int read_kernel(reader *r, const ft_json *n, const unsigned char *blobs, size_t nblobs, size_t *next,
+                       ft_pack_kernel *pk, int index)
 {
     ft_db_kernel *k = &pk->k;
     char in[48];
@@ -711,8 +991,8 @@ static int read_kernel(reader *r, const jnode *n, const unsigned char *blobs, si
     int ok;
 
     snprintf(in, sizeof in, "kernel %d", index);
-    if (n->type != J_OBJ)
-        return bad(r, NULL, "%s is not an object", in);
+    if (!only_keys(r, n, kernel_keys, in))
+        return 0;
     ok = get_str(r, n, "family", k->family, sizeof k->family, in) &&
          get_str(r, n, "variant", k->variant, sizeof k->variant, in) &&
          get_str(r, n, "arch", k->arch, sizeof k->arch, in) &&
@@ -727,12 +1007,8 @@ static int read_kernel(reader *r, const jnode *n, const unsigned char *blobs, si
          get_ll(r, n, "smem_static", 0, 1LL << 30, &k->smem_static, in) &&
          get_ll(r, n, "smem_dynamic", 0, 1LL << 30, &k->smem_dynamic, in) &&
          get_real(r, n, "compile_ms", &k->compile_ms, in) &&
-         get_blob(r, n, "cubin", blobs, nblobs, &cubin, &cubin_size, in) &&
-         get_blob(r, n, "source", blobs, nblobs, &source, &source_size, in);
-    if (ok && (k->entry[0] == '\0' || k->arch[0] == '\0' || k->source_hash[0] == '\0'))
-        ok = bad(r, NULL, "%s has an empty entry, arch or source hash", in);
-    if (ok && strlen(source) != source_size)
-        ok = bad(r, NULL, "the source of %s holds a NUL byte", in);
+         get_blob(r, n, "cubin", blobs, nblobs, next, 0, &cubin, &cubin_size, in) &&
+         get_blob(r, n, "source", blobs, nblobs, next, 1, &source, &source_size, in);
     if (!ok) {
         free(cubin);
         free(source);
@@ -744,15 +1020,15 @@ static int read_kernel(reader *r, const jnode *n, const unsigned char *blobs, si
     return 1;
 }
 
-static int read_winner(reader *r, const jnode *n, int nkernels, ft_pack_winner *w, int index)
+static int read_winner(reader *r, const ft_json *n, int nkernels, ft_pack_winner *w, int index)
 {
     ft_db_result *res = &w->r;
     char in[48];
     int ok;
 
     snprintf(in, sizeof in, "winner %d", index);
-    if (n->type != J_OBJ)
-        return bad(r, NULL, "%s is not an object", in);
+    if (!only_keys(r, n, winner_keys, in))
+        return 0;
     ok = get_int(r, n, "kernel", 0, nkernels - 1, &w->kernel, in) &&
          get_str(r, n, "dtype", res->bucket.dtype, sizeof res->bucket.dtype, in) &&
          get_int(r, n, "head_dim", 1, 1 << 16, &res->bucket.head_dim, in) &&
@@ -770,44 +1046,35 @@ static int read_winner(reader *r, const jnode *n, int nkernels, ft_pack_winner *
          get_str(r, n, "measured_at", w->measured_at, sizeof w->measured_at, in);
     if (!ok)
         return 0;
-    if (strcmp(res->bucket.dtype, "f16") != 0 && strcmp(res->bucket.dtype, "bf16") != 0)
-        return bad(r, NULL, "%s has an unknown dtype", in);
-    if (!is_pow2(res->bucket.seqlen_bucket) || !is_pow2(res->bucket.bh_bucket))
-        return bad(r, NULL, "%s's buckets are not powers of two", in);
-    if (isnan(res->median_ms) || res->median_ms <= 0)
-        return bad(r, NULL, "%s has no measured time", in);
     res->status = FT_RESULT_OK;
     return 1;
 }
 
-static ft_status read_index(const jnode *root, const unsigned char *blobs, size_t nblobs, const char *name,
+static ft_status read_index(const ft_json *root, const unsigned char *blobs, size_t nblobs, const char *name,
                             ft_pack *p, ft_err *err)
 {
     reader r = {name, err, FT_OK};
-    const jnode *dev, *kernels, *winners;
+    const ft_json *dev, *kernels, *winners;
     char format[32];
-    int version = 0, i, j;
+    size_t next = 0;
+    int version = 0, i;
 
-    if (root->type != J_OBJ) {
-        bad(&r, NULL, "the index is %s", "not an object");
+    if (!only_keys(&r, root, root_keys, "the index"))
         goto out;
-    }
     if (!get_str(&r, root, "format", format, sizeof format, "the index") ||
         !get_int(&r, root, "version", 1, FT_PACK_VERSION, &version, "the index") ||
         !get_str(&r, root, "flashtune", p->flashtune_version, sizeof p->flashtune_version, "the index") ||
         !get_str(&r, root, "created", p->created, sizeof p->created, "the index"))
         goto out;
     if (strcmp(format, "flashtune-pack") != 0) {
-        bad(&r, NULL, "the index's format is '%s'", format);
+        bad(&r, NULL, "the index's format is '%.20s'", printable(format) ? format : "?");
         goto out;
     }
-    dev = jget(root, "device");
-    if (dev == NULL || dev->type != J_OBJ) {
-        bad(&r, NULL, "%s is missing", "the device");
+    dev = ft__json_member(root, "device");
+    if (!only_keys(&r, dev, device_keys, "the device"))
         goto out;
-    }
     if (!get_str(&r, dev, "name", p->device.name, sizeof p->device.name, "the device") ||
-        !get_int(&r, dev, "cc", 10, 1000, &p->device.cc, "the device") ||
+        !get_int(&r, dev, "cc", 10, 999, &p->device.cc, "the device") ||
         !get_int(&r, dev, "sms", 1, 1 << 20, &p->device.sms, "the device") ||
         !get_ll(&r, dev, "smem_per_block", 0, 1LL << 40, &p->device.smem_per_block, "the device") ||
         !get_ll(&r, dev, "smem_per_sm", 0, 1LL << 40, &p->device.smem_per_sm, "the device") ||
@@ -815,39 +1082,40 @@ static ft_status read_index(const jnode *root, const unsigned char *blobs, size_
         !get_int(&r, dev, "driver_version", 0, 1 << 30, &p->device.driver_version, "the device") ||
         !get_str(&r, dev, "nvrtc_version", p->device.nvrtc_version, sizeof p->device.nvrtc_version, "the device"))
         goto out;
-    kernels = jget(root, "kernels");
-    winners = jget(root, "winners");
-    if (kernels == NULL || kernels->type != J_ARR || winners == NULL || winners->type != J_ARR) {
+    kernels = ft__json_member(root, "kernels");
+    winners = ft__json_member(root, "winners");
+    if (kernels == NULL || kernels->type != FT_JSON_ARRAY || winners == NULL || winners->type != FT_JSON_ARRAY) {
         bad(&r, NULL, "%s are missing", "the kernels or the winners");
         goto out;
     }
-    if (winners->nkids == 0 || kernels->nkids == 0) {
+    if (winners->n == 0 || kernels->n == 0) {
         bad(&r, NULL, "%s", "it holds no winners");
         goto out;
     }
-    p->kernels = calloc((size_t)kernels->nkids, sizeof *p->kernels);
-    p->winners = calloc((size_t)winners->nkids, sizeof *p->winners);
+    if (kernels->n > FT_PACK_MAX_KERNELS || winners->n > FT_PACK_MAX_WINNERS) {
+        bad(&r, NULL, "it holds %d kernels and %d winners, more than the %d and %d a pack may hold", kernels->n,
+            winners->n, FT_PACK_MAX_KERNELS, FT_PACK_MAX_WINNERS);
+        goto out;
+    }
+    p->kernels = calloc((size_t)kernels->n, sizeof *p->kernels);
+    p->winners = calloc((size_t)winners->n, sizeof *p->winners);
     if (p->kernels == NULL || p->winners == NULL) {
         r.rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory reading %s", name);
         goto out;
     }
-    for (i = 0; i < kernels->nkids; i++) {
-        if (!read_kernel(&r, &kernels->kids[i], blobs, nblobs, &p->kernels[i], i))
+    for (i = 0; i < kernels->n; i++) {
+        if (!read_kernel(&r, &kernels->kids[i], blobs, nblobs, &next, &p->kernels[i], i))
             goto out;
         p->nkernels++;
     }
-    for (i = 0; i < winners->nkids; i++) {
+    if (next != nblobs) {
+        bad(&r, NULL, "%zu bytes of its blobs belong to no kernel", nblobs - next);
+        goto out;
+    }
+    for (i = 0; i < winners->n; i++) {
         if (!read_winner(&r, &winners->kids[i], p->nkernels, &p->winners[i], i))
             goto out;
         p->nwinners++;
-        for (j = 0; j < i; j++) {
-            if (ft__db_bucket_equal(&p->winners[j].r.bucket, &p->winners[i].r.bucket)) {
-                char in[48];
-                snprintf(in, sizeof in, "winner %d", i);
-                bad(&r, NULL, "%s repeats an earlier bucket", in);
-                goto out;
-            }
-        }
     }
 out:
     return r.rc;
@@ -855,80 +1123,51 @@ out:
 
 ft_status ft__pack_parse(const void *data, size_t size, const char *name, ft_pack *out, ft_err *err)
 {
-    const char *text = data, *nl, *p;
+    const char *text = data;
+    const ft_json_limits lim = {MAX_JSON_DEPTH,
+                                64 + 32 * (size_t)FT_PACK_MAX_KERNELS + 24 * (size_t)FT_PACK_MAX_WINNERS};
     ft_status rc = FT_ERR_CORRUPT;
-    char header[200], hex[65], sum[65];
-    unsigned long long ilen = 0, blen = 0;
-    long version;
-    size_t hlen;
-    uint8_t digest[32];
-    jparser j;
-    jnode root;
-    char *end;
-    int n = 0;
+    ft_json_error je;
+    ft_json_doc doc;
+    pack_header h;
+    char sum[65];
+    ft_err why;
 
-    memset(&root, 0, sizeof root);
+    memset(&doc, 0, sizeof doc);
     if (out == NULL || (data == NULL && size > 0))
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "ft__pack_parse: NULL argument");
     memset(out, 0, sizeof *out);
     if (name == NULL)
         name = "the pack";
-    if (size < strlen(FT_PACK_MAGIC) + 1 || memcmp(text, FT_PACK_MAGIC " ", strlen(FT_PACK_MAGIC) + 1) != 0) {
-        ft__fail(err, rc, "%s is not a flashtune pack (it does not start with \"%s \")", name, FT_PACK_MAGIC);
-        goto out;
-    }
-    nl = memchr(text, '\n', size < sizeof header ? size : sizeof header);
-    if (nl == NULL) {
-        ft__fail(err, rc, "%s is a corrupt flashtune pack: the header line is not terminated", name);
-        goto out;
-    }
-    hlen = (size_t)(nl - text) + 1;
-    memcpy(header, text, hlen - 1);
-    header[hlen - 1] = '\0';
-    p = header + strlen(FT_PACK_MAGIC) + 1;
-    errno = 0;
-    version = strtol(p, &end, 10);
-    if (end == p || *end != ' ' || errno != 0 || version < 1) {
-        ft__fail(err, rc, "%s is a corrupt flashtune pack: the header has no format version", name);
-        goto out;
-    }
-    if (version > FT_PACK_VERSION) {
-        rc = ft__fail(err, FT_ERR_UNSUPPORTED,
-                      "%s is a flashtune pack of format version %ld; this flashtune (%s) reads version %d "
-                      "(a newer flashtune wrote it)", name, version, FT_VERSION_STRING, FT_PACK_VERSION);
-        goto out;
-    }
-    if (sscanf(end, " %llu %llu %64[0-9a-f]%n", &ilen, &blen, hex, &n) != 3 || end[n] != '\0' || strlen(hex) != 64 ||
-        ilen < 2) {
-        ft__fail(err, rc, "%s is a corrupt flashtune pack: a malformed header line", name);
-        goto out;
-    }
-    if (ilen > size || blen > size || hlen + ilen + blen != size) {
-        ft__fail(err, rc, "%s is a corrupt flashtune pack: its header announces %llu bytes, the file has %zu (%s)",
-                 name, (unsigned long long)hlen + ilen + blen, size,
-                 size < hlen + ilen + blen ? "truncated" : "extra bytes at the end");
-        goto out;
-    }
-    ft__sha256(text + hlen, size - hlen, digest);
-    ft__sha256_hex(digest, sum);
-    if (strcmp(sum, hex) != 0) {
-        ft__fail(err, rc, "%s is a corrupt flashtune pack: the sha256 of its content is %.12s..., the header says "
-                 "%.12s... (a damaged or altered file)", name, sum, hex);
-        goto out;
-    }
-    memset(&j, 0, sizeof j);
-    j.p = text + hlen;
-    j.end = text + hlen + ilen;
-    if (!jvalue(&j, &root, 0) || (jskip(&j), j.p != j.end)) {
-        ft__fail(err, rc, "%s is a corrupt flashtune pack: its index is not valid JSON (%s at byte %zu)", name,
-                 j.why[0] ? j.why : "text after the end", (size_t)(j.p - text));
-        goto out;
-    }
-    rc = read_index(&root, (const unsigned char *)text + hlen + ilen, (size_t)blen, name, out, err);
+    rc = parse_header(text != NULL ? text : "", size, name, &h, err);
     if (rc == FT_OK)
-        memcpy(out->sha256, sum, sizeof sum);
+        rc = check_size(&h, size, name, err);
+    if (rc != FT_OK)
+        goto out;
+    sha256_hex_of(text + h.hlen, size - h.hlen, sum);
+    if (strcmp(sum, h.sha256) != 0) {
+        rc = ft__fail(err, FT_ERR_CORRUPT, "%s is a corrupt flashtune pack: the sha256 of its content is %.12s..., "
+                      "the header says %.12s... (a damaged or altered file)", name, sum, h.sha256);
+        goto out;
+    }
+    if (!ft__json_parse(text + h.hlen, (size_t)h.ilen, &lim, &doc, &je)) {
+        rc = ft__fail(err, FT_ERR_CORRUPT, "%s is a corrupt flashtune pack: its index is not valid JSON (%s at byte "
+                      "%zu)", name, je.why, h.hlen + je.at);
+        goto out;
+    }
+    rc = read_index(&doc.root, (const unsigned char *)text + h.hlen + h.ilen, (size_t)h.blen, name, out, err);
+    if (rc != FT_OK)
+        goto out;
+    rc = ft__pack_check(out, &why);
+    if (rc != FT_OK) {
+        if (rc != FT_ERR_OUT_OF_MEMORY)
+            rc = FT_ERR_CORRUPT;
+        ft__fail(err, rc, "%s is a corrupt flashtune pack: %s", name, why.msg);
+        goto out;
+    }
+    memcpy(out->sha256, sum, sizeof sum);
 out:
-    jfree(&root);
+    ft__json_free(&doc);
     if (rc != FT_OK)
         ft__pack_free(out);
     return rc;
@@ -936,15 +1175,23 @@ out:
 
 ft_status ft__pack_read(const char *path, ft_pack *out, ft_err *err)
 {
-    char *data = NULL;
-    size_t size = 0;
+    char head[MAX_HEADER], *data = NULL;
+    size_t got = 0, file_size = 0, size = 0;
+    pack_header h;
     ft_status rc;
 
     if (out != NULL)
         memset(out, 0, sizeof *out);
     if (path == NULL || out == NULL)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "ft__pack_read: NULL argument");
-    rc = ft__read_file(path, &data, &size, err);
+    /* The header and the size first: nothing more is read of what is not a pack. */
+    rc = ft__read_file_head(path, head, sizeof head, &got, &file_size, err);
+    if (rc == FT_OK)
+        rc = parse_header(head, got, path, &h, err);
+    if (rc == FT_OK)
+        rc = check_size(&h, file_size, path, err);
+    if (rc == FT_OK)
+        rc = ft__read_file_max(path, h.hlen + (size_t)h.ilen + (size_t)h.blen, &data, &size, err);
     if (rc == FT_OK)
         rc = ft__pack_parse(data, size, path, out, err);
     free(data);
@@ -984,7 +1231,7 @@ ft_status ft__pack_kernel_set(ft_pack *p, const ft_kernel_set **out, ft_err *err
         e->threads = pk->k.threads;
         e->rows_per_block = pk->rows_per_block;
         e->smem_dynamic = pk->k.smem_dynamic;
-        e->cubin = pk->k.cubin;
+        e->cubin = pk->k.cubin;      /* shared by the winners of one kernel, never copied */
         e->cubin_size = pk->k.cubin_size;
         e->median_ms = w->r.median_ms;
     }
@@ -1006,29 +1253,6 @@ ft_status ft__pack_kernel_set(ft_pack *p, const ft_kernel_set **out, ft_err *err
     return FT_OK;
 }
 
-ft_status ft__kernel_set_check(const ft_kernel_set *s, ft_err *err)
-{
-    int i;
-
-    if (s == NULL)
-        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "the kernel set is NULL");
-    if (s->version != FT_KERNEL_SET_VERSION)
-        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "the kernel set has version %d; this library reads version %d "
-                        "(export it again with this flashtune)", s->version, FT_KERNEL_SET_VERSION);
-    if (s->count < 0 || (s->count > 0 && s->entries == NULL) || s->device_name == NULL || s->cc <= 0)
-        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "the kernel set has no entries, device name or compute capability");
-    for (i = 0; i < s->count; i++) {
-        const ft_kernel_set_entry *e = &s->entries[i];
-        if ((e->dtype != FT_F16 && e->dtype != FT_BF16) || e->head_dim <= 0 || (e->causal != 0 && e->causal != 1) ||
-            !is_pow2(e->seqlen_bucket) || !is_pow2(e->bh_bucket) || e->entry == NULL || e->entry[0] == '\0' ||
-            e->cubin == NULL || e->cubin_size == 0 || e->threads <= 0 || e->rows_per_block <= 0 ||
-            e->smem_dynamic < 0 || e->variant == NULL || e->family == NULL)
-            return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "entry %d of the kernel set (%s) is malformed", i,
-                            e->variant != NULL ? e->variant : "no variant");
-    }
-    return FT_OK;
-}
-
 void ft__kernel_set_bucket(const ft_kernel_set_entry *e, ft_db_bucket *out)
 {
     memset(out, 0, sizeof *out);
@@ -1037,6 +1261,92 @@ void ft__kernel_set_bucket(const ft_kernel_set_entry *e, ft_db_bucket *out)
     out->causal = e->causal != 0;
     out->seqlen_bucket = e->seqlen_bucket;
     out->bh_bucket = e->bh_bucket;
+}
+
+/* The checks of one entry of an application's kernel set, for a set of compute capability cc. */
+static int check_entry(const ft_kernel_set_entry *e, int cc, char *why, size_t cap)
+{
+    const ft_family *fam;
+    char msg[300];
+    ft_arch a;
+
+    if ((e->dtype != FT_F16 && e->dtype != FT_BF16) || e->head_dim <= 0 || (e->causal != 0 && e->causal != 1) ||
+        !is_pow2(e->seqlen_bucket) || !is_pow2(e->bh_bucket))
+        return refuse(why, cap, "its dtype, head dim, causality or buckets are malformed");
+    if (e->entry == NULL || !identifier(e->entry) || strlen(e->entry) >= 256 || e->variant == NULL ||
+        e->family == NULL || !all_of(e->family, LOWER_DIGITS_, 1))
+        return refuse(why, cap, "its entry, variant or family is missing or malformed");
+    if (e->cubin == NULL || e->cubin_size == 0 || e->threads <= 0 || e->threads > 1024 || e->rows_per_block <= 0 ||
+        e->smem_dynamic < 0)
+        return refuse(why, cap, "it has no cubin, or its threads, rows per block or shared memory are out of range");
+    if (!ft__variant_check(e->variant, e->dtype == FT_BF16 ? "bf16" : "f16", e->head_dim, e->causal,
+                           e->rows_per_block, msg, sizeof msg))
+        return refuse(why, cap, "%s", msg);
+    fam = ft__family_find(e->family);
+    memset(&a, 0, sizeof a);
+    snprintf(a.name, sizeof a.name, "sm_%d", cc);
+    a.cc = cc;
+    if (fam != NULL && !ft__family_supports_arch(fam, &a, msg, sizeof msg))
+        return refuse(why, cap, "%s", msg);
+    if (!ft__cubin_check(e->cubin, e->cubin_size, cc, e->entry, msg, sizeof msg))
+        return refuse(why, cap, "%s", msg);
+    return 1;
+}
+
+static int cmp_set_bucket(const void *a, const void *b)
+{
+    return cmp_bucket(a, b);
+}
+
+ft_status ft__kernel_set_check(const ft_kernel_set *s, ft_err *err)
+{
+    ft_status rc = FT_ERR_INVALID_ARGUMENT;
+    ft_db_bucket *buckets = NULL;
+    char why[400];
+    int i;
+
+    if (s == NULL) {
+        ft__fail(err, rc, "the kernel set is NULL");
+        goto out;
+    }
+    if (s->version != FT_KERNEL_SET_VERSION) {
+        ft__fail(err, rc, "the kernel set has version %d; this library reads version %d (export it again with this "
+                 "flashtune)", s->version, FT_KERNEL_SET_VERSION);
+        goto out;
+    }
+    if (s->count < 0 || s->count > FT_PACK_MAX_WINNERS || (s->count > 0 && s->entries == NULL) ||
+        s->device_name == NULL || s->cc < 10 || s->cc > 999) {
+        ft__fail(err, rc, "the kernel set has no entries (or more than %d), no device name or no compute capability",
+                 FT_PACK_MAX_WINNERS);
+        goto out;
+    }
+    buckets = calloc((size_t)(s->count > 0 ? s->count : 1), sizeof *buckets);
+    if (buckets == NULL) {
+        rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory checking a kernel set");
+        goto out;
+    }
+    for (i = 0; i < s->count; i++) {
+        const ft_kernel_set_entry *e = &s->entries[i];
+        if (!check_entry(e, s->cc, why, sizeof why)) {
+            ft__fail(err, rc, "entry %d of the kernel set (%s) is malformed: %s", i,
+                     e->variant != NULL && printable(e->variant) ? e->variant : "no variant", why);
+            goto out;
+        }
+        ft__kernel_set_bucket(e, &buckets[i]);
+    }
+    qsort(buckets, (size_t)s->count, sizeof *buckets, cmp_set_bucket);
+    for (i = 1; i < s->count; i++) {
+        if (cmp_bucket(&buckets[i - 1], &buckets[i]) == 0) {
+            ft__fail(err, rc, "the kernel set has two entries for %s d=%d causal=%d seqlen<=%d b*h<=%d",
+                     buckets[i].dtype, buckets[i].head_dim, buckets[i].causal, buckets[i].seqlen_bucket,
+                     buckets[i].bh_bucket);
+            goto out;
+        }
+    }
+    rc = FT_OK;
+out:
+    free(buckets);
+    return rc;
 }
 
 static int cmp_entry(const void *a, const void *b)
@@ -1054,47 +1364,62 @@ static int cmp_entry(const void *a, const void *b)
     return x->bh_bucket < y->bh_bucket ? -1 : x->bh_bucket > y->bh_bucket;
 }
 
-void ft__pack_list(const ft_kernel_set *s, ft_pack_line_fn fn, void *ud)
+ft_status ft__pack_list(const ft_kernel_set *s, ft_pack_line_fn fn, void *ud, ft_err *err)
 {
     const ft_kernel_set_entry **order;
     int i;
 
     order = malloc((size_t)(s->count > 0 ? s->count : 1) * sizeof *order);
     if (order == NULL)
-        return;
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory listing %d winners", s->count);
     for (i = 0; i < s->count; i++)
         order[i] = &s->entries[i];
     qsort(order, (size_t)s->count, sizeof *order, cmp_entry);
     for (i = 0; i < s->count; i++) {
         const ft_kernel_set_entry *e = order[i];
         char line[1200], hex[65];
-        uint8_t d[32];
-        ft__sha256(e->cubin, e->cubin_size, d);
-        ft__sha256_hex(d, hex);
+        sha256_hex_of(e->cubin, e->cubin_size, hex);
         snprintf(line, sizeof line, "%s %d %d %d %d %s %s %d %d %lld %zu %s", e->dtype == FT_BF16 ? "bf16" : "f16",
                  e->head_dim, e->causal, e->seqlen_bucket, e->bh_bucket, e->variant ? e->variant : "-", e->entry,
                  e->threads, e->rows_per_block, e->smem_dynamic, e->cubin_size, hex);
         fn(ud, line);
     }
     free(order);
+    return FT_OK;
 }
 
 /* ---- the C source ------------------------------------------------------------------------- */
 
+/* A string literal: '"', '\\', '?' (no trigraphs), '*' and '/' (no text that looks like a
+ * comment) and every byte outside printable ASCII as three-digit octal escapes, which no
+ * following character can extend. */
 static void c_string(FILE *f, const char *s)
 {
     const unsigned char *p;
 
     fputc('"', f);
     for (p = (const unsigned char *)s; *p != '\0'; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20 || *p >= 0x7f || *p == '?') /* '?': no trigraphs */
+        if (*p == '"' || *p == '\\' || *p == '?' || *p == '*' || *p == '/' || *p < 0x20 || *p >= 0x7f)
             fprintf(f, "\\%03o", *p);
         else
             fputc(*p, f);
     }
     fputc('"', f);
+}
+
+/* Text inside a block comment: printable ASCII but '*', '/' (no "*" "/" can close the comment
+ * and no "/" "*" open another), '\\' (no line splice) and '?' (no trigraph); those and every
+ * other byte as \xHH. */
+static void c_comment(FILE *f, const char *s)
+{
+    const unsigned char *p;
+
+    for (p = (const unsigned char *)s; *p != '\0'; p++) {
+        if (*p < 0x20 || *p >= 0x7f || *p == '*' || *p == '/' || *p == '\\' || *p == '?')
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
 }
 
 static void c_double(FILE *f, double v)
@@ -1105,25 +1430,89 @@ static void c_double(FILE *f, double v)
         fprintf(f, "%.17g", v);
 }
 
+int ft__c_identifier_check(const char *s, char *why, size_t cap)
+{
+    /* The keywords of C11 and C23 (C23's are macros of C11's headers), and GNU C's asm. */
+    static const char *const keywords[] = {
+        "alignas", "alignof", "auto", "bool", "break", "case", "char", "const", "constexpr", "continue",
+        "default", "do", "double", "else", "enum", "extern", "false", "float", "for", "goto", "if", "inline",
+        "int", "long", "nullptr", "register", "restrict", "return", "short", "signed", "sizeof", "static",
+        "static_assert", "struct", "switch", "thread_local", "true", "typedef", "typeof", "typeof_unqual",
+        "union", "unsigned", "void", "volatile", "while", "asm", NULL};
+    /* What <stddef.h> and <stdint.h> (included by flashtune.h) define besides names ending in _t. */
+    static const char *const macros[] = {"NULL", "offsetof", "unreachable", NULL};
+    static const char *const macro_prefixes[] = {"INT", "UINT", "SIZE_", "PTRDIFF_", "SIG_ATOMIC_", "WCHAR_",
+                                                 "WINT_", NULL};
+    size_t n, i;
+
+    if (s == NULL || s[0] == '\0')
+        return refuse(why, cap, "it is empty");
+    n = strlen(s);
+    if (n > 63)
+        return refuse(why, cap, "it is longer than 63 characters");
+    if (!all_of(s, IDENT_, 1))
+        return refuse(why, cap, "it holds characters other than letters, digits and '_'");
+    if (s[0] >= '0' && s[0] <= '9')
+        return refuse(why, cap, "it starts with a digit");
+    if (s[0] == '_')
+        return refuse(why, cap, "names starting with '_' are reserved for the C implementation");
+    for (i = 0; keywords[i] != NULL; i++)
+        if (strcmp(s, keywords[i]) == 0)
+            return refuse(why, cap, "it is a keyword of C");
+    if (strncmp(s, "ft_", 3) == 0 || strncmp(s, "FT_", 3) == 0 || strncmp(s, "FLASHTUNE_", 10) == 0)
+        return refuse(why, cap, "names starting with ft_, FT_ or FLASHTUNE_ belong to flashtune.h");
+    if (n >= 2 && strcmp(s + n - 2, "_t") == 0)
+        return refuse(why, cap, "names ending in _t are reserved for types (those of <stddef.h> and <stdint.h>)");
+    for (i = 0; macros[i] != NULL; i++)
+        if (strcmp(s, macros[i]) == 0)
+            return refuse(why, cap, "it is a macro of <stddef.h>");
+    if (strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == n)
+        for (i = 0; macro_prefixes[i] != NULL; i++)
+            if (strncmp(s, macro_prefixes[i], strlen(macro_prefixes[i])) == 0)
+                return refuse(why, cap, "names of capitals starting with %s are macros of <stdint.h>",
+                              macro_prefixes[i]);
+    return 1;
+}
+
 ft_status ft__pack_write_c(const ft_pack *p, const char *path, const char *symbol, ft_err *err)
 {
-    ft_status rc = FT_ERR_IO;
-    char *text = NULL;
+    ft_status rc = FT_ERR_INVALID_ARGUMENT;
+    char *text = NULL, why[200];
     size_t size = 0;
     FILE *f = NULL;
     size_t b;
-    int i;
+    int i, failed;
 
-    if (p == NULL || path == NULL || symbol == NULL)
-        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "ft__pack_write_c: NULL argument");
+    if (p == NULL || path == NULL || symbol == NULL) {
+        ft__fail(err, rc, "ft__pack_write_c: NULL argument");
+        goto out;
+    }
+    if (!ft__c_identifier_check(symbol, why, sizeof why)) {
+        ft__fail(err, rc, "%s: not written: '%.80s' cannot name the kernel set: %s", path,
+                 printable(symbol) ? symbol : "?", why);
+        goto out;
+    }
+    rc = ft__pack_check(p, err);
+    if (rc != FT_OK) {
+        ft__err_prefix(err, "%s: not written", path);
+        goto out;
+    }
     f = open_memstream(&text, &size);
     if (f == NULL) {
         rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory writing %s", path);
         goto out;
     }
-    fprintf(f, "/*\n * Pretuned flashtune kernels for %s (compute capability %d.%d, %d SMs, driver %d, NVRTC %s):\n"
-               " * %d buckets, %d kernels.\n"
-               " * Generated by `flashtune export --format c` (flashtune %s) on %s. Do not edit.\n"
+    fputs("/*\n * Pretuned flashtune kernels for ", f);
+    c_comment(f, p->device.name);
+    fprintf(f, " (compute capability %d.%d, %d SMs, driver %d, NVRTC ", p->device.cc / 10, p->device.cc % 10,
+            p->device.sms, p->device.driver_version);
+    c_comment(f, p->device.nvrtc_version);
+    fprintf(f, "):\n * %d buckets, %d kernels.\n * Generated by `flashtune export --format c` (flashtune ", p->nwinners,
+            p->nkernels);
+    c_comment(f, p->flashtune_version);
+    fputs(") on ", f);
+    c_comment(f, p->created);
+    fprintf(f, ". Do not edit.\n"
                " *\n"
                " * Compile this file into the application and hand the set to the runtime:\n"
                " *     extern const ft_kernel_set %s;\n"
@@ -1133,13 +1522,13 @@ ft_status ft__pack_write_c(const ft_pack *p, const char *path, const char *symbo
                " *     ft_context_create(&o, &ctx);\n"
                " */\n"
                "#include <stddef.h>\n\n#include \"flashtune.h\"\n\n",
-            p->device.name, p->device.cc / 10, p->device.cc % 10, p->device.sms, p->device.driver_version,
-            p->device.nvrtc_version, p->nwinners, p->nkernels, p->flashtune_version, p->created, symbol, symbol);
+            symbol, symbol);
     for (i = 0; i < p->nkernels; i++) {
         const ft_db_kernel *k = &p->kernels[i].k;
         const unsigned char *c = k->cubin;
-        fprintf(f, "/* %s */\nstatic _Alignas(16) const unsigned char %s_cubin_%d[%zu] = {", k->variant, symbol, i,
-                k->cubin_size);
+        fputs("/* ", f);
+        c_comment(f, k->variant);
+        fprintf(f, " */\nstatic _Alignas(16) const unsigned char %s_cubin_%d[%zu] = {", symbol, i, k->cubin_size);
         for (b = 0; b < k->cubin_size; b++)
             fprintf(f, "%s%u,", b % 24 == 0 ? "\n    " : "", c[b]);
         fprintf(f, "\n};\n\n");
@@ -1174,12 +1563,14 @@ ft_status ft__pack_write_c(const ft_pack *p, const char *path, const char *symbo
     fprintf(f, ", .created = ");
     c_string(f, p->created);
     fprintf(f, ",\n    .count = %d, .entries = %s_entries,\n};\n", p->nwinners, symbol);
-    if (fclose(f) != 0) {
-        f = NULL;
+    failed = ferror(f) != 0;
+    if (fclose(f) != 0)
+        failed = 1;
+    f = NULL;
+    if (failed) {
         rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory writing %s", path);
         goto out;
     }
-    f = NULL;
     rc = ft__write_file_atomic(path, text, size, FT_WRITE_DURABLE, err);
 out:
     if (f != NULL)
@@ -1189,6 +1580,63 @@ out:
 }
 
 /* ---- merging into a database ---------------------------------------------------------------- */
+
+/* Whether the database's kernel of a pack kernel's source hash and target is that kernel. */
+static int same_kernel(const ft_db_kernel *local, const ft_db_kernel *k, char *why, size_t cap)
+{
+    if (strcmp(local->family, k->family) != 0 || strcmp(local->variant, k->variant) != 0 ||
+        strcmp(local->template_hash, k->template_hash) != 0 || strcmp(local->entry, k->entry) != 0)
+        return refuse(why, cap, "it is %.64s %.300s there", local->family, local->variant);
+    if (local->source != NULL && strcmp(local->source, k->source) != 0)
+        return refuse(why, cap, "its source there is another");
+    if (local->cubin != NULL &&
+        (local->cubin_size != k->cubin_size || memcmp(local->cubin, k->cubin, k->cubin_size) != 0))
+        return refuse(why, cap, "its cubin there is another (%zu bytes there, %zu in the pack)", local->cubin_size,
+                      k->cubin_size);
+    if (local->cubin != NULL &&
+        (local->threads != k->threads || local->registers != k->registers || local->smem_static != k->smem_static ||
+         local->smem_dynamic != k->smem_dynamic || local->spill_stores != k->spill_stores ||
+         local->spill_loads != k->spill_loads))
+        return refuse(why, cap, "its threads, registers, spills or shared memory there are others");
+    return 1;
+}
+
+/* A pack never replaces a kernel of the database: each of its kernels is either new there or
+ * the same. Looked up through a second, read-only handle, which sees the database as the batch
+ * (holding the write lock) found it, without writing. */
+static ft_status check_local_kernels(ft_db *db, const ft_pack *p, ft_err *err)
+{
+    ft_status rc;
+    ft_db *ro = NULL;
+    ft_db_kernel local;
+    char why[500];
+    ft_err e2;
+    int i;
+
+    memset(&local, 0, sizeof local);
+    rc = ft__db_open(ft__db_path(db), 1, &ro, err);
+    for (i = 0; i < p->nkernels && rc == FT_OK; i++) {
+        const ft_db_kernel *k = &p->kernels[i].k;
+        long long id = -1;
+        ft_status r2 = ft__db_kernel_id(ro, k, &id, &e2);
+        if (r2 == FT_ERR_NOT_FOUND)
+            continue;
+        if (r2 != FT_OK) {
+            rc = ft__fail(err, r2, "%s", e2.msg);
+            break;
+        }
+        rc = ft__db_kernel_get(ro, id, &local, err);
+        if (rc == FT_OK && !same_kernel(&local, k, why, sizeof why))
+            rc = ft__fail(err, FT_ERR_CORRUPT, "kernel %d of the pack (%s %s) has the source hash and target of "
+                          "kernel %lld of %s, but %s: a pack never replaces a kernel of the database",
+                          i, k->family, k->variant, id, ft__db_path(db), why);
+        free((void *)local.source);
+        free((void *)local.cubin);
+        memset(&local, 0, sizeof local);
+    }
+    ft__db_close(ro);
+    return rc;
+}
 
 ft_status ft__pack_import(ft_db *db, const ft_pack *p, const ft_db_device *as, int *winning, ft_err *err)
 {
@@ -1202,7 +1650,18 @@ ft_status ft__pack_import(ft_db *db, const ft_pack *p, const ft_db_device *as, i
         ft__fail(err, rc, "ft__pack_import: NULL argument");
         goto out;
     }
-    ids = calloc((size_t)(p->nkernels > 0 ? p->nkernels : 1), sizeof *ids);
+    rc = ft__pack_check(p, err);
+    if (rc != FT_OK) {
+        ft__err_prefix(err, "refused");
+        goto out;
+    }
+    if (as != NULL && as->cc != p->device.cc) {
+        rc = ft__fail(err, FT_ERR_UNSUPPORTED, "the pack's cubins are for compute capability %d.%d, %s is %d.%d",
+                      p->device.cc / 10, p->device.cc % 10, printable(as->name) ? as->name : "the device",
+                      as->cc / 10, as->cc % 10);
+        goto out;
+    }
+    ids = calloc((size_t)p->nkernels, sizeof *ids);
     if (ids == NULL) {
         rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
         goto out;
@@ -1211,7 +1670,9 @@ ft_status ft__pack_import(ft_db *db, const ft_pack *p, const ft_db_device *as, i
     if (rc != FT_OK)
         goto out;
     began = 1;
-    rc = ft__db_device_id(db, as != NULL ? as : &p->device, &device_id, err);
+    rc = check_local_kernels(db, p, err);
+    if (rc == FT_OK)
+        rc = ft__db_device_id(db, as != NULL ? as : &p->device, &device_id, err);
     for (i = 0; i < p->nkernels && rc == FT_OK; i++)
         rc = ft__db_kernel_id(db, &p->kernels[i].k, &ids[i], err);
     for (i = 0; i < p->nwinners && rc == FT_OK; i++) {

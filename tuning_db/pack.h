@@ -28,9 +28,18 @@
  *                    "measured_at" }, ... ] }
  *
  * Numbers that were not measured are null; times are written with 17 significant digits, so
- * an import reproduces the database's values exactly. A reader checks, in order: the magic, the
- * version (a newer one is FT_ERR_UNSUPPORTED), the length, the sha256 of the whole, the index,
- * then every blob's range and sha256; any failure is FT_ERR_CORRUPT naming the file.
+ * an import reproduces the database's values exactly.
+ *
+ * A reader checks, in order, and refuses the file at the first failure (FT_ERR_CORRUPT naming
+ * the file; FT_ERR_UNSUPPORTED for a newer version), before it reads more than the header:
+ * the magic, the version, the sizes (the index at most FT_PACK_MAX_INDEX bytes, the file at
+ * most FT_PACK_MAX_FILE, exactly as long as the header says); then, having read the file, the
+ * sha256 of the whole and the index: strict JSON (common/jsonparse.h: no duplicate key, no
+ * \u0000, no key the format does not have), at most FT_PACK_MAX_KERNELS kernels and
+ * FT_PACK_MAX_WINNERS winners; the blobs one after another in the order of the kernels, a
+ * cubin then its source, without gaps or overlaps, covering the blob bytes exactly, each
+ * matching its sha256 (so no two entries share bytes, and nothing is copied twice); and then
+ * what ft__pack_check checks of the content.
  */
 #ifndef FT_TUNING_DB_PACK_H
 #define FT_TUNING_DB_PACK_H
@@ -44,6 +53,16 @@
 
 #define FT_PACK_VERSION 1
 #define FT_PACK_MAGIC "FTPACK"
+
+/* The most a pack may hold. A device's full tune has some hundreds of buckets (96 in the
+ * reports); a winner takes about 360 bytes of index, a kernel about 600 bytes of index and 70 to
+ * 120 KB of blobs (cubin and source): the limits leave room for ten times more, and bound what a
+ * reader allocates (the file, one copy of its blobs, the index's values) before it has checked
+ * anything but the header. */
+#define FT_PACK_MAX_INDEX ((size_t)16 << 20)
+#define FT_PACK_MAX_FILE ((size_t)512 << 20)
+#define FT_PACK_MAX_KERNELS 4096
+#define FT_PACK_MAX_WINNERS 16384
 
 typedef struct ft_pack_kernel {
     ft_db_kernel k;          /* k.source (NUL-terminated) and k.cubin belong to the pack */
@@ -72,32 +91,75 @@ typedef struct ft_pack {
 
 void ft__pack_free(ft_pack *p); /* frees what the pack holds and zeroes it; NULL is a no-op */
 
-/* The winners of one device of a database, with their kernels' cubins and sources. Winners
- * whose kernel has no stored cubin are left out and counted in *left_out (may be NULL). */
-ft_status ft__pack_from_db(ft_db *db, long long device_id, ft_pack *out, int *left_out, ft_err *err);
+/* Checks what a pack holds, as import and the runtime need it (FT_ERR_INVALID_ARGUMENT with a
+ * message naming the kernel or winner; nothing else is looked at):
+ *   - one to FT_PACK_MAX_KERNELS kernels and FT_PACK_MAX_WINNERS winners, every kernel used by a
+ *     winner, no two kernels with one source hash and target, no two winners of one bucket;
+ *   - the device: a printable name, a compute capability, an NVRTC version of digits and dots;
+ *   - each kernel: family, target, entry, hashes and variant well formed; its source_hash the
+ *     sha256 of its source; its target the one flashtune builds its family for on the device
+ *     (ft__kernel_target_check); its cubin an ELF image for the device's SM that defines its
+ *     entry (ft__cubin_check); rows_per_block its variant's bm; threads and shared memory within
+ *     the device's limits;
+ *   - each winner: dtype, head dim, causality and power-of-two buckets, the buckets those of its
+ *     shape, a positive median time, non-negative measurements (or none), a measured_at of the
+ *     database's form, and its kernel's variant computing its bucket (ft__variant_check).
+ * Every string of a pack is UTF-8 without control characters: what reaches a terminal or
+ * generated C is text, never a control sequence. */
+ft_status ft__pack_check(const ft_pack *p, ft_err *err);
+
+/* What ft__pack_from_db left out. */
+typedef struct ft_pack_skipped {
+    int no_cubin;            /* winners whose kernel has no stored cubin or source */
+    int refused;             /* winners ft__pack_check would refuse (import would) */
+    char first[600];         /* why the first of those was refused */
+} ft_pack_skipped;
+
+/* The winners of one device of a database, with their kernels' cubins and sources: what
+ * import accepts. Winners whose kernel has no stored cubin, and winners the checks of
+ * ft__pack_check refuse, are left out and counted in *skipped (may be NULL); a device they
+ * refuse fails the export. */
+ft_status ft__pack_from_db(ft_db *db, long long device_id, ft_pack *out, ft_pack_skipped *skipped, ft_err *err);
 
 /* Writes the pack atomically (temporary file and rename); *bytes (may be NULL) gets its size.
- * Fills p->sha256. */
+ * Fills p->sha256. A pack ft__pack_check refuses, or one larger than a reader accepts, is not
+ * written (FT_ERR_INVALID_ARGUMENT): what is written always imports. */
 ft_status ft__pack_write(ft_pack *p, const char *path, size_t *bytes, ft_err *err);
 
-/* Reads and checks a pack (see above). On failure *out is empty. name is used in messages. */
+/* Reads and checks a pack (see above). On failure *out is empty. name is used in messages.
+ * ft__pack_read reads the header first and nothing more of a file whose header is wrong or
+ * whose size is not the header's (or too large); ft__pack_parse checks a pack held in memory
+ * (any bytes: it reads only data[0, size)). */
 ft_status ft__pack_read(const char *path, ft_pack *out, ft_err *err);
 ft_status ft__pack_parse(const void *data, size_t size, const char *name, ft_pack *out, ft_err *err);
 
+/* Whether s may name the ft_kernel_set of a C export: a C identifier of at most 63
+ * characters that is no keyword of C11 or C23, not reserved (a leading underscore, a name
+ * ending in _t, the macros of <stddef.h> and <stdint.h>, which flashtune.h includes) and not of
+ * flashtune.h's own names (ft_, FT_, FLASHTUNE_). Returns 1, or 0 with the reason in why. */
+int ft__c_identifier_check(const char *s, char *why, size_t cap);
+
 /* Writes the C source of `flashtune export --format c`: the cubins as byte arrays and
- * `const ft_kernel_set <symbol>`. symbol must be a C identifier. */
+ * `const ft_kernel_set <symbol>`. symbol must pass ft__c_identifier_check and the pack
+ * ft__pack_check (else FT_ERR_INVALID_ARGUMENT, nothing written). Every string of the pack is
+ * written escaped: in string literals as octal escapes, in comments with every byte outside
+ * printable ASCII and every '*', '/', '\\' and '?' as \xHH, so that no text closes a comment. */
 ft_status ft__pack_write_c(const ft_pack *p, const char *path, const char *symbol, ft_err *err);
 
 /* The pack as an ft_kernel_set (p->set, valid while p lives). */
 ft_status ft__pack_kernel_set(ft_pack *p, const ft_kernel_set **out, ft_err *err);
 
-/* Checks a kernel set handed in by an application: version, and every entry's fields (an entry
- * of a kernel family this build lacks is not an error here: loading it fails, and the context
- * falls back). */
+/* Checks a kernel set handed in by an application: version, at most FT_PACK_MAX_WINNERS
+ * entries, no two for one bucket, and every entry's fields as ft__pack_check checks a winner
+ * and its kernel: its variant computes its bucket and has its rows per block, its cubin is an
+ * ELF image for the set's SM defining its entry (an entry of a kernel family this build lacks
+ * is not an error here: loading it fails, and the context falls back). */
 ft_status ft__kernel_set_check(const ft_kernel_set *s, ft_err *err);
 
 /* Loads a kernel-set entry's cubin into the current context for device `arch`, with its
- * family's launch convention (as ft__session_load does for a compiled variant). */
+ * family's launch convention (as ft__session_load does for a compiled variant), after checking
+ * that the family runs on arch and the cubin is for arch's SM and defines the entry
+ * (FT_ERR_UNSUPPORTED otherwise: nothing is loaded). */
 ft_status ft__kernel_set_load(const ft_cuda *cu, const ft_arch *arch, const ft_kernel_set_entry *e, ft_kernel *out,
                               ft_err *err);
 
@@ -108,13 +170,19 @@ void ft__kernel_set_bucket(const ft_kernel_set_entry *e, ft_db_bucket *out);
 int ft__pack_rows_per_block(const char *variant);
 
 /* One line per winner, sorted by bucket: "dtype d causal seqlen bh variant entry threads rows
- * smem cubin_bytes cubin_sha256" (what `flashtune import --dry-run` prints; tests compare it). */
+ * smem cubin_bytes cubin_sha256" (what `flashtune import --dry-run` prints; tests compare it).
+ * FT_ERR_OUT_OF_MEMORY when it cannot sort them (nothing is printed then). */
 typedef void (*ft_pack_line_fn)(void *ud, const char *line);
-void ft__pack_list(const ft_kernel_set *s, ft_pack_line_fn fn, void *ud);
+ft_status ft__pack_list(const ft_kernel_set *s, ft_pack_line_fn fn, void *ud, ft_err *err);
 
 /* Merges the pack's winners into a writable database, in one transaction: the kernels (with
  * cubin and source) and their results, recorded for device `as` (the pack's own device when
- * NULL). *winning (may be NULL) gets how many of them are now their bucket's winner. */
+ * NULL; it must have the pack's compute capability). *winning (may be NULL) gets how many of
+ * them are now their bucket's winner. The pack must pass ft__pack_check, and a kernel of the
+ * database with the source hash and target of one of the pack's must be the same kernel
+ * (family, variant, template hash, entry, and where stored its source, cubin and resources):
+ * a pack never replaces a kernel of the database (FT_ERR_CORRUPT naming both; nothing is
+ * written). */
 ft_status ft__pack_import(ft_db *db, const ft_pack *p, const ft_db_device *as, int *winning, ft_err *err);
 
 #endif
