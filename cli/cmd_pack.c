@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "tuner/session.h"
 #include "tuner/tune.h"
+#include "runtime/kernel_set.h"
 #include "tuning_db/pack.h"
 
 static const char export_usage[] =

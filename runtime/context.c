@@ -34,6 +34,7 @@
 #include "runtime/dispatch.h"
 #include "tuner/session.h"
 #include "tuning_db/db.h"
+#include "runtime/kernel_set.h"
 #include "tuning_db/pack.h"
 
 #define MAX_KERNELS 512

@@ -47,8 +47,6 @@
 #include <stddef.h>
 
 #include "common/error.h"
-#include "runtime/driver.h"
-#include "runtime/kernel.h"
 #include "tuning_db/db.h"
 
 #define FT_PACK_VERSION 1
@@ -155,13 +153,6 @@ ft_status ft__pack_kernel_set(ft_pack *p, const ft_kernel_set **out, ft_err *err
  * ELF image for the set's SM defining its entry (an entry of a kernel family this build lacks
  * is not an error here: loading it fails, and the context falls back). */
 ft_status ft__kernel_set_check(const ft_kernel_set *s, ft_err *err);
-
-/* Loads a kernel-set entry's cubin into the current context for device `arch`, with its
- * family's launch convention (as ft__session_load does for a compiled variant), after checking
- * that the family runs on arch and the cubin is for arch's SM and defines the entry
- * (FT_ERR_UNSUPPORTED otherwise: nothing is loaded). */
-ft_status ft__kernel_set_load(const ft_cuda *cu, const ft_arch *arch, const ft_kernel_set_entry *e, ft_kernel *out,
-                              ft_err *err);
 
 /* The bucket of a kernel-set entry. */
 void ft__kernel_set_bucket(const ft_kernel_set_entry *e, ft_db_bucket *out);

@@ -1,0 +1,37 @@
+/* What a compiled kernel must be before anyone loads it (a pack's, a kernel set's, a
+ * database's winner): checks that need no driver and no database. */
+#ifndef FT_GENERATOR_CHECK_H
+#define FT_GENERATOR_CHECK_H
+
+#include <stddef.h>
+
+/* Each returns 1, or 0 with a phrase saying what is wrong in why (cap bytes). They read only
+ * what they are given, whatever it holds: the cubin's ELF structures are bounds-checked. */
+
+/* The SM a cubin's ELF header says it is for (90 for sm_90 and sm_90a), or 0: not an ELF
+ * image, not a CUDA one, or of a CUDA ELF ABI this build does not know. */
+int ft__cubin_sm(const void *cubin, size_t size, char *why, size_t cap);
+
+/* Whether a cubin is an ELF image for exactly the SM of compute capability cc (flashtune builds
+ * every kernel for the device's own target) whose symbol table defines entry. */
+int ft__cubin_check(const void *cubin, size_t size, int cc, const char *entry, char *why, size_t cap);
+
+/* Whether arch is the target flashtune builds the family for on compute capability cc
+ * ("sm_90" for flash_fwd_sm80 on 9.0, "sm_90a" for flash_fwd_sm90) and the family runs there;
+ * for a family this build does not know, "sm_<cc>" with at most one letter after it. */
+int ft__kernel_target_check(const char *family, const char *arch, int cc, char *why, size_t cap);
+
+/* The value of parameter name in a variant string, copied to out (cap bytes): 1 when found, 0
+ * when the string has no such parameter, -1 when it is not a well-formed variant string
+ * (ft__variant_check's rules) or the value does not fit. */
+int ft__variant_text_value(const char *variant, const char *name, char *out, size_t cap);
+
+/* Whether a variant string is well formed — comma-separated name=value pairs, names of letters,
+ * digits and '_' not starting with a digit, values of letters, digits, '_', '.' and '-', no name
+ * twice, under 512 bytes — and computes the bucket: its d, causal and dtype equal head_dim,
+ * causal and dtype; and when rows_per_block > 0, its bm (64 when it has none, as the loader
+ * reads it) equals rows_per_block. */
+int ft__variant_check(const char *variant, const char *dtype, int head_dim, int causal, int rows_per_block,
+                      char *why, size_t cap);
+
+#endif

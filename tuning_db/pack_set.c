@@ -1,0 +1,213 @@
+/*
+ * Kernel packs as ft_kernel_set, the structure a C export compiles into an application: the
+ * view of a pack, the checks of a set handed in, and the listing of `import --dry-run`.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/fs.h"
+#include "common/json.h"
+#include "common/jsonparse.h"
+#include "common/sha256.h"
+#include "common/strbuf.h"
+#include "generator/check.h"
+#include "generator/family.h"
+#include "tuning_db/pack_internal.h"
+
+/* ---- the kernel-set view ------------------------------------------------------------------ */
+
+static ft_dtype dtype_of(const char *s)
+{
+    return strcmp(s, "bf16") == 0 ? FT_BF16 : FT_F16;
+}
+
+ft_status ft__pack_kernel_set(ft_pack *p, const ft_kernel_set **out, ft_err *err)
+{
+    int i;
+
+    if (p == NULL || out == NULL)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "ft__pack_kernel_set: NULL argument");
+    *out = NULL;
+    free(p->entries);
+    p->entries = calloc((size_t)(p->nwinners > 0 ? p->nwinners : 1), sizeof *p->entries);
+    if (p->entries == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (i = 0; i < p->nwinners; i++) {
+        const ft_pack_winner *w = &p->winners[i];
+        const ft_pack_kernel *pk = &p->kernels[w->kernel];
+        ft_kernel_set_entry *e = &p->entries[i];
+        e->dtype = dtype_of(w->r.bucket.dtype);
+        e->head_dim = w->r.bucket.head_dim;
+        e->causal = w->r.bucket.causal;
+        e->seqlen_bucket = w->r.bucket.seqlen_bucket;
+        e->bh_bucket = w->r.bucket.bh_bucket;
+        e->variant = pk->k.variant;
+        e->family = pk->k.family;
+        e->entry = pk->k.entry;
+        e->threads = pk->k.threads;
+        e->rows_per_block = pk->rows_per_block;
+        e->smem_dynamic = pk->k.smem_dynamic;
+        e->cubin = pk->k.cubin;      /* shared by the winners of one kernel, never copied */
+        e->cubin_size = pk->k.cubin_size;
+        e->median_ms = w->r.median_ms;
+    }
+    memset(&p->set, 0, sizeof p->set);
+    p->set.version = FT_KERNEL_SET_VERSION;
+    p->set.device_name = p->device.name;
+    p->set.cc = p->device.cc;
+    p->set.sms = p->device.sms;
+    p->set.smem_per_block = p->device.smem_per_block;
+    p->set.smem_per_sm = p->device.smem_per_sm;
+    p->set.l2_bytes = p->device.l2_bytes;
+    p->set.driver_version = p->device.driver_version;
+    p->set.nvrtc_version = p->device.nvrtc_version;
+    p->set.flashtune_version = p->flashtune_version;
+    p->set.created = p->created;
+    p->set.count = p->nwinners;
+    p->set.entries = p->entries;
+    *out = &p->set;
+    return FT_OK;
+}
+
+void ft__kernel_set_bucket(const ft_kernel_set_entry *e, ft_db_bucket *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->dtype, sizeof out->dtype, "%s", e->dtype == FT_BF16 ? "bf16" : "f16");
+    out->head_dim = e->head_dim;
+    out->causal = e->causal != 0;
+    out->seqlen_bucket = e->seqlen_bucket;
+    out->bh_bucket = e->bh_bucket;
+}
+
+/* The checks of one entry of an application's kernel set, for a set of compute capability cc. */
+static int check_entry(const ft_kernel_set_entry *e, int cc, char *why, size_t cap)
+{
+    const ft_family *fam;
+    char msg[300];
+    ft_arch a;
+
+    if ((e->dtype != FT_F16 && e->dtype != FT_BF16) || e->head_dim <= 0 || (e->causal != 0 && e->causal != 1) ||
+        !ft__pack_pow2(e->seqlen_bucket) || !ft__pack_pow2(e->bh_bucket))
+        return ft__pack_refuse(why, cap, "its dtype, head dim, causality or buckets are malformed");
+    if (e->entry == NULL || !ft__pack_identifier(e->entry) || strlen(e->entry) >= 256 || e->variant == NULL ||
+        e->family == NULL || !ft__pack_all_of(e->family, LOWER_DIGITS_, 1))
+        return ft__pack_refuse(why, cap, "its entry, variant or family is missing or malformed");
+    if (e->cubin == NULL || e->cubin_size == 0 || e->threads <= 0 || e->threads > 1024 || e->rows_per_block <= 0 ||
+        e->smem_dynamic < 0)
+        return ft__pack_refuse(why, cap, "it has no cubin, or its threads, rows per block or shared memory are out of range");
+    if (!ft__variant_check(e->variant, e->dtype == FT_BF16 ? "bf16" : "f16", e->head_dim, e->causal,
+                           e->rows_per_block, msg, sizeof msg))
+        return ft__pack_refuse(why, cap, "%s", msg);
+    fam = ft__family_find(e->family);
+    memset(&a, 0, sizeof a);
+    snprintf(a.name, sizeof a.name, "sm_%d", cc);
+    a.cc = cc;
+    if (fam != NULL && !ft__family_supports_arch(fam, &a, msg, sizeof msg))
+        return ft__pack_refuse(why, cap, "%s", msg);
+    if (!ft__cubin_check(e->cubin, e->cubin_size, cc, e->entry, msg, sizeof msg))
+        return ft__pack_refuse(why, cap, "%s", msg);
+    return 1;
+}
+
+static int cmp_set_bucket(const void *a, const void *b)
+{
+    return ft__pack_cmp_bucket(a, b);
+}
+
+ft_status ft__kernel_set_check(const ft_kernel_set *s, ft_err *err)
+{
+    ft_status rc = FT_ERR_INVALID_ARGUMENT;
+    ft_db_bucket *buckets = NULL;
+    char why[400];
+    int i;
+
+    if (s == NULL) {
+        ft__fail(err, rc, "the kernel set is NULL");
+        goto out;
+    }
+    if (s->version != FT_KERNEL_SET_VERSION) {
+        ft__fail(err, rc, "the kernel set has version %d; this library reads version %d (export it again with this "
+                 "flashtune)", s->version, FT_KERNEL_SET_VERSION);
+        goto out;
+    }
+    if (s->count < 0 || s->count > FT_PACK_MAX_WINNERS || (s->count > 0 && s->entries == NULL) ||
+        s->device_name == NULL || s->cc < 10 || s->cc > 999) {
+        ft__fail(err, rc, "the kernel set has no entries (or more than %d), no device name or no compute capability",
+                 FT_PACK_MAX_WINNERS);
+        goto out;
+    }
+    buckets = calloc((size_t)(s->count > 0 ? s->count : 1), sizeof *buckets);
+    if (buckets == NULL) {
+        rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory checking a kernel set");
+        goto out;
+    }
+    for (i = 0; i < s->count; i++) {
+        const ft_kernel_set_entry *e = &s->entries[i];
+        if (!check_entry(e, s->cc, why, sizeof why)) {
+            ft__fail(err, rc, "entry %d of the kernel set (%s) is malformed: %s", i,
+                     e->variant != NULL && ft__pack_printable(e->variant) ? e->variant : "no variant", why);
+            goto out;
+        }
+        ft__kernel_set_bucket(e, &buckets[i]);
+    }
+    qsort(buckets, (size_t)s->count, sizeof *buckets, cmp_set_bucket);
+    for (i = 1; i < s->count; i++) {
+        if (ft__pack_cmp_bucket(&buckets[i - 1], &buckets[i]) == 0) {
+            ft__fail(err, rc, "the kernel set has two entries for %s d=%d causal=%d seqlen<=%d b*h<=%d",
+                     buckets[i].dtype, buckets[i].head_dim, buckets[i].causal, buckets[i].seqlen_bucket,
+                     buckets[i].bh_bucket);
+            goto out;
+        }
+    }
+    rc = FT_OK;
+out:
+    free(buckets);
+    return rc;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+    const ft_kernel_set_entry *x = *(const ft_kernel_set_entry *const *)a, *y = *(const ft_kernel_set_entry *const *)b;
+
+    if (x->dtype != y->dtype)
+        return (int)x->dtype - (int)y->dtype;
+    if (x->head_dim != y->head_dim)
+        return x->head_dim - y->head_dim;
+    if (x->causal != y->causal)
+        return x->causal - y->causal;
+    if (x->seqlen_bucket != y->seqlen_bucket)
+        return x->seqlen_bucket < y->seqlen_bucket ? -1 : 1;
+    return x->bh_bucket < y->bh_bucket ? -1 : x->bh_bucket > y->bh_bucket;
+}
+
+ft_status ft__pack_list(const ft_kernel_set *s, ft_pack_line_fn fn, void *ud, ft_err *err)
+{
+    const ft_kernel_set_entry **order;
+    int i;
+
+    order = malloc((size_t)(s->count > 0 ? s->count : 1) * sizeof *order);
+    if (order == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory listing %d winners", s->count);
+    for (i = 0; i < s->count; i++)
+        order[i] = &s->entries[i];
+    qsort(order, (size_t)s->count, sizeof *order, cmp_entry);
+    for (i = 0; i < s->count; i++) {
+        const ft_kernel_set_entry *e = order[i];
+        char line[1200], hex[65];
+        ft__pack_sha256_hex(e->cubin, e->cubin_size, hex);
+        snprintf(line, sizeof line, "%s %d %d %d %d %s %s %d %d %lld %zu %s", e->dtype == FT_BF16 ? "bf16" : "f16",
+                 e->head_dim, e->causal, e->seqlen_bucket, e->bh_bucket, e->variant ? e->variant : "-", e->entry,
+                 e->threads, e->rows_per_block, e->smem_dynamic, e->cubin_size, hex);
+        fn(ud, line);
+    }
+    free(order);
+    return FT_OK;
+}
+
