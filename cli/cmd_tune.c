@@ -193,8 +193,8 @@ int cmd_tune(int argc, char **argv)
            s.measured, s.resumed, s.by_status[FT_RESULT_OK], s.by_status[FT_RESULT_WRONG_RESULT],
            s.by_status[FT_RESULT_COMPILE_ERROR], s.by_status[FT_RESULT_OVER_LIMITS],
            s.by_status[FT_RESULT_LAUNCH_FAILURE], s.by_status[FT_RESULT_FAULT], s.by_status[FT_RESULT_TIMEOUT]);
-    printf("winners: %d buckets (%d near-ties re-measured interleaved); worker restarts: %d\n", s.winners, s.races,
-           s.worker_restarts);
+    printf("winners: %d buckets (%d near-ties re-measured interleaved); worker restarts: %d; protocol errors: %d\n",
+           s.winners, s.races, s.worker_restarts, s.protocol_errors);
     printf("time: %s wall; compiling %s, verifying %s, timing %s\n", w, a, b, c);
     printf("database: %s  (flashtune query shows the winners)\n", s.db_path);
     status = 0;
