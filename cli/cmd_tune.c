@@ -177,11 +177,19 @@ int cmd_tune(int argc, char **argv)
     if (tp.started)
         cli_progress_finish(&tp.bar);
     if (o.misses && s.misses == 0) {
-        printf("tune: no misses recorded for %s in %s: nothing to tune\n", s.device_name, s.db_path);
+        if (s.misses_invalid > 0)
+            printf("tune: no valid misses recorded for %s in %s (%d skipped for an invalid shape): nothing to "
+                   "tune\n",
+                   s.device_name, s.db_path, s.misses_invalid);
+        else
+            printf("tune: no misses recorded for %s in %s: nothing to tune\n", s.device_name, s.db_path);
         status = 0;
         goto out;
     }
-    if (o.misses)
+    if (o.misses && s.misses_invalid > 0)
+        printf("tune: %d missed buckets of %s (%d recorded misses skipped for an invalid shape)\n", s.misses,
+               s.device_name, s.misses_invalid);
+    else if (o.misses)
         printf("tune: %d missed buckets of %s\n", s.misses, s.device_name);
     cli_format_duration(s.compile_ms, a, sizeof a);
     cli_format_duration(s.verify_ms, b, sizeof b);

@@ -1492,22 +1492,81 @@ static ft_status spec_targets(const ft_spec *spec, target_list *l, ft_err *err)
 }
 
 typedef struct miss_collect {
-    const ft_db_device *dev;
+    tuner *tu;
     target_list *l;
     ft_status rc;
     ft_err *err;
 } miss_collect;
 
+/* Whether some spec of the tune has a variant of head dim d (or no head dim parameter). */
+static int spec_has_head_dim(const tuner *tu, int d)
+{
+    int s, i;
+
+    for (s = 0; s < tu->nspecs; s++) {
+        const ft_spec *spec = tu->specs[s];
+        int di = ft__spec_param_index(spec, "d");
+        if (di < 0 || spec->params[di].kind != FT_PARAM_INT)
+            return 1;
+        for (i = 0; i < spec->params[di].nvalues; i++)
+            if (spec->params[di].ints[i] == d)
+                return 1;
+    }
+    return 0;
+}
+
+/* A recorded miss is used only if its shape passes the checks a call's arguments pass (and
+ * ft__tune_check_shape), lies in its recorded bucket, and some spec has its head dim. The
+ * database is not trusted: anything could have written it. */
+static ft_status check_miss(const tuner *tu, const ft_db_miss *m, ft_err *err)
+{
+    ft_problem p;
+    ft_db_bucket b;
+    ft_status rc;
+
+    memset(&p, 0, sizeof p);
+    p.batch = m->batch, p.heads_q = m->heads_q, p.heads_kv = m->heads_kv;
+    p.seqlen_q = m->seqlen_q, p.seqlen_k = m->seqlen_k, p.head_dim = m->bucket.head_dim;
+    if (strcmp(m->bucket.dtype, "f16") != 0 && strcmp(m->bucket.dtype, "bf16") != 0)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "the dtype is neither f16 nor bf16");
+    if (m->bucket.causal != 0 && m->bucket.causal != 1)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "causal is %d, not 0 or 1", m->bucket.causal);
+    rc = ft__tune_check_shape(&p, err);
+    if (rc != FT_OK)
+        return rc;
+    ft__db_bucket(m->bucket.dtype, p.head_dim, m->bucket.causal, p.batch, p.heads_q, p.seqlen_q, p.seqlen_k, &b);
+    if (!ft__db_bucket_equal(&b, &m->bucket))
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
+                        "the shape is not in the recorded bucket (seqlen <= %d, b*h <= %d) but in seqlen <= %d, "
+                        "b*h <= %d",
+                        m->bucket.seqlen_bucket, m->bucket.bh_bucket, b.seqlen_bucket, b.bh_bucket);
+    if (!spec_has_head_dim(tu, p.head_dim))
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "no spec has kernels of head dim %d", p.head_dim);
+    return FT_OK;
+}
+
 /* A miss of this GPU model (any driver or NVRTC version), once per bucket: the shape of the
- * first call that missed. */
+ * first call that missed. An invalid one is reported and skipped. */
 static int collect_miss(void *ud, const ft_db_miss *m)
 {
     miss_collect *mc = ud;
     ft_workload wl;
+    ft_err why;
     int i;
 
-    if (!ft__db_device_same_model(&m->device, mc->dev))
+    if (!ft__db_device_same_model(&m->device, &mc->tu->dev))
         return 0;
+    if (check_miss(mc->tu, m, &why) != FT_OK) {
+        char dtype[40];
+        printable(m->bucket.dtype, dtype, sizeof dtype);
+        fprintf(stderr,
+                "flashtune tune: skipping the recorded miss %s d=%d causal=%d b=%d,hq=%d,hkv=%d,sq=%d,sk=%d "
+                "(driver %d): %s\n",
+                dtype, m->bucket.head_dim, m->bucket.causal, m->batch, m->heads_q, m->heads_kv, m->seqlen_q,
+                m->seqlen_k, m->device.driver_version, why.msg);
+        mc->tu->sum->misses_invalid++;
+        return 0;
+    }
     for (i = 0; i < mc->l->n; i++) {
         ft_db_bucket b;
         const target *t = &mc->l->v[i];
@@ -1598,7 +1657,7 @@ static ft_status add_task(tuner *tu, int s, const target *tg, ft_err *err)
 /* The buckets the runtime library recorded as misses on this GPU model. */
 static ft_status miss_targets(tuner *tu, target_list *l, ft_err *err)
 {
-    miss_collect mc = {&tu->dev, l, FT_OK, err};
+    miss_collect mc = {tu, l, FT_OK, err};
     ft_status rc = ft__db_misses(tu->db, NULL, -1, collect_miss, &mc, err);
 
     if (rc == FT_OK)

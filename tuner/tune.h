@@ -31,6 +31,7 @@ typedef struct ft_tune_opts {
 typedef struct ft_tune_summary {
     int buckets;
     int misses;              /* with misses: the missed buckets found for this GPU model */
+    int misses_invalid;      /* ... and the recorded misses skipped for an invalid shape */
     int variants;            /* compiled variants of the spec(s) */
     int pruned;
     long long measured;      /* measurements made in this run */
