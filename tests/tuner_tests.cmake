@@ -7,3 +7,7 @@ set_tests_properties(tune_protocol PROPERTIES LABELS cli TIMEOUT 900
 
 # The tuner's checks of shapes and of a worker's measurement replies, field by field.
 ft_unit_test(test_tuner test_tuner.c)
+
+# The compile cache's reading side: headers that lie under a good checksum, entries that are not
+# files, a cache directory that is a file; corrupt and removed counted apart.
+ft_unit_test(test_cache test_cache.c)
