@@ -219,9 +219,10 @@ int cmd_worker(int argc, char **argv)
     int i;
 
     for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
-            device = strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--cache-dir") == 0 && i + 1 < argc)
+        if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
+            if (!cli_parse_int("worker", "--device", argv[++i], 0, 63, &device))
+                return EXIT_USAGE;
+        } else if (strcmp(argv[i], "--cache-dir") == 0 && i + 1 < argc)
             cache_dir = argv[++i];
         else
             return cli_usage_error("worker", "the worker is started by 'flashtune tune'");

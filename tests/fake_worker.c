@@ -29,6 +29,7 @@
  *       unsolicited an extra result line (the previous id) before the reply
  *       wrongid     the reply carries the next id  noid       the reply carries no id
  *       trickle     the reply one byte a second
+ *       deaf        a good reply, but stdin closed before it (the next command finds no reader)
  *     and at start (FAKE_BAD_MATCH unused): ready_long (a 100 KB ready line), ready_bad (cc=abc),
  *     and for shapes (FAKE_BAD_MATCH on the shape command): shape_bad (neither ok nor error).
  * The worker answers with the id of the command (id=N) when the command has one.
@@ -269,6 +270,8 @@ int main(int argc, char **argv)
                 fflush(stdout);
                 forever();
             }
+            if (bad(line, "deaf"))
+                close(0);
             if (bad(line, "trickle")) {
                 for (e = reply; *e != '\0'; e++) {
                     putchar(*e);

@@ -88,7 +88,17 @@ grep -q '12 ok, .* 0 fault, 4 timeout' "$dir/out" || fail "trickle: expected 4 t
 expect_faults trickle timeout
 echo "trickle: timed out in ${secs} s: ok"
 
-# 3. A worker that breaks the protocol with every reply: the tune gives up after 8 in a row
+# 3. A worker gone deaf after a good reply: the next command never reaches it, and is sent again
+#    to a new worker instead of being recorded as the next kernel's fault.
+rm -f "$db"
+FAKE_BAD=deaf FAKE_BAD_MATCH=$bad_kernel tune 60
+[ $rc -eq 0 ] || fail "deaf: exit status $rc"
+grep -q 'measured 16, already in the database 0: 16 ok' "$dir/out" || fail "deaf: expected 16 ok"
+grep -q 'worker restarts: 4; protocol errors: 0' "$dir/out" || fail "deaf: expected 4 restarts"
+no_worker_left deaf
+echo "deaf: commands sent again: ok"
+
+# 4. A worker that breaks the protocol with every reply: the tune gives up after 8 in a row
 #    (exit 1, a clear message), keeps what it recorded, and no winner comes of it.
 rm -f "$db"
 FAKE_BAD=noid tune 60
@@ -100,7 +110,7 @@ grep -q 'GPU 0: the worker broke the protocol 8 times in a row (last: ' "$dir/ou
 no_worker_left "noid everywhere"
 echo "a worker that always breaks the protocol: stopped: ok"
 
-# 4. A bad ready line: a clear error, no database created, no worker left.
+# 5. A bad ready line: a clear error, no database created, no worker left.
 for mode in ready_long ready_bad; do
   rm -f "$db"
   FAKE_BAD=$mode tune 60
@@ -111,7 +121,7 @@ for mode in ready_long ready_bad; do
   echo "$mode: refused: ok"
 done
 
-# 5. A bad answer to a shape: tried once more, then the bucket is skipped with a message.
+# 6. A bad answer to a shape: tried once more, then the bucket is skipped with a message.
 rm -f "$db"
 FAKE_BAD=shape_bad FAKE_BAD_MATCH='sq=1024' tune 60
 [ $rc -eq 0 ] || fail "shape_bad: exit status $rc"
@@ -122,7 +132,7 @@ grep -q 'measured 8, already in the database 0: 8 ok' "$dir/out" || fail "shape_
 no_worker_left shape_bad
 echo "shape_bad: buckets skipped: ok"
 
-# 6. SIGTERM while a measurement hangs: the first one ends the tune (exit 130), what was
+# 7. SIGTERM while a measurement hangs: the first one ends the tune (exit 130), what was
 #    committed is kept, the worker is killed and reaped; the next tune does the rest.
 rm -f "$db" "$dir/log"
 FAKE_PIDS=$pids FAKE_LOG=$dir/log FAKE_HANG=$bad_kernel "$ft" tune --db "$db" --only "$only" -q -j 2 --timeout 600 \
@@ -156,7 +166,7 @@ grep -q "measured $((16 - got)), already in the database $got" "$dir/out" || fai
 no_worker_left "SIGTERM, resumed"
 echo "SIGTERM during a hung measurement: exit 130 in $(( $(date +%s) - t0 )) s, $got kept: ok"
 
-# 7. A worker that ignores quit and the end of its input is killed at the end of the tune.
+# 8. A worker that ignores quit and the end of its input is killed at the end of the tune.
 rm -f "$db"
 FAKE_STUBBORN=1 tune 60
 [ $rc -eq 0 ] || fail "stubborn: exit status $rc"

@@ -487,7 +487,7 @@ static ft_status parse_ready(const char *line, int *count, ft_arch *arch, ft_db_
 {
     long long v[11];
     static const long long lo[11] = {1, 10, 1, 1, 1, 1, 1, 1, 1, 0, 1};
-    static const long long hi[11] = {64,        1000,      1 << 20,   1LL << 32, 1LL << 32, 1 << 24,
+    static const long long hi[11] = {1 << 16,   1000,      1 << 20,   1LL << 32, 1LL << 32, 1 << 24,
                                      1 << 24,   1 << 20,   1 << 20,   1LL << 40, INT_MAX};
     int major = 0, minor = 0, i;
     fields f;
@@ -1114,20 +1114,22 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
     return 0;
 }
 
-typedef enum failure { F_EXITED, F_TIMEOUT, F_PROTOCOL } failure;
+/* How a worker failed: it exited (or its output ended), did not answer in time, broke the
+ * protocol, or did not take a command (it was gone before the command reached it). */
+typedef enum failure { F_EXITED, F_TIMEOUT, F_PROTOCOL, F_SEND } failure;
 
-/* Worker w exited, hung or broke the protocol (why says how), perhaps with a command in flight.
- * It is killed and reaped first, so nothing it sends later counts. A measurement in flight is
- * recorded as a fault or a timeout; after a protocol error it is first tried once more on a new
- * worker (the fault may have been the line before). A shape likewise, then its bucket is
- * skipped; a race round gets no time. Then a new worker starts, unless the stop flag is set
- * (nothing is recorded then) or this was the PROTOCOL_STRIKES-th protocol error without a
- * good measurement between (the tune ends with an error). */
+/* Worker w failed (kind, and why says how), perhaps with a command in flight. It is killed
+ * and reaped first, so nothing it sends later counts. A measurement in flight is recorded as a
+ * fault or a timeout; after a protocol error, or when the command never reached the worker, it
+ * is first tried once more on a new worker (the fault may have been the line before). A shape
+ * likewise, then its bucket is skipped; a race round gets no time. Then a new worker starts,
+ * unless the stop flag is set (nothing is recorded then) or this was the PROTOCOL_STRIKES-th
+ * protocol error without a good measurement between (the tune ends with an error). */
 static ft_status worker_failed(tuner *tu, worker *w, failure kind, const char *why, ft_err *err)
 {
     task *t = w->cur < w->ntasks ? &tu->tasks[w->tasks[w->cur]] : NULL;
     const pending was = w->waiting;
-    const int protocol = kind == F_PROTOCOL;
+    const int protocol = kind == F_PROTOCOL, again = protocol || kind == F_SEND;
     ft_status rc = FT_OK;
     char reason[512];
 
@@ -1139,9 +1141,10 @@ static ft_status worker_failed(tuner *tu, worker *w, failure kind, const char *w
         tu->sum->protocol_errors++;
         w->strikes++;
     }
-    snprintf(reason, sizeof reason, "%s%s", protocol ? "the worker broke the protocol twice: " : "", why);
+    snprintf(reason, sizeof reason, "%s%s",
+             protocol ? "the worker broke the protocol twice: " : kind == F_SEND ? "twice: " : "", why);
     if (t != NULL && was == P_MEASURE) {
-        if (protocol && !t->retried[w->job]) {
+        if (again && !t->retried[w->job]) {
             t->retried[w->job] = 1;
             t->redo = w->job;
         } else {
@@ -1154,7 +1157,7 @@ static ft_status worker_failed(tuner *tu, worker *w, failure kind, const char *w
             rc = record(tu, &r, err);
         }
     } else if (t != NULL && was == P_SHAPE) {
-        if (protocol && !t->shape_retried)
+        if (again && !t->shape_retried)
             t->shape_retried = 1;
         else
             skip_bucket(tu, t, reason);
@@ -1295,16 +1298,18 @@ static ft_status run_workers(tuner *tu, ft_err *err)
             return interrupted(tu, err);
         for (i = 0; i < tu->nworkers; i++) {
             worker *w = &tu->workers[i];
-            if (w->waiting == P_NONE) {
+            /* a command that does not reach the worker: a new worker, and the next command
+             * (the same one once more, or what worker_failed left); each job, race round and
+             * shape is sent at most twice, so this ends */
+            while (w->waiting == P_NONE) {
                 int d = dispatch(tu, w, err, &rc);
                 if (rc != FT_OK)
                     return rc;
-                if (d < 0) {
-                    rc = worker_failed(tu, w, F_EXITED, "the worker stopped reading its commands", err);
-                    if (rc != FT_OK)
-                        return rc;
-                    continue;
-                }
+                if (d >= 0)
+                    break;
+                rc = worker_failed(tu, w, F_SEND, "the worker took no command (gone, or not reading)", err);
+                if (rc != FT_OK)
+                    return rc;
             }
             if (w->waiting != P_NONE) {
                 pfd[n].fd = w->from_fd;
@@ -1696,6 +1701,9 @@ static ft_status tuner_open(tuner *tu, const char *worker_cmd, const char *cache
     ft_status rc;
 
     if (worker_cmd != NULL) {
+        if (strlen(worker_cmd) >= sizeof tu->worker_path)
+            return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "the worker's path is longer than %zu bytes",
+                            sizeof tu->worker_path - 1);
         snprintf(tu->worker_path, sizeof tu->worker_path, "%s", worker_cmd);
     } else {
         ssize_t n = readlink("/proc/self/exe", tu->worker_path, sizeof tu->worker_path - 1);
