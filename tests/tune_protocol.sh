@@ -166,7 +166,34 @@ grep -q "measured $((16 - got)), already in the database $got" "$dir/out" || fai
 no_worker_left "SIGTERM, resumed"
 echo "SIGTERM during a hung measurement: exit 130 in $(( $(date +%s) - t0 )) s, $got kept: ok"
 
-# 8. A worker that ignores quit and the end of its input is killed at the end of the tune.
+# 8. Ctrl-C reaches the worker too, perhaps before the tuner sees it: a worker that dies of
+#    SIGINT interrupts the tune (exit 130), and the measurement it was making is not blamed.
+rm -f "$db" "$dir/log"
+FAKE_PIDS=$pids FAKE_LOG=$dir/log FAKE_HANG=$bad_kernel "$ft" tune --db "$db" --only "$only" -q -j 2 --timeout 600 \
+  > "$dir/out" 2>&1 &
+tuner=$!
+i=0
+until grep -q "$bad_kernel" "$dir/log" 2>/dev/null; do
+  i=$((i + 1))
+  [ $i -le 600 ] || { kill -9 $tuner; fail "SIGINT: the hanging kernel was never measured"; }
+  sleep 0.1
+done
+kill -INT "$(tail -n 1 "$pids")"
+i=0
+while kill -0 $tuner 2>/dev/null; do
+  i=$((i + 1))
+  [ $i -le 100 ] || { kill -9 $tuner; fail "SIGINT: the tuner did not end within 10 s of its worker's SIGINT"; }
+  sleep 0.1
+done
+wait $tuner
+rc=$?
+[ $rc -eq 130 ] || fail "SIGINT to the worker: exit status $rc, not 130"
+grep -q "interrupted: GPU 0's worker was stopped (signal 2)" "$dir/out" || fail "SIGINT to the worker: no message"
+[ "$(count "select count(*) from results where status != 'ok'")" = 0 ] || fail "SIGINT to the worker: a kernel was blamed"
+no_worker_left "SIGINT to the worker"
+echo "SIGINT to the worker: an interrupt, no kernel blamed: ok"
+
+# 9. A worker that ignores quit and the end of its input is killed at the end of the tune.
 rm -f "$db"
 FAKE_STUBBORN=1 tune 60
 [ $rc -eq 0 ] || fail "stubborn: exit status $rc"

@@ -1250,6 +1250,15 @@ static ft_status service(tuner *tu, worker *w, short revents, ft_err *err)
 
     if ((revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) && !worker_read(w)) {
         int status = worker_reap(tu, w, EXIT_GRACE_MS);
+        int sig = status != -1 && WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        /* Ctrl-C reaches the worker too, perhaps before the tuner's own flag is set: a worker
+         * stopped by a user's signal is an interrupt, not its kernel's fault */
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) {
+            w->waiting = P_NONE;
+            return ft__fail(err, FT_ERR_INTERRUPTED, "interrupted: GPU %d's worker was stopped (signal %d); %lld "
+                            "measurements were recorded",
+                            w->device, sig, tu->sum->measured);
+        }
         if (status != -1 && WIFSIGNALED(status))
             snprintf(why, sizeof why, "the worker died (signal %d)", WTERMSIG(status));
         else if (status != -1)
