@@ -142,10 +142,15 @@ ft_status ft__cache_put(ft_cache *cache, const uint8_t key[32], const ft_compile
     size_t log_size = in->log ? strlen(in->log) : 0;
     uint64_t ls = log_size, cs = in->cubin_size;
     size_t total = HEADER_SIZE + CHECKSUM_SIZE + log_size + in->cubin_size;
-    unsigned char *buf = malloc(total);
-    unsigned char *p = buf;
+    unsigned char *buf;
+    unsigned char *p;
     long long v;
 
+    /* what the reader would refuse is not written */
+    if (log_size > ENTRY_MAX || in->cubin_size > ENTRY_MAX || total > ENTRY_MAX)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "a cache entry of more than %zu MiB", ENTRY_MAX >> 20);
+    buf = malloc(total);
+    p = buf;
     if (buf == NULL)
         return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory writing a cache entry");
     memcpy(p, MAGIC, 8);

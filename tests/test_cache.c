@@ -233,5 +233,33 @@ static void test_cache_dir_that_is_a_file(void)
     free(data);
 }
 
-FT_TEST_MAIN(FT_CASE(test_a_good_entry_hits), FT_CASE(test_implausible_headers_are_corrupt),
+/* An entry larger than the reader takes (256 MiB) is not written, so it is never a corrupt
+ * entry that every later run recompiles and removes. */
+static void test_too_large_is_not_written(void)
+{
+    const size_t big = ((size_t)256 << 20) + 1;
+    ft_cache *c = NULL;
+    ft_compiled in;
+    char path[4200];
+    uint8_t key[32];
+    ft_err err;
+
+    make_dir();
+    ASSERT_OK(ft__cache_open(dir, &c, &err), &err);
+    memset(&in, 0, sizeof in);
+    in.cubin = calloc(big, 1); /* never touched: refused before it is read */
+    ASSERT_TRUE(in.cubin != NULL);
+    in.cubin_size = big;
+    in.log = "";
+    key_of(50, key);
+    ft__cache_path(c, key, path, sizeof path);
+    ASSERT_EQ(ft__cache_put(c, key, &in, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "more than 256 MiB");
+    ASSERT_EQ(access(path, F_OK), -1);
+    ASSERT_EQ(ft__cache_stats(c).stores, 0);
+    free(in.cubin);
+    ft__cache_close(c);
+}
+
+FT_TEST_MAIN(FT_CASE(test_a_good_entry_hits), FT_CASE(test_too_large_is_not_written), FT_CASE(test_implausible_headers_are_corrupt),
              FT_CASE(test_entries_that_are_not_files), FT_CASE(test_cache_dir_that_is_a_file))
