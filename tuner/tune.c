@@ -146,7 +146,7 @@ static ft_status interrupted(const tuner *tu, ft_err *err)
 }
 
 /* Text from a worker as it may be shown: control characters and non-ASCII bytes as \xNN,
- * cut at cap (a local copy of what common/text.c offers on other branches). */
+ * cut at cap (common/text.c, which has ft__printable, is not on this branch). */
 static void printable(const char *in, char *out, size_t cap)
 {
     size_t n = 0;
