@@ -138,8 +138,11 @@ static void print_summary(const ft_plan *plan, const ft_cache *cache, double wal
         ft_cache_stats s = ft__cache_stats(cache);
         printf("cache: %lld hits, %lld compiled%s (%s)\n", s.hits, s.misses,
                s.corrupt ? ", corrupt entries recompiled" : "", ft__cache_dir(cache));
-        if (s.corrupt)
-            printf("cache: %lld corrupt entries were removed and recompiled\n", s.corrupt);
+        if (s.corrupt > 0 && s.removed == s.corrupt)
+            printf("cache: %lld corrupt entries removed and recompiled\n", s.corrupt);
+        else if (s.corrupt > 0)
+            printf("cache: %lld corrupt entries recompiled; %lld removed, %lld could not be (is the cache read-only?)\n",
+                   s.corrupt, s.removed, s.corrupt - s.removed);
     }
     printf("time: %s wall, %s of NVRTC on %d threads\n", wall, cpu, jobs);
 }

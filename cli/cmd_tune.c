@@ -177,11 +177,19 @@ int cmd_tune(int argc, char **argv)
     if (tp.started)
         cli_progress_finish(&tp.bar);
     if (o.misses && s.misses == 0) {
-        printf("tune: no misses recorded for %s in %s: nothing to tune\n", s.device_name, s.db_path);
+        if (s.misses_invalid > 0)
+            printf("tune: no valid misses recorded for %s in %s (%d skipped for an invalid shape): nothing to "
+                   "tune\n",
+                   s.device_name, s.db_path, s.misses_invalid);
+        else
+            printf("tune: no misses recorded for %s in %s: nothing to tune\n", s.device_name, s.db_path);
         status = 0;
         goto out;
     }
-    if (o.misses)
+    if (o.misses && s.misses_invalid > 0)
+        printf("tune: %d missed buckets of %s (%d recorded misses skipped for an invalid shape)\n", s.misses,
+               s.device_name, s.misses_invalid);
+    else if (o.misses)
         printf("tune: %d missed buckets of %s\n", s.misses, s.device_name);
     cli_format_duration(s.compile_ms, a, sizeof a);
     cli_format_duration(s.verify_ms, b, sizeof b);
@@ -193,8 +201,8 @@ int cmd_tune(int argc, char **argv)
            s.measured, s.resumed, s.by_status[FT_RESULT_OK], s.by_status[FT_RESULT_WRONG_RESULT],
            s.by_status[FT_RESULT_COMPILE_ERROR], s.by_status[FT_RESULT_OVER_LIMITS],
            s.by_status[FT_RESULT_LAUNCH_FAILURE], s.by_status[FT_RESULT_FAULT], s.by_status[FT_RESULT_TIMEOUT]);
-    printf("winners: %d buckets (%d near-ties re-measured interleaved); worker restarts: %d\n", s.winners, s.races,
-           s.worker_restarts);
+    printf("winners: %d buckets (%d near-ties re-measured interleaved); worker restarts: %d; protocol errors: %d\n",
+           s.winners, s.races, s.worker_restarts, s.protocol_errors);
     printf("time: %s wall; compiling %s, verifying %s, timing %s\n", w, a, b, c);
     printf("database: %s  (flashtune query shows the winners)\n", s.db_path);
     status = 0;
@@ -211,9 +219,10 @@ int cmd_worker(int argc, char **argv)
     int i;
 
     for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
-            device = strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--cache-dir") == 0 && i + 1 < argc)
+        if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
+            if (!cli_parse_int("worker", "--device", argv[++i], 0, 63, &device))
+                return EXIT_USAGE;
+        } else if (strcmp(argv[i], "--cache-dir") == 0 && i + 1 < argc)
             cache_dir = argv[++i];
         else
             return cli_usage_error("worker", "the worker is started by 'flashtune tune'");

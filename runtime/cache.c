@@ -11,12 +11,21 @@
  *   checksum    32 bytes  sha256 of everything above it and of the payload
  *   payload              log bytes, then cubin bytes
  * Files are written to a temporary name and renamed, so readers never see half an entry.
+ *
+ * A reader trusts nothing of it: what is not a regular file is not opened (a FIFO would block),
+ * the sizes must add up to the file's before anything is summed or allocated, the report must
+ * be one a compiler could have made, and only then is the checksum looked at. An entry that
+ * fails is counted as corrupt and removed if it can be (a read-only cache, or a directory at
+ * the entry's name, keeps it; the counts say how many were removed).
  */
 #include "compile.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/fs.h"
@@ -25,6 +34,7 @@
 #define MAGIC "FTCACHE1"
 #define HEADER_SIZE (8 + 32 + 2 * 4 + 4 * 8 + 8 + 2 * 8)
 #define CHECKSUM_SIZE 32
+#define ENTRY_MAX ((size_t)256 << 20) /* a cubin and its log; no real one comes near */
 
 struct ft_cache {
     char dir[4096];
@@ -54,6 +64,14 @@ ft_status ft__cache_open(const char *dir, ft_cache **out, ft_err *err)
         }
     }
     rc = ft__mkdirs(c->dir, err);
+    if (rc == FT_OK) {
+        /* mkdir -p takes an existing file of that name for the directory */
+        struct stat st;
+        if (stat(c->dir, &st) != 0)
+            rc = ft__fail(err, FT_ERR_IO, "%s: %s", c->dir, strerror(errno));
+        else if (!S_ISDIR(st.st_mode))
+            rc = ft__fail(err, FT_ERR_IO, "%s is not a directory", c->dir);
+    }
     if (rc != FT_OK) {
         ft__err_prefix(err, "compile cache");
         free(c);
@@ -80,6 +98,7 @@ ft_cache_stats ft__cache_stats(const ft_cache *cache)
     s.misses = __atomic_load_n(&cache->stats.misses, __ATOMIC_RELAXED);
     s.stores = __atomic_load_n(&cache->stats.stores, __ATOMIC_RELAXED);
     s.corrupt = __atomic_load_n(&cache->stats.corrupt, __ATOMIC_RELAXED);
+    s.removed = __atomic_load_n(&cache->stats.removed, __ATOMIC_RELAXED);
     return s;
 }
 
@@ -123,10 +142,15 @@ ft_status ft__cache_put(ft_cache *cache, const uint8_t key[32], const ft_compile
     size_t log_size = in->log ? strlen(in->log) : 0;
     uint64_t ls = log_size, cs = in->cubin_size;
     size_t total = HEADER_SIZE + CHECKSUM_SIZE + log_size + in->cubin_size;
-    unsigned char *buf = malloc(total);
-    unsigned char *p = buf;
+    unsigned char *buf;
+    unsigned char *p;
     long long v;
 
+    /* what the reader would refuse is not written */
+    if (log_size > ENTRY_MAX || in->cubin_size > ENTRY_MAX || total > ENTRY_MAX)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "a cache entry of more than %zu MiB", ENTRY_MAX >> 20);
+    buf = malloc(total);
+    p = buf;
     if (buf == NULL)
         return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory writing a cache entry");
     memcpy(p, MAGIC, 8);
@@ -170,6 +194,18 @@ ft_status ft__cache_put(ft_cache *cache, const uint8_t key[32], const ft_compile
     return rc;
 }
 
+/* A report ptxas could have written: -1 (not reported) or a count within the hardware's. */
+static int plausible(const ft_compiled *c)
+{
+    const ft_resource_report *r = &c->report;
+    const long long big = 1LL << 32;
+
+    return r->registers >= -1 && r->registers <= 255 && r->barriers >= -1 && r->barriers <= 64 &&
+           r->smem_static >= -1 && r->smem_static <= big && r->stack_frame >= -1 && r->stack_frame <= big &&
+           r->spill_stores >= -1 && r->spill_stores <= big && r->spill_loads >= -1 && r->spill_loads <= big &&
+           isfinite(c->compile_ms) && c->compile_ms >= 0;
+}
+
 int ft__cache_get(ft_cache *cache, const uint8_t key[32], ft_compiled *out)
 {
     char path[4200];
@@ -180,13 +216,15 @@ int ft__cache_get(ft_cache *cache, const uint8_t key[32], ft_compiled *out)
     long long v;
     uint8_t sum[32];
     ft_sha256 s;
-    int ok = 0;
+    int ok = 0, kind;
 
     memset(out, 0, sizeof *out);
     ft__cache_path(cache, key, path, sizeof path);
-    if (access(path, F_OK) != 0)
+    kind = ft__path_kind(path, NULL);
+    if (kind == 0)
         goto miss;
-    if (ft__read_file(path, &data, &size, NULL) != FT_OK)
+    /* a directory, FIFO, device or dangling link at the entry's name is never opened */
+    if (kind < 0 || ft__read_file_max(path, ENTRY_MAX, &data, &size, NULL) != FT_OK)
         goto corrupt;
     if (size < HEADER_SIZE + CHECKSUM_SIZE || memcmp(data, MAGIC, 8) != 0 ||
         memcmp(data + 8, key, 32) != 0)
@@ -205,7 +243,8 @@ int ft__cache_get(ft_cache *cache, const uint8_t key[32], ft_compiled *out)
     get64(&p, &out->compile_ms);
     get64(&p, &ls);
     get64(&p, &cs);
-    if (ls > size || cs > size || HEADER_SIZE + CHECKSUM_SIZE + ls + cs != size || cs == 0)
+    /* each size at most the file's (which is at most ENTRY_MAX): their sum cannot overflow */
+    if (ls > size || cs > size || HEADER_SIZE + CHECKSUM_SIZE + ls + cs != size || cs == 0 || !plausible(out))
         goto corrupt;
     ft__sha256_init(&s);
     ft__sha256_update(&s, data, HEADER_SIZE);
@@ -226,8 +265,11 @@ int ft__cache_get(ft_cache *cache, const uint8_t key[32], ft_compiled *out)
     __atomic_fetch_add(&cache->stats.hits, 1, __ATOMIC_RELAXED);
     goto out;
 corrupt:
+    memset(out, 0, sizeof *out);
     __atomic_fetch_add(&cache->stats.corrupt, 1, __ATOMIC_RELAXED);
-    unlink(path);
+    /* counted only when it went: a read-only cache keeps its corrupt entries */
+    if (unlink(path) == 0)
+        __atomic_fetch_add(&cache->stats.removed, 1, __ATOMIC_RELAXED);
     goto miss;
 miss_free:
     ft__compiled_free(out);

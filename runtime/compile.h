@@ -29,19 +29,23 @@ typedef struct ft_compiled {
 typedef struct ft_cache ft_cache;
 
 typedef struct ft_cache_stats {
-    long long hits, misses, stores, corrupt;
+    long long hits, misses, stores;
+    long long corrupt;       /* entries found corrupt (each also a miss) ... */
+    long long removed;       /* ... and of those, the ones removed (not in a read-only cache) */
 } ft_cache_stats;
 
 /* Opens (creating) a cache directory. dir NULL: $FLASHTUNE_CACHE_DIR, else
- * $XDG_CACHE_HOME/flashtune, else ~/.cache/flashtune. Thread-safe to use once opened. */
+ * $XDG_CACHE_HOME/flashtune, else ~/.cache/flashtune. Something there that is not a directory
+ * is an error (FT_ERR_IO). Thread-safe to use once opened. */
 ft_status ft__cache_open(const char *dir, ft_cache **out, ft_err *err);
 void ft__cache_close(ft_cache *cache); /* NULL is a no-op */
 const char *ft__cache_dir(const ft_cache *cache);
 ft_cache_stats ft__cache_stats(const ft_cache *cache);
 
 /* Looks a key up. 1: found and intact (*out filled, cache_hit = 1); 0: not there. An entry
- * that fails its checks (size, magic, key, checksum) is counted as corrupt, removed, and
- * reported as not there, so it is recompiled and never loaded. */
+ * that fails its checks (not a regular file, size, magic, key, header sizes and report,
+ * checksum) is counted as corrupt, removed where it can be (counted as removed), and reported
+ * as not there, so it is recompiled and never loaded. Never blocks on what is at the path. */
 int ft__cache_get(ft_cache *cache, const uint8_t key[32], ft_compiled *out);
 ft_status ft__cache_put(ft_cache *cache, const uint8_t key[32], const ft_compiled *in, ft_err *err);
 /* The file an entry lives in (for tests and messages). */

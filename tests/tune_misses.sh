@@ -31,6 +31,11 @@ sql "insert into devices (name, cc, sms, smem_per_block, smem_per_sm, l2_bytes, 
      values ('Other GPU', 80, 108, 166912, 167936, 41943040, 13000, '13.0');" || fail "cannot add devices"
 newer=$(sql "select max(id) - 1 from devices")
 other=$(sql "select max(id) from devices")
+# Misses as rows of the old bucket columns (device, dtype, d, causal, seqlen, bh, the shape, the
+# fallback, the count), stored as the operation and its key.
+insert_misses="insert into misses (device_id, op, key, batch, heads_q, heads_kv, seqlen_q, seqlen_k, fallback, count)
+  select column1, 'fwd', json_object('dtype', column2, 'd', column3, 'causal', column4, 'seqlen', column5,
+    'bh', column6), column7, column8, column9, column10, column11, column12, column13 from (values"
 key() { echo "json_object('dtype', '$1', 'd', $2, 'causal', $3, 'seqlen', $4, 'bh', $5)"; }
 sql "insert into misses (device_id, op, key, batch, heads_q,
        heads_kv, seqlen_q, seqlen_k, fallback, count) values
@@ -65,3 +70,46 @@ grep -q 'measured 20, already in the database 0' "$dir/out" || fail "tune --miss
 "$ft" tune specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "the second tune --misses failed"
 grep -q 'measured 0, already in the database 20' "$dir/out" || fail "the second tune --misses re-measured"
 echo "tune --misses: ok"
+
+# 4. Misses whose shapes are invalid (the database may hold anything) are reported and skipped,
+#    never sent to the worker; the valid ones are tuned as before.
+sql "$insert_misses
+     ($dev, 'f16', 64, 0, 128, 1, -5, 0, 1, 128, 128, 'default', 1),
+     ($dev, 'f16', 64, 0, 128, 8, 1, 8, 3, 128, 128, 'default', 1),
+     ($dev, 'f16', 100, 0, 128, 8, 1, 8, 8, 128, 128, 'failed', 1),
+     ($dev, 'f16', 40, 0, 128, 8, 1, 8, 8, 128, 128, 'failed', 1),
+     ($dev, 'f16', 64, 0, 128, 1073741824, 65536, 65536, 1, 128, 128, 'default', 1),
+     ($dev, 'f16', 64, 1, 256, 4, 1, 4, 4, 3000, 3000, 'nearest', 1),
+     ($dev, 'f32', 64, 0, 128, 8, 1, 8, 8, 128, 128, 'default', 1),
+     ($dev, 'f16', 64, 0, 128, 16, 4294967297, 8, 8, 128, 128, 'default', 1));" || fail "cannot add invalid misses"
+FAKE_LOG="$dir/log" "$ft" tune specs/flash_fwd.lua --misses --remeasure --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 ||
+  fail "tune --misses with invalid misses failed"
+grep -q 'tune: 2 missed buckets of Fake GPU (8 recorded misses skipped for an invalid shape)' "$dir/out" ||
+  fail "tune --misses: the invalid misses are not counted"
+[ "$(grep -c '^flashtune tune: skipping the recorded miss ' "$dir/out")" = 8 ] || fail "tune --misses: expected 8 skipped misses"
+for why in 'f16 d=64 causal=0 b=-5,hq=0,hkv=1,sq=128,sk=128 (driver [0-9]*): every size must be positive' \
+           'hq (8) must be a multiple of hkv (3)' 'head dim 100 is not supported' 'no spec has kernels of head dim 40' \
+           'batch 65536 times 65536 heads' 'b=1,hq=4,hkv=4,sq=3000,sk=3000 (driver [0-9]*): the shape is not in the recorded bucket (seqlen <= 256, b\*h <= 4)' \
+           'f32 d=64 .*: the dtype is neither f16 nor bf16' \
+           'b=-1,hq=8,hkv=8,sq=128,sk=128 (driver [0-9]*): every size must be positive'; do
+  grep -q "skipping the recorded miss .*$why" "$dir/out" || fail "tune --misses: no message saying '$why'"
+done
+grep -q 'measured 20, already in the database 0: 20 ok' "$dir/out" || fail "tune --misses: the valid misses were not measured"
+[ "$(grep -c '^\[0\] shape ' "$dir/log")" = 2 ] || fail "tune --misses: expected the 2 valid shapes only"
+grep '^\[0\] shape ' "$dir/log" | grep -v -q -E ' b=(1|2) hq=(2|8) hkv=(2|4) sq=(200|3000) sk=(200|2500) d=64 ' &&
+  fail "tune --misses: an invalid shape reached the worker"
+[ "$(sql 'select count(*) from results where batch <= 0 or heads_q <= 0 or heads_q % heads_kv != 0')" = 0 ] ||
+  fail "tune --misses: a result for an invalid shape"
+echo "invalid misses skipped: ok"
+
+# 5. Only invalid misses: nothing to tune, said so.
+db=$dir/invalid.db
+"$ft" tune specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses on a new database failed"
+dev=$(sql "select id from devices where name = 'Fake GPU'")
+sql "$insert_misses
+     ($dev, 'f16', 64, 0, 128, 1, -5, 0, 1, 128, 128, 'default', 1));" || fail "cannot add an invalid miss"
+"$ft" tune specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses with one invalid miss failed"
+grep -q 'tune: no valid misses recorded for Fake GPU in .* (1 skipped for an invalid shape): nothing to tune' "$dir/out" ||
+  fail "tune --misses: an invalid miss only should say that nothing is left"
+[ "$(sql 'select count(*) from results')" = 0 ] || fail "tune --misses: measured an invalid miss"
+echo "only invalid misses: ok"

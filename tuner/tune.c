@@ -9,6 +9,12 @@
  * fault or a timeout. The parent itself never touches the GPU, so nothing a kernel does can
  * take it down.
  *
+ * Nothing a worker sends is trusted: every command carries an id that its answer must repeat,
+ * lines are bounded, every field of an answer is checked (ft__tune_parse_result), and a worker
+ * that breaks the protocol is killed, reaped and started again, the measurement tried once more
+ * and then recorded as a fault, never as a time. Every wait has a deadline, and the stop flag (a
+ * signal) ends the tune from any of them, the workers killed and reaped.
+ *
  * Per bucket: the shape is set up once (inputs, reference), every variant is measured, and when
  * the fastest variants lie within each other's noise they are re-measured interleaved, a few
  * rounds, and the median of the rounds decides.
@@ -17,6 +23,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/fs.h"
@@ -33,12 +41,24 @@
 #include "generator/variant.h"
 #include "runtime/compile.h"
 #include "ops/problem.h"
+#include "runtime/verify.h"
 #include "tuner/plan.h"
 
 extern char **environ;
 
 #define RACE_ROUNDS 3
 #define MAX_LEADERS 4
+
+#define LINE_MAX_BYTES 8192      /* the longest line a worker may send, its newline included */
+#define BOOT_TIMEOUT_MS 120e3    /* for the ready line */
+#define SEND_TIMEOUT_MS 10e3     /* for a command to go into the worker's pipe */
+#define QUIT_GRACE_MS 5e3        /* for a worker told to quit to exit, before it is killed */
+#define EXIT_GRACE_MS 1e3        /* for a worker that closed its output to exit, likewise */
+#define PROTOCOL_STRIKES 8       /* protocol errors without a good measurement between: give up */
+#define SLACK_MS 1e3             /* what a worker's own clock may exceed the tuner's wait by */
+#define MIN_MEDIAN_MS 1e-4       /* no kernel launch takes less than 100 ns */
+#define MAX_REPS 1000000
+#define MAX_FIELDS 16
 
 /* One variant of one spec's plan, with its database row. */
 typedef struct kernel_ref {
@@ -52,9 +72,12 @@ typedef struct task {
     ft_problem shape;
     ft_db_bucket bucket;
     int *jobs;
+    unsigned char *retried; /* per job: tried once more after a protocol error */
     int njobs;
     int next;        /* next job to send */
+    int redo;        /* a job to send again (after a protocol error), or -1 */
     int shape_ready; /* the worker has the shape's inputs and reference */
+    int shape_retried;
     int dirty;       /* something was measured: the winner may have changed */
     int failed;      /* the shape could not be set up */
     /* the race of the leaders */
@@ -69,21 +92,27 @@ typedef enum pending { P_NONE, P_READY, P_SHAPE, P_MEASURE, P_RACE } pending;
 
 typedef struct worker {
     int device;
-    pid_t pid;
-    int to_fd, from_fd;
-    char buf[16384];
+    pid_t pid;                 /* <= 0: no process */
+    int to_fd, from_fd;        /* valid while pid > 0 */
+    char buf[LINE_MAX_BYTES];  /* what it sent that is not handled yet */
     size_t len;
     pending waiting;
-    int job;          /* the job (or race slot) in flight */
-    double deadline;  /* ms on the monotonic clock */
-    int *tasks;       /* indices of its tasks */
+    unsigned long long id;     /* the id of the command in flight */
+    unsigned long long ids;    /* ids given out so far (never reused, across restarts too) */
+    double sent;               /* when that command was sent (ms on the monotonic clock) */
+    double deadline;
+    int job;                   /* the job (or race slot) in flight */
+    int strikes;               /* protocol errors since its last good measurement */
+    int *tasks;                /* indices of its tasks */
     int ntasks;
-    int cur;          /* its current task */
-    char ready[1024]; /* the ready line */
+    int cur;                   /* its current task */
+    int count;                 /* from the ready line: the GPUs its driver sees */
+    ft_arch arch;              /* ... the device's limits */
+    ft_db_device dev;          /* ... and its fingerprint */
 } worker;
 
 typedef struct tuner {
-    const ft_tune_opts *o;
+    const ft_tune_opts *o;     /* NULL for a probe */
     ft_spec *const *specs;
     int nspecs;
     ft_plan **plans;
@@ -106,16 +135,420 @@ typedef struct tuner {
     long long planned, done;
 } tuner;
 
+static int stopped(const tuner *tu)
+{
+    return tu->o != NULL && tu->o->stop != NULL && *tu->o->stop;
+}
+
+static ft_status interrupted(const tuner *tu, ft_err *err)
+{
+    return ft__fail(err, FT_ERR_INTERRUPTED, "interrupted: %lld measurements were recorded",
+                    tu->sum != NULL ? tu->sum->measured : 0);
+}
+
+/* Text from a worker as it may be shown: control characters and non-ASCII bytes as \xNN,
+ * cut at cap (common/text.c, which has ft__printable, is not on this branch). */
+static void printable(const char *in, char *out, size_t cap)
+{
+    size_t n = 0;
+
+    for (; *in != '\0' && n + 5 < cap; in++) {
+        unsigned char c = (unsigned char)*in;
+        if (c < 0x20 || c >= 0x7f)
+            n += (size_t)snprintf(out + n, cap - n, "\\x%02x", c);
+        else
+            out[n++] = (char)c;
+    }
+    out[n] = '\0';
+}
+
+/* ---- shapes ------------------------------------------------------------------------------- */
+
+ft_status ft__tune_check_shape(const ft_problem *p, ft_err *err)
+{
+    const unsigned long long limit = FT_TUNE_MAX_ELEMENTS;
+    unsigned long long q, kv;
+    ft_status rc = ft__problem_validate(p, err);
+
+    if (rc != FT_OK)
+        return rc;
+    if (p->head_dim % 8 != 0 || p->head_dim > 1024)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
+                        "head dim %d is not supported (a multiple of 8 from 8 to 1024)", p->head_dim);
+    if (p->seqlen_q > (1 << 30) || p->seqlen_k > (1 << 30))
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "sequence lengths %d/%d: at most 2^30", p->seqlen_q,
+                        p->seqlen_k);
+    if ((long long)p->batch * p->heads_q > (1LL << 30))
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "batch %d times %d heads: at most 2^30", p->batch,
+                        p->heads_q);
+    /* both products below 2^60: no overflow in 64 bits */
+    q = (unsigned long long)p->batch * (unsigned long long)p->heads_q * (unsigned long long)p->seqlen_q;
+    kv = (unsigned long long)p->batch * (unsigned long long)p->heads_kv * (unsigned long long)p->seqlen_k;
+    if (q > limit / (unsigned long long)p->head_dim || kv > limit / (unsigned long long)p->head_dim)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "tensors of more than 2^40 elements");
+    return FT_OK;
+}
+
+/* ---- the lines a worker sends --------------------------------------------------------------- */
+
+/* A line split into its first word and key=value fields; the field named rest_key (detail=,
+ * name=) takes the rest of the line, spaces and all. */
+typedef struct fields {
+    char word[16];
+    int n;
+    char key[MAX_FIELDS][16];
+    char val[MAX_FIELDS][64];
+    const char *rest; /* the rest_key field's text; NULL when absent */
+} fields;
+
+/* A line from a worker holds no control character. */
+static ft_status check_text(const char *line, ft_err *err)
+{
+    const char *p;
+
+    for (p = line; *p != '\0'; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f)
+            return ft__fail(err, FT_ERR_CORRUPT, "a control character (0x%02x)", (unsigned char)*p);
+    return FT_OK;
+}
+
+static ft_status split_fields(const char *line, const char *rest_key, fields *f, ft_err *err)
+{
+    static const char lower[] = "abcdefghijklmnopqrstuvwxyz";
+    static const char keychars[] = "abcdefghijklmnopqrstuvwxyz0123456789_";
+    const size_t rk = rest_key != NULL ? strlen(rest_key) : 0;
+    const char *p;
+    size_t n;
+
+    memset(f, 0, sizeof *f);
+    if (check_text(line, err) != FT_OK)
+        return FT_ERR_CORRUPT;
+    n = strspn(line, lower);
+    if (n == 0 || n >= sizeof f->word || (line[n] != ' ' && line[n] != '\0'))
+        return ft__fail(err, FT_ERR_CORRUPT, "the line does not start with a word");
+    memcpy(f->word, line, n);
+    p = line + n;
+    while (*p == ' ') {
+        const char *end, *eq;
+        size_t kn, vn;
+        int i;
+        p++;
+        if (rest_key != NULL && strncmp(p, rest_key, rk) == 0 && p[rk] == '=') {
+            f->rest = p + rk + 1;
+            return FT_OK;
+        }
+        end = p + strcspn(p, " ");
+        eq = memchr(p, '=', (size_t)(end - p));
+        if (eq == NULL)
+            return ft__fail(err, FT_ERR_CORRUPT, "'%.*s' is not key=value", (int)(end - p > 40 ? 40 : end - p), p);
+        kn = (size_t)(eq - p);
+        vn = (size_t)(end - eq - 1);
+        if (kn == 0 || kn >= sizeof f->key[0] || strspn(p, keychars) < kn)
+            return ft__fail(err, FT_ERR_CORRUPT, "'%.*s' is not a key", (int)(kn > 40 ? 40 : kn), p);
+        if (vn == 0 || vn >= sizeof f->val[0])
+            return ft__fail(err, FT_ERR_CORRUPT, "the value of %.*s is empty or too long", (int)kn, p);
+        for (i = 0; i < f->n; i++)
+            if (strlen(f->key[i]) == kn && memcmp(f->key[i], p, kn) == 0)
+                return ft__fail(err, FT_ERR_CORRUPT, "%.*s appears twice", (int)kn, p);
+        if (f->n == MAX_FIELDS)
+            return ft__fail(err, FT_ERR_CORRUPT, "more than %d fields", MAX_FIELDS);
+        memcpy(f->key[f->n], p, kn);
+        memcpy(f->val[f->n], eq + 1, vn);
+        f->n++;
+        p = end;
+    }
+    return FT_OK;
+}
+
+static const char *field_get(const fields *f, const char *key)
+{
+    int i;
+    for (i = 0; i < f->n; i++)
+        if (strcmp(f->key[i], key) == 0)
+            return f->val[i];
+    return NULL;
+}
+
+/* Every field is one of keys, and every one of keys is there. */
+static ft_status check_keys(const fields *f, const char *const *keys, ft_err *err)
+{
+    int i, k;
+
+    for (i = 0; i < f->n; i++) {
+        for (k = 0; keys[k] != NULL && strcmp(keys[k], f->key[i]) != 0; k++)
+            ;
+        if (keys[k] == NULL)
+            return ft__fail(err, FT_ERR_CORRUPT, "unknown field %s", f->key[i]);
+    }
+    for (k = 0; keys[k] != NULL; k++)
+        if (field_get(f, keys[k]) == NULL)
+            return ft__fail(err, FT_ERR_CORRUPT, "%s is missing", keys[k]);
+    return FT_OK;
+}
+
+static ft_status field_double(const fields *f, const char *key, double *out, ft_err *err)
+{
+    const char *v = field_get(f, key);
+    char *end;
+
+    if (v == NULL)
+        return ft__fail(err, FT_ERR_CORRUPT, "%s is missing", key);
+    *out = strtod(v, &end);
+    if (end == v || *end != '\0')
+        return ft__fail(err, FT_ERR_CORRUPT, "%s=%s is not a number", key, v);
+    return FT_OK;
+}
+
+static ft_status field_int(const fields *f, const char *key, long long lo, long long hi, long long *out, ft_err *err)
+{
+    const char *v = field_get(f, key);
+    char *end;
+    long long x;
+
+    if (v == NULL)
+        return ft__fail(err, FT_ERR_CORRUPT, "%s is missing", key);
+    errno = 0;
+    x = strtoll(v, &end, 10);
+    if (end == v || *end != '\0' || errno != 0)
+        return ft__fail(err, FT_ERR_CORRUPT, "%s=%s is not an integer", key, v);
+    if (x < lo || x > hi)
+        return ft__fail(err, FT_ERR_CORRUPT, "%s=%lld is out of range (%lld to %lld)", key, x, lo, hi);
+    *out = x;
+    return FT_OK;
+}
+
+/* The id field, which must come first and be the command's. */
+static ft_status check_id(const fields *f, unsigned long long want, ft_err *err)
+{
+    const char *v = f->n > 0 && strcmp(f->key[0], "id") == 0 ? f->val[0] : NULL;
+    size_t n;
+
+    if (v == NULL)
+        return ft__fail(err, FT_ERR_CORRUPT, "no id first (expected id=%llu)", want);
+    n = strlen(v);
+    if (n > 19 || strspn(v, "0123456789") != n || strtoull(v, NULL, 10) != want)
+        return ft__fail(err, FT_ERR_CORRUPT, "id=%s answers no command in flight (expected id=%llu)", v, want);
+    return FT_OK;
+}
+
+/* A value that must be finite and within [lo, hi]. */
+static ft_status in_range(const char *what, double x, double lo, double hi, ft_err *err)
+{
+    if (!isfinite(x) || x < lo || x > hi)
+        return ft__fail(err, FT_ERR_CORRUPT, "%s=%.6g is not within %.6g to %.6g", what, x, lo, hi);
+    return FT_OK;
+}
+
+static const char *const result_keys[] = {"id",  "status", "median", "q1",        "q3",      "reps", "l2",
+                                          "lse", "regs",   "local",  "verify_ms", "time_ms", NULL};
+
+ft_status ft__tune_parse_result(const char *line, unsigned long long id, const ft_problem *shape,
+                                double elapsed_ms, ft_tune_reply *out, ft_err *err)
+{
+    const double waited = fmax(elapsed_ms, 0) + SLACK_MS;
+    ft_tune_reply r;
+    fields f;
+    const char *st;
+    long long reps = 0, regs = 0, local = 0;
+    ft_status rc;
+    int ok;
+
+    memset(&r, 0, sizeof r);
+    rc = split_fields(line, "detail", &f, err);
+    if (rc == FT_OK && strcmp(f.word, "result") != 0)
+        rc = ft__fail(err, FT_ERR_CORRUPT, "'%s' where a result was due", f.word);
+    if (rc == FT_OK)
+        rc = check_id(&f, id, err);
+    if (rc == FT_OK)
+        rc = check_keys(&f, result_keys, err);
+    if (rc == FT_OK && f.rest == NULL)
+        rc = ft__fail(err, FT_ERR_CORRUPT, "detail is missing");
+    if (rc != FT_OK)
+        goto out;
+    st = field_get(&f, "status");
+    if (strcmp(st, "error") == 0) {
+        r.status = FT_RESULT_LAUNCH_FAILURE; /* the worker could not run it (not in the cache, ...) */
+    } else if (!ft__result_status_parse(st, &r.status) ||
+               (r.status != FT_RESULT_OK && r.status != FT_RESULT_WRONG_RESULT &&
+                r.status != FT_RESULT_LAUNCH_FAILURE && r.status != FT_RESULT_FAULT)) {
+        rc = ft__fail(err, FT_ERR_CORRUPT, "status=%s is not a worker's status", st);
+        goto out;
+    }
+    ok = r.status == FT_RESULT_OK;
+    rc = field_double(&f, "median", &r.median_ms, err);
+    if (rc == FT_OK)
+        rc = field_double(&f, "q1", &r.q1_ms, err);
+    if (rc == FT_OK)
+        rc = field_double(&f, "q3", &r.q3_ms, err);
+    if (rc == FT_OK)
+        rc = field_double(&f, "l2", &r.max_error, err);
+    if (rc == FT_OK)
+        rc = field_double(&f, "lse", &r.lse_error, err);
+    if (rc == FT_OK)
+        rc = field_double(&f, "verify_ms", &r.verify_ms, err);
+    if (rc == FT_OK)
+        rc = field_double(&f, "time_ms", &r.time_ms, err);
+    if (rc == FT_OK)
+        rc = field_int(&f, "reps", ok ? 1 : 0, MAX_REPS, &reps, err);
+    if (rc == FT_OK)
+        rc = field_int(&f, "regs", -1, 255, &regs, err);
+    if (rc == FT_OK)
+        rc = field_int(&f, "local", -1, 1 << 24, &local, err);
+    /* the worker cannot have spent more time than the tuner waited for it */
+    if (rc == FT_OK)
+        rc = in_range("verify_ms", r.verify_ms, 0, waited, err);
+    if (rc == FT_OK)
+        rc = in_range("time_ms", r.time_ms, 0, waited, err);
+    if (rc == FT_OK)
+        rc = in_range("verify_ms + time_ms", r.verify_ms + r.time_ms, 0, waited, err);
+    if (rc != FT_OK)
+        goto out;
+    if (ok) {
+        rc = in_range("median", r.median_ms, MIN_MEDIAN_MS, waited, err);
+        if (rc == FT_OK)
+            rc = in_range("q1", r.q1_ms, MIN_MEDIAN_MS, r.median_ms, err);
+        if (rc == FT_OK)
+            rc = in_range("q3", r.q3_ms, r.median_ms, waited, err);
+        if (rc == FT_OK)
+            rc = in_range("l2", r.max_error, 0, ft__op_fwd.tolerance(shape->bf16).l2, err);
+        if (rc == FT_OK)
+            rc = in_range("lse", r.lse_error, 0, 1e30, err);
+        if (rc != FT_OK)
+            goto out;
+        r.tflops = ft__problem_flops(shape) / (r.median_ms * 1e-3) / 1e12;
+        if (r.tflops > FT_TUNE_MAX_TFLOPS) {
+            rc = ft__fail(err, FT_ERR_CORRUPT, "median=%.6g ms is %.6g TFLOP/s on the shape (at most %g)",
+                          r.median_ms, r.tflops, FT_TUNE_MAX_TFLOPS);
+            goto out;
+        }
+    } else {
+        /* nothing of a failure's times is recorded, but they must still be numbers */
+        rc = in_range("median", r.median_ms, 0, 1e30, err);
+        if (rc == FT_OK)
+            rc = in_range("q1", r.q1_ms, 0, 1e30, err);
+        if (rc == FT_OK)
+            rc = in_range("q3", r.q3_ms, 0, 1e30, err);
+        /* a wrong result's error may be NaN or infinite (NaN in the output), never negative */
+        if (rc == FT_OK && (r.max_error < 0 || r.lse_error < 0))
+            rc = ft__fail(err, FT_ERR_CORRUPT, "a negative error (l2=%.6g lse=%.6g)", r.max_error, r.lse_error);
+        if (rc != FT_OK)
+            goto out;
+        if (!isfinite(r.max_error))
+            r.max_error = NAN;
+        r.tflops = NAN;
+    }
+    r.reps = (int)reps;
+    r.registers = (int)regs;
+    r.local_bytes = (int)local;
+    snprintf(r.detail, sizeof r.detail, "%s", f.rest);
+    *out = r;
+out:
+    return rc;
+}
+
+/* A worker's answer to a shape: "ok id=N" (*ok = 1), or "error id=N message" (*ok = 0, the
+ * message in msg). */
+static ft_status parse_ack(const char *line, unsigned long long id, int *ok, char *msg, size_t cap, ft_err *err)
+{
+    const char *sp = strncmp(line, "error ", 6) == 0 ? strchr(line + 6, ' ') : NULL;
+    char head[64];
+    size_t n = sp != NULL ? (size_t)(sp - line) : strlen(line);
+    fields f;
+    ft_status rc = check_text(line, err);
+
+    *ok = 0;
+    msg[0] = '\0';
+    /* the first two words ("error id=N" or "ok id=N") go through split_fields; an error's
+     * message is free text */
+    if (rc == FT_OK && n >= sizeof head)
+        rc = ft__fail(err, FT_ERR_CORRUPT, "neither 'ok id=N' nor 'error id=N ...'");
+    if (rc == FT_OK) {
+        memcpy(head, line, n);
+        head[n] = '\0';
+        rc = split_fields(head, NULL, &f, err);
+    }
+    if (rc == FT_OK && ((strcmp(f.word, "ok") != 0 && strcmp(f.word, "error") != 0) || f.n != 1))
+        rc = ft__fail(err, FT_ERR_CORRUPT, "neither 'ok id=N' nor 'error id=N ...'");
+    if (rc == FT_OK)
+        rc = check_id(&f, id, err);
+    if (rc != FT_OK)
+        return rc;
+    *ok = strcmp(f.word, "ok") == 0;
+    if (!*ok)
+        snprintf(msg, cap, "%s", sp != NULL ? sp + 1 : "(no message)");
+    return FT_OK;
+}
+
+static const char *const ready_keys[] = {"count",      "cc",         "sms",           "smem_block",
+                                         "smem_sm",    "regs_sm",    "regs_block",    "threads_block",
+                                         "threads_sm", "l2",         "driver",        NULL};
+
+/* The worker's ready line: the GPUs it sees, the target and the fingerprint. */
+static ft_status parse_ready(const char *line, int *count, ft_arch *arch, ft_db_device *dev, ft_err *err)
+{
+    long long v[11];
+    static const long long lo[11] = {1, 10, 1, 1, 1, 1, 1, 1, 1, 0, 1};
+    static const long long hi[11] = {1 << 16,   1000,      1 << 20,   1LL << 32, 1LL << 32, 1 << 24,
+                                     1 << 24,   1 << 20,   1 << 20,   1LL << 40, INT_MAX};
+    int major = 0, minor = 0, i;
+    fields f;
+    ft_status rc = split_fields(line, "name", &f, err);
+
+    if (rc == FT_OK && strcmp(f.word, "ready") != 0)
+        rc = ft__fail(err, FT_ERR_CORRUPT, "'%s' where 'ready' was due", f.word);
+    if (rc == FT_OK)
+        rc = check_keys(&f, ready_keys, err);
+    for (i = 0; rc == FT_OK && ready_keys[i] != NULL; i++)
+        rc = field_int(&f, ready_keys[i], lo[i], hi[i], &v[i], err);
+    if (rc == FT_OK && (f.rest == NULL || f.rest[0] == '\0' || strlen(f.rest) >= sizeof dev->name))
+        rc = ft__fail(err, FT_ERR_CORRUPT, "the device name is missing or longer than %zu bytes",
+                      sizeof dev->name - 1);
+    if (rc != FT_OK)
+        return rc;
+    memset(arch, 0, sizeof *arch);
+    memset(dev, 0, sizeof *dev);
+    *count = (int)v[0];
+    arch->cc = (int)v[1];
+    arch->sms = (int)v[2];
+    arch->smem_per_block = v[3];
+    arch->smem_per_sm = v[4];
+    arch->regs_per_sm = (int)v[5];
+    arch->regs_per_block = (int)v[6];
+    arch->threads_per_block = (int)v[7];
+    arch->threads_per_sm = (int)v[8];
+    arch->regs_per_thread = 255;
+    arch->from_device = 1;
+    snprintf(arch->device_name, sizeof arch->device_name, "%s", f.rest);
+    snprintf(arch->name, sizeof arch->name, "sm_%d", arch->cc);
+    snprintf(dev->name, sizeof dev->name, "%s", f.rest);
+    dev->cc = arch->cc;
+    dev->sms = arch->sms;
+    dev->smem_per_block = arch->smem_per_block;
+    dev->smem_per_sm = arch->smem_per_sm;
+    dev->l2_bytes = v[9];
+    dev->driver_version = (int)v[10];
+    if (ft__nvrtc_version(&major, &minor, err) != FT_OK)
+        return FT_ERR_COMPILE;
+    snprintf(dev->nvrtc_version, sizeof dev->nvrtc_version, "%d.%d", major, minor);
+    return FT_OK;
+}
+
 /* ---- workers ------------------------------------------------------------------------------ */
 
 static ft_status worker_start(tuner *tu, worker *w, ft_err *err)
 {
     int to[2] = {-1, -1}, from[2] = {-1, -1};
     posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t dflt, none;
     char device[16];
     char *argv[8];
+    pid_t pid = -1;
     int rc;
 
+    w->pid = -1;
+    w->to_fd = w->from_fd = -1;
+    w->len = 0;
     snprintf(device, sizeof device, "%d", w->device);
     argv[0] = tu->worker_path;
     argv[1] = "worker";
@@ -124,15 +557,30 @@ static ft_status worker_start(tuner *tu, worker *w, ft_err *err)
     argv[4] = "--cache-dir";
     argv[5] = tu->cache_dir;
     argv[6] = NULL;
-    if (pipe(to) != 0 || pipe(from) != 0)
-        return ft__fail(err, FT_ERR_IO, "pipe: %s", strerror(errno));
-    fcntl(to[1], F_SETFD, FD_CLOEXEC);
-    fcntl(from[0], F_SETFD, FD_CLOEXEC);
+    if (pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0) {
+        rc = errno;
+        if (to[0] >= 0) {
+            close(to[0]);
+            close(to[1]);
+        }
+        return ft__fail(err, FT_ERR_IO, "pipe: %s", strerror(rc));
+    }
+    /* A worker writing to a tuner that is gone dies of SIGPIPE (the tuner ignores it, and an
+     * ignored signal would stay ignored across exec). */
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&dflt);
+    sigaddset(&dflt, SIGPIPE);
+    sigemptyset(&none);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigdefault(&attr, &dflt);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, to[0], 0);
     posix_spawn_file_actions_adddup2(&fa, from[1], 1);
-    rc = posix_spawn(&w->pid, tu->worker_path, &fa, NULL, argv, environ);
+    rc = posix_spawn(&pid, tu->worker_path, &fa, &attr, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
     close(to[0]);
     close(from[1]);
     if (rc != 0) {
@@ -140,147 +588,200 @@ static ft_status worker_start(tuner *tu, worker *w, ft_err *err)
         close(from[0]);
         return ft__fail(err, FT_ERR_IO, "cannot start the worker %s: %s", tu->worker_path, strerror(rc));
     }
+    /* never blocked by a worker: writes and reads wait in poll, with a deadline */
+    fcntl(to[1], F_SETFL, O_NONBLOCK);
+    fcntl(from[0], F_SETFL, O_NONBLOCK);
+    w->pid = pid;
     w->to_fd = to[1];
     w->from_fd = from[0];
-    w->len = 0;
     w->waiting = P_READY;
-    w->deadline = ft__now_ms() + 120e3;
-    signal(SIGPIPE, SIG_IGN);
+    w->sent = ft__now_ms();
+    w->deadline = w->sent + BOOT_TIMEOUT_MS;
     return FT_OK;
 }
 
-static void worker_stop(worker *w, int kill_it)
+static void sleep_ms(double ms)
 {
-    int status;
-
-    if (w->pid <= 0)
-        return;
-    if (kill_it)
-        kill(w->pid, SIGKILL);
-    else if (write(w->to_fd, "quit\n", 5) < 0)
-        kill(w->pid, SIGKILL);
-    close(w->to_fd);
-    close(w->from_fd);
-    waitpid(w->pid, &status, 0);
-    w->pid = -1;
-    w->waiting = P_NONE;
+    struct timespec ts;
+    ts.tv_sec = (time_t)(ms / 1000);
+    ts.tv_nsec = (long)((ms - (double)ts.tv_sec * 1000) * 1e6);
+    nanosleep(&ts, NULL);
 }
 
-static int worker_send(worker *w, const char *line, double timeout_ms)
+/* Closes the worker's pipes and reaps it: it has grace_ms to exit by itself (less once the
+ * stop flag is set), then it is killed. Returns its wait status, or -1 when there was none. */
+static int worker_reap(const tuner *tu, worker *w, double grace_ms)
 {
+    const double until = ft__now_ms() + grace_ms;
+    int status = -1;
+
+    if (w->pid <= 0)
+        return -1;
+    close(w->to_fd);
+    close(w->from_fd);
+    w->to_fd = w->from_fd = -1;
+    for (;;) {
+        pid_t r = waitpid(w->pid, &status, WNOHANG);
+        if (r == w->pid || (r < 0 && errno != EINTR)) {
+            if (r < 0)
+                status = -1;
+            break;
+        }
+        if (r == 0 && (ft__now_ms() >= until || stopped(tu))) {
+            kill(w->pid, SIGKILL);
+            do
+                r = waitpid(w->pid, &status, 0);
+            while (r < 0 && errno == EINTR);
+            if (r < 0)
+                status = -1;
+            break;
+        }
+        if (r == 0)
+            sleep_ms(5);
+    }
+    w->pid = -1;
+    w->len = 0;
+    return status;
+}
+
+/* Ends a worker: told to quit (with QUIT_GRACE_MS to do it) or killed, and reaped either way. */
+static void worker_stop(const tuner *tu, worker *w, int kill_it)
+{
+    if (w->pid <= 0)
+        return;
+    if (kill_it || write(w->to_fd, "quit\n", 5) != 5)
+        kill(w->pid, SIGKILL);
+    worker_reap(tu, w, kill_it ? 0 : QUIT_GRACE_MS);
+}
+
+/* Sends a command; its answer is due within timeout_ms. 0: the worker took nothing within
+ * SEND_TIMEOUT_MS, or is gone, or the stop flag is set. */
+static int worker_send(const tuner *tu, worker *w, const char *line, double timeout_ms)
+{
+    const double until = ft__now_ms() + SEND_TIMEOUT_MS;
     size_t n = strlen(line), done = 0;
 
     while (done < n) {
         ssize_t k = write(w->to_fd, line + done, n - done);
-        if (k < 0 && errno == EINTR)
+        int again = k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+        if (k > 0) {
+            done += (size_t)k;
             continue;
-        if (k <= 0)
+        }
+        if ((k < 0 && errno != EINTR && !again) || stopped(tu) || ft__now_ms() >= until)
             return 0;
-        done += (size_t)k;
+        if (again) {
+            struct pollfd p = {w->to_fd, POLLOUT, 0};
+            poll(&p, 1, 100);
+        }
     }
-    w->deadline = ft__now_ms() + timeout_ms;
+    w->sent = ft__now_ms();
+    w->deadline = w->sent + timeout_ms;
     return 1;
 }
 
-/* Takes one complete line out of the worker's buffer, if there is one. */
-static int worker_line(worker *w, char *out, size_t cap)
+/* Reads what the worker has sent into its buffer (at most what fits). 0: end of file or an
+ * error (the worker is gone); 1: otherwise, also when nothing was there yet. */
+static int worker_read(worker *w)
+{
+    for (;;) {
+        ssize_t k;
+        if (w->len == sizeof w->buf)
+            return 1; /* full: worker_line says the line is too long */
+        k = read(w->from_fd, w->buf + w->len, sizeof w->buf - w->len);
+        if (k > 0) {
+            w->len += (size_t)k;
+            return 1;
+        }
+        if (k == 0)
+            return 0;
+        if (errno == EINTR)
+            continue;
+        return errno == EAGAIN || errno == EWOULDBLOCK;
+    }
+}
+
+/* Takes one complete line out of the worker's buffer: 1 (the line in out, cap >= LINE_MAX_BYTES),
+ * 0 (no complete line yet), -1 (a line longer than the limit, or a NUL byte: why says which). */
+static int worker_line(worker *w, char *out, size_t cap, char *why, size_t why_cap)
 {
     char *nl = memchr(w->buf, '\n', w->len);
     size_t n;
 
-    if (nl == NULL)
-        return 0;
+    if (nl == NULL) {
+        if (w->len < sizeof w->buf && w->len < cap)
+            return 0;
+        snprintf(why, why_cap, "a line longer than %d bytes", LINE_MAX_BYTES - 1);
+        return -1;
+    }
     n = (size_t)(nl - w->buf);
-    if (n >= cap)
-        n = cap - 1;
+    if (n >= cap || memchr(w->buf, '\0', n) != NULL) {
+        snprintf(why, why_cap, n >= cap ? "a line longer than %d bytes" : "a NUL byte in a line",
+                 LINE_MAX_BYTES - 1);
+        return -1;
+    }
     memcpy(out, w->buf, n);
     out[n] = '\0';
-    w->len -= (size_t)(nl - w->buf) + 1;
+    w->len -= n + 1;
     memmove(w->buf, nl + 1, w->len);
     return 1;
 }
 
-static long long ready_int(const char *line, const char *name)
-{
-    char key[40];
-    const char *p;
-    snprintf(key, sizeof key, " %s=", name);
-    p = strstr(line, key);
-    return p ? strtoll(p + strlen(key), NULL, 10) : -1;
-}
-
-/* Fills the target and the fingerprint from a worker's ready line. */
-static ft_status parse_ready(const char *line, ft_arch *arch, ft_db_device *dev, ft_err *err)
-{
-    const char *name = strstr(line, " name=");
-    int major = 0, minor = 0;
-
-    if (strncmp(line, "ready ", 6) != 0 || name == NULL)
-        return ft__fail(err, FT_ERR_CUDA, "the worker did not start: %s", line);
-    memset(arch, 0, sizeof *arch);
-    memset(dev, 0, sizeof *dev);
-    arch->cc = (int)ready_int(line, "cc");
-    arch->sms = (int)ready_int(line, "sms");
-    arch->smem_per_block = ready_int(line, "smem_block");
-    arch->smem_per_sm = ready_int(line, "smem_sm");
-    arch->regs_per_sm = (int)ready_int(line, "regs_sm");
-    arch->regs_per_block = (int)ready_int(line, "regs_block");
-    arch->threads_per_block = (int)ready_int(line, "threads_block");
-    arch->threads_per_sm = (int)ready_int(line, "threads_sm");
-    arch->regs_per_thread = 255;
-    arch->from_device = 1;
-    snprintf(arch->device_name, sizeof arch->device_name, "%s", name + 6);
-    snprintf(arch->name, sizeof arch->name, "sm_%d", arch->cc);
-    snprintf(dev->name, sizeof dev->name, "%s", name + 6);
-    dev->cc = arch->cc;
-    dev->sms = arch->sms;
-    dev->smem_per_block = arch->smem_per_block;
-    dev->smem_per_sm = arch->smem_per_sm;
-    dev->l2_bytes = ready_int(line, "l2");
-    dev->driver_version = (int)ready_int(line, "driver");
-    if (ft__nvrtc_version(&major, &minor, err) != FT_OK)
-        return FT_ERR_COMPILE;
-    snprintf(dev->nvrtc_version, sizeof dev->nvrtc_version, "%d.%d", major, minor);
-    return arch->cc > 0 ? FT_OK : ft__fail(err, FT_ERR_CUDA, "malformed ready line from the worker: %s", line);
-}
-
-/* Starts a worker and waits for its ready line. */
+/* Starts a worker and waits for its ready line, which fills w->count, w->arch and w->dev. */
 static ft_status worker_boot(tuner *tu, worker *w, ft_err *err)
 {
-    char line[1024];
+    char line[LINE_MAX_BYTES], why[256], shown[512];
     ft_status rc = worker_start(tu, w, err);
 
     while (rc == FT_OK) {
         struct pollfd pfd = {w->from_fd, POLLIN, 0};
         double left = w->deadline - ft__now_ms();
-        ssize_t k;
-        if (worker_line(w, line, sizeof line)) {
-            if (strncmp(line, "ready ", 6) != 0) {
-                rc = ft__fail(err, FT_ERR_CUDA, "GPU %d: %s", w->device,
-                              strncmp(line, "error ", 6) == 0 ? line + 6 : line);
+        int got = worker_line(w, line, sizeof line, why, sizeof why);
+        if (got < 0) {
+            rc = ft__fail(err, FT_ERR_CUDA, "GPU %d: the worker's ready line: %s", w->device, why);
+            break;
+        }
+        if (got > 0 && strncmp(line, "error ", 6) == 0) { /* the worker's own reason: no GPU, ... */
+            printable(line + 6, shown, sizeof shown);
+            rc = ft__fail(err, FT_ERR_CUDA, "GPU %d: %s", w->device, shown);
+            break;
+        }
+        if (got > 0) {
+            ft_err perr;
+            ft_status prc = parse_ready(line, &w->count, &w->arch, &w->dev, &perr);
+            if (prc == FT_ERR_COMPILE) { /* NVRTC's version: not the worker's fault */
+                *err = perr;
+                rc = prc;
                 break;
             }
-            snprintf(w->ready, sizeof w->ready, "%s", line);
+            if (prc != FT_OK) {
+                printable(line, shown, 200);
+                rc = ft__fail(err, FT_ERR_CUDA, "GPU %d: the worker's ready line: %s (%s)", w->device, perr.msg,
+                              shown);
+                break;
+            }
             w->waiting = P_NONE;
             return FT_OK;
         }
-        if (left <= 0) {
-            rc = ft__fail(err, FT_ERR_CUDA, "GPU %d: the worker did not start within 120 s", w->device);
+        if (stopped(tu)) {
+            rc = interrupted(tu, err);
             break;
         }
-        if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR) {
+        if (left <= 0) {
+            rc = ft__fail(err, FT_ERR_CUDA, "GPU %d: the worker did not start within %.0f s", w->device,
+                          BOOT_TIMEOUT_MS / 1e3);
+            break;
+        }
+        if (poll(&pfd, 1, (int)fmin(left, 1000)) < 0 && errno != EINTR) {
             rc = ft__fail(err, FT_ERR_IO, "poll: %s", strerror(errno));
             break;
         }
-        k = read(w->from_fd, w->buf + w->len, sizeof w->buf - w->len - 1);
-        if (k == 0) {
+        if (!worker_read(w)) {
             rc = ft__fail(err, FT_ERR_CUDA, "GPU %d: the worker exited before it was ready", w->device);
             break;
         }
-        if (k > 0)
-            w->len += (size_t)k;
     }
-    worker_stop(w, 1);
+    worker_stop(tu, w, 1);
     return rc;
 }
 
@@ -309,46 +810,23 @@ static ft_status record(tuner *tu, const ft_db_result *r, ft_err *err)
     return ft__db_record(tu->db, r, err);
 }
 
-static double field_double(const char *line, const char *name)
-{
-    char key[40];
-    const char *p;
-    snprintf(key, sizeof key, " %s=", name);
-    p = strstr(line, key);
-    return p ? strtod(p + strlen(key), NULL) : NAN;
-}
-
-static ft_result_status status_of(const char *line)
-{
-    ft_result_status s = FT_RESULT_LAUNCH_FAILURE;
-    char word[32] = "";
-    const char *p = strstr(line, "status=");
-    if (p != NULL)
-        sscanf(p + 7, "%31[a-z_]", word);
-    if (!ft__result_status_parse(word, &s))
-        s = FT_RESULT_LAUNCH_FAILURE;
-    return s;
-}
-
-/* A measurement reply for job j of task t. */
-static ft_status on_result(tuner *tu, task *t, int j, const char *line, ft_err *err)
+/* A checked measurement reply for job j of task t. */
+static ft_status on_result(tuner *tu, task *t, int j, const ft_tune_reply *rep, ft_err *err)
 {
     const kernel_ref *kr = &tu->kernels[t->jobs[j]];
-    const char *detail = strstr(line, " detail=");
-    ft_result_status st = status_of(line);
     ft_db_result r;
 
-    fill_result(tu, t, kr, st, detail ? detail + 8 : "", &r);
-    if (st == FT_RESULT_OK) {
-        r.median_ms = field_double(line, "median");
-        r.iqr_ms = field_double(line, "q3") - field_double(line, "q1");
-        r.tflops = ft__problem_flops(&t->shape) / (r.median_ms * 1e-3) / 1e12;
-        r.repetitions = (int)field_double(line, "reps");
+    fill_result(tu, t, kr, rep->status, rep->detail, &r);
+    if (rep->status == FT_RESULT_OK) {
+        r.median_ms = rep->median_ms;
+        r.iqr_ms = rep->q3_ms - rep->q1_ms;
+        r.tflops = rep->tflops;
+        r.repetitions = rep->reps;
     }
-    if (st == FT_RESULT_OK || st == FT_RESULT_WRONG_RESULT)
-        r.max_error = field_double(line, "l2");
-    tu->sum->verify_ms += field_double(line, "verify_ms");
-    tu->sum->time_ms += field_double(line, "time_ms");
+    if (rep->status == FT_RESULT_OK || rep->status == FT_RESULT_WRONG_RESULT)
+        r.max_error = rep->max_error;
+    tu->sum->verify_ms += rep->verify_ms;
+    tu->sum->time_ms += rep->time_ms;
     tu->sum->measured++;
     t->dirty = 1;
     return record(tu, &r, err);
@@ -371,7 +849,8 @@ static int collect_row(void *ud, const ft_db_row *row)
     int i;
 
     if (r->device_id != c->tu->device_id || r->bucket.seqlen_bucket != b->seqlen_bucket ||
-        r->bucket.bh_bucket != b->bh_bucket || r->status != FT_RESULT_OK || row->stale || isnan(r->median_ms))
+        r->bucket.bh_bucket != b->bh_bucket || r->status != FT_RESULT_OK || row->stale || !(r->median_ms > 0) ||
+        !isfinite(r->median_ms))
         return 0;
     /* keep the 64 fastest, in order */
     if (c->n == 64 && c->rows[63].result.median_ms <= r->median_ms)
@@ -408,7 +887,7 @@ static ft_status find_leaders(tuner *tu, task *t, ft_err *err)
     if (rc != FT_OK || c->n < 2)
         goto out;
     best = c->rows[0].result.median_ms;
-    margin = fmax(0.02 * best, 2 * (isnan(c->rows[0].result.iqr_ms) ? 0 : c->rows[0].result.iqr_ms));
+    margin = fmax(0.02 * best, 2 * (isfinite(c->rows[0].result.iqr_ms) ? c->rows[0].result.iqr_ms : 0));
     for (i = 0; i < c->n && i < MAX_LEADERS && c->rows[i].result.median_ms <= best + margin; i++)
         t->leaders[t->nleaders++] = c->rows[i];
     if (t->nleaders < 2)
@@ -433,28 +912,30 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The race is over: each leader's time becomes the median of its rounds. */
+/* The race is over: each leader whose rounds all came back (checked times, NAN where a round
+ * failed) gets the median of its rounds. */
 static ft_status finish_race(tuner *tu, task *t, ft_err *err)
 {
-    int i;
+    ft_status rc = FT_OK;
+    int i, k;
 
-    for (i = 0; i < t->nleaders; i++) {
+    for (i = 0; i < t->nleaders && rc == FT_OK; i++) {
         double ms[RACE_ROUNDS];
         ft_db_result r = t->leaders[i].result;
-        memcpy(ms, t->race_ms[i], sizeof ms);
-        qsort(ms, RACE_ROUNDS, sizeof ms[0], cmp_double);
-        if (isnan(ms[RACE_ROUNDS / 2]) || ms[RACE_ROUNDS / 2] <= 0)
-            continue;
-        r.median_ms = ms[RACE_ROUNDS / 2];
+        int n = 0;
+        for (k = 0; k < RACE_ROUNDS; k++)
+            if (t->race_ms[i][k] > 0 && isfinite(t->race_ms[i][k]))
+                ms[n++] = t->race_ms[i][k];
+        if (n < RACE_ROUNDS)
+            continue; /* a round failed: the leader keeps its own measurement */
+        qsort(ms, (size_t)n, sizeof ms[0], cmp_double);
+        r.median_ms = ms[n / 2];
         r.tflops = ft__problem_flops(&t->shape) / (r.median_ms * 1e-3) / 1e12;
-        {
-            ft_status rc = ft__db_record(tu->db, &r, err);
-            if (rc != FT_OK)
-                return rc;
-        }
+        rc = ft__db_record(tu->db, &r, err);
     }
-    tu->sum->races++;
-    return FT_OK;
+    if (rc == FT_OK)
+        tu->sum->races++;
+    return rc;
 }
 
 /* A plan item's kernel row; source and cubin are left NULL. */
@@ -525,6 +1006,7 @@ static ft_status store_winner(tuner *tu, task *t, ft_err *err)
     return rc;
 }
 
+
 /* ---- the event loop ----------------------------------------------------------------------- */
 
 static void progress(tuner *tu, const char *what)
@@ -533,9 +1015,9 @@ static void progress(tuner *tu, const char *what)
         tu->progress(tu->ud, tu->done, tu->planned, what);
 }
 
-/* The measure command for a kernel; returns its plan item. */
-static const ft_plan_item *measure_line(const tuner *tu, const kernel_ref *kr, int verify, int budget, char *out,
-                                        size_t cap)
+/* The measure command for a kernel, with id; returns its plan item. */
+static const ft_plan_item *measure_line(const tuner *tu, const kernel_ref *kr, unsigned long long id, int verify,
+                                        int budget, char *out, size_t cap)
 {
     const ft_plan_item *it = &tu->plans[kr->spec]->items[kr->item];
     const ft_spec *spec = tu->specs[kr->spec];
@@ -546,38 +1028,57 @@ static const ft_plan_item *measure_line(const tuner *tu, const kernel_ref *kr, i
 
     ft__sha256_hex(it->key, hex);
     snprintf(out, cap,
-             "measure key=%s entry=%s threads=%d rows=%lld smem=%lld verify=%d budget=%d tma_kv=%lld balance=%lld\n",
-             hex, it->source.entry, it->threads, ft__variant_int(spec, &it->variant, "bm", 64), it->smem_dynamic,
-             verify, budget, tma ? ft__variant_int(spec, &it->variant, "bn", 64) : 0,
+             "measure id=%llu key=%s entry=%s threads=%d rows=%lld smem=%lld verify=%d budget=%d tma_kv=%lld "
+             "balance=%lld\n",
+             id, hex, it->source.entry, it->threads, ft__variant_int(spec, &it->variant, "bm", 64),
+             it->smem_dynamic, verify, budget, tma ? ft__variant_int(spec, &it->variant, "bn", 64) : 0,
              ft__variant_int(spec, &it->variant, "balance", 0));
     return it;
 }
 
-/* Sends the worker its next command; returns 0 when it has nothing left to do. */
+static void skip_bucket(tuner *tu, task *t, const char *why)
+{
+    char shown[600];
+
+    printable(why, shown, sizeof shown);
+    fprintf(stderr, "flashtune tune: bucket %s d=%d causal=%d seqlen %d: %s; skipped\n", t->bucket.dtype,
+            t->bucket.head_dim, t->bucket.causal, t->shape.seqlen_k, shown);
+    t->failed = 1;
+    tu->done += t->njobs - t->next + (t->redo >= 0);
+    t->redo = -1;
+}
+
+/* Sends the worker its next command; returns 0 when it has nothing left to do, -1 when the
+ * command could not be sent. */
 static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
 {
     char line[1024];
 
     while (w->cur < w->ntasks) {
         task *t = &tu->tasks[w->tasks[w->cur]];
-        if (t->failed) {
+        if (t->failed || t->njobs == 0) { /* nothing left to measure: no need for its shape */
             w->cur++;
             continue;
         }
         if (!t->shape_ready) {
-            snprintf(line, sizeof line, "shape b=%d hq=%d hkv=%d sq=%d sk=%d d=%d causal=%d bf16=%d seed=%d\n",
+            w->id = ++w->ids;
+            snprintf(line, sizeof line,
+                     "shape id=%llu b=%d hq=%d hkv=%d sq=%d sk=%d d=%d causal=%d bf16=%d seed=%d\n", w->id,
                      t->shape.batch, t->shape.heads_q, t->shape.heads_kv, t->shape.seqlen_q, t->shape.seqlen_k,
                      t->shape.head_dim, t->shape.causal, t->shape.bf16, 17 + w->tasks[w->cur]);
             w->waiting = P_SHAPE;
-            return worker_send(w, line, 600e3) ? 1 : -1;
+            return worker_send(tu, w, line, 600e3) ? 1 : -1;
         }
-        if (t->next < t->njobs) {
-            const ft_plan_item *it = measure_line(tu, &tu->kernels[t->jobs[t->next]], 1, tu->o->budget_ms, line,
-                                                  sizeof line);
+        if (t->redo >= 0 || t->next < t->njobs) {
+            int job = t->redo >= 0 ? t->redo : t->next++;
+            const ft_plan_item *it;
+            t->redo = -1;
+            w->id = ++w->ids;
+            it = measure_line(tu, &tu->kernels[t->jobs[job]], w->id, 1, tu->o->budget_ms, line, sizeof line);
             w->waiting = P_MEASURE;
-            w->job = t->next++;
+            w->job = job;
             progress(tu, it->variant_str);
-            return worker_send(w, line, tu->o->timeout_s * 1e3) ? 1 : -1;
+            return worker_send(tu, w, line, tu->o->timeout_s * 1e3) ? 1 : -1;
         }
         if (t->dirty && !t->race_started) {
             t->race_started = 1;
@@ -589,10 +1090,11 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
             int leader = t->race_next % t->nleaders;
             int k = kernel_of(tu, t->leaders[leader].result.kernel_id);
             if (k >= 0) {
-                measure_line(tu, &tu->kernels[k], 0, tu->o->budget_ms / 2 + 1, line, sizeof line);
+                w->id = ++w->ids;
+                measure_line(tu, &tu->kernels[k], w->id, 0, tu->o->budget_ms / 2 + 1, line, sizeof line);
                 w->waiting = P_RACE;
                 w->job = t->race_next++;
-                return worker_send(w, line, tu->o->timeout_s * 1e3) ? 1 : -1;
+                return worker_send(tu, w, line, tu->o->timeout_s * 1e3) ? 1 : -1;
             }
             t->race_ms[leader][t->race_next / t->nleaders] = NAN;
             t->race_next++;
@@ -613,148 +1115,228 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
     return 0;
 }
 
-/* The worker died or hung with a command in flight: record it, and start a new one. */
-static ft_status replace_worker(tuner *tu, worker *w, ft_result_status st, const char *why, ft_err *err)
-{
-    ft_status rc = FT_OK;
-    task *t = w->cur < w->ntasks ? &tu->tasks[w->tasks[w->cur]] : NULL;
+/* How a worker failed: it exited (or its output ended), did not answer in time, broke the
+ * protocol, or did not take a command (it was gone before the command reached it). */
+typedef enum failure { F_EXITED, F_TIMEOUT, F_PROTOCOL, F_SEND } failure;
 
-    if (t != NULL && w->waiting == P_MEASURE) {
-        ft_db_result r;
-        fill_result(tu, t, &tu->kernels[t->jobs[w->job]], st, why, &r);
-        tu->sum->measured++;
-        tu->done++;
-        t->dirty = 1;
-        rc = record(tu, &r, err);
-    } else if (t != NULL && w->waiting == P_SHAPE) {
-        fprintf(stderr, "flashtune tune: bucket %s d=%d causal=%d seqlen %d: %s; skipped\n", t->bucket.dtype,
-                t->bucket.head_dim, t->bucket.causal, t->shape.seqlen_k, why);
-        t->failed = 1;
-    } else if (t != NULL && w->waiting == P_RACE) {
+/* Worker w failed (kind, and why says how), perhaps with a command in flight. It is killed
+ * and reaped first, so nothing it sends later counts. A measurement in flight is recorded as a
+ * fault or a timeout; after a protocol error, or when the command never reached the worker, it
+ * is first tried once more on a new worker (the fault may have been the line before). A shape
+ * likewise, then its bucket is skipped; a race round gets no time. Then a new worker starts,
+ * unless the stop flag is set (nothing is recorded then) or this was the PROTOCOL_STRIKES-th
+ * protocol error without a good measurement between (the tune ends with an error). */
+static ft_status worker_failed(tuner *tu, worker *w, failure kind, const char *why, ft_err *err)
+{
+    task *t = w->cur < w->ntasks ? &tu->tasks[w->tasks[w->cur]] : NULL;
+    const pending was = w->waiting;
+    const int protocol = kind == F_PROTOCOL, again = protocol || kind == F_SEND;
+    ft_status rc = FT_OK;
+    char reason[512];
+
+    worker_stop(tu, w, 1);
+    w->waiting = P_NONE;
+    if (stopped(tu))
+        return interrupted(tu, err);
+    if (protocol) {
+        tu->sum->protocol_errors++;
+        w->strikes++;
+    }
+    snprintf(reason, sizeof reason, "%s%s",
+             protocol ? "the worker broke the protocol twice: " : kind == F_SEND ? "twice: " : "", why);
+    if (t != NULL && was == P_MEASURE) {
+        if (again && !t->retried[w->job]) {
+            t->retried[w->job] = 1;
+            t->redo = w->job;
+        } else {
+            ft_db_result r;
+            fill_result(tu, t, &tu->kernels[t->jobs[w->job]], kind == F_TIMEOUT ? FT_RESULT_TIMEOUT : FT_RESULT_FAULT,
+                        reason, &r);
+            tu->sum->measured++;
+            tu->done++;
+            t->dirty = 1;
+            rc = record(tu, &r, err);
+        }
+    } else if (t != NULL && was == P_SHAPE) {
+        if (again && !t->shape_retried)
+            t->shape_retried = 1;
+        else
+            skip_bucket(tu, t, reason);
+    } else if (t != NULL && was == P_RACE) {
         t->race_ms[w->job % t->nleaders][w->job / t->nleaders] = NAN;
     }
-    worker_stop(w, 1);
     if (rc != FT_OK)
         return rc;
+    if (w->strikes >= PROTOCOL_STRIKES)
+        return ft__fail(err, FT_ERR_CUDA, "GPU %d: the worker broke the protocol %d times in a row (last: %s)",
+                        w->device, w->strikes, why);
     tu->sum->worker_restarts++;
     if (t != NULL)
         t->shape_ready = 0;
     return worker_boot(tu, w, err);
 }
 
-static ft_status on_line(tuner *tu, worker *w, const char *line, ft_err *err)
+/* Handles a line from worker w. One that breaks the protocol fills why (and changes nothing);
+ * the caller replaces the worker. */
+static ft_status on_line(tuner *tu, worker *w, const char *line, char *why, size_t cap, ft_err *err)
 {
     task *t = &tu->tasks[w->tasks[w->cur]];
-    pending was = w->waiting;
+    const double elapsed = ft__now_ms() - w->sent;
+    ft_tune_reply rep;
+    ft_err perr;
+    ft_status rc = FT_OK;
+    char msg[512];
+    int ok = 0;
 
-    w->waiting = P_NONE;
-    switch (was) {
+    why[0] = '\0';
+    switch (w->waiting) {
     case P_SHAPE:
-        if (strcmp(line, "ok") == 0) {
+        if (parse_ack(line, w->id, &ok, msg, sizeof msg, &perr) != FT_OK)
+            break;
+        w->waiting = P_NONE;
+        if (ok)
             t->shape_ready = 1;
-        } else {
-            fprintf(stderr, "flashtune tune: bucket %s d=%d causal=%d seqlen %d: %s; skipped\n", t->bucket.dtype,
-                    t->bucket.head_dim, t->bucket.causal, t->shape.seqlen_k, line);
-            t->failed = 1;
-            tu->done += t->njobs - t->next;
-        }
+        else
+            skip_bucket(tu, t, msg);
         return FT_OK;
-    case P_MEASURE: {
-        ft_status rc = on_result(tu, t, w->job, line, err);
+    case P_MEASURE:
+        if (ft__tune_parse_result(line, w->id, &t->shape, elapsed, &rep, &perr) != FT_OK)
+            break;
+        w->waiting = P_NONE;
+        w->strikes = 0;
+        rc = on_result(tu, t, w->job, &rep, err);
         tu->done++;
-        if (rc == FT_OK && status_of(line) == FT_RESULT_FAULT) {
+        if (rc == FT_OK && rep.status == FT_RESULT_FAULT) {
             /* the worker exits after a fault; start another */
-            worker_stop(w, 1);
+            worker_stop(tu, w, 1);
             tu->sum->worker_restarts++;
             t->shape_ready = 0;
             rc = worker_boot(tu, w, err);
         }
         return rc;
-    }
     case P_RACE:
+        if (ft__tune_parse_result(line, w->id, &t->shape, elapsed, &rep, &perr) != FT_OK)
+            break;
+        w->waiting = P_NONE;
+        w->strikes = 0;
         t->race_ms[w->job % t->nleaders][w->job / t->nleaders] =
-            status_of(line) == FT_RESULT_OK ? field_double(line, "median") : NAN;
-        return FT_OK;
+            rep.status == FT_RESULT_OK ? rep.median_ms : NAN;
+        if (rep.status == FT_RESULT_FAULT) {
+            worker_stop(tu, w, 1);
+            tu->sum->worker_restarts++;
+            t->shape_ready = 0;
+            rc = worker_boot(tu, w, err);
+        }
+        return rc;
     default:
-        return ft__fail(err, FT_ERR_INTERNAL, "unexpected line from the worker: %s", line);
+        snprintf(perr.msg, sizeof perr.msg, "a line with no command in flight");
+        break;
     }
+    {
+        char shown[200];
+        printable(line, shown, sizeof shown);
+        snprintf(why, cap, "%s, in '%s%s'", perr.msg, shown, strlen(line) > 120 ? "..." : "");
+    }
+    return FT_OK;
+}
+
+/* Reads from worker w (revents: what poll saw) and handles its complete lines. A worker that
+ * exited, sent a line too long, malformed or unasked for, or let its deadline pass (whether or
+ * not it sent anything) is replaced (worker_failed). */
+static ft_status service(tuner *tu, worker *w, short revents, ft_err *err)
+{
+    char line[LINE_MAX_BYTES], why[1024];
+    ft_status rc;
+    int got;
+
+    if ((revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) && !worker_read(w)) {
+        int status = worker_reap(tu, w, EXIT_GRACE_MS);
+        int sig = status != -1 && WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        /* Ctrl-C reaches the worker too, perhaps before the tuner's own flag is set: a worker
+         * stopped by a user's signal is an interrupt, not its kernel's fault */
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) {
+            w->waiting = P_NONE;
+            return ft__fail(err, FT_ERR_INTERRUPTED, "interrupted: GPU %d's worker was stopped (signal %d); %lld "
+                            "measurements were recorded",
+                            w->device, sig, tu->sum->measured);
+        }
+        if (status != -1 && WIFSIGNALED(status))
+            snprintf(why, sizeof why, "the worker died (signal %d)", WTERMSIG(status));
+        else if (status != -1)
+            snprintf(why, sizeof why, "the worker exited with status %d", WEXITSTATUS(status));
+        else
+            snprintf(why, sizeof why, "the worker's output ended");
+        return worker_failed(tu, w, F_EXITED, why, err);
+    }
+    for (;;) {
+        if (w->waiting == P_NONE) {
+            if (w->len > 0)
+                return worker_failed(tu, w, F_PROTOCOL, "it sent more than its answer", err);
+            return FT_OK;
+        }
+        got = worker_line(w, line, sizeof line, why, sizeof why);
+        if (got < 0)
+            return worker_failed(tu, w, F_PROTOCOL, why, err);
+        if (got == 0)
+            break;
+        rc = on_line(tu, w, line, why, sizeof why, err);
+        if (rc != FT_OK)
+            return rc;
+        if (why[0] != '\0')
+            return worker_failed(tu, w, F_PROTOCOL, why, err);
+    }
+    if (ft__now_ms() > w->deadline) {
+        snprintf(why, sizeof why, "no answer within the timeout of %.0f s (hung?)",
+                 (w->deadline - w->sent) / 1e3);
+        return worker_failed(tu, w, F_TIMEOUT, why, err);
+    }
+    return FT_OK;
 }
 
 static ft_status run_workers(tuner *tu, ft_err *err)
 {
     ft_status rc = FT_OK;
     struct pollfd pfd[64];
+    int map[64];
     int i;
 
     for (;;) {
-        int active = 0, n = 0, map[64];
-        double now, next_deadline = 1e300;
+        int n = 0;
+        double wait_ms = 1000;
 
-        if (tu->o->stop != NULL && *tu->o->stop)
-            return ft__fail(err, FT_ERR_INTERRUPTED, "interrupted: %lld measurements were recorded",
-                            tu->sum->measured);
+        if (stopped(tu))
+            return interrupted(tu, err);
         for (i = 0; i < tu->nworkers; i++) {
             worker *w = &tu->workers[i];
-            if (w->waiting == P_NONE) {
+            /* a command that does not reach the worker: a new worker, and the next command
+             * (the same one once more, or what worker_failed left); each job, race round and
+             * shape is sent at most twice, so this ends */
+            while (w->waiting == P_NONE) {
                 int d = dispatch(tu, w, err, &rc);
                 if (rc != FT_OK)
                     return rc;
-                if (d < 0) {
-                    rc = replace_worker(tu, w, FT_RESULT_FAULT, "the worker stopped reading its commands", err);
-                    if (rc != FT_OK)
-                        return rc;
-                    continue;
-                }
+                if (d >= 0)
+                    break;
+                rc = worker_failed(tu, w, F_SEND, "the worker took no command (gone, or not reading)", err);
+                if (rc != FT_OK)
+                    return rc;
             }
             if (w->waiting != P_NONE) {
-                active++;
                 pfd[n].fd = w->from_fd;
                 pfd[n].events = POLLIN;
                 pfd[n].revents = 0;
                 map[n++] = i;
-                if (w->deadline < next_deadline)
-                    next_deadline = w->deadline;
+                wait_ms = fmin(wait_ms, w->deadline - ft__now_ms());
             }
         }
-        if (active == 0)
+        if (n == 0)
             return FT_OK;
-        now = ft__now_ms();
-        if (poll(pfd, (nfds_t)n, next_deadline - now > 1000 ? 1000 : (int)fmax(0, next_deadline - now)) < 0 &&
-            errno != EINTR)
+        if (poll(pfd, (nfds_t)n, (int)fmax(0, wait_ms)) < 0 && errno != EINTR)
             return ft__fail(err, FT_ERR_IO, "poll: %s", strerror(errno));
         for (i = 0; i < n; i++) {
-            worker *w = &tu->workers[map[i]];
-            char line[16384];
-            if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) {
-                ssize_t k = read(w->from_fd, w->buf + w->len, sizeof w->buf - w->len - 1);
-                if (k <= 0) {
-                    int status = 0;
-                    char why[128];
-                    waitpid(w->pid, &status, 0);
-                    w->pid = -1;
-                    if (WIFSIGNALED(status))
-                        snprintf(why, sizeof why, "the worker died (signal %d)", WTERMSIG(status));
-                    else
-                        snprintf(why, sizeof why, "the worker exited with status %d", WEXITSTATUS(status));
-                    close(w->to_fd);
-                    close(w->from_fd);
-                    w->pid = 0;
-                    rc = replace_worker(tu, w, FT_RESULT_FAULT, why, err);
-                    if (rc != FT_OK)
-                        return rc;
-                    continue;
-                }
-                w->len += (size_t)k;
-                while (w->waiting != P_NONE && worker_line(w, line, sizeof line)) {
-                    rc = on_line(tu, w, line, err);
-                    if (rc != FT_OK)
-                        return rc;
-                }
-            } else if (ft__now_ms() > w->deadline) {
-                rc = replace_worker(tu, w, FT_RESULT_TIMEOUT, "no answer within the timeout (hung?)", err);
-                if (rc != FT_OK)
-                    return rc;
-            }
+            rc = service(tu, &tu->workers[map[i]], pfd[i].revents, err);
+            if (rc != FT_OK)
+                return rc;
         }
     }
 }
@@ -764,7 +1346,6 @@ static ft_status run_workers(tuner *tu, ft_err *err)
 static ft_status start_workers(tuner *tu, ft_err *err)
 {
     ft_status rc;
-    long long count;
     int i;
 
     tu->workers = calloc(64, sizeof *tu->workers);
@@ -775,27 +1356,22 @@ static ft_status start_workers(tuner *tu, ft_err *err)
     rc = worker_boot(tu, &tu->workers[0], err);
     if (rc != FT_OK)
         return rc;
-    rc = parse_ready(tu->workers[0].ready, &tu->arch, &tu->dev, err);
-    if (rc != FT_OK)
-        return rc;
-    count = ready_int(tu->workers[0].ready, "count");
+    tu->arch = tu->workers[0].arch;
+    tu->dev = tu->workers[0].dev;
     if (tu->o->device >= 0)
         return FT_OK;
-    for (i = 1; i < count && i < 64; i++) {
-        ft_arch a;
-        ft_db_device d;
+    for (i = 1; i < tu->workers[0].count && i < 64; i++) {
+        const ft_db_device *d = &tu->workers[i].dev;
         tu->workers[i].device = i;
         tu->nworkers++;
         rc = worker_boot(tu, &tu->workers[i], err);
-        if (rc == FT_OK)
-            rc = parse_ready(tu->workers[i].ready, &a, &d, err);
         if (rc != FT_OK)
             return rc;
-        if (!ft__db_device_same_model(&d, &tu->dev) || !ft__db_device_same_driver(&d, &tu->dev))
+        if (!ft__db_device_same_model(d, &tu->dev) || !ft__db_device_same_driver(d, &tu->dev))
             return ft__fail(err, FT_ERR_UNSUPPORTED,
                             "--device all needs identical GPUs, but GPU 0 is %s and GPU %d is %s (driver %d vs %d); "
                             "tune each with --device N",
-                            tu->dev.name, i, d.name, tu->dev.driver_version, d.driver_version);
+                            tu->dev.name, i, d->name, tu->dev.driver_version, d->driver_version);
     }
     return FT_OK;
 }
@@ -895,7 +1471,15 @@ static ft_status target_add(target_list *l, const ft_workload *wl, const char *d
     return FT_OK;
 }
 
-/* The spec's workloads crossed with its dtypes and causal values. */
+static void workload_problem(const ft_workload *wl, ft_problem *p)
+{
+    memset(p, 0, sizeof *p);
+    p->batch = wl->b, p->heads_q = wl->hq, p->heads_kv = wl->hkv;
+    p->seqlen_q = wl->sq, p->seqlen_k = wl->sk, p->head_dim = wl->d;
+}
+
+/* The spec's workloads crossed with its dtypes and causal values; a workload the tuner cannot
+ * set up is an error naming the spec. */
 static ft_status spec_targets(const ft_spec *spec, target_list *l, ft_err *err)
 {
     int di = ft__spec_param_index(spec, "dtype"), ci = ft__spec_param_index(spec, "causal");
@@ -903,6 +1487,17 @@ static ft_status spec_targets(const ft_spec *spec, target_list *l, ft_err *err)
     ft_status rc = FT_OK;
     int w, dt, c;
 
+    for (w = 0; w < spec->nworkloads && rc == FT_OK; w++) {
+        ft_problem p;
+        char shape[128];
+        workload_problem(&spec->workloads[w], &p);
+        rc = ft__tune_check_shape(&p, err);
+        if (rc != FT_OK) {
+            ft__problem_format(&p, shape, sizeof shape);
+            ft__err_prefix(err, "%s: workloads[%d] (%s)", spec->path, w + 1, shape);
+            break;
+        }
+    }
     for (w = 0; w < spec->nworkloads && rc == FT_OK; w++)
         for (dt = 0; dt < ndt && rc == FT_OK; dt++)
             for (c = 0; c < nc && rc == FT_OK; c++)
@@ -912,22 +1507,81 @@ static ft_status spec_targets(const ft_spec *spec, target_list *l, ft_err *err)
 }
 
 typedef struct miss_collect {
-    const ft_db_device *dev;
+    tuner *tu;
     target_list *l;
     ft_status rc;
     ft_err *err;
 } miss_collect;
 
+/* Whether some spec of the tune has a variant of head dim d (or no head dim parameter). */
+static int spec_has_head_dim(const tuner *tu, int d)
+{
+    int s, i;
+
+    for (s = 0; s < tu->nspecs; s++) {
+        const ft_spec *spec = tu->specs[s];
+        int di = ft__spec_param_index(spec, "d");
+        if (di < 0 || spec->params[di].kind != FT_PARAM_INT)
+            return 1;
+        for (i = 0; i < spec->params[di].nvalues; i++)
+            if (spec->params[di].ints[i] == d)
+                return 1;
+    }
+    return 0;
+}
+
+/* A recorded miss is used only if its shape passes the checks a call's arguments pass (and
+ * ft__tune_check_shape), lies in its recorded bucket, and some spec has its head dim. The
+ * database is not trusted: anything could have written it. */
+static ft_status check_miss(const tuner *tu, const ft_db_miss *m, ft_err *err)
+{
+    ft_problem p;
+    ft_db_bucket b;
+    ft_status rc;
+
+    memset(&p, 0, sizeof p);
+    p.batch = m->batch, p.heads_q = m->heads_q, p.heads_kv = m->heads_kv;
+    p.seqlen_q = m->seqlen_q, p.seqlen_k = m->seqlen_k, p.head_dim = m->bucket.head_dim;
+    if (strcmp(m->bucket.dtype, "f16") != 0 && strcmp(m->bucket.dtype, "bf16") != 0)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "the dtype is neither f16 nor bf16");
+    if (m->bucket.causal != 0 && m->bucket.causal != 1)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "causal is %d, not 0 or 1", m->bucket.causal);
+    rc = ft__tune_check_shape(&p, err);
+    if (rc != FT_OK)
+        return rc;
+    ft__db_bucket(m->bucket.dtype, p.head_dim, m->bucket.causal, p.batch, p.heads_q, p.seqlen_q, p.seqlen_k, &b);
+    if (!ft__db_bucket_equal(&b, &m->bucket))
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
+                        "the shape is not in the recorded bucket (seqlen <= %d, b*h <= %d) but in seqlen <= %d, "
+                        "b*h <= %d",
+                        m->bucket.seqlen_bucket, m->bucket.bh_bucket, b.seqlen_bucket, b.bh_bucket);
+    if (!spec_has_head_dim(tu, p.head_dim))
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "no spec has kernels of head dim %d", p.head_dim);
+    return FT_OK;
+}
+
 /* A miss of this GPU model (any driver or NVRTC version), once per bucket: the shape of the
- * first call that missed. */
+ * first call that missed. An invalid one is reported and skipped. */
 static int collect_miss(void *ud, const ft_db_miss *m)
 {
     miss_collect *mc = ud;
     ft_workload wl;
+    ft_err why;
     int i;
 
-    if (!ft__db_device_same_model(&m->device, mc->dev))
+    if (!ft__db_device_same_model(&m->device, &mc->tu->dev))
         return 0;
+    if (check_miss(mc->tu, m, &why) != FT_OK) {
+        char dtype[40];
+        printable(m->bucket.dtype, dtype, sizeof dtype);
+        fprintf(stderr,
+                "flashtune tune: skipping the recorded miss %s d=%d causal=%d b=%d,hq=%d,hkv=%d,sq=%d,sk=%d "
+                "(driver %d): %s\n",
+                dtype, m->bucket.head_dim, m->bucket.causal, m->batch, m->heads_q, m->heads_kv, m->seqlen_q,
+                m->seqlen_k, m->device.driver_version, why.msg);
+        mc->tu->sum->misses_invalid++;
+        return 0;
+    }
     for (i = 0; i < mc->l->n; i++) {
         ft_db_bucket b;
         const target *t = &mc->l->v[i];
@@ -965,9 +1619,14 @@ static ft_status add_task(tuner *tu, int s, const target *tg, ft_err *err)
     t->shape.causal = causal;
     t->shape.bf16 = strcmp(dtype, "bf16") == 0;
     ft__db_bucket(dtype, wl->d, causal, wl->b, wl->hq, wl->sq, wl->sk, &t->bucket);
+    t->redo = -1;
     t->jobs = calloc((size_t)tu->nkernels + 1, sizeof *t->jobs);
-    if (t->jobs == NULL)
+    t->retried = calloc((size_t)tu->nkernels + 1, 1);
+    if (t->jobs == NULL || t->retried == NULL) {
+        free(t->jobs);
+        free(t->retried);
         return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     for (k = 0; k < tu->nkernels && rc == FT_OK; k++) {
         const kernel_ref *kr = &tu->kernels[k];
         const ft_plan_item *it = &tu->plans[kr->spec]->items[kr->item];
@@ -1002,6 +1661,7 @@ static ft_status add_task(tuner *tu, int s, const target *tg, ft_err *err)
     }
     if (rc != FT_OK || (t->njobs == 0 && !matched)) {
         free(t->jobs); /* on success: no variant computes this bucket */
+        free(t->retried);
         return rc;
     }
     tu->planned += t->njobs;
@@ -1012,7 +1672,7 @@ static ft_status add_task(tuner *tu, int s, const target *tg, ft_err *err)
 /* The buckets the runtime library recorded as misses on this GPU model. */
 static ft_status miss_targets(tuner *tu, target_list *l, ft_err *err)
 {
-    miss_collect mc = {&tu->dev, l, FT_OK, err};
+    miss_collect mc = {tu, l, FT_OK, err};
     ft_status rc = ft__db_misses(tu->db, NULL, -1, collect_miss, &mc, err);
 
     if (rc == FT_OK)
@@ -1051,6 +1711,9 @@ static ft_status tuner_open(tuner *tu, const char *worker_cmd, const char *cache
     ft_status rc;
 
     if (worker_cmd != NULL) {
+        if (strlen(worker_cmd) >= sizeof tu->worker_path)
+            return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "the worker's path is longer than %zu bytes",
+                            sizeof tu->worker_path - 1);
         snprintf(tu->worker_path, sizeof tu->worker_path, "%s", worker_cmd);
     } else {
         ssize_t n = readlink("/proc/self/exe", tu->worker_path, sizeof tu->worker_path - 1);
@@ -1110,14 +1773,15 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
     rc = tuner_open(&tu, o->worker_cmd, o->cache_dir, err);
     if (rc != FT_OK)
         goto out;
-    rc = ft__db_open(o->db_path, 0, &tu.db, err);
-    if (rc != FT_OK)
-        goto out;
-    snprintf(summary->db_path, sizeof summary->db_path, "%s", ft__db_path(tu.db));
+    /* the GPU first: a tune that cannot start leaves no database behind */
     rc = start_workers(&tu, err);
     if (rc != FT_OK)
         goto out;
     snprintf(summary->device_name, sizeof summary->device_name, "%s", tu.dev.name);
+    rc = ft__db_open(o->db_path, 0, &tu.db, err);
+    if (rc != FT_OK)
+        goto out;
+    snprintf(summary->db_path, sizeof summary->db_path, "%s", ft__db_path(tu.db));
     if (o->skip_unsupported) {
         int n = 0;
         for (i = 0; i < tu.nspecs; i++) {
@@ -1165,7 +1829,7 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
     rc = run_workers(&tu, err);
 out:
     for (i = 0; i < tu.nworkers; i++) {
-        worker_stop(&tu.workers[i], rc != FT_OK);
+        worker_stop(&tu, &tu.workers[i], rc != FT_OK);
         free(tu.workers[i].tasks);
     }
     free(tu.workers);
@@ -1178,8 +1842,10 @@ out:
             ft__db_winner(tu.db, tu.device_id, &tu.tasks[i].bucket, &row, NULL, NULL, &found, &ignored) == FT_OK)
             summary->winners += found;
     }
-    for (i = 0; i < tu.ntasks; i++)
+    for (i = 0; i < tu.ntasks; i++) {
         free(tu.tasks[i].jobs);
+        free(tu.tasks[i].retried);
+    }
     free(tu.tasks);
     free(tu.kernels);
     if (tu.plans != NULL)
@@ -1196,24 +1862,27 @@ ft_status ft__tune_probe(const char *worker_cmd, const char *cache_dir, int devi
 {
     ft_status rc;
     tuner *tu = NULL;
-    worker w;
-    ft_arch arch;
+    worker *w = NULL;
 
-    memset(&w, 0, sizeof w);
-    w.device = device;
     tu = calloc(1, sizeof *tu);
-    if (tu == NULL)
-        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    w = calloc(1, sizeof *w);
+    if (tu == NULL || w == NULL) {
+        rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    w->device = device;
     rc = tuner_open(tu, worker_cmd, cache_dir, err);
     if (rc != FT_OK)
         goto out;
-    rc = worker_boot(tu, &w, err);
+    rc = worker_boot(tu, w, err);
     if (rc != FT_OK)
         goto out;
-    rc = parse_ready(w.ready, &arch, dev, err);
-    worker_stop(&w, 0);
+    *dev = w->dev;
+    worker_stop(tu, w, 0);
 out:
-    ft__cache_close(tu->cache);
+    if (tu != NULL)
+        ft__cache_close(tu->cache);
     free(tu);
+    free(w);
     return rc;
 }

@@ -3,8 +3,11 @@
 #ifndef FT_TUNER_TUNE_H
 #define FT_TUNER_TUNE_H
 
+#include <stdint.h>
+
 #include "common/error.h"
 #include "generator/spec.h"
+#include "ops/problem.h"
 #include "tuning_db/db.h"
 
 typedef struct ft_tune_opts {
@@ -28,6 +31,7 @@ typedef struct ft_tune_opts {
 typedef struct ft_tune_summary {
     int buckets;
     int misses;              /* with misses: the missed buckets found for this GPU model */
+    int misses_invalid;      /* ... and the recorded misses skipped for an invalid shape */
     int variants;            /* compiled variants of the spec(s) */
     int pruned;
     long long measured;      /* measurements made in this run */
@@ -36,6 +40,7 @@ typedef struct ft_tune_summary {
     int winners;
     int races;               /* buckets whose leaders were re-measured interleaved */
     int worker_restarts;
+    int protocol_errors;     /* replies that broke the worker protocol (each one restarts the worker) */
     double compile_ms, verify_ms, time_ms, wall_ms;
     char device_name[128];
     char db_path[4096];
@@ -54,5 +59,45 @@ ft_status ft__tune_probe(const char *worker_cmd, const char *cache_dir, int devi
 
 /* The worker's main loop (flashtune worker --device N); returns the exit status. */
 int ft__worker_main(int device, const char *cache_dir);
+
+/* ---- the worker protocol (tuner/worker.c has the whole of it) ------------------------------ */
+
+/* The largest tensor the tuner sets up: 2^40 elements. */
+#define FT_TUNE_MAX_ELEMENTS ((unsigned long long)1 << 40)
+
+/* Checks a shape before the tuner or its worker uses it (a spec's workload, a recorded miss, a
+ * shape command): the sizes positive, hq a multiple of hkv (ft__problem_validate), the head
+ * dim a multiple of 8 from 8 to 1024, sequence lengths and batch·heads at most 2^30, every
+ * tensor at most FT_TUNE_MAX_ELEMENTS elements (no size computed from it overflows).
+ * FT_ERR_INVALID_ARGUMENT with the reason. */
+ft_status ft__tune_check_shape(const ft_problem *p, ft_err *err);
+
+/* The worker's reading of a shape command ("shape id=N b=.. hq=.. hkv=.. sq=.. sk=.. d=..
+ * causal=0|1 bf16=0|1 seed=.."): every field whole and in range, and the shape passing
+ * ft__tune_check_shape: the worker refuses what the tuner should never have sent. */
+ft_status ft__worker_parse_shape(const char *line, ft_problem *p, uint64_t *seed, ft_err *err);
+
+/* A worker's answer to a measure command, checked. */
+typedef struct ft_tune_reply {
+    ft_result_status status;  /* ok, wrong_result, launch_failure, fault ("error": launch_failure) */
+    double median_ms, q1_ms, q3_ms;
+    double max_error;         /* relative L2 error of O; NAN when not finite (a wrong result) */
+    double lse_error;
+    double verify_ms, time_ms;
+    double tflops;            /* of the median on the shape; NAN unless ok */
+    int reps, registers, local_bytes;
+    char detail[512];
+} ft_tune_reply;
+
+/* Parses a worker's "result" line for the command with id `id`, measured on `shape`, that the
+ * tuner has waited elapsed_ms for. Every field must come once, none may be unknown, numbers
+ * must be whole and plausible: for an ok result a finite median of at least 10^-4 ms with
+ * q1 <= median <= q3, at most FT_TUNE_MAX_TFLOPS on the shape, 1 to 10^6 repetitions, a
+ * finite error within the dtype's tolerance, and no more time spent (median, verify_ms,
+ * time_ms) than the tuner waited plus a second. Anything else is FT_ERR_CORRUPT, the message
+ * saying what is wrong; *out is filled only on success. */
+#define FT_TUNE_MAX_TFLOPS 1e4
+ft_status ft__tune_parse_result(const char *line, unsigned long long id, const ft_problem *shape,
+                                double elapsed_ms, ft_tune_reply *out, ft_err *err);
 
 #endif

@@ -6,36 +6,38 @@
  *
  *   worker -> parent   ready count=N cc=90 sms=132 smem_block=.. smem_sm=.. regs_sm=..
  *                            regs_block=.. threads_block=.. threads_sm=.. l2=.. driver=13000 name=<name>
- *   parent -> worker   shape b=.. hq=.. hkv=.. sq=.. sk=.. d=.. causal=0|1 bf16=0|1 seed=..
- *   worker -> parent   ok  |  error <message>
- *   parent -> worker   measure key=<sha256 hex> entry=<name> threads=.. rows=.. smem=.. verify=0|1 budget=<ms>
- *   worker -> parent   result status=<ok|wrong_result|launch_failure|fault|error> median=.. q1=.. q3=..
- *                            reps=.. l2=.. lse=.. regs=.. local=.. verify_ms=.. time_ms=.. detail=<text>
+ *                      (or, when it cannot start: error <message>)
+ *   parent -> worker   shape id=N b=.. hq=.. hkv=.. sq=.. sk=.. d=.. causal=0|1 bf16=0|1 seed=..
+ *   worker -> parent   ok id=N  |  error id=N <message>
+ *   parent -> worker   measure id=N key=<sha256 hex> entry=<name> threads=.. rows=.. smem=.. verify=0|1
+ *                            budget=<ms> tma_kv=.. balance=..
+ *   worker -> parent   result id=N status=<ok|wrong_result|launch_failure|fault|error> median=.. q1=..
+ *                            q3=.. reps=.. l2=.. lse=.. regs=.. local=.. verify_ms=.. time_ms=.. detail=<text>
  *   parent -> worker   quit
- * After a fault the worker answers and exits with status 3.
+ * One line per command and answer, single spaces, no control characters, under 8 KiB; every answer
+ * repeats its command's id (the parent, tuner/tune.c, checks every field and treats anything else
+ * as a broken worker). After a fault the worker answers and exits with status 3. It refuses what
+ * it cannot trust: a shape that ft__tune_check_shape rejects, a malformed command. It dies with
+ * the parent (PR_SET_PDEATHSIG), so a killed tuner leaves no worker behind on a hung kernel.
  */
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "common/fs.h"
 #include "runtime/timing.h"
 #include "tuner/session.h"
 #include "tuner/tune.h"
 
-static int field_int(const char *line, const char *name, long long *out)
-{
-    char key[40];
-    const char *p;
-    snprintf(key, sizeof key, " %s=", name);
-    p = strstr(line, key);
-    if (p == NULL)
-        return 0;
-    *out = strtoll(p + strlen(key), NULL, 10);
-    return 1;
-}
-
+/* The value of " name=" in a command: its text up to the next space (at most cap - 1 bytes;
+ * longer is refused). 0 when absent, given twice or too long. */
 static int field_str(const char *line, const char *name, char *out, size_t cap)
 {
     char key[40];
@@ -43,14 +45,61 @@ static int field_str(const char *line, const char *name, char *out, size_t cap)
     size_t n;
     snprintf(key, sizeof key, " %s=", name);
     p = strstr(line, key);
-    if (p == NULL)
+    if (p == NULL || strstr(p + 1, key) != NULL)
         return 0;
     p += strlen(key);
     n = strcspn(p, " \n");
-    if (n >= cap)
-        n = cap - 1;
+    if (n == 0 || n >= cap)
+        return 0;
     memcpy(out, p, n);
     out[n] = '\0';
+    return 1;
+}
+
+/* An integer field, whole and within [lo, hi]. */
+static int field_int(const char *line, const char *name, long long lo, long long hi, long long *out)
+{
+    char text[32], *end;
+    long long v;
+
+    if (!field_str(line, name, text, sizeof text))
+        return 0;
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    if (end == text || *end != '\0' || errno != 0 || v < lo || v > hi)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+/* The command's id (its first field), or 0. */
+static unsigned long long command_id(const char *line)
+{
+    const char *sp = strchr(line, ' ');
+    long long id = 0;
+    char first[40];
+    size_t n;
+
+    if (sp == NULL || strncmp(sp, " id=", 4) != 0)
+        return 0;
+    n = strcspn(sp + 1, " \n");
+    if (n >= sizeof first)
+        return 0;
+    memcpy(first, sp, n + 1);
+    first[n + 1] = '\0';
+    return field_int(first, "id", 1, LLONG_MAX, &id) ? (unsigned long long)id : 0;
+}
+
+static int hex_key(const char *hex, uint8_t key[32])
+{
+    int i;
+
+    if (strlen(hex) != 64 || strspn(hex, "0123456789abcdefABCDEF") != 64)
+        return 0;
+    for (i = 0; i < 32; i++) {
+        char byte[3] = {hex[2 * i], hex[2 * i + 1], '\0'};
+        key[i] = (uint8_t)strtoul(byte, NULL, 16);
+    }
     return 1;
 }
 
@@ -63,11 +112,164 @@ static int is_fault(const ft_err *err)
             strstr(err->msg, "LAUNCH_TIMEOUT") != NULL);
 }
 
+/* A message made fit for a protocol line: control characters become spaces. */
 static void one_line(char *s)
 {
     for (; *s != '\0'; s++)
-        if (*s == '\n' || *s == '\r')
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s == 0x7f)
             *s = ' ';
+}
+
+/* Reads one command line; a longer one than fits is read to its end and refused (*too_long). */
+static int read_command(char *line, size_t cap, int *too_long)
+{
+    size_t n;
+
+    *too_long = 0;
+    if (fgets(line, (int)cap, stdin) == NULL)
+        return 0;
+    n = strlen(line);
+    if (n > 0 && line[n - 1] == '\n')
+        return 1;
+    if (feof(stdin))
+        return 1;
+    *too_long = 1;
+    for (;;) {
+        int c = getchar();
+        if (c == EOF || c == '\n')
+            break;
+    }
+    return 1;
+}
+
+ft_status ft__worker_parse_shape(const char *line, ft_problem *p, uint64_t *seed, ft_err *err)
+{
+    static const char *const names[] = {"b", "hq", "hkv", "sq", "sk", "d", "causal", "bf16", "seed"};
+    static const long long hi[] = {INT_MAX, INT_MAX, INT_MAX, INT_MAX, INT_MAX, INT_MAX, 1, 1, LLONG_MAX};
+    long long v[9] = {0};
+    int i;
+
+    memset(p, 0, sizeof *p);
+    *seed = 0;
+    for (i = 0; i < 9; i++)
+        if (!field_int(line, names[i], i < 6 ? 1 : 0, hi[i], &v[i]))
+            return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
+                            "malformed shape command: %s must be %s", names[i],
+                            i < 6 ? "a positive integer" : i < 8 ? "0 or 1" : "a non-negative integer");
+    p->batch = (int)v[0], p->heads_q = (int)v[1], p->heads_kv = (int)v[2], p->seqlen_q = (int)v[3];
+    p->seqlen_k = (int)v[4], p->head_dim = (int)v[5], p->causal = (int)v[6], p->bf16 = (int)v[7];
+    *seed = (uint64_t)v[8];
+    if (ft__tune_check_shape(p, err) != FT_OK) {
+        ft__err_prefix(err, "invalid shape");
+        return FT_ERR_INVALID_ARGUMENT;
+    }
+    return FT_OK;
+}
+
+/* Sets up the inputs and the reference of a shape command; replies ok or error. */
+static void do_shape(ft_session *s, const char *line, unsigned long long id, ft_tensors *t, int *have_tensors)
+{
+    ft_problem p;
+    uint64_t seed;
+    ft_err err;
+
+    if (*have_tensors)
+        ft__tensors_destroy(s->cu, t);
+    *have_tensors = 0;
+    if (ft__worker_parse_shape(line, &p, &seed, &err) != FT_OK ||
+        ft__tensors_create(s->cu, &p, t, &err) != FT_OK ||
+        ft__tensors_fill(&s->verifier, t, seed, 1.f, &err) != FT_OK ||
+        ft__tensors_reference(&s->verifier, t, &err) != FT_OK) {
+        one_line(err.msg);
+        printf("error id=%llu %s\n", id, err.msg);
+    } else {
+        *have_tensors = 1;
+        printf("ok id=%llu\n", id);
+    }
+    fflush(stdout);
+}
+
+/* Verifies and times one kernel of a measure command; replies with a result line. Returns 1
+ * after a fault (the context is gone). */
+static int do_measure(ft_session *s, const char *line, unsigned long long id, ft_tensors *t, int have_tensors)
+{
+    char hex[80], entry[256];
+    long long threads = 0, rows = 0, smem = 0, verify = 1, budget = 30, tma_kv = 0, balance = 0;
+    uint8_t key[32];
+    ft_compiled c;
+    ft_kernel k;
+    ft_check check;
+    ft_timing timing;
+    ft_timing_opts o;
+    ft_fwd_launch lc;
+    ft_err err;
+    double t0, t1, t2;
+    const char *status = "ok";
+
+    memset(&check, 0, sizeof check);
+    memset(&timing, 0, sizeof timing);
+    memset(&k, 0, sizeof k);
+    memset(&c, 0, sizeof c);
+    err.msg[0] = '\0';
+    if (!field_str(line, "key", hex, sizeof hex) || !hex_key(hex, key) ||
+        !field_str(line, "entry", entry, sizeof entry) || !field_int(line, "threads", 1, 1 << 20, &threads) ||
+        !field_int(line, "rows", 1, 1 << 20, &rows) || !field_int(line, "smem", 0, 1LL << 32, &smem) ||
+        !field_int(line, "verify", 0, 1, &verify) || !field_int(line, "budget", 1, 1000000, &budget) ||
+        !field_int(line, "tma_kv", 0, 1 << 20, &tma_kv) || !field_int(line, "balance", 0, 1, &balance) ||
+        !have_tensors) {
+        printf("result id=%llu status=error median=0 q1=0 q3=0 reps=0 l2=0 lse=0 regs=0 local=0 verify_ms=0 "
+               "time_ms=0 detail=%s\n",
+               id, have_tensors ? "malformed measure command" : "no shape set up");
+        fflush(stdout);
+        return 0;
+    }
+    one_line(entry);
+    t0 = ft__now_ms();
+    t1 = t2 = t0;
+    if (!ft__cache_get(s->cache, key, &c)) {
+        status = "error";
+        snprintf(err.msg, sizeof err.msg, "kernel %s is not in the compile cache", entry);
+    } else if (ft__kernel_load(s->cu, c.cubin, entry, (int)threads, (int)rows, smem, &s->arch, &k, &err) != FT_OK) {
+        status = "launch_failure";
+    } else {
+        if (tma_kv > 0) /* the kernel computes the shape's head dim and causality */
+            ft__kernel_use_tma(&k, (int)tma_kv, t->problem.head_dim, t->problem.causal, (int)balance);
+        if (verify && ft__verify_kernel_gpu(&s->verifier, &k, t, &check, &err) != FT_OK) {
+            status = is_fault(&err) ? "fault" : "launch_failure";
+        } else if (verify && !check.pass) {
+            status = "wrong_result";
+            snprintf(err.msg, sizeof err.msg, "%s", check.detail);
+        } else {
+            t1 = ft__now_ms();
+            lc.cu = s->cu;
+            lc.k = &k;
+            ft__tensors_params(t, &lc.params);
+            ft__timing_opts_default(&o);
+            o.warmup_ms = (double)budget / 6.0;
+            o.budget_ms = (double)budget;
+            o.min_reps = 5;
+            o.max_reps = 100;
+            if (ft__time(s->cu, ft__fwd_launch_fn, &lc, &o, &timing, &err) != FT_OK)
+                status = is_fault(&err) || err.code == FT_ERR_CUDA ? "fault" : "launch_failure";
+            t2 = ft__now_ms();
+        }
+        if (t1 == t0)
+            t1 = t2 = ft__now_ms();
+        ft__kernel_unload(s->cu, &k);
+    }
+    ft__compiled_free(&c);
+    one_line(err.msg);
+    /* a verification that did not run leaves no error to report */
+    if (!verify || strcmp(status, "launch_failure") == 0 || strcmp(status, "fault") == 0 ||
+        strcmp(status, "error") == 0)
+        check.o_rel_l2 = check.lse_max_err = 0;
+    printf("result id=%llu status=%s median=%.9g q1=%.9g q3=%.9g reps=%d l2=%.9g lse=%.9g regs=%d local=%d "
+           "verify_ms=%.3f time_ms=%.3f detail=%s\n",
+           id, status, timing.median_ms, timing.q1_ms, timing.q3_ms, timing.reps, check.o_rel_l2,
+           check.lse_max_err, k.registers, k.local_bytes, t1 - t0, t2 - t1,
+           strcmp(status, "ok") == 0 ? "" : err.msg);
+    fflush(stdout);
+    return strcmp(status, "fault") == 0;
 }
 
 int ft__worker_main(int device, const char *cache_dir)
@@ -77,8 +279,12 @@ int ft__worker_main(int device, const char *cache_dir)
     ft_err err;
     char line[4096];
     int have_tensors = 0;
-    int count = 0;
+    int count = 0, too_long = 0, rc = 0;
 
+#ifdef __linux__
+    /* die with the tuner: a worker stuck in a hung kernel must not outlive it */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
     memset(&t, 0, sizeof t);
     if (ft__session_open(device, cache_dir, 1, &s, &err) != FT_OK) {
         one_line(err.msg);
@@ -98,6 +304,7 @@ int ft__worker_main(int device, const char *cache_dir)
         int l2 = 0;
         s.cu->p_cuDeviceGet(&dev, device);
         s.cu->p_cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev);
+        one_line(s.arch.device_name);
         printf("ready count=%d cc=%d sms=%d smem_block=%lld smem_sm=%lld regs_sm=%d regs_block=%d threads_block=%d "
                "threads_sm=%d l2=%d driver=%d name=%s\n",
                count, s.arch.cc, s.arch.sms, s.arch.smem_per_block, s.arch.smem_per_sm, s.arch.regs_per_sm,
@@ -105,119 +312,32 @@ int ft__worker_main(int device, const char *cache_dir)
                s.arch.device_name);
         fflush(stdout);
     }
-    while (fgets(line, sizeof line, stdin) != NULL) {
-        if (strncmp(line, "quit", 4) == 0)
+    while (read_command(line, sizeof line, &too_long)) {
+        unsigned long long id = command_id(line);
+        if (too_long) {
+            printf("error id=%llu a command longer than %zu bytes\n", id, sizeof line - 2);
+        } else if (strcmp(line, "quit\n") == 0 || strcmp(line, "quit") == 0) {
             break;
-        if (strncmp(line, "shape ", 6) == 0) {
-            ft_problem p;
-            long long v[9] = {0};
-            static const char *const names[] = {"b", "hq", "hkv", "sq", "sk", "d", "causal", "bf16", "seed"};
-            int i, ok = 1;
-            for (i = 0; i < 9; i++)
-                ok &= field_int(line, names[i], &v[i]);
-            if (have_tensors)
-                ft__tensors_destroy(s.cu, &t);
-            have_tensors = 0;
-            memset(&p, 0, sizeof p);
-            p.batch = (int)v[0], p.heads_q = (int)v[1], p.heads_kv = (int)v[2], p.seqlen_q = (int)v[3];
-            p.seqlen_k = (int)v[4], p.head_dim = (int)v[5], p.causal = (int)v[6], p.bf16 = (int)v[7];
-            if (!ok) {
-                printf("error malformed shape command\n");
-            } else if (ft__tensors_create(s.cu, &p, &t, &err) != FT_OK ||
-                       ft__tensors_fill(&s.verifier, &t, (uint64_t)v[8], 1.f, &err) != FT_OK ||
-                       ft__tensors_reference(&s.verifier, &t, &err) != FT_OK) {
-                one_line(err.msg);
-                printf("error %s\n", err.msg);
-            } else {
-                have_tensors = 1;
-                printf("ok\n");
-            }
-            fflush(stdout);
+        } else if (id == 0) {
+            printf("error id=0 a command without an id\n");
+        } else if (strncmp(line, "shape ", 6) == 0) {
+            do_shape(&s, line, id, &t, &have_tensors);
             continue;
-        }
-        if (strncmp(line, "measure ", 8) == 0) {
-            char hex[80], entry[256];
-            long long threads = 0, rows = 0, smem = 0, verify = 1, budget = 30, tma_kv = 0, balance = 0;
-            uint8_t key[32];
-            ft_compiled c;
-            ft_kernel k;
-            ft_check check;
-            ft_timing timing;
-            ft_timing_opts o;
-            ft_fwd_launch lc;
-            double t0, t1, t2;
-            const char *status = "ok";
-            int i, fault = 0;
-
-            memset(&check, 0, sizeof check);
-            memset(&timing, 0, sizeof timing);
-            memset(&k, 0, sizeof k);
-            err.msg[0] = '\0';
-            if (!field_str(line, "key", hex, sizeof hex) || strlen(hex) != 64 ||
-                !field_str(line, "entry", entry, sizeof entry) || !field_int(line, "threads", &threads) ||
-                !field_int(line, "rows", &rows) || !field_int(line, "smem", &smem) || !have_tensors) {
-                printf("result status=error detail=malformed measure command or no shape\n");
-                fflush(stdout);
-                continue;
+        } else if (strncmp(line, "measure ", 8) == 0) {
+            if (do_measure(&s, line, id, &t, have_tensors)) {
+                rc = 3; /* the context is gone: let the parent start a new worker */
+                break;
             }
-            field_int(line, "verify", &verify);
-            field_int(line, "budget", &budget);
-            field_int(line, "tma_kv", &tma_kv);
-            field_int(line, "balance", &balance);
-            for (i = 0; i < 32; i++)
-                sscanf(hex + 2 * i, "%2hhx", &key[i]);
-            t0 = ft__now_ms();
-            t1 = t2 = t0;
-            if (!ft__cache_get(s.cache, key, &c)) {
-                status = "error";
-                snprintf(err.msg, sizeof err.msg, "kernel %s is not in the compile cache", entry);
-            } else if (ft__kernel_load(s.cu, c.cubin, entry, (int)threads, (int)rows, smem, &s.arch, &k, &err) !=
-                       FT_OK) {
-                status = "launch_failure";
-            } else {
-                if (tma_kv > 0) /* the kernel computes the shape's head dim and causality */
-                    ft__kernel_use_tma(&k, (int)tma_kv, t.problem.head_dim, t.problem.causal, (int)balance);
-                if (verify && ft__verify_kernel_gpu(&s.verifier, &k, &t, &check, &err) != FT_OK) {
-                    status = is_fault(&err) ? "fault" : "launch_failure";
-                } else if (verify && !check.pass) {
-                    status = "wrong_result";
-                    snprintf(err.msg, sizeof err.msg, "%s", check.detail);
-                } else {
-                    t1 = ft__now_ms();
-                    lc.cu = s.cu;
-                    lc.k = &k;
-                    ft__tensors_params(&t, &lc.params);
-                    ft__timing_opts_default(&o);
-                    o.warmup_ms = budget / 6.0;
-                    o.budget_ms = (double)budget;
-                    o.min_reps = 5;
-                    o.max_reps = 100;
-                    if (ft__time(s.cu, ft__fwd_launch_fn, &lc, &o, &timing, &err) != FT_OK)
-                        status = is_fault(&err) || err.code == FT_ERR_CUDA ? "fault" : "launch_failure";
-                    t2 = ft__now_ms();
-                }
-                if (t1 == t0)
-                    t1 = t2 = ft__now_ms();
-                ft__kernel_unload(s.cu, &k);
-            }
-            ft__compiled_free(&c);
-            fault = strcmp(status, "fault") == 0;
-            one_line(err.msg);
-            printf("result status=%s median=%.6f q1=%.6f q3=%.6f reps=%d l2=%.4g lse=%.4g regs=%d local=%d "
-                   "verify_ms=%.2f time_ms=%.2f detail=%s\n",
-                   status, timing.median_ms, timing.q1_ms, timing.q3_ms, timing.reps, check.o_rel_l2,
-                   check.lse_max_err, k.registers, k.local_bytes, t1 - t0, t2 - t1,
-                   strcmp(status, "ok") == 0 ? "" : err.msg);
-            fflush(stdout);
-            if (fault)
-                return 3; /* the context is gone: let the parent start a new worker */
             continue;
+        } else {
+            printf("error id=%llu unknown command\n", id);
         }
-        printf("error unknown command\n");
         fflush(stdout);
     }
-    if (have_tensors)
-        ft__tensors_destroy(s.cu, &t);
-    ft__session_close(&s);
-    return 0;
+    if (rc != 3) {
+        if (have_tensors)
+            ft__tensors_destroy(s.cu, &t);
+        ft__session_close(&s);
+    }
+    return rc;
 }

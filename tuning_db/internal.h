@@ -213,6 +213,14 @@ static inline void column_device(sqlite3_stmt *s, int first, ft_db_device *dev)
     column_text(s, first + 7, dev->nvrtc_version, sizeof dev->nvrtc_version);
 }
 
+/* An int column; a stored value outside int's range reads as -1 (never a valid size), so that it
+ * is refused where it is checked instead of arriving wrapped. */
+static inline int column_size(sqlite3_stmt *s, int col)
+{
+    sqlite3_int64 v = sqlite3_column_int64(s, col);
+    return v < -2147483647LL || v > 2147483647LL ? -1 : (int)v;
+}
+
 static inline double column_real(sqlite3_stmt *s, int col)
 {
     return sqlite3_column_type(s, col) == SQLITE_NULL ? NAN : sqlite3_column_double(s, col);

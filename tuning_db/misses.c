@@ -87,11 +87,11 @@ ft_status ft__db_misses(ft_db *db, const char *device_name, long long device_id,
         m.bucket.causal = sqlite3_column_int(s, 11);
         m.bucket.seqlen_bucket = sqlite3_column_int(s, 12);
         m.bucket.bh_bucket = sqlite3_column_int(s, 13);
-        m.batch = sqlite3_column_int(s, 14);
-        m.heads_q = sqlite3_column_int(s, 15);
-        m.heads_kv = sqlite3_column_int(s, 16);
-        m.seqlen_q = sqlite3_column_int(s, 17);
-        m.seqlen_k = sqlite3_column_int(s, 18);
+        m.batch = column_size(s, 14);
+        m.heads_q = column_size(s, 15);
+        m.heads_kv = column_size(s, 16);
+        m.seqlen_q = column_size(s, 17);
+        m.seqlen_k = column_size(s, 18);
         column_text(s, 19, m.fallback, sizeof m.fallback);
         m.count = sqlite3_column_int64(s, 20);
         column_text(s, 21, m.first_seen, sizeof m.first_seen);

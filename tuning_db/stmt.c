@@ -332,11 +332,11 @@ ft_status ft__db_read_row(ft_db *db, sqlite3_stmt *s, ft_db_row *row, ft_err *er
     r->bucket.causal = sqlite3_column_int(s, RC_CAUSAL);
     r->bucket.seqlen_bucket = sqlite3_column_int(s, RC_SEQLEN_BUCKET);
     r->bucket.bh_bucket = sqlite3_column_int(s, RC_BH_BUCKET);
-    r->batch = sqlite3_column_int(s, RC_BATCH);
-    r->heads_q = sqlite3_column_int(s, RC_HEADS_Q);
-    r->heads_kv = sqlite3_column_int(s, RC_HEADS_KV);
-    r->seqlen_q = sqlite3_column_int(s, RC_SEQLEN_Q);
-    r->seqlen_k = sqlite3_column_int(s, RC_SEQLEN_K);
+    r->batch = column_size(s, RC_BATCH);
+    r->heads_q = column_size(s, RC_HEADS_Q);
+    r->heads_kv = column_size(s, RC_HEADS_KV);
+    r->seqlen_q = column_size(s, RC_SEQLEN_Q);
+    r->seqlen_k = column_size(s, RC_SEQLEN_K);
     column_text(s, RC_STATUS, status, sizeof status);
     if (!ft__result_status_parse(status, &r->status)) {
         rc = ft__fail(err, FT_ERR_CORRUPT, "%s: result %lld has an unknown status '%s'", db->path,
