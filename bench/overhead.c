@@ -46,7 +46,7 @@
 #include "runtime/compile.h"
 #include "runtime/driver.h"
 #include "runtime/kernel.h"
-#include "tuner/session.h"
+#include "runtime/session.h"
 #include "tuning_db/db.h"
 
 #define MAX_ROUNDS 101

@@ -8,7 +8,7 @@
 #include "common/json.h"
 #include "generator/variant.h"
 #include "runtime/timing.h"
-#include "tuner/session.h"
+#include "runtime/session.h"
 
 int cmd_devices(int argc, char **argv)
 {

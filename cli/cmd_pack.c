@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "tuner/session.h"
+#include "runtime/session.h"
 #include "tuner/tune.h"
 #include "runtime/kernel_set.h"
 #include "tuning_db/pack.h"

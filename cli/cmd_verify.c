@@ -8,7 +8,7 @@
 #include "common/fs.h"
 #include "generator/variant.h"
 #include "tuner/plan.h"
-#include "tuner/session.h"
+#include "runtime/session.h"
 
 static const char usage[] =
     "usage: flashtune verify [SPEC] [options]\n"

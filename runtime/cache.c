@@ -41,6 +41,18 @@ struct ft_cache {
     ft_cache_stats stats; /* updated with atomic adds */
 };
 
+/* A compilation's record is the cache's entry: what the compiler produces and the cache keeps. */
+void ft__compiled_free(ft_compiled *c)
+{
+    if (c == NULL)
+        return;
+    free(c->cubin);
+    free(c->log);
+    c->cubin = NULL;
+    c->log = NULL;
+    c->cubin_size = 0;
+}
+
 ft_status ft__cache_open(const char *dir, ft_cache **out, ft_err *err)
 {
     ft_status rc;

@@ -32,7 +32,7 @@
 #include "generator/emit.h"
 #include "generator/variant.h"
 #include "runtime/dispatch.h"
-#include "tuner/session.h"
+#include "runtime/session.h"
 #include "tuning_db/db.h"
 #include "runtime/kernel_set.h"
 #include "tuning_db/pack.h"

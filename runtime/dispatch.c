@@ -8,7 +8,7 @@
 
 #include "generator/check.h"
 #include "ops/problem.h"
-#include "tuner/session.h"
+#include "runtime/session.h"
 
 int ft__nearest_bucket(const ft_db_bucket *want, const ft_db_bucket *cands, int n)
 {

@@ -267,14 +267,3 @@ out:
     }
     return rc;
 }
-
-void ft__compiled_free(ft_compiled *c)
-{
-    if (c == NULL)
-        return;
-    free(c->cubin);
-    free(c->log);
-    c->cubin = NULL;
-    c->log = NULL;
-    c->cubin_size = 0;
-}

@@ -8,7 +8,7 @@
 #include "common/half.h"
 #include "flashtune.h"
 #include "ft_test.h"
-#include "tuner/session.h"
+#include "runtime/session.h"
 
 static ft_session session;
 

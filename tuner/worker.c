@@ -33,7 +33,7 @@
 
 #include "common/fs.h"
 #include "runtime/timing.h"
-#include "tuner/session.h"
+#include "runtime/session.h"
 #include "tuner/tune.h"
 
 /* The value of " name=" in a command: its text up to the next space (at most cap - 1 bytes;

@@ -1,7 +1,7 @@
 /* A GPU session: the driver, one device and its primary context, the compile cache and the
  * reference kernels — what run, verify and tune share. */
-#ifndef FT_TUNER_SESSION_H
-#define FT_TUNER_SESSION_H
+#ifndef FT_RUNTIME_SESSION_H
+#define FT_RUNTIME_SESSION_H
 
 #include "common/error.h"
 #include "generator/spec.h"
