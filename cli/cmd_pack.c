@@ -293,8 +293,9 @@ static ft_status verify_pack(ft_pack *p, int gpu, int quiet, ft_err *err)
         memset(&k, 0, sizeof k);
         memset(&check, 0, sizeof check);
         prob.batch = w->r.batch, prob.heads_q = w->r.heads_q, prob.heads_kv = w->r.heads_kv;
-        prob.seqlen_q = w->r.seqlen_q, prob.seqlen_k = w->r.seqlen_k, prob.head_dim = w->r.bucket.head_dim;
-        prob.causal = w->r.bucket.causal, prob.bf16 = strcmp(w->r.bucket.dtype, "bf16") == 0;
+        prob.seqlen_q = w->r.seqlen_q, prob.seqlen_k = w->r.seqlen_k;
+        prob.head_dim = (int)ft__key_get(&w->r.key, "d", 0);
+        prob.causal = (int)ft__key_get(&w->r.key, "causal", 0), prob.bf16 = strcmp(w->r.key.dtype, "bf16") == 0;
         prob.layout = FT_LAYOUT_BSHD;
         rc = ft__problem_validate(&prob, err);
         if (rc == FT_OK)
@@ -310,13 +311,13 @@ static ft_status verify_pack(ft_pack *p, int gpu, int quiet, ft_err *err)
         if (rc == FT_OK && !check.pass)
             rc = ft__fail(err, FT_ERR_WRONG_RESULT, "%s fails verification on b=%d,hq=%d,hkv=%d,sq=%d,sk=%d "
                           "(%s, causal=%d): %s", pk->k.variant, prob.batch, prob.heads_q, prob.heads_kv,
-                          prob.seqlen_q, prob.seqlen_k, w->r.bucket.dtype, prob.causal, check.detail);
+                          prob.seqlen_q, prob.seqlen_k, w->r.key.dtype, prob.causal, check.detail);
         else if (rc != FT_OK)
             ft__err_prefix(err, "verifying %s", pk->k.variant);
         else if (!quiet)
-            printf("  verified %d/%d: %s d=%d causal=%d seqlen<=%d b*h<=%d: O relative L2 %.2e, LSE error %.2e\n",
-                   i + 1, p->nwinners, w->r.bucket.dtype, w->r.bucket.head_dim, w->r.bucket.causal,
-                   w->r.bucket.seqlen_bucket, w->r.bucket.bh_bucket, check.o_rel_l2, check.lse_max_err);
+            printf("  verified %d/%d: %s d=%d causal=%d seqlen<=%lld b*h<=%lld: O relative L2 %.2e, LSE error %.2e\n",
+                   i + 1, p->nwinners, w->r.key.dtype, prob.head_dim, prob.causal, ft__key_get(&w->r.key, "seqlen", 0),
+                   ft__key_get(&w->r.key, "bh", 0), check.o_rel_l2, check.lse_max_err);
         ft__kernel_unload(s.cu, &k);
         ft__tensors_destroy(s.cu, &t);
     }

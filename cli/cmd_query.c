@@ -31,10 +31,31 @@ typedef struct query_ctx {
     const ft_db_filter *f; /* misses: the bucket filters */
 } query_ctx;
 
+/* The fields of a key that the listings show (every attention operation's key has dtype, d and
+ * causal; the forward's also seqlen and bh). */
+typedef struct shown_key {
+    const char *op;
+    const char *dtype;
+    int head_dim, causal, seqlen_bucket, bh_bucket;
+} shown_key;
+
+static shown_key show_key(const ft_key *k)
+{
+    shown_key b;
+
+    b.op = k->op != NULL ? k->op->name : "?";
+    b.dtype = k->dtype;
+    b.head_dim = (int)ft__key_get(k, "d", 0);
+    b.causal = (int)ft__key_get(k, "causal", 0);
+    b.seqlen_bucket = (int)ft__key_get(k, "seqlen", 0);
+    b.bh_bucket = (int)ft__key_get(k, "bh", 0);
+    return b;
+}
+
 static int print_miss(void *ud, const ft_db_miss *m)
 {
     query_ctx *q = ud;
-    const ft_db_bucket *b = &m->bucket;
+    const shown_key key = show_key(&m->key), *b = &key;
     char shape[96];
 
     if ((q->f->dtype != NULL && strcmp(q->f->dtype, b->dtype) != 0) ||
@@ -47,9 +68,9 @@ static int print_miss(void *ud, const ft_db_miss *m)
         ft__json_string(stdout, m->device.name);
         printf(", \"driver_version\": %d, \"nvrtc_version\": ", m->device.driver_version);
         ft__json_string(stdout, m->device.nvrtc_version);
-        printf(", \"dtype\": \"%s\", \"d\": %d, \"causal\": %d, \"seqlen_bucket\": %d, \"bh_bucket\": %d, "
-               "\"shape\": \"%s\", \"fallback\": ",
-               b->dtype, b->head_dim, b->causal, b->seqlen_bucket, b->bh_bucket, shape);
+        printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"d\": %d, \"causal\": %d, \"seqlen_bucket\": %d, "
+               "\"bh_bucket\": %d, \"shape\": \"%s\", \"fallback\": ",
+               b->op, b->dtype, b->head_dim, b->causal, b->seqlen_bucket, b->bh_bucket, shape);
         ft__json_string(stdout, m->fallback);
         printf(", \"count\": %lld, \"first_seen\": \"%s\", \"last_seen\": \"%s\", \"tuned\": %s}\n", m->count,
                m->first_seen, m->last_seen, m->tuned ? "true" : "false");
@@ -70,14 +91,15 @@ static int print_row(void *ud, const ft_db_row *row)
     query_ctx *q = ud;
     const ft_db_result *r = &row->result;
     const char *status = ft__result_status_name(r->status);
+    const shown_key k = show_key(&r->key);
 
     if (q->json) {
         printf("{\"device\": ");
         ft__json_string(stdout, row->device.name);
-        printf(", \"dtype\": \"%s\", \"d\": %d, \"causal\": %d, \"seqlen_bucket\": %d, \"bh_bucket\": %d, "
-               "\"shape\": \"b=%d,hq=%d,hkv=%d,sq=%d,sk=%d\", \"variant\": ",
-               r->bucket.dtype, r->bucket.head_dim, r->bucket.causal, r->bucket.seqlen_bucket, r->bucket.bh_bucket,
-               r->batch, r->heads_q, r->heads_kv, r->seqlen_q, r->seqlen_k);
+        printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"d\": %d, \"causal\": %d, \"seqlen_bucket\": %d, "
+               "\"bh_bucket\": %d, \"shape\": \"b=%d,hq=%d,hkv=%d,sq=%d,sk=%d\", \"variant\": ",
+               k.op, k.dtype, k.head_dim, k.causal, k.seqlen_bucket, k.bh_bucket, r->batch, r->heads_q, r->heads_kv,
+               r->seqlen_q, r->seqlen_k);
         ft__json_string(stdout, row->variant);
         printf(", \"status\": \"%s\"", status);
         if (!isnan(r->median_ms))
@@ -95,8 +117,8 @@ static int print_row(void *ud, const ft_db_row *row)
         if (q->rows == 0)
             printf("%-14s %-4s %4s %6s %7s %6s  %-70s %-13s %9s %7s  %s\n", "device", "type", "d", "causal", "seqlen",
                    "b*h", "variant", "status", "ms", "TFLOP/s", "note");
-        printf("%-14.14s %-4s %4d %6d %7d %6d  %-70s %-13s ", row->device.name, r->bucket.dtype, r->bucket.head_dim,
-               r->bucket.causal, r->bucket.seqlen_bucket, r->bucket.bh_bucket, row->variant, status);
+        printf("%-14.14s %-4s %4d %6d %7d %6d  %-70s %-13s ", row->device.name, k.dtype, k.head_dim, k.causal,
+               k.seqlen_bucket, k.bh_bucket, row->variant, status);
         if (!isnan(r->median_ms))
             printf("%9.4f %7.1f  ", r->median_ms, r->tflops);
         else

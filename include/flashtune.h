@@ -167,9 +167,11 @@ FT_API ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *
  * ft_context_options.kernels: the context then loads those cubins directly, without NVRTC or
  * a tuning database (calls of a head dim, dtype or causality the set lacks still fall back to
  * the built-in default, which NVRTC compiles). */
-#define FT_KERNEL_SET_VERSION 1
+#define FT_KERNEL_SET_VERSION 2
 
 typedef struct ft_kernel_set_entry {
+    /* The kind of calls the entry serves (version 2: the set's keys[i] says so exactly; these
+     * fields repeat what every attention operation's key has). */
     ft_dtype dtype;
     int head_dim;
     int causal;                    /* 0 or 1 */
@@ -202,7 +204,14 @@ struct ft_kernel_set {
     const char *created;           /* UTC, "2026-11-30T08:15:02Z" */
     int count;
     const ft_kernel_set_entry *entries; /* count entries, one per bucket */
+    /* ---- version 2 ---- */
+    const char *const *ops;        /* count operation names, one per entry ("fwd": the forward) */
+    const char *const *keys;       /* count keys, one per entry: what calls its kernel serves, the
+                                      canonical text of the operation's key
+                                      ({"dtype":"f16","d":128,"causal":1,"seqlen":4096,"bh":64}) */
 };
+/* A version-1 set (written by flashtune 0.1) ends before ops: its entries are forward ones, their
+ * key their dtype, head_dim, causal, seqlen_bucket and bh_bucket. Both versions are read. */
 
 /* Which kernel ft_attention_forward runs for a call with these arguments, and how it was
  * chosen, as one line written to buf (cap bytes, NUL-terminated, cut to fit), e.g.

@@ -39,6 +39,35 @@ int ft__key_equal(const ft_key *a, const ft_key *b)
     return 1;
 }
 
+int ft__key_cmp(const ft_key *a, const ft_key *b)
+{
+    int c, i;
+
+    c = strcmp(a->op != NULL ? a->op->name : "", b->op != NULL ? b->op->name : "");
+    if (c == 0)
+        c = strcmp(a->dtype, b->dtype);
+    for (i = 0; c == 0 && i < a->nfields && i < b->nfields; i++) {
+        c = strcmp(a->fields[i].name, b->fields[i].name);
+        if (c == 0 && a->fields[i].value != b->fields[i].value)
+            c = a->fields[i].value < b->fields[i].value ? -1 : 1;
+    }
+    if (c == 0 && a->nfields != b->nfields)
+        c = a->nfields < b->nfields ? -1 : 1;
+    return c;
+}
+
+void ft__key_of(const ft_op *op, const char *dtype, int head_dim, int causal, int batch, int heads_q, int heads_kv,
+                int seqlen_q, int seqlen_k, ft_key *out)
+{
+    ft_problem p;
+
+    memset(&p, 0, sizeof p);
+    p.batch = batch, p.heads_q = heads_q, p.heads_kv = heads_kv, p.seqlen_q = seqlen_q, p.seqlen_k = seqlen_k;
+    p.head_dim = head_dim, p.causal = causal != 0, p.bf16 = dtype != NULL && strcmp(dtype, "bf16") == 0;
+    op->key(&p, out);
+    snprintf(out->dtype, sizeof out->dtype, "%s", dtype != NULL ? dtype : "");
+}
+
 int ft__key_nearest(const ft_key *want, const ft_key *cands, int n)
 {
     double best = -1;

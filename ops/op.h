@@ -62,6 +62,15 @@ long long ft__key_get(const ft_key *k, const char *name, long long def);
 
 int ft__key_equal(const ft_key *a, const ft_key *b);
 
+/* An order of keys: by operation name, dtype, then the fields in the operation's order (for the
+ * forward: head dim, causality, sequence length, batch·heads). */
+int ft__key_cmp(const ft_key *a, const ft_key *b);
+
+/* The key of a call of `op` with these sizes (the forward's and later operations' common
+ * description of a call): what the tuner and the checks of packs compute a key from. */
+void ft__key_of(const ft_op *op, const char *dtype, int head_dim, int causal, int batch, int heads_q, int heads_kv,
+                int seqlen_q, int seqlen_k, ft_key *out);
+
 /* The candidate nearest to want by the operation's distance, or -1 when none is comparable
  * (another dtype, head dim or causality, for the attention operations). */
 int ft__key_nearest(const ft_key *want, const ft_key *cands, int n);

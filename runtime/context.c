@@ -39,15 +39,15 @@
 
 #define MAX_KERNELS 512
 
-/* Scratch for the nearest-bucket search: the winners' buckets of one (dtype, d, causal). */
+/* Scratch for the nearest-key search: the winners' keys of one (operation, dtype, d, causal). */
 typedef struct nearest_ctx {
     long long device_id;
-    ft_db_bucket buckets[256];
+    ft_key keys[256];
     int n;
 } nearest_ctx;
 
 typedef struct kernel_slot {
-    ft_db_bucket bucket;
+    ft_key key;       /* the kind of calls it serves */
     int bf16;
     ft_status status; /* FT_OK: k is loaded; otherwise why this key has no kernel */
     const char *fallback; /* NULL: the bucket's own winner (or a forced variant, or a head dim
@@ -77,7 +77,7 @@ struct ft_context {
     kernel_slot slots[MAX_KERNELS];
     const ft_kernel_set *kset; /* winners from a pack or the application, instead of db; or NULL */
     ft_pack *pack;             /* the pack kset points into, or NULL */
-    ft_db_bucket *kset_buckets; /* the bucket of each kset entry */
+    ft_key *kset_keys;         /* the key of each kset entry */
 };
 
 /* The per-thread last error: the context it belongs to and its message. */
@@ -157,7 +157,7 @@ static void record_miss(ft_context *ctx, const kernel_slot *slot, const ft_atten
     if (rc == FT_OK) {
         memset(&m, 0, sizeof m);
         m.device_id = ctx->miss_device_id;
-        m.bucket = slot->bucket;
+        m.key = slot->key;
         m.batch = a->batch, m.heads_q = a->heads_q, m.heads_kv = a->heads_kv;
         m.seqlen_q = a->seqlen_q, m.seqlen_k = a->seqlen_k;
         snprintf(m.fallback, sizeof m.fallback, "%s", slot->fallback);
@@ -217,11 +217,14 @@ static ft_status open_kernels(ft_context *ctx, const ft_context_options *o, ft_e
     }
     if (rc != FT_OK)
         return rc;
-    ctx->kset_buckets = calloc((size_t)(ctx->kset->count > 0 ? ctx->kset->count : 1), sizeof *ctx->kset_buckets);
-    if (ctx->kset_buckets == NULL)
+    ctx->kset_keys = calloc((size_t)(ctx->kset->count > 0 ? ctx->kset->count : 1), sizeof *ctx->kset_keys);
+    if (ctx->kset_keys == NULL)
         return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
-    for (i = 0; i < ctx->kset->count; i++)
-        ft__kernel_set_bucket(&ctx->kset->entries[i], &ctx->kset_buckets[i]);
+    for (i = 0; i < ctx->kset->count; i++) {
+        rc = ft__kernel_set_key(ctx->kset, i, &ctx->kset_keys[i], err);
+        if (rc != FT_OK)
+            return rc;
+    }
     return FT_OK;
 }
 
@@ -341,7 +344,7 @@ void ft_context_destroy(ft_context *ctx)
     ft__db_close(ctx->db);
     ft__pack_free(ctx->pack);
     free(ctx->pack);
-    free(ctx->kset_buckets);
+    free(ctx->kset_keys);
     ft__db_close(ctx->miss_db);
     free(ctx->miss_path);
     ft__spec_free(ctx->spec);
@@ -406,11 +409,11 @@ static const char *default_variant(const ft_context *ctx, int head_dim, int caus
     return NULL;
 }
 
-static int collect_bucket(void *ud, const ft_db_row *row)
+static int collect_key(void *ud, const ft_db_row *row)
 {
     nearest_ctx *c = ud;
-    if (row->result.device_id == c->device_id && row->winner && c->n < 256)
-        c->buckets[c->n++] = row->result.bucket;
+    if (row->result.device_id == c->device_id && row->winner && row->result.key.op != NULL && c->n < 256)
+        c->keys[c->n++] = row->result.key;
     return 0;
 }
 
@@ -418,7 +421,7 @@ static int collect_bucket(void *ud, const ft_db_row *row)
  * Returns 1 when a kernel was loaded; 0 to fall back (why in how). */
 static int load_tuned(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
 {
-    ft_db_bucket want = slot->bucket;
+    ft_key want = slot->key;
     ft_db_row row;
     void *cubin = NULL;
     size_t size = 0;
@@ -444,26 +447,28 @@ static int load_tuned(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
         memset(nc, 0, sizeof *nc);
         nc->device_id = ctx->device_id;
         ft__db_filter_init(&f);
+        f.op = want.op;
         f.dtype = want.dtype;
-        f.head_dim = want.head_dim;
-        f.causal = want.causal;
+        f.head_dim = (int)ft__key_get(&want, "d", -1);
+        f.causal = (int)ft__key_get(&want, "causal", -1);
         f.winners_only = 1;
-        if (ft__db_query(ctx->db, &f, collect_bucket, nc, &err) != FT_OK) {
+        if (ft__db_query(ctx->db, &f, collect_key, nc, &err) != FT_OK) {
             snprintf(how, cap, "database: %s", err.msg);
             return 0;
         }
-        pick = ft__nearest_bucket(&want, nc->buckets, nc->n);
+        pick = ft__key_nearest(&want, nc->keys, nc->n);
         if (pick < 0) {
-            snprintf(how, cap, "nothing tuned for %s d=%d causal=%d", want.dtype, want.head_dim, want.causal);
+            snprintf(how, cap, "nothing tuned for %s d=%lld causal=%lld", want.dtype, ft__key_get(&want, "d", 0),
+                     ft__key_get(&want, "causal", 0));
             return 0;
         }
-        if (ft__db_winner(ctx->db, ctx->device_id, &nc->buckets[pick], &row, &cubin, &size, &found, &err) != FT_OK ||
+        if (ft__db_winner(ctx->db, ctx->device_id, &nc->keys[pick], &row, &cubin, &size, &found, &err) != FT_OK ||
             !found) {
             snprintf(how, cap, "database: %s", found ? err.msg : "the nearest bucket lost its winner");
             return 0;
         }
-        snprintf(how, cap, "tuned for the nearest bucket (seqlen <= %d, b*h <= %d)", nc->buckets[pick].seqlen_bucket,
-                 nc->buckets[pick].bh_bucket);
+        snprintf(how, cap, "tuned for the nearest bucket (seqlen <= %lld, b*h <= %lld)",
+                 ft__key_get(&nc->keys[pick], "seqlen", 0), ft__key_get(&nc->keys[pick], "bh", 0));
     }
     spec = spec_of_family(ctx, row.family);
     if (cubin == NULL)
@@ -495,20 +500,20 @@ static int load_tuned(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
  * back (why in how). */
 static int load_from_set(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
 {
-    const ft_db_bucket *want = &slot->bucket;
+    const ft_key *want = &slot->key;
     const ft_kernel_set_entry *e;
-    const ft_db_bucket *got;
-    int pick = ft__nearest_bucket(want, ctx->kset_buckets, ctx->kset->count), exact;
+    const ft_key *got;
+    int pick = ft__key_nearest(want, ctx->kset_keys, ctx->kset->count), exact;
     ft_err err;
 
     if (pick < 0) {
-        snprintf(how, cap, "nothing in the %s for %s d=%d causal=%d", ctx->pack != NULL ? "pack" : "kernel set",
-                 want->dtype, want->head_dim, want->causal);
+        snprintf(how, cap, "nothing in the %s for %s d=%lld causal=%lld", ctx->pack != NULL ? "pack" : "kernel set",
+                 want->dtype, ft__key_get(want, "d", 0), ft__key_get(want, "causal", 0));
         return 0;
     }
     e = &ctx->kset->entries[pick];
-    got = &ctx->kset_buckets[pick];
-    exact = got->seqlen_bucket == want->seqlen_bucket && got->bh_bucket == want->bh_bucket;
+    got = &ctx->kset_keys[pick];
+    exact = ft__key_equal(got, want);
     if (ft__kernel_set_load(ctx->session.cu, &ctx->session.arch, e, &slot->k, &err) != FT_OK) {
         snprintf(how, cap, "the %s's winner %s cannot be used: %s", ctx->pack != NULL ? "pack" : "kernel set",
                  e->variant != NULL ? e->variant : e->entry, err.msg);
@@ -519,8 +524,8 @@ static int load_from_set(ft_context *ctx, kernel_slot *slot, char *how, size_t c
         snprintf(how, cap, "%s, tuned for this bucket: %s", ctx->pack != NULL ? "pack" : "kernel set",
                  e->variant != NULL ? e->variant : e->entry);
     else
-        snprintf(how, cap, "%s, tuned for the nearest bucket (seqlen <= %d, b*h <= %d): %s",
-                 ctx->pack != NULL ? "pack" : "kernel set", got->seqlen_bucket, got->bh_bucket,
+        snprintf(how, cap, "%s, tuned for the nearest bucket (seqlen <= %lld, b*h <= %lld): %s",
+                 ctx->pack != NULL ? "pack" : "kernel set", ft__key_get(got, "seqlen", 0), ft__key_get(got, "bh", 0),
                  e->variant != NULL ? e->variant : e->entry);
     return 1;
 }
@@ -529,7 +534,7 @@ static int load_from_set(ft_context *ctx, kernel_slot *slot, char *how, size_t c
  * winner, else the built-in default, compiled through the cache. */
 static void build_slot(ft_context *ctx, kernel_slot *slot)
 {
-    const int head_dim = slot->bucket.head_dim, causal = slot->bucket.causal;
+    const int head_dim = (int)ft__key_get(&slot->key, "d", 0), causal = (int)ft__key_get(&slot->key, "causal", 0);
     ft_spec *spec = ctx->spec;
     const char *base = ctx->variant != NULL ? ctx->variant : default_variant(ctx, head_dim, causal, &spec);
     char text[1024], *how = slot->how;
@@ -584,27 +589,27 @@ static void build_slot(ft_context *ctx, kernel_slot *slot)
         slot->fallback = slot->status == FT_OK ? "default" : "failed";
 out:
     if (getenv("FLASHTUNE_DEBUG") != NULL)
-        fprintf(stderr, "flashtune: %s d=%d causal=%d seqlen<=%d b*h<=%d: %s\n", slot->bucket.dtype, head_dim,
-                causal, slot->bucket.seqlen_bucket, slot->bucket.bh_bucket,
+        fprintf(stderr, "flashtune: %s d=%d causal=%d seqlen<=%lld b*h<=%lld: %s\n", slot->key.dtype, head_dim,
+                causal, ft__key_get(&slot->key, "seqlen", 0), ft__key_get(&slot->key, "bh", 0),
                 slot->status == FT_OK ? how : slot->error);
 }
 
-static const kernel_slot *find_kernel(ft_context *ctx, const ft_db_bucket *b, const ft_attention_args *a)
+static const kernel_slot *find_kernel(ft_context *ctx, const ft_key *key, const ft_attention_args *a)
 {
     kernel_slot *slot = NULL;
     int i;
 
     pthread_mutex_lock(&ctx->lock);
     for (i = 0; i < ctx->nslots; i++) {
-        if (ft__db_bucket_equal(&ctx->slots[i].bucket, b)) {
+        if (ft__key_equal(&ctx->slots[i].key, key)) {
             slot = &ctx->slots[i];
             break;
         }
     }
     if (slot == NULL && ctx->nslots < MAX_KERNELS) {
         slot = &ctx->slots[ctx->nslots++];
-        slot->bucket = *b;
-        slot->bf16 = strcmp(b->dtype, "bf16") == 0;
+        slot->key = *key;
+        slot->bf16 = strcmp(key->dtype, "bf16") == 0;
         build_slot(ctx, slot);
         record_miss(ctx, slot, a);
     }
@@ -640,7 +645,8 @@ static ft_status kernel_for_call(ft_context *ctx, const ft_attention_args *a, co
     const kernel_slot *slot;
     const ft_cuda *cu;
     CUcontext current = NULL;
-    ft_db_bucket b;
+    ft_problem p;
+    ft_key key;
     ft_status rc;
     char msg[256];
 
@@ -680,9 +686,12 @@ static ft_status kernel_for_call(ft_context *ctx, const ft_attention_args *a, co
                          "the calling thread's current CUDA context is not the primary context of this "
                          "flashtune context's device");
 
-    ft__db_bucket(a->dtype == FT_BF16 ? "bf16" : "f16", a->head_dim, a->causal != 0, a->batch, a->heads_q,
-                  a->seqlen_q, a->seqlen_k, &b);
-    slot = find_kernel(ctx, &b, a);
+    memset(&p, 0, sizeof p);
+    p.batch = a->batch, p.heads_q = a->heads_q, p.heads_kv = a->heads_kv;
+    p.seqlen_q = a->seqlen_q, p.seqlen_k = a->seqlen_k, p.head_dim = a->head_dim;
+    p.causal = a->causal != 0, p.bf16 = a->dtype == FT_BF16, p.scale = a->softmax_scale;
+    ft__op_fwd.key(&p, &key);
+    slot = find_kernel(ctx, &key, a);
     if (slot == NULL)
         return set_error(ctx, FT_ERR_INTERNAL, "too many kinds of calls on one context");
     if (slot->status != FT_OK)

@@ -14,6 +14,13 @@
 #include "common/fs.h"
 #include "tuning_db/db.h"
 
+/* The forward's key of a call (the old bucket's arguments). */
+static void fwd_key(const char *dtype, int head_dim, int causal, int batch, int heads_q, int seqlen_q, int seqlen_k,
+                    ft_key *out)
+{
+    ft__key_of(&ft__op_fwd, dtype, head_dim, causal, batch, heads_q, heads_q, seqlen_q, seqlen_k, out);
+}
+
 /* A fresh scratch directory. */
 static int make_dir(char *dir, size_t cap)
 {
@@ -150,7 +157,7 @@ static ft_db_result make_result(long long dev, long long ker, const char *dtype,
     r.heads_kv = 16;
     r.seqlen_q = seqlen;
     r.seqlen_k = seqlen;
-    ft__db_bucket(dtype, head_dim, causal, r.batch, r.heads_q, seqlen, seqlen, &r.bucket);
+    fwd_key(dtype, head_dim, causal, r.batch, r.heads_q, seqlen, seqlen, &r.key);
     r.status = st;
     if (st != FT_RESULT_OK)
         snprintf(r.reason, sizeof r.reason, "because %s", ft__result_status_name(st));

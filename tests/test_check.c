@@ -6,6 +6,7 @@
 
 #include "common/half.h"
 #include "ft_test.h"
+#include "ops/op.h"
 #include "runtime/dispatch.h"
 #include "runtime/verify.h"
 
@@ -240,27 +241,34 @@ static void test_check_cancellation(void)
 }
 
 /* The dispatcher's fallback: the nearest tuned bucket of the same dtype, head dim and causality. */
+/* The forward's key of a call (the old bucket's arguments). */
+static void fwd_key(const char *dtype, int head_dim, int causal, int batch, int heads_q, int seqlen_q, int seqlen_k,
+                    ft_key *out)
+{
+    ft__key_of(&ft__op_fwd, dtype, head_dim, causal, batch, heads_q, heads_q, seqlen_q, seqlen_k, out);
+}
+
 static void test_nearest_bucket(void)
 {
-    ft_db_bucket c[5], want;
+    ft_key c[5], want;
     memset(c, 0, sizeof c);
-    ft__db_bucket("f16", 128, 0, 4, 16, 4096, 4096, &c[0]);
-    ft__db_bucket("f16", 128, 0, 1, 16, 16384, 16384, &c[1]);
-    ft__db_bucket("f16", 128, 1, 8, 16, 2048, 2048, &c[2]);  /* causal: never for a non-causal call */
-    ft__db_bucket("bf16", 128, 0, 8, 16, 2048, 2048, &c[3]); /* another dtype */
-    ft__db_bucket("f16", 64, 0, 8, 32, 2048, 2048, &c[4]);   /* another head dim */
-    ft__db_bucket("f16", 128, 0, 2, 16, 3000, 3000, &want);
-    ASSERT_EQ(want.seqlen_bucket, 4096);
-    ASSERT_EQ(ft__nearest_bucket(&want, c, 5), 0);
-    ft__db_bucket("f16", 128, 0, 1, 16, 12000, 12000, &want);
-    ASSERT_EQ(ft__nearest_bucket(&want, c, 5), 1);
-    ft__db_bucket("f16", 128, 0, 16, 16, 1024, 1024, &want); /* nearest is 4096, two octaves away */
-    ASSERT_EQ(ft__nearest_bucket(&want, c, 5), 0);
-    ft__db_bucket("f16", 96, 0, 1, 16, 1024, 1024, &want);   /* nothing with d=96 */
-    ASSERT_EQ(ft__nearest_bucket(&want, c, 5), -1);
-    ft__db_bucket("f16", 128, 0, 4, 16, 8192, 8192, &want);  /* equidistant: the longer one */
-    c[0].bh_bucket = c[1].bh_bucket = want.bh_bucket;
-    ASSERT_EQ(ft__nearest_bucket(&want, c, 5), 1);
+    fwd_key("f16", 128, 0, 4, 16, 4096, 4096, &c[0]);
+    fwd_key("f16", 128, 0, 1, 16, 16384, 16384, &c[1]);
+    fwd_key("f16", 128, 1, 8, 16, 2048, 2048, &c[2]);  /* causal: never for a non-causal call */
+    fwd_key("bf16", 128, 0, 8, 16, 2048, 2048, &c[3]); /* another dtype */
+    fwd_key("f16", 64, 0, 8, 32, 2048, 2048, &c[4]);   /* another head dim */
+    fwd_key("f16", 128, 0, 2, 16, 3000, 3000, &want);
+    ASSERT_EQ(ft__key_get(&want, "seqlen", 0), 4096);
+    ASSERT_EQ(ft__key_nearest(&want, c, 5), 0);
+    fwd_key("f16", 128, 0, 1, 16, 12000, 12000, &want);
+    ASSERT_EQ(ft__key_nearest(&want, c, 5), 1);
+    fwd_key("f16", 128, 0, 16, 16, 1024, 1024, &want); /* nearest is 4096, two octaves away */
+    ASSERT_EQ(ft__key_nearest(&want, c, 5), 0);
+    fwd_key("f16", 96, 0, 1, 16, 1024, 1024, &want);   /* nothing with d=96 */
+    ASSERT_EQ(ft__key_nearest(&want, c, 5), -1);
+    fwd_key("f16", 128, 0, 4, 16, 8192, 8192, &want);  /* equidistant: the longer one */
+    c[0].fields[3].value = c[1].fields[3].value = ft__key_get(&want, "bh", 0); /* bh */
+    ASSERT_EQ(ft__key_nearest(&want, c, 5), 1);
 }
 
 static void test_problem_parse(void)

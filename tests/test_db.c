@@ -40,30 +40,30 @@ static int collect(void *ud, const ft_db_row *row)
 
 static void test_bucket(void)
 {
-    ft_db_bucket b;
+    ft_key b;
 
-    ft__db_bucket("f16", 128, 1, 2, 16, 1000, 3000, &b);
+    fwd_key("f16", 128, 1, 2, 16, 1000, 3000, &b);
     ASSERT_STREQ(b.dtype, "f16");
-    ASSERT_EQ(b.head_dim, 128);
-    ASSERT_EQ(b.causal, 1);
-    ASSERT_EQ(b.seqlen_bucket, 4096);
-    ASSERT_EQ(b.bh_bucket, 32);
-    ft__db_bucket("bf16", 64, 7, 3, 5, 1, 1, &b);
-    ASSERT_EQ(b.causal, 1);
-    ASSERT_EQ(b.seqlen_bucket, 64); /* at least 64 */
-    ASSERT_EQ(b.bh_bucket, 16);
-    ft__db_bucket("bf16", 64, 0, 1, 1, 64, 64, &b);
-    ASSERT_EQ(b.causal, 0);
-    ASSERT_EQ(b.seqlen_bucket, 64);
-    ASSERT_EQ(b.bh_bucket, 1);
-    ft__db_bucket("bf16", 64, 0, 1, 1, 65, 2, &b);
-    ASSERT_EQ(b.seqlen_bucket, 128);
-    ft__db_bucket("f16", 64, 0, 4, 32, 8192, 8193, &b);
-    ASSERT_EQ(b.seqlen_bucket, 16384);
-    ASSERT_EQ(b.bh_bucket, 128);
-    ft__db_bucket("f16", 64, 0, 0, 0, 0, 0, &b);
-    ASSERT_EQ(b.seqlen_bucket, 64);
-    ASSERT_EQ(b.bh_bucket, 1);
+    ASSERT_EQ(ft__key_get(&b, "d", 0), 128);
+    ASSERT_EQ(ft__key_get(&b, "causal", 0), 1);
+    ASSERT_EQ(ft__key_get(&b, "seqlen", 0), 4096);
+    ASSERT_EQ(ft__key_get(&b, "bh", 0), 32);
+    fwd_key("bf16", 64, 7, 3, 5, 1, 1, &b);
+    ASSERT_EQ(ft__key_get(&b, "causal", 0), 1);
+    ASSERT_EQ(ft__key_get(&b, "seqlen", 0), 64); /* at least 64 */
+    ASSERT_EQ(ft__key_get(&b, "bh", 0), 16);
+    fwd_key("bf16", 64, 0, 1, 1, 64, 64, &b);
+    ASSERT_EQ(ft__key_get(&b, "causal", 0), 0);
+    ASSERT_EQ(ft__key_get(&b, "seqlen", 0), 64);
+    ASSERT_EQ(ft__key_get(&b, "bh", 0), 1);
+    fwd_key("bf16", 64, 0, 1, 1, 65, 2, &b);
+    ASSERT_EQ(ft__key_get(&b, "seqlen", 0), 128);
+    fwd_key("f16", 64, 0, 4, 32, 8192, 8193, &b);
+    ASSERT_EQ(ft__key_get(&b, "seqlen", 0), 16384);
+    ASSERT_EQ(ft__key_get(&b, "bh", 0), 128);
+    fwd_key("f16", 64, 0, 0, 0, 0, 0, &b);
+    ASSERT_EQ(ft__key_get(&b, "seqlen", 0), 64);
+    ASSERT_EQ(ft__key_get(&b, "bh", 0), 1);
 }
 
 static void test_status_names(void)
@@ -153,8 +153,8 @@ static void test_create_and_reopen(void)
     ASSERT_STREQ(got.row[0].template_hash, "t1");
     ASSERT_EQ(got.row[0].result.device_id, dev_id);
     ASSERT_EQ(got.row[0].result.kernel_id, ker_id);
-    ASSERT_EQ(got.row[0].result.bucket.seqlen_bucket, 4096);
-    ASSERT_EQ(got.row[0].result.bucket.bh_bucket, 32);
+    ASSERT_EQ(ft__key_get(&got.row[0].result.key, "seqlen", 0), 4096);
+    ASSERT_EQ(ft__key_get(&got.row[0].result.key, "bh", 0), 32);
     ASSERT_EQ(got.row[0].result.seqlen_q, 4096);
     ASSERT_TRUE(got.row[0].result.median_ms == 1.25);
     ASSERT_EQ(got.row[0].result.repetitions, 50);
@@ -537,7 +537,7 @@ static void test_nan_round_trip(void)
     memset(&got, 0, sizeof got);
     ASSERT_OK(ft__db_query(db, NULL, collect, &got, &err), &err);
     ASSERT_EQ(got.n, 2);
-    ASSERT_STREQ(got.row[0].result.bucket.dtype, "bf16");
+    ASSERT_STREQ(got.row[0].result.key.dtype, "bf16");
     ASSERT_TRUE(got.row[0].result.median_ms == 0.123456789012345);
     ASSERT_TRUE(got.row[0].result.max_error == 3.5e-4);
     ASSERT_TRUE(isnan(got.row[1].result.median_ms));
@@ -555,7 +555,7 @@ static void test_has_result(void)
     ft_db_device dev = make_device("NVIDIA H200", 13000);
     ft_db_kernel ker = make_kernel("d=64", "t1");
     ft_db_result r;
-    ft_db_bucket other;
+    ft_key other;
     ft_db *db = NULL;
     long long d = 0, k = 0;
     int has = -1;
@@ -568,20 +568,20 @@ static void test_has_result(void)
     ASSERT_OK(ft__db_device_id(db, &dev, &d, &err), &err);
     ASSERT_OK(ft__db_kernel_id(db, &ker, &k, &err), &err);
     r = make_result(d, k, "f16", 64, 0, 1024, FT_RESULT_COMPILE_ERROR, NAN);
-    ASSERT_OK(ft__db_has_result(db, d, k, &r.bucket, &has, &err), &err);
+    ASSERT_OK(ft__db_has_result(db, d, k, &r.key, &has, &err), &err);
     ASSERT_EQ(has, 0);
     ASSERT_OK(ft__db_record(db, &r, &err), &err);
-    ASSERT_OK(ft__db_has_result(db, d, k, &r.bucket, &has, &err), &err);
+    ASSERT_OK(ft__db_has_result(db, d, k, &r.key, &has, &err), &err);
     ASSERT_EQ(has, 1); /* any status counts: the tuner does not retry failures */
-    other = r.bucket;
-    other.bh_bucket *= 2;
+    other = r.key;
+    other.fields[3].value *= 2; /* bh */
     ASSERT_OK(ft__db_has_result(db, d, k, &other, &has, &err), &err);
     ASSERT_EQ(has, 0);
-    ASSERT_OK(ft__db_has_result(db, d, k + 1, &r.bucket, &has, &err), &err);
+    ASSERT_OK(ft__db_has_result(db, d, k + 1, &r.key, &has, &err), &err);
     ASSERT_EQ(has, 0);
     /* stale ones do not count */
     ASSERT_OK(ft__db_set_current(db, 0, "13.1", NULL, NULL, &err), &err);
-    ASSERT_OK(ft__db_has_result(db, d, k, &r.bucket, &has, &err), &err);
+    ASSERT_OK(ft__db_has_result(db, d, k, &r.key, &has, &err), &err);
     ASSERT_EQ(has, 0);
     ft__db_close(db);
     remove_dir(dir);
@@ -607,7 +607,7 @@ static void test_winners(void)
     long long d = 0, k[6];
     ft_db_result r;
     ft_db_row row;
-    ft_db_bucket other;
+    ft_key other;
     ft_db *db = NULL;
     void *cubin = NULL;
     size_t n = 0;
@@ -625,7 +625,7 @@ static void test_winners(void)
         r = make_result(d, k[i], "f16", 128, 1, 4096, cases[i].status, cases[i].ms);
         ASSERT_OK(ft__db_record(db, &r, &err), &err);
     }
-    ASSERT_OK(ft__db_winner(db, d, &r.bucket, &row, &cubin, &n, &found, &err), &err);
+    ASSERT_OK(ft__db_winner(db, d, &r.key, &row, &cubin, &n, &found, &err), &err);
     ASSERT_EQ(found, 1);
     ASSERT_STREQ(row.variant, "k2");
     ASSERT_EQ(row.result.kernel_id, k[1]);
@@ -636,7 +636,7 @@ static void test_winners(void)
     free(cubin);
     cubin = NULL;
     /* without the cubin */
-    ASSERT_OK(ft__db_winner(db, d, &r.bucket, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_OK(ft__db_winner(db, d, &r.key, &row, NULL, NULL, &found, &err), &err);
     ASSERT_EQ(found, 1);
     ASSERT_STREQ(row.variant, "k2");
 
@@ -656,24 +656,24 @@ static void test_winners(void)
     /* k2 turns out wrong when measured again: k1 wins */
     r = make_result(d, k[1], "f16", 128, 1, 4096, FT_RESULT_WRONG_RESULT, 1.5);
     ASSERT_OK(ft__db_record(db, &r, &err), &err);
-    ASSERT_OK(ft__db_winner(db, d, &r.bucket, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_OK(ft__db_winner(db, d, &r.key, &row, NULL, NULL, &found, &err), &err);
     ASSERT_EQ(found, 1);
     ASSERT_STREQ(row.variant, "k1");
     /* a tie goes to the older result */
     r = make_result(d, k[4], "f16", 128, 1, 4096, FT_RESULT_OK, 2.0);
     ASSERT_OK(ft__db_record(db, &r, &err), &err);
-    ASSERT_OK(ft__db_winner(db, d, &r.bucket, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_OK(ft__db_winner(db, d, &r.key, &row, NULL, NULL, &found, &err), &err);
     ASSERT_STREQ(row.variant, "k1");
 
     /* no winner: another bucket, another device */
-    other = r.bucket;
-    other.head_dim = 64;
+    other = r.key;
+    other.fields[0].value = 64; /* d */
     cubin = (void *)1;
     ASSERT_OK(ft__db_winner(db, d, &other, &row, &cubin, &n, &found, &err), &err);
     ASSERT_EQ(found, 0);
     ASSERT_TRUE(cubin == NULL);
     ASSERT_EQ(n, 0);
-    ASSERT_OK(ft__db_winner(db, d + 100, &r.bucket, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_OK(ft__db_winner(db, d + 100, &r.key, &row, NULL, NULL, &found, &err), &err);
     ASSERT_EQ(found, 0);
     ft__db_close(db);
     remove_dir(dir);
@@ -740,14 +740,14 @@ static void test_stale_template(void)
     r = make_result(d, ido, "f16", 64, 1, 2048, FT_RESULT_OK, 3.0);
     ASSERT_OK(ft__db_record(db, &r, &err), &err);
     r = make_result(d, id1, "f16", 64, 0, 2048, FT_RESULT_OK, 1.0);
-    ASSERT_OK(ft__db_winner(db, d, &r.bucket, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_OK(ft__db_winner(db, d, &r.key, &row, NULL, NULL, &found, &err), &err);
     ASSERT_STREQ(row.variant, "k1");
 
     /* the template changes */
     ASSERT_OK(ft__db_set_current(db, 0, NULL, "flash_fwd_sm80", "t2", &err), &err);
-    ASSERT_OK(ft__db_winner(db, d, &r.bucket, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_OK(ft__db_winner(db, d, &r.key, &row, NULL, NULL, &found, &err), &err);
     ASSERT_EQ(found, 0);
-    ASSERT_OK(ft__db_has_result(db, d, id1, &r.bucket, &has, &err), &err);
+    ASSERT_OK(ft__db_has_result(db, d, id1, &r.key, &has, &err), &err);
     ASSERT_EQ(has, 0);
     memset(&got, 0, sizeof got);
     ASSERT_OK(ft__db_query(db, NULL, collect, &got, &err), &err);
@@ -767,7 +767,7 @@ static void test_stale_template(void)
     ASSERT_EQ(again, id2);
     r = make_result(d, id2, "f16", 64, 0, 2048, FT_RESULT_OK, 2.0);
     ASSERT_OK(ft__db_record(db, &r, &err), &err);
-    ASSERT_OK(ft__db_winner(db, d, &r.bucket, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_OK(ft__db_winner(db, d, &r.key, &row, NULL, NULL, &found, &err), &err);
     ASSERT_EQ(found, 1);
     ASSERT_STREQ(row.variant, "k2");
     ASSERT_STREQ(row.template_hash, "t2");
@@ -784,7 +784,7 @@ static void test_stale_template(void)
 
     /* The current versions are in the file: a new handle starts from them. */
     ASSERT_OK(ft__db_open(path, 0, &db, &err), &err);
-    ASSERT_OK(ft__db_winner(db, d, &r.bucket, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_OK(ft__db_winner(db, d, &r.key, &row, NULL, NULL, &found, &err), &err);
     ASSERT_STREQ(row.variant, "k2");
     ft__db_close(db);
     remove_dir(dir);
@@ -840,17 +840,17 @@ static void test_stale_driver_and_devices(void)
     ASSERT_OK(ft__db_record(db, &r, &err), &err);
     r = make_result(d_a, k, "f16", 64, 0, 1024, FT_RESULT_OK, 2.0);
     ASSERT_OK(ft__db_record(db, &r, &err), &err);
-    ASSERT_OK(ft__db_winner(db, d_old, &r.bucket, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_OK(ft__db_winner(db, d_old, &r.key, &row, NULL, NULL, &found, &err), &err);
     ASSERT_EQ(found, 1);
 
     ASSERT_OK(ft__db_set_current(db, 13010, NULL, NULL, NULL, &err), &err);
-    ASSERT_OK(ft__db_winner(db, d_old, &r.bucket, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_OK(ft__db_winner(db, d_old, &r.key, &row, NULL, NULL, &found, &err), &err);
     ASSERT_EQ(found, 0);
     ASSERT_OK(ft__db_device_id(db, &new_dev, &d_new, &err), &err);
     ASSERT_NE(d_new, d_old);
     r = make_result(d_new, k, "f16", 64, 0, 1024, FT_RESULT_OK, 1.1);
     ASSERT_OK(ft__db_record(db, &r, &err), &err);
-    ASSERT_OK(ft__db_winner(db, d_new, &r.bucket, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_OK(ft__db_winner(db, d_new, &r.key, &row, NULL, NULL, &found, &err), &err);
     ASSERT_EQ(found, 1);
     ASSERT_EQ(row.device.driver_version, 13010);
     memset(&got, 0, sizeof got);
@@ -921,14 +921,14 @@ static void test_query_filters_and_order(void)
     ASSERT_EQ(got.n, 7);
     /* A100 (by name) first; then H200: bf16 < f16; 64 < 128; seqlen 1024 < 4096; time */
     ASSERT_STREQ(got.row[0].device.name, "NVIDIA A100-SXM4-80GB");
-    ASSERT_STREQ(got.row[1].result.bucket.dtype, "bf16");
+    ASSERT_STREQ(got.row[1].result.key.dtype, "bf16");
     ASSERT_STREQ(got.row[1].variant, "kb"); /* 0.5 ms before unmeasured */
     ASSERT_STREQ(got.row[2].variant, "ka");
     ASSERT_TRUE(isnan(got.row[2].result.median_ms));
-    ASSERT_EQ(got.row[3].result.bucket.head_dim, 64);
-    ASSERT_STREQ(got.row[3].result.bucket.dtype, "f16");
-    ASSERT_EQ(got.row[4].result.bucket.seqlen_bucket, 1024);
-    ASSERT_EQ(got.row[4].result.bucket.head_dim, 128);
+    ASSERT_EQ(ft__key_get(&got.row[3].result.key, "d", 0), 64);
+    ASSERT_STREQ(got.row[3].result.key.dtype, "f16");
+    ASSERT_EQ(ft__key_get(&got.row[4].result.key, "seqlen", 0), 1024);
+    ASSERT_EQ(ft__key_get(&got.row[4].result.key, "d", 0), 128);
     ASSERT_STREQ(got.row[5].variant, "kb");
     ASSERT_TRUE(got.row[5].result.median_ms == 2.0);
     ASSERT_STREQ(got.row[6].variant, "ka");
@@ -1027,10 +1027,10 @@ static void test_read_only(void)
     ASSERT_CONTAINS(err.msg, path);
     ASSERT_CONTAINS(err.msg, "readonly");
     /* the handle's own current versions, not written to the file */
-    ASSERT_OK(ft__db_has_result(db, d, k, &r.bucket, &has, &err), &err);
+    ASSERT_OK(ft__db_has_result(db, d, k, &r.key, &has, &err), &err);
     ASSERT_EQ(has, 1);
     ASSERT_OK(ft__db_set_current(db, 0, NULL, "flash_fwd_sm80", "t9", &err), &err);
-    ASSERT_OK(ft__db_has_result(db, d, k, &r.bucket, &has, &err), &err);
+    ASSERT_OK(ft__db_has_result(db, d, k, &r.key, &has, &err), &err);
     ASSERT_EQ(has, 0);
     raw_text(path, "SELECT value FROM meta WHERE key = 'template_hash/flash_fwd_sm80'", text, sizeof text);
     ASSERT_STREQ(text, "t1");

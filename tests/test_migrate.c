@@ -13,7 +13,7 @@
 #include "ops/op.h"
 
 typedef struct choice {
-    ft_db_bucket bucket;
+    ft_key key;
     long long kernel_id;
     char variant[512];
     double median_ms;
@@ -23,14 +23,14 @@ typedef struct choice {
 
 typedef struct buckets {
     int n;
-    ft_db_bucket b[64];
+    ft_key b[64];
 } buckets;
 
 static int collect_bucket(void *ud, const ft_db_row *row)
 {
     buckets *c = ud;
     if (c->n < 64)
-        c->b[c->n++] = row->result.bucket;
+        c->b[c->n++] = row->result.key;
     return 0;
 }
 
@@ -60,7 +60,7 @@ static int read_choices(const char *path, choice *out, int cap, long long *devic
         int found = 0;
         if (ft__db_winner(db, *device_id, &all.b[i], &row, &cubin, &size, &found, &err) != FT_OK || !found)
             goto fail;
-        out[n].bucket = all.b[i];
+        out[n].key = all.b[i];
         out[n].kernel_id = row.result.kernel_id;
         snprintf(out[n].variant, sizeof out[n].variant, "%s", row.variant);
         out[n].median_ms = row.result.median_ms;
@@ -130,10 +130,10 @@ static void test_read_only_then_migrated_same_winners(void)
     ASSERT_EQ(raw_int(path, "SELECT count(*) FROM v_winners WHERE dtype = 'f16' AND head_dim = 64 AND causal = 1"), 6);
     /* the key is the operation's canonical text */
     {
-        ft_db_bucket b;
+        ft_key b;
         char text[256];
-        ft__db_bucket("bf16", 128, 1, 1, 16, 16384, 16384, &b);
-        ft__db_bucket_key(&b, key, sizeof key);
+        fwd_key("bf16", 128, 1, 1, 16, 16384, 16384, &b);
+        ft__key_format(&b, key, sizeof key);
         snprintf(text, sizeof text, "SELECT count(*) FROM results WHERE key = '%s'", key);
         ASSERT_EQ(raw_int(path, text), raw_int(FT_FIXTURE_V2, "SELECT count(*) FROM results WHERE dtype = 'bf16' "
                                                               "AND head_dim = 128 AND causal = 1 AND seqlen_bucket = 16384 AND bh_bucket = 16"));
@@ -141,7 +141,7 @@ static void test_read_only_then_migrated_same_winners(void)
     m = read_choices(path, after, 64, &dev);
     ASSERT_EQ(m, n);
     for (i = 0; i < n; i++) {
-        ASSERT_TRUE(ft__db_bucket_equal(&before[i].bucket, &after[i].bucket));
+        ASSERT_TRUE(ft__key_equal(&before[i].key, &after[i].key));
         ASSERT_EQ(before[i].kernel_id, after[i].kernel_id);
         ASSERT_STREQ(before[i].variant, after[i].variant);
         ASSERT_TRUE(before[i].median_ms == after[i].median_ms);
@@ -188,7 +188,7 @@ static void test_misses_kept(void)
     ASSERT_EQ(ro.n, 2);
     ASSERT_EQ(rw.n, 2);
     for (i = 0; i < 2; i++) {
-        ASSERT_TRUE(ft__db_bucket_equal(&ro.m[i].bucket, &rw.m[i].bucket));
+        ASSERT_TRUE(ft__key_equal(&ro.m[i].key, &rw.m[i].key));
         ASSERT_EQ(ro.m[i].count, rw.m[i].count);
         ASSERT_EQ(ro.m[i].seqlen_q, rw.m[i].seqlen_q);
         ASSERT_STREQ(ro.m[i].fallback, rw.m[i].fallback);
@@ -196,9 +196,9 @@ static void test_misses_kept(void)
         ASSERT_EQ(ro.m[i].tuned, rw.m[i].tuned);
     }
     /* bf16 d=96 was never tuned; f16 d=64 causal 2048 has a winner */
-    ASSERT_STREQ(rw.m[0].bucket.dtype, "bf16");
+    ASSERT_STREQ(rw.m[0].key.dtype, "bf16");
     ASSERT_EQ(rw.m[0].tuned, 0);
-    ASSERT_EQ(rw.m[1].bucket.seqlen_bucket, 2048);
+    ASSERT_EQ(ft__key_get(&rw.m[1].key, "seqlen", 0), 2048);
     ASSERT_EQ(rw.m[1].count, 3);
     remove_dir(dir);
 }

@@ -16,7 +16,7 @@ static ft_db_miss make_miss(long long dev, const char *dtype, int head_dim, int 
     memset(&m, 0, sizeof m);
     m.device_id = dev;
     m.batch = batch, m.heads_q = heads, m.heads_kv = heads, m.seqlen_q = seqlen, m.seqlen_k = seqlen;
-    ft__db_bucket(dtype, head_dim, causal, batch, heads, seqlen, seqlen, &m.bucket);
+    fwd_key(dtype, head_dim, causal, batch, heads, seqlen, seqlen, &m.key);
     snprintf(m.fallback, sizeof m.fallback, "%s", fallback);
     return m;
 }
@@ -140,14 +140,14 @@ static void test_record_and_list(void)
     ASSERT_EQ(got.n, 3);
     /* by device name: A100 first; then bf16 before f16 */
     ASSERT_STREQ(got.m[0].device.name, "NVIDIA A100");
-    ASSERT_STREQ(got.m[1].bucket.dtype, "bf16");
-    ASSERT_EQ(got.m[1].bucket.seqlen_bucket, 128);
-    ASSERT_EQ(got.m[1].bucket.bh_bucket, 1);
-    ASSERT_STREQ(got.m[2].bucket.dtype, "f16");
-    ASSERT_EQ(got.m[2].bucket.head_dim, 128);
-    ASSERT_EQ(got.m[2].bucket.causal, 1);
-    ASSERT_EQ(got.m[2].bucket.seqlen_bucket, 4096);
-    ASSERT_EQ(got.m[2].bucket.bh_bucket, 32);
+    ASSERT_STREQ(got.m[1].key.dtype, "bf16");
+    ASSERT_EQ(ft__key_get(&got.m[1].key, "seqlen", 0), 128);
+    ASSERT_EQ(ft__key_get(&got.m[1].key, "bh", 0), 1);
+    ASSERT_STREQ(got.m[2].key.dtype, "f16");
+    ASSERT_EQ(ft__key_get(&got.m[2].key, "d", 0), 128);
+    ASSERT_EQ(ft__key_get(&got.m[2].key, "causal", 0), 1);
+    ASSERT_EQ(ft__key_get(&got.m[2].key, "seqlen", 0), 4096);
+    ASSERT_EQ(ft__key_get(&got.m[2].key, "bh", 0), 32);
     ASSERT_EQ(got.m[2].count, 2);
     ASSERT_EQ(got.m[2].batch, 2); /* the first shape */
     ASSERT_EQ(got.m[2].heads_q, 16);

@@ -70,7 +70,7 @@ typedef struct kernel_ref {
 /* A bucket to measure: its shape and the kernels (indices into the kernel table). */
 typedef struct task {
     ft_problem shape;
-    ft_db_bucket bucket;
+    ft_key key;      /* the shape's key: what the winner is for */
     int *jobs;
     unsigned char *retried; /* per job: tried once more after a protocol error */
     int njobs;
@@ -415,7 +415,7 @@ ft_status ft__tune_parse_result(const char *line, unsigned long long id, const f
             rc = in_range("lse", r.lse_error, 0, 1e30, err);
         if (rc != FT_OK)
             goto out;
-        r.tflops = ft__problem_flops(shape) / (r.median_ms * 1e-3) / 1e12;
+        r.tflops = ft__op_fwd.flops(shape) / (r.median_ms * 1e-3) / 1e12;
         if (r.tflops > FT_TUNE_MAX_TFLOPS) {
             rc = ft__fail(err, FT_ERR_CORRUPT, "median=%.6g ms is %.6g TFLOP/s on the shape (at most %g)",
                           r.median_ms, r.tflops, FT_TUNE_MAX_TFLOPS);
@@ -793,7 +793,7 @@ static void fill_result(tuner *tu, const task *t, const kernel_ref *kr, ft_resul
     memset(r, 0, sizeof *r);
     r->device_id = tu->device_id;
     r->kernel_id = kr->kernel_id;
-    r->bucket = t->bucket;
+    r->key = t->key;
     r->batch = t->shape.batch;
     r->heads_q = t->shape.heads_q;
     r->heads_kv = t->shape.heads_kv;
@@ -844,13 +844,11 @@ typedef struct collect {
 static int collect_row(void *ud, const ft_db_row *row)
 {
     collect *c = ud;
-    const ft_db_bucket *b = &c->t->bucket;
     const ft_db_result *r = &row->result;
     int i;
 
-    if (r->device_id != c->tu->device_id || r->bucket.seqlen_bucket != b->seqlen_bucket ||
-        r->bucket.bh_bucket != b->bh_bucket || r->status != FT_RESULT_OK || row->stale || !(r->median_ms > 0) ||
-        !isfinite(r->median_ms))
+    if (r->device_id != c->tu->device_id || !ft__key_equal(&r->key, &c->t->key) || r->status != FT_RESULT_OK ||
+        row->stale || !(r->median_ms > 0) || !isfinite(r->median_ms))
         return 0;
     /* keep the 64 fastest, in order */
     if (c->n == 64 && c->rows[63].result.median_ms <= r->median_ms)
@@ -878,9 +876,10 @@ static ft_status find_leaders(tuner *tu, task *t, ft_err *err)
     c->tu = tu;
     c->t = t;
     ft__db_filter_init(&f);
-    f.dtype = t->bucket.dtype;
-    f.head_dim = t->bucket.head_dim;
-    f.causal = t->bucket.causal;
+    f.op = t->key.op;
+    f.dtype = t->key.dtype;
+    f.head_dim = (int)ft__key_get(&t->key, "d", -1);
+    f.causal = (int)ft__key_get(&t->key, "causal", -1);
     f.device_name = tu->dev.name;
     rc = ft__db_query(tu->db, &f, collect_row, c, err);
     t->nleaders = 0;
@@ -930,7 +929,7 @@ static ft_status finish_race(tuner *tu, task *t, ft_err *err)
             continue; /* a round failed: the leader keeps its own measurement */
         qsort(ms, (size_t)n, sizeof ms[0], cmp_double);
         r.median_ms = ms[n / 2];
-        r.tflops = ft__problem_flops(&t->shape) / (r.median_ms * 1e-3) / 1e12;
+        r.tflops = ft__op_fwd.flops(&t->shape) / (r.median_ms * 1e-3) / 1e12;
         rc = ft__db_record(tu->db, &r, err);
     }
     if (rc == FT_OK)
@@ -964,7 +963,7 @@ static int first_of_bucket(const tuner *tu, int i)
     int j;
 
     for (j = 0; j < i; j++)
-        if (ft__db_bucket_equal(&tu->tasks[j].bucket, &tu->tasks[i].bucket))
+        if (ft__key_equal(&tu->tasks[j].key, &tu->tasks[i].key))
             return 0;
     return 1;
 }
@@ -974,7 +973,7 @@ static ft_status store_winner(tuner *tu, task *t, ft_err *err)
 {
     ft_db_row row;
     int found = 0, k;
-    ft_status rc = ft__db_winner(tu->db, tu->device_id, &t->bucket, &row, NULL, NULL, &found, err);
+    ft_status rc = ft__db_winner(tu->db, tu->device_id, &t->key, &row, NULL, NULL, &found, err);
     const kernel_ref *kr;
     ft_plan_item *it;
     ft_compiled c;
@@ -1041,8 +1040,8 @@ static void skip_bucket(tuner *tu, task *t, const char *why)
     char shown[600];
 
     printable(why, shown, sizeof shown);
-    fprintf(stderr, "flashtune tune: bucket %s d=%d causal=%d seqlen %d: %s; skipped\n", t->bucket.dtype,
-            t->bucket.head_dim, t->bucket.causal, t->shape.seqlen_k, shown);
+    fprintf(stderr, "flashtune tune: bucket %s d=%d causal=%d seqlen %d: %s; skipped\n", t->key.dtype,
+            t->shape.head_dim, t->shape.causal, t->shape.seqlen_k, shown);
     t->failed = 1;
     tu->done += t->njobs - t->next + (t->redo >= 0);
     t->redo = -1;
@@ -1471,6 +1470,19 @@ static ft_status target_add(target_list *l, const ft_workload *wl, const char *d
     return FT_OK;
 }
 
+/* The key of a target's calls. */
+static void target_key(const target *t, ft_key *out)
+{
+    ft_problem p;
+
+    memset(&p, 0, sizeof p);
+    p.batch = t->wl.b, p.heads_q = t->wl.hq, p.heads_kv = t->wl.hkv;
+    p.seqlen_q = t->wl.sq, p.seqlen_k = t->wl.sk, p.head_dim = t->wl.d;
+    p.causal = t->causal;
+    p.bf16 = strcmp(t->dtype, "bf16") == 0;
+    ft__op_fwd.key(&p, out);
+}
+
 static void workload_problem(const ft_workload *wl, ft_problem *p)
 {
     memset(p, 0, sizeof *p);
@@ -1536,25 +1548,31 @@ static int spec_has_head_dim(const tuner *tu, int d)
 static ft_status check_miss(const tuner *tu, const ft_db_miss *m, ft_err *err)
 {
     ft_problem p;
-    ft_db_bucket b;
+    ft_key k;
     ft_status rc;
+    long long causal = ft__key_get(&m->key, "causal", -1);
 
+    if (m->key.op != &ft__op_fwd)
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "the operation is not the forward one");
     memset(&p, 0, sizeof p);
     p.batch = m->batch, p.heads_q = m->heads_q, p.heads_kv = m->heads_kv;
-    p.seqlen_q = m->seqlen_q, p.seqlen_k = m->seqlen_k, p.head_dim = m->bucket.head_dim;
-    if (strcmp(m->bucket.dtype, "f16") != 0 && strcmp(m->bucket.dtype, "bf16") != 0)
+    p.seqlen_q = m->seqlen_q, p.seqlen_k = m->seqlen_k, p.head_dim = (int)ft__key_get(&m->key, "d", 0);
+    if (strcmp(m->key.dtype, "f16") != 0 && strcmp(m->key.dtype, "bf16") != 0)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "the dtype is neither f16 nor bf16");
-    if (m->bucket.causal != 0 && m->bucket.causal != 1)
-        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "causal is %d, not 0 or 1", m->bucket.causal);
+    if (causal != 0 && causal != 1)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "causal is %lld, not 0 or 1", causal);
+    p.causal = (int)causal;
+    p.bf16 = strcmp(m->key.dtype, "bf16") == 0;
     rc = ft__tune_check_shape(&p, err);
     if (rc != FT_OK)
         return rc;
-    ft__db_bucket(m->bucket.dtype, p.head_dim, m->bucket.causal, p.batch, p.heads_q, p.seqlen_q, p.seqlen_k, &b);
-    if (!ft__db_bucket_equal(&b, &m->bucket))
+    m->key.op->key(&p, &k);
+    if (!ft__key_equal(&k, &m->key))
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
-                        "the shape is not in the recorded bucket (seqlen <= %d, b*h <= %d) but in seqlen <= %d, "
-                        "b*h <= %d",
-                        m->bucket.seqlen_bucket, m->bucket.bh_bucket, b.seqlen_bucket, b.bh_bucket);
+                        "the shape is not in the recorded bucket (seqlen <= %lld, b*h <= %lld) but in seqlen <= %lld, "
+                        "b*h <= %lld",
+                        ft__key_get(&m->key, "seqlen", 0), ft__key_get(&m->key, "bh", 0), ft__key_get(&k, "seqlen", 0),
+                        ft__key_get(&k, "bh", 0));
     if (!spec_has_head_dim(tu, p.head_dim))
         return ft__fail(err, FT_ERR_UNSUPPORTED, "no spec has kernels of head dim %d", p.head_dim);
     return FT_OK;
@@ -1573,25 +1591,25 @@ static int collect_miss(void *ud, const ft_db_miss *m)
         return 0;
     if (check_miss(mc->tu, m, &why) != FT_OK) {
         char dtype[40];
-        printable(m->bucket.dtype, dtype, sizeof dtype);
+        printable(m->key.dtype, dtype, sizeof dtype);
         fprintf(stderr,
-                "flashtune tune: skipping the recorded miss %s d=%d causal=%d b=%d,hq=%d,hkv=%d,sq=%d,sk=%d "
+                "flashtune tune: skipping the recorded miss %s d=%lld causal=%lld b=%d,hq=%d,hkv=%d,sq=%d,sk=%d "
                 "(driver %d): %s\n",
-                dtype, m->bucket.head_dim, m->bucket.causal, m->batch, m->heads_q, m->heads_kv, m->seqlen_q,
+                dtype, ft__key_get(&m->key, "d", 0), ft__key_get(&m->key, "causal", 0), m->batch, m->heads_q,
+                m->heads_kv, m->seqlen_q,
                 m->seqlen_k, m->device.driver_version, why.msg);
         mc->tu->sum->misses_invalid++;
         return 0;
     }
     for (i = 0; i < mc->l->n; i++) {
-        ft_db_bucket b;
-        const target *t = &mc->l->v[i];
-        ft__db_bucket(t->dtype, t->wl.d, t->causal, t->wl.b, t->wl.hq, t->wl.sq, t->wl.sk, &b);
-        if (ft__db_bucket_equal(&b, &m->bucket))
+        ft_key k;
+        target_key(&mc->l->v[i], &k);
+        if (ft__key_equal(&k, &m->key))
             return 0;
     }
     wl.b = m->batch, wl.hq = m->heads_q, wl.hkv = m->heads_kv;
-    wl.sq = m->seqlen_q, wl.sk = m->seqlen_k, wl.d = m->bucket.head_dim;
-    mc->rc = target_add(mc->l, &wl, m->bucket.dtype, m->bucket.causal, mc->err);
+    wl.sq = m->seqlen_q, wl.sk = m->seqlen_k, wl.d = (int)ft__key_get(&m->key, "d", 0);
+    mc->rc = target_add(mc->l, &wl, m->key.dtype, (int)ft__key_get(&m->key, "causal", 0), mc->err);
     return mc->rc != FT_OK;
 }
 
@@ -1618,7 +1636,7 @@ static ft_status add_task(tuner *tu, int s, const target *tg, ft_err *err)
     t->shape.seqlen_q = wl->sq, t->shape.seqlen_k = wl->sk, t->shape.head_dim = wl->d;
     t->shape.causal = causal;
     t->shape.bf16 = strcmp(dtype, "bf16") == 0;
-    ft__db_bucket(dtype, wl->d, causal, wl->b, wl->hq, wl->sq, wl->sk, &t->bucket);
+    ft__op_fwd.key(&t->shape, &t->key);
     t->redo = -1;
     t->jobs = calloc((size_t)tu->nkernels + 1, sizeof *t->jobs);
     t->retried = calloc((size_t)tu->nkernels + 1, 1);
@@ -1641,7 +1659,7 @@ static ft_status add_task(tuner *tu, int s, const target *tg, ft_err *err)
             continue;
         matched = 1;
         if (!tu->o->remeasure)
-            rc = ft__db_has_result(tu->db, tu->device_id, kr->kernel_id, &t->bucket, &has, err);
+            rc = ft__db_has_result(tu->db, tu->device_id, kr->kernel_id, &t->key, &has, err);
         if (rc != FT_OK)
             break;
         if (has) {
@@ -1839,7 +1857,7 @@ out:
         ft_err ignored;
         int found = 0;
         if (first_of_bucket(&tu, i) &&
-            ft__db_winner(tu.db, tu.device_id, &tu.tasks[i].bucket, &row, NULL, NULL, &found, &ignored) == FT_OK)
+            ft__db_winner(tu.db, tu.device_id, &tu.tasks[i].key, &row, NULL, NULL, &found, &ignored) == FT_OK)
             summary->winners += found;
     }
     for (i = 0; i < tu.ntasks; i++) {

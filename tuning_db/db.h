@@ -1,8 +1,9 @@
 /*
  * The tuning database (SQLite): devices, kernels, and every measurement the tuner makes.
  *
- * A result belongs to a device (its fingerprint), a kernel (a compiled variant) and a
- * problem bucket (dtype, head dim, causal, sequence-length bucket, batch·heads bucket).
+ * A result belongs to a device (its fingerprint), a kernel (a compiled variant), an
+ * operation and one of its keys (ops/op.h: for the forward, dtype, head dim, causal, the
+ * sequence-length bucket and the batch·heads bucket).
  * Every measured variant is kept, not only the winner, with its status. A result measured
  * under another driver, NVRTC or template version than the current ones is stale: it is
  * kept and shown, but never chosen as a winner until re-measured.
@@ -17,6 +18,7 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "ops/op.h"
 
 #define FT_DB_SCHEMA_VERSION 3
 /* The oldest schema a read-only handle reads without migrating (its tables of results are
@@ -55,25 +57,6 @@ typedef struct ft_db_kernel {
     double compile_ms;
 } ft_db_kernel;
 
-/* The kind of call a result is for. seqlen_bucket and bh_bucket come from ft__db_bucket. */
-typedef struct ft_db_bucket {
-    char dtype[8];           /* "f16", "bf16" */
-    int head_dim;
-    int causal;
-    int seqlen_bucket;       /* power of two: the smallest >= max(seqlen_q, seqlen_k), at least 64 */
-    int bh_bucket;           /* power of two: the smallest >= batch * heads_q */
-} ft_db_bucket;
-
-void ft__db_bucket(const char *dtype, int head_dim, int causal, int batch, int heads_q,
-                   int seqlen_q, int seqlen_k, ft_db_bucket *out);
-
-/* The canonical key text a bucket is stored under (operation 'fwd', ops/fwd.c's key):
- * {"dtype":"f16","d":128,"causal":1,"seqlen":4096,"bh":64}. */
-void ft__db_bucket_key(const ft_db_bucket *b, char *out, size_t cap);
-
-/* Whether two buckets are the same. */
-int ft__db_bucket_equal(const ft_db_bucket *a, const ft_db_bucket *b);
-
 /* Whether two fingerprints are the same GPU model (name, compute capability, multiprocessors,
  * shared memory, L2), and the same driver and NVRTC. */
 int ft__db_device_same_model(const ft_db_device *a, const ft_db_device *b);
@@ -96,7 +79,9 @@ int ft__result_status_parse(const char *name, ft_result_status *out); /* 1 on su
 typedef struct ft_db_result {
     long long device_id;
     long long kernel_id;
-    ft_db_bucket bucket;
+    ft_key key;              /* the operation and its key. Read from a file: key.op is NULL for an
+                                operation this build does not know (a newer flashtune's), whose
+                                rows are listed but never chosen */
     int batch, heads_q, heads_kv, seqlen_q, seqlen_k; /* the shape measured */
     ft_result_status status;
     char reason[512];        /* "" when ok */
@@ -117,7 +102,7 @@ typedef struct ft_db_row {
     char template_hash[65];
     char measured_at[32];    /* UTC, "2026-11-30 08:15:02" */
     int stale;               /* measured under another driver / NVRTC / template version */
-    int winner;              /* the fastest non-stale ok result of its (device, bucket) */
+    int winner;              /* the fastest non-stale ok result of its (device, operation, key) */
 } ft_db_row;
 
 /* Opens or creates a database. path NULL: $FLASHTUNE_DB (empty counts as unset), else
@@ -159,33 +144,36 @@ ft_status ft__db_kernel_id(ft_db *db, const ft_db_kernel *k, long long *id, ft_e
 ft_status ft__db_set_current(ft_db *db, int driver_version, const char *nvrtc_version,
                              const char *family, const char *template_hash, ft_err *err);
 
-/* Records a result, replacing an earlier one for the same (device, kernel, bucket). */
+/* Records a result, replacing an earlier one for the same (device, kernel, operation, key);
+ * r->key.op must be an operation (FT_ERR_INVALID_ARGUMENT otherwise). */
 ft_status ft__db_record(ft_db *db, const ft_db_result *r, ft_err *err);
 
-/* Whether a non-stale result exists for (device, kernel, bucket): the tuner skips those
+/* Whether a non-stale result exists for (device, kernel, key): the tuner skips those
  * when it resumes. */
 ft_status ft__db_has_result(ft_db *db, long long device_id, long long kernel_id,
-                            const ft_db_bucket *b, int *has, ft_err *err);
+                            const ft_key *key, int *has, ft_err *err);
 
 /* Query filters; NULL / -1 fields match everything. */
 typedef struct ft_db_filter {
     const char *device_name; /* substring match */
+    const ft_op *op;         /* NULL: every operation */
     const char *dtype;
     int head_dim;            /* -1: any */
     int causal;              /* -1: any */
-    int winners_only;        /* 1: one row per (device, bucket), the winner */
+    int winners_only;        /* 1: one row per (device, operation, key), the winner */
 } ft_db_filter;
 
 void ft__db_filter_init(ft_db_filter *f);
 
 /* Calls fn for each matching row, ordered by device, dtype, head dim, causal, seqlen
- * bucket, bh bucket, then median time (unmeasured last). fn returning non-zero stops. */
+ * bucket, bh bucket (the key's fields), then median time (unmeasured last). fn returning
+ * non-zero stops. */
 ft_status ft__db_query(ft_db *db, const ft_db_filter *f,
                        int (*fn)(void *ud, const ft_db_row *row), void *ud, ft_err *err);
 
-/* The winner of (device, bucket), with its kernel's cubin (malloc'd into *cubin, caller
+/* The winner of (device, key), with its kernel's cubin (malloc'd into *cubin, caller
  * frees) when cubin is not NULL. *found = 0 when there is none. */
-ft_status ft__db_winner(ft_db *db, long long device_id, const ft_db_bucket *b, ft_db_row *row,
+ft_status ft__db_winner(ft_db *db, long long device_id, const ft_key *key, ft_db_row *row,
                         void **cubin, size_t *cubin_size, int *found, ft_err *err);
 
 /* Devices in the database, with result counts. */
@@ -198,16 +186,16 @@ ft_status ft__db_devices(ft_db *db, int (*fn)(void *ud, long long id, const ft_d
 typedef struct ft_db_miss {
     long long device_id;
     ft_db_device device;     /* listing only */
-    ft_db_bucket bucket;
+    ft_key key;              /* key.op NULL: an operation this build does not know */
     int batch, heads_q, heads_kv, seqlen_q, seqlen_k; /* the first call that missed */
     char fallback[16];       /* what ran instead: "nearest", "default" (or why nothing did) */
     long long count;         /* listing: how many times it was recorded */
     char first_seen[32];     /* listing: UTC, "2026-11-30 08:15:02" */
     char last_seen[32];
-    int tuned;               /* listing: the bucket has a winner for the device now */
+    int tuned;               /* listing: the key has a winner for the device now */
 } ft_db_miss;
 
-/* Records a miss of (device_id, bucket): a new row with count 1, or count + 1 and last_seen
+/* Records a miss of (device_id, key): a new row with count 1, or count + 1 and last_seen
  * now for a known one (its shape stays that of the first). Needs a writable handle. */
 ft_status ft__db_record_miss(ft_db *db, const ft_db_miss *m, ft_err *err);
 

@@ -92,6 +92,11 @@ ft_status ft__db_step_id(ft_db *db, sqlite3_stmt *s, long long *id, const char *
 /* One row of ST_WINNER or ST_QUERY. */
 ft_status ft__db_read_row(ft_db *db, sqlite3_stmt *s, ft_db_row *row, ft_err *err);
 
+/* The key of columns op and key: parsed for an operation this build has, key.op NULL for
+ * another; a key text an operation of this build cannot read is FT_ERR_CORRUPT naming the
+ * file. */
+ft_status ft__db_column_key(ft_db *db, sqlite3_stmt *s, int op_col, int key_col, ft_key *out, ft_err *err);
+
 /* ---- binding by parameter name; the first failure sticks -------------------------------- */
 
 typedef struct ft_db_binder {
@@ -181,14 +186,14 @@ static inline void bind_shape(ft_db_binder *b, int batch, int heads_q, int heads
     bind_int(b, ":seqlen_k", seqlen_k);
 }
 
-/* A bucket as the operation and key it is stored under. */
-static inline void bind_bucket(ft_db_binder *b, const ft_db_bucket *k)
+/* A key as the operation's name and the key's canonical text. */
+static inline void bind_key(ft_db_binder *b, const ft_key *k)
 {
-    char key[FT_KEY_TEXT_MAX];
+    char text[FT_KEY_TEXT_MAX];
 
-    ft__db_bucket_key(k, key, sizeof key);
-    bind_text(b, ":op", "fwd", (size_t)-1);
-    bind_text_copy(b, ":key", key);
+    ft__key_format(k, text, sizeof text);
+    bind_text(b, ":op", k->op != NULL ? k->op->name : NULL, (size_t)-1);
+    bind_text_copy(b, ":key", text);
 }
 
 /* ---- reading columns ---------------------------------------------------------------------- */

@@ -12,8 +12,8 @@ ft_status ft__db_record_miss(ft_db *db, const ft_db_miss *m, ft_err *err)
     int began = 0;
     ft_db_binder b;
 
-    if (db == NULL || m == NULL) {
-        ft__fail(err, rc, "ft__db_record_miss: NULL argument");
+    if (db == NULL || m == NULL || m->key.op == NULL) {
+        ft__fail(err, rc, "ft__db_record_miss: NULL argument or a key without its operation");
         goto out;
     }
     if (db->read_only) {
@@ -25,7 +25,7 @@ ft_status ft__db_record_miss(ft_db *db, const ft_db_miss *m, ft_err *err)
         goto out;
     b = (ft_db_binder){s, SQLITE_OK, NULL};
     bind_int(&b, ":device_id", m->device_id);
-    bind_bucket(&b, &m->bucket);
+    bind_key(&b, &m->key);
     bind_shape(&b, m->batch, m->heads_q, m->heads_kv, m->seqlen_q, m->seqlen_k);
     bind_text(&b, ":fallback", m->fallback, sizeof m->fallback);
     if (b.rc != SQLITE_OK) {
@@ -82,21 +82,19 @@ ft_status ft__db_misses(ft_db *db, const char *device_name, long long device_id,
         memset(&m, 0, sizeof m);
         m.device_id = sqlite3_column_int64(s, 0);
         column_device(s, 1, &m.device);
-        column_text(s, 9, m.bucket.dtype, sizeof m.bucket.dtype);
-        m.bucket.head_dim = sqlite3_column_int(s, 10);
-        m.bucket.causal = sqlite3_column_int(s, 11);
-        m.bucket.seqlen_bucket = sqlite3_column_int(s, 12);
-        m.bucket.bh_bucket = sqlite3_column_int(s, 13);
-        m.batch = column_size(s, 14);
-        m.heads_q = column_size(s, 15);
-        m.heads_kv = column_size(s, 16);
-        m.seqlen_q = column_size(s, 17);
-        m.seqlen_k = column_size(s, 18);
-        column_text(s, 19, m.fallback, sizeof m.fallback);
-        m.count = sqlite3_column_int64(s, 20);
-        column_text(s, 21, m.first_seen, sizeof m.first_seen);
-        column_text(s, 22, m.last_seen, sizeof m.last_seen);
-        m.tuned = sqlite3_column_int(s, 23) != 0;
+        rc = ft__db_column_key(db, s, 9, 10, &m.key, err);
+        if (rc != FT_OK)
+            goto out;
+        m.batch = column_size(s, 11);
+        m.heads_q = column_size(s, 12);
+        m.heads_kv = column_size(s, 13);
+        m.seqlen_q = column_size(s, 14);
+        m.seqlen_k = column_size(s, 15);
+        column_text(s, 16, m.fallback, sizeof m.fallback);
+        m.count = sqlite3_column_int64(s, 17);
+        column_text(s, 18, m.first_seen, sizeof m.first_seen);
+        column_text(s, 19, m.last_seen, sizeof m.last_seen);
+        m.tuned = sqlite3_column_int(s, 20) != 0;
         if (fn(ud, &m) != 0)
             break;
     }

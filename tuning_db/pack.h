@@ -3,7 +3,7 @@
  * `flashtune export` / `flashtune import`, ft_context_options.pack, and the C source that
  * `flashtune export --format c` writes (an ft_kernel_set).
  *
- * ---- The file format (version 1) ------------------------------------------------------------
+ * ---- The file format (version 2; version 1 is read too) ---------------------------------------
  *
  *   FTPACK <version> <index bytes> <blob bytes> <sha256>\n     the header line (ASCII)
  *   <index: JSON, exactly <index bytes> long, ending in \n>
@@ -22,10 +22,14 @@
  *                    "smem_static", "smem_dynamic", "compile_ms",
  *                    "cubin":  { "offset", "size", "sha256" },   (offset: from the first blob byte)
  *                    "source": { "offset", "size", "sha256" } }, ... ],
- *     "winners": [ { "kernel" (an index into kernels), "dtype", "head_dim", "causal",
- *                    "seqlen_bucket", "bh_bucket", "batch", "heads_q", "heads_kv", "seqlen_q",
- *                    "seqlen_k", "median_ms", "iqr_ms", "tflops", "max_error", "repetitions",
- *                    "measured_at" }, ... ] }
+ *     "winners": [ { "kernel" (an index into kernels), "op" (the operation: "fwd"),
+ *                    "key" (its key's fields: {"dtype": "f16", "d": 128, "causal": 1,
+ *                           "seqlen": 4096, "bh": 64} for the forward),
+ *                    "batch", "heads_q", "heads_kv", "seqlen_q", "seqlen_k", "median_ms",
+ *                    "iqr_ms", "tflops", "max_error", "repetitions", "measured_at" }, ... ] }
+ *
+ * Version 1 (flashtune 0.1) had no "op" and "key": its winners are the forward's, their key the
+ * fields "dtype", "head_dim", "causal", "seqlen_bucket" and "bh_bucket".
  *
  * Numbers that were not measured are null; times are written with 17 significant digits, so
  * an import reproduces the database's values exactly.
@@ -49,7 +53,7 @@
 #include "common/error.h"
 #include "tuning_db/db.h"
 
-#define FT_PACK_VERSION 1
+#define FT_PACK_VERSION 2
 #define FT_PACK_MAGIC "FTPACK"
 
 /* The most a pack may hold. A device's full tune has some hundreds of buckets (96 in the
@@ -85,6 +89,8 @@ typedef struct ft_pack {
     /* The ft_kernel_set view (ft__pack_kernel_set), pointing into the pack. */
     ft_kernel_set set;
     ft_kernel_set_entry *entries;
+    const char **entry_ops, **entry_keys;
+    char (*key_texts)[FT_KEY_TEXT_MAX];
 } ft_pack;
 
 void ft__pack_free(ft_pack *p); /* frees what the pack holds and zeroes it; NULL is a no-op */
@@ -92,15 +98,15 @@ void ft__pack_free(ft_pack *p); /* frees what the pack holds and zeroes it; NULL
 /* Checks what a pack holds, as import and the runtime need it (FT_ERR_INVALID_ARGUMENT with a
  * message naming the kernel or winner; nothing else is looked at):
  *   - one to FT_PACK_MAX_KERNELS kernels and FT_PACK_MAX_WINNERS winners, every kernel used by a
- *     winner, no two kernels with one source hash and target, no two winners of one bucket;
+ *     winner, no two kernels with one source hash and target, no two winners of one key;
  *   - the device: a printable name, a compute capability, an NVRTC version of digits and dots;
  *   - each kernel: family, target, entry, hashes and variant well formed; its source_hash the
  *     sha256 of its source; its target the one flashtune builds its family for on the device
  *     (ft__kernel_target_check); its cubin an ELF image for the device's SM that defines its
  *     entry (ft__cubin_check); rows_per_block its variant's bm; threads and shared memory within
  *     the device's limits;
- *   - each winner: dtype, head dim, causality and power-of-two buckets, the buckets those of its
- *     shape, a positive median time, non-negative measurements (or none), a measured_at of the
+ *   - each winner: an operation of this build, dtype, head dim and causality in range, its key
+ *     the one its operation gives its shape (the buckets powers of two), a positive median time, non-negative measurements (or none), a measured_at of the
  *     database's form, and its kernel's variant computing its bucket (ft__variant_check).
  * Every string of a pack is UTF-8 without control characters: what reaches a terminal or
  * generated C is text, never a control sequence. */
@@ -154,8 +160,10 @@ ft_status ft__pack_kernel_set(ft_pack *p, const ft_kernel_set **out, ft_err *err
  * is not an error here: loading it fails, and the context falls back). */
 ft_status ft__kernel_set_check(const ft_kernel_set *s, ft_err *err);
 
-/* The bucket of a kernel-set entry. */
-void ft__kernel_set_bucket(const ft_kernel_set_entry *e, ft_db_bucket *out);
+/* The operation and key of entry i of a kernel set: from the set's ops and keys (version 2), or
+ * the forward's key from the entry's bucket fields (version 1). FT_ERR_CORRUPT when an entry's
+ * key cannot be read, FT_ERR_UNSUPPORTED for an operation this build does not have. */
+ft_status ft__kernel_set_key(const ft_kernel_set *s, int i, ft_key *out, ft_err *err);
 
 /* Query rows per block of a variant string: its bm (64 when it has none, as the loader does). */
 int ft__pack_rows_per_block(const char *variant);

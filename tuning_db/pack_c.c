@@ -170,9 +170,10 @@ ft_status ft__pack_write_c(const ft_pack *p, const char *path, const char *symbo
     for (i = 0; i < p->nwinners; i++) {
         const ft_pack_winner *w = &p->winners[i];
         const ft_pack_kernel *pk = &p->kernels[w->kernel];
-        fprintf(f, "    {.dtype = %s, .head_dim = %d, .causal = %d, .seqlen_bucket = %d, .bh_bucket = %d,\n"
-                   "     .variant = ", strcmp(w->r.bucket.dtype, "bf16") == 0 ? "FT_BF16" : "FT_F16",
-                w->r.bucket.head_dim, w->r.bucket.causal, w->r.bucket.seqlen_bucket, w->r.bucket.bh_bucket);
+        fprintf(f, "    {.dtype = %s, .head_dim = %lld, .causal = %lld, .seqlen_bucket = %lld, .bh_bucket = %lld,\n"
+                   "     .variant = ", strcmp(w->r.key.dtype, "bf16") == 0 ? "FT_BF16" : "FT_F16",
+                ft__key_get(&w->r.key, "d", 0), ft__key_get(&w->r.key, "causal", 0),
+                ft__key_get(&w->r.key, "seqlen", 0), ft__key_get(&w->r.key, "bh", 0));
         c_string(f, pk->k.variant);
         fprintf(f, ", .family = ");
         c_string(f, pk->k.family);
@@ -183,6 +184,20 @@ ft_status ft__pack_write_c(const ft_pack *p, const char *path, const char *symbo
                 pk->k.threads, pk->rows_per_block, pk->k.smem_dynamic, symbol, w->kernel, symbol, w->kernel);
         c_double(f, w->r.median_ms);
         fprintf(f, "},\n");
+    }
+    fprintf(f, "};\n\nstatic const char *const %s_ops[%d] = {", symbol, p->nwinners);
+    for (i = 0; i < p->nwinners; i++) {
+        fputs(i % 8 == 0 ? "\n    " : " ", f);
+        c_string(f, p->winners[i].r.key.op->name);
+        fputc(',', f);
+    }
+    fprintf(f, "\n};\n\nstatic const char *const %s_keys[%d] = {\n", symbol, p->nwinners);
+    for (i = 0; i < p->nwinners; i++) {
+        char key[FT_KEY_TEXT_MAX];
+        ft__key_format(&p->winners[i].r.key, key, sizeof key);
+        fputs("    ", f);
+        c_string(f, key);
+        fputs(",\n", f);
     }
     fprintf(f, "};\n\nextern const ft_kernel_set %s;\nconst ft_kernel_set %s = {\n    .version = %d,\n"
                "    .device_name = ", symbol, symbol, FT_KERNEL_SET_VERSION);
@@ -195,7 +210,8 @@ ft_status ft__pack_write_c(const ft_pack *p, const char *path, const char *symbo
     c_string(f, p->flashtune_version);
     fprintf(f, ", .created = ");
     c_string(f, p->created);
-    fprintf(f, ",\n    .count = %d, .entries = %s_entries,\n};\n", p->nwinners, symbol);
+    fprintf(f, ",\n    .count = %d, .entries = %s_entries, .ops = %s_ops, .keys = %s_keys,\n};\n", p->nwinners,
+            symbol, symbol, symbol);
     failed = ferror(f) != 0;
     if (fclose(f) != 0)
         failed = 1;

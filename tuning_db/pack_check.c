@@ -37,6 +37,9 @@ void ft__pack_free(ft_pack *p)
     free(p->kernels);
     free(p->winners);
     free(p->entries);
+    free(p->entry_ops);
+    free(p->entry_keys);
+    free(p->key_texts);
     memset(p, 0, sizeof *p);
 }
 
@@ -232,33 +235,38 @@ int ft__pack_check_kernel(const ft_pack_kernel *pk, const ft_db_device *d, char 
 int ft__pack_check_winner(const ft_pack_winner *w, const ft_pack_kernel *pk, char *why, size_t cap)
 {
     const ft_db_result *r = &w->r;
-    const ft_db_bucket *b = &r->bucket;
-    ft_db_bucket shape;
-    char msg[300];
+    const ft_key *k = &r->key;
+    long long d = ft__key_get(k, "d", -1), causal = ft__key_get(k, "causal", -1);
+    char msg[300], have[FT_KEY_TEXT_MAX], want[FT_KEY_TEXT_MAX];
+    ft_key shape;
 
-    if (strcmp(b->dtype, "f16") != 0 && strcmp(b->dtype, "bf16") != 0)
+    if (k->op == NULL)
+        return ft__pack_refuse(why, cap, "its operation is not one this build has");
+    if (strcmp(k->dtype, "f16") != 0 && strcmp(k->dtype, "bf16") != 0)
         return ft__pack_refuse(why, cap, "its dtype is not f16 or bf16");
-    if (b->head_dim < 1 || b->head_dim > 4096 || (b->causal != 0 && b->causal != 1))
+    if (d < 1 || d > 4096 || (causal != 0 && causal != 1))
         return ft__pack_refuse(why, cap, "its head dim or causality is out of range");
-    if (!ft__pack_pow2(b->seqlen_bucket) || !ft__pack_pow2(b->bh_bucket) || b->seqlen_bucket < 64)
-        return ft__pack_refuse(why, cap, "its buckets (seqlen %d, b*h %d) are not powers of two (seqlen at least 64)",
-                      b->seqlen_bucket, b->bh_bucket);
     if (r->batch < 1 || r->heads_q < 1 || r->heads_kv < 1 || r->heads_q % r->heads_kv != 0 || r->seqlen_q < 1 ||
         r->seqlen_k < 1)
         return ft__pack_refuse(why, cap, "its shape is not one (batch, heads and lengths positive, heads_q a multiple of "
                       "heads_kv)");
-    ft__db_bucket(b->dtype, b->head_dim, b->causal, r->batch, r->heads_q, r->seqlen_q, r->seqlen_k, &shape);
-    if (!ft__db_bucket_equal(&shape, b))
-        return ft__pack_refuse(why, cap, "its shape (b=%d,hq=%d,sq=%d,sk=%d) is in bucket seqlen<=%d b*h<=%d, not in its own "
-                      "(seqlen<=%d, b*h<=%d)", r->batch, r->heads_q, r->seqlen_q, r->seqlen_k, shape.seqlen_bucket,
-                      shape.bh_bucket, b->seqlen_bucket, b->bh_bucket);
+    /* The key the operation gives the shape: the key's buckets must be those (which also makes
+     * them powers of two, at least the operation's least). */
+    ft__key_of(k->op, k->dtype, (int)d, (int)causal, r->batch, r->heads_q, r->heads_kv, r->seqlen_q, r->seqlen_k,
+               &shape);
+    if (!ft__key_equal(&shape, k)) {
+        ft__key_format(&shape, want, sizeof want);
+        ft__key_format(k, have, sizeof have);
+        return ft__pack_refuse(why, cap, "its shape (b=%d,hq=%d,sq=%d,sk=%d) has the key %s, not its own %s", r->batch,
+                               r->heads_q, r->seqlen_q, r->seqlen_k, want, have);
+    }
     if (!(isfinite(r->median_ms) && r->median_ms > 0))
         return ft__pack_refuse(why, cap, "it has no positive measured time");
     if (!measure(r->iqr_ms) || !measure(r->tflops) || !measure(r->max_error) || r->repetitions < 0)
         return ft__pack_refuse(why, cap, "a measurement is negative or infinite");
     if (w->measured_at[0] != '\0' && !timestamp(w->measured_at))
         return ft__pack_refuse(why, cap, "its measured_at is not of the form 2026-11-30 08:15:02");
-    if (!ft__variant_check(pk->k.variant, b->dtype, b->head_dim, b->causal, pk->rows_per_block, msg, sizeof msg))
+    if (!ft__variant_check(pk->k.variant, k->dtype, (int)d, (int)causal, pk->rows_per_block, msg, sizeof msg))
         return ft__pack_refuse(why, cap, "%s", msg);
     return 1;
 }
@@ -283,26 +291,11 @@ static int cmp_kernel(const void *a, const void *b)
     return c != 0 ? c : strcmp(x->k.arch, y->k.arch);
 }
 
-int ft__pack_cmp_bucket(const ft_db_bucket *x, const ft_db_bucket *y)
-{
-    int c = strcmp(x->dtype, y->dtype);
-
-    if (c != 0)
-        return c;
-    if (x->head_dim != y->head_dim)
-        return x->head_dim < y->head_dim ? -1 : 1;
-    if (x->causal != y->causal)
-        return x->causal < y->causal ? -1 : 1;
-    if (x->seqlen_bucket != y->seqlen_bucket)
-        return x->seqlen_bucket < y->seqlen_bucket ? -1 : 1;
-    return x->bh_bucket < y->bh_bucket ? -1 : x->bh_bucket > y->bh_bucket;
-}
-
 static int cmp_winner(const void *a, const void *b)
 {
     const ft_pack_winner *x = *(const ft_pack_winner *const *)a, *y = *(const ft_pack_winner *const *)b;
 
-    return ft__pack_cmp_bucket(&x->r.bucket, &y->r.bucket);
+    return ft__key_cmp(&x->r.key, &y->r.key);
 }
 
 ft_status ft__pack_check(const ft_pack *p, ft_err *err)
@@ -354,9 +347,10 @@ ft_status ft__pack_check(const ft_pack *p, ft_err *err)
         }
         if (!ft__pack_check_winner(w, &p->kernels[w->kernel], why, sizeof why)) {
             kernel_name(p, w->kernel, name, sizeof name);
-            ft__fail(err, rc, "winner %d (%s d=%d causal=%d seqlen<=%d b*h<=%d, %s): %s", i,
-                     ft__pack_printable(w->r.bucket.dtype) ? w->r.bucket.dtype : "?", w->r.bucket.head_dim,
-                     w->r.bucket.causal, w->r.bucket.seqlen_bucket, w->r.bucket.bh_bucket, name, why);
+            char key[FT_KEY_TEXT_MAX];
+            ft__key_format(&w->r.key, key, sizeof key);
+            ft__fail(err, rc, "winner %d (%s %s, %s): %s", i, w->r.key.op != NULL ? w->r.key.op->name : "?",
+                     ft__pack_printable(key) ? key : "?", name, why);
             goto out;
         }
         used[w->kernel] = 1;
@@ -383,7 +377,7 @@ ft_status ft__pack_check(const ft_pack *p, ft_err *err)
     for (i = 1; i < p->nwinners; i++) {
         if (cmp_winner(&wo[i - 1], &wo[i]) == 0) {
             int a = (int)(wo[i - 1] - p->winners), b = (int)(wo[i] - p->winners);
-            ft__fail(err, rc, "winners %d and %d are of one bucket", a < b ? a : b, a < b ? b : a);
+            ft__fail(err, rc, "winners %d and %d are of one key", a < b ? a : b, a < b ? b : a);
             goto out;
         }
     }

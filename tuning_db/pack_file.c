@@ -21,7 +21,7 @@
 #include "generator/family.h"
 #include "tuning_db/pack_internal.h"
 
-#define MAX_JSON_DEPTH 4   /* the index: root, kernels, a kernel, its blob */
+#define MAX_JSON_DEPTH 4   /* the index: root, kernels, a kernel, its blob (winners, a winner, its key) */
 #define MAX_HEADER 200     /* bytes of the header line, newline included */
 
 /* ---- export from a database ---------------------------------------------------------------- */
@@ -61,12 +61,14 @@ static void free_kernel(ft_pack_kernel *pk)
 }
 
 /* Counts a winner left out because import would refuse it; keeps why for the first. */
-static void note_refused(ft_pack_skipped *s, const ft_db_bucket *b, const char *variant, const char *why)
+static void note_refused(ft_pack_skipped *s, const ft_key *k, const char *variant, const char *why)
 {
+    char key[FT_KEY_TEXT_MAX];
+
+    ft__key_format(k, key, sizeof key);
     if (s->refused == 0)
-        snprintf(s->first, sizeof s->first, "%s d=%d causal=%d seqlen<=%d b*h<=%d (%s): %s",
-                 ft__pack_printable(b->dtype) ? b->dtype : "?", b->head_dim, b->causal, b->seqlen_bucket, b->bh_bucket,
-                 ft__pack_printable(variant) ? variant : "?", why);
+        snprintf(s->first, sizeof s->first, "%s %s (%s): %s", k->op != NULL ? k->op->name : "?",
+                 ft__pack_printable(key) ? key : "?", ft__pack_printable(variant) ? variant : "?", why);
     s->refused++;
 }
 
@@ -140,7 +142,7 @@ ft_status ft__pack_from_db(ft_db *db, long long device_id, ft_pack *out, ft_pack
                 continue;
             }
             if (!ft__pack_check_kernel(&cand, &out->device, why, sizeof why)) {
-                note_refused(&skip, &row->result.bucket, cand.k.variant, why);
+                note_refused(&skip, &row->result.key, cand.k.variant, why);
                 free_kernel(&cand);
                 continue;
             }
@@ -156,7 +158,7 @@ ft_status ft__pack_from_db(ft_db *db, long long device_id, ft_pack *out, ft_pack
         w.r.reason[0] = '\0';
         snprintf(w.measured_at, sizeof w.measured_at, "%s", row->measured_at);
         if (!ft__pack_check_winner(&w, pk, why, sizeof why)) {
-            note_refused(&skip, &w.r.bucket, pk->k.variant, why);
+            note_refused(&skip, &w.r.key, pk->k.variant, why);
             if (pk == &cand)
                 free_kernel(&cand);
             continue;
@@ -281,11 +283,12 @@ ft_status ft__pack_write(ft_pack *p, const char *path, size_t *bytes, ft_err *er
         const ft_pack_winner *w = &p->winners[i];
         const ft_db_result *r = &w->r;
         ft__sb_printf(&idx, "%s{\"kernel\": %d, ", i ? ",\n  " : "\n  ", w->kernel);
-        sb_key_string(&idx, "dtype", r->bucket.dtype);
-        ft__sb_printf(&idx, ", \"head_dim\": %d, \"causal\": %d, \"seqlen_bucket\": %d, \"bh_bucket\": %d, "
-                      "\"batch\": %d, \"heads_q\": %d, \"heads_kv\": %d, \"seqlen_q\": %d, \"seqlen_k\": %d, ",
-                      r->bucket.head_dim, r->bucket.causal, r->bucket.seqlen_bucket, r->bucket.bh_bucket, r->batch,
-                      r->heads_q, r->heads_kv, r->seqlen_q, r->seqlen_k);
+        char key[FT_KEY_TEXT_MAX];
+        ft__key_format(&r->key, key, sizeof key);
+        sb_key_string(&idx, "op", r->key.op->name);
+        ft__sb_printf(&idx, ", \"key\": %s, \"batch\": %d, \"heads_q\": %d, \"heads_kv\": %d, \"seqlen_q\": %d, "
+                      "\"seqlen_k\": %d, ",
+                      key, r->batch, r->heads_q, r->heads_kv, r->seqlen_q, r->seqlen_k);
         sb_key_real(&idx, "median_ms", r->median_ms);
         ft__sb_puts(&idx, ", ");
         sb_key_real(&idx, "iqr_ms", r->iqr_ms);
@@ -397,7 +400,7 @@ static ft_status parse_header(const char *text, size_t size, const char *name, p
         return ft__fail(err, FT_ERR_CORRUPT, "%s is a corrupt flashtune pack: the header has no format version", name);
     if (version > FT_PACK_VERSION)
         return ft__fail(err, FT_ERR_UNSUPPORTED, "%s is a flashtune pack of format version %llu; this flashtune (%s) "
-                        "reads version %d (a newer flashtune wrote it)", name, version, FT_VERSION_STRING,
+                        "reads versions 1 to %d (a newer flashtune wrote it)", name, version, FT_VERSION_STRING,
                         FT_PACK_VERSION);
     p++;
     if (!header_number(&p, nl, &h->ilen) || p == nl || *p != ' ')
@@ -470,9 +473,13 @@ static const char *const kernel_keys[] = {"family", "variant", "arch", "template
                                           "threads", "rows_per_block", "registers", "spill_stores", "spill_loads",
                                           "smem_static", "smem_dynamic", "compile_ms", "cubin", "source", NULL};
 static const char *const blob_keys[] = {"offset", "size", "sha256", NULL};
-static const char *const winner_keys[] = {"kernel", "dtype", "head_dim", "causal", "seqlen_bucket", "bh_bucket",
-                                          "batch", "heads_q", "heads_kv", "seqlen_q", "seqlen_k", "median_ms",
-                                          "iqr_ms", "tflops", "max_error", "repetitions", "measured_at", NULL};
+static const char *const winner_keys[] = {"kernel", "op", "key", "batch", "heads_q", "heads_kv", "seqlen_q",
+                                          "seqlen_k", "median_ms", "iqr_ms", "tflops", "max_error", "repetitions",
+                                          "measured_at", NULL};
+/* Version 1: the forward's bucket as five fields of the winner. */
+static const char *const winner_keys_v1[] = {"kernel", "dtype", "head_dim", "causal", "seqlen_bucket", "bh_bucket",
+                                             "batch", "heads_q", "heads_kv", "seqlen_q", "seqlen_k", "median_ms",
+                                             "iqr_ms", "tflops", "max_error", "repetitions", "measured_at", NULL};
 
 /* An object holding no key but those of the format (each once: the parser refuses repeats). */
 static int only_keys(reader *r, const ft_json *obj, const char *const *keys, const char *in)
@@ -618,21 +625,75 @@ static int read_kernel(reader *r, const ft_json *n, const unsigned char *blobs, 
     return 1;
 }
 
-static int read_winner(reader *r, const ft_json *n, int nkernels, ft_pack_winner *w, int index)
+/* A winner's key: version 2 names the operation and gives its key as an object of the
+ * operation's fields; version 1's winners are the forward's, their bucket five fields. */
+static int read_key(reader *r, const ft_json *n, int version, ft_key *out, const char *in)
+{
+    ft_strbuf sb = FT_STRBUF_INIT;
+    const ft_json *key;
+    const ft_op *op;
+    char name[16];
+    ft_err kerr;
+    int i, ok = 0;
+
+    if (version == 1) {
+        char dtype[8];
+        int head_dim, causal, seqlen, bh;
+        if (!get_str(r, n, "dtype", dtype, sizeof dtype, in) || !get_int(r, n, "head_dim", 1, 1 << 16, &head_dim, in) ||
+            !get_int(r, n, "causal", 0, 1, &causal, in) ||
+            !get_int(r, n, "seqlen_bucket", 1, 1 << 30, &seqlen, in) || !get_int(r, n, "bh_bucket", 1, 1 << 30, &bh, in))
+            return 0;
+        ft__sb_printf(&sb, "{\"dtype\":\"%s\",\"d\":%d,\"causal\":%d,\"seqlen\":%d,\"bh\":%d}", dtype, head_dim,
+                      causal, seqlen, bh);
+        op = &ft__op_fwd;
+    } else {
+        if (!get_str(r, n, "op", name, sizeof name, in))
+            return 0;
+        op = ft__op_find(name);
+        if (op == NULL)
+            return bad(r, in, "its operation '%.15s' is not one this build has", ft__pack_printable(name) ? name : "?");
+        key = ft__json_member(n, "key");
+        if (key == NULL || key->type != FT_JSON_OBJECT || key->n > FT_KEY_MAX_FIELDS + 1)
+            return bad(r, in, "%s", "its key is not an object of its operation's fields");
+        /* The members as flat JSON again, checked by the operation's key parser: strings and
+         * integers only. */
+        ft__sb_puts(&sb, "{");
+        for (i = 0; i < key->n; i++) {
+            const ft_json *m = &key->kids[i];
+            if (m->type == FT_JSON_STRING && ft__pack_all_of(m->str, IDENT_, 1) && ft__pack_all_of(m->key, IDENT_, 1))
+                ft__sb_printf(&sb, "%s\"%s\":\"%s\"", i ? "," : "", m->key, m->str);
+            else if (m->type == FT_JSON_NUMBER && m->is_int && ft__pack_all_of(m->key, IDENT_, 1))
+                ft__sb_printf(&sb, "%s\"%s\":%lld", i ? "," : "", m->key, m->ival);
+            else
+                goto bad_key;
+        }
+        ft__sb_puts(&sb, "}");
+    }
+    if (sb.failed) {
+        r->rc = ft__fail(r->err, FT_ERR_OUT_OF_MEMORY, "out of memory reading %s", r->name);
+        goto out;
+    }
+    if (ft__key_parse(op, sb.data, out, &kerr) != FT_OK)
+        goto bad_key;
+    ok = 1;
+    goto out;
+bad_key:
+    ok = bad(r, in, "its key is not one of operation %s (fields dtype, %s...)", op->name, op->key_fields[0]);
+out:
+    ft__sb_free(&sb);
+    return ok;
+}
+
+static int read_winner(reader *r, const ft_json *n, int nkernels, int version, ft_pack_winner *w, int index)
 {
     ft_db_result *res = &w->r;
     char in[48];
     int ok;
 
     snprintf(in, sizeof in, "winner %d", index);
-    if (!only_keys(r, n, winner_keys, in))
+    if (!only_keys(r, n, version == 1 ? winner_keys_v1 : winner_keys, in))
         return 0;
-    ok = get_int(r, n, "kernel", 0, nkernels - 1, &w->kernel, in) &&
-         get_str(r, n, "dtype", res->bucket.dtype, sizeof res->bucket.dtype, in) &&
-         get_int(r, n, "head_dim", 1, 1 << 16, &res->bucket.head_dim, in) &&
-         get_int(r, n, "causal", 0, 1, &res->bucket.causal, in) &&
-         get_int(r, n, "seqlen_bucket", 1, 1 << 30, &res->bucket.seqlen_bucket, in) &&
-         get_int(r, n, "bh_bucket", 1, 1 << 30, &res->bucket.bh_bucket, in) &&
+    ok = get_int(r, n, "kernel", 0, nkernels - 1, &w->kernel, in) && read_key(r, n, version, &res->key, in) &&
          get_int(r, n, "batch", 1, 1 << 30, &res->batch, in) &&
          get_int(r, n, "heads_q", 1, 1 << 30, &res->heads_q, in) &&
          get_int(r, n, "heads_kv", 1, 1 << 30, &res->heads_kv, in) &&
@@ -711,7 +772,7 @@ static ft_status read_index(const ft_json *root, const unsigned char *blobs, siz
         goto out;
     }
     for (i = 0; i < winners->n; i++) {
-        if (!read_winner(&r, &winners->kids[i], p->nkernels, &p->winners[i], i))
+        if (!read_winner(&r, &winners->kids[i], p->nkernels, version, &p->winners[i], i))
             goto out;
         p->nwinners++;
     }

@@ -131,7 +131,7 @@ ft_status ft__pack_import(ft_db *db, const ft_pack *p, const ft_db_device *as, i
     for (i = 0; i < p->nwinners && rc == FT_OK; i++) {
         ft_db_row row;
         int found = 0;
-        rc = ft__db_winner(db, device_id, &p->winners[i].r.bucket, &row, NULL, NULL, &found, err);
+        rc = ft__db_winner(db, device_id, &p->winners[i].r.key, &row, NULL, NULL, &found, err);
         if (rc == FT_OK && found && row.result.kernel_id == ids[p->winners[i].kernel])
             won++;
     }

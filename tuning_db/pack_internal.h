@@ -36,7 +36,4 @@ int ft__pack_check_device(const ft_db_device *d, char *why, size_t cap);
 int ft__pack_check_kernel(const ft_pack_kernel *pk, const ft_db_device *d, char *why, size_t cap);
 int ft__pack_check_winner(const ft_pack_winner *w, const ft_pack_kernel *pk, char *why, size_t cap);
 
-/* The order of buckets in packs and listings: dtype, head dim, causal, seqlen, batch·heads. */
-int ft__pack_cmp_bucket(const ft_db_bucket *x, const ft_db_bucket *y);
-
 #endif

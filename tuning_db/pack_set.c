@@ -36,18 +36,27 @@ ft_status ft__pack_kernel_set(ft_pack *p, const ft_kernel_set **out, ft_err *err
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "ft__pack_kernel_set: NULL argument");
     *out = NULL;
     free(p->entries);
+    free(p->entry_ops);
+    free(p->entry_keys);
+    free(p->key_texts);
     p->entries = calloc((size_t)(p->nwinners > 0 ? p->nwinners : 1), sizeof *p->entries);
-    if (p->entries == NULL)
+    p->entry_ops = calloc((size_t)(p->nwinners > 0 ? p->nwinners : 1), sizeof *p->entry_ops);
+    p->entry_keys = calloc((size_t)(p->nwinners > 0 ? p->nwinners : 1), sizeof *p->entry_keys);
+    p->key_texts = calloc((size_t)(p->nwinners > 0 ? p->nwinners : 1), sizeof *p->key_texts);
+    if (p->entries == NULL || p->entry_ops == NULL || p->entry_keys == NULL || p->key_texts == NULL)
         return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
     for (i = 0; i < p->nwinners; i++) {
         const ft_pack_winner *w = &p->winners[i];
         const ft_pack_kernel *pk = &p->kernels[w->kernel];
         ft_kernel_set_entry *e = &p->entries[i];
-        e->dtype = dtype_of(w->r.bucket.dtype);
-        e->head_dim = w->r.bucket.head_dim;
-        e->causal = w->r.bucket.causal;
-        e->seqlen_bucket = w->r.bucket.seqlen_bucket;
-        e->bh_bucket = w->r.bucket.bh_bucket;
+        e->dtype = dtype_of(w->r.key.dtype);
+        e->head_dim = (int)ft__key_get(&w->r.key, "d", 0);
+        e->causal = (int)ft__key_get(&w->r.key, "causal", 0);
+        e->seqlen_bucket = (int)ft__key_get(&w->r.key, "seqlen", 0);
+        e->bh_bucket = (int)ft__key_get(&w->r.key, "bh", 0);
+        ft__key_format(&w->r.key, p->key_texts[i], sizeof p->key_texts[i]);
+        p->entry_ops[i] = w->r.key.op->name;
+        p->entry_keys[i] = p->key_texts[i];
         e->variant = pk->k.variant;
         e->family = pk->k.family;
         e->entry = pk->k.entry;
@@ -72,30 +81,51 @@ ft_status ft__pack_kernel_set(ft_pack *p, const ft_kernel_set **out, ft_err *err
     p->set.created = p->created;
     p->set.count = p->nwinners;
     p->set.entries = p->entries;
+    p->set.ops = p->entry_ops;
+    p->set.keys = p->entry_keys;
     *out = &p->set;
     return FT_OK;
 }
 
-void ft__kernel_set_bucket(const ft_kernel_set_entry *e, ft_db_bucket *out)
+ft_status ft__kernel_set_key(const ft_kernel_set *s, int i, ft_key *out, ft_err *err)
 {
-    memset(out, 0, sizeof *out);
-    snprintf(out->dtype, sizeof out->dtype, "%s", e->dtype == FT_BF16 ? "bf16" : "f16");
-    out->head_dim = e->head_dim;
-    out->causal = e->causal != 0;
-    out->seqlen_bucket = e->seqlen_bucket;
-    out->bh_bucket = e->bh_bucket;
+    const ft_kernel_set_entry *e = &s->entries[i];
+    const ft_op *op;
+
+    if (s->version < 2) { /* flashtune 0.1: the forward's bucket */
+        ft__key_of(&ft__op_fwd, e->dtype == FT_BF16 ? "bf16" : "f16", e->head_dim, e->causal, 1, 1, 1, 1, 1, out);
+        out->fields[2].value = e->seqlen_bucket;
+        out->fields[3].value = e->bh_bucket;
+        return FT_OK;
+    }
+    if (s->ops == NULL || s->keys == NULL || s->ops[i] == NULL || s->keys[i] == NULL)
+        return ft__fail(err, FT_ERR_CORRUPT, "entry %d of the kernel set has no operation or key", i);
+    op = ft__op_find(s->ops[i]);
+    if (op == NULL)
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "entry %d of the kernel set is of an operation this library does "
+                        "not have", i);
+    return ft__key_parse(op, s->keys[i], out, err);
 }
 
 /* The checks of one entry of an application's kernel set, for a set of compute capability cc. */
-static int check_entry(const ft_kernel_set_entry *e, int cc, char *why, size_t cap)
+static int check_entry(const ft_kernel_set_entry *e, const ft_key *key, int cc, char *why, size_t cap)
 {
     const ft_family *fam;
     char msg[300];
     ft_arch a;
 
-    if ((e->dtype != FT_F16 && e->dtype != FT_BF16) || e->head_dim <= 0 || (e->causal != 0 && e->causal != 1) ||
-        !ft__pack_pow2(e->seqlen_bucket) || !ft__pack_pow2(e->bh_bucket))
-        return ft__pack_refuse(why, cap, "its dtype, head dim, causality or buckets are malformed");
+    if ((e->dtype != FT_F16 && e->dtype != FT_BF16) || e->head_dim <= 0 || (e->causal != 0 && e->causal != 1))
+        return ft__pack_refuse(why, cap, "its dtype, head dim or causality are malformed");
+    if (strcmp(key->dtype, e->dtype == FT_BF16 ? "bf16" : "f16") != 0 || ft__key_get(key, "d", -1) != e->head_dim ||
+        ft__key_get(key, "causal", -1) != e->causal)
+        return ft__pack_refuse(why, cap, "its key does not have its dtype, head dim and causality");
+    if (key->op == &ft__op_fwd &&
+        (ft__key_get(key, "seqlen", -1) != e->seqlen_bucket || ft__key_get(key, "bh", -1) != e->bh_bucket))
+        return ft__pack_refuse(why, cap, "its key does not have its buckets");
+    if (key->op == &ft__op_fwd &&
+        (!ft__pack_pow2(ft__key_get(key, "seqlen", 0)) || ft__key_get(key, "seqlen", 0) < 64 ||
+         !ft__pack_pow2(ft__key_get(key, "bh", 0))))
+        return ft__pack_refuse(why, cap, "its buckets are not powers of two (seqlen at least 64)");
     if (e->entry == NULL || !ft__pack_identifier(e->entry) || strlen(e->entry) >= 256 || e->variant == NULL ||
         e->family == NULL || !ft__pack_all_of(e->family, LOWER_DIGITS_, 1))
         return ft__pack_refuse(why, cap, "its entry, variant or family is missing or malformed");
@@ -116,15 +146,15 @@ static int check_entry(const ft_kernel_set_entry *e, int cc, char *why, size_t c
     return 1;
 }
 
-static int cmp_set_bucket(const void *a, const void *b)
+static int cmp_set_key(const void *a, const void *b)
 {
-    return ft__pack_cmp_bucket(a, b);
+    return ft__key_cmp(a, b);
 }
 
 ft_status ft__kernel_set_check(const ft_kernel_set *s, ft_err *err)
 {
     ft_status rc = FT_ERR_INVALID_ARGUMENT;
-    ft_db_bucket *buckets = NULL;
+    ft_key *keys = NULL;
     char why[400];
     int i;
 
@@ -132,9 +162,9 @@ ft_status ft__kernel_set_check(const ft_kernel_set *s, ft_err *err)
         ft__fail(err, rc, "the kernel set is NULL");
         goto out;
     }
-    if (s->version != FT_KERNEL_SET_VERSION) {
-        ft__fail(err, rc, "the kernel set has version %d; this library reads version %d (export it again with this "
-                 "flashtune)", s->version, FT_KERNEL_SET_VERSION);
+    if (s->version < 1 || s->version > FT_KERNEL_SET_VERSION) {
+        ft__fail(err, rc, "the kernel set has version %d; this library reads versions 1 to %d (export it again "
+                 "with this flashtune)", s->version, FT_KERNEL_SET_VERSION);
         goto out;
     }
     if (s->count < 0 || s->count > FT_PACK_MAX_WINNERS || (s->count > 0 && s->entries == NULL) ||
@@ -143,32 +173,37 @@ ft_status ft__kernel_set_check(const ft_kernel_set *s, ft_err *err)
                  FT_PACK_MAX_WINNERS);
         goto out;
     }
-    buckets = calloc((size_t)(s->count > 0 ? s->count : 1), sizeof *buckets);
-    if (buckets == NULL) {
+    keys = calloc((size_t)(s->count > 0 ? s->count : 1), sizeof *keys);
+    if (keys == NULL) {
         rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory checking a kernel set");
         goto out;
     }
     for (i = 0; i < s->count; i++) {
         const ft_kernel_set_entry *e = &s->entries[i];
-        if (!check_entry(e, s->cc, why, sizeof why)) {
+        ft_err kerr;
+        if (ft__kernel_set_key(s, i, &keys[i], &kerr) != FT_OK) {
+            ft__fail(err, rc, "entry %d of the kernel set is malformed: %s", i, kerr.msg);
+            goto out;
+        }
+        if (!check_entry(e, &keys[i], s->cc, why, sizeof why)) {
             ft__fail(err, rc, "entry %d of the kernel set (%s) is malformed: %s", i,
                      e->variant != NULL && ft__pack_printable(e->variant) ? e->variant : "no variant", why);
             goto out;
         }
-        ft__kernel_set_bucket(e, &buckets[i]);
     }
-    qsort(buckets, (size_t)s->count, sizeof *buckets, cmp_set_bucket);
+    qsort(keys, (size_t)s->count, sizeof *keys, cmp_set_key);
     for (i = 1; i < s->count; i++) {
-        if (ft__pack_cmp_bucket(&buckets[i - 1], &buckets[i]) == 0) {
-            ft__fail(err, rc, "the kernel set has two entries for %s d=%d causal=%d seqlen<=%d b*h<=%d",
-                     buckets[i].dtype, buckets[i].head_dim, buckets[i].causal, buckets[i].seqlen_bucket,
-                     buckets[i].bh_bucket);
+        if (ft__key_cmp(&keys[i - 1], &keys[i]) == 0) {
+            char text[FT_KEY_TEXT_MAX];
+            ft__key_format(&keys[i], text, sizeof text);
+            ft__fail(err, rc, "the kernel set has two entries for %s %s", keys[i].op->name,
+                     ft__pack_printable(text) ? text : "?");
             goto out;
         }
     }
     rc = FT_OK;
 out:
-    free(buckets);
+    free(keys);
     return rc;
 }
 

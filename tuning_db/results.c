@@ -254,8 +254,8 @@ ft_status ft__db_record(ft_db *db, const ft_db_result *r, ft_err *err)
     int began = 0;
     ft_db_binder b;
 
-    if (db == NULL || r == NULL) {
-        ft__fail(err, rc, "ft__db_record: NULL argument");
+    if (db == NULL || r == NULL || r->key.op == NULL) {
+        ft__fail(err, rc, "ft__db_record: NULL argument or a key without its operation");
         goto out;
     }
     if (!ft__result_status_parse(ft__result_status_name(r->status), NULL)) {
@@ -268,7 +268,7 @@ ft_status ft__db_record(ft_db *db, const ft_db_result *r, ft_err *err)
     b = (ft_db_binder){s, SQLITE_OK, NULL};
     bind_int(&b, ":device_id", r->device_id);
     bind_int(&b, ":kernel_id", r->kernel_id);
-    bind_bucket(&b, &r->bucket);
+    bind_key(&b, &r->key);
     bind_shape(&b, r->batch, r->heads_q, r->heads_kv, r->seqlen_q, r->seqlen_k);
     bind_text(&b, ":status", ft__result_status_name(r->status), (size_t)-1);
     bind_text(&b, ":reason", r->reason, sizeof r->reason);
@@ -296,14 +296,14 @@ out:
 }
 
 ft_status ft__db_has_result(ft_db *db, long long device_id, long long kernel_id,
-                            const ft_db_bucket *bk, int *has, ft_err *err)
+                            const ft_key *bk, int *has, ft_err *err)
 {
     ft_status rc = FT_ERR_INVALID_ARGUMENT;
     sqlite3_stmt *s = NULL;
     ft_db_binder b;
     int src;
 
-    if (db == NULL || bk == NULL || has == NULL) {
+    if (db == NULL || bk == NULL || bk->op == NULL || has == NULL) {
         ft__fail(err, rc, "ft__db_has_result: NULL argument");
         goto out;
     }
@@ -314,7 +314,7 @@ ft_status ft__db_has_result(ft_db *db, long long device_id, long long kernel_id,
     b = (ft_db_binder){s, SQLITE_OK, NULL};
     bind_int(&b, ":device_id", device_id);
     bind_int(&b, ":kernel_id", kernel_id);
-    bind_bucket(&b, bk);
+    bind_key(&b, bk);
     if (b.rc != SQLITE_OK) {
         rc = ft__db_bind_fail(db, &b, err);
         goto out;
@@ -329,7 +329,7 @@ out:
     return rc;
 }
 
-ft_status ft__db_winner(ft_db *db, long long device_id, const ft_db_bucket *bk, ft_db_row *row,
+ft_status ft__db_winner(ft_db *db, long long device_id, const ft_key *bk, ft_db_row *row,
                         void **cubin, size_t *cubin_size, int *found, ft_err *err)
 {
     ft_status rc = FT_ERR_INVALID_ARGUMENT;
@@ -345,7 +345,7 @@ ft_status ft__db_winner(ft_db *db, long long device_id, const ft_db_bucket *bk, 
         *cubin_size = 0;
     if (found != NULL)
         *found = 0;
-    if (db == NULL || bk == NULL || row == NULL || found == NULL ||
+    if (db == NULL || bk == NULL || bk->op == NULL || row == NULL || found == NULL ||
         (cubin != NULL && cubin_size == NULL)) {
         ft__fail(err, rc, "ft__db_winner: NULL argument");
         goto out;
@@ -356,7 +356,7 @@ ft_status ft__db_winner(ft_db *db, long long device_id, const ft_db_bucket *bk, 
     b = (ft_db_binder){s, SQLITE_OK, NULL};
     bind_int(&b, ":want_cubin", cubin != NULL);
     bind_int(&b, ":device_id", device_id);
-    bind_bucket(&b, bk);
+    bind_key(&b, bk);
     if (b.rc != SQLITE_OK) {
         rc = ft__db_bind_fail(db, &b, err);
         goto out;
@@ -428,6 +428,7 @@ ft_status ft__db_query(ft_db *db, const ft_db_filter *f,
     }
     b = (ft_db_binder){s, SQLITE_OK, NULL};
     bind_text(&b, ":device_name", f->device_name, (size_t)-1);
+    bind_text(&b, ":op", f->op != NULL ? f->op->name : NULL, (size_t)-1);
     bind_text(&b, ":dtype", f->dtype, (size_t)-1);
     bind_int(&b, ":head_dim", f->head_dim);
     bind_int(&b, ":causal", f->causal < 0 ? -1 : f->causal != 0);
@@ -606,7 +607,7 @@ ft_status ft__db_set_measured_at(ft_db *db, const ft_db_result *r, const char *m
     int began = 0;
     ft_db_binder b;
 
-    if (db == NULL || r == NULL || measured_at == NULL) {
+    if (db == NULL || r == NULL || r->key.op == NULL || measured_at == NULL) {
         ft__fail(err, rc, "ft__db_set_measured_at: NULL argument");
         goto out;
     }
@@ -617,7 +618,7 @@ ft_status ft__db_set_measured_at(ft_db *db, const ft_db_result *r, const char *m
     bind_text(&b, ":measured_at", measured_at, (size_t)-1);
     bind_int(&b, ":device_id", r->device_id);
     bind_int(&b, ":kernel_id", r->kernel_id);
-    bind_bucket(&b, &r->bucket);
+    bind_key(&b, &r->key);
     if (b.rc != SQLITE_OK) {
         rc = ft__db_bind_fail(db, &b, err);
         goto out;

@@ -109,6 +109,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_QUERY] =
         "SELECT " ROW_COLUMNS " FROM temp.v_results "
         "WHERE (:device_name IS NULL OR instr(lower(device), lower(:device_name)) > 0) "
+        "AND (:op IS NULL OR op = :op) "
         "AND (:dtype IS NULL OR dtype = :dtype) "
         "AND (:head_dim < 0 OR head_dim = :head_dim) "
         "AND (:causal < 0 OR causal = :causal) "
@@ -136,8 +137,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     /* tuned: the key has a winner (a non-stale ok result) for the device now. */
     [ST_MISSES] =
         "SELECT m.device_id, d.name, d.cc, d.sms, d.smem_per_block, d.smem_per_sm, d.l2_bytes, "
-        "d.driver_version, d.nvrtc_version, m.dtype, m.head_dim, m.causal, m.seqlen_bucket, "
-        "m.bh_bucket, m.batch, m.heads_q, m.heads_kv, m.seqlen_q, m.seqlen_k, m.fallback, m.count, "
+        "d.driver_version, d.nvrtc_version, m.op, m.key, m.batch, m.heads_q, m.heads_kv, "
+        "m.seqlen_q, m.seqlen_k, m.fallback, m.count, "
         "m.first_seen, m.last_seen, "
         MISS_TUNED_TEMP " "
         "FROM temp.ft_misses m JOIN main.devices d ON d.id = m.device_id "
@@ -318,6 +319,24 @@ out:
     return rc;
 }
 
+ft_status ft__db_column_key(ft_db *db, sqlite3_stmt *s, int op_col, int key_col, ft_key *out, ft_err *err)
+{
+    char op_name[32], text[FT_KEY_TEXT_MAX * 2];
+    const ft_op *op;
+    ft_status rc;
+
+    memset(out, 0, sizeof *out);
+    column_text(s, op_col, op_name, sizeof op_name);
+    column_text(s, key_col, text, sizeof text);
+    op = ft__op_find(op_name);
+    if (op == NULL)
+        return FT_OK; /* a newer flashtune's operation: listed, never chosen */
+    rc = ft__key_parse(op, text, out, err);
+    if (rc != FT_OK)
+        ft__err_prefix(err, "%s", db->path);
+    return rc;
+}
+
 ft_status ft__db_read_row(ft_db *db, sqlite3_stmt *s, ft_db_row *row, ft_err *err)
 {
     ft_status rc = FT_OK;
@@ -327,11 +346,9 @@ ft_status ft__db_read_row(ft_db *db, sqlite3_stmt *s, ft_db_row *row, ft_err *er
     memset(row, 0, sizeof *row);
     r->device_id = sqlite3_column_int64(s, RC_DEVICE_ID);
     r->kernel_id = sqlite3_column_int64(s, RC_KERNEL_ID);
-    column_text(s, RC_DTYPE, r->bucket.dtype, sizeof r->bucket.dtype);
-    r->bucket.head_dim = sqlite3_column_int(s, RC_HEAD_DIM);
-    r->bucket.causal = sqlite3_column_int(s, RC_CAUSAL);
-    r->bucket.seqlen_bucket = sqlite3_column_int(s, RC_SEQLEN_BUCKET);
-    r->bucket.bh_bucket = sqlite3_column_int(s, RC_BH_BUCKET);
+    rc = ft__db_column_key(db, s, RC_OP, RC_KEY, &r->key, err);
+    if (rc != FT_OK)
+        goto out;
     r->batch = column_size(s, RC_BATCH);
     r->heads_q = column_size(s, RC_HEADS_Q);
     r->heads_kv = column_size(s, RC_HEADS_KV);
@@ -407,43 +424,6 @@ int ft__result_status_parse(const char *name, ft_result_status *out)
     return 0;
 }
 
-void ft__db_bucket(const char *dtype, int head_dim, int causal, int batch, int heads_q,
-                   int seqlen_q, int seqlen_k, ft_db_bucket *out)
-{
-    ft_problem p;
-    ft_key k;
-
-    memset(&p, 0, sizeof p);
-    p.batch = batch, p.heads_q = heads_q, p.heads_kv = heads_q, p.seqlen_q = seqlen_q, p.seqlen_k = seqlen_k;
-    p.head_dim = head_dim, p.causal = causal != 0, p.bf16 = dtype != NULL && strcmp(dtype, "bf16") == 0;
-    ft__op_fwd.key(&p, &k);
-    memset(out, 0, sizeof *out);
-    snprintf(out->dtype, sizeof out->dtype, "%s", dtype != NULL ? dtype : "");
-    out->head_dim = head_dim;
-    out->causal = causal != 0;
-    out->seqlen_bucket = (int)ft__key_get(&k, "seqlen", 0);
-    out->bh_bucket = (int)ft__key_get(&k, "bh", 0);
-}
-
-void ft__db_bucket_key(const ft_db_bucket *b, char *out, size_t cap)
-{
-    ft_key k;
-
-    memset(&k, 0, sizeof k);
-    k.op = &ft__op_fwd;
-    snprintf(k.dtype, sizeof k.dtype, "%s", b->dtype);
-    k.nfields = 4;
-    snprintf(k.fields[0].name, sizeof k.fields[0].name, "d");
-    k.fields[0].value = b->head_dim;
-    snprintf(k.fields[1].name, sizeof k.fields[1].name, "causal");
-    k.fields[1].value = b->causal != 0;
-    snprintf(k.fields[2].name, sizeof k.fields[2].name, "seqlen");
-    k.fields[2].value = b->seqlen_bucket;
-    snprintf(k.fields[3].name, sizeof k.fields[3].name, "bh");
-    k.fields[3].value = b->bh_bucket;
-    ft__key_format(&k, out, cap);
-}
-
 int ft__db_device_same_model(const ft_db_device *a, const ft_db_device *b)
 {
     return strcmp(a->name, b->name) == 0 && a->cc == b->cc && a->sms == b->sms &&
@@ -455,15 +435,10 @@ int ft__db_device_same_driver(const ft_db_device *a, const ft_db_device *b)
     return a->driver_version == b->driver_version && strcmp(a->nvrtc_version, b->nvrtc_version) == 0;
 }
 
-int ft__db_bucket_equal(const ft_db_bucket *a, const ft_db_bucket *b)
-{
-    return a->head_dim == b->head_dim && a->causal == b->causal && a->seqlen_bucket == b->seqlen_bucket &&
-           a->bh_bucket == b->bh_bucket && strcmp(a->dtype, b->dtype) == 0;
-}
-
 void ft__db_filter_init(ft_db_filter *f)
 {
     f->device_name = NULL;
+    f->op = NULL;
     f->dtype = NULL;
     f->head_dim = -1;
     f->causal = -1;
