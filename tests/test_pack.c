@@ -1498,7 +1498,54 @@ static void test_attention_kernel_arguments(void)
     ASSERT_CONTAINS(ft_last_error(NULL), "buf must hold");
 }
 
-FT_TEST_MAIN(FT_CASE(test_round_trip), FT_CASE(test_every_damage_refused), FT_CASE(test_magic_and_version),
+/* A pack of format version 1, written by flashtune 0.1's export from the schema-2 fixture
+ * (tests/fixtures/fake-v1.ftpack): read as forward winners, it imports, and written again it is
+ * a version-2 pack with the same keys. */
+static void test_version_1_pack(void)
+{
+    const char *v1 = FT_SOURCE_DIR "/tests/fixtures/fake-v1.ftpack";
+    char dir[64], path[128], db_path[160];
+    const ft_kernel_set *set = NULL;
+    ft_pack p, again;
+    ft_db *db = NULL;
+    ft_err err;
+    int i, winning = 0;
+
+    ASSERT_OK(ft__pack_read(v1, &p, &err), &err);
+    ASSERT_EQ(p.nwinners, 24);
+    ASSERT_EQ(p.nkernels, 4);
+    for (i = 0; i < p.nwinners; i++) {
+        ASSERT_TRUE(p.winners[i].r.key.op == &ft__op_fwd);
+        ASSERT_TRUE(ft__key_get(&p.winners[i].r.key, "seqlen", 0) >= 512);
+    }
+    ASSERT_OK(ft__pack_kernel_set(&p, &set, &err), &err);
+    ASSERT_EQ(set->version, FT_KERNEL_SET_VERSION);
+    ASSERT_STREQ(set->ops[0], "fwd");
+    ASSERT_CONTAINS(set->keys[0], "{\"dtype\":\"");
+    snprintf(dir, sizeof dir, "/tmp/ft_test_pack.XXXXXX");
+    ASSERT_TRUE(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/again.ftpack", dir);
+    ASSERT_OK(ft__pack_write(&p, path, NULL, &err), &err);
+    ASSERT_OK(ft__pack_read(path, &again, &err), &err);
+    ASSERT_EQ(again.nwinners, p.nwinners);
+    for (i = 0; i < p.nwinners; i++) {
+        ASSERT_TRUE(ft__key_equal(&again.winners[i].r.key, &p.winners[i].r.key));
+        ASSERT_TRUE(again.winners[i].r.median_ms == p.winners[i].r.median_ms);
+    }
+    ft__pack_free(&again);
+    /* It imports into a new database: every winner wins its key there. */
+    snprintf(db_path, sizeof db_path, "%s/t.db", dir);
+    ASSERT_OK(ft__db_open(db_path, 0, &db, &err), &err);
+    ASSERT_OK(ft__pack_import(db, &p, NULL, &winning, &err), &err);
+    ASSERT_EQ(winning, 24);
+    ft__db_close(db);
+    ft__pack_free(&p);
+    unlink(path);
+    unlink(db_path);
+    rmdir(dir);
+}
+
+FT_TEST_MAIN(FT_CASE(test_version_1_pack), FT_CASE(test_round_trip), FT_CASE(test_every_damage_refused), FT_CASE(test_magic_and_version),
              FT_CASE(test_header_strict), FT_CASE(test_json_strict), FT_CASE(test_json_writer), FT_CASE(test_cubin_checks),
              FT_CASE(test_variant_checks), FT_CASE(test_db_winner_check), FT_CASE(test_hostile_packs),
              FT_CASE(test_pack_check), FT_CASE(test_import_never_replaces), FT_CASE(test_read_limits),
