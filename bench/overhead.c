@@ -193,7 +193,7 @@ static ft_status problem_setup(const ft_cuda *cu, const bench_opts *o, problem *
         rc = ft__cuda_check(cu, cu->p_cuStreamCreate(&p->stream, CU_STREAM_NON_BLOCKING), err, "cuStreamCreate");
     if (rc != FT_OK)
         return rc;
-    memset(a, 0, sizeof *a);
+    ft_attention_args_init(a);
     a->dtype = FT_F16;
     a->batch = o->b, a->heads_q = o->h, a->heads_kv = o->h;
     a->seqlen_q = o->s, a->seqlen_k = o->s, a->head_dim = o->d;

@@ -100,7 +100,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "ft_context_create: %s: %s\n", ft_status_name(st), ft_last_error(NULL));
         return 1;
     }
-    memset(&a, 0, sizeof a);
+    ft_attention_args_init(&a);
     a.dtype = FT_F16;
     a.batch = b, a.heads_q = hq, a.heads_kv = hkv, a.seqlen_q = sq, a.seqlen_k = sk, a.head_dim = d;
     a.q = (const void *)(uintptr_t)dq, a.k = (const void *)(uintptr_t)dk, a.v = (const void *)(uintptr_t)dv;

@@ -135,8 +135,18 @@ typedef enum ft_dtype { FT_F16 = 0, FT_BF16 = 1 } ft_dtype;
 /* One forward attention call. Tensors are device pointers laid out
  * [batch, seqlen, heads, head_dim] up to strides: stride[0] batch, stride[1] sequence position,
  * stride[2] head, in elements; head_dim is contiguous. Pointers must be 16-byte aligned and
- * strides multiples of 8 elements. */
+ * strides multiples of 8 elements.
+ *
+ * Versions. Set the structure up with ft_attention_args_init, which zeroes it and sets version;
+ * then fill in the call. Fields are only ever appended, each new version says which, and a
+ * library reads the fields of the version a structure says it has (later ones take their zero
+ * defaults). Version 1 (flashtune 0.1) had no version field and began with dtype: a structure
+ * whose first int is 0 or 1 (FT_F16, FT_BF16) is read as that version-1 layout, so programs built
+ * against 0.1 keep working unchanged. Any other version is FT_ERR_INVALID_ARGUMENT. */
+#define FT_ARGS_VERSION 2
+
 typedef struct ft_attention_args {
+    int version;           /* FT_ARGS_VERSION (ft_attention_args_init sets it) */
     ft_dtype dtype;
     int batch;
     int heads_q;           /* Q and O heads */
@@ -152,6 +162,12 @@ typedef struct ft_attention_args {
                               a row that sees no key gets O = 0 and LSE = +inf */
     float softmax_scale;   /* 0: 1/sqrt(head_dim) */
 } ft_attention_args;
+
+/* Zeroes a and sets a->version = version (FT_ARGS_VERSION through the macro); a must not be
+ * NULL and version must be 2 (later headers: up to their FT_ARGS_VERSION), else nothing is
+ * written. */
+FT_API void ft_attention_args_init_version(ft_attention_args *a, int version);
+#define ft_attention_args_init(a) ft_attention_args_init_version((a), FT_ARGS_VERSION)
 
 /* Enqueues O = softmax(scale·Q·Kᵀ)·V on stream (a CUstream; NULL: the default stream) in
  * ctx's device context. The first call for a kind of problem compiles or loads its kernel

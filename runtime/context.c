@@ -31,6 +31,7 @@
 #include "common/strbuf.h"
 #include "generator/emit.h"
 #include "generator/variant.h"
+#include "runtime/args.h"
 #include "runtime/dispatch.h"
 #include "runtime/session.h"
 #include "tuning_db/db.h"
@@ -639,8 +640,8 @@ static ft_status check_tensor(const ft_context *ctx, const char *name, const voi
 
 /* Checks a call's arguments and finds (the first time: builds) its kernel, with the calling
  * thread's CUDA context made the device's primary one. what names the API call in messages. */
-static ft_status kernel_for_call(ft_context *ctx, const ft_attention_args *a, const char *what,
-                                 const kernel_slot **out)
+static ft_status kernel_for_call(ft_context *ctx, const ft_attention_args *given, ft_attention_args *a,
+                                 const char *what, const kernel_slot **out)
 {
     const kernel_slot *slot;
     const ft_cuda *cu;
@@ -648,13 +649,17 @@ static ft_status kernel_for_call(ft_context *ctx, const ft_attention_args *a, co
     ft_problem p;
     ft_key key;
     ft_status rc;
+    ft_err err;
     char msg[256];
 
     *out = NULL;
-    if (ctx == NULL || a == NULL) {
+    if (ctx == NULL || given == NULL) {
         snprintf(msg, sizeof msg, "%s: ctx and args must not be NULL", what);
         return set_error(ctx, FT_ERR_INVALID_ARGUMENT, msg);
     }
+    rc = ft__attention_args_read(given, a, &err);
+    if (rc != FT_OK)
+        return set_error(ctx, rc, err.msg);
     if (a->dtype != FT_F16 && a->dtype != FT_BF16)
         return set_error(ctx, FT_ERR_UNSUPPORTED, "dtype must be FT_F16 or FT_BF16");
     if (a->batch <= 0 || a->heads_q <= 0 || a->heads_kv <= 0 || a->seqlen_q <= 0 || a->seqlen_k <= 0 ||
@@ -700,28 +705,30 @@ static ft_status kernel_for_call(ft_context *ctx, const ft_attention_args *a, co
     return FT_OK;
 }
 
-ft_status ft_attention_kernel(ft_context *ctx, const ft_attention_args *a, char *buf, size_t cap)
+ft_status ft_attention_kernel(ft_context *ctx, const ft_attention_args *given, char *buf, size_t cap)
 {
     const kernel_slot *slot;
+    ft_attention_args a;
     ft_status rc;
 
     if (buf == NULL || cap == 0)
         return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "ft_attention_kernel: buf must hold at least one byte");
     buf[0] = '\0';
-    rc = kernel_for_call(ctx, a, "ft_attention_kernel", &slot);
+    rc = kernel_for_call(ctx, given, &a, "ft_attention_kernel", &slot);
     if (rc == FT_OK)
         snprintf(buf, cap, "%s", slot->how);
     return rc;
 }
 
-ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *a, void *stream)
+ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *given, void *stream)
 {
     const kernel_slot *slot;
+    ft_attention_args args, *a = &args;
     ft_fwd_params p;
     ft_status rc;
     ft_err err;
 
-    rc = kernel_for_call(ctx, a, "ft_attention_forward", &slot);
+    rc = kernel_for_call(ctx, given, &args, "ft_attention_forward", &slot);
     if (rc != FT_OK)
         return rc;
 

@@ -148,3 +148,7 @@ ft_unit_test(test_template test_template.c)
 
 # The operation layer: keys, the forward operation's key, FLOPs and launch plans.
 ft_unit_test(test_ops test_ops.c)
+
+# The public API's versioned arguments: flashtune 0.1's ft_attention_args (no version field) is
+# read as it was, version 2 as it is, anything else refused.
+ft_unit_test(test_args test_args.c ${CMAKE_SOURCE_DIR}/runtime/args.c)

@@ -126,7 +126,7 @@ static void test_public_forward(void)
                 ASSERT_OK(ft__tensors_fill(&session.verifier, &t, 5 + i, 1.f, &err), &err);
                 ASSERT_OK(ft__tensors_reference(&session.verifier, &t, &err), &err);
                 ft__tensors_params(&t, &fp);
-                memset(&a, 0, sizeof a);
+                ft_attention_args_init(&a);
                 a.dtype = bf16 ? FT_BF16 : FT_F16;
                 a.batch = p.batch, a.heads_q = p.heads_q, a.heads_kv = p.heads_kv;
                 a.seqlen_q = p.seqlen_q, a.seqlen_k = p.seqlen_k, a.head_dim = p.head_dim;
@@ -180,7 +180,7 @@ static void test_public_bad_arguments(void)
 
     ft_context_options_init(&o);
     ASSERT_EQ(ft_context_create(&o, &ctx), FT_OK);
-    memset(&a, 0, sizeof a);
+    ft_attention_args_init(&a);
     ASSERT_EQ(ft_attention_forward(ctx, &a, NULL), FT_ERR_INVALID_ARGUMENT);
     ASSERT_CONTAINS(ft_last_error(ctx), "sizes must be positive");
     a.batch = a.heads_q = a.seqlen_q = a.seqlen_k = 1, a.heads_kv = 2, a.head_dim = 64;

@@ -1489,7 +1489,7 @@ static void test_attention_kernel_arguments(void)
     char which[16] = "unchanged";
     ft_attention_args a;
 
-    memset(&a, 0, sizeof a);
+    ft_attention_args_init(&a);
     ASSERT_EQ(ft_attention_kernel(NULL, &a, which, sizeof which), FT_ERR_INVALID_ARGUMENT);
     ASSERT_STREQ(which, "");
     ASSERT_CONTAINS(ft_last_error(NULL), "ctx and args must not be NULL");

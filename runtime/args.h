@@ -1,0 +1,26 @@
+/* Reading the versioned argument structures of the public API (include/flashtune.h). */
+#ifndef FT_RUNTIME_ARGS_H
+#define FT_RUNTIME_ARGS_H
+
+#include "common/error.h"
+#include "flashtune.h"
+
+/* The call in this version's layout: a structure whose first int is 0 or 1 is flashtune 0.1's
+ * version-1 layout (no version field, dtype first) and is copied field by field; one of version
+ * 2 is copied as it is. Any other first int is FT_ERR_INVALID_ARGUMENT ("set up by
+ * ft_attention_args_init"). in must not be NULL. */
+ft_status ft__attention_args_read(const ft_attention_args *in, ft_attention_args *out, ft_err *err);
+
+/* flashtune 0.1's ft_attention_args, field for field (what programs built against it pass). */
+typedef struct ft_attention_args_v1 {
+    ft_dtype dtype;
+    int batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
+    const void *q, *k, *v;
+    void *o;
+    float *lse;
+    int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
+    int causal;
+    float softmax_scale;
+} ft_attention_args_v1;
+
+#endif

@@ -1,0 +1,88 @@
+/* The versioned argument structure of the public API: what ft_attention_args_init writes, and
+ * how a version-2 structure and flashtune 0.1's version-1 one (no version field) are read. */
+#include <stdint.h>
+#include <string.h>
+
+#include "ft_test.h"
+#include "runtime/args.h"
+
+static void fill_v1(ft_attention_args_v1 *a)
+{
+    memset(a, 0, sizeof *a);
+    a->dtype = FT_BF16;
+    a->batch = 3, a->heads_q = 8, a->heads_kv = 2, a->seqlen_q = 1000, a->seqlen_k = 1001, a->head_dim = 128;
+    a->q = (const void *)(uintptr_t)0x1000, a->k = (const void *)(uintptr_t)0x2000;
+    a->v = (const void *)(uintptr_t)0x3000, a->o = (void *)(uintptr_t)0x4000;
+    a->lse = (float *)(uintptr_t)0x5000;
+    a->q_stride[0] = 11, a->q_stride[1] = 12, a->q_stride[2] = 13;
+    a->k_stride[0] = 21, a->v_stride[1] = 32, a->o_stride[2] = 43;
+    a->causal = 1;
+    a->softmax_scale = 0.125f;
+}
+
+static void test_init(void)
+{
+    ft_attention_args a;
+
+    memset(&a, 0x5a, sizeof a);
+    ft_attention_args_init(&a);
+    ASSERT_EQ(a.version, FT_ARGS_VERSION);
+    ASSERT_EQ(a.batch, 0);
+    ASSERT_TRUE(a.q == NULL && a.lse == NULL);
+    ASSERT_TRUE(a.softmax_scale == 0.f);
+    /* An unknown version writes nothing. */
+    memset(&a, 0x5a, sizeof a);
+    ft_attention_args_init_version(&a, 99);
+    ASSERT_EQ(a.batch, 0x5a5a5a5a);
+    ft_attention_args_init_version(NULL, FT_ARGS_VERSION); /* no crash */
+}
+
+static void test_version_1_read(void)
+{
+    ft_attention_args_v1 old;
+    ft_attention_args a;
+    ft_err err;
+
+    fill_v1(&old);
+    ASSERT_OK(ft__attention_args_read((const ft_attention_args *)(const void *)&old, &a, &err), &err);
+    ASSERT_EQ(a.version, FT_ARGS_VERSION);
+    ASSERT_EQ(a.dtype, FT_BF16);
+    ASSERT_EQ(a.batch, 3);
+    ASSERT_EQ(a.heads_q, 8);
+    ASSERT_EQ(a.heads_kv, 2);
+    ASSERT_EQ(a.seqlen_q, 1000);
+    ASSERT_EQ(a.seqlen_k, 1001);
+    ASSERT_EQ(a.head_dim, 128);
+    ASSERT_TRUE(a.q == old.q && a.k == old.k && a.v == old.v && a.o == old.o && a.lse == old.lse);
+    ASSERT_EQ(a.q_stride[0], 11);
+    ASSERT_EQ(a.q_stride[2], 13);
+    ASSERT_EQ(a.k_stride[0], 21);
+    ASSERT_EQ(a.v_stride[1], 32);
+    ASSERT_EQ(a.o_stride[2], 43);
+    ASSERT_EQ(a.causal, 1);
+    ASSERT_TRUE(a.softmax_scale == 0.125f);
+    /* f16 is dtype 0: a version-1 structure too. */
+    old.dtype = FT_F16;
+    ASSERT_OK(ft__attention_args_read((const ft_attention_args *)(const void *)&old, &a, &err), &err);
+    ASSERT_EQ(a.dtype, FT_F16);
+    ASSERT_EQ(a.batch, 3);
+}
+
+static void test_version_2_read(void)
+{
+    ft_attention_args in, a;
+    ft_err err;
+
+    ft_attention_args_init(&in);
+    in.dtype = FT_BF16;
+    in.batch = 5, in.head_dim = 64, in.causal = 1;
+    ASSERT_OK(ft__attention_args_read(&in, &a, &err), &err);
+    ASSERT_TRUE(memcmp(&a, &in, sizeof a) == 0);
+    in.version = 7;
+    ASSERT_EQ(ft__attention_args_read(&in, &a, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "version 7: set them up with ft_attention_args_init");
+    in.version = -1;
+    ASSERT_EQ(ft__attention_args_read(&in, &a, &err), FT_ERR_INVALID_ARGUMENT);
+}
+
+FT_TEST_MAIN(FT_CASE(test_init), FT_CASE(test_version_1_read), FT_CASE(test_version_2_read))
