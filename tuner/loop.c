@@ -1,0 +1,361 @@
+/*
+ * The tuner's event loop: commands to the workers, their answers, their failures.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/fs.h"
+#include "common/sha256.h"
+#include "generator/emit.h"
+#include "generator/variant.h"
+#include "ops/problem.h"
+#include "runtime/compile.h"
+#include "runtime/verify.h"
+#include "tuner/plan.h"
+#include "tuner/tune_internal.h"
+
+/* ---- the event loop ----------------------------------------------------------------------- */
+
+void ft__tuner_progress(tuner *tu, const char *what)
+{
+    if (tu->progress != NULL)
+        tu->progress(tu->ud, tu->done, tu->planned, what);
+}
+
+/* The measure command for a kernel, with id; returns its plan item. */
+static const ft_plan_item *measure_line(const tuner *tu, const kernel_ref *kr, unsigned long long id, int verify,
+                                        int budget, char *out, size_t cap)
+{
+    const ft_plan_item *it = &tu->plans[kr->spec]->items[kr->item];
+    const ft_spec *spec = tu->specs[kr->spec];
+    /* Kernels reading Q, K and V through tensor maps need the K/V box rows (0: no maps) and
+     * the balance knob (the grid); the head dim and causality come with the shape. */
+    const int tma = tu->plans[kr->spec]->family->uses_tma;
+    char hex[65];
+
+    ft__sha256_hex(it->key, hex);
+    snprintf(out, cap,
+             "measure id=%llu key=%s entry=%s threads=%d rows=%lld smem=%lld verify=%d budget=%d tma_kv=%lld "
+             "balance=%lld\n",
+             id, hex, it->source.entry, it->threads, ft__variant_int(spec, &it->variant, "bm", 64),
+             it->smem_dynamic, verify, budget, tma ? ft__variant_int(spec, &it->variant, "bn", 64) : 0,
+             ft__variant_int(spec, &it->variant, "balance", 0));
+    return it;
+}
+
+static void skip_bucket(tuner *tu, task *t, const char *why)
+{
+    char shown[600];
+
+    ft__tuner_printable(why, shown, sizeof shown);
+    fprintf(stderr, "flashtune tune: bucket %s d=%d causal=%d seqlen %d: %s; skipped\n", t->key.dtype,
+            t->shape.head_dim, t->shape.causal, t->shape.seqlen_k, shown);
+    t->failed = 1;
+    tu->done += t->njobs - t->next + (t->redo >= 0);
+    t->redo = -1;
+}
+
+/* Sends the worker its next command; returns 0 when it has nothing left to do, -1 when the
+ * command could not be sent. */
+static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
+{
+    char line[1024];
+
+    while (w->cur < w->ntasks) {
+        task *t = &tu->tasks[w->tasks[w->cur]];
+        if (t->failed || t->njobs == 0) { /* nothing left to measure: no need for its shape */
+            w->cur++;
+            continue;
+        }
+        if (!t->shape_ready) {
+            w->id = ++w->ids;
+            snprintf(line, sizeof line,
+                     "shape id=%llu b=%d hq=%d hkv=%d sq=%d sk=%d d=%d causal=%d bf16=%d seed=%d\n", w->id,
+                     t->shape.batch, t->shape.heads_q, t->shape.heads_kv, t->shape.seqlen_q, t->shape.seqlen_k,
+                     t->shape.head_dim, t->shape.causal, t->shape.bf16, 17 + w->tasks[w->cur]);
+            w->waiting = P_SHAPE;
+            return ft__tuner_worker_send(tu, w, line, 600e3) ? 1 : -1;
+        }
+        if (t->redo >= 0 || t->next < t->njobs) {
+            int job = t->redo >= 0 ? t->redo : t->next++;
+            const ft_plan_item *it;
+            t->redo = -1;
+            w->id = ++w->ids;
+            it = measure_line(tu, &tu->kernels[t->jobs[job]], w->id, 1, tu->o->budget_ms, line, sizeof line);
+            w->waiting = P_MEASURE;
+            w->job = job;
+            ft__tuner_progress(tu, it->variant_str);
+            return ft__tuner_worker_send(tu, w, line, tu->o->timeout_s * 1e3) ? 1 : -1;
+        }
+        if (t->dirty && !t->race_started) {
+            t->race_started = 1;
+            *rc = ft__tuner_find_leaders(tu, t, err);
+            if (*rc != FT_OK)
+                return 0;
+        }
+        if (t->race_started && t->race_next < t->nleaders * RACE_ROUNDS) {
+            int leader = t->race_next % t->nleaders;
+            int k = ft__tuner_kernel_of(tu, t->leaders[leader].result.kernel_id);
+            if (k >= 0) {
+                w->id = ++w->ids;
+                measure_line(tu, &tu->kernels[k], w->id, 0, tu->o->budget_ms / 2 + 1, line, sizeof line);
+                w->waiting = P_RACE;
+                w->job = t->race_next++;
+                return ft__tuner_worker_send(tu, w, line, tu->o->timeout_s * 1e3) ? 1 : -1;
+            }
+            t->race_ms[leader][t->race_next / t->nleaders] = NAN;
+            t->race_next++;
+            continue;
+        }
+        if (t->race_started && t->nleaders > 0) {
+            *rc = ft__tuner_finish_race(tu, t, err);
+            if (*rc != FT_OK)
+                return 0;
+        }
+        if (t->dirty) {
+            *rc = ft__tuner_store_winner(tu, t, err);
+            if (*rc != FT_OK)
+                return 0;
+        }
+        w->cur++;
+    }
+    return 0;
+}
+
+/* How a worker failed: it exited (or its output ended), did not answer in time, broke the
+ * protocol, or did not take a command (it was gone before the command reached it). */
+typedef enum failure { F_EXITED, F_TIMEOUT, F_PROTOCOL, F_SEND } failure;
+
+/* Worker w failed (kind, and why says how), perhaps with a command in flight. It is killed
+ * and reaped first, so nothing it sends later counts. A measurement in flight is recorded as a
+ * fault or a timeout; after a protocol error, or when the command never reached the worker, it
+ * is first tried once more on a new worker (the fault may have been the line before). A shape
+ * likewise, then its bucket is skipped; a race round gets no time. Then a new worker starts,
+ * unless the stop flag is set (nothing is recorded then) or this was the PROTOCOL_STRIKES-th
+ * protocol error without a good measurement between (the tune ends with an error). */
+static ft_status worker_failed(tuner *tu, worker *w, failure kind, const char *why, ft_err *err)
+{
+    task *t = w->cur < w->ntasks ? &tu->tasks[w->tasks[w->cur]] : NULL;
+    const pending was = w->waiting;
+    const int protocol = kind == F_PROTOCOL, again = protocol || kind == F_SEND;
+    ft_status rc = FT_OK;
+    char reason[512];
+
+    ft__tuner_worker_stop(tu, w, 1);
+    w->waiting = P_NONE;
+    if (ft__tuner_stopped(tu))
+        return ft__tuner_interrupted(tu, err);
+    if (protocol) {
+        tu->sum->protocol_errors++;
+        w->strikes++;
+    }
+    snprintf(reason, sizeof reason, "%s%s",
+             protocol ? "the worker broke the protocol twice: " : kind == F_SEND ? "twice: " : "", why);
+    if (t != NULL && was == P_MEASURE) {
+        if (again && !t->retried[w->job]) {
+            t->retried[w->job] = 1;
+            t->redo = w->job;
+        } else {
+            ft_db_result r;
+            ft__tuner_fill_result(tu, t, &tu->kernels[t->jobs[w->job]], kind == F_TIMEOUT ? FT_RESULT_TIMEOUT : FT_RESULT_FAULT,
+                        reason, &r);
+            tu->sum->measured++;
+            tu->done++;
+            t->dirty = 1;
+            rc = ft__tuner_record(tu, &r, err);
+        }
+    } else if (t != NULL && was == P_SHAPE) {
+        if (again && !t->shape_retried)
+            t->shape_retried = 1;
+        else
+            skip_bucket(tu, t, reason);
+    } else if (t != NULL && was == P_RACE) {
+        t->race_ms[w->job % t->nleaders][w->job / t->nleaders] = NAN;
+    }
+    if (rc != FT_OK)
+        return rc;
+    if (w->strikes >= PROTOCOL_STRIKES)
+        return ft__fail(err, FT_ERR_CUDA, "GPU %d: the worker broke the protocol %d times in a row (last: %s)",
+                        w->device, w->strikes, why);
+    tu->sum->worker_restarts++;
+    if (t != NULL)
+        t->shape_ready = 0;
+    return ft__tuner_worker_boot(tu, w, err);
+}
+
+/* Handles a line from worker w. One that breaks the protocol fills why (and changes nothing);
+ * the caller replaces the worker. */
+static ft_status on_line(tuner *tu, worker *w, const char *line, char *why, size_t cap, ft_err *err)
+{
+    task *t = &tu->tasks[w->tasks[w->cur]];
+    const double elapsed = ft__now_ms() - w->sent;
+    ft_tune_reply rep;
+    ft_err perr;
+    ft_status rc = FT_OK;
+    char msg[512];
+    int ok = 0;
+
+    why[0] = '\0';
+    switch (w->waiting) {
+    case P_SHAPE:
+        if (ft__tuner_parse_ack(line, w->id, &ok, msg, sizeof msg, &perr) != FT_OK)
+            break;
+        w->waiting = P_NONE;
+        if (ok)
+            t->shape_ready = 1;
+        else
+            skip_bucket(tu, t, msg);
+        return FT_OK;
+    case P_MEASURE:
+        if (ft__tune_parse_result(line, w->id, &t->shape, elapsed, &rep, &perr) != FT_OK)
+            break;
+        w->waiting = P_NONE;
+        w->strikes = 0;
+        rc = ft__tuner_on_result(tu, t, w->job, &rep, err);
+        tu->done++;
+        if (rc == FT_OK && rep.status == FT_RESULT_FAULT) {
+            /* the worker exits after a fault; start another */
+            ft__tuner_worker_stop(tu, w, 1);
+            tu->sum->worker_restarts++;
+            t->shape_ready = 0;
+            rc = ft__tuner_worker_boot(tu, w, err);
+        }
+        return rc;
+    case P_RACE:
+        if (ft__tune_parse_result(line, w->id, &t->shape, elapsed, &rep, &perr) != FT_OK)
+            break;
+        w->waiting = P_NONE;
+        w->strikes = 0;
+        t->race_ms[w->job % t->nleaders][w->job / t->nleaders] =
+            rep.status == FT_RESULT_OK ? rep.median_ms : NAN;
+        if (rep.status == FT_RESULT_FAULT) {
+            ft__tuner_worker_stop(tu, w, 1);
+            tu->sum->worker_restarts++;
+            t->shape_ready = 0;
+            rc = ft__tuner_worker_boot(tu, w, err);
+        }
+        return rc;
+    default:
+        snprintf(perr.msg, sizeof perr.msg, "a line with no command in flight");
+        break;
+    }
+    {
+        char shown[200];
+        ft__tuner_printable(line, shown, sizeof shown);
+        snprintf(why, cap, "%s, in '%s%s'", perr.msg, shown, strlen(line) > 120 ? "..." : "");
+    }
+    return FT_OK;
+}
+
+/* Reads from worker w (revents: what poll saw) and handles its complete lines. A worker that
+ * exited, sent a line too long, malformed or unasked for, or let its deadline pass (whether or
+ * not it sent anything) is replaced (worker_failed). */
+static ft_status service(tuner *tu, worker *w, short revents, ft_err *err)
+{
+    char line[LINE_MAX_BYTES], why[1024];
+    ft_status rc;
+    int got;
+
+    if ((revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) && !ft__tuner_worker_read(w)) {
+        int status = ft__tuner_worker_reap(tu, w, EXIT_GRACE_MS);
+        int sig = status != -1 && WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        /* Ctrl-C reaches the worker too, perhaps before the tuner's own flag is set: a worker
+         * stopped by a user's signal is an interrupt, not its kernel's fault */
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) {
+            w->waiting = P_NONE;
+            return ft__fail(err, FT_ERR_INTERRUPTED, "interrupted: GPU %d's worker was stopped (signal %d); %lld "
+                            "measurements were recorded",
+                            w->device, sig, tu->sum->measured);
+        }
+        if (status != -1 && WIFSIGNALED(status))
+            snprintf(why, sizeof why, "the worker died (signal %d)", WTERMSIG(status));
+        else if (status != -1)
+            snprintf(why, sizeof why, "the worker exited with status %d", WEXITSTATUS(status));
+        else
+            snprintf(why, sizeof why, "the worker's output ended");
+        return worker_failed(tu, w, F_EXITED, why, err);
+    }
+    for (;;) {
+        if (w->waiting == P_NONE) {
+            if (w->len > 0)
+                return worker_failed(tu, w, F_PROTOCOL, "it sent more than its answer", err);
+            return FT_OK;
+        }
+        got = ft__tuner_worker_line(w, line, sizeof line, why, sizeof why);
+        if (got < 0)
+            return worker_failed(tu, w, F_PROTOCOL, why, err);
+        if (got == 0)
+            break;
+        rc = on_line(tu, w, line, why, sizeof why, err);
+        if (rc != FT_OK)
+            return rc;
+        if (why[0] != '\0')
+            return worker_failed(tu, w, F_PROTOCOL, why, err);
+    }
+    if (ft__now_ms() > w->deadline) {
+        snprintf(why, sizeof why, "no answer within the timeout of %.0f s (hung?)",
+                 (w->deadline - w->sent) / 1e3);
+        return worker_failed(tu, w, F_TIMEOUT, why, err);
+    }
+    return FT_OK;
+}
+
+ft_status ft__tuner_run_workers(tuner *tu, ft_err *err)
+{
+    ft_status rc = FT_OK;
+    struct pollfd pfd[64];
+    int map[64];
+    int i;
+
+    for (;;) {
+        int n = 0;
+        double wait_ms = 1000;
+
+        if (ft__tuner_stopped(tu))
+            return ft__tuner_interrupted(tu, err);
+        for (i = 0; i < tu->nworkers; i++) {
+            worker *w = &tu->workers[i];
+            /* a command that does not reach the worker: a new worker, and the next command
+             * (the same one once more, or what worker_failed left); each job, race round and
+             * shape is sent at most twice, so this ends */
+            while (w->waiting == P_NONE) {
+                int d = dispatch(tu, w, err, &rc);
+                if (rc != FT_OK)
+                    return rc;
+                if (d >= 0)
+                    break;
+                rc = worker_failed(tu, w, F_SEND, "the worker took no command (gone, or not reading)", err);
+                if (rc != FT_OK)
+                    return rc;
+            }
+            if (w->waiting != P_NONE) {
+                pfd[n].fd = w->from_fd;
+                pfd[n].events = POLLIN;
+                pfd[n].revents = 0;
+                map[n++] = i;
+                wait_ms = fmin(wait_ms, w->deadline - ft__now_ms());
+            }
+        }
+        if (n == 0)
+            return FT_OK;
+        if (poll(pfd, (nfds_t)n, (int)fmax(0, wait_ms)) < 0 && errno != EINTR)
+            return ft__fail(err, FT_ERR_IO, "poll: %s", strerror(errno));
+        for (i = 0; i < n; i++) {
+            rc = service(tu, &tu->workers[map[i]], pfd[i].revents, err);
+            if (rc != FT_OK)
+                return rc;
+        }
+    }
+}
+

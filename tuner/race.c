@@ -1,0 +1,249 @@
+/*
+ * Recording results, and the leaders' race: when the fastest variants of a bucket lie within
+ * each other's noise they are re-measured interleaved, a few rounds, and the median decides.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/fs.h"
+#include "common/sha256.h"
+#include "generator/emit.h"
+#include "generator/variant.h"
+#include "ops/problem.h"
+#include "runtime/compile.h"
+#include "runtime/verify.h"
+#include "tuner/plan.h"
+#include "tuner/tune_internal.h"
+
+/* ---- recording ---------------------------------------------------------------------------- */
+
+void ft__tuner_fill_result(tuner *tu, const task *t, const kernel_ref *kr, ft_result_status st, const char *reason,
+                        ft_db_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->device_id = tu->device_id;
+    r->kernel_id = kr->kernel_id;
+    r->key = t->key;
+    r->batch = t->shape.batch;
+    r->heads_q = t->shape.heads_q;
+    r->heads_kv = t->shape.heads_kv;
+    r->seqlen_q = t->shape.seqlen_q;
+    r->seqlen_k = t->shape.seqlen_k;
+    r->status = st;
+    snprintf(r->reason, sizeof r->reason, "%s", reason ? reason : "");
+    r->median_ms = r->iqr_ms = r->tflops = r->max_error = NAN;
+}
+
+ft_status ft__tuner_record(tuner *tu, const ft_db_result *r, ft_err *err)
+{
+    tu->sum->by_status[r->status]++;
+    return ft__db_record(tu->db, r, err);
+}
+
+/* A checked measurement reply for job j of task t. */
+ft_status ft__tuner_on_result(tuner *tu, task *t, int j, const ft_tune_reply *rep, ft_err *err)
+{
+    const kernel_ref *kr = &tu->kernels[t->jobs[j]];
+    ft_db_result r;
+
+    ft__tuner_fill_result(tu, t, kr, rep->status, rep->detail, &r);
+    if (rep->status == FT_RESULT_OK) {
+        r.median_ms = rep->median_ms;
+        r.iqr_ms = rep->q3_ms - rep->q1_ms;
+        r.tflops = rep->tflops;
+        r.repetitions = rep->reps;
+    }
+    if (rep->status == FT_RESULT_OK || rep->status == FT_RESULT_WRONG_RESULT)
+        r.max_error = rep->max_error;
+    tu->sum->verify_ms += rep->verify_ms;
+    tu->sum->time_ms += rep->time_ms;
+    tu->sum->measured++;
+    t->dirty = 1;
+    return ft__tuner_record(tu, &r, err);
+}
+
+/* ---- the leaders' race -------------------------------------------------------------------- */
+
+typedef struct collect {
+    tuner *tu;
+    task *t;
+    ft_db_row rows[64];
+    int n;
+} collect;
+
+static int collect_row(void *ud, const ft_db_row *row)
+{
+    collect *c = ud;
+    const ft_db_result *r = &row->result;
+    int i;
+
+    if (r->device_id != c->tu->device_id || !ft__key_equal(&r->key, &c->t->key) || r->status != FT_RESULT_OK ||
+        row->stale || !(r->median_ms > 0) || !isfinite(r->median_ms))
+        return 0;
+    /* keep the 64 fastest, in order */
+    if (c->n == 64 && c->rows[63].result.median_ms <= r->median_ms)
+        return 0;
+    i = c->n < 64 ? c->n : 63;
+    for (; i > 0 && c->rows[i - 1].result.median_ms > r->median_ms; i--)
+        c->rows[i] = c->rows[i - 1];
+    c->rows[i] = *row;
+    if (c->n < 64)
+        c->n++;
+    return 0;
+}
+
+/* Leaders: the ok results within the noise of the fastest (2 %, or twice its spread). */
+ft_status ft__tuner_find_leaders(tuner *tu, task *t, ft_err *err)
+{
+    collect *c = calloc(1, sizeof *c); /* 64 rows: too large for the stack */
+    ft_db_filter f;
+    double best, margin;
+    ft_status rc;
+    int i;
+
+    if (c == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    c->tu = tu;
+    c->t = t;
+    ft__db_filter_init(&f);
+    f.op = t->key.op;
+    f.dtype = t->key.dtype;
+    f.head_dim = (int)ft__key_get(&t->key, "d", -1);
+    f.causal = (int)ft__key_get(&t->key, "causal", -1);
+    f.device_name = tu->dev.name;
+    rc = ft__db_query(tu->db, &f, collect_row, c, err);
+    t->nleaders = 0;
+    if (rc != FT_OK || c->n < 2)
+        goto out;
+    best = c->rows[0].result.median_ms;
+    margin = fmax(0.02 * best, 2 * (isfinite(c->rows[0].result.iqr_ms) ? c->rows[0].result.iqr_ms : 0));
+    for (i = 0; i < c->n && i < MAX_LEADERS && c->rows[i].result.median_ms <= best + margin; i++)
+        t->leaders[t->nleaders++] = c->rows[i];
+    if (t->nleaders < 2)
+        t->nleaders = 0;
+out:
+    free(c);
+    return rc;
+}
+
+int ft__tuner_kernel_of(const tuner *tu, long long kernel_id)
+{
+    int i;
+    for (i = 0; i < tu->nkernels; i++)
+        if (tu->kernels[i].kernel_id == kernel_id)
+            return i;
+    return -1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The race is over: each leader whose rounds all came back (checked times, NAN where a round
+ * failed) gets the median of its rounds. */
+ft_status ft__tuner_finish_race(tuner *tu, task *t, ft_err *err)
+{
+    ft_status rc = FT_OK;
+    int i, k;
+
+    for (i = 0; i < t->nleaders && rc == FT_OK; i++) {
+        double ms[RACE_ROUNDS];
+        ft_db_result r = t->leaders[i].result;
+        int n = 0;
+        for (k = 0; k < RACE_ROUNDS; k++)
+            if (t->race_ms[i][k] > 0 && isfinite(t->race_ms[i][k]))
+                ms[n++] = t->race_ms[i][k];
+        if (n < RACE_ROUNDS)
+            continue; /* a round failed: the leader keeps its own measurement */
+        qsort(ms, (size_t)n, sizeof ms[0], cmp_double);
+        r.median_ms = ms[n / 2];
+        r.tflops = ft__op_fwd.flops(&t->shape) / (r.median_ms * 1e-3) / 1e12;
+        rc = ft__db_record(tu->db, &r, err);
+    }
+    if (rc == FT_OK)
+        tu->sum->races++;
+    return rc;
+}
+
+/* A plan item's kernel row; source and cubin are left NULL. */
+void ft__tuner_kernel_row(const ft_plan *plan, const ft_plan_item *it, const char *template_hash,
+                       ft_db_kernel *dk)
+{
+    memset(dk, 0, sizeof *dk);
+    snprintf(dk->family, sizeof dk->family, "%s", plan->family->name);
+    snprintf(dk->variant, sizeof dk->variant, "%s", it->variant_str);
+    snprintf(dk->arch, sizeof dk->arch, "%s", plan->arch.name); /* the family's target: "sm_90a" */
+    snprintf(dk->template_hash, sizeof dk->template_hash, "%s", template_hash);
+    snprintf(dk->source_hash, sizeof dk->source_hash, "%s", it->source_hash);
+    snprintf(dk->entry, sizeof dk->entry, "%s", it->source.entry);
+    dk->registers = it->report.registers;
+    dk->spill_stores = it->report.spill_stores;
+    dk->spill_loads = it->report.spill_loads;
+    dk->smem_static = it->report.smem_static;
+    dk->smem_dynamic = it->smem_dynamic;
+    dk->threads = it->threads;
+    dk->compile_ms = it->compile_ms;
+}
+
+/* Whether task i is the first of its bucket (specs of two families can share a bucket). */
+int ft__tuner_first_of_bucket(const tuner *tu, int i)
+{
+    int j;
+
+    for (j = 0; j < i; j++)
+        if (ft__key_equal(&tu->tasks[j].key, &tu->tasks[i].key))
+            return 0;
+    return 1;
+}
+
+/* Stores the winner's cubin and source with its kernel row, for dispatch and export. */
+ft_status ft__tuner_store_winner(tuner *tu, task *t, ft_err *err)
+{
+    ft_db_row row;
+    int found = 0, k;
+    ft_status rc = ft__db_winner(tu->db, tu->device_id, &t->key, &row, NULL, NULL, &found, err);
+    const kernel_ref *kr;
+    ft_plan_item *it;
+    ft_compiled c;
+    ft_kernel_source src;
+    ft_db_kernel dk;
+
+    if (rc != FT_OK || !found)
+        return rc;
+    k = ft__tuner_kernel_of(tu, row.result.kernel_id);
+    if (k < 0)
+        return FT_OK; /* a winner from another spec or run: its row already has what it needs */
+    kr = &tu->kernels[k];
+    it = &tu->plans[kr->spec]->items[kr->item];
+    if (!ft__cache_get(tu->cache, it->key, &c))
+        return FT_OK;
+    rc = ft__emit(tu->specs[kr->spec], tu->plans[kr->spec]->family, &it->variant, &tu->arch, &src, err);
+    if (rc == FT_OK) {
+        ft__tuner_kernel_row(tu->plans[kr->spec], it, src.template_hash, &dk);
+        dk.source = src.text;
+        dk.cubin = c.cubin;
+        dk.cubin_size = c.cubin_size;
+        {
+            long long id;
+            rc = ft__db_kernel_id(tu->db, &dk, &id, err);
+        }
+    }
+    ft__kernel_source_free(&src);
+    ft__compiled_free(&c);
+    return rc;
+}
+
+

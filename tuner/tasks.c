@@ -1,0 +1,400 @@
+/*
+ * What a tune measures: the plans compiled, the targets (the specs' workloads, or the recorded
+ * misses), and one task per bucket and spec.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/fs.h"
+#include "common/sha256.h"
+#include "generator/emit.h"
+#include "generator/variant.h"
+#include "ops/problem.h"
+#include "runtime/compile.h"
+#include "runtime/verify.h"
+#include "tuner/plan.h"
+#include "tuner/tune_internal.h"
+
+/* ---- setup -------------------------------------------------------------------------------- */
+
+ft_status ft__tuner_start_workers(tuner *tu, ft_err *err)
+{
+    ft_status rc;
+    int i;
+
+    tu->workers = calloc(64, sizeof *tu->workers);
+    if (tu->workers == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    tu->workers[0].device = tu->o->device < 0 ? 0 : tu->o->device;
+    tu->nworkers = 1;
+    rc = ft__tuner_worker_boot(tu, &tu->workers[0], err);
+    if (rc != FT_OK)
+        return rc;
+    tu->arch = tu->workers[0].arch;
+    tu->dev = tu->workers[0].dev;
+    if (tu->o->device >= 0)
+        return FT_OK;
+    for (i = 1; i < tu->workers[0].count && i < 64; i++) {
+        const ft_db_device *d = &tu->workers[i].dev;
+        tu->workers[i].device = i;
+        tu->nworkers++;
+        rc = ft__tuner_worker_boot(tu, &tu->workers[i], err);
+        if (rc != FT_OK)
+            return rc;
+        if (!ft__db_device_same_model(d, &tu->dev) || !ft__db_device_same_driver(d, &tu->dev))
+            return ft__fail(err, FT_ERR_UNSUPPORTED,
+                            "--device all needs identical GPUs, but GPU 0 is %s and GPU %d is %s (driver %d vs %d); "
+                            "tune each with --device N",
+                            tu->dev.name, i, d->name, tu->dev.driver_version, d->driver_version);
+    }
+    return FT_OK;
+}
+
+static const char *param_value(const ft_spec *spec, const ft_variant *v, const char *name, char *buf, size_t cap)
+{
+    int i = ft__spec_param_index(spec, name);
+    if (i < 0)
+        return NULL;
+    if (spec->params[i].kind == FT_PARAM_INT)
+        snprintf(buf, cap, "%lld", spec->params[i].ints[v->idx[i]]);
+    else
+        snprintf(buf, cap, "%s", spec->params[i].strings[v->idx[i]]);
+    return buf;
+}
+
+/* Compiles every spec's plan and registers the kernels in the database. */
+ft_status ft__tuner_compile_all(tuner *tu, ft_variant *filter, unsigned *masks, ft_err *err)
+{
+    ft_status rc = FT_OK;
+    int s, i;
+    double t0 = ft__now_ms();
+
+    tu->plans = calloc((size_t)tu->nspecs, sizeof *tu->plans);
+    if (tu->plans == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (s = 0; s < tu->nspecs && rc == FT_OK; s++) {
+        ft_plan *plan;
+        char th[65];
+        rc = ft__plan_build(tu->specs[s], &tu->arch, &filter[s], masks[s], &tu->plans[s], err);
+        if (rc != FT_OK)
+            break;
+        plan = tu->plans[s];
+        ft__family_hash(plan->family, th);
+        rc = ft__db_set_current(tu->db, tu->dev.driver_version, tu->dev.nvrtc_version, plan->family->name, th, err);
+        if (rc != FT_OK)
+            break;
+        if (tu->progress != NULL)
+            tu->progress(tu->ud, 0, plan->count[FT_PLAN_PENDING], "compiling");
+        rc = ft__plan_compile(plan, tu->cache, tu->o->jobs, NULL, NULL, tu->o->stop, err);
+        tu->sum->pruned += plan->count[FT_PLAN_PRUNED];
+        tu->sum->variants += plan->nitems - plan->count[FT_PLAN_PRUNED];
+    }
+    tu->sum->compile_ms = ft__now_ms() - t0;
+    if (rc != FT_OK)
+        return rc;
+    for (s = 0; s < tu->nspecs; s++)
+        tu->nkernels += tu->plans[s]->nitems;
+    tu->kernels = calloc((size_t)tu->nkernels + 1, sizeof *tu->kernels);
+    if (tu->kernels == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    tu->nkernels = 0;
+    for (s = 0; s < tu->nspecs && rc == FT_OK; s++) {
+        ft_plan *plan = tu->plans[s];
+        char th[65];
+        ft__family_hash(plan->family, th);
+        for (i = 0; i < plan->nitems && rc == FT_OK; i++) {
+            ft_plan_item *it = &plan->items[i];
+            kernel_ref *kr = &tu->kernels[tu->nkernels];
+            ft_db_kernel dk;
+            if (it->status == FT_PLAN_PRUNED)
+                continue;
+            ft__tuner_kernel_row(plan, it, th, &dk);
+            kr->spec = s;
+            kr->item = i;
+            rc = ft__db_kernel_id(tu->db, &dk, &kr->kernel_id, err);
+            tu->nkernels++;
+        }
+    }
+    return rc;
+}
+
+static ft_status target_add(target_list *l, const ft_workload *wl, const char *dtype, int causal, ft_err *err)
+{
+    if (l->n == l->cap) {
+        target *nv = realloc(l->v, (size_t)(l->cap = l->cap ? 2 * l->cap : 64) * sizeof *nv);
+        if (nv == NULL)
+            return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+        l->v = nv;
+    }
+    l->v[l->n].wl = *wl;
+    snprintf(l->v[l->n].dtype, sizeof l->v[l->n].dtype, "%s", dtype);
+    l->v[l->n].causal = causal;
+    l->n++;
+    return FT_OK;
+}
+
+/* The key of a target's calls. */
+static void target_key(const target *t, ft_key *out)
+{
+    ft_problem p;
+
+    memset(&p, 0, sizeof p);
+    p.batch = t->wl.b, p.heads_q = t->wl.hq, p.heads_kv = t->wl.hkv;
+    p.seqlen_q = t->wl.sq, p.seqlen_k = t->wl.sk, p.head_dim = t->wl.d;
+    p.causal = t->causal;
+    p.bf16 = strcmp(t->dtype, "bf16") == 0;
+    ft__op_fwd.key(&p, out);
+}
+
+static void workload_problem(const ft_workload *wl, ft_problem *p)
+{
+    memset(p, 0, sizeof *p);
+    p->batch = wl->b, p->heads_q = wl->hq, p->heads_kv = wl->hkv;
+    p->seqlen_q = wl->sq, p->seqlen_k = wl->sk, p->head_dim = wl->d;
+}
+
+/* The spec's workloads crossed with its dtypes and causal values; a workload the tuner cannot
+ * set up is an error naming the spec. */
+static ft_status spec_targets(const ft_spec *spec, target_list *l, ft_err *err)
+{
+    int di = ft__spec_param_index(spec, "dtype"), ci = ft__spec_param_index(spec, "causal");
+    int ndt = di >= 0 ? spec->params[di].nvalues : 1, nc = ci >= 0 ? spec->params[ci].nvalues : 1;
+    ft_status rc = FT_OK;
+    int w, dt, c;
+
+    for (w = 0; w < spec->nworkloads && rc == FT_OK; w++) {
+        ft_problem p;
+        char shape[128];
+        workload_problem(&spec->workloads[w], &p);
+        rc = ft__tune_check_shape(&p, err);
+        if (rc != FT_OK) {
+            ft__problem_format(&p, shape, sizeof shape);
+            ft__err_prefix(err, "%s: workloads[%d] (%s)", spec->path, w + 1, shape);
+            break;
+        }
+    }
+    for (w = 0; w < spec->nworkloads && rc == FT_OK; w++)
+        for (dt = 0; dt < ndt && rc == FT_OK; dt++)
+            for (c = 0; c < nc && rc == FT_OK; c++)
+                rc = target_add(l, &spec->workloads[w], di >= 0 ? spec->params[di].strings[dt] : "f16",
+                                ci >= 0 ? (int)spec->params[ci].ints[c] : 0, err);
+    return rc;
+}
+
+typedef struct miss_collect {
+    tuner *tu;
+    target_list *l;
+    ft_status rc;
+    ft_err *err;
+} miss_collect;
+
+/* Whether some spec of the tune has a variant of head dim d (or no head dim parameter). */
+static int spec_has_head_dim(const tuner *tu, int d)
+{
+    int s, i;
+
+    for (s = 0; s < tu->nspecs; s++) {
+        const ft_spec *spec = tu->specs[s];
+        int di = ft__spec_param_index(spec, "d");
+        if (di < 0 || spec->params[di].kind != FT_PARAM_INT)
+            return 1;
+        for (i = 0; i < spec->params[di].nvalues; i++)
+            if (spec->params[di].ints[i] == d)
+                return 1;
+    }
+    return 0;
+}
+
+/* A recorded miss is used only if its shape passes the checks a call's arguments pass (and
+ * ft__tune_check_shape), lies in its recorded bucket, and some spec has its head dim. The
+ * database is not trusted: anything could have written it. */
+static ft_status check_miss(const tuner *tu, const ft_db_miss *m, ft_err *err)
+{
+    ft_problem p;
+    ft_key k;
+    ft_status rc;
+    long long causal = ft__key_get(&m->key, "causal", -1);
+
+    if (m->key.op != &ft__op_fwd)
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "the operation is not the forward one");
+    memset(&p, 0, sizeof p);
+    p.batch = m->batch, p.heads_q = m->heads_q, p.heads_kv = m->heads_kv;
+    p.seqlen_q = m->seqlen_q, p.seqlen_k = m->seqlen_k, p.head_dim = (int)ft__key_get(&m->key, "d", 0);
+    if (strcmp(m->key.dtype, "f16") != 0 && strcmp(m->key.dtype, "bf16") != 0)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "the dtype is neither f16 nor bf16");
+    if (causal != 0 && causal != 1)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "causal is %lld, not 0 or 1", causal);
+    p.causal = (int)causal;
+    p.bf16 = strcmp(m->key.dtype, "bf16") == 0;
+    rc = ft__tune_check_shape(&p, err);
+    if (rc != FT_OK)
+        return rc;
+    m->key.op->key(&p, &k);
+    if (!ft__key_equal(&k, &m->key))
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
+                        "the shape is not in the recorded bucket (seqlen <= %lld, b*h <= %lld) but in seqlen <= %lld, "
+                        "b*h <= %lld",
+                        ft__key_get(&m->key, "seqlen", 0), ft__key_get(&m->key, "bh", 0), ft__key_get(&k, "seqlen", 0),
+                        ft__key_get(&k, "bh", 0));
+    if (!spec_has_head_dim(tu, p.head_dim))
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "no spec has kernels of head dim %d", p.head_dim);
+    return FT_OK;
+}
+
+/* A miss of this GPU model (any driver or NVRTC version), once per bucket: the shape of the
+ * first call that missed. An invalid one is reported and skipped. */
+static int collect_miss(void *ud, const ft_db_miss *m)
+{
+    miss_collect *mc = ud;
+    ft_workload wl;
+    ft_err why;
+    int i;
+
+    if (!ft__db_device_same_model(&m->device, &mc->tu->dev))
+        return 0;
+    if (check_miss(mc->tu, m, &why) != FT_OK) {
+        char dtype[40];
+        ft__tuner_printable(m->key.dtype, dtype, sizeof dtype);
+        fprintf(stderr,
+                "flashtune tune: skipping the recorded miss %s d=%lld causal=%lld b=%d,hq=%d,hkv=%d,sq=%d,sk=%d "
+                "(driver %d): %s\n",
+                dtype, ft__key_get(&m->key, "d", 0), ft__key_get(&m->key, "causal", 0), m->batch, m->heads_q,
+                m->heads_kv, m->seqlen_q,
+                m->seqlen_k, m->device.driver_version, why.msg);
+        mc->tu->sum->misses_invalid++;
+        return 0;
+    }
+    for (i = 0; i < mc->l->n; i++) {
+        ft_key k;
+        target_key(&mc->l->v[i], &k);
+        if (ft__key_equal(&k, &m->key))
+            return 0;
+    }
+    wl.b = m->batch, wl.hq = m->heads_q, wl.hkv = m->heads_kv;
+    wl.sq = m->seqlen_q, wl.sk = m->seqlen_k, wl.d = (int)ft__key_get(&m->key, "d", 0);
+    mc->rc = target_add(mc->l, &wl, m->key.dtype, (int)ft__key_get(&m->key, "causal", 0), mc->err);
+    return mc->rc != FT_OK;
+}
+
+/* One task for a target and a spec, with the spec's matching compiled variants; variants that
+ * did not compile or fit are recorded as such for the bucket right away. */
+static ft_status add_task(tuner *tu, int s, const target *tg, ft_err *err)
+{
+    const ft_workload *wl = &tg->wl;
+    const char *dtype = tg->dtype;
+    const int causal = tg->causal;
+    ft_status rc = FT_OK;
+    task *t;
+    int k, matched = 0;
+
+    if (tu->ntasks == tu->tasks_cap) {
+        task *nt = realloc(tu->tasks, (size_t)(tu->tasks_cap = tu->tasks_cap ? 2 * tu->tasks_cap : 64) * sizeof *nt);
+        if (nt == NULL)
+            return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+        tu->tasks = nt;
+    }
+    t = &tu->tasks[tu->ntasks];
+    memset(t, 0, sizeof *t);
+    t->shape.batch = wl->b, t->shape.heads_q = wl->hq, t->shape.heads_kv = wl->hkv;
+    t->shape.seqlen_q = wl->sq, t->shape.seqlen_k = wl->sk, t->shape.head_dim = wl->d;
+    t->shape.causal = causal;
+    t->shape.bf16 = strcmp(dtype, "bf16") == 0;
+    ft__op_fwd.key(&t->shape, &t->key);
+    t->redo = -1;
+    t->jobs = calloc((size_t)tu->nkernels + 1, sizeof *t->jobs);
+    t->retried = calloc((size_t)tu->nkernels + 1, 1);
+    if (t->jobs == NULL || t->retried == NULL) {
+        free(t->jobs);
+        free(t->retried);
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (k = 0; k < tu->nkernels && rc == FT_OK; k++) {
+        const kernel_ref *kr = &tu->kernels[k];
+        const ft_plan_item *it = &tu->plans[kr->spec]->items[kr->item];
+        const ft_spec *ks = tu->specs[kr->spec];
+        char b1[32], b2[32], b3[32];
+        const char *vd = param_value(ks, &it->variant, "d", b1, sizeof b1);
+        const char *vdt = param_value(ks, &it->variant, "dtype", b2, sizeof b2);
+        const char *vc = param_value(ks, &it->variant, "causal", b3, sizeof b3);
+        int has = 0;
+        if (kr->spec != s || (vd && atoi(vd) != wl->d) || (vdt && strcmp(vdt, dtype) != 0) ||
+            (vc && atoi(vc) != causal))
+            continue;
+        matched = 1;
+        if (!tu->o->remeasure)
+            rc = ft__db_has_result(tu->db, tu->device_id, kr->kernel_id, &t->key, &has, err);
+        if (rc != FT_OK)
+            break;
+        if (has) {
+            tu->sum->resumed++;
+            continue;
+        }
+        if (it->status == FT_PLAN_COMPILED) {
+            t->jobs[t->njobs++] = k;
+        } else {
+            ft_db_result r;
+            ft__tuner_fill_result(tu, t, kr,
+                        it->status == FT_PLAN_COMPILE_ERROR ? FT_RESULT_COMPILE_ERROR : FT_RESULT_OVER_LIMITS,
+                        it->reason, &r);
+            rc = ft__tuner_record(tu, &r, err);
+            tu->sum->measured++;
+        }
+    }
+    if (rc != FT_OK || (t->njobs == 0 && !matched)) {
+        free(t->jobs); /* on success: no variant computes this bucket */
+        free(t->retried);
+        return rc;
+    }
+    tu->planned += t->njobs;
+    tu->ntasks++;
+    return FT_OK;
+}
+
+/* The buckets the runtime library recorded as misses on this GPU model. */
+ft_status ft__tuner_miss_targets(tuner *tu, target_list *l, ft_err *err)
+{
+    miss_collect mc = {tu, l, FT_OK, err};
+    ft_status rc = ft__db_misses(tu->db, NULL, -1, collect_miss, &mc, err);
+
+    if (rc == FT_OK)
+        rc = mc.rc;
+    tu->sum->misses = l->n;
+    return rc;
+}
+
+/* One task per bucket and spec: the spec's workloads crossed with its dtypes and causal
+ * values, or the given targets (misses) when there are any. */
+ft_status ft__tuner_make_tasks(tuner *tu, const target_list *given, ft_err *err)
+{
+    ft_status rc = FT_OK;
+    target_list own;
+    const target_list *l = given->n > 0 ? given : &own;
+    int s, i;
+
+    memset(&own, 0, sizeof own);
+    for (s = 0; s < tu->nspecs && rc == FT_OK; s++) {
+        if (l == &own) {
+            own.n = 0;
+            rc = spec_targets(tu->specs[s], &own, err);
+        }
+        for (i = 0; i < l->n && rc == FT_OK; i++)
+            rc = add_task(tu, s, &l->v[i], err);
+    }
+    free(own.v);
+    for (i = 0; i < tu->ntasks; i++)
+        tu->sum->buckets += ft__tuner_first_of_bucket(tu, i);
+    return rc;
+}
+
+/* The worker program (worker_cmd, else this executable) and the compile cache it shares. */

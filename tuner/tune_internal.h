@@ -1,0 +1,201 @@
+/*
+ * The tuner's inside, shared by its files (not an interface of flashtune):
+ *   tune.c      ft__tune and ft__tune_probe: the whole run
+ *   tasks.c     what is measured: plans, targets, tasks
+ *   loop.c      the event loop over the workers
+ *   workers.c   the worker processes and their pipes
+ *   protocol.c  the worker protocol's lines, parsed and checked
+ *   race.c      recording results; the leaders' race
+ */
+#ifndef FT_TUNER_TUNE_INTERNAL_H
+#define FT_TUNER_TUNE_INTERNAL_H
+
+#include <sys/types.h>
+
+#include "generator/arch.h"
+#include "runtime/compile.h"
+#include "tuner/plan.h"
+#include "tuner/tune.h"
+#include "tuning_db/db.h"
+
+#define RACE_ROUNDS 3
+#define MAX_LEADERS 4
+
+#define LINE_MAX_BYTES 8192      /* the longest line a worker may send, its newline included */
+#define BOOT_TIMEOUT_MS 120e3    /* for the ready line */
+#define SEND_TIMEOUT_MS 10e3     /* for a command to go into the worker's pipe */
+#define QUIT_GRACE_MS 5e3        /* for a worker told to quit to exit, before it is killed */
+#define EXIT_GRACE_MS 1e3        /* for a worker that closed its output to exit, likewise */
+#define PROTOCOL_STRIKES 8       /* protocol errors without a good measurement between: give up */
+#define SLACK_MS 1e3             /* what a worker's own clock may exceed the tuner's wait by */
+#define MIN_MEDIAN_MS 1e-4       /* no kernel launch takes less than 100 ns */
+#define MAX_REPS 1000000
+#define MAX_FIELDS 16
+
+/* One variant of one spec's plan, with its database row. */
+typedef struct kernel_ref {
+    int spec;
+    int item;
+    long long kernel_id;
+} kernel_ref;
+
+/* A bucket to measure: its shape and the kernels (indices into the kernel table). */
+typedef struct task {
+    ft_problem shape;
+    ft_key key;      /* the shape's key: what the winner is for */
+    int *jobs;
+    unsigned char *retried; /* per job: tried once more after a protocol error */
+    int njobs;
+    int next;        /* next job to send */
+    int redo;        /* a job to send again (after a protocol error), or -1 */
+    int shape_ready; /* the worker has the shape's inputs and reference */
+    int shape_retried;
+    int dirty;       /* something was measured: the winner may have changed */
+    int failed;      /* the shape could not be set up */
+    /* the race of the leaders */
+    int race_started;
+    int nleaders;
+    ft_db_row leaders[MAX_LEADERS];
+    double race_ms[MAX_LEADERS][RACE_ROUNDS];
+    int race_next; /* next (round * nleaders + leader) to send */
+} task;
+
+typedef enum pending { P_NONE, P_READY, P_SHAPE, P_MEASURE, P_RACE } pending;
+
+typedef struct worker {
+    int device;
+    pid_t pid;                 /* <= 0: no process */
+    int to_fd, from_fd;        /* valid while pid > 0 */
+    char buf[LINE_MAX_BYTES];  /* what it sent that is not handled yet */
+    size_t len;
+    pending waiting;
+    unsigned long long id;     /* the id of the command in flight */
+    unsigned long long ids;    /* ids given out so far (never reused, across restarts too) */
+    double sent;               /* when that command was sent (ms on the monotonic clock) */
+    double deadline;
+    int job;                   /* the job (or race slot) in flight */
+    int strikes;               /* protocol errors since its last good measurement */
+    int *tasks;                /* indices of its tasks */
+    int ntasks;
+    int cur;                   /* its current task */
+    int count;                 /* from the ready line: the GPUs its driver sees */
+    ft_arch arch;              /* ... the device's limits */
+    ft_db_device dev;          /* ... and its fingerprint */
+} worker;
+
+typedef struct tuner {
+    const ft_tune_opts *o;     /* NULL for a probe */
+    ft_spec *const *specs;
+    int nspecs;
+    ft_plan **plans;
+    ft_db *db;
+    ft_cache *cache;
+    ft_arch arch;
+    ft_db_device dev;
+    long long device_id;
+    kernel_ref *kernels;
+    int nkernels;
+    task *tasks;
+    int ntasks, tasks_cap;
+    worker *workers;
+    int nworkers;
+    char worker_path[4096];
+    char cache_dir[4096];
+    ft_tune_summary *sum;
+    ft_tune_progress_fn progress;
+    void *ud;
+    long long planned, done;
+} tuner;
+
+/* A bucket to tune: a shape with its dtype and causality. */
+typedef struct target {
+    ft_workload wl;
+    char dtype[8];
+    int causal;
+} target;
+
+typedef struct target_list {
+    target *v;
+    int n, cap;
+} target_list;
+
+
+/* Whether the stop flag (a signal) is set. */
+int ft__tuner_stopped(const tuner *tu);
+
+/* FT_ERR_INTERRUPTED, saying how much was recorded. */
+ft_status ft__tuner_interrupted(const tuner *tu, ft_err *err);
+
+/* Text from a worker as it may be shown: control characters and non-ASCII bytes as \\xNN. */
+void ft__tuner_printable(const char *in, char *out, size_t cap);
+
+/* An answer to a shape command (ok, or error with its message). */
+ft_status ft__tuner_parse_ack(const char *line, unsigned long long id, int *ok, char *msg, size_t cap, ft_err *err);
+
+/* The ready line: how many GPUs, the device's limits and fingerprint. */
+ft_status ft__tuner_parse_ready(const char *line, int *count, ft_arch *arch, ft_db_device *dev, ft_err *err);
+
+/* Starts a worker and waits for its ready line. */
+ft_status ft__tuner_worker_boot(tuner *tu, worker *w, ft_err *err);
+
+/* The next whole line a worker sent: 1; 0 when none is complete; -1 on a protocol error (why). */
+int ft__tuner_worker_line(worker *w, char *out, size_t cap, char *why, size_t why_cap);
+
+/* Reads what a worker sent into its buffer: 1, 0 at end of file, -1 on an error. */
+int ft__tuner_worker_read(worker *w);
+
+/* Waits up to grace_ms for a worker to exit, then kills it; its status. */
+int ft__tuner_worker_reap(const tuner *tu, worker *w, double grace_ms);
+
+/* Sends one command line: 1 when it went into the pipe in time. */
+int ft__tuner_worker_send(const tuner *tu, worker *w, const char *line, double timeout_ms);
+
+/* Tells a worker to quit (or kills it), reaps it. */
+void ft__tuner_worker_stop(const tuner *tu, worker *w, int kill_it);
+
+/* A result of task t's kernel kr with status st. */
+void ft__tuner_fill_result(tuner *tu, const task *t, const kernel_ref *kr, ft_result_status st, const char *reason, ft_db_result *r);
+
+/* Commits a result. */
+ft_status ft__tuner_record(tuner *tu, const ft_db_result *r, ft_err *err);
+
+/* A measurement of job j of task t arrived. */
+ft_status ft__tuner_on_result(tuner *tu, task *t, int j, const ft_tune_reply *rep, ft_err *err);
+
+/* The ok results within the noise of the fastest: the race's runners. */
+ft_status ft__tuner_find_leaders(tuner *tu, task *t, ft_err *err);
+
+/* Records the medians of the race's rounds. */
+ft_status ft__tuner_finish_race(tuner *tu, task *t, ft_err *err);
+
+/* The index of a kernel row in the kernel table, or -1. */
+int ft__tuner_kernel_of(const tuner *tu, long long kernel_id);
+
+/* The database row of a planned variant. */
+void ft__tuner_kernel_row(const ft_plan *plan, const ft_plan_item *it, const char *template_hash, ft_db_kernel *k);
+
+/* Whether task i is the first of its key (specs of two families can share one). */
+int ft__tuner_first_of_bucket(const tuner *tu, int i);
+
+/* Reports the winner of a finished task. */
+ft_status ft__tuner_store_winner(tuner *tu, task *t, ft_err *err);
+
+/* Reports progress. */
+void ft__tuner_progress(tuner *tu, const char *what);
+
+/* The event loop: until every task is done or the tune stops. */
+ft_status ft__tuner_run_workers(tuner *tu, ft_err *err);
+
+/* Starts one worker per GPU and shares the tasks among them. */
+ft_status ft__tuner_start_workers(tuner *tu, ft_err *err);
+
+/* Plans and compiles every spec's variants that fit the GPU. */
+ft_status ft__tuner_compile_all(tuner *tu, ft_variant *filter, unsigned *masks, ft_err *err);
+
+/* One task per bucket and spec (the given targets, else the specs' workloads). */
+ft_status ft__tuner_make_tasks(tuner *tu, const target_list *given, ft_err *err);
+
+/* The buckets the runtime library recorded as misses on this GPU model. */
+ft_status ft__tuner_miss_targets(tuner *tu, target_list *l, ft_err *err);
+
+#endif
