@@ -22,6 +22,7 @@
 
 #include "common/fs.h"
 #include "common/strbuf.h"
+#include "common/text.h"
 #include "generator/sandbox.h"
 #include "generator/variant.h"
 
@@ -426,7 +427,28 @@ static int sandbox_setmetatable(lua_State *L)
     return 1;
 }
 
-/* print, to stderr: stdout carries tables and JSON. */
+/* Writes len bytes to f as printable text (common/text.h), a piece at a time; a piece never
+ * ends inside a UTF-8 sequence, which would read as invalid. */
+static void write_printable(FILE *f, const char *s, size_t len)
+{
+    char out[4 * 256 + 1];
+
+    while (len > 0) {
+        size_t n = len < 256 ? len : 256;
+        size_t back = 0;
+        while (n < len && back < 3 && ((unsigned char)s[n - back] & 0xc0u) == 0x80u)
+            back++;
+        if (back < n && ((unsigned char)s[n - back] & 0xc0u) != 0x80u)
+            n -= back;
+        ft__printable(out, sizeof out, s, n);
+        fputs(out, f);
+        s += n;
+        len -= n;
+    }
+}
+
+/* print, to stderr (stdout carries tables and JSON), with control characters escaped: a spec
+ * does not get to drive the terminal. */
 static int sandbox_print(lua_State *L)
 {
     int n = lua_gettop(L);
@@ -437,7 +459,7 @@ static int sandbox_print(lua_State *L)
         const char *s = luaL_tolstring(L, i, &len);
         if (i > 1)
             fputc('\t', stderr);
-        fwrite(s, 1, len, stderr);
+        write_printable(stderr, s, len);
         lua_pop(L, 1);
     }
     fputc('\n', stderr);
@@ -504,7 +526,9 @@ static const char *after_short_path(const char *path, const char *msg)
 }
 
 /* Turns the Lua error at the top of the stack into err: "path:line: message", or
- * "path: message" where no line is known, followed by context. Returns the status. */
+ * "path: message" where no line is known, followed by context. The message is the spec's
+ * text (error("...") says what it likes): control characters come out as visible escapes
+ * (common/text.h). Returns the status. */
 static ft_status lua_failure(ft_spec_lua *S, int status, const char *context, ft_err *err)
 {
     lua_State *L = S->L;
@@ -513,6 +537,7 @@ static ft_status lua_failure(ft_spec_lua *S, int status, const char *context, ft
     size_t mlen = strlen(msg);
     const char *body;
     char where[FT_ERR_MSG_MAX / 2];
+    char clean[FT_ERR_MSG_MAX];
     char text[FT_ERR_MSG_MAX];
 
     /* Only strings: converting a number would allocate, outside any protected call. */
@@ -538,9 +563,10 @@ static ft_status lua_failure(ft_spec_lua *S, int status, const char *context, ft
         snprintf(where, sizeof where, "%s: ", S->path);
         body = msg;
     }
-    (void)mlen;
-    snprintf(text, sizeof text, "%s%s", where, body);
-    return ft__fail(err, FT_ERR_SPEC, "%s%s", text, context);
+    ft__printable(clean, sizeof clean, body, mlen - (size_t)(body - msg));
+    snprintf(text, sizeof text, "%s%s", where, clean);
+    return ft__fail(err, FT_ERR_SPEC, "%s%s", ft__printable_str(clean, sizeof clean, text),
+                    context);
 }
 
 /* ---- validation of the returned table ---------------------------------------------------- */
@@ -550,12 +576,25 @@ static ft_status spec_error(load_ctx *c, const char *fmt, ...)
 static ft_status spec_error(load_ctx *c, const char *fmt, ...)
 {
     char msg[FT_ERR_MSG_MAX];
+    char clean[FT_ERR_MSG_MAX];
     va_list ap;
 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return ft__fail(c->err, FT_ERR_SPEC, "%s: %s", c->spec->path, msg);
+    return ft__fail(c->err, FT_ERR_SPEC, "%s: %s", c->spec->path,
+                    ft__printable_str(clean, sizeof clean, msg));
+}
+
+/* A malloc'd copy of the len bytes at s as printable text (common/text.h), or NULL. */
+static char *printable_dup(const char *s, size_t len)
+{
+    size_t need = ft__printable(NULL, 0, s, len);
+    char *copy = malloc(need + 1);
+
+    if (copy != NULL)
+        ft__printable(copy, need + 1, s, len);
+    return copy;
 }
 
 static ft_status out_of_memory(load_ctx *c)
@@ -576,9 +615,14 @@ static const char *describe(lua_State *L, int idx, char *buf, size_t cap)
         else
             snprintf(buf, cap, "%.14g", (double)lua_tonumber(L, idx));
         break;
-    case LUA_TSTRING:
-        snprintf(buf, cap, "the string '%.40s'", lua_tostring(L, idx));
+    case LUA_TSTRING: {
+        size_t len = 0;
+        const char *str = lua_tolstring(L, idx, &len);
+        char shown[200];
+        ft__printable(shown, sizeof shown, str, len < 40 ? len : 40);
+        snprintf(buf, cap, "the string '%s'", shown);
         break;
+    }
     default:
         snprintf(buf, cap, "a %s", luaL_typename(L, idx));
         break;
@@ -591,8 +635,13 @@ static const char *describe_key(lua_State *L, int idx, char *buf, size_t cap)
 {
     int t = lua_type(L, idx);
 
-    if (t == LUA_TSTRING)
-        snprintf(buf, cap, "'%.40s'", lua_tostring(L, idx));
+    if (t == LUA_TSTRING) {
+        size_t len = 0;
+        const char *str = lua_tolstring(L, idx, &len);
+        char shown[200];
+        ft__printable(shown, sizeof shown, str, len < 40 ? len : 40);
+        snprintf(buf, cap, "'%s'", shown);
+    }
     else if (t == LUA_TNUMBER && lua_isinteger(L, idx))
         snprintf(buf, cap, "[%lld]", (long long)lua_tointeger(L, idx));
     else if (t == LUA_TNUMBER)
@@ -734,7 +783,7 @@ static ft_status string_field(load_ctx *c, lua_State *L, int t, const char *key,
         spec_error(c, "%s must not be empty", label);
         goto out;
     }
-    *out = ft__strdup(lua_tostring(L, -1));
+    *out = printable_dup(lua_tostring(L, -1), lua_rawlen(L, -1));
     if (*out == NULL) {
         rc = out_of_memory(c);
         goto out;
@@ -1039,7 +1088,7 @@ static ft_status load_constraint(load_ctx *c, lua_State *L, int t, int i)
                    describe(L, -1, buf, sizeof buf));
         goto out;
     }
-    c->spec->constraint_names[i] = ft__strdup(lua_tostring(L, -2));
+    c->spec->constraint_names[i] = printable_dup(lua_tostring(L, -2), lua_rawlen(L, -2));
     if (c->spec->constraint_names[i] == NULL) {
         rc = out_of_memory(c);
         goto out;
@@ -1636,10 +1685,11 @@ static void run_constraints(lua_State *L, call_ctx *c)
             return;
         }
         c->keep = 0;
-        if (lua_type(L, -1) == LUA_TSTRING && lua_rawlen(L, -1) > 0)
-            name = lua_tostring(L, -1);
-        if (c->reason != NULL && c->reason_cap > 0)
-            snprintf(c->reason, c->reason_cap, "%s", name);
+        if (c->reason != NULL && c->reason_cap > 0 && lua_type(L, -1) == LUA_TSTRING &&
+            lua_rawlen(L, -1) > 0)
+            ft__printable(c->reason, c->reason_cap, lua_tostring(L, -1), lua_rawlen(L, -1));
+        else if (c->reason != NULL && c->reason_cap > 0)
+            snprintf(c->reason, c->reason_cap, "%s", name); /* printable since the load */
         return;
     }
 }

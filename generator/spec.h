@@ -51,6 +51,9 @@
 
 typedef enum ft_param_kind { FT_PARAM_INT = 0, FT_PARAM_STRING = 1 } ft_param_kind;
 
+/* Text a spec gives that is shown to users (its name, description, docs, constraint texts and
+ * reasons, its error messages) is kept with control characters as visible escapes
+ * (common/text.h). */
 typedef struct ft_param {
     char *name;          /* an identifier: [A-Za-z_][A-Za-z0-9_]* */
     char *doc;           /* NULL when the spec gives none */

@@ -10,6 +10,10 @@ target_include_directories(test_pattern PRIVATE ${LUA_INCLUDE_DIR})
 # Spec text made printable for terminals and messages (common/text.c).
 ft_unit_test(test_text test_text.c)
 
+# Spec text on the terminal: plan shows a reason full of terminal controls as escapes.
+add_test(NAME spec_text_cli COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/spec_text_cli.sh $<TARGET_FILE:flashtune>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(spec_text_cli PROPERTIES LABELS cli TIMEOUT 120 ENVIRONMENT "${FT_TEST_ENV}")
 ft_cli_test(plan_pattern_budget fail
   "tests/specs/pattern_load.lua:3: pattern matching budget of 50000000 steps exceeded \\(in string.find\\)"
   plan tests/specs/pattern_load.lua)

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/text.h"
 #include "flashtune.h"
 #include "ft_test.h"
 #include "generator/arch.h"
@@ -748,6 +749,58 @@ static void test_context_create_bounds_the_spec(void)
     ASSERT_CONTAINS(ft_last_error(NULL), "rep_loop.lua:3: allocation budget of 1 GiB exceeded");
 }
 
+/* ---- text a spec gives users -------------------------------------------------------------- */
+
+static int has_raw_controls(const char *s)
+{
+    for (; *s != '\0'; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return 1;
+    return 0;
+}
+
+static void test_spec_text_is_printable(void)
+{
+    ft_err err;
+    ft_spec *spec = load_ok("text_escapes.lua", &err);
+    ft_arch a;
+    ft_variant v;
+    char reason[256];
+    long long n = -1;
+    int keep = -1;
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_STREQ(spec->name, "escapes\\n\\x1b[2J");
+    ASSERT_STREQ(spec->description, "clears\\x1b[2J the screen");
+    ASSERT_STREQ(spec->params[0].doc, "head\\nzebra\\x00hidden");
+    ASSERT_STREQ(spec->constraint_names[0], "text\\nwith a newline");
+    ASSERT_OK(ft__arch_builtin("sm_80", &a, &err), &err);
+
+    /* a constraint's own text as the reason, and one it returns */
+    ASSERT_OK(ft__variant_parse(spec, "d=128,mode=keep", &v, &err), &err);
+    ASSERT_OK(ft__spec_check(spec, &v, &a, &keep, reason, sizeof reason, &err), &err);
+    ASSERT_EQ(keep, 0);
+    ASSERT_STREQ(reason, "text\\nwith a newline");
+    ASSERT_OK(ft__variant_parse(spec, "d=64,mode=reason", &v, &err), &err);
+    ASSERT_OK(ft__spec_check(spec, &v, &a, &keep, reason, sizeof reason, &err), &err);
+    ASSERT_EQ(keep, 0);
+    ASSERT_STREQ(reason, "bad\\x1b[31mred\\rback\\x00nul");
+    /* a short buffer never ends inside an escape */
+    ASSERT_OK(ft__spec_check(spec, &v, &a, &keep, reason, 6, &err), &err);
+    ASSERT_STREQ(reason, "bad");
+
+    /* an error message */
+    ASSERT_OK(ft__variant_parse(spec, "d=64,mode=error", &v, &err), &err);
+    ASSERT_EQ(ft__spec_smem(spec, &v, &a, &n, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "text_escapes.lua:19: boom\\x1b]0;title\\x07 (in smem for variant "
+                             "d=64,mode=error)");
+    ASSERT_TRUE(!has_raw_controls(err.msg));
+    ft__spec_free(spec);
+
+    /* a string value in a validation message */
+    load_fails("bad_string_value.lua", "bad_string_value.lua: ", "the string 'bf 16'");
+}
+
 /* ---- specs from memory: any bytes ---------------------------------------------------------- */
 
 static void test_load_buffer(void)
@@ -830,6 +883,7 @@ static void test_load_buffer_mutations(void)
                 ASSERT_EQ(rc, FT_ERR_SPEC);
                 ASSERT_TRUE(spec == NULL);
                 ASSERT_CONTAINS(err.msg, "mutant");
+                ASSERT_TRUE(!has_raw_controls(err.msg));
             }
             free(m);
         }
@@ -853,5 +907,5 @@ FT_TEST_MAIN(FT_CASE(test_valid_spec_loads), FT_CASE(test_check_smem_registers),
              FT_CASE(test_pattern_budget_in_calls), FT_CASE(test_allocation_budget),
              FT_CASE(test_rep_of_nothing), FT_CASE(test_library_loops),
              FT_CASE(test_cpu_time_limit), FT_CASE(test_context_create_bounds_the_spec),
-             FT_CASE(test_load_buffer),
+             FT_CASE(test_spec_text_is_printable), FT_CASE(test_load_buffer),
              FT_CASE(test_load_buffer_mutations))
