@@ -6,10 +6,13 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/sha256.h"
 #include "common/text.h"
 #include "flashtune.h"
 #include "ft_test.h"
 #include "generator/arch.h"
+#include "generator/emit.h"
+#include "generator/family.h"
 #include "generator/spec.h"
 #include "generator/variant.h"
 
@@ -801,6 +804,80 @@ static void test_spec_text_is_printable(void)
     load_fails("bad_string_value.lua", "bad_string_value.lua: ", "the string 'bf 16'");
 }
 
+/* ---- a kernel's identity does not depend on how the spec's path was spelled ---------------- */
+
+/* The source of one variant of specs/flash_fwd.lua loaded as path; *hash gets its sha256. */
+static char *source_of(const char *path, const char *text, char hash[65])
+{
+    static const char *const variant =
+        "d=128,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,overlap=0";
+    ft_spec *spec = NULL;
+    ft_kernel_source src;
+    ft_variant v;
+    ft_arch a;
+    ft_err err;
+    uint8_t digest[32];
+    char *out = NULL;
+    ft_status rc;
+
+    hash[0] = '\0';
+    rc = text != NULL ? ft__spec_load_text(path, text, NULL, &spec, &err)
+                      : ft__spec_load(path, NULL, &spec, &err);
+    if (rc == FT_OK)
+        rc = ft__arch_builtin("sm_80", &a, &err);
+    if (rc == FT_OK)
+        rc = ft__variant_parse(spec, variant, &v, &err);
+    if (rc == FT_OK)
+        rc = ft__emit(spec, ft__family_find(spec->template_name), &v, &a, &src, &err);
+    if (rc == FT_OK) {
+        ft__sha256(src.text, strlen(src.text), digest);
+        ft__sha256_hex(digest, hash);
+        out = src.text;
+    } else {
+        fprintf(stderr, "%s: %s\n", path, err.msg);
+    }
+    ft__spec_free(spec);
+    return out;
+}
+
+static void test_source_independent_of_path(void)
+{
+    char dir[] = "/tmp/ft_test_spec_XXXXXX";
+    char copy[256];
+    char hash[6][65];
+    char *text[6] = {NULL};
+    char *spec_text = NULL;
+    size_t size = 0;
+    ft_err err;
+    int i;
+
+    ASSERT_OK(ft__read_file("specs/flash_fwd.lua", &spec_text, &size, &err), &err);
+    ASSERT_TRUE(mkdtemp(dir) != NULL);
+    snprintf(copy, sizeof copy, "%s/renamed.lua", dir);
+    ASSERT_OK(ft__write_file_atomic(copy, spec_text, size, 0, &err), &err);
+
+    text[0] = source_of("specs/flash_fwd.lua", NULL, hash[0]);
+    text[1] = source_of("./specs/flash_fwd.lua", NULL, hash[1]);
+    text[2] = source_of(FT_SOURCE_DIR "/specs/flash_fwd.lua", NULL, hash[2]);
+    text[3] = source_of(FT_SOURCE_DIR "/specs/../specs/flash_fwd.lua", NULL, hash[3]);
+    text[4] = source_of(copy, NULL, hash[4]);
+    text[5] = source_of("built-in", spec_text, hash[5]); /* the embedded copy's way */
+    unlink(copy);
+    rmdir(dir);
+    free(spec_text);
+    for (i = 0; i < 6; i++) {
+        ASSERT_TRUE(text[i] != NULL);
+        ASSERT_STREQ(text[i], text[0]);
+        ASSERT_STREQ(hash[i], hash[0]);
+        ASSERT_TRUE(strstr(text[i], ".lua") == NULL);
+        ASSERT_TRUE(strstr(text[i], "/tmp") == NULL);
+    }
+    ASSERT_CONTAINS(text[0], "// variant   d=128,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,"
+                             "qreg=0,overlap=0\n");
+    for (i = 0; i < 6; i++)
+        free(text[i]);
+}
+
 /* ---- specs from memory: any bytes ---------------------------------------------------------- */
 
 static void test_load_buffer(void)
@@ -907,5 +984,6 @@ FT_TEST_MAIN(FT_CASE(test_valid_spec_loads), FT_CASE(test_check_smem_registers),
              FT_CASE(test_pattern_budget_in_calls), FT_CASE(test_allocation_budget),
              FT_CASE(test_rep_of_nothing), FT_CASE(test_library_loops),
              FT_CASE(test_cpu_time_limit), FT_CASE(test_context_create_bounds_the_spec),
-             FT_CASE(test_spec_text_is_printable), FT_CASE(test_load_buffer),
+             FT_CASE(test_spec_text_is_printable), FT_CASE(test_source_independent_of_path),
+             FT_CASE(test_load_buffer),
              FT_CASE(test_load_buffer_mutations))
