@@ -13,8 +13,8 @@
 
 typedef struct ft_kernel_source {
     char *text;               /* the translation unit; malloc'd */
-    char entry[256];          /* extern "C" kernel name */
-    char variant[512];        /* the variant string */
+    char entry[FT_ENTRY_MAX];  /* extern "C" kernel name: ft_<family>_<name><value>... */
+    char variant[FT_VARIANT_STR_MAX]; /* the variant string */
     long long smem_dynamic;   /* bytes of dynamic shared memory to launch with */
     int threads;              /* threads per block */
     char template_hash[65];   /* sha256 of the template file and the generator version */

@@ -881,6 +881,12 @@ static ft_status load_values(load_ctx *c, lua_State *L, int t, int pi)
                 spec_error(c, "params[%d].values mixes integers and strings", pi + 1);
                 goto out;
             }
+            if (x < 0) {
+                spec_error(c, "%s is %lld; integer values must not be negative (the value is "
+                              "part of the kernel's name in the generated source)",
+                           label, (long long)x);
+                goto out;
+            }
             for (k = 0; k < i; k++) {
                 if (p->ints[k] == (long long)x) {
                     spec_error(c, "%s repeats values[%d] (%lld)", label, k + 1, (long long)x);
@@ -1041,6 +1047,127 @@ static ft_status load_params(load_ctx *c, lua_State *L, int t)
 out:
     lua_settop(L, top);
     return rc;
+}
+
+/* A name the generated source defines for a parameter's value (generator/emit.c):
+ * FTP_<NAME> for an integer parameter, FTP_<NAME>_<VALUE> for each value of a string one. */
+typedef struct macro_name {
+    char text[2 * MAX_IDENT + 8];
+    int param;
+    int value; /* -1 for an integer parameter */
+} macro_name;
+
+static void upper_into(char *dst, const char *src)
+{
+    size_t i;
+
+    for (i = 0; src[i] != '\0'; i++)
+        dst[i] = (char)(src[i] >= 'a' && src[i] <= 'z' ? src[i] - 'a' + 'A' : src[i]);
+    dst[i] = '\0';
+}
+
+static int macro_cmp(const void *a, const void *b)
+{
+    const macro_name *x = a;
+    const macro_name *y = b;
+    int d = strcmp(x->text, y->text);
+
+    if (d != 0)
+        return d;
+    return x->param != y->param ? x->param - y->param : x->value - y->value;
+}
+
+static void describe_macro_origin(const ft_spec *spec, const macro_name *m, char *buf, size_t cap)
+{
+    const ft_param *p = &spec->params[m->param];
+
+    if (m->value < 0)
+        snprintf(buf, cap, "params[%d] '%s'", m->param + 1, p->name);
+    else
+        snprintf(buf, cap, "params[%d] '%s' with the value '%s'", m->param + 1, p->name,
+                 p->strings[m->value]);
+}
+
+/* Two parameters (or values) whose macros in the generated source would be the same name
+ * ('d' and 'D' both give FTP_D; NVRTC only warns when the second redefines the first, so a
+ * kernel compiled with D=128 would read as d=64) are refused. */
+static ft_status check_macro_names(load_ctx *c)
+{
+    const ft_spec *spec = c->spec;
+    macro_name *names = NULL;
+    ft_status rc = FT_OK;
+    size_t n = 0;
+    size_t total = 0;
+    size_t i;
+    int pi;
+    int vi;
+
+    for (pi = 0; pi < spec->nparams; pi++)
+        total += spec->params[pi].kind == FT_PARAM_INT ? 1 : (size_t)spec->params[pi].nvalues;
+    names = calloc(total, sizeof *names);
+    if (names == NULL)
+        return out_of_memory(c);
+    for (pi = 0; pi < spec->nparams; pi++) {
+        const ft_param *p = &spec->params[pi];
+        char name[MAX_IDENT + 1];
+        upper_into(name, p->name);
+        for (vi = 0; vi < (p->kind == FT_PARAM_INT ? 1 : p->nvalues); vi++) {
+            macro_name *m = &names[n++];
+            m->param = pi;
+            m->value = p->kind == FT_PARAM_INT ? -1 : vi;
+            if (p->kind == FT_PARAM_INT) {
+                snprintf(m->text, sizeof m->text, "FTP_%s", name);
+            } else {
+                char value[MAX_IDENT + 1];
+                upper_into(value, p->strings[vi]);
+                snprintf(m->text, sizeof m->text, "FTP_%s_%s", name, value);
+            }
+        }
+    }
+    qsort(names, n, sizeof *names, macro_cmp);
+    for (i = 1; i < n; i++) {
+        if (strcmp(names[i - 1].text, names[i].text) == 0) {
+            char a[200];
+            char b[200];
+            describe_macro_origin(spec, &names[i - 1], a, sizeof a);
+            describe_macro_origin(spec, &names[i], b, sizeof b);
+            rc = spec_error(c, "%s and %s both become the macro %s in the generated source; "
+                               "names must differ in more than letter case",
+                            a, b, names[i].text);
+            break;
+        }
+    }
+    free(names);
+    return rc;
+}
+
+/* The longest variant string must fit the buffers that hold one (FT_VARIANT_STR_MAX), or
+ * two variants could be cut to the same text. */
+static ft_status check_variant_length(load_ctx *c)
+{
+    const ft_spec *spec = c->spec;
+    size_t len = 0;
+    int pi;
+    int vi;
+
+    for (pi = 0; pi < spec->nparams; pi++) {
+        const ft_param *p = &spec->params[pi];
+        size_t longest = 0;
+        for (vi = 0; vi < p->nvalues; vi++) {
+            char buf[32];
+            size_t l = p->kind == FT_PARAM_INT
+                           ? (size_t)snprintf(buf, sizeof buf, "%lld", p->ints[vi])
+                           : strlen(p->strings[vi]);
+            if (l > longest)
+                longest = l;
+        }
+        len += (pi > 0 ? 1 : 0) + strlen(p->name) + 1 + longest;
+    }
+    if (len >= FT_VARIANT_STR_MAX)
+        return spec_error(c, "the longest variant string of these params has %zu characters; "
+                             "at most %d fit (use shorter names or values)",
+                          len, FT_VARIANT_STR_MAX - 1);
+    return FT_OK;
 }
 
 /* Keeps the function at idx in the registry; *line gets where it is defined. */
@@ -1296,6 +1423,10 @@ static ft_status validate(load_ctx *c, lua_State *L, int t)
         rc = load_spills(c, L, t, spec);
     if (rc == FT_OK)
         rc = load_params(c, L, t);
+    if (rc == FT_OK)
+        rc = check_macro_names(c);
+    if (rc == FT_OK)
+        rc = check_variant_length(c);
     if (rc == FT_OK)
         rc = load_constraints(c, L, t);
     if (rc == FT_OK)

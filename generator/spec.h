@@ -48,18 +48,22 @@
 #define FT_MAX_PARAMS 24
 #define FT_MAX_VALUES 64
 #define FT_MAX_VARIANTS 1000000
+#define FT_VARIANT_STR_MAX 512 /* a variant string's buffer, NUL included: "d=128,bm=64,..." */
 
 typedef enum ft_param_kind { FT_PARAM_INT = 0, FT_PARAM_STRING = 1 } ft_param_kind;
 
 /* Text a spec gives that is shown to users (its name, description, docs, constraint texts and
  * reasons, its error messages) is kept with control characters as visible escapes
- * (common/text.h). */
+ * (common/text.h). Names and values reach the generated source as macros (generator/emit.h):
+ * a spec whose names would give two parameters or values one macro (differing only in case:
+ * 'd' and 'D') is refused, and so are negative integers (the value is part of the kernel's
+ * name). */
 typedef struct ft_param {
     char *name;          /* an identifier: [A-Za-z_][A-Za-z0-9_]* */
     char *doc;           /* NULL when the spec gives none */
     ft_param_kind kind;  /* all values of a parameter have one kind */
     int nvalues;         /* 1 .. FT_MAX_VALUES, all distinct */
-    long long *ints;     /* kind FT_PARAM_INT: nvalues integers */
+    long long *ints;     /* kind FT_PARAM_INT: nvalues non-negative integers */
     char **strings;      /* kind FT_PARAM_STRING: nvalues identifiers */
 } ft_param;
 

@@ -20,3 +20,6 @@ ft_cli_test(plan_pattern_budget fail
 ft_cli_test(plan_allocation_budget fail
   "tests/specs/rep_loop.lua:3: allocation budget of 1 GiB exceeded"
   plan tests/specs/rep_loop.lua)
+ft_cli_test(plan_name_collision fail
+  "tests/specs/name_collision.lua: params\\[1\\] 'd' and params\\[3\\] 'D' both become the macro FTP_D"
+  plan tests/specs/name_collision.lua)

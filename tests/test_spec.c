@@ -804,6 +804,87 @@ static void test_spec_text_is_printable(void)
     load_fails("bad_string_value.lua", "bad_string_value.lua: ", "the string 'bf 16'");
 }
 
+/* The generated source holds none of the spec's own text: not its name, description or docs,
+ * whatever they contain (here: comment ends, newlines, preprocessor lines, backslashes). */
+static void test_source_holds_no_spec_text(void)
+{
+    ft_err err;
+    ft_spec *spec = load_ok("source_text.lua", &err);
+    const ft_family *fam;
+    ft_kernel_source src;
+    ft_arch a;
+    ft_variant v;
+
+    ASSERT_TRUE(spec != NULL);
+    fam = ft__family_find(spec->template_name);
+    ASSERT_TRUE(fam != NULL);
+    ASSERT_OK(ft__arch_builtin("sm_80", &a, &err), &err);
+    ASSERT_OK(ft__variant_parse(spec, "d=64,bm=64,bn=64,warps=4,stages=2,causal=0,dtype=f16,"
+                                      "qreg=0,overlap=0", &v, &err), &err);
+    ASSERT_OK(ft__emit(spec, fam, &v, &a, &src, &err), &err);
+    ASSERT_TRUE(strstr(src.text, "injected") == NULL);
+    ASSERT_TRUE(strstr(src.text, "#error injected") == NULL);
+    ASSERT_TRUE(strstr(src.text, "source_text") == NULL);
+    ASSERT_TRUE(strstr(src.text, "#define FTP_D 128") == NULL);
+    ASSERT_CONTAINS(src.text, "#define FTP_D 64\n#define FTP_BM 64\n");
+    ft__kernel_source_free(&src);
+    ft__spec_free(spec);
+}
+
+/* ---- names and values the generator writes ------------------------------------------------ */
+
+static void test_generated_names(void)
+{
+    ft_err err;
+    ft_spec *spec = NULL;
+
+    load_fails("name_collision.lua", "name_collision.lua: ",
+               "params[1] 'd' and params[3] 'D' both become the macro FTP_D in the generated "
+               "source; names must differ in more than letter case");
+    load_fails("value_collision.lua", "value_collision.lua: ",
+               "params[1] 'dtype' with the value 'f16' and params[1] 'dtype' with the value "
+               "'F16' both become the macro FTP_DTYPE_F16");
+    load_fails("macro_collision.lua", "macro_collision.lua: ",
+               "params[1] 'dtype' with the value 'f16' and params[2] 'dtype_f16' both become the "
+               "macro FTP_DTYPE_F16");
+    load_fails("negative_value.lua", "negative_value.lua: ",
+               "params[1].values[2] is -64; integer values must not be negative");
+    load_fails("long_variant.lua", "long_variant.lua: ",
+               "the longest variant string of these params has 1023 characters; at most 511 fit");
+
+    /* the kernel's entry name: the template is known once the family is */
+    spec = load_ok("long_entry.lua", &err);
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_EQ(ft__family_check_spec(ft__family_find("flash_fwd_sm80"), spec, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "long_entry.lua: the kernels' entry names");
+    ASSERT_CONTAINS(err.msg, "at most 255 fit");
+    ft__spec_free(spec);
+    spec = load_ok("prunes_all.lua", &err);
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_OK(ft__family_check_spec(ft__family_find("flash_fwd_sm80"), spec, &err), &err);
+    ft__spec_free(spec);
+
+    /* widths the sm90 family writes wgmma wrappers for, refused before any is written */
+    spec = load_ok("wgmma_width.lua", &err);
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_EQ(ft__family_check_spec(ft__family_find("flash_fwd_sm90"), spec, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "wgmma_width.lua: template flash_fwd_sm90 takes bn = 1000000, not a "
+                             "width wgmma has (a multiple of 8 from 8 to 256)");
+    {
+        ft_kernel_source src;
+        ft_variant v;
+        ft_arch a;
+        ASSERT_OK(ft__arch_builtin("sm_90", &a, &err), &err);
+        ASSERT_OK(ft__variant_parse(spec, "d=64,bm=128,bn=1000000,stages=2,causal=0,dtype=f16,"
+                                          "pingpong=0,overlap=0,balance=0", &v, &err), &err);
+        ASSERT_EQ(ft__emit(spec, ft__family_find("flash_fwd_sm90"), &v, &a, &src, &err),
+                  FT_ERR_SPEC);
+        ASSERT_TRUE(src.text == NULL);
+        ASSERT_CONTAINS(err.msg, "takes bn = 1000000");
+    }
+    ft__spec_free(spec);
+}
+
 /* ---- a kernel's identity does not depend on how the spec's path was spelled ---------------- */
 
 /* The source of one variant of specs/flash_fwd.lua loaded as path; *hash gets its sha256. */
@@ -984,6 +1065,6 @@ FT_TEST_MAIN(FT_CASE(test_valid_spec_loads), FT_CASE(test_check_smem_registers),
              FT_CASE(test_pattern_budget_in_calls), FT_CASE(test_allocation_budget),
              FT_CASE(test_rep_of_nothing), FT_CASE(test_library_loops),
              FT_CASE(test_cpu_time_limit), FT_CASE(test_context_create_bounds_the_spec),
-             FT_CASE(test_spec_text_is_printable), FT_CASE(test_source_independent_of_path),
-             FT_CASE(test_load_buffer),
-             FT_CASE(test_load_buffer_mutations))
+             FT_CASE(test_spec_text_is_printable), FT_CASE(test_source_holds_no_spec_text),
+             FT_CASE(test_generated_names), FT_CASE(test_source_independent_of_path),
+             FT_CASE(test_load_buffer), FT_CASE(test_load_buffer_mutations))
