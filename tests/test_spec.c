@@ -1,6 +1,7 @@
 /* Lua specs: loading, validation, the sandbox's limits, and calls of the spec's functions. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -474,6 +475,28 @@ static void test_binary_chunk_and_missing_file(void)
 
     ASSERT_EQ(ft__spec_load(NULL, NULL, &spec, &err), FT_ERR_INVALID_ARGUMENT);
     ft__spec_free(NULL);
+
+    /* through fs.h: a directory or a FIFO is refused (a FIFO without blocking) */
+    rc = ft__spec_load(FT_SOURCE_DIR "/tests/specs", NULL, &spec, &err);
+    ASSERT_EQ(rc, FT_ERR_IO);
+    ASSERT_CONTAINS(err.msg, "cannot open " FT_SOURCE_DIR "/tests/specs: a directory");
+    snprintf(path, sizeof path, "/tmp/ft_test_spec_%ld.fifo", (long)getpid());
+    ASSERT_TRUE(mkfifo(path, 0600) == 0);
+    rc = ft__spec_load(path, NULL, &spec, &err);
+    unlink(path);
+    ASSERT_EQ(rc, FT_ERR_IO);
+    ASSERT_CONTAINS(err.msg, "a FIFO, not a regular file");
+
+    /* a first line starting with '#' is skipped, and the line numbers stay right */
+    snprintf(path, sizeof path, "/tmp/ft_test_spec_%ld.lua", (long)getpid());
+    f = fopen(path, "wb");
+    ASSERT_TRUE(f != NULL);
+    fputs("#!/usr/bin/env lua\nlocal x = 1\nerror('on line 3')\n", f);
+    fclose(f);
+    rc = ft__spec_load(path, NULL, &spec, &err);
+    unlink(path);
+    ASSERT_EQ(rc, FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, ".lua:3: on line 3");
 }
 
 /* ---- errors inside calls ----------------------------------------------------------------- */
