@@ -166,7 +166,8 @@ static const char *match(matcher *m, const char *s, const char *p);
 /* %bxy at s: the shortest balanced run from x to its matching y. */
 static const char *match_balance(matcher *m, const char *s, const char *p)
 {
-    const char *start = s;
+    const char *end = NULL;
+    const char *q;
     int open;
     int close;
     int depth = 1;
@@ -177,19 +178,17 @@ static const char *match_balance(matcher *m, const char *s, const char *p)
         return NULL;
     open = (unsigned char)p[0];
     close = (unsigned char)p[1];
-    while (++s < m->src_end) {
-        int c = (unsigned char)*s;
-        if (c == close) {
-            if (--depth == 0) {
-                step(m, 1 + (s - start));
-                return s + 1;
-            }
-        } else if (c == open) {
+    for (q = s + 1; q < m->src_end && end == NULL; q++) {
+        int c = (unsigned char)*q;
+        if (c == close) /* before open: %bxx closes at the next x */
+            depth--;
+        else if (c == open)
             depth++;
-        }
+        if (depth == 0)
+            end = q + 1;
     }
-    step(m, 1 + (s - start));
-    return NULL;
+    step(m, 1 + (q - s));
+    return end;
 }
 
 /* %1..%9 at s: the text capture l holds, again. */
@@ -276,8 +275,9 @@ static const char *match(matcher *m, const char *s, const char *p)
 {
     const char *r = NULL;
 
-    if (m->depth-- == 0)
+    if (m->depth == 0)
         luaL_error(m->L, "pattern too complex");
+    m->depth--;
     step(m, 1);
     while (p < m->p_end) {
         const char *ep;

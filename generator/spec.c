@@ -1582,7 +1582,7 @@ static size_t chunk_start(const char *text, size_t size)
 ft_status ft__spec_load(const char *path, const ft_sandbox_limits *limits, ft_spec **out,
                         ft_err *err)
 {
-    ft_status rc;
+    ft_status rc = FT_ERR_INVALID_ARGUMENT;
     char *text = NULL;
     size_t size = 0;
     size_t at;
@@ -1590,14 +1590,19 @@ ft_status ft__spec_load(const char *path, const ft_sandbox_limits *limits, ft_sp
 
     if (out != NULL)
         *out = NULL;
-    if (path == NULL || out == NULL)
-        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "ft__spec_load: path and out are required");
+    if (path == NULL || out == NULL) {
+        ft__fail(err, rc, "ft__spec_load: path and out are required");
+        goto out;
+    }
     /* fs.h: a FIFO or a device is refused without blocking, a huge file before it is read. */
     rc = ft__read_file_max(path, FT_SPEC_MAX_BYTES, &text, &size, &read_err);
-    if (rc != FT_OK)
-        return ft__fail(err, rc, "cannot open %s", read_err.msg);
+    if (rc != FT_OK) {
+        ft__fail(err, rc, "cannot open %s", read_err.msg);
+        goto out;
+    }
     at = chunk_start(text, size);
     rc = spec_load(path, text + at, size - at, limits, out, err);
+out:
     free(text);
     return rc;
 }
@@ -1605,12 +1610,15 @@ ft_status ft__spec_load(const char *path, const ft_sandbox_limits *limits, ft_sp
 ft_status ft__spec_load_buffer(const char *name, const void *data, size_t size,
                                const ft_sandbox_limits *limits, ft_spec **out, ft_err *err)
 {
+    ft_status rc = FT_ERR_INVALID_ARGUMENT;
+
     if (out != NULL)
         *out = NULL;
     if (name == NULL || out == NULL || (data == NULL && size > 0))
-        return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
-                        "ft__spec_load_buffer: name, out and data are required");
-    return spec_load(name, data != NULL ? data : "", size, limits, out, err);
+        ft__fail(err, rc, "ft__spec_load_buffer: name, out and data are required");
+    else
+        rc = spec_load(name, data != NULL ? data : "", size, limits, out, err);
+    return rc;
 }
 
 ft_status ft__spec_load_text(const char *name, const char *text, const ft_sandbox_limits *limits,
