@@ -1,6 +1,5 @@
 #include "emit.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,12 +24,14 @@ void ft__family_hash(const ft_family *fam, char out[65])
     ft__sha256_hex(digest, out);
 }
 
+/* ASCII upper case, whatever the locale (toupper('i') is not 'I' in every one of them, and the
+ * template's macro names are fixed): the same rule the spec's check of macro names uses. */
 static void upper(char *dst, const char *src, size_t cap)
 {
     size_t i;
 
     for (i = 0; src[i] != '\0' && i + 1 < cap; i++)
-        dst[i] = (char)toupper((unsigned char)src[i]);
+        dst[i] = (char)(src[i] >= 'a' && src[i] <= 'z' ? src[i] - 'a' + 'A' : src[i]);
     dst[i] = '\0';
 }
 

@@ -10,10 +10,10 @@
 
 #include <limits.h>
 #include <stdarg.h>
-#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <lauxlib.h>

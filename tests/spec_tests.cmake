@@ -23,3 +23,13 @@ ft_cli_test(plan_allocation_budget fail
 ft_cli_test(plan_name_collision fail
   "tests/specs/name_collision.lua: params\\[1\\] 'd' and params\\[3\\] 'D' both become the macro FTP_D"
   plan tests/specs/name_collision.lua)
+
+# The generated source's macro names under a locale whose toupper('i') is not 'I'.
+add_executable(test_emit_locale test_emit_locale.c)
+target_link_libraries(test_emit_locale PRIVATE ft_core ${FT_EXE_DEPS})
+target_compile_definitions(test_emit_locale PRIVATE _GNU_SOURCE)
+add_test(NAME test_emit_locale
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/emit_locale.sh $<TARGET_FILE:test_emit_locale> ${CMAKE_BINARY_DIR}
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(test_emit_locale PROPERTIES LABELS unit TIMEOUT 120 SKIP_RETURN_CODE 77
+  ENVIRONMENT "${FT_TEST_ENV}")
