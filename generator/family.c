@@ -72,13 +72,35 @@ static void fwd_sm90_prelude(ft_strbuf *sb, const ft_spec *spec, const ft_varian
     emit_wgmma(sb, "ft_wgmma_o", (int)ft__variant_int(spec, v, "d", 64), type, 1);
 }
 
+/* The prelude writes one accumulator operand per two columns of a wgmma of n = bn (S) and
+ * n = d (O): n must be one wgmma has (a multiple of 8 up to 256), or the wrapper would be
+ * wrong code, or, for n = 10^9, a source of gigabytes. */
+static ft_status fwd_sm90_check_values(const ft_family *fam, const ft_spec *spec, ft_err *err)
+{
+    static const char *const names[] = {"bn", "d"};
+    size_t i;
+    int k;
+
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const ft_param *p = &spec->params[ft__spec_param_index(spec, names[i])];
+        for (k = 0; k < p->nvalues; k++)
+            if (p->ints[k] < 8 || p->ints[k] > 256 || p->ints[k] % 8 != 0)
+                return ft__fail(err, FT_ERR_SPEC,
+                                "%s: template %s takes %s = %lld, not a width wgmma has (a "
+                                "multiple of 8 from 8 to 256)",
+                                spec->path, fam->name, names[i], p->ints[k]);
+    }
+    return FT_OK;
+}
+
 static const ft_family families[] = {
     {"flash_fwd_sm80", "flash_fwd_sm80.cuh",
      "FlashAttention-2 forward: mma.sync m16n8k16, ldmatrix, cp.async K/V ring", 80, 0,
-     fwd_sm80_ints, fwd_strings, fwd_string_values, "", 0, fwd_sm80_threads, NULL},
+     fwd_sm80_ints, fwd_strings, fwd_string_values, "", 0, fwd_sm80_threads, NULL, NULL},
     {"flash_fwd_sm90", "flash_fwd_sm90.cuh",
      "Hopper forward: TMA K/V ring on mbarriers, wgmma, producer and consumer warpgroups", 90, 90,
-     fwd_sm90_ints, fwd_strings, fwd_string_values, "a", 1, fwd_sm90_threads, fwd_sm90_prelude},
+     fwd_sm90_ints, fwd_strings, fwd_string_values, "a", 1, fwd_sm90_threads, fwd_sm90_prelude,
+     fwd_sm90_check_values},
 };
 
 const ft_embedded_file *ft__template_file(const char *name)
@@ -101,8 +123,33 @@ const ft_family *ft__family_find(const char *name)
     return NULL;
 }
 
+/* The length of the longest entry name of the spec's variants: "ft_<family>" and, per
+ * parameter, "_<name><value>" (generator/emit.c). */
+static size_t longest_entry(const ft_family *fam, const ft_spec *spec)
+{
+    size_t len = strlen("ft_") + strlen(fam->name);
+    int i;
+    int k;
+
+    for (i = 0; i < spec->nparams; i++) {
+        const ft_param *p = &spec->params[i];
+        size_t longest = 0;
+        for (k = 0; k < p->nvalues; k++) {
+            char buf[32];
+            size_t l = p->kind == FT_PARAM_INT
+                           ? (size_t)snprintf(buf, sizeof buf, "%lld", p->ints[k])
+                           : strlen(p->strings[k]);
+            if (l > longest)
+                longest = l;
+        }
+        len += 1 + strlen(p->name) + longest;
+    }
+    return len;
+}
+
 ft_status ft__family_check_spec(const ft_family *fam, const ft_spec *spec, ft_err *err)
 {
+    ft_status rc;
     int i;
 
     for (i = 0; fam->int_params[i] != NULL; i++) {
@@ -138,6 +185,14 @@ ft_status ft__family_check_spec(const ft_family *fam, const ft_spec *spec, ft_er
                                 spec->path, fam->name, p->name, p->strings[k]);
         }
     }
+    rc = fam->check_values != NULL ? fam->check_values(fam, spec, err) : FT_OK;
+    if (rc != FT_OK)
+        return rc;
+    if (longest_entry(fam, spec) >= FT_ENTRY_MAX)
+        return ft__fail(err, FT_ERR_SPEC,
+                        "%s: the kernels' entry names (ft_%s and _<name><value> per parameter) "
+                        "can be %zu characters long; at most %d fit (use shorter names or values)",
+                        spec->path, fam->name, longest_entry(fam, spec), FT_ENTRY_MAX - 1);
     return FT_OK;
 }
 

@@ -34,11 +34,17 @@ struct ft_family {
     int (*threads)(const ft_spec *spec, const ft_variant *v);
     /* Code the template needs before it, generated per variant (NULL: none). */
     void (*prelude)(ft_strbuf *sb, const ft_spec *spec, const ft_variant *v);
+    /* Checks the values the prelude writes code from (NULL: none). */
+    ft_status (*check_values)(const ft_family *fam, const ft_spec *spec, ft_err *err);
 };
 
 const ft_family *ft__family_find(const char *name);
 
-/* Checks that a spec gives every parameter its family needs, with suitable values. */
+/* A kernel's entry name, NUL included (ft_kernel_source.entry). */
+#define FT_ENTRY_MAX 256
+
+/* Checks that a spec gives every parameter its family needs, with suitable values, and that
+ * every variant's entry name fits FT_ENTRY_MAX. */
 ft_status ft__family_check_spec(const ft_family *fam, const ft_spec *spec, ft_err *err);
 
 /* Threads per block of a variant. */

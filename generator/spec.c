@@ -13,35 +13,58 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
 
+#include "common/fs.h"
 #include "common/strbuf.h"
+#include "common/text.h"
+#include "generator/sandbox.h"
 #include "generator/variant.h"
 
 #define DEFAULT_MEMORY_BYTES ((size_t)64 << 20)
 #define DEFAULT_LOAD_INSTRUCTIONS 50000000LL
 #define DEFAULT_CALL_INSTRUCTIONS 1000000LL
+#define DEFAULT_LOAD_MATCH_STEPS 50000000LL
+#define DEFAULT_CALL_MATCH_STEPS 1000000LL
+#define DEFAULT_LOAD_ALLOC_BYTES ((size_t)1 << 30)
+#define DEFAULT_CALL_ALLOC_BYTES ((size_t)256 << 20)
+#define DEFAULT_LOAD_CPU_MS 5000LL
+#define DEFAULT_CALL_CPU_MS 1000LL
 #define HOOK_EVERY 1000 /* instructions between two count hooks */
 #define MAX_IDENT 63    /* longest parameter name or string value */
 #define MEMORY_MESSAGE "not enough memory" /* what Lua says when an allocation fails */
+#define UNMETERED ((size_t)-1) /* alloc_left outside the spec's own code */
 
-enum { FATAL_NONE = 0, FATAL_BUDGET, FATAL_MEMORY };
+enum { FATAL_NONE = 0, FATAL_BUDGET, FATAL_MEMORY, FATAL_MATCH, FATAL_TIME };
+enum { REFUSED_NONE = 0, REFUSED_CAP, REFUSED_BUDGET };
 enum { CALL_CHECK = 0, CALL_SMEM, CALL_REGISTERS };
+
+/* One kind of budget: for running the chunk, and for each call of a spec function. */
+typedef struct budget_pair {
+    long long load;
+    long long call;
+} budget_pair;
 
 struct ft_spec_lua {
     lua_State *L;
     const char *path;      /* the spec's path (owned by the spec) */
     size_t used;           /* bytes the Lua heap holds */
     size_t cap;            /* the most it may hold */
-    int refused;           /* the allocator refused a request during the current call */
-    long long load_budget; /* instructions for running the chunk */
-    long long call_budget; /* instructions per call of a spec function */
-    long long budget;      /* the current call's budget (for the message) */
-    long long remaining;   /* instructions left to the current call */
+    int refused;           /* REFUSED_*: why the allocator last refused a request */
+    budget_pair instructions;
+    budget_pair match_steps;
+    budget_pair alloc_bytes;
+    budget_pair cpu_ms;
+    int loading;           /* the current budgets are those of the load */
+    ft_meter meter;        /* instructions and pattern-matching steps left to the current call */
+    size_t alloc_left;     /* bytes the current call may still allocate; UNMETERED outside */
+    double start_ms;       /* when the current call began, on the monotonic clock */
+    double start_cpu_ms;   /* and on this thread's CPU clock */
     int step;              /* instructions between two count hooks */
     int line;              /* the last line the line hook saw; 0: none yet */
     int err_line;          /* innermost Lua line when the message handler ran; 0: none */
@@ -61,7 +84,8 @@ typedef struct load_ctx {
     ft_spec *spec;
     ft_err *err;
     ft_status rc;
-    const char *text; /* the chunk's text, or NULL to read spec->path */
+    const char *text; /* the chunk */
+    size_t size;      /* its bytes (it may hold NULs) */
 } load_ctx;
 
 typedef struct call_ctx {
@@ -94,12 +118,15 @@ static ft_spec_lua *state_of(lua_State *L)
     return ud;
 }
 
-/* Lua's allocator: malloc with a cap on the total. For a new block ptr is NULL and osize
- * is a type tag, not a size. Shrinking and freeing always succeed. */
+/* Lua's allocator: malloc with a cap on the total it holds, and, while the spec's code runs,
+ * a budget for all it allocates (freed or not): every byte a block grows by is charged, so
+ * that a loop of large string.reps, each freed before the next, still ends. For a new block
+ * ptr is NULL and osize is a type tag, not a size. Shrinking and freeing always succeed. */
 static void *sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
     ft_spec_lua *S = ud;
     size_t old = ptr != NULL ? osize : 0;
+    size_t grow = nsize > old ? nsize - old : 0;
     void *p = NULL;
 
     if (nsize == 0) {
@@ -107,23 +134,31 @@ static void *sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
         S->used -= old;
         goto out;
     }
-    if (nsize > old && nsize - old > S->cap - S->used) {
-        S->refused = 1;
+    if (grow > S->cap - S->used) {
+        S->refused = REFUSED_CAP;
+        goto out;
+    }
+    if (S->alloc_left != UNMETERED && grow > S->alloc_left) {
+        S->refused = REFUSED_BUDGET;
         goto out;
     }
     p = realloc(ptr, nsize);
     if (p == NULL) {
-        S->refused = 1;
+        S->refused = REFUSED_CAP;
         goto out;
     }
     S->used = S->used - old + nsize;
+    if (S->alloc_left != UNMETERED)
+        S->alloc_left -= grow;
 out:
     return p;
 }
 
 static void format_bytes(size_t n, char *buf, size_t cap)
 {
-    if (n % ((size_t)1 << 20) == 0)
+    if (n % ((size_t)1 << 30) == 0)
+        snprintf(buf, cap, "%zu GiB", n >> 30);
+    else if (n % ((size_t)1 << 20) == 0)
         snprintf(buf, cap, "%zu MiB", n >> 20);
     else if (n % 1024 == 0)
         snprintf(buf, cap, "%zu KiB", n >> 10);
@@ -154,8 +189,81 @@ static void set_memory_fatal(ft_spec_lua *S)
 {
     char cap[64];
 
+    if (S->refused == REFUSED_BUDGET) {
+        format_bytes((size_t)(S->loading ? S->alloc_bytes.load : S->alloc_bytes.call), cap,
+                     sizeof cap);
+        set_fatal(S, FATAL_MEMORY, S->line,
+                  "allocation budget of %s exceeded (all it allocates %s, freed or not)", cap,
+                  S->loading ? "while the chunk runs" : "in one call");
+        return;
+    }
     format_bytes(S->cap, cap, sizeof cap);
     set_fatal(S, FATAL_MEMORY, S->line, "memory cap of %s exceeded", cap);
+}
+
+/* The line of the innermost Lua function on the stack, or 0. */
+static int current_line(lua_State *L)
+{
+    lua_Debug ar;
+    int level;
+
+    for (level = 0; lua_getstack(L, level, &ar) != 0; level++)
+        if (lua_getinfo(L, "Sl", &ar) != 0 && ar.currentline > 0)
+            return ar.currentline;
+    return 0;
+}
+
+static long long current_budget(const ft_spec_lua *S, const budget_pair *b)
+{
+    return S->loading ? b->load : b->call;
+}
+
+/* ms on this thread's CPU clock. */
+static double thread_cpu_ms(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void format_ms(long long ms, char *buf, size_t cap)
+{
+    if (ms % 1000 == 0)
+        snprintf(buf, cap, "%lld s", ms / 1000);
+    else
+        snprintf(buf, cap, "%lld ms", ms);
+}
+
+/* Whether the current call ran past its CPU time limit. The monotonic clock is cheap and
+ * comes first; only once it says the limit may be reached is the thread's CPU time read, so
+ * that a busy machine (or a stopped process) does not count against the spec. */
+static int past_time_limit(const ft_spec_lua *S)
+{
+    double limit = (double)current_budget(S, &S->cpu_ms);
+
+    if (ft__now_ms() - S->start_ms <= limit)
+        return 0;
+    return thread_cpu_ms() - S->start_cpu_ms > limit;
+}
+
+/* The meter's callback (generator/sandbox.h): a library function spent a budget. */
+static void meter_exceeded(lua_State *L, ft_meter *m, int what, const char *fn)
+{
+    ft_spec_lua *S = state_of(L);
+
+    (void)m;
+    if (S->fatal == FATAL_NONE && what == FT_METER_MATCH)
+        set_fatal(S, FATAL_MATCH, current_line(L),
+                  "pattern matching budget of %lld steps exceeded (in %s)",
+                  current_budget(S, &S->match_steps), fn);
+    else if (S->fatal == FATAL_NONE)
+        set_fatal(S, FATAL_BUDGET, current_line(L),
+                  "instruction budget of %lld exceeded (in %s, which counts an instruction "
+                  "per element)",
+                  current_budget(S, &S->instructions), fn);
+    lua_pushstring(L, S->fatal_msg);
 }
 
 static int is_memory_message(lua_State *L, int idx)
@@ -176,28 +284,47 @@ static void sandbox_hook(lua_State *L, lua_Debug *ar)
     }
     if (ar->event != LUA_HOOKCOUNT)
         return;
-    S->remaining -= S->step;
-    if (S->remaining > 0)
+    S->meter.instructions -= S->step;
+    if (S->meter.instructions > 0 && !past_time_limit(S))
         return;
     if (S->fatal == FATAL_NONE) {
+        char limit[32];
         if (lua_getinfo(L, "Sl", ar) != 0 && ar->currentline > 0)
             line = ar->currentline;
-        set_fatal(S, FATAL_BUDGET, line, "instruction budget of %lld exceeded (endless loop?)",
-                  S->budget);
+        format_ms(current_budget(S, &S->cpu_ms), limit, sizeof limit);
+        if (S->meter.instructions > 0)
+            set_fatal(S, FATAL_TIME, line, "CPU time limit of %s exceeded", limit);
+        else
+            set_fatal(S, FATAL_BUDGET, line, "instruction budget of %lld exceeded (endless loop?)",
+                      current_budget(S, &S->instructions));
     }
     lua_pushstring(L, S->fatal_msg);
     lua_error(L);
 }
 
-/* Starts a call of Lua code with a fresh budget. */
-static void begin_call(ft_spec_lua *S, long long budget)
+/* Leaves the spec's code: what C does for it (building tables, validating) is not metered. */
+static void end_call(ft_spec_lua *S)
 {
-    S->budget = budget;
-    S->remaining = budget;
+    S->alloc_left = UNMETERED;
+}
+
+/* Starts running the spec's code (the chunk when loading, else one call of a spec function)
+ * with fresh budgets. */
+static void begin_call(ft_spec_lua *S, int loading)
+{
+    long long budget;
+
+    S->loading = loading;
+    budget = current_budget(S, &S->instructions);
+    S->meter.instructions = budget;
+    S->meter.match_steps = current_budget(S, &S->match_steps);
+    S->alloc_left = (size_t)current_budget(S, &S->alloc_bytes);
+    S->start_ms = ft__now_ms();
+    S->start_cpu_ms = thread_cpu_ms();
     S->step = budget < HOOK_EVERY ? (int)budget : HOOK_EVERY;
     S->line = 0;
     S->err_line = 0;
-    S->refused = 0;
+    S->refused = REFUSED_NONE;
     S->fatal = FATAL_NONE;
     /* Setting the hook again also restarts its instruction count. */
     lua_sethook(S->L, sandbox_hook, LUA_MASKCOUNT | LUA_MASKLINE, S->step);
@@ -300,7 +427,28 @@ static int sandbox_setmetatable(lua_State *L)
     return 1;
 }
 
-/* print, to stderr: stdout carries tables and JSON. */
+/* Writes len bytes to f as printable text (common/text.h), a piece at a time; a piece never
+ * ends inside a UTF-8 sequence, which would read as invalid. */
+static void write_printable(FILE *f, const char *s, size_t len)
+{
+    char out[4 * 256 + 1];
+
+    while (len > 0) {
+        size_t n = len < 256 ? len : 256;
+        size_t back = 0;
+        while (n < len && back < 3 && ((unsigned char)s[n - back] & 0xc0u) == 0x80u)
+            back++;
+        if (back < n && ((unsigned char)s[n - back] & 0xc0u) != 0x80u)
+            n -= back;
+        ft__printable(out, sizeof out, s, n);
+        fputs(out, f);
+        s += n;
+        len -= n;
+    }
+}
+
+/* print, to stderr (stdout carries tables and JSON), with control characters escaped: a spec
+ * does not get to drive the terminal. */
 static int sandbox_print(lua_State *L)
 {
     int n = lua_gettop(L);
@@ -311,15 +459,16 @@ static int sandbox_print(lua_State *L)
         const char *s = luaL_tolstring(L, i, &len);
         if (i > 1)
             fputc('\t', stderr);
-        fwrite(s, 1, len, stderr);
+        write_printable(stderr, s, len);
         lua_pop(L, 1);
     }
     fputc('\n', stderr);
     return 0;
 }
 
-/* Opens base, table, string and math, and takes out what a spec must not reach. */
-static void open_sandbox(lua_State *L)
+/* Opens base, table, string and math, takes out what a spec must not reach, and puts bounded
+ * versions in place of the library functions that can loop in C (generator/sandbox.h). */
+static void open_sandbox(lua_State *L, ft_spec_lua *S)
 {
     static const luaL_Reg libs[] = {
         {LUA_GNAME, luaopen_base},
@@ -355,6 +504,7 @@ static void open_sandbox(lua_State *L)
     lua_pushnil(L);
     lua_setfield(L, -2, "dump");
     lua_pop(L, 1);
+    ft__sandbox_bound_libs(L, &S->meter);
 }
 
 /* Lua names the file in messages by its "short source", which cuts long paths to
@@ -376,37 +526,47 @@ static const char *after_short_path(const char *path, const char *msg)
 }
 
 /* Turns the Lua error at the top of the stack into err: "path:line: message", or
- * "path: message" where no line is known, followed by context. Returns the status. */
+ * "path: message" where no line is known, followed by context. The message is the spec's
+ * text (error("...") says what it likes): control characters come out as visible escapes
+ * (common/text.h). Returns the status. */
 static ft_status lua_failure(ft_spec_lua *S, int status, const char *context, ft_err *err)
 {
     lua_State *L = S->L;
     size_t plen = strlen(S->path);
     const char *msg = "(error object is not a string)";
-    const char *rest;
-    ft_status code = FT_ERR_SPEC;
+    size_t mlen = strlen(msg);
+    const char *body;
+    char where[FT_ERR_MSG_MAX / 2];
+    char clean[FT_ERR_MSG_MAX];
     char text[FT_ERR_MSG_MAX];
 
     /* Only strings: converting a number would allocate, outside any protected call. */
     if (lua_type(L, -1) == LUA_TSTRING)
-        msg = lua_tostring(L, -1);
+        msg = lua_tolstring(L, -1, &mlen);
     if (S->fatal == FATAL_NONE &&
         (status == LUA_ERRMEM || (S->refused && is_memory_message(L, -1))))
         set_memory_fatal(S);
-    rest = after_short_path(S->path, msg);
-    if (status == LUA_ERRFILE) { /* "cannot open path: reason" */
-        code = FT_ERR_IO;
-        snprintf(text, sizeof text, "%s", msg);
-    } else if (S->fatal != FATAL_NONE)
-        snprintf(text, sizeof text, "%s", S->fatal_msg);
-    else if (strncmp(msg, S->path, plen) == 0 && msg[plen] == ':')
-        snprintf(text, sizeof text, "%s", msg);
-    else if (rest != NULL)
-        snprintf(text, sizeof text, "%s%s", S->path, rest);
-    else if (S->err_line > 0)
-        snprintf(text, sizeof text, "%s:%d: %s", S->path, S->err_line, msg);
-    else
-        snprintf(text, sizeof text, "%s: %s", S->path, msg);
-    return ft__fail(err, code, "%s%s", text, context);
+    body = after_short_path(S->path, msg);
+    where[0] = '\0';
+    if (S->fatal != FATAL_NONE) {
+        msg = S->fatal_msg;
+        mlen = strlen(msg);
+        body = msg;
+    } else if (strncmp(msg, S->path, plen) == 0 && msg[plen] == ':') {
+        body = msg;
+    } else if (body != NULL) {
+        snprintf(where, sizeof where, "%s", S->path); /* in place of Lua's "...tail" */
+    } else if (S->err_line > 0) {
+        snprintf(where, sizeof where, "%s:%d: ", S->path, S->err_line);
+        body = msg;
+    } else {
+        snprintf(where, sizeof where, "%s: ", S->path);
+        body = msg;
+    }
+    ft__printable(clean, sizeof clean, body, mlen - (size_t)(body - msg));
+    snprintf(text, sizeof text, "%s%s", where, clean);
+    return ft__fail(err, FT_ERR_SPEC, "%s%s", ft__printable_str(clean, sizeof clean, text),
+                    context);
 }
 
 /* ---- validation of the returned table ---------------------------------------------------- */
@@ -416,12 +576,25 @@ static ft_status spec_error(load_ctx *c, const char *fmt, ...)
 static ft_status spec_error(load_ctx *c, const char *fmt, ...)
 {
     char msg[FT_ERR_MSG_MAX];
+    char clean[FT_ERR_MSG_MAX];
     va_list ap;
 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return ft__fail(c->err, FT_ERR_SPEC, "%s: %s", c->spec->path, msg);
+    return ft__fail(c->err, FT_ERR_SPEC, "%s: %s", c->spec->path,
+                    ft__printable_str(clean, sizeof clean, msg));
+}
+
+/* A malloc'd copy of the len bytes at s as printable text (common/text.h), or NULL. */
+static char *printable_dup(const char *s, size_t len)
+{
+    size_t need = ft__printable(NULL, 0, s, len);
+    char *copy = malloc(need + 1);
+
+    if (copy != NULL)
+        ft__printable(copy, need + 1, s, len);
+    return copy;
 }
 
 static ft_status out_of_memory(load_ctx *c)
@@ -442,9 +615,14 @@ static const char *describe(lua_State *L, int idx, char *buf, size_t cap)
         else
             snprintf(buf, cap, "%.14g", (double)lua_tonumber(L, idx));
         break;
-    case LUA_TSTRING:
-        snprintf(buf, cap, "the string '%.40s'", lua_tostring(L, idx));
+    case LUA_TSTRING: {
+        size_t len = 0;
+        const char *str = lua_tolstring(L, idx, &len);
+        char shown[200];
+        ft__printable(shown, sizeof shown, str, len < 40 ? len : 40);
+        snprintf(buf, cap, "the string '%s'", shown);
         break;
+    }
     default:
         snprintf(buf, cap, "a %s", luaL_typename(L, idx));
         break;
@@ -457,8 +635,13 @@ static const char *describe_key(lua_State *L, int idx, char *buf, size_t cap)
 {
     int t = lua_type(L, idx);
 
-    if (t == LUA_TSTRING)
-        snprintf(buf, cap, "'%.40s'", lua_tostring(L, idx));
+    if (t == LUA_TSTRING) {
+        size_t len = 0;
+        const char *str = lua_tolstring(L, idx, &len);
+        char shown[200];
+        ft__printable(shown, sizeof shown, str, len < 40 ? len : 40);
+        snprintf(buf, cap, "'%s'", shown);
+    }
     else if (t == LUA_TNUMBER && lua_isinteger(L, idx))
         snprintf(buf, cap, "[%lld]", (long long)lua_tointeger(L, idx));
     else if (t == LUA_TNUMBER)
@@ -600,7 +783,7 @@ static ft_status string_field(load_ctx *c, lua_State *L, int t, const char *key,
         spec_error(c, "%s must not be empty", label);
         goto out;
     }
-    *out = ft__strdup(lua_tostring(L, -1));
+    *out = printable_dup(lua_tostring(L, -1), lua_rawlen(L, -1));
     if (*out == NULL) {
         rc = out_of_memory(c);
         goto out;
@@ -696,6 +879,12 @@ static ft_status load_values(load_ctx *c, lua_State *L, int t, int pi)
             }
             if (p->kind != FT_PARAM_INT) {
                 spec_error(c, "params[%d].values mixes integers and strings", pi + 1);
+                goto out;
+            }
+            if (x < 0) {
+                spec_error(c, "%s is %lld; integer values must not be negative (the value is "
+                              "part of the kernel's name in the generated source)",
+                           label, (long long)x);
                 goto out;
             }
             for (k = 0; k < i; k++) {
@@ -860,6 +1049,127 @@ out:
     return rc;
 }
 
+/* A name the generated source defines for a parameter's value (generator/emit.c):
+ * FTP_<NAME> for an integer parameter, FTP_<NAME>_<VALUE> for each value of a string one. */
+typedef struct macro_name {
+    char text[2 * MAX_IDENT + 8];
+    int param;
+    int value; /* -1 for an integer parameter */
+} macro_name;
+
+static void upper_into(char *dst, const char *src)
+{
+    size_t i;
+
+    for (i = 0; src[i] != '\0'; i++)
+        dst[i] = (char)(src[i] >= 'a' && src[i] <= 'z' ? src[i] - 'a' + 'A' : src[i]);
+    dst[i] = '\0';
+}
+
+static int macro_cmp(const void *a, const void *b)
+{
+    const macro_name *x = a;
+    const macro_name *y = b;
+    int d = strcmp(x->text, y->text);
+
+    if (d != 0)
+        return d;
+    return x->param != y->param ? x->param - y->param : x->value - y->value;
+}
+
+static void describe_macro_origin(const ft_spec *spec, const macro_name *m, char *buf, size_t cap)
+{
+    const ft_param *p = &spec->params[m->param];
+
+    if (m->value < 0)
+        snprintf(buf, cap, "params[%d] '%s'", m->param + 1, p->name);
+    else
+        snprintf(buf, cap, "params[%d] '%s' with the value '%s'", m->param + 1, p->name,
+                 p->strings[m->value]);
+}
+
+/* Two parameters (or values) whose macros in the generated source would be the same name
+ * ('d' and 'D' both give FTP_D; NVRTC only warns when the second redefines the first, so a
+ * kernel compiled with D=128 would read as d=64) are refused. */
+static ft_status check_macro_names(load_ctx *c)
+{
+    const ft_spec *spec = c->spec;
+    macro_name *names = NULL;
+    ft_status rc = FT_OK;
+    size_t n = 0;
+    size_t total = 0;
+    size_t i;
+    int pi;
+    int vi;
+
+    for (pi = 0; pi < spec->nparams; pi++)
+        total += spec->params[pi].kind == FT_PARAM_INT ? 1 : (size_t)spec->params[pi].nvalues;
+    names = calloc(total, sizeof *names);
+    if (names == NULL)
+        return out_of_memory(c);
+    for (pi = 0; pi < spec->nparams; pi++) {
+        const ft_param *p = &spec->params[pi];
+        char name[MAX_IDENT + 1];
+        upper_into(name, p->name);
+        for (vi = 0; vi < (p->kind == FT_PARAM_INT ? 1 : p->nvalues); vi++) {
+            macro_name *m = &names[n++];
+            m->param = pi;
+            m->value = p->kind == FT_PARAM_INT ? -1 : vi;
+            if (p->kind == FT_PARAM_INT) {
+                snprintf(m->text, sizeof m->text, "FTP_%s", name);
+            } else {
+                char value[MAX_IDENT + 1];
+                upper_into(value, p->strings[vi]);
+                snprintf(m->text, sizeof m->text, "FTP_%s_%s", name, value);
+            }
+        }
+    }
+    qsort(names, n, sizeof *names, macro_cmp);
+    for (i = 1; i < n; i++) {
+        if (strcmp(names[i - 1].text, names[i].text) == 0) {
+            char a[200];
+            char b[200];
+            describe_macro_origin(spec, &names[i - 1], a, sizeof a);
+            describe_macro_origin(spec, &names[i], b, sizeof b);
+            rc = spec_error(c, "%s and %s both become the macro %s in the generated source; "
+                               "names must differ in more than letter case",
+                            a, b, names[i].text);
+            break;
+        }
+    }
+    free(names);
+    return rc;
+}
+
+/* The longest variant string must fit the buffers that hold one (FT_VARIANT_STR_MAX), or
+ * two variants could be cut to the same text. */
+static ft_status check_variant_length(load_ctx *c)
+{
+    const ft_spec *spec = c->spec;
+    size_t len = 0;
+    int pi;
+    int vi;
+
+    for (pi = 0; pi < spec->nparams; pi++) {
+        const ft_param *p = &spec->params[pi];
+        size_t longest = 0;
+        for (vi = 0; vi < p->nvalues; vi++) {
+            char buf[32];
+            size_t l = p->kind == FT_PARAM_INT
+                           ? (size_t)snprintf(buf, sizeof buf, "%lld", p->ints[vi])
+                           : strlen(p->strings[vi]);
+            if (l > longest)
+                longest = l;
+        }
+        len += (pi > 0 ? 1 : 0) + strlen(p->name) + 1 + longest;
+    }
+    if (len >= FT_VARIANT_STR_MAX)
+        return spec_error(c, "the longest variant string of these params has %zu characters; "
+                             "at most %d fit (use shorter names or values)",
+                          len, FT_VARIANT_STR_MAX - 1);
+    return FT_OK;
+}
+
 /* Keeps the function at idx in the registry; *line gets where it is defined. */
 static int keep_function(lua_State *L, int idx, int *line)
 {
@@ -905,7 +1215,7 @@ static ft_status load_constraint(load_ctx *c, lua_State *L, int t, int i)
                    describe(L, -1, buf, sizeof buf));
         goto out;
     }
-    c->spec->constraint_names[i] = ft__strdup(lua_tostring(L, -2));
+    c->spec->constraint_names[i] = printable_dup(lua_tostring(L, -2), lua_rawlen(L, -2));
     if (c->spec->constraint_names[i] == NULL) {
         rc = out_of_memory(c);
         goto out;
@@ -1114,6 +1424,10 @@ static ft_status validate(load_ctx *c, lua_State *L, int t)
     if (rc == FT_OK)
         rc = load_params(c, L, t);
     if (rc == FT_OK)
+        rc = check_macro_names(c);
+    if (rc == FT_OK)
+        rc = check_variant_length(c);
+    if (rc == FT_OK)
         rc = load_constraints(c, L, t);
     if (rc == FT_OK)
         rc = load_function(c, L, t, "smem", 1, &S->smem_ref, &S->smem_line);
@@ -1132,29 +1446,61 @@ static int load_driver(lua_State *L)
 {
     load_ctx *c = lua_touserdata(L, 1);
     ft_spec_lua *S = c->spec->lua;
+    char chunkname[1100];
     int status;
 
-    open_sandbox(L);
-    begin_call(S, S->load_budget);
-    if (c->text != NULL) {
-        char chunkname[1100];
-        snprintf(chunkname, sizeof chunkname, "@%s", c->spec->path);
-        status = luaL_loadbufferx(L, c->text, strlen(c->text), chunkname, "t");
-    } else {
-        status = luaL_loadfilex(L, c->spec->path, "t");
-    }
+    open_sandbox(L, S);
+    begin_call(S, 1);
+    snprintf(chunkname, sizeof chunkname, "@%s", c->spec->path);
+    /* Mode "t": a precompiled chunk is refused ("attempt to load a binary chunk"). */
+    status = luaL_loadbufferx(L, c->text, c->size, chunkname, "t");
     if (status != LUA_OK) {
+        end_call(S);
         c->rc = lua_failure(S, status, "", c->err);
         return 0;
     }
     lua_call(L, 0, 1);
+    end_call(S);
     S->line = 0;
     c->rc = validate(c, L, lua_gettop(L));
     return 0;
 }
 
-static ft_status spec_load(const char *path, const char *text, const ft_sandbox_limits *limits,
-                           ft_spec **out, ft_err *err)
+/* A limit from the caller, or the default where it gives none (0). */
+static long long limit_or(long long given, long long fallback)
+{
+    return given > 0 ? given : fallback;
+}
+
+static long long size_limit_or(size_t given, size_t fallback)
+{
+    size_t n = given > 0 ? given : fallback;
+
+    return n > (size_t)LLONG_MAX ? LLONG_MAX : (long long)n;
+}
+
+static void set_limits(ft_spec_lua *S, const ft_sandbox_limits *limits)
+{
+    ft_sandbox_limits none;
+
+    if (limits == NULL) {
+        memset(&none, 0, sizeof none);
+        limits = &none;
+    }
+    S->cap = limits->memory_bytes > 0 ? limits->memory_bytes : DEFAULT_MEMORY_BYTES;
+    S->instructions.load = limit_or(limits->load_instructions, DEFAULT_LOAD_INSTRUCTIONS);
+    S->instructions.call = limit_or(limits->call_instructions, DEFAULT_CALL_INSTRUCTIONS);
+    S->match_steps.load = limit_or(limits->load_match_steps, DEFAULT_LOAD_MATCH_STEPS);
+    S->match_steps.call = limit_or(limits->call_match_steps, DEFAULT_CALL_MATCH_STEPS);
+    S->alloc_bytes.load = size_limit_or(limits->load_alloc_bytes, DEFAULT_LOAD_ALLOC_BYTES);
+    S->alloc_bytes.call = size_limit_or(limits->call_alloc_bytes, DEFAULT_CALL_ALLOC_BYTES);
+    S->cpu_ms.load = limit_or(limits->load_cpu_ms, DEFAULT_LOAD_CPU_MS);
+    S->cpu_ms.call = limit_or(limits->call_cpu_ms, DEFAULT_CALL_CPU_MS);
+}
+
+/* Loads the chunk of size bytes at text; path names it in messages. */
+static ft_status spec_load(const char *path, const char *text, size_t size,
+                           const ft_sandbox_limits *limits, ft_spec **out, ft_err *err)
 {
     ft_status rc = FT_ERR_OUT_OF_MEMORY;
     ft_spec *spec = NULL;
@@ -1163,12 +1509,6 @@ static ft_status spec_load(const char *path, const char *text, const ft_sandbox_
     int status;
     char cap[64];
 
-    if (out != NULL)
-        *out = NULL;
-    if (path == NULL || out == NULL) {
-        rc = ft__fail(err, FT_ERR_INVALID_ARGUMENT, "ft__spec_load: path and out are required");
-        goto out;
-    }
     spec = calloc(1, sizeof *spec);
     if (spec == NULL) {
         ft__fail(err, FT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
@@ -1182,12 +1522,9 @@ static ft_status spec_load(const char *path, const char *text, const ft_sandbox_
     }
     S = spec->lua;
     S->path = spec->path;
-    S->cap = limits != NULL && limits->memory_bytes > 0 ? limits->memory_bytes
-                                                        : DEFAULT_MEMORY_BYTES;
-    S->load_budget = limits != NULL && limits->load_instructions > 0 ? limits->load_instructions
-                                                                     : DEFAULT_LOAD_INSTRUCTIONS;
-    S->call_budget = limits != NULL && limits->call_instructions > 0 ? limits->call_instructions
-                                                                     : DEFAULT_CALL_INSTRUCTIONS;
+    set_limits(S, limits);
+    S->alloc_left = UNMETERED;
+    S->meter.exceeded = meter_exceeded;
     S->smem_ref = LUA_NOREF;
     S->registers_ref = LUA_NOREF;
     S->arch_ref = LUA_NOREF;
@@ -1206,10 +1543,12 @@ static ft_status spec_load(const char *path, const char *text, const ft_sandbox_
     c.err = err;
     c.rc = FT_OK;
     c.text = text;
+    c.size = size;
     lua_pushcfunction(S->L, message_handler);
     lua_pushcfunction(S->L, load_driver);
     lua_pushlightuserdata(S->L, &c);
     status = lua_pcall(S->L, 1, 0, 1);
+    end_call(S);
     if (status != LUA_OK)
         rc = lua_failure(S, status, "", err);
     else
@@ -1224,10 +1563,62 @@ out:
     return rc;
 }
 
+/* Where the chunk of a file starts: after a UTF-8 byte order mark and a first line that
+ * starts with '#' (as lua.c and luaL_loadfile skip them), keeping that line's newline so
+ * that line numbers stay right. */
+static size_t chunk_start(const char *text, size_t size)
+{
+    size_t at = 0;
+
+    if (size >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+        at = 3;
+    if (at < size && text[at] == '#') {
+        const char *nl = memchr(text + at, '\n', size - at);
+        at = nl != NULL ? (size_t)(nl - text) : size;
+    }
+    return at;
+}
+
 ft_status ft__spec_load(const char *path, const ft_sandbox_limits *limits, ft_spec **out,
                         ft_err *err)
 {
-    return spec_load(path, NULL, limits, out, err);
+    ft_status rc = FT_ERR_INVALID_ARGUMENT;
+    char *text = NULL;
+    size_t size = 0;
+    size_t at;
+    ft_err read_err;
+
+    if (out != NULL)
+        *out = NULL;
+    if (path == NULL || out == NULL) {
+        ft__fail(err, rc, "ft__spec_load: path and out are required");
+        goto out;
+    }
+    /* fs.h: a FIFO or a device is refused without blocking, a huge file before it is read. */
+    rc = ft__read_file_max(path, FT_SPEC_MAX_BYTES, &text, &size, &read_err);
+    if (rc != FT_OK) {
+        ft__fail(err, rc, "cannot open %s", read_err.msg);
+        goto out;
+    }
+    at = chunk_start(text, size);
+    rc = spec_load(path, text + at, size - at, limits, out, err);
+out:
+    free(text);
+    return rc;
+}
+
+ft_status ft__spec_load_buffer(const char *name, const void *data, size_t size,
+                               const ft_sandbox_limits *limits, ft_spec **out, ft_err *err)
+{
+    ft_status rc = FT_ERR_INVALID_ARGUMENT;
+
+    if (out != NULL)
+        *out = NULL;
+    if (name == NULL || out == NULL || (data == NULL && size > 0))
+        ft__fail(err, rc, "ft__spec_load_buffer: name, out and data are required");
+    else
+        rc = spec_load(name, data != NULL ? data : "", size, limits, out, err);
+    return rc;
 }
 
 ft_status ft__spec_load_text(const char *name, const char *text, const ft_sandbox_limits *limits,
@@ -1238,7 +1629,7 @@ ft_status ft__spec_load_text(const char *name, const char *text, const ft_sandbo
             *out = NULL;
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "ft__spec_load_text: text is required");
     }
-    return spec_load(name, text, limits, out, err);
+    return ft__spec_load_buffer(name, text, strlen(text), limits, out, err);
 }
 
 void ft__spec_free(ft_spec *spec)
@@ -1415,8 +1806,9 @@ static void run_constraints(lua_State *L, call_ctx *c)
         lua_rawgeti(L, LUA_REGISTRYINDEX, S->constraint_refs[i]);
         lua_pushvalue(L, 2);
         lua_pushvalue(L, 3);
-        begin_call(S, S->call_budget);
+        begin_call(S, 0);
         lua_call(L, 2, 2);
+        end_call(S);
         t = lua_type(L, -2);
         if (t == LUA_TBOOLEAN && lua_toboolean(L, -2)) {
             lua_pop(L, 2);
@@ -1432,10 +1824,11 @@ static void run_constraints(lua_State *L, call_ctx *c)
             return;
         }
         c->keep = 0;
-        if (lua_type(L, -1) == LUA_TSTRING && lua_rawlen(L, -1) > 0)
-            name = lua_tostring(L, -1);
-        if (c->reason != NULL && c->reason_cap > 0)
-            snprintf(c->reason, c->reason_cap, "%s", name);
+        if (c->reason != NULL && c->reason_cap > 0 && lua_type(L, -1) == LUA_TSTRING &&
+            lua_rawlen(L, -1) > 0)
+            ft__printable(c->reason, c->reason_cap, lua_tostring(L, -1), lua_rawlen(L, -1));
+        else if (c->reason != NULL && c->reason_cap > 0)
+            snprintf(c->reason, c->reason_cap, "%s", name); /* printable since the load */
         return;
     }
 }
@@ -1456,8 +1849,9 @@ static void run_number(lua_State *L, call_ctx *c)
     lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
     lua_pushvalue(L, 2);
     lua_pushvalue(L, 3);
-    begin_call(S, S->call_budget);
+    begin_call(S, 0);
     lua_call(L, 2, 1);
+    end_call(S);
     x = lua_type(L, -1) == LUA_TNUMBER ? lua_tointegerx(L, -1, &isint) : 0;
     if (!isint || x < 0) {
         function_where(c->spec, line, where, sizeof where);
@@ -1511,11 +1905,15 @@ static ft_status call_spec(call_ctx *c)
 
     c->rc = FT_OK;
     c->current = -1;
+    end_call(S); /* nothing of the last call's budgets or errors is left */
+    S->fatal = FATAL_NONE;
+    S->refused = REFUSED_NONE;
     lua_settop(L, 0);
     lua_pushcfunction(L, message_handler);
     lua_pushcfunction(L, call_driver);
     lua_pushlightuserdata(L, c);
     status = lua_pcall(L, 1, 0, 1);
+    end_call(S);
     if (status != LUA_OK) {
         ft__variant_format(c->spec, c->v, variant, sizeof variant);
         if (c->what == CALL_CHECK && c->current >= 0)

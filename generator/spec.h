@@ -31,8 +31,11 @@
  *
  * The chunk runs in a sandbox: only the base, table, string and math libraries, without
  * load, loadfile, dofile, require, collectgarbage, string.dump, io, os, package or debug;
- * memory is capped and every call has an instruction budget. Errors read
- * "path:line: message" when Lua knows the line and "path: message" otherwise.
+ * memory is capped, and running the chunk and every call of its functions have budgets
+ * (ft_sandbox_limits): Lua instructions, steps of pattern matching, bytes allocated, CPU time.
+ * The library functions that could loop in C without end count their work against them
+ * (generator/sandbox.h). Errors read "path:line: message" when Lua knows the line and
+ * "path: message" otherwise.
  */
 #ifndef FT_GENERATOR_SPEC_H
 #define FT_GENERATOR_SPEC_H
@@ -45,15 +48,22 @@
 #define FT_MAX_PARAMS 24
 #define FT_MAX_VALUES 64
 #define FT_MAX_VARIANTS 1000000
+#define FT_VARIANT_STR_MAX 512 /* a variant string's buffer, NUL included: "d=128,bm=64,..." */
 
 typedef enum ft_param_kind { FT_PARAM_INT = 0, FT_PARAM_STRING = 1 } ft_param_kind;
 
+/* Text a spec gives that is shown to users (its name, description, docs, constraint texts and
+ * reasons, its error messages) is kept with control characters as visible escapes
+ * (common/text.h). Names and values reach the generated source as macros (generator/emit.h):
+ * a spec whose names would give two parameters or values one macro (differing only in case:
+ * 'd' and 'D') is refused, and so are negative integers (the value is part of the kernel's
+ * name). */
 typedef struct ft_param {
     char *name;          /* an identifier: [A-Za-z_][A-Za-z0-9_]* */
     char *doc;           /* NULL when the spec gives none */
     ft_param_kind kind;  /* all values of a parameter have one kind */
     int nvalues;         /* 1 .. FT_MAX_VALUES, all distinct */
-    long long *ints;     /* kind FT_PARAM_INT: nvalues integers */
+    long long *ints;     /* kind FT_PARAM_INT: nvalues non-negative integers */
     char **strings;      /* kind FT_PARAM_STRING: nvalues identifiers */
 } ft_param;
 
@@ -82,10 +92,22 @@ typedef struct ft_spec {
     ft_spec_lua *lua;        /* the sandboxed state that holds the functions */
 } ft_spec;
 
+/* The sandbox's limits. Every field left 0 takes its default. Each budget is given twice:
+ * for running the chunk ("load") and for each call of a spec function ("call"). A spec that
+ * exceeds one fails with an error that names the file, the line where known, and the limit;
+ * pcall inside the spec cannot catch it. */
 typedef struct ft_sandbox_limits {
-    size_t memory_bytes;         /* total Lua heap; 0: the default (64 MiB) */
-    long long load_instructions; /* for running the chunk; 0: default (50 million) */
-    long long call_instructions; /* per call of a spec function; 0: default (1 million) */
+    size_t memory_bytes;         /* what the Lua heap may hold at once (64 MiB) */
+    long long load_instructions; /* Lua instructions (50 million; a call: 1 million); the */
+    long long call_instructions; /*   library functions that loop over elements count one each */
+    /* The following fields were added later; positional initializers of the first three
+     * leave them 0. */
+    long long load_match_steps;  /* steps of string.find/match/gmatch/gsub (50 million; */
+    long long call_match_steps;  /*   a call: 1 million) */
+    size_t load_alloc_bytes;     /* all that is allocated, freed or not (1 GiB; */
+    size_t call_alloc_bytes;     /*   a call: 256 MiB) */
+    long long load_cpu_ms;       /* CPU time of the thread (5 s; a call: 1 s): for what the */
+    long long call_cpu_ms;       /*   budgets above cannot see, as comparing long strings */
 } ft_sandbox_limits;
 
 /* A variant: for each parameter of its spec, the index of its value. */
@@ -93,11 +115,23 @@ typedef struct ft_variant {
     int idx[FT_MAX_PARAMS];
 } ft_variant;
 
+/* The largest spec file ft__spec_load reads. */
+#define FT_SPEC_MAX_BYTES ((size_t)16 << 20)
+
 /* Loads and validates a spec. limits may be NULL (defaults). On success *out is a new spec
- * (free with ft__spec_free); on failure *out is NULL and err says what and where. */
+ * (free with ft__spec_free); on failure *out is NULL and err says what and where. The file is
+ * read with ft__read_file_max (a FIFO or a device is refused without blocking, a file larger
+ * than FT_SPEC_MAX_BYTES before it is read: FT_ERR_IO, "cannot open ..."); a first line that
+ * starts with '#' is skipped, as lua.c does. */
 ft_status ft__spec_load(const char *path, const ft_sandbox_limits *limits, ft_spec **out,
                         ft_err *err);
-/* The same from text in memory (an embedded spec); name stands for the path in messages. */
+/* The same from size bytes in memory, any bytes (NULs included; a precompiled chunk is
+ * refused, "attempt to load a binary chunk"); name stands for the path in messages. Meant
+ * also for a fuzz target: with small limits every input ends quickly with FT_OK or
+ * FT_ERR_SPEC (FT_ERR_OUT_OF_MEMORY only when malloc itself fails). */
+ft_status ft__spec_load_buffer(const char *name, const void *data, size_t size,
+                               const ft_sandbox_limits *limits, ft_spec **out, ft_err *err);
+/* ft__spec_load_buffer of a NUL-terminated text (an embedded spec). */
 ft_status ft__spec_load_text(const char *name, const char *text, const ft_sandbox_limits *limits,
                              ft_spec **out, ft_err *err);
 void ft__spec_free(ft_spec *spec); /* NULL is a no-op */

@@ -1,11 +1,19 @@
 /* Lua specs: loading, validation, the sandbox's limits, and calls of the spec's functions. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/fs.h"
+#include "common/sha256.h"
+#include "common/text.h"
+#include "flashtune.h"
 #include "ft_test.h"
 #include "generator/arch.h"
+#include "generator/emit.h"
+#include "generator/family.h"
 #include "generator/spec.h"
 #include "generator/variant.h"
 
@@ -467,6 +475,28 @@ static void test_binary_chunk_and_missing_file(void)
 
     ASSERT_EQ(ft__spec_load(NULL, NULL, &spec, &err), FT_ERR_INVALID_ARGUMENT);
     ft__spec_free(NULL);
+
+    /* through fs.h: a directory or a FIFO is refused (a FIFO without blocking) */
+    rc = ft__spec_load(FT_SOURCE_DIR "/tests/specs", NULL, &spec, &err);
+    ASSERT_EQ(rc, FT_ERR_IO);
+    ASSERT_CONTAINS(err.msg, "cannot open " FT_SOURCE_DIR "/tests/specs: a directory");
+    snprintf(path, sizeof path, "/tmp/ft_test_spec_%ld.fifo", (long)getpid());
+    ASSERT_TRUE(mkfifo(path, 0600) == 0);
+    rc = ft__spec_load(path, NULL, &spec, &err);
+    unlink(path);
+    ASSERT_EQ(rc, FT_ERR_IO);
+    ASSERT_CONTAINS(err.msg, "a FIFO, not a regular file");
+
+    /* a first line starting with '#' is skipped, and the line numbers stay right */
+    snprintf(path, sizeof path, "/tmp/ft_test_spec_%ld.lua", (long)getpid());
+    f = fopen(path, "wb");
+    ASSERT_TRUE(f != NULL);
+    fputs("#!/usr/bin/env lua\nlocal x = 1\nerror('on line 3')\n", f);
+    fclose(f);
+    rc = ft__spec_load(path, NULL, &spec, &err);
+    unlink(path);
+    ASSERT_EQ(rc, FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, ".lua:3: on line 3");
 }
 
 /* ---- errors inside calls ----------------------------------------------------------------- */
@@ -556,6 +586,498 @@ static void test_memory_in_call(void)
     ft__spec_free(spec);
 }
 
+/* ---- work done in C functions, which the instruction hook does not see ------------------ */
+
+/* Fails within a few seconds: every test of a runaway below must end well before its ctest
+ * timeout, with the message (under ASan, which makes allocating several times slower, later). */
+#if defined(__SANITIZE_ADDRESS__)
+#define QUICK_MS 30000.0
+#else
+#define QUICK_MS 8000.0
+#endif
+
+/* A call of smem on variant text must fail with FT_ERR_SPEC, quickly, saying where and what. */
+static void smem_fails(ft_spec *spec, const char *variant, const char *where, const char *what)
+{
+    ft_err err;
+    ft_arch a;
+    ft_variant v;
+    long long n = -1;
+    double t0;
+
+    ASSERT_OK(ft__arch_builtin("sm_80", &a, &err), &err);
+    ASSERT_OK(ft__variant_parse(spec, variant, &v, &err), &err);
+    t0 = ft__now_ms();
+    ASSERT_EQ(ft__spec_smem(spec, &v, &a, &n, &err), FT_ERR_SPEC);
+    ASSERT_TRUE(ft__now_ms() - t0 < QUICK_MS);
+    ASSERT_EQ(n, 0);
+    ASSERT_CONTAINS(err.msg, spec->path);
+    ASSERT_CONTAINS(err.msg, where);
+    ASSERT_CONTAINS(err.msg, what);
+}
+
+/* As load_fails, and within QUICK_MS. */
+static void load_fails_quickly(const char *file, const ft_sandbox_limits *limits,
+                               const char *where, const char *what)
+{
+    double t0 = ft__now_ms();
+
+    load_fails_with(file, limits, where, what);
+    ASSERT_TRUE(ft__now_ms() - t0 < QUICK_MS);
+}
+
+/* string.find(("a"):rep(200), ("a*"):rep(15) .. "b") backtracks for ever in stock Lua. */
+static void test_pattern_budget_at_load(void)
+{
+    ft_sandbox_limits small = {0};
+
+    load_fails_quickly("pattern_load.lua", NULL, "pattern_load.lua:3: ",
+                       "pattern matching budget of 50000000 steps exceeded (in string.find)");
+    small.load_match_steps = 1000;
+    load_fails_quickly("pattern_load.lua", &small, "pattern_load.lua:3: ",
+                       "pattern matching budget of 1000 steps exceeded");
+    /* pcall does not catch it */
+    load_fails_quickly("pattern_pcall.lua", NULL, "pattern_pcall.lua:4: ",
+                       "pattern matching budget of 50000000 steps exceeded (in string.match)");
+}
+
+static void test_pattern_budget_in_calls(void)
+{
+    ft_err err;
+    ft_spec *spec = load_ok("pattern_smem.lua", &err);
+    ft_arch a;
+    ft_variant v;
+    int keep = -1;
+
+    ASSERT_TRUE(spec != NULL);
+    smem_fails(spec, "fn=find", "pattern_smem.lua:9: ",
+               "pattern matching budget of 1000000 steps exceeded (in string.find) (in smem for "
+               "variant fn=find)");
+    smem_fails(spec, "fn=match", "pattern_smem.lua:10: ", "(in string.match)");
+    smem_fails(spec, "fn=gmatch", "pattern_smem.lua:11: ", "(in string.gmatch)");
+    smem_fails(spec, "fn=gsub", "pattern_smem.lua:12: ", "(in string.gsub)");
+    ft__spec_free(spec);
+
+    spec = load_ok("pattern_constraint.lua", &err);
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_OK(ft__arch_builtin("sm_80", &a, &err), &err);
+    ASSERT_OK(ft__variant_parse(spec, "d=64", &v, &err), &err);
+    ASSERT_OK(ft__spec_check(spec, &v, &a, &keep, NULL, 0, &err), &err);
+    ASSERT_EQ(keep, 1);
+    ASSERT_OK(ft__variant_parse(spec, "d=128", &v, &err), &err);
+    ASSERT_EQ(ft__spec_check(spec, &v, &a, &keep, NULL, 0, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "pattern_constraint.lua:8: pattern matching budget of 1000000 "
+                             "steps exceeded (in string.find) (in constraint 'd = 128 is "
+                             "matched by a bad pattern' for variant d=128)");
+    /* the next call has its budget again */
+    ASSERT_OK(ft__variant_parse(spec, "d=64", &v, &err), &err);
+    ASSERT_OK(ft__spec_check(spec, &v, &a, &keep, NULL, 0, &err), &err);
+    ASSERT_EQ(keep, 1);
+    ft__spec_free(spec);
+}
+
+/* Large strings made and dropped in a loop: the heap never holds much, the budget for all that
+ * is allocated ends it. */
+static void test_allocation_budget(void)
+{
+    ft_sandbox_limits small = {0};
+    ft_err err;
+    ft_spec *spec = NULL;
+
+    load_fails_quickly("rep_loop.lua", NULL, "rep_loop.lua:3: ",
+                       "allocation budget of 1 GiB exceeded (all it allocates while the chunk "
+                       "runs, freed or not)");
+    small.load_alloc_bytes = 64 << 20;
+    load_fails_quickly("rep_loop.lua", &small, "rep_loop.lua:3: ",
+                       "allocation budget of 64 MiB exceeded");
+    spec = load_ok("rep_loop_smem.lua", &err);
+    ASSERT_TRUE(spec != NULL);
+    smem_fails(spec, "d=64", "rep_loop_smem.lua:7: ",
+               "allocation budget of 256 MiB exceeded (all it allocates in one call, freed or "
+               "not) (in smem for variant d=64)");
+    /* and again: nothing of the last call's budget is left over */
+    smem_fails(spec, "d=64", "rep_loop_smem.lua:7: ", "allocation budget of 256 MiB exceeded");
+    ft__spec_free(spec);
+}
+
+/* string.rep("", 2^60) is "" at once. */
+static void test_rep_of_nothing(void)
+{
+    ft_err err;
+    ft_spec *spec = NULL;
+    ft_arch a;
+    ft_variant v;
+    long long n = -1;
+    double t0 = ft__now_ms();
+
+    spec = load_ok("rep_empty.lua", &err);
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_STREQ(spec->name, "rep_empty");
+    ASSERT_OK(ft__arch_builtin("sm_80", &a, &err), &err);
+    memset(&v, 0, sizeof v);
+    ASSERT_OK(ft__spec_smem(spec, &v, &a, &n, &err), &err);
+    ASSERT_EQ(n, 0);
+    ASSERT_TRUE(ft__now_ms() - t0 < QUICK_MS);
+    ft__spec_free(spec);
+}
+
+/* Table functions, string.byte and a plain find, each looping in C inside smem. */
+static void test_library_loops(void)
+{
+    static const char *const instr = "instruction budget of 1000000 exceeded (in ";
+    ft_err err;
+    ft_spec *spec = load_ok("library_loops.lua", &err);
+
+    ASSERT_TRUE(spec != NULL);
+    smem_fails(spec, "fn=move", "library_loops.lua:12: ", "instruction budget of 1000000 "
+               "exceeded (in table.move, which counts an instruction per element)");
+    smem_fails(spec, "fn=insert", "library_loops.lua:13: ", "(in table.insert,");
+    smem_fails(spec, "fn=remove", "library_loops.lua:14: ", "(in table.remove,");
+    smem_fails(spec, "fn=concat", "library_loops.lua:17: ", "(in table.concat,");
+    smem_fails(spec, "fn=unpack", "library_loops.lua:20: ", "(in table.unpack,");
+    smem_fails(spec, "fn=sort_c", "library_loops.lua:24: ", "(in table.sort,");
+    smem_fails(spec, "fn=sort_strings", "library_loops.lua:29: ", "(in table.sort,");
+    smem_fails(spec, "fn=byte", "library_loops.lua:33: ", "(in string.byte,");
+    smem_fails(spec, "fn=find_plain", "library_loops.lua:37: ",
+               "pattern matching budget of 1000000 steps exceeded (in string.find)");
+    smem_fails(spec, "fn=move", "library_loops.lua:12: ", instr);
+    ft__spec_free(spec);
+}
+
+/* Comparing long strings costs one instruction each: the CPU time limit ends the loop. */
+static void test_cpu_time_limit(void)
+{
+    ft_sandbox_limits limits = {0};
+
+    limits.load_cpu_ms = 300;
+    load_fails_quickly("compare_loop.lua", &limits, "compare_loop.lua:5: ",
+                       "CPU time limit of 300 ms exceeded");
+    limits.load_cpu_ms = 2000;
+    load_fails_quickly("compare_loop.lua", &limits, "compare_loop.lua:5: ",
+                       "CPU time limit of 2 s exceeded");
+}
+
+/* The same runaway through the application library: ft_context_create loads the spec before
+ * it looks for a GPU, so this runs anywhere. */
+static void test_context_create_bounds_the_spec(void)
+{
+    ft_context_options o;
+    ft_context *ctx = NULL;
+    double t0 = ft__now_ms();
+
+    ft_context_options_init(&o);
+    o.spec = FT_SOURCE_DIR "/tests/specs/pattern_load.lua";
+    o.database = "";
+    o.cache_dir = "";
+    ASSERT_EQ(ft_context_create(&o, &ctx), FT_ERR_SPEC);
+    ASSERT_TRUE(ctx == NULL);
+    ASSERT_TRUE(ft__now_ms() - t0 < QUICK_MS);
+    ASSERT_CONTAINS(ft_last_error(NULL), "pattern_load.lua:3: pattern matching budget of "
+                                         "50000000 steps exceeded (in string.find)");
+    o.spec = FT_SOURCE_DIR "/tests/specs/rep_loop.lua";
+    ASSERT_EQ(ft_context_create(&o, &ctx), FT_ERR_SPEC);
+    ASSERT_CONTAINS(ft_last_error(NULL), "rep_loop.lua:3: allocation budget of 1 GiB exceeded");
+}
+
+/* ---- text a spec gives users -------------------------------------------------------------- */
+
+static int has_raw_controls(const char *s)
+{
+    for (; *s != '\0'; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return 1;
+    return 0;
+}
+
+static void test_spec_text_is_printable(void)
+{
+    ft_err err;
+    ft_spec *spec = load_ok("text_escapes.lua", &err);
+    ft_arch a;
+    ft_variant v;
+    char reason[256];
+    long long n = -1;
+    int keep = -1;
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_STREQ(spec->name, "escapes\\n\\x1b[2J");
+    ASSERT_STREQ(spec->description, "clears\\x1b[2J the screen");
+    ASSERT_STREQ(spec->params[0].doc, "head\\nzebra\\x00hidden");
+    ASSERT_STREQ(spec->constraint_names[0], "text\\nwith a newline");
+    ASSERT_OK(ft__arch_builtin("sm_80", &a, &err), &err);
+
+    /* a constraint's own text as the reason, and one it returns */
+    ASSERT_OK(ft__variant_parse(spec, "d=128,mode=keep", &v, &err), &err);
+    ASSERT_OK(ft__spec_check(spec, &v, &a, &keep, reason, sizeof reason, &err), &err);
+    ASSERT_EQ(keep, 0);
+    ASSERT_STREQ(reason, "text\\nwith a newline");
+    ASSERT_OK(ft__variant_parse(spec, "d=64,mode=reason", &v, &err), &err);
+    ASSERT_OK(ft__spec_check(spec, &v, &a, &keep, reason, sizeof reason, &err), &err);
+    ASSERT_EQ(keep, 0);
+    ASSERT_STREQ(reason, "bad\\x1b[31mred\\rback\\x00nul");
+    /* a short buffer never ends inside an escape */
+    ASSERT_OK(ft__spec_check(spec, &v, &a, &keep, reason, 6, &err), &err);
+    ASSERT_STREQ(reason, "bad");
+
+    /* an error message */
+    ASSERT_OK(ft__variant_parse(spec, "d=64,mode=error", &v, &err), &err);
+    ASSERT_EQ(ft__spec_smem(spec, &v, &a, &n, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "text_escapes.lua:19: boom\\x1b]0;title\\x07 (in smem for variant "
+                             "d=64,mode=error)");
+    ASSERT_TRUE(!has_raw_controls(err.msg));
+    ft__spec_free(spec);
+
+    /* a string value in a validation message */
+    load_fails("bad_string_value.lua", "bad_string_value.lua: ", "the string 'bf 16'");
+}
+
+/* The generated source holds none of the spec's own text: not its name, description or docs,
+ * whatever they contain (here: comment ends, newlines, preprocessor lines, backslashes). */
+static void test_source_holds_no_spec_text(void)
+{
+    ft_err err;
+    ft_spec *spec = load_ok("source_text.lua", &err);
+    const ft_family *fam;
+    ft_kernel_source src;
+    ft_arch a;
+    ft_variant v;
+
+    ASSERT_TRUE(spec != NULL);
+    fam = ft__family_find(spec->template_name);
+    ASSERT_TRUE(fam != NULL);
+    ASSERT_OK(ft__arch_builtin("sm_80", &a, &err), &err);
+    ASSERT_OK(ft__variant_parse(spec, "d=64,bm=64,bn=64,warps=4,stages=2,causal=0,dtype=f16,"
+                                      "qreg=0,overlap=0", &v, &err), &err);
+    ASSERT_OK(ft__emit(spec, fam, &v, &a, &src, &err), &err);
+    ASSERT_TRUE(strstr(src.text, "injected") == NULL);
+    ASSERT_TRUE(strstr(src.text, "#error injected") == NULL);
+    ASSERT_TRUE(strstr(src.text, "source_text") == NULL);
+    ASSERT_TRUE(strstr(src.text, "#define FTP_D 128") == NULL);
+    ASSERT_CONTAINS(src.text, "#define FTP_D 64\n#define FTP_BM 64\n");
+    ft__kernel_source_free(&src);
+    ft__spec_free(spec);
+}
+
+/* ---- names and values the generator writes ------------------------------------------------ */
+
+static void test_generated_names(void)
+{
+    ft_err err;
+    ft_spec *spec = NULL;
+
+    load_fails("name_collision.lua", "name_collision.lua: ",
+               "params[1] 'd' and params[3] 'D' both become the macro FTP_D in the generated "
+               "source; names must differ in more than letter case");
+    load_fails("value_collision.lua", "value_collision.lua: ",
+               "params[1] 'dtype' with the value 'f16' and params[1] 'dtype' with the value "
+               "'F16' both become the macro FTP_DTYPE_F16");
+    load_fails("macro_collision.lua", "macro_collision.lua: ",
+               "params[1] 'dtype' with the value 'f16' and params[2] 'dtype_f16' both become the "
+               "macro FTP_DTYPE_F16");
+    load_fails("negative_value.lua", "negative_value.lua: ",
+               "params[1].values[2] is -64; integer values must not be negative");
+    load_fails("long_variant.lua", "long_variant.lua: ",
+               "the longest variant string of these params has 1023 characters; at most 511 fit");
+
+    /* the kernel's entry name: the template is known once the family is */
+    spec = load_ok("long_entry.lua", &err);
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_EQ(ft__family_check_spec(ft__family_find("flash_fwd_sm80"), spec, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "long_entry.lua: the kernels' entry names");
+    ASSERT_CONTAINS(err.msg, "at most 255 fit");
+    ft__spec_free(spec);
+    spec = load_ok("prunes_all.lua", &err);
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_OK(ft__family_check_spec(ft__family_find("flash_fwd_sm80"), spec, &err), &err);
+    ft__spec_free(spec);
+
+    /* widths the sm90 family writes wgmma wrappers for, refused before any is written */
+    spec = load_ok("wgmma_width.lua", &err);
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_EQ(ft__family_check_spec(ft__family_find("flash_fwd_sm90"), spec, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "wgmma_width.lua: template flash_fwd_sm90 takes bn = 1000000, not a "
+                             "width wgmma has (a multiple of 8 from 8 to 256)");
+    {
+        ft_kernel_source src;
+        ft_variant v;
+        ft_arch a;
+        ASSERT_OK(ft__arch_builtin("sm_90", &a, &err), &err);
+        ASSERT_OK(ft__variant_parse(spec, "d=64,bm=128,bn=1000000,stages=2,causal=0,dtype=f16,"
+                                          "pingpong=0,overlap=0,balance=0", &v, &err), &err);
+        ASSERT_EQ(ft__emit(spec, ft__family_find("flash_fwd_sm90"), &v, &a, &src, &err),
+                  FT_ERR_SPEC);
+        ASSERT_TRUE(src.text == NULL);
+        ASSERT_CONTAINS(err.msg, "takes bn = 1000000");
+    }
+    ft__spec_free(spec);
+}
+
+/* ---- a kernel's identity does not depend on how the spec's path was spelled ---------------- */
+
+/* The source of one variant of specs/flash_fwd.lua loaded as path; *hash gets its sha256. */
+static char *source_of(const char *path, const char *text, char hash[65])
+{
+    static const char *const variant =
+        "d=128,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,overlap=0";
+    ft_spec *spec = NULL;
+    ft_kernel_source src;
+    ft_variant v;
+    ft_arch a;
+    ft_err err;
+    uint8_t digest[32];
+    char *out = NULL;
+    ft_status rc;
+
+    hash[0] = '\0';
+    rc = text != NULL ? ft__spec_load_text(path, text, NULL, &spec, &err)
+                      : ft__spec_load(path, NULL, &spec, &err);
+    if (rc == FT_OK)
+        rc = ft__arch_builtin("sm_80", &a, &err);
+    if (rc == FT_OK)
+        rc = ft__variant_parse(spec, variant, &v, &err);
+    if (rc == FT_OK)
+        rc = ft__emit(spec, ft__family_find(spec->template_name), &v, &a, &src, &err);
+    if (rc == FT_OK) {
+        ft__sha256(src.text, strlen(src.text), digest);
+        ft__sha256_hex(digest, hash);
+        out = src.text;
+    } else {
+        fprintf(stderr, "%s: %s\n", path, err.msg);
+    }
+    ft__spec_free(spec);
+    return out;
+}
+
+static void test_source_independent_of_path(void)
+{
+    char dir[] = "/tmp/ft_test_spec_XXXXXX";
+    char copy[256];
+    char hash[6][65];
+    char *text[6] = {NULL};
+    char *spec_text = NULL;
+    size_t size = 0;
+    ft_err err;
+    int i;
+
+    ASSERT_OK(ft__read_file("specs/flash_fwd.lua", &spec_text, &size, &err), &err);
+    ASSERT_TRUE(mkdtemp(dir) != NULL);
+    snprintf(copy, sizeof copy, "%s/renamed.lua", dir);
+    ASSERT_OK(ft__write_file_atomic(copy, spec_text, size, 0, &err), &err);
+
+    text[0] = source_of("specs/flash_fwd.lua", NULL, hash[0]);
+    text[1] = source_of("./specs/flash_fwd.lua", NULL, hash[1]);
+    text[2] = source_of(FT_SOURCE_DIR "/specs/flash_fwd.lua", NULL, hash[2]);
+    text[3] = source_of(FT_SOURCE_DIR "/specs/../specs/flash_fwd.lua", NULL, hash[3]);
+    text[4] = source_of(copy, NULL, hash[4]);
+    text[5] = source_of("built-in", spec_text, hash[5]); /* the embedded copy's way */
+    unlink(copy);
+    rmdir(dir);
+    free(spec_text);
+    for (i = 0; i < 6; i++) {
+        ASSERT_TRUE(text[i] != NULL);
+        ASSERT_STREQ(text[i], text[0]);
+        ASSERT_STREQ(hash[i], hash[0]);
+        ASSERT_TRUE(strstr(text[i], ".lua") == NULL);
+        ASSERT_TRUE(strstr(text[i], "/tmp") == NULL);
+    }
+    ASSERT_CONTAINS(text[0], "// variant   d=128,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,"
+                             "qreg=0,overlap=0\n");
+    for (i = 0; i < 6; i++)
+        free(text[i]);
+}
+
+/* ---- specs from memory: any bytes ---------------------------------------------------------- */
+
+static void test_load_buffer(void)
+{
+    static const char valid[] = "return { name = 'buf', template = 'flash_fwd_sm80',\n"
+                                "  params = { { name = 'd', values = { 64 } } },\n"
+                                "  smem = function(v) return #'a\\0b' end }\n";
+    static const char nul[] = "return {\0}";
+    static const char binary[] = "\x1bLua\x54\x00\x19\x93\r\n\x1a\n";
+    ft_sandbox_limits small = {1 << 20, 20000, 2000, 2000, 200, 1 << 20, 1 << 18, 500, 100};
+    ft_spec *spec = NULL;
+    ft_err err;
+
+    ASSERT_OK(ft__spec_load_buffer("buf", valid, sizeof valid - 1, &small, &spec, &err), &err);
+    ASSERT_STREQ(spec->name, "buf");
+    ft__spec_free(spec);
+    spec = NULL;
+    /* a NUL byte is part of the text, not its end */
+    ASSERT_EQ(ft__spec_load_buffer("nul", nul, sizeof nul - 1, &small, &spec, &err), FT_ERR_SPEC);
+    ASSERT_TRUE(spec == NULL);
+    ASSERT_CONTAINS(err.msg, "nul:1: unexpected symbol");
+    ASSERT_EQ(ft__spec_load_buffer("bin", binary, sizeof binary - 1, &small, &spec, &err),
+              FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "bin: attempt to load a binary chunk (mode is 't')");
+    ASSERT_EQ(ft__spec_load_buffer("empty", NULL, 0, &small, &spec, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "empty: a spec must return a table, but the chunk returned nil");
+    ASSERT_EQ(ft__spec_load_buffer("x", NULL, 5, &small, &spec, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_EQ(ft__spec_load_buffer(NULL, "", 0, &small, &spec, &err), FT_ERR_INVALID_ARGUMENT);
+}
+
+/* Mutated copies of the test specs, with small limits: each load ends, quickly, with FT_OK or
+ * FT_ERR_SPEC and a message that names the input (what a fuzz target of ft__spec_load_buffer
+ * checks, on a few thousand inputs). */
+static void test_load_buffer_mutations(void)
+{
+    static const char *const files[] = {"valid_small.lua",   "bad_returns.lua",  "library_loops.lua",
+                                        "pattern_smem.lua",  "arch_readonly.lua", "endless_loop.lua"};
+    static const char bytes[] = "\0\x1b\xff()[]{}%*+-?.^$=,;\"'\\\n #aZ09";
+    ft_sandbox_limits small = {4 << 20, 200000, 20000, 20000, 2000, 8 << 20, 1 << 20, 2000, 200};
+    unsigned long long seed = 42;
+    double t0 = ft__now_ms();
+    int ok = 0;
+    int failed = 0;
+    size_t f;
+    int k;
+
+    for (f = 0; f < sizeof files / sizeof files[0]; f++) {
+        char path[1024];
+        char *text = NULL;
+        size_t size = 0;
+        ft_err err;
+        spec_path(files[f], path, sizeof path);
+        ASSERT_OK(ft__read_file(path, &text, &size, &err), &err);
+        for (k = 0; k < 400; k++) {
+            char *m = malloc(size + 8);
+            size_t len = size;
+            ft_spec *spec = NULL;
+            ft_status rc;
+            int edits = 1 + k % 4;
+            int e;
+            ASSERT_TRUE(m != NULL);
+            memcpy(m, text, size);
+            for (e = 0; e < edits && len > 0; e++) {
+                size_t at;
+                seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+                at = (size_t)(seed >> 33) % len;
+                if ((seed >> 20) % 3 == 0)
+                    m[at] = bytes[(seed >> 40) % (sizeof bytes - 1)];
+                else if ((seed >> 20) % 3 == 1)
+                    len = at; /* cut */
+                else
+                    m[at] = (char)(seed >> 48);
+            }
+            rc = ft__spec_load_buffer("mutant", m, len, &small, &spec, &err);
+            if (rc == FT_OK) {
+                ok++;
+                ft__spec_free(spec);
+            } else {
+                failed++;
+                ASSERT_EQ(rc, FT_ERR_SPEC);
+                ASSERT_TRUE(spec == NULL);
+                ASSERT_CONTAINS(err.msg, "mutant");
+                ASSERT_TRUE(!has_raw_controls(err.msg));
+            }
+            free(m);
+        }
+        free(text);
+    }
+    ASSERT_TRUE(ok > 0 && failed > 0);
+    ASSERT_TRUE(ft__now_ms() - t0 < 60000);
+}
+
 FT_TEST_MAIN(FT_CASE(test_valid_spec_loads), FT_CASE(test_check_smem_registers),
              FT_CASE(test_whole_space), FT_CASE(test_arch_fields), FT_CASE(test_arch_read_only),
              FT_CASE(test_pcall_still_works), FT_CASE(test_bad_return_values),
@@ -566,4 +1088,10 @@ FT_TEST_MAIN(FT_CASE(test_valid_spec_loads), FT_CASE(test_check_smem_registers),
              FT_CASE(test_endless_loop), FT_CASE(test_memory_cap), FT_CASE(test_sandbox_removes),
              FT_CASE(test_binary_chunk_and_missing_file), FT_CASE(test_constraint_error),
              FT_CASE(test_endless_constraint), FT_CASE(test_call_limits_override),
-             FT_CASE(test_memory_in_call))
+             FT_CASE(test_memory_in_call), FT_CASE(test_pattern_budget_at_load),
+             FT_CASE(test_pattern_budget_in_calls), FT_CASE(test_allocation_budget),
+             FT_CASE(test_rep_of_nothing), FT_CASE(test_library_loops),
+             FT_CASE(test_cpu_time_limit), FT_CASE(test_context_create_bounds_the_spec),
+             FT_CASE(test_spec_text_is_printable), FT_CASE(test_source_holds_no_spec_text),
+             FT_CASE(test_generated_names), FT_CASE(test_source_independent_of_path),
+             FT_CASE(test_load_buffer), FT_CASE(test_load_buffer_mutations))
