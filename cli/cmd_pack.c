@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "runtime/session.h"
 #include "tuner/tune.h"
+#include "common/text.h"
 #include "runtime/kernel_set.h"
 #include "tuning_db/pack.h"
 
@@ -73,26 +74,6 @@ static int contains_ci(const char *hay, const char *needle)
     return n == 0;
 }
 
-/* Text from a database or a pack as it is shown on a terminal: control characters (C0, DEL and
- * the bytes of C1) as \xHH, so that no name can move the cursor or change colours. */
-static const char *shown(const char *s, char *out, size_t cap)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t n = 0;
-
-    for (; *p != '\0' && n + 5 < cap; p++) {
-        if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) { /* U+0080..U+009F */
-            p++;
-            n += (size_t)snprintf(out + n, cap - n, "\\x%02x", *p);
-        } else if (*p < 0x20 || *p == 0x7f) {
-            n += (size_t)snprintf(out + n, cap - n, "\\x%02x", *p);
-        } else {
-            out[n++] = (char)*p;
-        }
-    }
-    out[n] = '\0';
-    return out;
-}
 
 static int pick_device(void *ud, long long id, const ft_db_device *d, long long results, long long winners)
 {
@@ -108,7 +89,7 @@ static int pick_device(void *ud, long long id, const ft_db_device *d, long long 
     c->matches++;
     c->id = id;
     snprintf(c->list + len, sizeof c->list - len, "\n  [%lld] %s, cc %d, driver %d, NVRTC %s: %lld winners", id,
-             shown(d->name, name, sizeof name), d->cc, d->driver_version, shown(d->nvrtc_version, nvrtc, sizeof nvrtc),
+             ft__printable_str(name, sizeof name, d->name), d->cc, d->driver_version, ft__printable_str(nvrtc, sizeof nvrtc, d->nvrtc_version),
              winners);
     return 0;
 }
@@ -253,9 +234,9 @@ static void describe(const ft_db_device *d, char *out, size_t cap)
 {
     char name[400], nvrtc[64];
 
-    snprintf(out, cap, "%s (cc %d.%d, %d SMs, %lld B smem/block, driver %d, NVRTC %s)", shown(d->name, name, sizeof name),
+    snprintf(out, cap, "%s (cc %d.%d, %d SMs, %lld B smem/block, driver %d, NVRTC %s)", ft__printable_str(name, sizeof name, d->name),
              d->cc / 10, d->cc % 10, d->sms, d->smem_per_block, d->driver_version,
-             shown(d->nvrtc_version, nvrtc, sizeof nvrtc));
+             ft__printable_str(nvrtc, sizeof nvrtc, d->nvrtc_version));
 }
 
 static void print_line(void *ud, const char *line)

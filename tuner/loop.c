@@ -17,6 +17,7 @@
 
 #include "common/fs.h"
 #include "common/sha256.h"
+#include "common/text.h"
 #include "generator/emit.h"
 #include "generator/variant.h"
 #include "ops/problem.h"
@@ -58,7 +59,7 @@ static void skip_bucket(tuner *tu, task *t, const char *why)
 {
     char shown[600];
 
-    ft__tuner_printable(why, shown, sizeof shown);
+    ft__printable_str(shown, sizeof shown, why);
     fprintf(stderr, "flashtune tune: bucket %s d=%d causal=%d seqlen %d: %s; skipped\n", t->key.dtype,
             t->shape.head_dim, t->shape.causal, t->shape.seqlen_k, shown);
     t->failed = 1;
@@ -252,7 +253,7 @@ static ft_status on_line(tuner *tu, worker *w, const char *line, char *why, size
     }
     {
         char shown[200];
-        ft__tuner_printable(line, shown, sizeof shown);
+        ft__printable_str(shown, sizeof shown, line);
         snprintf(why, cap, "%s, in '%s%s'", perr.msg, shown, strlen(line) > 120 ? "..." : "");
     }
     return FT_OK;

@@ -18,6 +18,7 @@
 
 #include "common/fs.h"
 #include "common/sha256.h"
+#include "common/text.h"
 #include "generator/emit.h"
 #include "generator/variant.h"
 #include "ops/problem.h"
@@ -265,7 +266,7 @@ static int collect_miss(void *ud, const ft_db_miss *m)
         return 0;
     if (check_miss(mc->tu, m, &why) != FT_OK) {
         char dtype[40];
-        ft__tuner_printable(m->key.dtype, dtype, sizeof dtype);
+        ft__printable_str(dtype, sizeof dtype, m->key.dtype);
         fprintf(stderr,
                 "flashtune tune: skipping the recorded miss %s d=%lld causal=%lld b=%d,hq=%d,hkv=%d,sq=%d,sk=%d "
                 "(driver %d): %s\n",

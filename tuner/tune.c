@@ -54,21 +54,6 @@ ft_status ft__tuner_interrupted(const tuner *tu, ft_err *err)
                     tu->sum != NULL ? tu->sum->measured : 0);
 }
 
-/* Text from a worker as it may be shown: control characters and non-ASCII bytes as \xNN,
- * cut at cap (common/text.c, which has ft__printable, is not on this branch). */
-void ft__tuner_printable(const char *in, char *out, size_t cap)
-{
-    size_t n = 0;
-
-    for (; *in != '\0' && n + 5 < cap; in++) {
-        unsigned char c = (unsigned char)*in;
-        if (c < 0x20 || c >= 0x7f)
-            n += (size_t)snprintf(out + n, cap - n, "\\x%02x", c);
-        else
-            out[n++] = (char)c;
-    }
-    out[n] = '\0';
-}
 
 static ft_status tuner_open(tuner *tu, const char *worker_cmd, const char *cache_dir, ft_err *err)
 {

@@ -126,8 +126,6 @@ int ft__tuner_stopped(const tuner *tu);
 /* FT_ERR_INTERRUPTED, saying how much was recorded. */
 ft_status ft__tuner_interrupted(const tuner *tu, ft_err *err);
 
-/* Text from a worker as it may be shown: control characters and non-ASCII bytes as \\xNN. */
-void ft__tuner_printable(const char *in, char *out, size_t cap);
 
 /* An answer to a shape command (ok, or error with its message). */
 ft_status ft__tuner_parse_ack(const char *line, unsigned long long id, int *ok, char *msg, size_t cap, ft_err *err);

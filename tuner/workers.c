@@ -18,6 +18,7 @@
 
 #include "common/fs.h"
 #include "common/sha256.h"
+#include "common/text.h"
 #include "generator/emit.h"
 #include "generator/variant.h"
 #include "ops/problem.h"
@@ -237,7 +238,7 @@ ft_status ft__tuner_worker_boot(tuner *tu, worker *w, ft_err *err)
             break;
         }
         if (got > 0 && strncmp(line, "error ", 6) == 0) { /* the worker's own reason: no GPU, ... */
-            ft__tuner_printable(line + 6, shown, sizeof shown);
+            ft__printable_str(shown, sizeof shown, line + 6);
             rc = ft__fail(err, FT_ERR_CUDA, "GPU %d: %s", w->device, shown);
             break;
         }
@@ -250,7 +251,7 @@ ft_status ft__tuner_worker_boot(tuner *tu, worker *w, ft_err *err)
                 break;
             }
             if (prc != FT_OK) {
-                ft__tuner_printable(line, shown, 200);
+                ft__printable_str(shown, 200, line);
                 rc = ft__fail(err, FT_ERR_CUDA, "GPU %d: the worker's ready line: %s (%s)", w->device, perr.msg,
                               shown);
                 break;
