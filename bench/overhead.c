@@ -363,8 +363,8 @@ static double round_bare(const ft_kernel *k, const problem *p, const ft_cuda *cu
         long n = o->launches - done < o->batch ? o->launches - done : o->batch, i;
         double t0 = ft__now_ms();
         for (i = 0; i < n; i++) {
-            CUresult r = cu->p_cuLaunchKernel(k->fn, l.grid[0], l.grid[1], l.grid[2], (unsigned)k->threads, 1, 1,
-                                              (unsigned)k->smem_dynamic, p->stream, l.args, NULL);
+            CUresult r = cu->p_cuLaunchKernel(k->fn, l.grid[0], l.grid[1], l.grid[2], (unsigned)k->facts.threads, 1, 1,
+                                              (unsigned)k->facts.smem_dynamic, p->stream, l.args, NULL);
             if (r != CUDA_SUCCESS) {
                 const char *name = "?";
                 cu->p_cuGetErrorName(r, &name);

@@ -238,7 +238,7 @@ int cmd_run(int argc, char **argv)
         ft__json_string(stdout, s.arch.device_name);
         printf(", \"registers\": %d, \"local_bytes\": %d, \"smem\": %lld, \"blocks_per_sm\": %d, "
                "\"median_ms\": %.5f, \"q1_ms\": %.5f, \"q3_ms\": %.5f, \"reps\": %d, \"tflops\": %.2f",
-               k.registers, k.local_bytes, k.smem_static + k.smem_dynamic, k.blocks_per_sm, timing.median_ms,
+               k.registers, k.local_bytes, k.smem_static + k.facts.smem_dynamic, k.blocks_per_sm, timing.median_ms,
                timing.q1_ms, timing.q3_ms, timing.reps, tflops);
         if (verify)
             printf(", \"o_rel_l2\": %.3g, \"o_max_abs\": %.3g, \"lse_max_err\": %.3g", check.o_rel_l2,
@@ -250,7 +250,7 @@ int cmd_run(int argc, char **argv)
         printf("shape    %s, causal=%d, %s, layout %s\n", ps, p.causal, p.bf16 ? "bf16" : "f16",
                ft__layout_name(p.layout));
         printf("kernel   %d registers, %d B local, %lld B shared, %d block%s per SM\n", k.registers, k.local_bytes,
-               k.smem_static + k.smem_dynamic, k.blocks_per_sm, k.blocks_per_sm == 1 ? "" : "s");
+               k.smem_static + k.facts.smem_dynamic, k.blocks_per_sm, k.blocks_per_sm == 1 ? "" : "s");
         if (verify)
             printf("verify   pass: O relative L2 %.2e, max |error| %.2e; LSE max error %.2e\n", check.o_rel_l2,
                    check.o_max_abs, check.lse_max_err);

@@ -21,17 +21,4 @@ int ft__cubin_check(const void *cubin, size_t size, int cc, const char *entry, c
  * for a family this build does not know, "sm_<cc>" with at most one letter after it. */
 int ft__kernel_target_check(const char *family, const char *arch, int cc, char *why, size_t cap);
 
-/* The value of parameter name in a variant string, copied to out (cap bytes): 1 when found, 0
- * when the string has no such parameter, -1 when it is not a well-formed variant string
- * (ft__variant_check's rules) or the value does not fit. */
-int ft__variant_text_value(const char *variant, const char *name, char *out, size_t cap);
-
-/* Whether a variant string is well formed — comma-separated name=value pairs, names of letters,
- * digits and '_' not starting with a digit, values of letters, digits, '_', '.' and '-', no name
- * twice, under 512 bytes — and computes the bucket: its d, causal and dtype equal head_dim,
- * causal and dtype; and when rows_per_block > 0, its bm (64 when it has none, as the loader
- * reads it) equals rows_per_block. */
-int ft__variant_check(const char *variant, const char *dtype, int head_dim, int causal, int rows_per_block,
-                      char *why, size_t cap);
-
 #endif

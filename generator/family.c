@@ -1,8 +1,11 @@
 #include "family.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "generator/variant.h"
 #include "generator/variant.h"
 
 static const char *const dtype_values[] = {"f16", "bf16", NULL};
@@ -93,14 +96,48 @@ static ft_status fwd_sm90_check_values(const ft_family *fam, const ft_spec *spec
     return FT_OK;
 }
 
+/* An integer parameter of a variant string, or def. */
+static int text_int(const char *variant, const char *name, int def)
+{
+    char v[32], *end = NULL;
+    long x;
+
+    if (variant == NULL || ft__variant_text_value(variant, name, v, sizeof v) != 1)
+        return def;
+    errno = 0;
+    x = strtol(v, &end, 10);
+    return errno == 0 && *end == '\0' && x >= 0 && x <= 1 << 20 ? (int)x : def;
+}
+
+/* One block per bm query rows of one head and batch. */
+static void fwd_sm80_launch(const char *variant, ft_launch_facts *out)
+{
+    out->rows_per_block = text_int(variant, "bm", 64);
+    out->head_dim = text_int(variant, "d", 0);
+}
+
+/* Tensor maps of Q (bm rows) and K, V (bn rows); a persistent grid when not causal, or causal
+ * with balance (units of two row blocks); else one block per row block. */
+static void fwd_sm90_launch(const char *variant, ft_launch_facts *out)
+{
+    const int causal = text_int(variant, "causal", 0), balance = text_int(variant, "balance", 0);
+
+    out->rows_per_block = text_int(variant, "bm", 64);
+    out->head_dim = text_int(variant, "d", 0);
+    out->tma = 1;
+    out->tma_rows_kv = text_int(variant, "bn", 64);
+    out->pair_blocks = causal && balance;
+    out->persistent = !causal || out->pair_blocks;
+}
+
 static const ft_family families[] = {
-    {"flash_fwd_sm80", "flash_fwd_sm80.cuh",
+    {"flash_fwd_sm80", &ft__op_fwd, "flash_fwd_sm80.cuh",
      "FlashAttention-2 forward: mma.sync m16n8k16, ldmatrix, cp.async K/V ring", 80, 0,
-     fwd_sm80_ints, fwd_strings, fwd_string_values, "", 0, fwd_sm80_threads, NULL, NULL},
-    {"flash_fwd_sm90", "flash_fwd_sm90.cuh",
+     fwd_sm80_ints, fwd_strings, fwd_string_values, "", 0, fwd_sm80_threads, NULL, NULL, fwd_sm80_launch},
+    {"flash_fwd_sm90", &ft__op_fwd, "flash_fwd_sm90.cuh",
      "Hopper forward: TMA K/V ring on mbarriers, wgmma, producer and consumer warpgroups", 90, 90,
      fwd_sm90_ints, fwd_strings, fwd_string_values, "a", 1, fwd_sm90_threads, fwd_sm90_prelude,
-     fwd_sm90_check_values},
+     fwd_sm90_check_values, fwd_sm90_launch},
 };
 
 const ft_embedded_file *ft__template_file(const char *name)
@@ -194,6 +231,15 @@ ft_status ft__family_check_spec(const ft_family *fam, const ft_spec *spec, ft_er
                         "can be %zu characters long; at most %d fit (use shorter names or values)",
                         spec->path, fam->name, longest_entry(fam, spec), FT_ENTRY_MAX - 1);
     return FT_OK;
+}
+
+void ft__family_launch(const ft_family *fam, const char *variant, int threads, long long smem_dynamic,
+                       ft_launch_facts *out)
+{
+    memset(out, 0, sizeof *out);
+    fam->launch(variant, out);
+    out->threads = threads;
+    out->smem_dynamic = smem_dynamic;
 }
 
 int ft__family_threads(const ft_family *fam, const ft_spec *spec, const ft_variant *v)

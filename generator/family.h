@@ -11,6 +11,7 @@
 #include "common/strbuf.h"
 #include "generator/arch.h"
 #include "generator/spec.h"
+#include "ops/op.h"
 
 extern const ft_embedded_file ft__embedded_templates[]; /* ends with a NULL name */
 
@@ -21,6 +22,7 @@ typedef struct ft_family ft_family;
 
 struct ft_family {
     const char *name;          /* "flash_fwd_sm80": what a spec's `template` names */
+    const ft_op *op;           /* the operation its kernels compute */
     const char *file;          /* "flash_fwd_sm80.cuh" */
     const char *summary;
     int min_cc;                /* lowest compute capability it runs on */
@@ -36,6 +38,10 @@ struct ft_family {
     void (*prelude)(ft_strbuf *sb, const ft_spec *spec, const ft_variant *v);
     /* Checks the values the prelude writes code from (NULL: none). */
     ft_status (*check_values)(const ft_family *fam, const ft_spec *spec, ft_err *err);
+    /* How a variant is launched, from its variant string (what packs and database rows keep):
+     * rows per block, tensor maps, the grid's kind. threads and shared memory come from the
+     * variant's compilation and are filled by ft__family_launch. */
+    void (*launch)(const char *variant, ft_launch_facts *out);
 };
 
 const ft_family *ft__family_find(const char *name);
@@ -49,6 +55,14 @@ ft_status ft__family_check_spec(const ft_family *fam, const ft_spec *spec, ft_er
 
 /* Threads per block of a variant. */
 int ft__family_threads(const ft_family *fam, const ft_spec *spec, const ft_variant *v);
+
+/* The launch facts of a variant of the family (its string, "d=128,bm=128,..."), with the
+ * threads and dynamic shared memory its compilation gives: what runtime/kernel.c loads and
+ * launches a kernel with, the same for a variant just compiled, a database's winner, a pack's
+ * or a kernel set's entry and a tuner's measurement. max_resident is left 0 (the loader sets
+ * it). */
+void ft__family_launch(const ft_family *fam, const char *variant, int threads, long long smem_dynamic,
+                       ft_launch_facts *out);
 
 /* The NVRTC target for the family on arch: arch's name plus the family's suffix ("sm_90a"). */
 void ft__family_target(const ft_family *fam, const ft_arch *arch, char *out, size_t cap);

@@ -198,3 +198,141 @@ const char *ft__variant_str(const ft_spec *spec, const ft_variant *v, const char
         return NULL;
     return spec->params[i].strings[v->idx[i]];
 }
+
+/* A reason into why (cap bytes); returns 0. */
+static int text_fail(char *why, size_t cap, const char *msg)
+{
+    if (why != NULL && cap > 0)
+        snprintf(why, cap, "%s", msg);
+    return 0;
+}
+
+/* ---- variant strings ---------------------------------------------------------------------- */
+
+#define VARIANT_MAX 512
+
+static int name_char(char c, int first)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (!first && c >= '0' && c <= '9');
+}
+
+static int value_char(char c)
+{
+    return name_char(c, 0) || c == '.' || c == '-';
+}
+
+/* Checks the syntax; with name, copies its value. 1 found, 0 absent, -1 malformed (why). */
+static int scan_variant(const char *variant, const char *name, char *out, size_t cap, char *why, size_t wcap)
+{
+    const char *p = variant, *names[64];
+    size_t lens[64];
+    int count = 0, found = 0, i;
+
+    if (variant == NULL || variant[0] == '\0' || strlen(variant) >= VARIANT_MAX) {
+        text_fail(why, wcap, "its variant string is empty or too long");
+        return -1;
+    }
+    for (;;) {
+        const char *n = p, *v;
+        size_t nl, vl;
+        while (name_char(*p, p == n))
+            p++;
+        nl = (size_t)(p - n);
+        if (nl == 0 || *p != '=') {
+            text_fail(why, wcap, "its variant string is not name=value pairs separated by commas");
+            return -1;
+        }
+        p++;
+        v = p;
+        while (value_char(*p))
+            p++;
+        vl = (size_t)(p - v);
+        if (vl == 0 || (*p != ',' && *p != '\0')) {
+            text_fail(why, wcap, "its variant string has an empty value or a character a value may not hold");
+            return -1;
+        }
+        for (i = 0; i < count; i++) {
+            if (lens[i] == nl && memcmp(names[i], n, nl) == 0) {
+                text_fail(why, wcap, "its variant string names a parameter twice");
+                return -1;
+            }
+        }
+        if (count == (int)(sizeof names / sizeof names[0])) {
+            text_fail(why, wcap, "its variant string has too many parameters");
+            return -1;
+        }
+        names[count] = n;
+        lens[count++] = nl;
+        if (name != NULL && strlen(name) == nl && memcmp(n, name, nl) == 0) {
+            if (vl >= cap) {
+                text_fail(why, wcap, "a value of its variant string is too long");
+                return -1;
+            }
+            memcpy(out, v, vl);
+            out[vl] = '\0';
+            found = 1;
+        }
+        if (*p == '\0')
+            break;
+        p++;
+    }
+    return found;
+}
+
+int ft__variant_text_value(const char *variant, const char *name, char *out, size_t cap)
+{
+    return scan_variant(variant, name, out, cap, NULL, 0);
+}
+
+/* A non-negative decimal integer parameter (no sign, no leading zeros), or -1 (absent: def). */
+static long variant_int(const char *variant, const char *name, long def, char *why, size_t cap)
+{
+    char v[32], msg[96];
+    long x = 0;
+    size_t i;
+    int r = scan_variant(variant, name, v, sizeof v, why, cap);
+
+    if (r < 0)
+        return -1;
+    if (r == 0)
+        return def;
+    for (i = 0; v[i] != '\0'; i++) {
+        if (v[i] < '0' || v[i] > '9' || (i == 0 && v[i] == '0' && v[1] != '\0') || i >= 9) {
+            snprintf(msg, sizeof msg, "its variant's %s=%s is not a plain integer", name, v);
+            text_fail(why, cap, msg);
+            return -1;
+        }
+        x = x * 10 + (v[i] - '0');
+    }
+    return x;
+}
+
+int ft__variant_check(const char *variant, const char *dtype, int head_dim, int causal, int rows_per_block,
+                      char *why, size_t cap)
+{
+    char vt[16], msg[200];
+    long d, c, bm;
+    int r;
+
+    r = scan_variant(variant, "dtype", vt, sizeof vt, why, cap);
+    if (r < 0)
+        return 0;
+    d = variant_int(variant, "d", -2, why, cap);
+    c = variant_int(variant, "causal", -2, why, cap);
+    bm = variant_int(variant, "bm", 64, why, cap);
+    if (d == -1 || c == -1 || bm == -1)
+        return 0;
+    if (r == 0 || d == -2 || c == -2)
+        return text_fail(why, cap, "its variant string lacks d, causal or dtype");
+    if (d != head_dim || c != (causal != 0) || dtype == NULL || strcmp(vt, dtype) != 0) {
+        snprintf(msg, sizeof msg, "its variant computes d=%ld causal=%ld %s, not d=%d causal=%d %s", d, c, vt,
+                 head_dim, causal != 0, dtype != NULL ? dtype : "?");
+        return text_fail(why, cap, msg);
+    }
+    if (rows_per_block > 0 && bm != rows_per_block) {
+        snprintf(msg, sizeof msg, "it takes %d rows per block, but its variant has bm=%ld", rows_per_block, bm);
+        return text_fail(why, cap, msg);
+    }
+    return 1;
+}
+

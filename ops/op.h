@@ -99,6 +99,7 @@ typedef struct ft_launch_facts {
     int threads;            /* per block */
     long long smem_dynamic; /* bytes per block */
     int rows_per_block;     /* query rows per block */
+    int head_dim;           /* the head dim the kernel computes (its tensor maps' boxes) */
     int tma;                /* takes tensor maps of Q, K and V (boxes of rows_per_block and
                                tma_rows_kv rows), walks the row blocks from blockIdx.x in steps of
                                gridDim.x */

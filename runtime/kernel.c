@@ -2,18 +2,17 @@
 
 #include <string.h>
 
-ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entry, int threads,
-                          int rows_per_block, long long smem_dynamic, const ft_arch *dev,
-                          ft_kernel *out, ft_err *err)
+ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entry, const ft_launch_facts *facts,
+                          const ft_arch *dev, ft_kernel *out, ft_err *err)
 {
     ft_status rc;
     ft_kernel k;
+    const int threads = facts->threads;
+    const long long smem_dynamic = facts->smem_dynamic;
 
     memset(&k, 0, sizeof k);
     memset(out, 0, sizeof *out);
-    k.threads = threads;
-    k.rows_per_block = rows_per_block;
-    k.smem_dynamic = smem_dynamic;
+    k.facts = *facts;
     rc = ft__cuda_check(cu, cu->p_cuModuleLoadData(&k.module, cubin), err, "cuModuleLoadData");
     if (rc != FT_OK)
         goto out;
@@ -29,12 +28,12 @@ ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entr
         (rc = ft__cuda_check(cu, cu->p_cuFuncGetAttribute(&k.max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k.fn),
                              err, "cuFuncGetAttribute")) != FT_OK)
         goto out;
-    if (threads > k.max_threads) {
+    if (threads <= 0 || threads > k.max_threads) {
         rc = ft__fail(err, FT_ERR_LIMITS, "%s needs %d threads per block, its %d registers allow %d",
                       entry, threads, k.registers, k.max_threads);
         goto out;
     }
-    if (k.smem_static + smem_dynamic > dev->smem_per_block) {
+    if (smem_dynamic < 0 || k.smem_static + smem_dynamic > dev->smem_per_block) {
         rc = ft__fail(err, FT_ERR_LIMITS, "%s needs %lld B of shared memory, the device allows %lld",
                       entry, k.smem_static + smem_dynamic, dev->smem_per_block);
         goto out;
@@ -49,7 +48,7 @@ ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entr
                         err, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     if (rc != FT_OK)
         goto out;
-    k.max_resident = dev->sms * k.blocks_per_sm;
+    k.facts.max_resident = dev->sms * k.blocks_per_sm;
     if (k.blocks_per_sm < 1) {
         rc = ft__fail(err, FT_ERR_LIMITS, "%s cannot be resident: 0 blocks per multiprocessor", entry);
         goto out;
@@ -68,15 +67,6 @@ void ft__kernel_unload(const ft_cuda *cu, ft_kernel *k)
         cu->p_cuModuleUnload(k->module);
     k->module = NULL;
     k->fn = NULL;
-}
-
-void ft__kernel_use_tma(ft_kernel *k, int block_n, int head_dim, int causal, int balance)
-{
-    k->tma = 1;
-    k->tma_rows_kv = block_n;
-    k->head_dim = head_dim;
-    k->pair_blocks = causal && balance;
-    k->persistent = !causal || k->pair_blocks;
 }
 
 ft_status ft__fwd_launch_fn(void *launch, CUstream stream, ft_err *err)
@@ -114,10 +104,20 @@ static ft_status encode_map(const ft_cuda *cu, CUtensorMap *map, const void *ptr
     return FT_OK;
 }
 
+void ft__fwd_params_problem(const ft_fwd_params *p, ft_problem *out)
+{
+    memset(out, 0, sizeof *out);
+    out->batch = p->batch, out->heads_q = p->heads_q, out->heads_kv = p->heads_kv;
+    out->seqlen_q = p->seqlen_q, out->seqlen_k = p->seqlen_k;
+    out->scale = p->scale;
+}
+
 ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd_params *p, ft_launch *l,
                              ft_err *err)
 {
-    unsigned gx = (unsigned)((p->seqlen_q + k->rows_per_block - 1) / k->rows_per_block);
+    const ft_launch_facts *f = &k->facts;
+    ft_launch_plan plan;
+    ft_problem prob;
     ft_status rc;
 
     memset(l, 0, sizeof *l);
@@ -125,32 +125,26 @@ ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd
     l->args[1] = &l->maps[0];
     l->args[2] = &l->maps[1];
     l->args[3] = &l->maps[2];
-    if (gx == 0 || p->heads_q <= 0 || p->batch <= 0)
-        return FT_OK; /* nothing to compute: grid 0 */
-    if (p->batch > 65535 || p->heads_q > 65535)
-        return ft__fail(err, FT_ERR_UNSUPPORTED, "batch and heads must be at most 65535");
-    if (!k->tma) {
-        l->grid[0] = gx, l->grid[1] = (unsigned)p->heads_q, l->grid[2] = (unsigned)p->batch;
+    ft__fwd_params_problem(p, &prob);
+    prob.head_dim = f->head_dim;
+    rc = ft__op_fwd.plan(f, &prob, &plan, err);
+    if (rc != FT_OK || plan.nsteps == 0)
+        return rc; /* nothing to compute: grid 0 */
+    memcpy(l->grid, plan.steps[0].grid, sizeof l->grid);
+    if (!f->tma)
         return FT_OK;
-    }
-    if (cu->p_cuTensorMapEncodeTiled == NULL)
+    if (cu->p_cuTensorMapEncodeTiled == NULL) {
+        l->grid[0] = 0;
         return ft__fail(err, FT_ERR_UNSUPPORTED, "the CUDA driver has no cuTensorMapEncodeTiled (CUDA 12 or newer)");
-    if ((rc = encode_map(cu, &l->maps[0], p->q, k->head_dim, p->seqlen_q, p->heads_q, p->batch, p->q_batch_stride,
-                         p->q_row_stride, p->q_head_stride, k->rows_per_block, "Q", err)) != FT_OK ||
-        (rc = encode_map(cu, &l->maps[1], p->k, k->head_dim, p->seqlen_k, p->heads_kv, p->batch, p->k_batch_stride,
-                         p->k_row_stride, p->k_head_stride, k->tma_rows_kv, "K", err)) != FT_OK ||
-        (rc = encode_map(cu, &l->maps[2], p->v, k->head_dim, p->seqlen_k, p->heads_kv, p->batch, p->v_batch_stride,
-                         p->v_row_stride, p->v_head_stride, k->tma_rows_kv, "V", err)) != FT_OK)
-        return rc;
-    /* One block per unit of work (a row block of one head and batch, or with pair_blocks two
-     * of them), or (persistent) one per resident slot, each looping over the units. */
-    long long units = (long long)(k->pair_blocks ? (gx + 1) / 2 : gx) * p->heads_q * p->batch;
-    if ((long long)gx * p->heads_q * p->batch > 0x7fffffff)
-        return ft__fail(err, FT_ERR_UNSUPPORTED, "more than 2^31 - 1 blocks of query rows");
-    if (k->persistent && k->max_resident > 0 && units > k->max_resident)
-        units = k->max_resident;
-    l->grid[0] = (unsigned)units, l->grid[1] = 1, l->grid[2] = 1;
-    return FT_OK;
+    }
+    if ((rc = encode_map(cu, &l->maps[0], p->q, f->head_dim, p->seqlen_q, p->heads_q, p->batch, p->q_batch_stride,
+                         p->q_row_stride, p->q_head_stride, f->rows_per_block, "Q", err)) != FT_OK ||
+        (rc = encode_map(cu, &l->maps[1], p->k, f->head_dim, p->seqlen_k, p->heads_kv, p->batch, p->k_batch_stride,
+                         p->k_row_stride, p->k_head_stride, f->tma_rows_kv, "K", err)) != FT_OK ||
+        (rc = encode_map(cu, &l->maps[2], p->v, f->head_dim, p->seqlen_k, p->heads_kv, p->batch, p->v_batch_stride,
+                         p->v_row_stride, p->v_head_stride, f->tma_rows_kv, "V", err)) != FT_OK)
+        l->grid[0] = 0;
+    return rc;
 }
 
 ft_status ft__kernel_launch_fwd(const ft_cuda *cu, const ft_kernel *k, const ft_fwd_params *p,
@@ -162,7 +156,7 @@ ft_status ft__kernel_launch_fwd(const ft_cuda *cu, const ft_kernel *k, const ft_
     if (rc != FT_OK || l.grid[0] == 0)
         return rc;
     return ft__cuda_check(cu,
-                          cu->p_cuLaunchKernel(k->fn, l.grid[0], l.grid[1], l.grid[2], (unsigned)k->threads, 1, 1,
-                                               (unsigned)k->smem_dynamic, stream, l.args, NULL),
+                          cu->p_cuLaunchKernel(k->fn, l.grid[0], l.grid[1], l.grid[2], (unsigned)k->facts.threads, 1,
+                                               1, (unsigned)k->facts.smem_dynamic, stream, l.args, NULL),
                           err, "cuLaunchKernel");
 }

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "generator/arch.h"
+#include "ops/op.h"
 #include "runtime/driver.h"
 
 /* The flash forward kernels' argument block; templates/include/ft_params.cuh declares the same
@@ -29,62 +30,47 @@ typedef struct ft_fwd_params {
 
 _Static_assert(sizeof(ft_fwd_params) == 5 * 8 + 12 * 8 + 8 * 4, "ft_fwd_params layout");
 
-/* A loaded kernel, its launch geometry and what the driver says about it. */
+/* A loaded kernel: its launch facts (from its family, ft__family_launch), what the driver says
+ * about it, and its function. */
 typedef struct ft_kernel {
     CUmodule module;
     CUfunction fn;
-    int threads;              /* per block */
-    int rows_per_block;       /* query rows per block (grid.x = ceil(seqlen_q / rows)) */
-    long long smem_dynamic;
+    ft_launch_facts facts;    /* threads, shared memory, rows per block, tensor maps, the grid's
+                                 kind; facts.max_resident set by the loader */
     int registers;            /* CU_FUNC_ATTRIBUTE_NUM_REGS */
     int local_bytes;          /* per thread: spills and stack */
     int smem_static;
     int max_threads;          /* what the registers allow per block */
     int blocks_per_sm;        /* occupancy */
-    int max_resident;         /* blocks the whole device holds at once (multiprocessors × occupancy) */
-    /* Kernels of a family with uses_tma take tensor maps of Q, K and V, encoded at each
-     * launch (boxes of [rows][swizzle span] elements: rows_per_block for Q, tma_rows_kv for K
-     * and V), and walk through the query-row blocks of every head and batch from blockIdx.x in
-     * steps of gridDim.x. 0 for the other families. */
-    int tma;
-    int tma_rows_kv;
-    int head_dim;
-    int persistent;           /* TMA kernels: 1 launches at most max_resident blocks (non-causal,
-                                 or causal with pair_blocks); 0 one block per row block, which the
-                                 hardware schedules as they finish (causal blocks differ in length) */
-    int pair_blocks;          /* TMA kernels: a unit of work is two row blocks of a head, the i-th
-                                 longest and the i-th shortest (the sm90 family's balance knob) */
 } ft_kernel;
 
 /* Loads a cubin into the current context and checks it can launch: threads within what its
  * registers allow, static + dynamic shared memory within the opt-in limit (raising the
  * dynamic limit past 48 KiB), at least one block per multiprocessor. A variant that cannot
  * launch is FT_ERR_LIMITS with the reason; a bad image is FT_ERR_CUDA. */
-ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entry, int threads,
-                          int rows_per_block, long long smem_dynamic, const ft_arch *dev,
-                          ft_kernel *out, ft_err *err);
+ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entry, const ft_launch_facts *facts,
+                          const ft_arch *dev, ft_kernel *out, ft_err *err);
 void ft__kernel_unload(const ft_cuda *cu, ft_kernel *k); /* module NULL is a no-op */
 
-/* Marks a loaded kernel as one of a TMA family (flash_fwd_sm90): its K/V box rows (the
- * variant's bn), head dim, whether it is causal and balanced (its causal and balance knobs,
- * which decide the grid). */
-void ft__kernel_use_tma(ft_kernel *k, int block_n, int head_dim, int causal, int balance);
+/* The sizes of a forward call as the operation's plan reads them. */
+void ft__fwd_params_problem(const ft_fwd_params *p, ft_problem *out);
 
-/* What cuLaunchKernel takes for one forward call: the grid, and the kernel arguments (the
- * params, then for TMA kernels their tensor maps, which live here). */
+/* What cuLaunchKernel takes for the kernel step of one forward call: the grid, and the kernel
+ * arguments (the params, then for TMA kernels their tensor maps, which live here). */
 typedef struct ft_launch {
     CUtensorMap maps[3];
     void *args[4];
     unsigned grid[3]; /* grid[0] == 0: nothing to compute */
 } ft_launch;
 
-/* Fills l for a call with params p (which must outlive l's use); the tensor maps are encoded
- * here (errors as for ft__kernel_launch_fwd). */
+/* Fills l for a call with params p (which must outlive l's use): the grid of the forward
+ * operation's plan for the kernel's launch facts, and the tensor maps (errors as for
+ * ft__kernel_launch_fwd). */
 ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd_params *p, ft_launch *l,
                              ft_err *err);
 
-/* Launches a forward kernel on stream (grid: query-row blocks × heads × batch). For a TMA
- * kernel it encodes the tensor maps first (FT_ERR_UNSUPPORTED when the driver lacks
+/* Runs the forward operation's launch plan for the kernel on stream. For a TMA kernel it
+ * encodes the tensor maps first (FT_ERR_UNSUPPORTED when the driver lacks
  * cuTensorMapEncodeTiled, FT_ERR_INVALID_ARGUMENT when it refuses the tensors' layout). */
 ft_status ft__kernel_launch_fwd(const ft_cuda *cu, const ft_kernel *k, const ft_fwd_params *p,
                                 CUstream stream, ft_err *err);

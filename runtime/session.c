@@ -84,13 +84,14 @@ ft_status ft__session_load(ft_session *s, ft_spec *spec, const ft_variant *v, co
                            const char *entry, long long smem_dynamic, int threads, ft_kernel *out, ft_err *err)
 {
     const ft_family *fam = ft__family_find(spec->template_name);
-    int rows = (int)ft__variant_int(spec, v, "bm", 64);
-    ft_status rc = ft__kernel_load(s->cu, cubin, entry, threads, rows, smem_dynamic, &s->arch, out, err);
+    char text[FT_VARIANT_STR_MAX];
+    ft_launch_facts facts;
 
-    if (rc == FT_OK && fam != NULL && fam->uses_tma)
-        ft__kernel_use_tma(out, (int)ft__variant_int(spec, v, "bn", 64), (int)ft__variant_int(spec, v, "d", 0),
-                           (int)ft__variant_int(spec, v, "causal", 0), (int)ft__variant_int(spec, v, "balance", 0));
-    return rc;
+    if (fam == NULL)
+        return ft__fail(err, FT_ERR_SPEC, "%s: unknown template '%s'", spec->path, spec->template_name);
+    ft__variant_format(spec, v, text, sizeof text);
+    ft__family_launch(fam, text, threads, smem_dynamic, &facts);
+    return ft__kernel_load(s->cu, cubin, entry, &facts, &s->arch, out, err);
 }
 
 ft_status ft__session_build(ft_session *s, ft_spec *spec, const ft_variant *v, ft_kernel *out,

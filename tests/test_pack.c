@@ -139,7 +139,7 @@ static void sample_pack(ft_pack *p, ft_pack_kernel k[3], ft_pack_winner w[3])
         d->cubin_size = cubin_sizes[i];
         d->registers = 100 + i, d->spill_stores = i, d->spill_loads = 2 * i, d->smem_static = 0;
         d->smem_dynamic = 27648 + i, d->threads = 128, d->compile_ms = 1234.5678901234567;
-        k[i].rows_per_block = ft__pack_rows_per_block(d->variant);
+        k[i].rows_per_block = ft__pack_rows_per_block(d->family, d->variant);
     }
     for (i = 0; i < 3; i++) {
         ft_db_result *r = &w[i].r;

@@ -19,6 +19,7 @@
 #include "common/sha256.h"
 #include "common/text.h"
 #include "generator/emit.h"
+#include "generator/family.h"
 #include "generator/variant.h"
 #include "ops/problem.h"
 #include "runtime/compile.h"
@@ -39,19 +40,18 @@ static const ft_plan_item *measure_line(const tuner *tu, const kernel_ref *kr, u
                                         int budget, char *out, size_t cap)
 {
     const ft_plan_item *it = &tu->plans[kr->spec]->items[kr->item];
-    const ft_spec *spec = tu->specs[kr->spec];
-    /* Kernels reading Q, K and V through tensor maps need the K/V box rows (0: no maps) and
-     * the balance knob (the grid); the head dim and causality come with the shape. */
-    const int tma = tu->plans[kr->spec]->family->uses_tma;
+    ft_launch_facts f;
     char hex[65];
 
+    /* The kernel's launch facts, as its family gives them; the head dim and causality come with
+     * the shape. */
+    ft__family_launch(tu->plans[kr->spec]->family, it->source.variant, it->threads, it->smem_dynamic, &f);
     ft__sha256_hex(it->key, hex);
     snprintf(out, cap,
-             "measure id=%llu key=%s entry=%s threads=%d rows=%lld smem=%lld verify=%d budget=%d tma_kv=%lld "
-             "balance=%lld\n",
-             id, hex, it->source.entry, it->threads, ft__variant_int(spec, &it->variant, "bm", 64),
-             it->smem_dynamic, verify, budget, tma ? ft__variant_int(spec, &it->variant, "bn", 64) : 0,
-             ft__variant_int(spec, &it->variant, "balance", 0));
+             "measure id=%llu key=%s entry=%s threads=%d rows=%d smem=%lld verify=%d budget=%d tma_kv=%d "
+             "persistent=%d pair=%d\n",
+             id, hex, it->source.entry, f.threads, f.rows_per_block, f.smem_dynamic, verify, budget,
+             f.tma ? f.tma_rows_kv : 0, f.persistent, f.pair_blocks);
     return it;
 }
 

@@ -10,7 +10,8 @@
  *   parent -> worker   shape id=N b=.. hq=.. hkv=.. sq=.. sk=.. d=.. causal=0|1 bf16=0|1 seed=..
  *   worker -> parent   ok id=N  |  error id=N <message>
  *   parent -> worker   measure id=N key=<sha256 hex> entry=<name> threads=.. rows=.. smem=.. verify=0|1
- *                            budget=<ms> tma_kv=.. balance=..
+ *                            budget=<ms> tma_kv=.. persistent=0|1 pair=0|1
+ *                      (the kernel's launch facts, from its family: ft__family_launch)
  *   worker -> parent   result id=N status=<ok|wrong_result|launch_failure|fault|error> median=.. q1=..
  *                            q3=.. reps=.. l2=.. lse=.. regs=.. local=.. verify_ms=.. time_ms=.. detail=<text>
  *   parent -> worker   quit
@@ -194,7 +195,8 @@ static void do_shape(ft_session *s, const char *line, unsigned long long id, ft_
 static int do_measure(ft_session *s, const char *line, unsigned long long id, ft_tensors *t, int have_tensors)
 {
     char hex[80], entry[256];
-    long long threads = 0, rows = 0, smem = 0, verify = 1, budget = 30, tma_kv = 0, balance = 0;
+    long long threads = 0, rows = 0, smem = 0, verify = 1, budget = 30, tma_kv = 0, persistent = 0, pair = 0;
+    ft_launch_facts facts;
     uint8_t key[32];
     ft_compiled c;
     ft_kernel k;
@@ -215,7 +217,8 @@ static int do_measure(ft_session *s, const char *line, unsigned long long id, ft
         !field_str(line, "entry", entry, sizeof entry) || !field_int(line, "threads", 1, 1 << 20, &threads) ||
         !field_int(line, "rows", 1, 1 << 20, &rows) || !field_int(line, "smem", 0, 1LL << 32, &smem) ||
         !field_int(line, "verify", 0, 1, &verify) || !field_int(line, "budget", 1, 1000000, &budget) ||
-        !field_int(line, "tma_kv", 0, 1 << 20, &tma_kv) || !field_int(line, "balance", 0, 1, &balance) ||
+        !field_int(line, "tma_kv", 0, 1 << 20, &tma_kv) || !field_int(line, "persistent", 0, 1, &persistent) ||
+        !field_int(line, "pair", 0, 1, &pair) ||
         !have_tensors) {
         printf("result id=%llu status=error median=0 q1=0 q3=0 reps=0 l2=0 lse=0 regs=0 local=0 verify_ms=0 "
                "time_ms=0 detail=%s\n",
@@ -224,16 +227,20 @@ static int do_measure(ft_session *s, const char *line, unsigned long long id, ft
         return 0;
     }
     one_line(entry);
+    /* The kernel computes the shape's head dim and causality. */
+    memset(&facts, 0, sizeof facts);
+    facts.threads = (int)threads, facts.smem_dynamic = smem, facts.rows_per_block = (int)rows;
+    facts.head_dim = t->problem.head_dim;
+    facts.tma = tma_kv > 0, facts.tma_rows_kv = (int)tma_kv;
+    facts.persistent = (int)persistent, facts.pair_blocks = (int)pair;
     t0 = ft__now_ms();
     t1 = t2 = t0;
     if (!ft__cache_get(s->cache, key, &c)) {
         status = "error";
         snprintf(err.msg, sizeof err.msg, "kernel %s is not in the compile cache", entry);
-    } else if (ft__kernel_load(s->cu, c.cubin, entry, (int)threads, (int)rows, smem, &s->arch, &k, &err) != FT_OK) {
+    } else if (ft__kernel_load(s->cu, c.cubin, entry, &facts, &s->arch, &k, &err) != FT_OK) {
         status = "launch_failure";
     } else {
-        if (tma_kv > 0) /* the kernel computes the shape's head dim and causality */
-            ft__kernel_use_tma(&k, (int)tma_kv, t->problem.head_dim, t->problem.causal, (int)balance);
         if (verify && ft__verify_kernel_gpu(&s->verifier, &k, t, &check, &err) != FT_OK) {
             status = is_fault(&err) ? "fault" : "launch_failure";
         } else if (verify && !check.pass) {

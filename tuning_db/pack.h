@@ -165,9 +165,9 @@ ft_status ft__kernel_set_check(const ft_kernel_set *s, ft_err *err);
  * key cannot be read, FT_ERR_UNSUPPORTED for an operation this build does not have. */
 ft_status ft__kernel_set_key(const ft_kernel_set *s, int i, ft_key *out, ft_err *err);
 
-/* Query rows per block of a variant string: its bm (64 when it has none, as the loader does). */
-int ft__pack_rows_per_block(const char *variant);
-
+/* Query rows per block of a variant string of a family, as the family launches it (0 for a family
+ * this build does not have). */
+int ft__pack_rows_per_block(const char *family, const char *variant);
 /* One line per winner, sorted by bucket: "dtype d causal seqlen bh variant entry threads rows
  * smem cubin_bytes cubin_sha256" (what `flashtune import --dry-run` prints; tests compare it).
  * FT_ERR_OUT_OF_MEMORY when it cannot sort them (nothing is printed then). */

@@ -19,6 +19,7 @@
 #include "common/sha256.h"
 #include "common/strbuf.h"
 #include "generator/check.h"
+#include "generator/variant.h"
 #include "generator/family.h"
 #include "tuning_db/pack_internal.h"
 
@@ -43,23 +44,15 @@ void ft__pack_free(ft_pack *p)
     memset(p, 0, sizeof *p);
 }
 
-/* The integer value of parameter `name` in a variant string, or def (absent, malformed, or not
- * a positive integer). */
-static int variant_value(const char *variant, const char *name, int def)
+int ft__pack_rows_per_block(const char *family, const char *variant)
 {
-    char v[32], *end = NULL;
-    long x;
+    const ft_family *fam = ft__family_find(family);
+    ft_launch_facts f;
 
-    if (ft__variant_text_value(variant, name, v, sizeof v) != 1)
-        return def;
-    errno = 0;
-    x = strtol(v, &end, 10);
-    return errno == 0 && *end == '\0' && x > 0 && x <= 1 << 20 ? (int)x : def;
-}
-
-int ft__pack_rows_per_block(const char *variant)
-{
-    return variant_value(variant, "bm", 64);
+    if (fam == NULL)
+        return 0; /* a family this build does not have: no kernel of it loads */
+    ft__family_launch(fam, variant, 0, 0, &f);
+    return f.rows_per_block;
 }
 
 void ft__pack_utc_now(char *out, size_t cap)
@@ -217,9 +210,9 @@ int ft__pack_check_kernel(const ft_pack_kernel *pk, const ft_db_device *d, char 
         return ft__pack_refuse(why, cap, "%s", msg);
     if (!ft__cubin_check(k->cubin, k->cubin_size, d->cc, k->entry, msg, sizeof msg))
         return ft__pack_refuse(why, cap, "%s", msg);
-    if (pk->rows_per_block != ft__pack_rows_per_block(k->variant))
+    if (pk->rows_per_block != ft__pack_rows_per_block(k->family, k->variant))
         return ft__pack_refuse(why, cap, "it takes %d rows per block, its variant %d", pk->rows_per_block,
-                      ft__pack_rows_per_block(k->variant));
+                      ft__pack_rows_per_block(k->family, k->variant));
     if (k->threads < 1 || k->threads > 1024 || k->registers < 0 || k->registers > 255 || k->spill_stores < 0 ||
         k->spill_loads < 0 || k->smem_static < 0 || k->smem_dynamic < 0 ||
         (d->smem_per_block > 0 && k->smem_static + k->smem_dynamic > d->smem_per_block))

@@ -135,7 +135,7 @@ ft_status ft__pack_from_db(ft_db *db, long long device_id, ft_pack *out, ft_pack
             rc = ft__db_kernel_get(db, row->result.kernel_id, &cand.k, err);
             if (rc != FT_OK)
                 goto out;
-            cand.rows_per_block = ft__pack_rows_per_block(cand.k.variant);
+            cand.rows_per_block = ft__pack_rows_per_block(cand.k.family, cand.k.variant);
             if (cand.k.cubin == NULL || cand.k.source == NULL) {
                 skip.no_cubin++;
                 free_kernel(&cand);

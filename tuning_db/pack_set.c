@@ -18,6 +18,7 @@
 #include "common/sha256.h"
 #include "common/strbuf.h"
 #include "generator/check.h"
+#include "generator/variant.h"
 #include "generator/family.h"
 #include "tuning_db/pack_internal.h"
 
