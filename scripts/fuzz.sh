@@ -5,7 +5,8 @@
 # (both at once, one per core) on a working corpus in build-fuzz/corpus/TARGET, seeded from
 # tests/fuzz/corpus/TARGET.
 #
-#   sh scripts/fuzz.sh [SECONDS]     default $FT_FUZZ_SECONDS, else 60; e.g. 3600 for an hour
+#   sh scripts/fuzz.sh [SECONDS]     default $FT_FUZZ_SECONDS, else 60; e.g. 3600 for an hour;
+#                                    0 skips fuzzing
 #
 # A crash, leak, timeout or sanitizer finding fails the run; libFuzzer's report is printed and
 # the input is left in build-fuzz/artifacts/ (keep it in tests/fuzz/crashes/TARGET/). Without
@@ -15,6 +16,10 @@ set -eu
 cd "$(dirname "$0")/.."
 seconds=${1:-${FT_FUZZ_SECONDS:-60}}
 case $seconds in '' | *[!0-9]*) echo "fuzz: SECONDS must be a whole number, not '$seconds'" >&2; exit 2 ;; esac
+if [ "$seconds" -eq 0 ]; then
+  echo "fuzz: skipped: 0 seconds asked for (FT_FUZZ_SECONDS=0)"
+  exit 0
+fi
 cc=${CC:-clang}
 out=build-fuzz
 cuda=${CUDA_HOME:-/usr/local/cuda}
