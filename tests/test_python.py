@@ -123,7 +123,9 @@ def checks():
     refused("forward(out=q)", "out shares memory with q", lambda: ctx.forward(q, k, v, out=q))
     refused("forward(out=float32, return_lse)", "out must be torch.float16",
             lambda: ctx.forward(q, k, v, out=torch.empty(b, sq, hq, d), return_lse=True))
-    report(ctx._lib.calls == [], "nothing launched for a refused out= (%s)" % ctx._lib.calls)
+    refused("forward(stream=not a stream)", "stream must be a torch.cuda.Stream, not int",
+            lambda: ctx.forward(q, k, v, out=torch.empty(b, sq, hq, d, dtype=f16), stream=7), exc=TypeError)
+    report(ctx._lib.calls == [], "nothing launched for a refused out= or stream= (%s)" % ctx._lib.calls)
 
 
 checks()
@@ -179,6 +181,11 @@ report(o.data_ptr() == padded.data_ptr() and torch.equal(o, ctx.forward(q, kv, k
        and bool((padded[..., 128:] == 7.0).all().item()), "forward(out=strided view)")
 refused("forward(out=on the CPU)", "out must be on cuda:0, not cpu",
         lambda: ctx.forward(q, kv, kv, out=torch.empty(2, 300, 4, 128, dtype=torch.float16)))
+if torch.cuda.device_count() > 1:
+    with torch.cuda.device(1):
+        other = torch.cuda.Stream()
+    refused("forward(stream=another GPU's)", "stream must be on q's device cuda:0, not cuda:1",
+            lambda: ctx.forward(q, kv, kv, stream=other))
 guard = torch.full((2 * 300 * 4 * 128,), 7.0, device="cuda", dtype=torch.float16)
 refused("forward(out=too short) on the GPU", "out must be",
         lambda: ctx.forward(q, kv, kv, out=guard[:2 * 299 * 4 * 128].view(2, 299, 4, 128)))

@@ -247,8 +247,13 @@ class Context:
     def forward(self, q, k, v, causal=False, scale=None, return_lse=False, out=None, stream=None):
         import torch
 
-        # out is checked before anything is allocated or launched
+        # out and stream are checked before anything is allocated or launched
         check_tensors(q, k, v, out, self.device)
+        if stream is not None:
+            if not isinstance(stream, torch.cuda.Stream):
+                raise TypeError("stream must be a torch.cuda.Stream, not %s" % type(stream).__name__)
+            if stream.device != q.device:
+                raise ValueError("stream must be on q's device %s, not %s" % (q.device, stream.device))
         o = torch.empty_like(q, memory_format=torch.contiguous_format) if out is None else out
         lse = None
         if return_lse:
