@@ -4,9 +4,9 @@
 #   build  build/ (-DFT_WERROR=ON) and its ctest, every label but full: unit, cli, install,
 #          gpu (reported "skipped" without a GPU) and slow (a sample of about a sixth of each
 #          built-in space compiled by NVRTC, flashtune plan --sample)
-#   asan   build-asan/ (-DFT_SANITIZE=ON: ASan and UBSan) and its unit, cli and install tests
-#          (the compile cache of build/'s tests is copied in first: NVRTC's output does not
-#          depend on how flashtune was built)
+#   asan   build-asan/ (-DFT_SANITIZE=ON: ASan and UBSan) and its tests but the slow ones:
+#          unit, cli, install and gpu (skipped without a GPU); the compile cache of build/'s
+#          tests is copied in first (NVRTC's output does not depend on how flashtune was built)
 #   fuzz   scripts/fuzz.sh: the pack reader and the spec loader under libFuzzer for
 #          $FT_FUZZ_SECONDS (default 60) each, both at once; "skipped" without clang's libFuzzer
 # On two cores without a GPU, with cold caches: about 15 minutes (build 9, asan 4, fuzz 2).
@@ -36,7 +36,7 @@ for phase in ${FT_TEST_PHASES:-build asan fuzz}; do
     asan)
       { FT_BUILD_DIR=build-asan sh scripts/build.sh -DFT_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
         { [ -d build-asan/test-cache ] || [ ! -d build/test-cache ] || cp -R build/test-cache build-asan/test-cache; } &&
-        ctest --test-dir build-asan --output-on-failure -j "$jobs" -L 'unit|cli|install'; } || rc=$?
+        ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE slow; } || rc=$?
       ;;
     fuzz)
       sh scripts/fuzz.sh || rc=$?
