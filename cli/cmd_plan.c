@@ -20,6 +20,11 @@ static const char usage[] =
     "  --arch NAME       target: sm_80, sm_86, sm_89, sm_90, sm_90a (default sm_90)\n"
     "  -j, --jobs N      parallel compilations (default: the number of cores)\n"
     "  --only FILTER     only the variants matching, e.g. 'd=128,causal=1'\n"
+    "  --sample N        compile only N of the variants that pruning keeps (pruning still\n"
+    "                    runs on all): first ones that bring every value of every parameter\n"
+    "                    that a kept variant has, then one from each of equal stretches of\n"
+    "                    the rest; the same N and seed always give the same sample\n"
+    "  --seed S          which sample (default 0)\n"
     "  --json            print JSON on stdout instead of the table\n"
     "  --cache-dir DIR   compile cache (default $FLASHTUNE_CACHE_DIR, else\n"
     "                    $XDG_CACHE_HOME/flashtune or ~/.cache/flashtune)\n"
@@ -31,6 +36,8 @@ typedef struct plan_opts {
     const char *arch;
     const char *only;
     const char *cache_dir;
+    long long seed;
+    int sample;           /* 0: every kept variant */
     int jobs;
     int json;
     int no_cache;
@@ -61,6 +68,11 @@ static void print_table(const ft_plan *plan)
         if (it->status == FT_PLAN_PRUNED) {
             printf("%-62s %-13s %5s %6s %6s %7s %9s  %s\n", it->variant_str, "pruned", "-", "-", "-",
                    "-", "-", it->reason);
+            continue;
+        }
+        if (it->status == FT_PLAN_NOT_SAMPLED) {
+            printf("%-62s %-13s %5s %6s %6s %7lld %9s  %s\n", it->variant_str, "not-sampled", "-", "-",
+                   "-", it->smem_dynamic, "-", it->reason);
             continue;
         }
         if (it->status == FT_PLAN_COMPILE_ERROR) {
@@ -113,10 +125,10 @@ static void print_reasons(const ft_plan *plan, ft_plan_status status, const char
     }
 }
 
-static void print_summary(const ft_plan *plan, const ft_cache *cache, double wall_ms, double nvrtc_ms,
-                          int jobs)
+static void print_summary(const ft_plan *plan, const ft_plan_sample_info *sample, long long seed,
+                          const ft_cache *cache, double wall_ms, double nvrtc_ms, int jobs)
 {
-    char wall[32], cpu[32];
+    char wall[32], cpu[32], sampled[48] = "";
     int spills = 0;
     int i;
 
@@ -127,13 +139,23 @@ static void print_summary(const ft_plan *plan, const ft_cache *cache, double wal
     }
     cli_format_duration(wall_ms, wall, sizeof wall);
     cli_format_duration(nvrtc_ms, cpu, sizeof cpu);
-    printf("summary (%s%s%s): %d variants: %d compiled (%d with register spills), %d pruned, "
+    if (sample != NULL)
+        snprintf(sampled, sizeof sampled, ", %d not sampled", plan->count[FT_PLAN_NOT_SAMPLED]);
+    printf("summary (%s%s%s): %d variants: %d compiled (%d with register spills), %d pruned%s, "
            "%d compile errors, %d over limits\n",
            plan->arch.name, plan->arch.from_device ? ", " : "", plan->arch.device_name, plan->nitems,
-           plan->count[FT_PLAN_COMPILED], spills, plan->count[FT_PLAN_PRUNED],
+           plan->count[FT_PLAN_COMPILED], spills, plan->count[FT_PLAN_PRUNED], sampled,
            plan->count[FT_PLAN_COMPILE_ERROR], plan->count[FT_PLAN_OVER_LIMITS]);
     print_reasons(plan, FT_PLAN_PRUNED, "pruned");
     print_reasons(plan, FT_PLAN_OVER_LIMITS, "over limits");
+    if (sample != NULL) {
+        printf("sample: %d of %d kept variants (seed %lld), ", sample->sampled, sample->kept, seed);
+        if (sample->uncovered == 0)
+            printf("with every one of the %d parameter values that kept variants have\n", sample->values);
+        else
+            printf("without %d of the %d parameter values that kept variants have: %s\n",
+                   sample->uncovered, sample->values, sample->missing);
+    }
     if (cache != NULL) {
         ft_cache_stats s = ft__cache_stats(cache);
         printf("cache: %lld hits, %lld compiled%s (%s)\n", s.hits, s.misses,
@@ -147,7 +169,8 @@ static void print_summary(const ft_plan *plan, const ft_cache *cache, double wal
     printf("time: %s wall, %s of NVRTC on %d threads\n", wall, cpu, jobs);
 }
 
-static void print_json(const ft_plan *plan, const ft_cache *cache, double wall_ms)
+static void print_json(const ft_plan *plan, const ft_plan_sample_info *sample, long long seed,
+                       const ft_cache *cache, double wall_ms)
 {
     int i;
 
@@ -176,7 +199,7 @@ static void print_json(const ft_plan *plan, const ft_cache *cache, double wall_m
                    it->report.stack_frame, it->report.smem_static);
         if (it->smem_dynamic >= 0)
             printf(", \"smem_dynamic\": %lld", it->smem_dynamic);
-        if (it->status != FT_PLAN_PRUNED)
+        if (it->status != FT_PLAN_PRUNED && it->status != FT_PLAN_NOT_SAMPLED)
             printf(", \"compile_ms\": %.1f, \"cache_hit\": %s", it->compile_ms,
                    it->cache_hit ? "true" : "false");
         printf("}%s\n", i + 1 < plan->nitems ? "," : "");
@@ -190,6 +213,14 @@ static void print_json(const ft_plan *plan, const ft_cache *cache, double wall_m
         printf(", \"cache_hits\": %lld, \"cache_misses\": %lld, \"cache_corrupt\": %lld", s.hits,
                s.misses, s.corrupt);
     }
+    if (sample != NULL) {
+        printf(", \"not_sampled\": %d,\n    \"sample\": {\"seed\": %lld, \"kept\": %d, \"sampled\": %d, "
+               "\"values\": %d, \"uncovered\": %d, \"missing\": ",
+               plan->count[FT_PLAN_NOT_SAMPLED], seed, sample->kept, sample->sampled, sample->values,
+               sample->uncovered);
+        ft__json_string(stdout, sample->missing);
+        printf("}");
+    }
     printf("}\n}\n");
 }
 
@@ -200,6 +231,7 @@ static int parse_args(int argc, char **argv, plan_opts *o)
         {"only", required_argument, NULL, 'o'},  {"json", no_argument, NULL, 'J'},
         {"cache-dir", required_argument, NULL, 'c'}, {"no-cache", no_argument, NULL, 'N'},
         {"quiet", no_argument, NULL, 'q'},       {"help", no_argument, NULL, 'h'},
+        {"sample", required_argument, NULL, 's'}, {"seed", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0}};
     int ch;
     long v;
@@ -216,6 +248,16 @@ static int parse_args(int argc, char **argv, plan_opts *o)
             o->jobs = (int)v;
             break;
         case 'o': o->only = optarg; break;
+        case 's':
+            if (!cli_parse_int("plan", "--sample", optarg, 1, FT_MAX_VARIANTS, &v))
+                return EXIT_USAGE;
+            o->sample = (int)v;
+            break;
+        case 'S':
+            if (!cli_parse_int("plan", "--seed", optarg, 0, 2147483647L, &v))
+                return EXIT_USAGE;
+            o->seed = v;
+            break;
         case 'J': o->json = 1; break;
         case 'c': o->cache_dir = optarg; break;
         case 'N': o->no_cache = 1; break;
@@ -239,6 +281,7 @@ int cmd_plan(int argc, char **argv)
     ft_cache *cache = NULL;
     ft_arch arch;
     ft_variant filter;
+    ft_plan_sample_info sample;
     unsigned mask = 0;
     progress_ctx pc;
     volatile int *stop;
@@ -274,11 +317,15 @@ int cmd_plan(int argc, char **argv)
     }
     if (plan->count[FT_PLAN_PENDING] == 0) {
         if (o.json)
-            print_json(plan, NULL, ft__now_ms() - t0);
+            print_json(plan, NULL, o.seed, NULL, ft__now_ms() - t0);
         else
             print_reasons(plan, FT_PLAN_PRUNED, "pruned");
         fprintf(stderr, "flashtune plan: all %d variants of %s are pruned for %s; nothing to compile\n",
                 plan->nitems, spec->path, arch.name);
+        goto out;
+    }
+    if (o.sample > 0 && ft__plan_sample(plan, o.sample, (unsigned long long)o.seed, &sample, &err) != FT_OK) {
+        status = cli_fail("plan", &err);
         goto out;
     }
     if (!o.no_cache && ft__cache_open(o.cache_dir, &cache, &err) != FT_OK) {
@@ -297,10 +344,11 @@ int cmd_plan(int argc, char **argv)
         if (!plan->items[i].cache_hit)
             nvrtc_ms += plan->items[i].compile_ms;
     if (o.json)
-        print_json(plan, cache, ft__now_ms() - t0);
+        print_json(plan, o.sample > 0 ? &sample : NULL, o.seed, cache, ft__now_ms() - t0);
     else {
         print_table(plan);
-        print_summary(plan, cache, ft__now_ms() - t0, nvrtc_ms, o.jobs);
+        print_summary(plan, o.sample > 0 ? &sample : NULL, o.seed, cache, ft__now_ms() - t0, nvrtc_ms,
+                      o.jobs);
     }
     status = plan->count[FT_PLAN_COMPILE_ERROR] > 0 ? 1 : 0;
 out:

@@ -19,7 +19,8 @@ add_library(flashtune::lua UNKNOWN IMPORTED)
 set_target_properties(flashtune::lua PROPERTIES IMPORTED_LOCATION ${LUA_LIBRARY})
 add_library(flashtune::sqlite3 UNKNOWN IMPORTED)
 set_target_properties(flashtune::sqlite3 PROPERTIES IMPORTED_LOCATION ${SQLITE3_LIBRARY})
-target_link_libraries(flashtune_static PRIVATE flashtune::lua flashtune::sqlite3 CUDA::nvrtc
+# NVRTC is flashtune::nvrtc (CMakeLists.txt): CUDA::nvrtc would bring the driver stub with it.
+target_link_libraries(flashtune_static PRIVATE flashtune::lua flashtune::sqlite3 flashtune::nvrtc
   Threads::Threads ${CMAKE_DL_LIBS} m)
 
 set_target_properties(flashtune_shared PROPERTIES EXPORT_NAME flashtune INSTALL_RPATH_USE_LINK_PATH ON)
@@ -41,6 +42,7 @@ get_filename_component(FT_LUA_HINT ${LUA_LIBRARY} DIRECTORY)
 get_filename_component(FT_SQLITE3_HINT ${SQLITE3_LIBRARY} DIRECTORY)
 get_filename_component(FT_LUA_NAME ${LUA_LIBRARY} NAME)
 get_filename_component(FT_SQLITE3_NAME ${SQLITE3_LIBRARY} NAME)
+get_filename_component(FT_NVRTC_HINT ${CUDA_nvrtc_LIBRARY} DIRECTORY)
 install(EXPORT flashtuneTargets NAMESPACE flashtune:: DESTINATION ${FT_CMAKE_DIR})
 configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/flashtuneConfig.cmake.in
   ${CMAKE_BINARY_DIR}/flashtuneConfig.cmake INSTALL_DESTINATION ${FT_CMAKE_DIR})

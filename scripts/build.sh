@@ -1,8 +1,10 @@
 #!/bin/sh
-# Configures and builds flashtune into build/ (extra arguments go to cmake's configure step).
+# Configures and builds flashtune into build/, or $FT_BUILD_DIR (extra arguments go to cmake's
+# configure step: FT_BUILD_DIR=build-asan sh scripts/build.sh -DFT_SANITIZE=ON).
 set -eu
 cd "$(dirname "$0")/.."
 cuda=${CUDA_HOME:-/usr/local/cuda}
 [ -d "$cuda/bin" ] && PATH="$cuda/bin:$PATH"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFT_WERROR=ON "$@" >/dev/null
-cmake --build build
+dir=${FT_BUILD_DIR:-build}
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFT_WERROR=ON "$@" >/dev/null
+cmake --build "$dir"

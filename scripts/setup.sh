@@ -10,12 +10,33 @@ command -v ninja >/dev/null 2>&1 || need="$need ninja-build"
 [ -f /usr/include/sqlite3.h ] || need="$need libsqlite3-dev"
 command -v sqlite3 >/dev/null 2>&1 || need="$need sqlite3"   # the tests inspect databases with it
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"   # the install test builds with it
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+updated=0
+apt_install() { # apt_install PACKAGE...: apt-get install, after one apt-get update
+  if [ $updated -eq 0 ]; then
+    $sudo apt-get update -qq || return 1
+    updated=1
+  fi
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
+}
 if [ -n "$need" ]; then
   echo "setup: installing$need"
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo=sudo
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $need >/dev/null
+  # shellcheck disable=SC2086
+  apt_install $need
+fi
+# Fuzzing (scripts/fuzz.sh) needs clang and its libFuzzer runtime (libclang-rt-VERSION-dev);
+# without them the fuzz step says "skipped", so failing to install them does not stop setup.
+fuzzer_runtime() {
+  dir=$(clang -print-resource-dir 2>/dev/null) || return 1
+  ls "$dir"/lib/*/libclang_rt.fuzzer*.a >/dev/null 2>&1
+}
+if ! command -v clang >/dev/null 2>&1 || ! fuzzer_runtime; then
+  echo "setup: installing clang and its libFuzzer runtime (for scripts/fuzz.sh)"
+  { command -v clang >/dev/null 2>&1 || apt_install clang; } &&
+    apt_install "libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev" ||
+    echo "setup: could not install them; the fuzz step will be skipped" >&2
 fi
 cuda=${CUDA_HOME:-/usr/local/cuda}
 if [ ! -f "$cuda/include/nvrtc.h" ] && ! command -v nvcc >/dev/null 2>&1; then

@@ -1,11 +1,57 @@
 #!/bin/sh
-# Installs what is missing, builds, and runs the whole test suite through ctest. GPU tests
-# report "skipped" on a machine without a GPU. FT_TEST_LABELS='-LE slow' leaves out the
-# full-space compile tests (about 38 minutes on two cores).
+# The README's test command and CI's (.ci/run): installs what is missing, then runs three
+# phases and prints how long each took:
+#   build  build/ (-DFT_WERROR=ON) and its ctest, every label but full: unit, cli, install,
+#          gpu (reported "skipped" without a GPU) and slow (a sample of about a sixth of each
+#          built-in space compiled by NVRTC, flashtune plan --sample)
+#   asan   build-asan/ (-DFT_SANITIZE=ON: ASan and UBSan) and its tests but the slow ones:
+#          unit, cli, install and gpu (skipped without a GPU); the compile cache of build/'s
+#          tests is copied in first (NVRTC's output does not depend on how flashtune was built)
+#   fuzz   scripts/fuzz.sh: the pack reader and the spec loader under libFuzzer for
+#          $FT_FUZZ_SECONDS (default 60) each, both at once; "skipped" without clang's libFuzzer
+# On two cores without a GPU, from a clean clone: about 14 minutes (build 10, asan 2, fuzz 2;
+# the sampled spaces take 8 of them, sm_90a alone 3.5).
+#
+# FT_TEST_LABELS replaces the build phase's selection of labels (default '-LE full'):
+#   FT_TEST_LABELS='-L full'   the whole spaces, every kept variant (about 38 minutes)
+#   FT_TEST_LABELS='-LE slow'  neither the sampled nor the whole spaces
+# FT_TEST_PHASES picks the phases (default 'build asan fuzz'). Every phase runs even when one
+# before it failed; the script fails if any did.
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/setup.sh
-sh scripts/build.sh
 jobs=$(nproc 2>/dev/null || echo 2)
-# shellcheck disable=SC2086
-ctest --test-dir build --output-on-failure -j "$jobs" ${FT_TEST_LABELS:-}
+since() { s=$(($(date +%s) - $1)); printf '%dm%02ds' $((s / 60)) $((s % 60)); }
+start=$(date +%s)
+failed=""
+summary=""
+for phase in ${FT_TEST_PHASES:-build asan fuzz}; do
+  t=$(date +%s)
+  rc=0
+  echo "== test: $phase"
+  case $phase in
+    build)
+      # shellcheck disable=SC2086
+      { sh scripts/build.sh && ctest --test-dir build --output-on-failure -j "$jobs" ${FT_TEST_LABELS:--LE full}; } || rc=$?
+      ;;
+    asan)
+      { FT_BUILD_DIR=build-asan sh scripts/build.sh -DFT_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+        { [ -d build-asan/test-cache ] || [ ! -d build/test-cache ] || cp -R build/test-cache build-asan/test-cache; } &&
+        ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE slow; } || rc=$?
+      ;;
+    fuzz)
+      sh scripts/fuzz.sh || rc=$?
+      ;;
+    *)
+      echo "test: unknown phase '$phase' (build, asan, fuzz)" >&2
+      rc=2
+      ;;
+  esac
+  summary="$summary $phase $(since "$t")$([ $rc -eq 0 ] || echo " (failed)"),"
+  [ $rc -eq 0 ] || failed="$failed $phase"
+done
+echo "test:${summary%,}; total $(since "$start")"
+if [ -n "$failed" ]; then
+  echo "test: failed:$failed" >&2
+  exit 1
+fi

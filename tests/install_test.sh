@@ -6,9 +6,13 @@
 # library must export the public ft_ API and nothing else.
 #
 #   install_test.sh SOURCE_DIR BUILD_DIR WORK_DIR
+#
+# FT_SANITIZE_FLAGS (set by CMake for a sanitized build) go into every compile and link of
+# those programs: a sanitized library needs the sanitizers' runtime first in the program.
 set -eu
 src=$1 build=$2 work=$3
 cc=${CC:-cc}
+san=${FT_SANITIZE_FLAGS:-}
 fail() { echo "install_test: $*" >&2; exit 1; }
 
 rm -rf "$work"
@@ -39,7 +43,7 @@ run() { # run NAME: runs the program, which must exit 0
 flags=$(pkg-config --cflags --libs flashtune) || fail "pkg-config does not know flashtune"
 echo "pkg-config --cflags --libs flashtune: $flags"
 # shellcheck disable=SC2086
-$cc -std=c11 -Wall -Wextra -Werror "$src/tests/install_app.c" -o "$work/app_pc_shared" $flags \
+$cc -std=c11 -Wall -Wextra -Werror $san "$src/tests/install_app.c" -o "$work/app_pc_shared" $flags \
   -Wl,-rpath,"$libdir" || fail "cannot build against the shared library with pkg-config"
 readelf -d "$work/app_pc_shared" | grep -q 'NEEDED.*libflashtune\.so' || fail "app_pc_shared does not use libflashtune.so"
 run app_pc_shared
@@ -54,7 +58,7 @@ for w in $(pkg-config --static --libs flashtune); do
 done
 echo "pkg-config --static --libs flashtune (archive by name):$libs"
 # shellcheck disable=SC2086
-$cc -std=c11 -Wall -Wextra -Werror $(pkg-config --cflags flashtune) "$src/tests/install_app.c" \
+$cc -std=c11 -Wall -Wextra -Werror $san $(pkg-config --cflags flashtune) "$src/tests/install_app.c" \
   -o "$work/app_pc_static" $libs || fail "cannot build against the static library with pkg-config --static"
 if readelf -d "$work/app_pc_static" | grep -q 'NEEDED.*libflashtune'; then
   fail "app_pc_static still needs libflashtune.so"
@@ -77,7 +81,7 @@ generator=""
 command -v ninja >/dev/null 2>&1 && generator="-G Ninja"
 # shellcheck disable=SC2086
 cmake -S "$work/cmake-app" -B "$work/cmake-app/build" $generator -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_C_FLAGS="-Wall -Werror" >"$work/cmake-app.log" 2>&1 || { cat "$work/cmake-app.log"; fail "find_package(flashtune) failed"; }
+  -DCMAKE_C_FLAGS="-Wall -Werror $san" >"$work/cmake-app.log" 2>&1 || { cat "$work/cmake-app.log"; fail "find_package(flashtune) failed"; }
 cmake --build "$work/cmake-app/build" >>"$work/cmake-app.log" 2>&1 || { cat "$work/cmake-app.log"; fail "the find_package project does not build"; }
 cp "$work/cmake-app/build/app_cmake_shared" "$work/cmake-app/build/app_cmake_static" "$work/"
 readelf -d "$work/app_cmake_shared" | grep -q 'NEEDED.*libflashtune\.so' || fail "app_cmake_shared does not use libflashtune.so"

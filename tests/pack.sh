@@ -202,7 +202,7 @@ fi
 # 6. The C export, compiled into a program that reads the table: the same content as the pack.
 "$ft" export --db "$db" --format c --out "$dir/fake_kernels.c" > "$dir/out" 2>&1 || fail "export --format c failed"
 grep -q 'as C: const ft_kernel_set fake_kernels' "$dir/out" || fail "export --format c: unexpected summary"
-"$cc" -std=c11 -Wall -Wextra -Werror -pedantic -Iinclude -I. -DKERNEL_SET=fake_kernels -o "$dir/pack_table" \
+"$cc" -std=c11 -Wall -Wextra -Werror -pedantic ${FT_SANITIZE_FLAGS:-} -Iinclude -I. -DKERNEL_SET=fake_kernels -o "$dir/pack_table" \
   tests/pack_table_main.c "$dir/fake_kernels.c" common/sha256.c "$lib" -Wl,-rpath,"$(dirname "$lib")" \
   > "$dir/out" 2>&1 || fail "the generated C source does not compile and link"
 "$dir/pack_table" list > "$dir/table" 2> "$dir/out" || fail "the table fails its checks"

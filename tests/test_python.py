@@ -1,7 +1,14 @@
 #!/usr/bin/env python3
-"""The Python binding against torch.nn.functional.scaled_dot_product_attention, over shapes,
-dtypes, causal masking, grouped-query heads and strided views. Needs a GPU and PyTorch;
-exits 77 ("skipped") without them."""
+"""The Python binding.
+
+Part one needs no GPU: flashtune.check_tensors on CPU tensors refuses every out= (and input)
+that the kernel cannot take, with a message naming the tensor, and Context.forward refuses it
+before anything is launched. Part two needs a GPU: the binding against
+torch.nn.functional.scaled_dot_product_attention over shapes, dtypes, causal masking,
+grouped-query heads and strided views, and out= on the GPU.
+
+Without PyTorch it exits 77 ("skipped"); with --checks it runs part one only (ctest
+python_checks), else without a GPU it runs part one and then exits 77 for part two."""
 import math
 import os
 import sys
@@ -12,14 +19,127 @@ try:
 except ImportError:
     print("skipped: no PyTorch")
     sys.exit(77)
-if not torch.cuda.is_available():
-    print("skipped: no GPU")
-    sys.exit(77)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import flashtune  # noqa: E402
 
-ctx = flashtune.Context(database="")  # built-in defaults: the test must not depend on a tune
 failures = 0
+
+
+def report(ok, what):
+    global failures
+    failures += not ok
+    print("%s: %s" % (what, "ok" if ok else "FAIL"))
+
+
+def refused(what, expect, fn, exc=ValueError):
+    """fn() must raise exc with expect in its message."""
+    try:
+        fn()
+    except exc as e:
+        report(expect in str(e), "%s: %s: %s" % (what, type(e).__name__, e))
+        return
+    except Exception as e:  # noqa: BLE001 - any other exception is a failure of the check
+        report(False, "%s: %s instead of %s: %s" % (what, type(e).__name__, exc.__name__, e))
+        return
+    report(False, "%s: accepted" % what)
+
+
+class _NoLaunch:
+    """Stands in for the library in a Context without a GPU: any call is a launch that the
+    checks should have prevented."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        def call(*args):
+            self.calls.append(name)
+            return 0
+        return call
+
+
+def checks():
+    """Part one: out= (and inputs) on CPU tensors."""
+    b, sq, sk, hq, hkv, d = 2, 24, 40, 4, 2, 64
+    f16 = torch.float16
+    q = torch.randn(b, sq, hq, d, dtype=f16)
+    k = torch.randn(b, sk, hkv, d, dtype=f16)
+    v = torch.randn(b, sk, hkv, d, dtype=f16)
+    check = flashtune.check_tensors
+
+    def accepted(what, out, qq=q):
+        try:
+            check(qq, k, v, out)
+            report(True, what)
+        except Exception as e:  # noqa: BLE001
+            report(False, "%s: refused: %s" % (what, e))
+
+    accepted("out contiguous", torch.empty(b, sq, hq, d, dtype=f16))
+    accepted("out a strided view (rows padded by 8 elements)", torch.empty(b, sq, hq, d + 8, dtype=f16)[..., :d])
+    accepted("out head-major (a transposed view)", torch.empty(b, hq, sq, d, dtype=f16).transpose(1, 2))
+    both = torch.empty(2, b, sq, hq, d, dtype=f16)
+    accepted("out beside q in one buffer", both[1], qq=both[0].copy_(q))
+    accepted("no out", None)
+
+    refused("out of another seqlen", "out must be [batch, seqlen_q, heads_q, head_dim] = (2, 24, 4, 64)",
+            lambda: check(q, k, v, torch.empty(b, sq + 1, hq, d, dtype=f16)))
+    refused("out of another head dim", "= (2, 24, 4, 64), not (2, 24, 4, 32)",
+            lambda: check(q, k, v, torch.empty(b, sq, hq, 32, dtype=f16)))
+    refused("out with the K/V heads", "not (2, 24, 2, 64)",
+            lambda: check(q, k, v, torch.empty(b, sq, hkv, d, dtype=f16)))
+    refused("out 3-dimensional", "out must be [batch, seqlen, heads, head_dim], not 3-dimensional",
+            lambda: check(q, k, v, torch.empty(b * sq, hq, d, dtype=f16)))
+    refused("out float32", "out must be torch.float16 like q, not torch.float32",
+            lambda: check(q, k, v, torch.empty(b, sq, hq, d)))
+    refused("out bfloat16 for float16 inputs", "out must be torch.float16 like q, not torch.bfloat16",
+            lambda: check(q, k, v, torch.empty(b, sq, hq, d, dtype=torch.bfloat16)))
+    refused("out on another device", "out must be on q's device cpu, not meta",
+            lambda: check(q, k, v, torch.empty(b, sq, hq, d, dtype=f16, device="meta")))
+    refused("out's head dim not contiguous", "out's last dimension must be contiguous",
+            lambda: check(q, k, v, torch.empty(b, sq, d, hq, dtype=f16).transpose(2, 3)))
+    refused("out's strides not multiples of 8", "out's strides (6240, 260, 65) must be non-negative multiples of 8",
+            lambda: check(q, k, v, torch.empty(b, sq, hq, d + 1, dtype=f16)[..., :d]))
+    flat = torch.empty(b * sq * hq * d + 8, dtype=f16)
+    refused("out not 16-byte aligned", "out is not 16-byte aligned",
+            lambda: check(q, k, v, flat[1:1 + b * sq * hq * d].view(b, sq, hq, d)))
+    refused("out expanded over the batch", "out's elements overlap each other (strides (0, 256, 64, 1))",
+            lambda: check(q, k, v, torch.empty(1, sq, hq, d, dtype=f16).expand(b, sq, hq, d)))
+    refused("out expanded over the heads", "out's elements overlap each other",
+            lambda: check(q, k, v, torch.empty(b, sq, 1, d, dtype=f16).expand(b, sq, hq, d)))
+    refused("out is q", "out shares memory with q", lambda: check(q, k, v, q))
+    big = torch.empty(b, sk, hq, d, dtype=f16)  # v's heads and out in one buffer
+    refused("out over v's memory", "out shares memory with v", lambda: check(q, k, big[:, :, :hkv], big[:, :sq]))
+    refused("out a list", "out must be a torch.Tensor, not list", lambda: check(q, k, v, [0.0]), exc=TypeError)
+    refused("v of another head dim", "k and v must be [batch, seqlen_k, heads_kv, head_dim] matching q",
+            lambda: check(q, k, torch.empty(b, sk, hkv, 32, dtype=f16)))
+    refused("k's strides not multiples of 8", "k's strides",
+            lambda: check(q, torch.empty(b, sk, hkv, d + 4, dtype=f16)[..., :d], v))
+
+    # Context.forward checks out= before it allocates or launches anything.
+    ctx = flashtune.Context.__new__(flashtune.Context)
+    ctx._lib, ctx._handle, ctx.device = _NoLaunch(), None, None
+    refused("forward(out=too short)", "out must be",
+            lambda: ctx.forward(q, k, v, out=torch.empty(b, sq - 1, hq, d, dtype=f16)))
+    refused("forward(out=q)", "out shares memory with q", lambda: ctx.forward(q, k, v, out=q))
+    refused("forward(out=float32, return_lse)", "out must be torch.float16",
+            lambda: ctx.forward(q, k, v, out=torch.empty(b, sq, hq, d), return_lse=True))
+    refused("forward(stream=not a stream)", "stream must be a torch.cuda.Stream, not int",
+            lambda: ctx.forward(q, k, v, out=torch.empty(b, sq, hq, d, dtype=f16), stream=7), exc=TypeError)
+    report(ctx._lib.calls == [], "nothing launched for a refused out= or stream= (%s)" % ctx._lib.calls)
+
+
+checks()
+if "--checks" in sys.argv[1:]:
+    print("python checks: %d failures" % failures)
+    sys.exit(1 if failures else 0)
+if not torch.cuda.is_available():
+    print("python checks: %d failures" % failures)
+    if failures:
+        sys.exit(1)
+    print("skipped: no GPU")
+    sys.exit(77)
+
+ctx = flashtune.Context(database="")  # built-in defaults: the test must not depend on a tune
 cases = [  # b, hq, hkv, sq, sk, d
     (1, 1, 1, 1, 1, 64), (2, 4, 4, 17, 17, 32), (1, 8, 2, 127, 1000, 128), (2, 6, 3, 1000, 127, 96),
     (1, 2, 2, 513, 513, 256), (3, 4, 1, 300, 300, 192), (1, 16, 16, 4096, 4096, 128),
@@ -49,20 +169,34 @@ for dtype in (torch.float16, torch.bfloat16):
             rel = ((o.float() - ref).norm() / ref.norm().clamp_min(1e-6)).item()
             bound = 2e-3 if dtype == torch.float16 else 1.6e-2
             ok = math.isfinite(err) and rel <= bound and not torch.isnan(lse).any().item()
-            failures += not ok
-            print("%-4s %s b=%d hq=%d hkv=%d sq=%d sk=%d d=%d: rel L2 %.2e, max %.2e %s" % (
-                str(dtype).split(".")[1], "causal" if causal else "full  ", b, hq, hkv, sq, sk, d, rel, err,
-                "ok" if ok else "FAIL"))
-# Which kernel ran: the built-in default of the head dim (no database), named with its head dim.
+            report(ok, "%-4s %s b=%d hq=%d hkv=%d sq=%d sk=%d d=%d: rel L2 %.2e, max %.2e" % (
+                str(dtype).split(".")[1], "causal" if causal else "full  ", b, hq, hkv, sq, sk, d, rel, err))
+# out= on the GPU: a strided view gets the same result as a fresh tensor, and its padding stays
+# as it was; a wrong one is refused and the memory around it is not written.
 q = torch.randn(2, 300, 4, 128, device="cuda", dtype=torch.float16)
+kv = torch.randn(2, 500, 2, 128, device="cuda", dtype=torch.float16)
+padded = torch.full((2, 300, 4, 136), 7.0, device="cuda", dtype=torch.float16)
+o = ctx.forward(q, kv, kv, causal=True, out=padded[..., :128])
+report(o.data_ptr() == padded.data_ptr() and torch.equal(o, ctx.forward(q, kv, kv, causal=True))
+       and bool((padded[..., 128:] == 7.0).all().item()), "forward(out=strided view)")
+refused("forward(out=on the CPU)", "out must be on cuda:0, not cpu",
+        lambda: ctx.forward(q, kv, kv, out=torch.empty(2, 300, 4, 128, dtype=torch.float16)))
+if torch.cuda.device_count() > 1:
+    with torch.cuda.device(1):
+        other = torch.cuda.Stream()
+    refused("forward(stream=another GPU's)", "stream must be on q's device cuda:0, not cuda:1",
+            lambda: ctx.forward(q, kv, kv, stream=other))
+guard = torch.full((2 * 300 * 4 * 128,), 7.0, device="cuda", dtype=torch.float16)
+refused("forward(out=too short) on the GPU", "out must be",
+        lambda: ctx.forward(q, kv, kv, out=guard[:2 * 299 * 4 * 128].view(2, 299, 4, 128)))
+torch.cuda.synchronize()
+report(bool((guard == 7.0).all().item()), "a refused out= leaves its memory unwritten")
+# Which kernel ran: the built-in default of the head dim (no database), named with its head dim.
 which = ctx.kernel(q, q, q, causal=True)
-ok = which.startswith("built-in default") and "d=128," in which and "causal=1" in which
-failures += not ok
-print("kernel(): %s %s" % (which, "ok" if ok else "FAIL"))
+report(which.startswith("built-in default") and "d=128," in which and "causal=1" in which, "kernel(): %s" % which)
 try:
     ctx.kernel(q[:, :, :, :0], q[:, :, :, :0], q[:, :, :, :0])
-    failures += 1
-    print("kernel() with head_dim 0 did not fail: FAIL")
+    report(False, "kernel() with head_dim 0 did not fail")
 except flashtune.FlashtuneError as e:
     print("kernel() with head_dim 0: %s: ok" % e)
 print("flashtune %s" % flashtune.version())

@@ -18,6 +18,7 @@ const char *ft__plan_status_name(ft_plan_status s)
     case FT_PLAN_COMPILED: return "compiled";
     case FT_PLAN_COMPILE_ERROR: return "compile-error";
     case FT_PLAN_OVER_LIMITS: return "over-limits";
+    case FT_PLAN_NOT_SAMPLED: return "not-sampled";
     }
     return "?";
 }
@@ -141,6 +142,161 @@ ft_status ft__plan_build(ft_spec *spec, const ft_arch *arch, const ft_variant *f
     rc = FT_OK;
 out:
     ft__plan_free(plan);
+    return rc;
+}
+
+/* splitmix64's finaliser: the sample's positions from its seed. */
+static unsigned long long mix64(unsigned long long x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* "name=value" of value v of parameter p. */
+static void format_value(const ft_spec *spec, int p, int v, char *buf, size_t cap)
+{
+    const ft_param *par = &spec->params[p];
+
+    if (par->kind == FT_PARAM_INT)
+        snprintf(buf, cap, "%s=%lld", par->name, par->ints[v]);
+    else
+        snprintf(buf, cap, "%s=%s", par->name, par->strings[v]);
+}
+
+/* How many of item it's values no sampled item has yet. */
+static int new_values(const ft_plan *plan, const ft_plan_item *it, unsigned char (*covered)[FT_MAX_VALUES])
+{
+    int p, gain = 0;
+
+    for (p = 0; p < plan->spec->nparams; p++)
+        gain += !covered[p][it->variant.idx[p]];
+    return gain;
+}
+
+ft_status ft__plan_sample(ft_plan *plan, int n, unsigned long long seed, ft_plan_sample_info *info,
+                          ft_err *err)
+{
+    const ft_spec *spec = plan->spec;
+    unsigned char (*present)[FT_MAX_VALUES] = NULL; /* some kept item has the value */
+    unsigned char (*covered)[FT_MAX_VALUES] = NULL; /* some sampled item has it */
+    unsigned char *chosen = NULL;                   /* per kept item */
+    int *kept = NULL;                               /* plan indices of the kept items */
+    int *rest = NULL;
+    ft_plan_sample_info si;
+    ft_status rc;
+    int nkept = 0, picked = 0, nrest = 0, start = 0;
+    int i, p, v;
+
+    memset(&si, 0, sizeof si);
+    if (n < 1) {
+        rc = ft__fail(err, FT_ERR_INVALID_ARGUMENT, "a sample needs at least 1 variant, not %d", n);
+        goto out;
+    }
+    for (i = 0; i < plan->nitems; i++)
+        if (plan->items[i].status != FT_PLAN_PENDING && plan->items[i].status != FT_PLAN_PRUNED) {
+            rc = ft__fail(err, FT_ERR_INVALID_ARGUMENT, "a plan is sampled before it is compiled");
+            goto out;
+        }
+    present = calloc(FT_MAX_PARAMS, sizeof *present);
+    covered = calloc(FT_MAX_PARAMS, sizeof *covered);
+    kept = malloc((size_t)(plan->nitems > 0 ? plan->nitems : 1) * sizeof *kept);
+    rest = malloc((size_t)(plan->nitems > 0 ? plan->nitems : 1) * sizeof *rest);
+    chosen = calloc((size_t)(plan->nitems > 0 ? plan->nitems : 1), 1);
+    if (present == NULL || covered == NULL || kept == NULL || rest == NULL || chosen == NULL) {
+        rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    for (i = 0; i < plan->nitems; i++) {
+        const ft_plan_item *it = &plan->items[i];
+        if (it->status != FT_PLAN_PENDING)
+            continue;
+        kept[nkept++] = i;
+        for (p = 0; p < spec->nparams; p++)
+            present[p][it->variant.idx[p]] = 1;
+    }
+    for (p = 0; p < spec->nparams; p++)
+        for (v = 0; v < spec->params[p].nvalues; v++)
+            si.values += present[p][v];
+    si.kept = nkept;
+    if (n >= nkept) {
+        for (i = 0; i < nkept; i++)
+            chosen[i] = 1;
+        picked = nkept;
+    }
+    /* Coverage: the kept item with the most values not yet sampled, ties to the first after
+     * the last one taken (from a start drawn from the seed), until nothing is new. */
+    if (nkept > 0)
+        start = (int)(mix64(seed) % (unsigned long long)nkept);
+    while (picked < n && picked < nkept) {
+        int best = -1, best_gain = 0, k;
+        for (k = 0; k < nkept; k++) {
+            int j = (start + k) % nkept;
+            int gain;
+            if (chosen[j])
+                continue;
+            gain = new_values(plan, &plan->items[kept[j]], covered);
+            if (gain > best_gain) {
+                best = j;
+                best_gain = gain;
+            }
+        }
+        if (best < 0)
+            break;
+        chosen[best] = 1;
+        picked++;
+        for (p = 0; p < spec->nparams; p++)
+            covered[p][plan->items[kept[best]].variant.idx[p]] = 1;
+        start = (best + 1) % nkept;
+    }
+    /* The rest: one item from each of equal stretches of the kept items not taken yet. */
+    if (picked < n && picked < nkept) {
+        int want = n - picked;
+        for (i = 0; i < nkept; i++)
+            if (!chosen[i])
+                rest[nrest++] = i;
+        for (i = 0; i < want; i++) {
+            long long lo = (long long)i * nrest / want;
+            long long hi = (long long)(i + 1) * nrest / want;
+            long long at = lo + (long long)(mix64(seed ^ mix64((unsigned long long)i + 1)) %
+                                            (unsigned long long)(hi - lo));
+            chosen[rest[at]] = 1;
+        }
+        picked += want;
+    }
+    for (i = 0; i < nkept; i++) {
+        ft_plan_item *it = &plan->items[kept[i]];
+        if (chosen[i]) {
+            for (p = 0; p < spec->nparams; p++)
+                covered[p][it->variant.idx[p]] = 1;
+            continue;
+        }
+        snprintf(it->reason, sizeof it->reason, "not in the sample");
+        snprintf(it->reason_class, sizeof it->reason_class, "not in the sample");
+        set_status(plan, it, FT_PLAN_NOT_SAMPLED);
+    }
+    si.sampled = picked;
+    for (p = 0; p < spec->nparams; p++)
+        for (v = 0; v < spec->params[p].nvalues; v++) {
+            char one[160];
+            size_t len = strlen(si.missing);
+            if (!present[p][v] || covered[p][v])
+                continue;
+            si.uncovered++;
+            format_value(spec, p, v, one, sizeof one);
+            if (len + strlen(one) + 2 < sizeof si.missing)
+                snprintf(si.missing + len, sizeof si.missing - len, "%s%s", len > 0 ? "," : "", one);
+        }
+    rc = FT_OK;
+out:
+    if (info != NULL)
+        *info = si;
+    free(present);
+    free(covered);
+    free(kept);
+    free(rest);
+    free(chosen);
     return rc;
 }
 

@@ -17,7 +17,8 @@ typedef enum ft_plan_status {
     FT_PLAN_PRUNED,        /* removed before compiling: a constraint or a limit formula */
     FT_PLAN_COMPILED,
     FT_PLAN_COMPILE_ERROR,
-    FT_PLAN_OVER_LIMITS    /* compiled, but the resource report exceeds the target's limits */
+    FT_PLAN_OVER_LIMITS,   /* compiled, but the resource report exceeds the target's limits */
+    FT_PLAN_NOT_SAMPLED    /* kept by pruning, left out of a sample (ft__plan_sample) */
 } ft_plan_status;
 
 const char *ft__plan_status_name(ft_plan_status s); /* "compiled", "pruned", ... */
@@ -47,7 +48,7 @@ typedef struct ft_plan {
     ft_plan_item *items;
     int keep_sources;
     int keep_cubins;
-    int count[FT_PLAN_OVER_LIMITS + 1];
+    int count[FT_PLAN_NOT_SAMPLED + 1];
 } ft_plan;
 
 /* Expands the spec's space (only the variants matching filter/mask when mask != 0) and
@@ -56,6 +57,26 @@ typedef struct ft_plan {
  * shared memory per block, and the registers estimate against the per-thread limit. */
 ft_status ft__plan_build(ft_spec *spec, const ft_arch *arch, const ft_variant *filter,
                          unsigned mask, ft_plan **out, ft_err *err);
+
+/* What a sample covers (ft__plan_sample). */
+typedef struct ft_plan_sample_info {
+    int kept;              /* the items pruning kept */
+    int sampled;           /* of them, the ones left pending */
+    int values;            /* parameter values that some kept item has */
+    int uncovered;         /* of them, the ones no sampled item has */
+    char missing[256];     /* those, as "name=value" comma-separated (cut to fit), or "" */
+} ft_plan_sample_info;
+
+/* Keeps n of the items that pruning kept and marks the others FT_PLAN_NOT_SAMPLED, for a check
+ * quicker than compiling all (pruning was evaluated for every variant already). The sample is
+ * a function of the plan, n and seed alone. It first takes, greedily, items that bring values
+ * of parameters that no sampled item has yet, until every value that a kept item has is in
+ * the sample (or n is reached), then one item from each of n - (those) equal stretches of the
+ * remaining kept items in the order of the space, at a position within the stretch drawn from
+ * seed. n >= the kept count keeps them all. info (may be NULL) says what the sample covers.
+ * Fails (FT_ERR_INVALID_ARGUMENT) for n < 1 or on a plan already compiled. */
+ft_status ft__plan_sample(ft_plan *plan, int n, unsigned long long seed, ft_plan_sample_info *info,
+                          ft_err *err);
 
 /* Called from worker threads after each compile (serialise inside if needed). */
 typedef void (*ft_plan_progress_fn)(void *ud, const ft_plan *plan, const ft_plan_item *item,

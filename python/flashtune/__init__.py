@@ -5,7 +5,9 @@
     o, lse = ctx.forward(q, k, v, causal=True, return_lse=True)
 
 q is [batch, seqlen_q, heads_q, head_dim], k and v [batch, seqlen_k, heads_kv, head_dim], all
-fp16 or bf16 CUDA tensors whose last dimension is contiguous. The call runs on PyTorch's
+fp16 or bf16 CUDA tensors whose last dimension is contiguous, 16-byte aligned, with the other
+strides multiples of 8 elements. out=, when given, must be all that as well, shaped and typed
+like q, and share no memory with q, k or v (nor with itself). The call runs on PyTorch's
 current stream. The library is found through $FLASHTUNE_LIB, else next to this package's
 repository checkout (build/libflashtune.so), else by the dynamic loader.
 """
@@ -13,7 +15,7 @@ import ctypes
 import math
 import os
 
-__all__ = ["Context", "FlashtuneError", "library_path", "version", "flops"]
+__all__ = ["Context", "FlashtuneError", "check_tensors", "library_path", "version", "flops"]
 
 FT_OPTIONS_VERSION = 2
 _DTYPES = {"float16": 0, "bfloat16": 1}
@@ -98,6 +100,83 @@ def _enc(s):
     return None if s is None else s.encode()
 
 
+def _span(t):
+    """The bytes [first, last) that tensor t's elements can touch; None when it has none."""
+    if t.numel() == 0:
+        return None
+    last = sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
+    first = t.data_ptr()
+    return first, first + (last + 1) * t.element_size()
+
+
+def _overlaps_itself(t):
+    """Whether two elements of t can share memory (an expanded or otherwise aliased view): its
+    dimensions of more than one element, by increasing stride, must each step past all that
+    the smaller ones reach."""
+    reach = 0
+    for st, n in sorted((st, n) for n, st in zip(t.shape, t.stride()) if n > 1):
+        if st <= reach:
+            return True
+        reach += (n - 1) * st
+    return False
+
+
+def _check_layout(name, t):
+    """What the kernels need of every tensor: 4 dimensions, a contiguous head dimension, the
+    other strides non-negative multiples of 8 elements, a 16-byte aligned start."""
+    if t.dim() != 4:
+        raise ValueError("%s must be [batch, seqlen, heads, head_dim], not %d-dimensional" % (name, t.dim()))
+    if t.shape[3] > 1 and t.stride(3) != 1:
+        raise ValueError("%s's last dimension must be contiguous (its stride is %d)" % (name, t.stride(3)))
+    strides = t.stride()[:3]
+    if any(st < 0 or st % 8 != 0 for st in strides):
+        raise ValueError("%s's strides %s must be non-negative multiples of 8 elements" % (name, tuple(strides)))
+    if t.data_ptr() % 16 != 0:
+        raise ValueError("%s is not 16-byte aligned (address 0x%x)" % (name, t.data_ptr()))
+
+
+def check_tensors(q, k, v, out=None, device=None):
+    """Checks q, k, v and out (None: allocated by forward) as forward() needs them, before
+    anything runs: ValueError (TypeError for what is no tensor) saying which tensor and what is
+    wrong. device: the CUDA device index every tensor must be on; None checks only that they are
+    all on q's device (so that the checks run on CPU tensors, without a GPU)."""
+    import torch
+
+    tensors = (("q", q), ("k", k), ("v", v)) + ((("out", out),) if out is not None else ())
+    for name, t in tensors:
+        if not isinstance(t, torch.Tensor):
+            raise TypeError("%s must be a torch.Tensor, not %s" % (name, type(t).__name__))
+    if q.dtype not in (torch.float16, torch.bfloat16):
+        raise ValueError("q must be float16 or bfloat16, not %s" % q.dtype)
+    for name, t in tensors[1:]:
+        if t.dtype != q.dtype:
+            raise ValueError("%s must be %s like q, not %s" % (name, q.dtype, t.dtype))
+    for name, t in tensors:
+        if device is not None and (not t.is_cuda or t.device.index != device):
+            raise ValueError("%s must be on cuda:%d, not %s" % (name, device, t.device))
+        if t.device != q.device:
+            raise ValueError("%s must be on q's device %s, not %s" % (name, q.device, t.device))
+    for name, t in tensors:
+        _check_layout(name, t)
+    b, sq, hq, d = q.shape
+    if k.shape[0] != b or k.shape[3] != d or tuple(v.shape) != tuple(k.shape):
+        raise ValueError("k and v must be [batch, seqlen_k, heads_kv, head_dim] matching q %s, not %s and %s"
+                         % (tuple(q.shape), tuple(k.shape), tuple(v.shape)))
+    if out is None:
+        return
+    want = (b, sq, hq, v.shape[3])
+    if tuple(out.shape) != want:
+        raise ValueError("out must be [batch, seqlen_q, heads_q, head_dim] = %s, not %s" % (want, tuple(out.shape)))
+    if _overlaps_itself(out):
+        raise ValueError("out's elements overlap each other (strides %s): it must not be an expanded view"
+                         % (tuple(out.stride()),))
+    mine = _span(out)
+    for name, t in tensors[:3]:
+        theirs = _span(t)
+        if mine is not None and theirs is not None and mine[0] < theirs[1] and theirs[0] < mine[1]:
+            raise ValueError("out shares memory with %s: the kernel would overwrite its input" % name)
+
+
 class Context:
     """One GPU's kernels: the tuned winners of the database (default: $FLASHTUNE_DB or
     ~/.local/share/flashtune/tuning.db; "" for none), else built-in defaults. variant forces one
@@ -145,23 +224,15 @@ class Context:
         except Exception:
             pass
 
-    def _args(self, q, k, v, o, lse, causal, scale):
-        """The ft_attention_args of a call, after checking the tensors."""
-        import torch
-
-        if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
-            raise ValueError("q, k, v must be [batch, seqlen, heads, head_dim]")
-        if q.dtype not in (torch.float16, torch.bfloat16) or k.dtype != q.dtype or v.dtype != q.dtype:
-            raise ValueError("q, k, v must all be float16 or all bfloat16")
-        for name, t in (("q", q), ("k", k), ("v", v)):
-            if not t.is_cuda or t.device.index != self.device:
-                raise ValueError("%s must be on cuda:%d" % (name, self.device))
-            if t.stride(3) != 1:
-                raise ValueError("%s's last dimension must be contiguous" % name)
+    def _args(self, q, k, v, o, lse, causal, scale, checked=False):
+        """The ft_attention_args of a call, after checking the tensors (check_tensors; checked:
+        the caller did). o None: no output (kernel() only chooses), q stands in for it."""
+        if not checked:
+            check_tensors(q, k, v, o, self.device)
+        if o is None:
+            o = q
         b, sq, hq, d = q.shape
         sk, hkv = k.shape[1], k.shape[2]
-        if tuple(v.shape) != tuple(k.shape) or k.shape[0] != b or k.shape[3] != d:
-            raise ValueError("k and v must be [batch, seqlen_k, heads_kv, head_dim] matching q")
         a = _Args()
         a.dtype = _DTYPES[str(q.dtype).split(".")[1]]
         a.batch, a.heads_q, a.heads_kv, a.seqlen_q, a.seqlen_k, a.head_dim = b, hq, hkv, sq, sk, d
@@ -176,11 +247,18 @@ class Context:
     def forward(self, q, k, v, causal=False, scale=None, return_lse=False, out=None, stream=None):
         import torch
 
+        # out and stream are checked before anything is allocated or launched
+        check_tensors(q, k, v, out, self.device)
+        if stream is not None:
+            if not isinstance(stream, torch.cuda.Stream):
+                raise TypeError("stream must be a torch.cuda.Stream, not %s" % type(stream).__name__)
+            if stream.device != q.device:
+                raise ValueError("stream must be on q's device %s, not %s" % (q.device, stream.device))
         o = torch.empty_like(q, memory_format=torch.contiguous_format) if out is None else out
         lse = None
         if return_lse:
             lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32, device=q.device)
-        a = self._args(q, k, v, o, lse, causal, scale)
+        a = self._args(q, k, v, o, lse, causal, scale, checked=True)
         s = torch.cuda.current_stream(q.device) if stream is None else stream
         rc = self._lib.ft_attention_forward(self._handle, ctypes.byref(a), ctypes.c_void_p(s.cuda_stream))
         if rc != 0:
@@ -190,7 +268,7 @@ class Context:
     def kernel(self, q, k, v, causal=False, scale=None):
         """Which kernel forward() runs for these tensors and how it was chosen, e.g.
         "tuned for this bucket: d=128,bm=128,bn=176,...". Builds it on the first call of its kind."""
-        a = self._args(q, k, v, q, None, causal, scale)
+        a = self._args(q, k, v, None, None, causal, scale)
         buf = ctypes.create_string_buffer(1024)
         rc = self._lib.ft_attention_kernel(self._handle, ctypes.byref(a), buf, len(buf))
         if rc != 0:

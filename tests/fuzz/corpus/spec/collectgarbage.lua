@@ -1,0 +1,2 @@
+-- collectgarbage is removed
+collectgarbage("count")

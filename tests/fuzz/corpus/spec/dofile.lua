@@ -1,0 +1,2 @@
+-- dofile is removed
+dofile("x")

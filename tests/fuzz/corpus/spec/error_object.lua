@@ -1,0 +1,2 @@
+-- raises a table, not a string, on line 2
+error({ code = 1 })

@@ -1,0 +1,90 @@
+-- The Hopper forward search space: warp-specialised kernels on wgmma and TMA
+-- (templates/flash_fwd_sm90.cuh), compiled for sm_90a; they run only on compute capability 9.0.
+--
+-- Every parameter becomes a compile-time constant of the template; `flashtune plan --arch sm_90a
+-- flash_fwd_sm90` prints each variant as
+-- "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0".
+
+-- Consumer warpgroups: one per 64 query rows. The producer warpgroup hands its registers to
+-- them (setmaxnreg): 240 each with two consumers, 160 with three, 255 with one.
+local function consumers(v)
+  return v.bm // 64
+end
+
+local function register_limit(v)
+  local n = consumers(v)
+  if n == 1 then return 255 end
+  if n == 2 then return 240 end
+  return 160
+end
+
+-- Per consumer thread: O (d/2 fp32), S (bn/2 fp32), P (bn/4 packed pairs), and about 40 for
+-- addresses, row statistics and loop state. A lower bound: ptxas reports spills after compiling.
+local function consumer_registers(v)
+  return v.d // 2 + v.bn // 2 + v.bn // 4 + 40
+end
+
+-- The tuner's workloads: the same grid as specs/flash_fwd.lua (16k tokens per batch, hidden
+-- size 2048), so both families are measured on the same buckets.
+local workloads = {}
+local function grid(d, seqlens)
+  for _, s in ipairs(seqlens) do
+    local heads = 2048 // d
+    workloads[#workloads + 1] = { b = 16384 // s, hq = heads, hkv = heads, sq = s, sk = s, d = d }
+  end
+end
+for _, d in ipairs({ 64, 128, 256 }) do
+  grid(d, { 512, 1024, 2048, 4096, 8192, 16384 })
+end
+for _, d in ipairs({ 96, 192 }) do
+  grid(d, { 1024, 4096 })
+end
+
+return {
+  name = "flash_fwd_sm90",
+  template = "flash_fwd_sm90",
+  description = "Hopper forward: TMA, wgmma, producer/consumer warpgroups (sm_90a)",
+
+  params = {
+    { name = "d",        values = { 64, 96, 128, 192, 256 }, doc = "head dimension" },
+    { name = "bm",       values = { 64, 128, 192 },   doc = "query rows per thread block (64 per consumer warpgroup)" },
+    { name = "bn",       values = { 64, 80, 96, 128, 176, 192 }, doc = "keys per K/V tile" },
+    { name = "stages",   values = { 2, 3 },           doc = "depth of the TMA K/V ring" },
+    { name = "causal",   values = { 0, 1 },           doc = "bottom-right causal mask" },
+    { name = "dtype",    values = { "f16", "bf16" },  doc = "element type of Q, K, V and O" },
+    { name = "pingpong", values = { 0, 1 },           doc = "1: the two consumer warpgroups take turns on the tensor cores" },
+    { name = "overlap",  values = { 0, 1 },           doc = "1: softmax of one tile while P·V of the previous runs" },
+    { name = "balance",  values = { 0, 1 },           doc = "causal, 1: persistent CTAs, each taking a long and a short row block of a head in turn" },
+  },
+
+  constraints = {
+    { "ping-pong takes two consumer warpgroups",
+      function(v) return v.pingpong == 0 or v.bm == 128 end },
+    { "balanced units pair causal row blocks",
+      function(v) return v.balance == 0 or v.causal == 1 end },
+    { "consumer registers within what setmaxnreg gives them",
+      function(v) return consumer_registers(v) <= register_limit(v) end },
+  },
+
+  -- 1 KiB to align the tiles to 1024 bytes, Q, `stages` K and V tiles, the mbarriers and four
+  -- 16-byte slots that announce the blocks to the consumers; and a second Q buffer where it fits
+  -- (the next block's Q then loads while this one computes; the template reads the choice
+  -- from this size).
+  smem = function(v, arch)
+    local q = v.bm * v.d * 2
+    local one_q = 1024 + q + 2 * v.stages * v.bn * v.d * 2 + 8 * (8 + 4 * v.stages) + 64
+    if one_q + q <= arch.smem_per_block then
+      return one_q + q
+    end
+    return one_q
+  end,
+
+  registers = function(v)
+    return consumer_registers(v)
+  end,
+
+  workloads = workloads,
+
+  -- A variant that spills keeps its accumulators partly in local memory: never a candidate.
+  spills = "reject",
+}

@@ -1,0 +1,2 @@
+-- the io library is not opened
+local f = io.open("/etc/passwd")

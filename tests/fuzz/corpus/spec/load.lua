@@ -1,0 +1,2 @@
+-- load is removed
+local f = load("return 1")

@@ -1,0 +1,2 @@
+-- A spec must return a table.
+return 42

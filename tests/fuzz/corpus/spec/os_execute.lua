@@ -1,0 +1,2 @@
+-- the os library is not opened
+os.execute("true")

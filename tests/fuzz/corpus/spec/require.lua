@@ -1,0 +1,2 @@
+-- require is removed
+local m = require("x")

@@ -1,0 +1,6 @@
+return {
+  name = "smem_not_function",
+  template = "flash_fwd_sm80",
+  params = { { name = "d", values = { 64 } } },
+  smem = 49152,
+}

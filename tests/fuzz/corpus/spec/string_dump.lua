@@ -1,0 +1,2 @@
+-- string.dump is removed
+local s = string.dump(print)

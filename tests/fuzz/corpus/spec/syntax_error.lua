@@ -1,0 +1,4 @@
+return {
+  name = "syntax",
+  template = = "x",
+}
