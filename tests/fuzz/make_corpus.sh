@@ -25,9 +25,9 @@ pack() { # pack NAME FILTER: tune FILTER with the stand-in worker, export the wi
     { cat "$work/out"; exit 1; }
   "$ft" export --db "$work/$1.db" --out "$corpus/pack/$1.ftpack" >"$work/out" 2>&1 || { cat "$work/out"; exit 1; }
 }
-# shrink FROM TO: the same pack with every cubin and source cut to its first bytes, the index's
-# sizes, offsets and sha256s (and the source hashes) made to match: small inputs that still
-# pass every check, which the fuzzer mutates much faster than 60 KB of cubin.
+# shrink FROM TO: the same pack with every source cut to its first bytes, the index's sizes,
+# offsets and sha256s (and the source hashes) made to match: smaller inputs that still pass
+# every check (a cubin must stay whole: its ELF symbol table must define the kernel's entry).
 shrink() {
   python3 - "$1" "$2" <<'PY'
 import hashlib, json, sys
@@ -38,9 +38,11 @@ index = json.loads(data[nl + 1:nl + 1 + int(nindex)])
 blobs = data[nl + 1 + int(nindex):]
 out = b""
 for k in index["kernels"]:
-    for part, keep in (("cubin", 192), ("source", 120)):
+    for part, keep in (("cubin", None), ("source", 120)):
         ref = k[part]
-        chunk = blobs[ref["offset"]:ref["offset"] + ref["size"]][:keep]
+        whole = blobs[ref["offset"]:ref["offset"] + ref["size"]]
+        # a source keeps its first and last bytes (the last name its kernel: sources stay distinct)
+        chunk = whole if keep is None or len(whole) <= keep else whole[:keep // 2] + whole[-(keep // 2):]
         ref.update(offset=len(out), size=len(chunk), sha256=hashlib.sha256(chunk).hexdigest())
         if part == "source":
             k["source_hash"] = ref["sha256"]
