@@ -67,6 +67,11 @@ struct ft_spec_lua {
     double start_cpu_ms;   /* and on this thread's CPU clock */
     int step;              /* instructions between two count hooks */
     int line;              /* the last line the line hook saw; 0: none yet */
+    char src[512];         /* the chunk that line is in: the spec, or a module it requires */
+    const void *src_key;   /* Lua's source string src was copied from */
+    char dir[1024];        /* the spec's folder, where require looks first; "" for a spec
+                              that is no file (a built-in one) */
+    int requiring;         /* modules being loaded, nested */
     int err_line;          /* innermost Lua line when the message handler ran; 0: none */
     int fatal;             /* FATAL_*: an error that pcall inside the spec cannot swallow */
     char fatal_msg[512];
@@ -178,7 +183,9 @@ static void set_fatal(ft_spec_lua *S, int kind, int line, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (line > 0)
+    if (line > 0 && S->src[0] != '\0' && strcmp(S->src, S->path) != 0) /* in a module the spec requires */
+        snprintf(S->fatal_msg, sizeof S->fatal_msg, "%s: %s:%d: %s", S->path, S->src, line, msg);
+    else if (line > 0)
         snprintf(S->fatal_msg, sizeof S->fatal_msg, "%s:%d: %s", S->path, line, msg);
     else
         snprintf(S->fatal_msg, sizeof S->fatal_msg, "%s: %s", S->path, msg);
@@ -201,15 +208,28 @@ static void set_memory_fatal(ft_spec_lua *S)
     set_fatal(S, FATAL_MEMORY, S->line, "memory cap of %s exceeded", cap);
 }
 
-/* The line of the innermost Lua function on the stack, or 0. */
+/* Remembers which chunk the code at ar is in (its source, "@file" as the chunk was named),
+ * copying the name only when it changes. */
+static void note_source(ft_spec_lua *S, const lua_Debug *ar)
+{
+    if (ar->source == NULL || (const void *)ar->source == S->src_key)
+        return;
+    S->src_key = ar->source;
+    snprintf(S->src, sizeof S->src, "%s", ar->source[0] == '@' ? ar->source + 1 : S->path);
+}
+
+/* The line of the innermost Lua function on the stack, or 0 (its chunk noted in S->src). */
 static int current_line(lua_State *L)
 {
+    ft_spec_lua *S = state_of(L);
     lua_Debug ar;
     int level;
 
     for (level = 0; lua_getstack(L, level, &ar) != 0; level++)
-        if (lua_getinfo(L, "Sl", &ar) != 0 && ar.currentline > 0)
+        if (lua_getinfo(L, "Sl", &ar) != 0 && ar.currentline > 0) {
+            note_source(S, &ar);
             return ar.currentline;
+        }
     return 0;
 }
 
@@ -280,6 +300,8 @@ static void sandbox_hook(lua_State *L, lua_Debug *ar)
 
     if (ar->event == LUA_HOOKLINE) {
         S->line = ar->currentline;
+        if (lua_getinfo(L, "S", ar) != 0)
+            note_source(S, ar);
         return;
     }
     if (ar->event != LUA_HOOKCOUNT)
@@ -289,8 +311,10 @@ static void sandbox_hook(lua_State *L, lua_Debug *ar)
         return;
     if (S->fatal == FATAL_NONE) {
         char limit[32];
-        if (lua_getinfo(L, "Sl", ar) != 0 && ar->currentline > 0)
+        if (lua_getinfo(L, "Sl", ar) != 0 && ar->currentline > 0) {
             line = ar->currentline;
+            note_source(S, ar);
+        }
         format_ms(current_budget(S, &S->cpu_ms), limit, sizeof limit);
         if (S->meter.instructions > 0)
             set_fatal(S, FATAL_TIME, line, "CPU time limit of %s exceeded", limit);
@@ -323,6 +347,8 @@ static void begin_call(ft_spec_lua *S, int loading)
     S->start_cpu_ms = thread_cpu_ms();
     S->step = budget < HOOK_EVERY ? (int)budget : HOOK_EVERY;
     S->line = 0;
+    S->src[0] = '\0';
+    S->src_key = NULL;
     S->err_line = 0;
     S->refused = REFUSED_NONE;
     S->fatal = FATAL_NONE;
@@ -468,6 +494,104 @@ static int sandbox_print(lua_State *L)
 
 /* Opens base, table, string and math, takes out what a spec must not reach, and puts bounded
  * versions in place of the library functions that can loop in C (generator/sandbox.h). */
+/* ---- require: modules of the spec's folder and the built-in ones ------------------------------ */
+
+#define LOADED_KEY "flashtune.loaded" /* registry: module name -> its value, or false while it loads */
+#define MAX_REQUIRE_DEPTH 16
+
+/* The text of module `name`: <the spec's folder>/<name>.lua when the spec is a file and that is
+ * a regular file, else the built-in specs/lib/<name>.lua. *text is malloc'd (the caller frees);
+ * chunk (cap bytes) gets the name the module's messages go by. 0 when there is none. */
+static int module_text(ft_spec_lua *S, const char *name, char **text, size_t *size, char *chunk, size_t cap,
+                       char *why, size_t why_cap)
+{
+    const ft_embedded_file *f;
+    char path[1200], want[96];
+    ft_err err;
+
+    *text = NULL;
+    if (S->dir[0] != '\0') {
+        snprintf(path, sizeof path, "%s/%s.lua", S->dir, name);
+        if (ft__path_kind(path, NULL) == 1) {
+            if (ft__read_file_max(path, FT_SPEC_MAX_BYTES, text, size, &err) != FT_OK) {
+                snprintf(why, why_cap, "%s", err.msg);
+                return 0;
+            }
+            snprintf(chunk, cap, "@%s", path);
+            return 1;
+        }
+    }
+    snprintf(want, sizeof want, "specs/lib/%s.lua", name);
+    for (f = ft__builtin_spec_modules; f->name != NULL; f++) {
+        if (strcmp(f->name, want) != 0)
+            continue;
+        *text = malloc(f->size + 1);
+        if (*text == NULL) {
+            snprintf(why, why_cap, "out of memory");
+            return 0;
+        }
+        memcpy(*text, f->data, f->size + 1);
+        *size = f->size;
+        snprintf(chunk, cap, "@%s", want);
+        return 1;
+    }
+    if (S->dir[0] != '\0')
+        snprintf(why, why_cap, "no %s/%s.lua and no built-in module of that name", S->dir, name);
+    else
+        snprintf(why, why_cap, "no built-in module of that name");
+    return 0;
+}
+
+/* require(name): a module of the spec's own folder, else a built-in one, run once in the
+ * sandbox (on the budgets of the code that requires it) and its value kept. Names are
+ * identifiers: no path reaches outside the folder, and no C module loads. */
+static int sandbox_require(lua_State *L)
+{
+    ft_spec_lua *S = state_of(L);
+    const char *name = luaL_checkstring(L, 1);
+    char chunk[1300], why[1200];
+    char *text = NULL;
+    size_t size = 0, i, n = strlen(name);
+    int status;
+
+    for (i = 0; i < n; i++)
+        if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') || name[i] == '_' ||
+              (i > 0 && name[i] >= '0' && name[i] <= '9')))
+            break;
+    if (n == 0 || n > 63 || i < n)
+        return luaL_error(L, "require: '%s' is not a module name (letters, digits and '_', not starting "
+                             "with a digit: modules come from the spec's own folder and the built-in ones)",
+                          n > 63 ? "(a long name)" : name);
+    lua_getfield(L, LUA_REGISTRYINDEX, LOADED_KEY);
+    lua_getfield(L, -1, name);
+    if (lua_toboolean(L, -1))
+        return 1;
+    if (lua_type(L, -1) == LUA_TBOOLEAN)
+        return luaL_error(L, "require: module '%s' requires itself", name);
+    lua_pop(L, 1);
+    if (S->requiring >= MAX_REQUIRE_DEPTH)
+        return luaL_error(L, "require: modules nested deeper than %d", MAX_REQUIRE_DEPTH);
+    if (!module_text(S, name, &text, &size, chunk, sizeof chunk, why, sizeof why))
+        return luaL_error(L, "require: module '%s' not found: %s", name, why);
+    /* Mode "t" as for the spec itself; the text is compiled into the state, then freed. */
+    status = luaL_loadbufferx(L, text, size, chunk, "t");
+    free(text);
+    if (status != LUA_OK)
+        return lua_error(L);
+    lua_pushboolean(L, 0); /* loading */
+    lua_setfield(L, -3, name);
+    S->requiring++;
+    lua_call(L, 0, 1);
+    S->requiring--;
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        lua_pushboolean(L, 1);
+    }
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, name);
+    return 1;
+}
+
 static void open_sandbox(lua_State *L, ft_spec_lua *S)
 {
     static const luaL_Reg libs[] = {
@@ -482,10 +606,10 @@ static void open_sandbox(lua_State *L, ft_spec_lua *S)
         {"pcall", sandbox_pcall},
         {"xpcall", sandbox_xpcall},
         {"setmetatable", sandbox_setmetatable},
+        {"require", sandbox_require},
         {NULL, NULL},
     };
-    static const char *const removed[] = {"load", "loadfile", "dofile", "require",
-                                          "collectgarbage", NULL};
+    static const char *const removed[] = {"load", "loadfile", "dofile", "collectgarbage", NULL};
     int i;
 
     for (i = 0; libs[i].name != NULL; i++) {
@@ -504,6 +628,8 @@ static void open_sandbox(lua_State *L, ft_spec_lua *S)
     lua_pushnil(L);
     lua_setfield(L, -2, "dump");
     lua_pop(L, 1);
+    lua_newtable(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, LOADED_KEY);
     ft__sandbox_bound_libs(L, &S->meter);
 }
 
@@ -1499,7 +1625,7 @@ static void set_limits(ft_spec_lua *S, const ft_sandbox_limits *limits)
 }
 
 /* Loads the chunk of size bytes at text; path names it in messages. */
-static ft_status spec_load(const char *path, const char *text, size_t size,
+static ft_status spec_load(const char *path, const char *dir, const char *text, size_t size,
                            const ft_sandbox_limits *limits, ft_spec **out, ft_err *err)
 {
     ft_status rc = FT_ERR_OUT_OF_MEMORY;
@@ -1522,6 +1648,7 @@ static ft_status spec_load(const char *path, const char *text, size_t size,
     }
     S = spec->lua;
     S->path = spec->path;
+    snprintf(S->dir, sizeof S->dir, "%s", dir != NULL ? dir : "");
     set_limits(S, limits);
     S->alloc_left = UNMETERED;
     S->meter.exceeded = meter_exceeded;
@@ -1601,7 +1728,17 @@ ft_status ft__spec_load(const char *path, const ft_sandbox_limits *limits, ft_sp
         goto out;
     }
     at = chunk_start(text, size);
-    rc = spec_load(path, text + at, size - at, limits, out, err);
+    {
+        const char *slash = strrchr(path, '/');
+        char dir[1024];
+        if (slash == NULL)
+            snprintf(dir, sizeof dir, ".");
+        else if (slash == path)
+            snprintf(dir, sizeof dir, "/");
+        else
+            snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+        rc = spec_load(path, dir, text + at, size - at, limits, out, err);
+    }
 out:
     free(text);
     return rc;
@@ -1617,7 +1754,7 @@ ft_status ft__spec_load_buffer(const char *name, const void *data, size_t size,
     if (name == NULL || out == NULL || (data == NULL && size > 0))
         ft__fail(err, rc, "ft__spec_load_buffer: name, out and data are required");
     else
-        rc = spec_load(name, data != NULL ? data : "", size, limits, out, err);
+        rc = spec_load(name, NULL, data != NULL ? data : "", size, limits, out, err);
     return rc;
 }
 

@@ -146,6 +146,9 @@ typedef struct ft_embedded_file {
 /* The built-in specs, in order of preference: specs/flash_fwd.lua (mma.sync, every GPU from
  * sm_80 on) and specs/flash_fwd_sm90.lua (wgmma and TMA, sm_90a only). Ends with a NULL name. */
 extern const ft_embedded_file ft__builtin_specs[];
+/* The built-in modules specs may require (specs/lib/<name>.lua, named so). Ends with a NULL
+ * name. */
+extern const ft_embedded_file ft__builtin_spec_modules[];
 #define FT_DEFAULT_SPEC_NAME "specs/flash_fwd.lua"
 
 /* Loads path. NULL loads the default spec (specs/flash_fwd.lua); a path that is no file but

@@ -9,22 +9,9 @@ local function m_tiles(v)
   return v.bm // v.warps // 16
 end
 
--- The tuner's workloads: the FlashAttention-2/3 papers' grid (16k tokens per batch, hidden
--- size 2048, so batch = 16384 / seqlen and heads = 2048 / head_dim) at head dims 64, 128 and
--- 256, and two sequence lengths for the other head dims.
-local workloads = {}
-local function grid(d, seqlens)
-  for _, s in ipairs(seqlens) do
-    local heads = 2048 // d
-    workloads[#workloads + 1] = { b = 16384 // s, hq = heads, hkv = heads, sq = s, sk = s, d = d }
-  end
-end
-for _, d in ipairs({ 64, 128, 256 }) do
-  grid(d, { 512, 1024, 2048, 4096, 8192, 16384 })
-end
-for _, d in ipairs({ 32, 96, 192 }) do
-  grid(d, { 1024, 4096 })
-end
+-- The tuner's workloads: the FlashAttention-2/3 papers' grid (specs/lib/workloads.lua) at head
+-- dims 64, 128 and 256, and two sequence lengths for the other head dims.
+local workloads = require("workloads").paper_grid({ 64, 128, 256 }, { 32, 96, 192 })
 
 return {
   name = "flash_fwd",

@@ -24,21 +24,9 @@ local function consumer_registers(v)
   return v.d // 2 + v.bn // 2 + v.bn // 4 + 40
 end
 
--- The tuner's workloads: the same grid as specs/flash_fwd.lua (16k tokens per batch, hidden
--- size 2048), so both families are measured on the same buckets.
-local workloads = {}
-local function grid(d, seqlens)
-  for _, s in ipairs(seqlens) do
-    local heads = 2048 // d
-    workloads[#workloads + 1] = { b = 16384 // s, hq = heads, hkv = heads, sq = s, sk = s, d = d }
-  end
-end
-for _, d in ipairs({ 64, 128, 256 }) do
-  grid(d, { 512, 1024, 2048, 4096, 8192, 16384 })
-end
-for _, d in ipairs({ 96, 192 }) do
-  grid(d, { 1024, 4096 })
-end
+-- The tuner's workloads: the same grid as specs/flash_fwd.lua (specs/lib/workloads.lua), so both
+-- families are measured on the same buckets.
+local workloads = require("workloads").paper_grid({ 64, 128, 256 }, { 96, 192 })
 
 return {
   name = "flash_fwd_sm90",

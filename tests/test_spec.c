@@ -431,12 +431,47 @@ static void test_memory_cap(void)
     load_fails("huge_rep.lua", "huge_rep.lua:2: ", "resulting string too large");
 }
 
+/* Specs can share code: require takes a module of the spec's own folder, else a built-in one
+ * (specs/lib/), runs it once in the sandbox on the spec's budgets, and names it in errors. */
+static void test_require(void)
+{
+    char path[1024], module[1024];
+    ft_spec *spec = NULL;
+    ft_err err;
+
+    spec_path("require_ok.lua", path, sizeof path);
+    ASSERT_OK(ft__spec_load(path, NULL, &spec, &err), &err);
+    ASSERT_EQ(spec->nparams, 3);
+    ASSERT_EQ(spec->params[0].nvalues, 2);    /* from req_values.lua */
+    ASSERT_EQ(spec->nworkloads, 6);            /* the built-in paper grid at d = 64 */
+    ASSERT_EQ(spec->workloads[0].sq, 512);
+    ASSERT_EQ(spec->workloads[5].b, 1);
+    ft__spec_free(spec);
+    /* A spec that is no file (a built-in one, or text) finds the built-in modules only. */
+    ASSERT_OK(ft__spec_load_text("inline.lua",
+                                 "local w = require('workloads').paper_grid({128}, {96})\n"
+                                 "return {name='x', template='flash_fwd_sm80', params={{name='d', values={128}}}, "
+                                 "smem=function(v) return 0 end, workloads=w}",
+                                 NULL, &spec, &err), &err);
+    ASSERT_EQ(spec->nworkloads, 8);
+    ft__spec_free(spec);
+    ASSERT_EQ(ft__spec_load_text("inline.lua", "return require('req_values')", NULL, &spec, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "module 'req_values' not found: no built-in module of that name");
+    load_fails("require_bad_name.lua", "require_bad_name.lua:2: ", "is not a module name");
+    load_fails("require_cycle.lua", "req_cycle_b.lua:2: ", "module 'req_cycle_a' requires itself");
+    /* Errors and budgets inside a module name the module's file and line. */
+    spec_path("req_error.lua", module, sizeof module);
+    load_fails("require_module_error.lua", module, "req_error.lua:2: this module is broken");
+    spec_path("req_loop.lua", module, sizeof module);
+    load_fails("require_module_loop.lua", module, "req_loop.lua:2: instruction budget of");
+}
+
 static void test_sandbox_removes(void)
 {
     load_fails("os_execute.lua", "os_execute.lua:2: ",
                "attempt to index a nil value (global 'os')");
     load_fails("io_open.lua", "io_open.lua:2: ", "attempt to index a nil value (global 'io')");
-    load_fails("require.lua", "require.lua:2: ", "attempt to call a nil value (global 'require')");
+    load_fails("require.lua", "require.lua:2: ", "require: module 'x' not found: no ");
     load_fails("load.lua", "load.lua:2: ", "attempt to call a nil value (global 'load')");
     load_fails("dofile.lua", "dofile.lua:2: ", "attempt to call a nil value (global 'dofile')");
     load_fails("string_dump.lua", "string_dump.lua:2: ",
@@ -1078,7 +1113,7 @@ static void test_load_buffer_mutations(void)
     ASSERT_TRUE(ft__now_ms() - t0 < 60000);
 }
 
-FT_TEST_MAIN(FT_CASE(test_valid_spec_loads), FT_CASE(test_check_smem_registers),
+FT_TEST_MAIN(FT_CASE(test_require), FT_CASE(test_valid_spec_loads), FT_CASE(test_check_smem_registers),
              FT_CASE(test_whole_space), FT_CASE(test_arch_fields), FT_CASE(test_arch_read_only),
              FT_CASE(test_pcall_still_works), FT_CASE(test_bad_return_values),
              FT_CASE(test_syntax_error), FT_CASE(test_runtime_error),

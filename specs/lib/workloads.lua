@@ -1,0 +1,24 @@
+-- Workloads the built-in specs share: `require("workloads")` in a spec.
+--
+-- paper_grid(long_dims, short_dims): the FlashAttention-2/3 papers' grid — 16k tokens per batch
+-- and hidden size 2048, so batch = 16384 / seqlen and heads = 2048 / head_dim — at sequence
+-- lengths 512 to 16384 for the head dims of long_dims, and at 1024 and 4096 for those of
+-- short_dims. One workload per (head dim, sequence length), in that order.
+local function paper_grid(long_dims, short_dims)
+  local workloads = {}
+  local function grid(d, seqlens)
+    for _, s in ipairs(seqlens) do
+      local heads = 2048 // d
+      workloads[#workloads + 1] = { b = 16384 // s, hq = heads, hkv = heads, sq = s, sk = s, d = d }
+    end
+  end
+  for _, d in ipairs(long_dims) do
+    grid(d, { 512, 1024, 2048, 4096, 8192, 16384 })
+  end
+  for _, d in ipairs(short_dims) do
+    grid(d, { 1024, 4096 })
+  end
+  return workloads
+end
+
+return { paper_grid = paper_grid }

@@ -1,0 +1,2 @@
+-- A module for require_cycle.lua.
+return require("req_cycle_b")

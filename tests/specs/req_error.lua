@@ -1,0 +1,2 @@
+-- A module for require_module_error.lua.
+error("this module is broken")

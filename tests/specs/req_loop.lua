@@ -1,0 +1,2 @@
+-- A module for require_module_loop.lua.
+while true do end

@@ -1,0 +1,2 @@
+-- require takes module names, never paths
+local m = require("../../specs/flash_fwd")
