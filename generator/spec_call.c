@@ -1,0 +1,393 @@
+/*
+ * Lua specs: the calls of a spec's functions (constraints, smem, registers) on variants, and
+ * the built-in specs.
+ */
+#include "generator/spec_internal.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include "common/fs.h"
+#include "common/strbuf.h"
+#include "common/text.h"
+#include "generator/sandbox.h"
+#include "generator/variant.h"
+
+
+/* ---- calls of the spec's functions ------------------------------------------------------- */
+
+static void push_variant(lua_State *L, const ft_spec *spec, const ft_variant *v)
+{
+    int i;
+
+    lua_createtable(L, 0, spec->nparams);
+    for (i = 0; i < spec->nparams; i++) {
+        const ft_param *p = &spec->params[i];
+        if (p->kind == FT_PARAM_INT)
+            lua_pushinteger(L, (lua_Integer)p->ints[v->idx[i]]);
+        else
+            lua_pushstring(L, p->strings[v->idx[i]]);
+        lua_setfield(L, -2, p->name);
+    }
+}
+
+static void set_int(lua_State *L, const char *key, long long x)
+{
+    lua_pushinteger(L, (lua_Integer)x);
+    lua_setfield(L, -2, key);
+}
+
+/* Whether two targets give the same arch table. */
+static int same_arch(const ft_arch *a, const ft_arch *b)
+{
+    return strncmp(a->name, b->name, sizeof a->name) == 0 && a->cc == b->cc && a->sms == b->sms &&
+           a->smem_per_block == b->smem_per_block && a->smem_per_sm == b->smem_per_sm &&
+           a->regs_per_sm == b->regs_per_sm && a->regs_per_thread == b->regs_per_thread &&
+           a->threads_per_block == b->threads_per_block && a->threads_per_sm == b->threads_per_sm;
+}
+
+static int arch_newindex(lua_State *L)
+{
+    return luaL_error(L, "arch is read-only");
+}
+
+/* The iterator of pairs(arch): next over the real table (upvalue 1). */
+static int arch_next(lua_State *L)
+{
+    lua_settop(L, 2);
+    if (lua_next(L, lua_upvalueindex(1)) != 0)
+        return 2;
+    lua_pushnil(L);
+    return 1;
+}
+
+static int arch_pairs(lua_State *L)
+{
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_pushcclosure(L, arch_next, 1);
+    lua_pushvalue(L, 1);
+    lua_pushnil(L);
+    return 3;
+}
+
+/* Pushes the arch table. It is built once per target and kept: an empty table whose
+ * metatable reads from the real one and refuses writes, so that no call can change what
+ * the next one sees. One that rawset wrote into is replaced. */
+static void push_arch(lua_State *L, ft_spec_lua *S, const ft_arch *a)
+{
+    const char *nul = memchr(a->name, '\0', sizeof a->name);
+    int ref;
+
+    if (S->arch_ref != LUA_NOREF && same_arch(&S->arch, a)) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, S->arch_ref);
+        lua_pushnil(L);
+        if (lua_next(L, -2) == 0)
+            return;
+        lua_pop(L, 3);
+    }
+    lua_createtable(L, 0, 0); /* the view */
+    lua_createtable(L, 0, 4); /* its metatable */
+    lua_createtable(L, 0, 9); /* the real table */
+    lua_pushlstring(L, a->name, nul != NULL ? (size_t)(nul - a->name) : sizeof a->name);
+    lua_setfield(L, -2, "name");
+    set_int(L, "cc", a->cc);
+    set_int(L, "sms", a->sms);
+    set_int(L, "smem_per_block", a->smem_per_block);
+    set_int(L, "smem_per_sm", a->smem_per_sm);
+    set_int(L, "regs_per_sm", a->regs_per_sm);
+    set_int(L, "regs_per_thread", a->regs_per_thread);
+    set_int(L, "threads_per_block", a->threads_per_block);
+    set_int(L, "threads_per_sm", a->threads_per_sm);
+    lua_pushvalue(L, -1);
+    lua_pushcclosure(L, arch_pairs, 1);
+    lua_setfield(L, -3, "__pairs");
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, arch_newindex);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushliteral(L, "arch is read-only");
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    luaL_unref(L, LUA_REGISTRYINDEX, S->arch_ref);
+    S->arch_ref = ref;
+    S->arch = *a;
+}
+
+/* "path:12: " for a function defined on line 12, "path: " when unknown. */
+static void function_where(const ft_spec *spec, int line, char *buf, size_t cap)
+{
+    if (line > 0)
+        snprintf(buf, cap, "%s:%d: ", spec->path, line);
+    else
+        snprintf(buf, cap, "%s: ", spec->path);
+}
+
+/* Evaluates the constraints in order on the variant table (2) and arch table (3). */
+static void run_constraints(lua_State *L, call_ctx *c)
+{
+    ft_spec_lua *S = c->spec->lua;
+    char where[FT_ERR_MSG_MAX / 2];
+    char variant[512];
+    char buf[96];
+    int i;
+
+    c->keep = 1;
+    for (i = 0; i < c->spec->nconstraints; i++) {
+        const char *name = c->spec->constraint_names[i];
+        int t;
+        c->current = i;
+        lua_rawgeti(L, LUA_REGISTRYINDEX, S->constraint_refs[i]);
+        lua_pushvalue(L, 2);
+        lua_pushvalue(L, 3);
+        ft__spec_begin_call(S, 0);
+        lua_call(L, 2, 2);
+        ft__spec_end_call(S);
+        t = lua_type(L, -2);
+        if (t == LUA_TBOOLEAN && lua_toboolean(L, -2)) {
+            lua_pop(L, 2);
+            continue;
+        }
+        if (t != LUA_TNIL && t != LUA_TBOOLEAN) {
+            function_where(c->spec, S->constraint_lines[i], where, sizeof where);
+            ft__variant_format(c->spec, c->v, variant, sizeof variant);
+            c->rc = ft__fail(c->err, FT_ERR_SPEC,
+                             "%sconstraint '%s' returned %s for variant %s; it must return true, "
+                             "or false and an optional reason",
+                             where, name, ft__spec_describe(L, -2, buf, sizeof buf), variant);
+            return;
+        }
+        c->keep = 0;
+        if (c->reason != NULL && c->reason_cap > 0 && lua_type(L, -1) == LUA_TSTRING &&
+            lua_rawlen(L, -1) > 0)
+            ft__printable(c->reason, c->reason_cap, lua_tostring(L, -1), lua_rawlen(L, -1));
+        else if (c->reason != NULL && c->reason_cap > 0)
+            snprintf(c->reason, c->reason_cap, "%s", name); /* printable since the load */
+        return;
+    }
+}
+
+/* smem or registers on the variant table (2) and arch table (3). */
+static void run_number(lua_State *L, call_ctx *c)
+{
+    ft_spec_lua *S = c->spec->lua;
+    const char *name = c->what == CALL_SMEM ? "smem" : "registers";
+    int ref = c->what == CALL_SMEM ? S->smem_ref : S->registers_ref;
+    int line = c->what == CALL_SMEM ? S->smem_line : S->registers_line;
+    int isint = 0;
+    lua_Integer x;
+    char where[FT_ERR_MSG_MAX / 2];
+    char variant[512];
+    char buf[96];
+
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, 3);
+    ft__spec_begin_call(S, 0);
+    lua_call(L, 2, 1);
+    ft__spec_end_call(S);
+    x = lua_type(L, -1) == LUA_TNUMBER ? lua_tointegerx(L, -1, &isint) : 0;
+    if (!isint || x < 0) {
+        function_where(c->spec, line, where, sizeof where);
+        ft__variant_format(c->spec, c->v, variant, sizeof variant);
+        c->rc = ft__fail(c->err, FT_ERR_SPEC,
+                         "%s%s returned %s for variant %s; it must return a non-negative integer",
+                         where, name, ft__spec_describe(L, -1, buf, sizeof buf), variant);
+        return;
+    }
+    c->number = (long long)x;
+}
+
+/* Runs in lua_pcall: builds v and arch, calls the function(s). */
+static int call_driver(lua_State *L)
+{
+    call_ctx *c = lua_touserdata(L, 1);
+
+    push_variant(L, c->spec, c->v);
+    push_arch(L, c->spec->lua, c->arch);
+    if (c->what == CALL_CHECK)
+        run_constraints(L, c);
+    else
+        run_number(L, c);
+    return 0;
+}
+
+static ft_status check_args(const ft_spec *spec, const ft_variant *v, const ft_arch *arch,
+                            const void *result, ft_err *err)
+{
+    int i;
+
+    if (spec == NULL || spec->lua == NULL || spec->lua->L == NULL || v == NULL || arch == NULL ||
+        result == NULL)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "spec call: a required argument is NULL");
+    for (i = 0; i < spec->nparams; i++)
+        if (v->idx[i] < 0 || v->idx[i] >= spec->params[i].nvalues)
+            return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
+                            "%s: variant index %d out of range for parameter '%s'", spec->path,
+                            v->idx[i], spec->params[i].name);
+    return FT_OK;
+}
+
+/* Calls the spec's function(s) in protected mode and reports errors with their context. */
+static ft_status call_spec(call_ctx *c)
+{
+    ft_spec_lua *S = c->spec->lua;
+    lua_State *L = S->L;
+    char context[1024];
+    char variant[512];
+    int status;
+
+    c->rc = FT_OK;
+    c->current = -1;
+    ft__spec_end_call(S); /* nothing of the last call's budgets or errors is left */
+    S->fatal = FATAL_NONE;
+    S->refused = REFUSED_NONE;
+    lua_settop(L, 0);
+    lua_pushcfunction(L, ft__spec_message_handler);
+    lua_pushcfunction(L, call_driver);
+    lua_pushlightuserdata(L, c);
+    status = lua_pcall(L, 1, 0, 1);
+    ft__spec_end_call(S);
+    if (status != LUA_OK) {
+        ft__variant_format(c->spec, c->v, variant, sizeof variant);
+        if (c->what == CALL_CHECK && c->current >= 0)
+            snprintf(context, sizeof context, " (in constraint '%s' for variant %s)",
+                     c->spec->constraint_names[c->current], variant);
+        else if (c->what == CALL_CHECK)
+            snprintf(context, sizeof context, " (for variant %s)", variant);
+        else
+            snprintf(context, sizeof context, " (in %s for variant %s)",
+                     c->what == CALL_SMEM ? "smem" : "registers", variant);
+        c->rc = ft__spec_lua_failure(S, status, context, c->err);
+    }
+    lua_settop(L, 0);
+    return c->rc;
+}
+
+ft_status ft__spec_check(ft_spec *spec, const ft_variant *v, const ft_arch *arch, int *keep,
+                         char *reason, size_t reason_cap, ft_err *err)
+{
+    ft_status rc;
+    call_ctx c;
+
+    if (keep != NULL)
+        *keep = 0;
+    if (reason != NULL && reason_cap > 0)
+        reason[0] = '\0';
+    rc = check_args(spec, v, arch, keep, err);
+    if (rc != FT_OK)
+        goto out;
+    memset(&c, 0, sizeof c);
+    c.spec = spec;
+    c.v = v;
+    c.arch = arch;
+    c.what = CALL_CHECK;
+    c.reason = reason;
+    c.reason_cap = reason_cap;
+    c.err = err;
+    rc = call_spec(&c);
+    if (rc == FT_OK)
+        *keep = c.keep;
+    else if (reason != NULL && reason_cap > 0)
+        reason[0] = '\0';
+out:
+    return rc;
+}
+
+ft_status ft__spec_smem(ft_spec *spec, const ft_variant *v, const ft_arch *arch, long long *bytes,
+                        ft_err *err)
+{
+    ft_status rc;
+    call_ctx c;
+
+    if (bytes != NULL)
+        *bytes = 0;
+    rc = check_args(spec, v, arch, bytes, err);
+    if (rc != FT_OK)
+        goto out;
+    memset(&c, 0, sizeof c);
+    c.spec = spec;
+    c.v = v;
+    c.arch = arch;
+    c.what = CALL_SMEM;
+    c.err = err;
+    rc = call_spec(&c);
+    if (rc == FT_OK)
+        *bytes = c.number;
+out:
+    return rc;
+}
+
+ft_status ft__spec_registers(ft_spec *spec, const ft_variant *v, const ft_arch *arch,
+                             long long *regs, ft_err *err)
+{
+    ft_status rc;
+    call_ctx c;
+
+    if (regs != NULL)
+        *regs = 0;
+    rc = check_args(spec, v, arch, regs, err);
+    if (rc != FT_OK)
+        goto out;
+    if (!spec->has_registers) {
+        rc = ft__fail(err, FT_ERR_INVALID_ARGUMENT, "%s: the spec has no registers function",
+                      spec->path);
+        goto out;
+    }
+    memset(&c, 0, sizeof c);
+    c.spec = spec;
+    c.v = v;
+    c.arch = arch;
+    c.what = CALL_REGISTERS;
+    c.err = err;
+    rc = call_spec(&c);
+    if (rc == FT_OK)
+        *regs = c.number;
+out:
+    return rc;
+}
+
+/* The built-in spec a name stands for: "specs/x.lua", "x.lua" or "x". */
+static const ft_embedded_file *builtin_spec(const char *name)
+{
+    const ft_embedded_file *f;
+
+    for (f = ft__builtin_specs; f->name != NULL; f++) {
+        const char *base = f->name + strlen("specs/");
+        size_t stem = strlen(base) - strlen(".lua");
+        if (strcmp(name, f->name) == 0 || strcmp(name, base) == 0 ||
+            (strlen(name) == stem && strncmp(name, base, stem) == 0))
+            return f;
+    }
+    return NULL;
+}
+
+ft_status ft__spec_load_default(const char *path, ft_spec **out, ft_err *err)
+{
+    const ft_embedded_file *f = builtin_spec(path != NULL ? path : FT_DEFAULT_SPEC_NAME);
+
+    if (path != NULL && (f == NULL || access(path, F_OK) == 0))
+        return ft__spec_load(path, NULL, out, err);
+    return ft__spec_load_text(f->name, f->data, NULL, out, err);
+}
+
+ft_status ft__spec_load_builtin(int i, ft_spec **out, ft_err *err)
+{
+    int n;
+
+    *out = NULL;
+    for (n = 0; ft__builtin_specs[n].name != NULL; n++)
+        if (n == i)
+            return ft__spec_load_text(ft__builtin_specs[n].name, ft__builtin_specs[n].data, NULL, out, err);
+    return ft__fail(err, FT_ERR_NOT_FOUND, "there is no built-in spec %d", i);
+}
+
