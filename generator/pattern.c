@@ -18,7 +18,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "generator/sandbox.h"
+#include "generator/pattern.h"
 
 #define MAX_CAPTURES 32 /* Lua's LUA_MAXCAPTURES */
 #define MAX_DEPTH 200   /* nested matcher calls (Lua's MAXCCALLS) */

@@ -4,6 +4,8 @@
  */
 #include "generator/sandbox.h"
 
+#include "generator/pattern.h"
+
 #include <limits.h>
 #include <string.h>
 
@@ -17,24 +19,6 @@
 
 /* Access a table function needs from its argument. */
 enum { NEED_READ = 1, NEED_WRITE = 2, NEED_LEN = 4 };
-
-void ft__meter_charge(lua_State *L, ft_meter *m, long long n, const char *fn)
-{
-    m->instructions -= n;
-    if (m->instructions > 0)
-        return;
-    m->exceeded(L, m, FT_METER_INSTRUCTIONS, fn);
-    lua_error(L);
-}
-
-void ft__meter_match(lua_State *L, ft_meter *m, long long n, const char *fn)
-{
-    m->match_steps -= n;
-    if (m->match_steps >= 0)
-        return;
-    m->exceeded(L, m, FT_METER_MATCH, fn);
-    lua_error(L);
-}
 
 static ft_meter *meter_of(lua_State *L)
 {

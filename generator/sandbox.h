@@ -13,23 +13,7 @@
 
 #include <lua.h>
 
-enum { FT_METER_INSTRUCTIONS = 0, FT_METER_MATCH = 1 };
-
-typedef struct ft_meter ft_meter;
-
-struct ft_meter {
-    long long instructions; /* instructions left (the count hook spends them too) */
-    long long match_steps;  /* pattern-matching steps left */
-    /* Called once a budget is spent (what: FT_METER_*; fn: the library function, as
-     * "table.move"); pushes the error message. The caller then raises it. */
-    void (*exceeded)(lua_State *L, ft_meter *m, int what, const char *fn);
-};
-
-/* Spends n of the instruction budget on behalf of fn; raises the meter's error when it is gone. */
-void ft__meter_charge(lua_State *L, ft_meter *m, long long n, const char *fn);
-
-/* Spends n pattern-matching steps; raises the meter's error when they are gone. */
-void ft__meter_match(lua_State *L, ft_meter *m, long long n, const char *fn);
+#include "generator/meter.h"
 
 /* Replaces, in the global tables string and table, the functions that can loop in C with
  * versions that charge m (which must outlive the state):
@@ -46,8 +30,5 @@ void ft__meter_match(lua_State *L, ft_meter *m, long long n, const char *fn);
  * Their results and errors are those of the stock functions. Runs in protected mode (it
  * allocates). */
 void ft__sandbox_bound_libs(lua_State *L, ft_meter *m);
-
-/* The four pattern functions alone, set in the table at idx (generator/pattern.c). */
-void ft__pattern_install(lua_State *L, int idx, ft_meter *m);
 
 #endif

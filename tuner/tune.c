@@ -43,16 +43,6 @@
 #include "tuner/plan.h"
 #include "tuner/tune_internal.h"
 
-int ft__tuner_stopped(const tuner *tu)
-{
-    return tu->o != NULL && tu->o->stop != NULL && *tu->o->stop;
-}
-
-ft_status ft__tuner_interrupted(const tuner *tu, ft_err *err)
-{
-    return ft__fail(err, FT_ERR_INTERRUPTED, "interrupted: %lld measurements were recorded",
-                    tu->sum != NULL ? tu->sum->measured : 0);
-}
 
 
 static ft_status tuner_open(tuner *tu, const char *worker_cmd, const char *cache_dir, ft_err *err)

@@ -121,10 +121,17 @@ typedef struct target_list {
 
 
 /* Whether the stop flag (a signal) is set. */
-int ft__tuner_stopped(const tuner *tu);
+static inline int ft__tuner_stopped(const tuner *tu)
+{
+    return tu->o != NULL && tu->o->stop != NULL && *tu->o->stop;
+}
 
 /* FT_ERR_INTERRUPTED, saying how much was recorded. */
-ft_status ft__tuner_interrupted(const tuner *tu, ft_err *err);
+static inline ft_status ft__tuner_interrupted(const tuner *tu, ft_err *err)
+{
+    return ft__fail(err, FT_ERR_INTERRUPTED, "interrupted: %lld measurements were recorded",
+                    tu->sum != NULL ? tu->sum->measured : 0);
+}
 
 
 /* An answer to a shape command (ok, or error with its message). */

@@ -100,38 +100,3 @@ def read_overhead(path):
     ValueError when the file cannot be read or is not JSON."""
     with open(path) as f:
         return json.load(f)
-
-
-def selftest(expect, tmp):
-    import os
-
-    from .testdata import SAMPLE_TUNE_LOG
-
-    expect(bucket_key("f16", 64, 1, 32, 32, 512, 512) == "f16 d=64 causal=1 seqlen<=512 b*h<=1024", "bucket key")
-    expect(bucket_key("bf16", 128, 0, 1, 16, 3000, 3000) == "bf16 d=128 causal=0 seqlen<=4096 b*h<=16", "bucket rounding")
-    disp = parse_dispatch("noise\nflashtune: f16 d=64 causal=1 seqlen<=512 b*h<=16: tuned for the nearest bucket "
-                          "(seqlen <= 512, b*h <= 1024): d=64,bm=128\n")
-    expect(disp == {"f16 d=64 causal=1 seqlen<=512 b*h<=16":
-                    "tuned for the nearest bucket (seqlen <= 512, b*h <= 1024): d=64,bm=128"}, "dispatch line")
-    expect([parse_duration(x) for x in ("12.3s", "4m54s", "1h02m", "x")] == [12.3, 294.0, 3720.0, None], "durations")
-    log = parse_tune_log(SAMPLE_TUNE_LOG)
-    expect(log.get("buckets") == 96 and log.get("variants") == 1560 and log.get("pruned") == 1896, "tune log: counts")
-    expect(log.get("wall_s") == 294 and log.get("compile_s") == 1.2 and log.get("verify_s") == 20.3 and
-           log.get("timing_s") == 240 and abs(log.get("other_s") - 32.5) < 1e-9, "tune log: time split")
-    expect(log.get("by_status", {}).get("wrong result") == 12 and log["by_status"].get("ok") == 5900, "tune log: status")
-    expect(log.get("near_ties") == 17 and log.get("script_wall_s") == 296, "tune log: near ties, script clock")
-    two = parse_tune_log(SAMPLE_TUNE_LOG + SAMPLE_TUNE_LOG.replace("4m54s", "1m06s"))
-    expect(two.get("tunes") == 2 and two.get("measured") == 11840 and two.get("wall_s") == 360 and
-           two["by_status"].get("ok") == 11800 and two.get("buckets") == 192, "tune log of two tunes: their sums")
-    path = os.path.join(tmp, "overhead.json")
-    with open(path, "w") as f:
-        f.write('{"dispatch_ns": {"median": 2100}, "note": "a|b"}')
-    expect(read_overhead(path) == {"dispatch_ns": {"median": 2100}, "note": "a|b"}, "overhead JSON read verbatim")
-    with open(path, "w") as f:
-        f.write("not json")
-    for bad in (path, os.path.join(tmp, "missing.json")):
-        try:
-            read_overhead(bad)
-            expect(False, "overhead JSON: an unreadable file raises")
-        except (OSError, ValueError):
-            expect(True, "overhead JSON: %s raises" % ("a missing file" if "missing" in bad else "text that is not JSON"))

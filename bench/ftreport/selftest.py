@@ -3,9 +3,10 @@ selftest(expect, tmp) checks what it holds, without a GPU and without PyTorch; m
 when it is there. Prints one line per check and 'N passed, N failed'; returns the exit status."""
 import tempfile
 
-from . import dbsummary, environment, measure, output, parse, plots, render, stats
+from . import checks, environment, measure, output, plots, render, stats
 
-MODULES = (measure, stats, parse, dbsummary, render, plots, output, environment)
+SELFTESTS = (measure.selftest, stats.selftest, checks.selftest_parse, checks.selftest_dbsummary, render.selftest,
+             plots.selftest, output.selftest, environment.selftest)
 
 
 def run_all():
@@ -16,7 +17,7 @@ def run_all():
         (passed if cond else failures).append(what)
 
     with tempfile.TemporaryDirectory() as tmp:
-        for module in MODULES:
-            module.selftest(expect, tmp)
+        for selftest in SELFTESTS:
+            selftest(expect, tmp)
     print("%d passed, %d failed" % (len(passed), len(failures)))
     return 1 if failures else 0
