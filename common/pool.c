@@ -12,7 +12,7 @@ typedef struct pool_run {
     volatile int *stop;
 } pool_run;
 
-static void *worker(void *arg)
+static void *run_items(void *arg)
 {
     pool_run *r = arg;
 
@@ -42,11 +42,11 @@ int ft__parallel_for(int n, int nthreads, void (*fn)(void *ctx, int i), void *ct
     if (nthreads > 1)
         threads = calloc((size_t)nthreads - 1, sizeof *threads);
     for (t = 0; threads != NULL && t < nthreads - 1; t++) {
-        if (pthread_create(&threads[t], NULL, worker, &r) != 0)
+        if (pthread_create(&threads[t], NULL, run_items, &r) != 0)
             break;
         started++;
     }
-    worker(&r);
+    run_items(&r);
     for (t = 0; t < started; t++)
         pthread_join(threads[t], NULL);
     free(threads);

@@ -25,7 +25,7 @@
 #include "runtime/compile.h"
 #include "runtime/verify.h"
 #include "tuner/plan.h"
-#include "tuner/tune_internal.h"
+#include "tuner/internal.h"
 
 /* ---- setup -------------------------------------------------------------------------------- */
 

@@ -7,8 +7,8 @@
  *   protocol.c  the worker protocol's lines, parsed and checked
  *   race.c      recording results; the leaders' race
  */
-#ifndef FT_TUNER_TUNE_INTERNAL_H
-#define FT_TUNER_TUNE_INTERNAL_H
+#ifndef FT_TUNER_INTERNAL_H
+#define FT_TUNER_INTERNAL_H
 
 #include <sys/types.h>
 
