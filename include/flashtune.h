@@ -169,6 +169,19 @@ typedef struct ft_attention_args {
 FT_API void ft_attention_args_init_version(ft_attention_args *a, int version);
 #define ft_attention_args_init(a) ft_attention_args_init_version((a), FT_ARGS_VERSION)
 
+/* The FLOPs a forward call with these sizes does, as the FlashAttention papers count them
+ * (4·batch·heads_q·seqlen_q·seqlen_k·head_dim, halved when causal): what TFLOP/s figures
+ * divide. 0 when args is NULL or not a version this library reads, or its sizes are not
+ * positive. The tensors are not read; no context is needed. */
+FT_API double ft_attention_flops(const ft_attention_args *args);
+
+/* The key of a forward call: the kind of call a tuned winner is chosen for, in the canonical
+ * text the tuning database and packs store ({"dtype":"f16","d":128,"causal":1,"seqlen":4096,
+ * "bh":64}), written to buf (cap bytes, cut to fit; "" on failure). FT_ERR_INVALID_ARGUMENT
+ * for NULL arguments, cap 0, or sizes that are not positive. The tensors are not read; no
+ * context is needed. */
+FT_API ft_status ft_attention_key(const ft_attention_args *args, char *buf, size_t cap);
+
 /* Enqueues O = softmax(scale·Q·Kᵀ)·V on stream (a CUstream; NULL: the default stream) in
  * ctx's device context. The first call for a kind of problem compiles or loads its kernel
  * (which can take a second); later calls only launch. Returns FT_ERR_INVALID_ARGUMENT for bad

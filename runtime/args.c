@@ -1,6 +1,9 @@
 #include "runtime/args.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "ops/op.h"
 
 ft_status ft__attention_args_read(const ft_attention_args *in, ft_attention_args *out, ft_err *err)
 {
@@ -36,4 +39,42 @@ void ft_attention_args_init_version(ft_attention_args *a, int version)
         return;
     memset(a, 0, sizeof *a);
     a->version = version;
+}
+
+/* The sizes of a call as the forward operation reads them; 0 when they are not positive. */
+static int call_problem(const ft_attention_args *given, ft_problem *p)
+{
+    ft_attention_args a;
+
+    if (given == NULL || ft__attention_args_read(given, &a, NULL) != FT_OK)
+        return 0;
+    if (a.batch <= 0 || a.heads_q <= 0 || a.heads_kv <= 0 || a.seqlen_q <= 0 || a.seqlen_k <= 0 || a.head_dim <= 0)
+        return 0;
+    memset(p, 0, sizeof *p);
+    p->batch = a.batch, p->heads_q = a.heads_q, p->heads_kv = a.heads_kv;
+    p->seqlen_q = a.seqlen_q, p->seqlen_k = a.seqlen_k, p->head_dim = a.head_dim;
+    p->causal = a.causal != 0, p->bf16 = a.dtype == FT_BF16;
+    return 1;
+}
+
+double ft_attention_flops(const ft_attention_args *args)
+{
+    ft_problem p;
+
+    return call_problem(args, &p) ? ft__op_fwd.flops(&p) : 0.0;
+}
+
+ft_status ft_attention_key(const ft_attention_args *args, char *buf, size_t cap)
+{
+    ft_problem p;
+    ft_key k;
+
+    if (buf == NULL || cap == 0)
+        return FT_ERR_INVALID_ARGUMENT;
+    buf[0] = '\0';
+    if (!call_problem(args, &p))
+        return FT_ERR_INVALID_ARGUMENT;
+    ft__op_fwd.key(&p, &k);
+    ft__key_format(&k, buf, cap);
+    return FT_OK;
 }

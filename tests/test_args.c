@@ -85,4 +85,29 @@ static void test_version_2_read(void)
     ASSERT_EQ(ft__attention_args_read(&in, &a, &err), FT_ERR_INVALID_ARGUMENT);
 }
 
-FT_TEST_MAIN(FT_CASE(test_init), FT_CASE(test_version_1_read), FT_CASE(test_version_2_read))
+/* The FLOPs and the key of a call, for callers that count TFLOP/s or name buckets (the Python
+ * binding, the report) without a formula of their own. */
+static void test_flops_and_key(void)
+{
+    ft_attention_args a;
+    ft_attention_args_v1 old;
+    char key[160];
+
+    ft_attention_args_init(&a);
+    a.dtype = FT_BF16, a.batch = 2, a.heads_q = 8, a.heads_kv = 2, a.seqlen_q = 1000, a.seqlen_k = 3000;
+    a.head_dim = 128, a.causal = 1;
+    ASSERT_TRUE(ft_attention_flops(&a) == 2.0 * 2 * 8 * 1000 * 3000 * 128);
+    ASSERT_OK(ft_attention_key(&a, key, sizeof key), &(ft_err){0});
+    ASSERT_STREQ(key, "{\"dtype\":\"bf16\",\"d\":128,\"causal\":1,\"seqlen\":4096,\"bh\":16}");
+    fill_v1(&old); /* a version-1 caller gets the same */
+    ASSERT_TRUE(ft_attention_flops((const ft_attention_args *)(const void *)&old) == 2.0 * 3 * 8 * 1000 * 1001 * 128);
+    a.batch = 0;
+    ASSERT_TRUE(ft_attention_flops(&a) == 0);
+    ASSERT_EQ(ft_attention_key(&a, key, sizeof key), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_STREQ(key, "");
+    ASSERT_TRUE(ft_attention_flops(NULL) == 0);
+    ASSERT_EQ(ft_attention_key(NULL, key, sizeof key), FT_ERR_INVALID_ARGUMENT);
+}
+
+FT_TEST_MAIN(FT_CASE(test_init), FT_CASE(test_version_1_read), FT_CASE(test_version_2_read),
+             FT_CASE(test_flops_and_key))

@@ -5,18 +5,13 @@ import json
 import re
 
 
-def pow2_at_least(n, lo):
-    p = lo
-    while p < n:
-        p *= 2
-    return p
-
-
 def bucket_key(dtype, d, causal, batch, heads, seqlen_q, seqlen_k):
-    """flashtune's dispatch bucket of a call (tuning_db/db.c ft__db_bucket), as its debug line
-    prints it."""
-    return "%s d=%d causal=%d seqlen<=%d b*h<=%d" % (
-        dtype, d, 1 if causal else 0, pow2_at_least(max(seqlen_q, seqlen_k), 64), pow2_at_least(batch * heads, 1))
+    """flashtune's dispatch key of a call, from the library (flashtune.key: the one formula), as
+    its FLASHTUNE_DEBUG line prints it."""
+    from flashtune import key
+
+    k = key(dtype, batch, heads, seqlen_q, seqlen_k, d, causal)
+    return "%s d=%d causal=%d seqlen<=%d b*h<=%d" % (k["dtype"], k["d"], k["causal"], k["seqlen"], k["bh"])
 
 
 DISPATCH_RE = re.compile(r"^flashtune: (\S+ d=\d+ causal=\d seqlen<=\d+ b\*h<=\d+): (.*)$")

@@ -15,9 +15,10 @@ import ctypes
 import math
 import os
 
-__all__ = ["Context", "FlashtuneError", "check_tensors", "library_path", "version", "flops"]
+__all__ = ["Context", "FlashtuneError", "check_tensors", "library_path", "version", "flops", "key"]
 
 FT_OPTIONS_VERSION = 2
+FT_ARGS_VERSION = 2
 _DTYPES = {"float16": 0, "bfloat16": 1}
 
 
@@ -40,7 +41,9 @@ class _Options(ctypes.Structure):
 
 
 class _Args(ctypes.Structure):
+    """ft_attention_args, version 2 (include/flashtune.h)."""
     _fields_ = [
+        ("version", ctypes.c_int),
         ("dtype", ctypes.c_int),
         ("batch", ctypes.c_int),
         ("heads_q", ctypes.c_int),
@@ -92,6 +95,10 @@ def _load():
         lib.ft_attention_kernel.restype = ctypes.c_int
         lib.ft_version.argtypes = []
         lib.ft_version.restype = ctypes.c_char_p
+        lib.ft_attention_flops.argtypes = [ctypes.POINTER(_Args)]
+        lib.ft_attention_flops.restype = ctypes.c_double
+        lib.ft_attention_key.argtypes = [ctypes.POINTER(_Args), ctypes.c_char_p, ctypes.c_size_t]
+        lib.ft_attention_key.restype = ctypes.c_int
         _lib = lib
     return _lib
 
@@ -234,6 +241,7 @@ class Context:
         b, sq, hq, d = q.shape
         sk, hkv = k.shape[1], k.shape[2]
         a = _Args()
+        a.version = FT_ARGS_VERSION
         a.dtype = _DTYPES[str(q.dtype).split(".")[1]]
         a.batch, a.heads_q, a.heads_kv, a.seqlen_q, a.seqlen_k, a.head_dim = b, hq, hkv, sq, sk, d
         a.q, a.k, a.v, a.o = q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr()
@@ -281,10 +289,34 @@ def version():
     return _load().ft_version().decode()
 
 
+def _sizes(batch, heads, seqlen_q, seqlen_k, head_dim, causal, heads_kv=None, dtype="float16"):
+    a = _Args()
+    a.version = FT_ARGS_VERSION
+    a.dtype = _DTYPES[dtype] if dtype in _DTYPES else {"f16": 0, "bf16": 1}[dtype]
+    a.batch, a.heads_q, a.seqlen_q, a.seqlen_k, a.head_dim = batch, heads, seqlen_q, seqlen_k, head_dim
+    a.heads_kv = heads if heads_kv is None else heads_kv
+    a.causal = 1 if causal else 0
+    return a
+
+
 def flops(batch, heads, seqlen_q, seqlen_k, head_dim, causal):
-    """Forward FLOPs as the FlashAttention papers count them."""
-    f = 4.0 * batch * heads * seqlen_q * seqlen_k * head_dim
-    return f / 2 if causal else f
+    """Forward FLOPs as the FlashAttention papers count them, from the library (the one formula
+    the tuner, the database and the reports use)."""
+    return _load().ft_attention_flops(ctypes.byref(_sizes(batch, heads, seqlen_q, seqlen_k, head_dim, causal)))
+
+
+def key(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal, heads_kv=None):
+    """The key a forward call is dispatched by, from the library, as a dict:
+    {"dtype": "f16", "d": 128, "causal": 1, "seqlen": 4096, "bh": 64}. dtype: "f16", "bf16",
+    "float16" or "bfloat16"."""
+    import json
+
+    buf = ctypes.create_string_buffer(256)
+    a = _sizes(batch, heads, seqlen_q, seqlen_k, head_dim, causal, heads_kv, dtype)
+    rc = _load().ft_attention_key(ctypes.byref(a), buf, len(buf))
+    if rc != 0:
+        raise ValueError("no key for sizes b=%r h=%r sq=%r sk=%r d=%r" % (batch, heads, seqlen_q, seqlen_k, head_dim))
+    return json.loads(buf.value.decode())
 
 
 def default_scale(head_dim):
