@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/op.h"
 #include "cli.h"
 #include "common/json.h"
 #include "generator/variant.h"
@@ -228,7 +229,7 @@ int cmd_run(int argc, char **argv)
         status = cli_fail("run", &err);
         goto out;
     }
-    tflops = ft__problem_flops(&p) / (timing.median_ms * 1e-3) / 1e12;
+    tflops = ft__op_fwd.flops(&p) / (timing.median_ms * 1e-3) / 1e12;
     ft__problem_format(&p, ps, sizeof ps);
     if (json) {
         printf("{\"variant\": ");

@@ -70,12 +70,6 @@ ft_status ft__problem_validate(const ft_problem *p, ft_err *err)
     return FT_OK;
 }
 
-double ft__problem_flops(const ft_problem *p)
-{
-    double f = 4.0 * p->batch * p->heads_q * (double)p->seqlen_q * p->seqlen_k * p->head_dim;
-    return p->causal ? f / 2 : f;
-}
-
 float ft__problem_scale(const ft_problem *p)
 {
     return p->scale > 0 ? p->scale : (float)(1.0 / sqrt((double)p->head_dim));

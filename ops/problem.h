@@ -34,10 +34,6 @@ void ft__problem_format(const ft_problem *p, char *out, size_t cap);
 /* Checks sizes, grouped-query heads and that the layout can hold the problem. */
 ft_status ft__problem_validate(const ft_problem *p, ft_err *err);
 
-/* Forward FLOPs: 4·b·hq·sq·sk·d, halved when causal (the convention of the FlashAttention
- * papers and ANCHORS.md). */
-double ft__problem_flops(const ft_problem *p);
-
 float ft__problem_scale(const ft_problem *p);
 
 /* The element counts of the buffers a layout needs and where each tensor starts in them:

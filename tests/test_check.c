@@ -299,7 +299,7 @@ static void test_problem_parse(void)
     p.causal = 1;
     p.layout = FT_LAYOUT_BSHD;
     ASSERT_OK(ft__problem_parse("b=2,hq=4,sq=8,sk=8,d=32", &p, &err), &err);
-    ASSERT_TRUE(ft__problem_flops(&p) == 2.0 * 2 * 4 * 8 * 8 * 32);
+    ASSERT_TRUE(ft__op_fwd.flops(&p) == 2.0 * 2 * 4 * 8 * 8 * 32);
 }
 
 FT_TEST_MAIN(FT_CASE(test_half_conversions), FT_CASE(test_cpu_reference_causal), FT_CASE(test_cpu_reference_gqa),

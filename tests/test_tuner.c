@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ops/op.h"
 #include "ft_test.h"
 #include "tuner/tune.h"
 
@@ -31,7 +32,7 @@ static void test_a_good_reply(void)
     ASSERT_TRUE(r.median_ms == 2.5 && r.q1_ms == 2.4 && r.q3_ms == 2.6);
     ASSERT_EQ(r.reps, 20);
     ASSERT_EQ(r.registers, 128);
-    ASSERT_TRUE(fabs(r.tflops - ft__problem_flops(&p) / 2.5e-3 / 1e12) < 1e-9);
+    ASSERT_TRUE(fabs(r.tflops - ft__op_fwd.flops(&p) / 2.5e-3 / 1e12) < 1e-9);
     ASSERT_STREQ(r.detail, "");
     /* a failure's reason is the rest of the line, spaces and '=' included */
     ASSERT_OK(ft__tune_parse_result("result id=8 status=launch_failure median=0 q1=0 q3=0 reps=0 l2=0 lse=0 regs=0 "
