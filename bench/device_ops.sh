@@ -1,11 +1,13 @@
 #!/bin/bash
 # The GPU checks of the operations rework, as they were run (two calls on the GPU machine):
-#   bash bench/device_ops.sh verify   every sm_90a variant through `flashtune verify`, the GPU
-#                                     tests (test_gpu, gpu_tune, test_python, pack's GPU part)
+#   bash bench/device_ops.sh verify   every sm_90a variant through `flashtune verify`, then the
+#                                     GPU tests (test_gpu, gpu_tune, test_python, pack's GPU part)
+#   bash bench/device_ops.sh tests    the GPU tests alone
 #   bash bench/device_ops.sh ab       the forward with this build and with the one before the
 #                                     rework (OLD), interleaved: the built-in default kernel of
 #                                     every (head dim, causality) at seqlen 512, 2k and 8k, bf16,
 #                                     on the papers' grid (16k tokens, hidden 2048), two rounds
+#                                     (timing only: verify has checked every variant)
 # Expects what bench/NOTES.md's device sections describe: a build with -DFT_STATIC_DEPS=ON in
 # $RUN (default .dev/run: flashtune, libflashtune.so*, attention, tests/test_gpu,
 # tests/fake_worker, deps/liblua5.4.so.0 and libsqlite3.so.0, old/flashtune). Logs go to $OUT.
@@ -13,7 +15,7 @@ set -u
 RUN=${RUN:-.dev/run}
 OUT=${OUT:-/tmp/ft-out}
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$PWD/$RUN/deps:${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$PWD/$RUN:$PWD/$RUN/deps:${LD_LIBRARY_PATH:-}
 export FLASHTUNE_CACHE_DIR=/tmp/ft-cache FLASHTUNE_LIB=$PWD/$RUN/libflashtune.so PYTHONUNBUFFERED=1
 ft=$RUN/flashtune
 summary=$OUT/summary.txt
@@ -29,7 +31,8 @@ verify)
   timeout 420 "$ft" verify flash_fwd_sm90 -q > "$OUT/verify_sm90.txt" 2>&1
   rc=$?
   note "verify flash_fwd_sm90: exit $rc in $(( $(date +%s) - t0 )) s: $(grep -E 'variants|pass|fail' "$OUT/verify_sm90.txt" | tail -2 | tr '\n' ' ')"
-  "$RUN/tests/test_gpu" > "$OUT/test_gpu.txt" 2>&1; note "test_gpu: exit $? ($(tail -1 "$OUT/test_gpu.txt"))"
+  ;&
+tests)  "$RUN/tests/test_gpu" > "$OUT/test_gpu.txt" 2>&1; note "test_gpu: exit $? ($(tail -1 "$OUT/test_gpu.txt"))"
   sh tests/gpu_tune.sh "$ft" "$RUN/attention" > "$OUT/gpu_tune.txt" 2>&1; note "gpu_tune: exit $? ($(tail -1 "$OUT/gpu_tune.txt"))"
   python3 tests/test_python.py > "$OUT/test_python.txt" 2>&1; note "test_python: exit $? ($(tail -1 "$OUT/test_python.txt"))"
   FLASHTUNE_WORKER=$PWD/$RUN/tests/fake_worker sh tests/pack.sh "$ft" "$RUN/tests/fake_worker" cc "$RUN/libflashtune.so" \
@@ -53,7 +56,7 @@ ab)
           c=""; [ "$causal" = 1 ] && c="--causal"
           for build in new old; do
             bin=$ft; [ $build = old ] && bin=$RUN/old/flashtune
-            line=$("$bin" run --spec flash_fwd_sm90 --variant "d=$d,$v" --shape "$shape" $c --dtype bf16 --json \
+            line=$("$bin" run --spec flash_fwd_sm90 --variant "d=$d,$v" --shape "$shape" $c --dtype bf16 --json --no-verify \
                    --cache-dir /tmp/ft-cache-$build 2>"$OUT/ab_err.txt" | tail -1)
             echo "{\"round\": $round, \"build\": \"$build\", \"d\": $d, \"causal\": $causal, \"s\": $s, \"run\": ${line:-null}}" >> "$OUT/ab.jsonl"
           done
@@ -79,5 +82,5 @@ for d in (64, 128, 256):
         print("d=%-3d causal=%d  %8.1f     %8.1f     %.3f" % (d, c, gn, go, gn / go))
 PY
   ;;
-*) echo "usage: bash bench/device_ops.sh verify|ab" >&2; exit 2 ;;
+*) echo "usage: bash bench/device_ops.sh verify|tests|ab" >&2; exit 2 ;;
 esac

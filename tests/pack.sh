@@ -44,7 +44,8 @@ cur = None
 for stmt in [s for s in sys.argv[2].split(";") if s.strip()]:
     cur = c.execute(stmt)
 for row in (cur.fetchall() if cur is not None else []):
-    print("|".join("" if v is None else str(v) for v in row))' "$@"
+    print("|".join("" if v is None else str(v) for v in row))
+c.commit()' "$@"
   }
 fi
 
@@ -230,7 +231,9 @@ echo "C export compiled into a program: ok"
 # 7. A hostile device name (imported without a GPU here, so it stays the pack's device): the C
 #    export escapes it and compiles, warnings as errors, to the set's symbols alone.
 repack "$dir/fake.ftpack" "$dir/name.ftpack" 's|"name": "Fake GPU"|"name": "X */ int injected = 2; /* \\\\ ??/"|'
-env -u FLASHTUNE_WORKER "$ft" import "$dir/name.ftpack" --db "$dir/name.db" -q > "$dir/out" 2>&1 || fail "the hostile name's pack was refused"
+# (where a GPU is, the stand-in worker plays a GPU of that name, so that the pack is this GPU's)
+FAKE_DEVICE='X */ int injected = 2; /* \ ??/' "$ft" import "$dir/name.ftpack" --db "$dir/name.db" -q > "$dir/out" 2>&1 ||
+  fail "the hostile name's pack was refused"
 "$ft" export --db "$dir/name.db" --format c --out "$dir/hostile_kernels.c" -q > "$dir/out" 2>&1 || fail "export of the hostile name failed"
 grep -q 'Pretuned flashtune kernels for X \\x2a\\x2f int injected = 2; \\x2f\\x2a \\x5c \\x3f\\x3f\\x2f (compute' "$dir/hostile_kernels.c" ||
   fail "the hostile name is not escaped in the comment"
