@@ -6,7 +6,7 @@
  * __len says 2^50) charges a meter as it goes and raises a Lua error once the meter is spent.
  *
  * What the meter holds is spent by the current call of the spec's code (the chunk while it
- * loads, or one call of a spec function); generator/spec.c refills it at the start of each.
+ * loads, or one call of a spec function); generator/spec_lua.c refills it at the start of each.
  */
 #ifndef FT_GENERATOR_SANDBOX_H
 #define FT_GENERATOR_SANDBOX_H

@@ -24,13 +24,15 @@
  *   }                                            --   whether variants that spill stay candidates
  *
  * `v` is a table of the variant's parameters ({ d = 128, dtype = "f16", ... }); `arch` holds
- * the target's limits (fields named as in push_arch in spec.c: name, cc, sms, smem_per_block,
+ * the target's limits (fields named as in push_arch in spec_call.c: name, cc, sms, smem_per_block,
  * smem_per_sm, regs_per_sm, regs_per_thread, threads_per_block, threads_per_sm).
  * A constraint function returns true to keep the variant, or false (optionally followed by a
  * reason string) to prune it.
  *
  * The chunk runs in a sandbox: only the base, table, string and math libraries, without
- * load, loadfile, dofile, require, collectgarbage, string.dump, io, os, package or debug;
+ * load, loadfile, dofile, collectgarbage, string.dump, io, os, package or debug; `require`
+ * loads only modules of the spec's own folder (name.lua) and the built-in ones (specs/lib/),
+ * by identifier, each in the same sandbox (spec_lua.c);
  * memory is capped, and running the chunk and every call of its functions have budgets
  * (ft_sandbox_limits): Lua instructions, steps of pattern matching, bytes allocated, CPU time.
  * The library functions that could loop in C without end count their work against them
@@ -73,7 +75,7 @@ typedef struct ft_workload {
     int b, hq, hkv, sq, sk, d;
 } ft_workload;
 
-typedef struct ft_spec_lua ft_spec_lua; /* private to spec.c */
+typedef struct ft_spec_lua ft_spec_lua; /* private to spec_lua.c, spec_load.c, spec_call.c */
 
 typedef struct ft_spec {
     char *path;           /* as given to ft__spec_load */

@@ -407,8 +407,6 @@ static int sandbox_print(lua_State *L)
     return 0;
 }
 
-/* Opens base, table, string and math, takes out what a spec must not reach, and puts bounded
- * versions in place of the library functions that can loop in C (generator/sandbox.h). */
 /* ---- require: modules of the spec's folder and the built-in ones ------------------------------ */
 
 #define LOADED_KEY "flashtune.loaded" /* registry: module name -> its value, or false while it loads */
@@ -507,6 +505,8 @@ static int sandbox_require(lua_State *L)
     return 1;
 }
 
+/* Opens base, table, string and math, takes out what a spec must not reach, and puts bounded
+ * versions in place of the library functions that can loop in C (generator/sandbox.h). */
 void ft__spec_open_sandbox(lua_State *L, ft_spec_lua *S)
 {
     static const luaL_Reg libs[] = {

@@ -34,7 +34,7 @@
 
 typedef struct ft_op ft_op;
 
-/* One field of a key: a name ("d", "causal", "s") and an integer value; the dtype is its own
+/* One field of a key: a name ("d", "causal", "seqlen") and an integer value; the dtype is its own
  * field of every key. */
 typedef struct ft_key_field {
     char name[16];
@@ -50,7 +50,7 @@ typedef struct ft_key {
 
 /* The canonical text of a key, as the database and packs store it: a JSON object with the
  * dtype first, then the operation's fields in its order, no spaces:
- * {"dtype":"f16","d":128,"causal":1,"s":4096,"bh":64}. Equal keys have equal texts. */
+ * {"dtype":"f16","d":128,"causal":1,"seqlen":4096,"bh":64}. Equal keys have equal texts. */
 void ft__key_format(const ft_key *k, char *out, size_t cap);
 
 /* Parses a key text of operation op: exactly the operation's fields, in any order, each once,

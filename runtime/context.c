@@ -1,13 +1,14 @@
 /*
  * The public runtime: contexts and ft_attention_forward.
  *
- * A context keeps a small table of loaded kernels keyed by (head dim, dtype, causal). The
- * first call for a key builds its kernel (generate, compile through the cache, load) under
+ * A context keeps a small table of loaded kernels keyed by the call's key (ops/op.h: dtype,
+ * head dim, causality, sequence-length and batch·heads buckets). The first call for a key
+ * builds its kernel (generate, compile through the cache, load) under
  * the context's lock; later calls find it in the table and only launch: no compilation, no
  * allocation, no file access on that path.
  *
  * Misses: with FLASHTUNE_RECORD_MISSES=1 in the environment, a slot built without its own
- * bucket's tuned winner (the nearest bucket's winner or the built-in default ran instead) is
+ * key's tuned winner (the nearest key's winner or the built-in default ran instead) is
  * recorded in the tuning database's misses table, so that `flashtune tune --misses` can tune
  * exactly those buckets. That happens when the slot is built, under the lock, through a
  * second, writable handle opened at the first miss; calls that find their slot never

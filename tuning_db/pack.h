@@ -13,7 +13,7 @@
  * the blobs. The file is exactly as long as the header says; anything shorter or longer is
  * corrupt. The index:
  *
- *   { "format": "flashtune-pack", "version": 1, "flashtune": "0.1.0",
+ *   { "format": "flashtune-pack", "version": 2, "flashtune": "0.1.0",
  *     "created": "2026-11-30T08:15:02Z",
  *     "device": { "name", "cc", "sms", "smem_per_block", "smem_per_sm", "l2_bytes",
  *                 "driver_version", "nvrtc_version" },        (the database's fingerprint)
