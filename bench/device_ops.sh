@@ -3,11 +3,13 @@
 #   bash bench/device_ops.sh verify   every sm_90a variant through `flashtune verify`, then the
 #                                     GPU tests (test_gpu, gpu_tune, test_python, pack's GPU part)
 #   bash bench/device_ops.sh tests    the GPU tests alone
+#   bash bench/device_ops.sh pack     pack.sh's GPU part alone
 #   bash bench/device_ops.sh ab       the forward with this build and with the one before the
 #                                     rework (OLD), interleaved: the built-in default kernel of
 #                                     every (head dim, causality) at seqlen 512, 2k and 8k, bf16,
-#                                     on the papers' grid (16k tokens, hidden 2048), two rounds
-#                                     (timing only: verify has checked every variant)
+#                                     on the papers' grid (16k tokens, hidden 2048), AB_ROUNDS
+#                                     rounds (default 2; timing only: verify has checked every
+#                                     variant), AB_DIMS the head dims (default "64 128 256")
 # Expects what bench/NOTES.md's device sections describe: a build with -DFT_STATIC_DEPS=ON in
 # $RUN (default .dev/run: flashtune, libflashtune.so*, attention, tests/test_gpu,
 # tests/fake_worker, deps/liblua5.4.so.0 and libsqlite3.so.0, old/flashtune). Logs go to $OUT.
@@ -35,13 +37,17 @@ verify)
 tests)  "$RUN/tests/test_gpu" > "$OUT/test_gpu.txt" 2>&1; note "test_gpu: exit $? ($(tail -1 "$OUT/test_gpu.txt"))"
   sh tests/gpu_tune.sh "$ft" "$RUN/attention" > "$OUT/gpu_tune.txt" 2>&1; note "gpu_tune: exit $? ($(tail -1 "$OUT/gpu_tune.txt"))"
   python3 tests/test_python.py > "$OUT/test_python.txt" 2>&1; note "test_python: exit $? ($(tail -1 "$OUT/test_python.txt"))"
+  ;&
+pack)
   FLASHTUNE_WORKER=$PWD/$RUN/tests/fake_worker sh tests/pack.sh "$ft" "$RUN/tests/fake_worker" cc "$RUN/libflashtune.so" \
     > "$OUT/pack.txt" 2>&1; note "pack.sh: exit $? ($(tail -1 "$OUT/pack.txt"))"
   ;;
 ab)
   : > "$OUT/ab.jsonl"
-  for round in 1 2; do
-    for d in 64 128 256; do
+  t0=$(date +%s)
+  rounds=${AB_ROUNDS:-2}
+  for round in $(seq "$rounds"); do
+    for d in ${AB_DIMS:-64 128 256}; do
       for causal in 0 1; do
         case $d.$causal in
           64.0) v="bm=128,bn=176,stages=3,pingpong=0,overlap=1,balance=0" ;;
@@ -64,7 +70,8 @@ ab)
       done
     done
   done
-  python3 - "$OUT/ab.jsonl" <<'PY' | tee -a "$summary"
+  note "ab: $rounds rounds in $(( $(date +%s) - t0 )) s"
+  python3 - "$OUT/ab.jsonl" "$rounds" <<'PY' | tee -a "$summary"
 import json, math, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 by = {}
@@ -73,7 +80,7 @@ for r in rows:
         print("missing:", r["build"], r["d"], r["causal"], r["s"]); continue
     by.setdefault((r["d"], r["causal"], r["build"]), {}).setdefault(r["s"], []).append(r["run"]["tflops"])
 def gm(xs): return math.exp(sum(math.log(x) for x in xs) / len(xs))
-print("group         new TFLOP/s  old TFLOP/s  new/old   (geometric mean over seqlen of the best of 2 interleaved rounds)")
+print("group         new TFLOP/s  old TFLOP/s  new/old   (geometric mean over seqlen of the best of %s interleaved rounds)" % sys.argv[2])
 for d in (64, 128, 256):
     for c in (0, 1):
         n = by.get((d, c, "new"), {}); o = by.get((d, c, "old"), {})
@@ -82,5 +89,5 @@ for d in (64, 128, 256):
         print("d=%-3d causal=%d  %8.1f     %8.1f     %.3f" % (d, c, gn, go, gn / go))
 PY
   ;;
-*) echo "usage: bash bench/device_ops.sh verify|tests|ab" >&2; exit 2 ;;
+*) echo "usage: bash bench/device_ops.sh verify|tests|pack|ab" >&2; exit 2 ;;
 esac
