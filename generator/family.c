@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "generator/variant.h"
-#include "generator/variant.h"
 
 static const char *const dtype_values[] = {"f16", "bf16", NULL};
 static const char *const fwd_strings[] = {"dtype", NULL};

@@ -9,8 +9,8 @@
 #          tests is copied in first (NVRTC's output does not depend on how flashtune was built)
 #   fuzz   scripts/fuzz.sh: the pack reader and the spec loader under libFuzzer for
 #          $FT_FUZZ_SECONDS (default 60) each, both at once; "skipped" without clang's libFuzzer
-# On two cores without a GPU, from a clean clone: about 14 minutes (build 10, asan 2, fuzz 2;
-# the sampled spaces take 8 of them, sm_90a alone 3.5).
+# On two cores without a GPU, from a clean clone with the packages installed: 9.5 to 14 minutes
+# (build 7-10, asan 1.5-2, fuzz 1-2; the sampled spaces 5 to 8 of them, sm_90a alone 2 to 3.5).
 #
 # FT_TEST_LABELS replaces the build phase's selection of labels (default '-LE full'):
 #   FT_TEST_LABELS='-L full'   the whole spaces, every kept variant (about 38 minutes)
