@@ -4,10 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/op.h"
 #include "cli.h"
 #include "common/json.h"
+#include "generator/family.h"
 #include "generator/variant.h"
+#include "ops/op.h"
 #include "runtime/timing.h"
 #include "runtime/session.h"
 
@@ -177,6 +178,7 @@ int cmd_run(int argc, char **argv)
         return cli_usage_error("run", "--dtype takes f16 or bf16, not '%s'", dtype);
     p.layout = layout;
     if (ft__problem_parse(shape, &p, &err) != FT_OK || ft__spec_load_default(spec_path, &spec, &err) != FT_OK ||
+        ft__spec_check_op(spec, &ft__op_fwd, "run measures", &err) != FT_OK ||
         resolve_variant(spec, variant, causal, dtype, &v, &err) != FT_OK) {
         status = cli_fail("run", &err);
         goto out;

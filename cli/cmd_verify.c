@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "common/fs.h"
+#include "generator/family.h"
 #include "generator/variant.h"
 #include "tuner/plan.h"
 #include "runtime/session.h"
@@ -110,6 +111,7 @@ int cmd_verify(int argc, char **argv)
     if (optind != argc)
         return cli_usage_error("verify", "unexpected argument '%s'", argv[optind]);
     if (ft__spec_load_default(spec_path, &spec, &err) != FT_OK ||
+        ft__spec_check_op(spec, &ft__op_fwd, "verify checks", &err) != FT_OK ||
         (only != NULL && ft__variant_filter_parse(spec, only, &filter, &mask, &err) != FT_OK) ||
         ft__session_open((int)device, cache_dir, 1, &s, &err) != FT_OK ||
         ft__plan_build(spec, &s.arch, &filter, mask, &plan, &err) != FT_OK) {

@@ -129,14 +129,45 @@ static void fwd_sm90_launch(const char *variant, ft_launch_facts *out)
     out->persistent = !causal || out->pair_blocks;
 }
 
+static const char *const gqa_values[] = {"loop", "atomic", NULL};
+static const char *const bwd_strings[] = {"dtype", "gqa", NULL};
+static const char *const *const bwd_string_values[] = {dtype_values, gqa_values};
+static const char *const bwd_sm80_ints[] = {"d", "bm", "bn", "warps", "split", "stages", "causal", "det", NULL};
+/* ops/bwd.c's launch plan: 0 the main kernel, 1 pre, 2 post. */
+static const char *const bwd_entries[] = {"", "_pre", "_post", NULL};
+
+/* pre, main and post: one block size, 32 threads per warp. */
+static int bwd_sm80_threads(const ft_spec *spec, const ft_variant *v)
+{
+    return (int)ft__variant_int(spec, v, "warps", 4) * 32;
+}
+
+/* The main kernel: bn keys of one K/V head (gqa=loop) or one query head (gqa=atomic) per
+ * block, walking query blocks of bm rows; pre and post one block per query block. */
+static void bwd_sm80_launch(const char *variant, ft_launch_facts *out)
+{
+    char gqa[16];
+
+    out->rows_per_block = text_int(variant, "bm", 64);
+    out->keys_per_block = text_int(variant, "bn", 64);
+    out->head_dim = text_int(variant, "d", 0);
+    out->deterministic = text_int(variant, "det", 0);
+    out->gqa_atomic = variant != NULL && ft__variant_text_value(variant, "gqa", gqa, sizeof gqa) == 1 &&
+                      strcmp(gqa, "atomic") == 0;
+}
+
 static const ft_family families[] = {
     {"flash_fwd_sm80", &ft__op_fwd, "flash_fwd_sm80.cuh",
      "FlashAttention-2 forward: mma.sync m16n8k16, ldmatrix, cp.async K/V ring", 80, 0,
-     fwd_sm80_ints, fwd_strings, fwd_string_values, "", 0, fwd_sm80_threads, NULL, NULL, fwd_sm80_launch},
+     fwd_sm80_ints, fwd_strings, fwd_string_values, "", 0, fwd_sm80_threads, NULL, NULL, fwd_sm80_launch, NULL},
     {"flash_fwd_sm90", &ft__op_fwd, "flash_fwd_sm90.cuh",
      "Hopper forward: TMA K/V ring on mbarriers, wgmma, producer and consumer warpgroups", 90, 90,
      fwd_sm90_ints, fwd_strings, fwd_string_values, "a", 1, fwd_sm90_threads, fwd_sm90_prelude,
-     fwd_sm90_check_values, fwd_sm90_launch},
+     fwd_sm90_check_values, fwd_sm90_launch, NULL},
+    {"flash_bwd_sm80", &ft__op_bwd, "flash_bwd_sm80.cuh",
+     "FlashAttention-2 backward (dQ, dK, dV): mma.sync m16n8k16, ldmatrix, cp.async; pre, main and post kernels",
+     80, 0, bwd_sm80_ints, bwd_strings, bwd_string_values, "", 0, bwd_sm80_threads, NULL, NULL, bwd_sm80_launch,
+     bwd_entries},
 };
 
 const ft_embedded_file *ft__template_file(const char *name)
@@ -159,13 +190,42 @@ const ft_family *ft__family_find(const char *name)
     return NULL;
 }
 
-/* The length of the longest entry name of the spec's variants: "ft_<family>" and, per
- * parameter, "_<name><value>" (generator/emit.c). */
+ft_status ft__spec_check_op(const ft_spec *spec, const ft_op *op, const char *what, ft_err *err)
+{
+    const ft_family *fam = ft__family_find(spec->template_name);
+
+    if (fam == NULL)
+        return ft__fail(err, FT_ERR_SPEC, "%s: unknown template '%s'", spec->path, spec->template_name);
+    if (fam->op != op)
+        return ft__fail(err, FT_ERR_UNSUPPORTED,
+                        "%s: its kernels (%s) compute the %s operation, and %s %s kernels only so far "
+                        "(flashtune plan and gen compile it)",
+                        spec->path, fam->name, fam->op->name, what, op->name);
+    return FT_OK;
+}
+
+void ft__family_names(char *out, size_t cap)
+{
+    size_t i, n = 0;
+
+    if (cap > 0)
+        out[0] = '\0';
+    for (i = 0; i < sizeof families / sizeof families[0] && n < cap; i++)
+        n += (size_t)snprintf(out + n, cap - n, "%s%s", i > 0 ? ", " : "", families[i].name);
+}
+
+/* The length of the longest entry name of the spec's variants: "ft_<family>", per parameter
+ * "_<name><value>" (generator/emit.c), and the longest suffix of the family's kernels. */
 static size_t longest_entry(const ft_family *fam, const ft_spec *spec)
 {
-    size_t len = strlen("ft_") + strlen(fam->name);
+    size_t suffix = 0, len;
     int i;
     int k;
+
+    for (i = 0; fam->entries != NULL && fam->entries[i] != NULL; i++)
+        if (strlen(fam->entries[i]) > suffix)
+            suffix = strlen(fam->entries[i]);
+    len = strlen("ft_") + strlen(fam->name) + suffix;
 
     for (i = 0; i < spec->nparams; i++) {
         const ft_param *p = &spec->params[i];
@@ -215,10 +275,15 @@ ft_status ft__family_check_spec(const ft_family *fam, const ft_spec *spec, ft_er
             int a;
             for (a = 0; allowed[a] != NULL; a++)
                 ok |= strcmp(allowed[a], p->strings[k]) == 0;
-            if (!ok)
-                return ft__fail(err, FT_ERR_SPEC,
-                                "%s: template %s has no %s '%s' (it supports f16 and bf16)",
-                                spec->path, fam->name, p->name, p->strings[k]);
+            if (!ok) {
+                char known[128];
+                size_t n = 0;
+                known[0] = '\0';
+                for (a = 0; allowed[a] != NULL && n < sizeof known; a++)
+                    n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", a > 0 ? ", " : "", allowed[a]);
+                return ft__fail(err, FT_ERR_SPEC, "%s: template %s has no %s '%s' (it supports %s)", spec->path,
+                                fam->name, p->name, p->strings[k], known);
+            }
         }
     }
     rc = fam->check_values != NULL ? fam->check_values(fam, spec, err) : FT_OK;
@@ -226,7 +291,7 @@ ft_status ft__family_check_spec(const ft_family *fam, const ft_spec *spec, ft_er
         return rc;
     if (longest_entry(fam, spec) >= FT_ENTRY_MAX)
         return ft__fail(err, FT_ERR_SPEC,
-                        "%s: the kernels' entry names (ft_%s and _<name><value> per parameter) "
+                        "%s: the kernels' entry names (ft_%s, _<name><value> per parameter, a kernel's suffix) "
                         "can be %zu characters long; at most %d fit (use shorter names or values)",
                         spec->path, fam->name, longest_entry(fam, spec), FT_ENTRY_MAX - 1);
     return FT_OK;
@@ -239,6 +304,30 @@ void ft__family_launch(const ft_family *fam, const char *variant, int threads, l
     fam->launch(variant, out);
     out->threads = threads;
     out->smem_dynamic = smem_dynamic;
+}
+
+int ft__family_nentries(const ft_family *fam)
+{
+    int n = 0;
+
+    if (fam->entries == NULL)
+        return 1;
+    while (fam->entries[n] != NULL)
+        n++;
+    return n;
+}
+
+int ft__family_entry_name(const ft_family *fam, const char *entry, int i, char *out, size_t cap)
+{
+    const char *suffix = fam->entries != NULL && i >= 0 && i < ft__family_nentries(fam) ? fam->entries[i] : NULL;
+    int n;
+
+    if (cap > 0)
+        out[0] = '\0';
+    if (suffix == NULL && !(fam->entries == NULL && i == 0))
+        return 0;
+    n = snprintf(out, cap, "%s%s", entry, suffix != NULL ? suffix : "");
+    return n >= 0 && (size_t)n < cap;
 }
 
 int ft__family_threads(const ft_family *fam, const ft_spec *spec, const ft_variant *v)

@@ -42,12 +42,30 @@ struct ft_family {
      * rows per block, tensor maps, the grid's kind. threads and shared memory come from the
      * variant's compilation and are filled by ft__family_launch. */
     void (*launch)(const char *variant, ft_launch_facts *out);
+    /* The kernels a variant's source defines, as suffixes of its entry name, NULL-ended, in the
+     * order the operation's launch plan numbers them (0: the main one, the entry itself; a
+     * plan's step names its kernel by that index). NULL: the main one only. */
+    const char *const *entries;
 };
 
 const ft_family *ft__family_find(const char *name);
 
+/* FT_OK when the family of spec computes operation op; else FT_ERR_UNSUPPORTED (FT_ERR_SPEC for
+ * an unknown family) naming the spec, its family and operation, and what (the command or part
+ * that cannot take it: "run, verify and tune measure"). */
+ft_status ft__spec_check_op(const ft_spec *spec, const ft_op *op, const char *what, ft_err *err);
+
+/* The families' names, comma-separated, into out (cap bytes): for messages. */
+void ft__family_names(char *out, size_t cap);
+
 /* A kernel's entry name, NUL included (ft_kernel_source.entry). */
 #define FT_ENTRY_MAX 256
+
+/* The number of kernels a variant's source defines (1 or more), and the name of the i-th:
+ * the entry followed by its suffix (out: cap bytes; 0 when i is out of range or it does not
+ * fit). */
+int ft__family_nentries(const ft_family *fam);
+int ft__family_entry_name(const ft_family *fam, const char *entry, int i, char *out, size_t cap);
 
 /* Checks that a spec gives every parameter its family needs, with suitable values, and that
  * every variant's entry name fits FT_ENTRY_MAX. */

@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-const ft_op *const ft__ops[] = {&ft__op_fwd, NULL};
+const ft_op *const ft__ops[] = {&ft__op_fwd, &ft__op_bwd, NULL};
 
 const ft_op *ft__op_find(const char *name)
 {

@@ -1,8 +1,8 @@
 /*
  * Operations: what a call computes, apart from how kernels for it are generated.
  *
- *   operation  what a call computes: the forward pass (O and the LSE from Q, K, V), later the
- *              backward pass (dQ, dK, dV). It owns its tensors, the checks of a call, its key,
+ *   operation  what a call computes: the forward pass (O and the LSE from Q, K, V), the
+ *              backward pass (dQ, dK, dV from those and dO). It owns its tensors, the checks of a call, its key,
  *              the distance between keys, FLOPs and bytes, the bounds its outputs are verified
  *              against, and its launch plan.
  *   family     one way of generating kernels for an operation (generator/family.h): a CUDA
@@ -16,8 +16,8 @@
  *              sizes, so the launch path allocates nothing.
  *
  * This layer knows no CUDA and no database; generator/, tuning_db/, runtime/ and tuner/ build
- * on it. Adding an operation means adding its own file here (ops/fwd.c is the forward) and
- * listing it in ops/op.c.
+ * on it. Adding an operation means adding its own file here (ops/fwd.c is the forward, ops/bwd.c
+ * the backward) and listing it in ops/op.c.
  */
 #ifndef FT_OPS_OP_H
 #define FT_OPS_OP_H
@@ -108,6 +108,11 @@ typedef struct ft_launch_facts {
     int pair_blocks;        /* a unit of work is two row blocks of a head, the i-th longest and
                                the i-th shortest */
     int max_resident;       /* blocks the device holds at once; set when the kernel is loaded */
+    /* The backward's kernels (ops/bwd.c): */
+    int keys_per_block;     /* keys of one K/V head per block of the main kernel */
+    int gqa_atomic;         /* one main block per query head, dK and dV summed in fp32 in the
+                               workspace (0: one per K/V head, walking the group's query heads) */
+    int deterministic;      /* additions in a fixed order, with counters in the workspace */
 } ft_launch_facts;
 
 typedef enum ft_step_kind { FT_STEP_KERNEL = 0, FT_STEP_MEMSET = 1 } ft_step_kind;
@@ -132,9 +137,14 @@ typedef struct ft_launch_plan {
 
 /* ---- the descriptor ------------------------------------------------------------------------ */
 
-/* Verification bounds of one output and dtype (runtime/verify.h states their reasoning). */
+/* Verification bounds of one output and dtype (runtime/verify.h states the forward's reasoning,
+ * ops/bwd.c the backward's). An element x passes when |x − ref| <= rtol·|ref| + ptol·mag +
+ * ctol·cmag + atol·(the tensor's rms), mag being the sum of the absolute values of its terms and
+ * cmag the scale of a cancellation inside them (the backward's dP − D; 0 for the forward), and
+ * the whole output when its relative L2 error is at most l2; the LSE's bounds are lse_*. */
 typedef struct ft_tolerance {
     double l2, rtol, ptol, atol, lse_abs, lse_rel;
+    double ctol;
 } ft_tolerance;
 
 struct ft_op {
@@ -161,7 +171,8 @@ struct ft_op {
 extern const ft_op *const ft__ops[];
 const ft_op *ft__op_find(const char *name);
 
-/* The forward operation (ops/fwd.c). */
+/* The forward operation (ops/fwd.c) and the backward (ops/bwd.c). */
 extern const ft_op ft__op_fwd;
+extern const ft_op ft__op_bwd;
 
 #endif

@@ -19,6 +19,7 @@ typedef struct ft_problem {
     int bf16;          /* 0: fp16 */
     float scale;       /* softmax scale; 0 means 1/sqrt(head_dim) */
     ft_layout layout;
+    int deterministic; /* the backward: bitwise reproducible gradients (the forward always is) */
 } ft_problem;
 
 /* Strides in elements of one tensor: batch, row (sequence position), head. */

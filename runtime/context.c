@@ -30,6 +30,7 @@
 #include "flashtune.h"
 #include "common/fs.h"
 #include "common/strbuf.h"
+#include "generator/family.h"
 #include "generator/emit.h"
 #include "generator/variant.h"
 #include "runtime/args.h"
@@ -303,6 +304,8 @@ ft_status ft_context_create(const ft_context_options *options, ft_context **out)
     rc = open_kernels(ctx, options, &err);
     if (rc == FT_OK)
         rc = ft__spec_load_default(options->spec, &ctx->spec, &err);
+    if (rc == FT_OK)
+        rc = ft__spec_check_op(ctx->spec, &ft__op_fwd, "ft_attention_forward runs", &err);
     if (rc == FT_OK && options->variant != NULL) {
         ft_variant v;
         unsigned mask;

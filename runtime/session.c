@@ -87,8 +87,8 @@ ft_status ft__session_load(ft_session *s, ft_spec *spec, const ft_variant *v, co
     char text[FT_VARIANT_STR_MAX];
     ft_launch_facts facts;
 
-    if (fam == NULL)
-        return ft__fail(err, FT_ERR_SPEC, "%s: unknown template '%s'", spec->path, spec->template_name);
+    if (fam == NULL || fam->op != &ft__op_fwd)
+        return ft__spec_check_op(spec, &ft__op_fwd, "the GPU runtime launches", err);
     ft__variant_format(spec, v, text, sizeof text);
     ft__family_launch(fam, text, threads, smem_dynamic, &facts);
     return ft__kernel_load(s->cu, cubin, entry, &facts, &s->arch, out, err);
@@ -107,8 +107,8 @@ ft_status ft__session_build(ft_session *s, ft_spec *spec, const ft_variant *v, f
 
     memset(&src, 0, sizeof src);
     memset(&c, 0, sizeof c);
-    if (fam == NULL)
-        return ft__fail(err, FT_ERR_SPEC, "%s: unknown template '%s'", spec->path, spec->template_name);
+    if (fam == NULL || fam->op != &ft__op_fwd)
+        return ft__spec_check_op(spec, &ft__op_fwd, "the GPU runtime launches", err);
     if (!ft__family_supports_arch(fam, &s->arch, why, sizeof why))
         return ft__fail(err, FT_ERR_UNSUPPORTED, "%s (the GPU is %s, %s)", why, s->arch.device_name, s->arch.name);
     rc = ft__emit(spec, fam, v, &s->arch, &src, err);

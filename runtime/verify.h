@@ -51,6 +51,15 @@ void ft__check_outputs(const ft_problem *p, const uint16_t *o, ft_strides o_stri
 void ft__reference_cpu(const ft_problem *p, const uint16_t *q, ft_strides qs, const uint16_t *k,
                        ft_strides ks, const uint16_t *v, ft_strides vs, double *o, double *mag, double *lse);
 
+/* The fp64 backward on the host, with the contract of the backward operation (ops/bwd.c):
+ * in = {q, k, v, o, dout} with their strides st (o the forward's output as the kernels are given
+ * it), lse the forward's fp32 [b, hq, sq] LSE (+inf for a row that sees no key). Writes dQ to
+ * out[0] as [b, sq, hq, d] and dK, dV to out[1], out[2] as [b, sk, hkv, d], contiguous, and,
+ * where mag is not NULL, the sums of the absolute values of each gradient's terms likewise
+ * (mag[i] may each be NULL). */
+void ft__reference_cpu_bwd(const ft_problem *p, const uint16_t *const in[5], const ft_strides st[5], const float *lse,
+                           double *const out[3], double *const mag[3]);
+
 /* The reference kernels, compiled for the device and loaded into the current context. */
 typedef struct ft_verifier {
     const ft_cuda *cu;

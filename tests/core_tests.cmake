@@ -96,30 +96,35 @@ if(FT_NVCC)
 endif()
 
 # The built-in spaces through NVRTC, every target: nothing fails to compile, nothing exceeds a
-# limit. Label full (also slow): every kept variant, about 38 minutes on two cores
-# (FT_TEST_LABELS='-L full' sh scripts/test.sh). Label slow: a sample of about a sixth of each
-# space's kept variants (flashtune plan --sample: every value of every parameter, spread over
-# the space; pruning still runs on all), about 6 minutes; the kept counts are now 1412 (sm_80),
-# 1096 (sm_86, sm_89), 1560 (sm_90) and 1596 (flash_fwd_sm90 on sm_90a).
+# limit. Label full (also slow): every kept variant, about 38 minutes on two cores for the
+# forward's and 19 for the backward's (FT_TEST_LABELS='-L full' sh scripts/test.sh). Label slow:
+# a sample of each space's kept variants (flashtune plan --sample: every value of every
+# parameter, spread over the space; pruning still runs on all), about 6 minutes for the
+# forward's (a sixth of each) and 1.5 for the backward's (an eighth); the kept counts are now
+# 1412 (sm_80), 1096 (sm_86, sm_89), 1560 (sm_90) and 1596 (flash_fwd_sm90 on sm_90a); the
+# backward's 1232 (sm_80) and 1408 (sm_90). Each entry: spec, target, sample size, test name.
 set(ft_spaces
-  "specs/flash_fwd.lua sm_80 236" "specs/flash_fwd.lua sm_86 183" "specs/flash_fwd.lua sm_89 183"
-  "specs/flash_fwd.lua sm_90 260"
+  "specs/flash_fwd.lua sm_80 236 sm_80" "specs/flash_fwd.lua sm_86 183 sm_86" "specs/flash_fwd.lua sm_89 183 sm_89"
+  "specs/flash_fwd.lua sm_90 260 sm_90"
   # the Hopper space: the template's static_assert checks the spec's smem formula against its layout
-  "specs/flash_fwd_sm90.lua sm_90a 266")
+  "specs/flash_fwd_sm90.lua sm_90a 266 sm_90a"
+  # the backward's, likewise
+  "specs/flash_bwd.lua sm_80 150 bwd_sm_80" "specs/flash_bwd.lua sm_90 150 bwd_sm_90")
 foreach(space ${ft_spaces})
   separate_arguments(space)
   list(GET space 0 spec)
   list(GET space 1 arch)
   list(GET space 2 sample)
-  add_test(NAME sample_space_${arch}
+  list(GET space 3 name)
+  add_test(NAME sample_space_${name}
     COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/plan_space.sh $<TARGET_FILE:flashtune> ${spec} ${arch} ${sample}
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-  set_tests_properties(sample_space_${arch} PROPERTIES LABELS slow TIMEOUT 1800
+  set_tests_properties(sample_space_${name} PROPERTIES LABELS slow TIMEOUT 1800
     ENVIRONMENT "${FT_TEST_ENV}" RUN_SERIAL TRUE)
-  add_test(NAME full_space_${arch}
+  add_test(NAME full_space_${name}
     COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/plan_space.sh $<TARGET_FILE:flashtune> ${spec} ${arch}
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-  set_tests_properties(full_space_${arch} PROPERTIES LABELS "slow;full" TIMEOUT 3600
+  set_tests_properties(full_space_${name} PROPERTIES LABELS "slow;full" TIMEOUT 3600
     ENVIRONMENT "${FT_TEST_ENV}" RUN_SERIAL TRUE)
 endforeach()
 ft_unit_test(test_check test_check.c)
@@ -171,3 +176,10 @@ ft_unit_test(test_ops test_ops.c)
 # The public API's versioned arguments: flashtune 0.1's ft_attention_args (no version field) is
 # read as it was, version 2 as it is, anything else refused.
 ft_unit_test(test_args test_args.c ${CMAKE_SOURCE_DIR}/runtime/args.c)
+
+# The backward without a GPU: its family and generated source, and the fp64 CPU reference
+# against central differences of the forward.
+ft_unit_test(test_bwd test_bwd.c)
+add_test(NAME bwd_cli COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/bwd_cli.sh $<TARGET_FILE:flashtune>
+  $<TARGET_FILE:fake_worker> WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(bwd_cli PROPERTIES LABELS cli TIMEOUT 600 ENVIRONMENT "${FT_TEST_ENV}")

@@ -1,5 +1,5 @@
-/* Tests of the operation layer (ops/): keys (text, parsing, nearest), the forward operation's
- * key, FLOPs and launch plans. */
+/* Tests of the operation layer (ops/): keys (text, parsing, nearest), the forward and backward
+ * operations' keys, FLOPs and launch plans. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +157,111 @@ static void test_fwd_plan_grids(void)
     ASSERT_EQ(ft__op_fwd.plan(&f, &p, &plan, &err), FT_ERR_UNSUPPORTED);
 }
 
+static void test_bwd_key(void)
+{
+    ft_problem p = problem(4, 16, 4, 1000, 3000, 128, 1, 1);
+    char text[FT_KEY_TEXT_MAX];
+    ft_key k, back, other;
+    ft_err err;
+
+    p.deterministic = 1;
+    ft__op_bwd.key(&p, &k);
+    ft__key_format(&k, text, sizeof text);
+    /* group: 16 / 4 query heads per K/V head. */
+    ASSERT_STREQ(text, "{\"dtype\":\"bf16\",\"d\":128,\"causal\":1,\"det\":1,\"group\":4,\"seqlen\":4096,\"bh\":64}");
+    ASSERT_OK(ft__key_parse(&ft__op_bwd, text, &back, &err), &err);
+    ASSERT_TRUE(ft__key_equal(&k, &back));
+    /* A forward key is not a backward one, and the other way round. */
+    ASSERT_EQ(ft__key_parse(&ft__op_fwd, text, &back, &err), FT_ERR_CORRUPT);
+    ASSERT_EQ(ft__key_parse(&ft__op_bwd, "{\"dtype\":\"bf16\",\"d\":128,\"causal\":1,\"seqlen\":4096,\"bh\":64}", &back,
+                            &err),
+              FT_ERR_CORRUPT);
+    /* Nearest: never across determinism, head dim or causality; a group of 3 rounds to 4. */
+    p.deterministic = 0;
+    ft__op_bwd.key(&p, &other);
+    ASSERT_TRUE(ft__op_bwd.distance(&k, &other) < 0);
+    p.deterministic = 1, p.seqlen_q = p.seqlen_k = 500;
+    ft__op_bwd.key(&p, &other);
+    ASSERT_TRUE(ft__op_bwd.distance(&k, &other) == 3.0 + (64.0 - 9) * (0.5 / 64 / 64));
+    p = problem(1, 6, 2, 64, 64, 64, 0, 0);
+    ft__op_bwd.key(&p, &other);
+    ASSERT_EQ(ft__key_get(&other, "group", 0), 4);
+    ASSERT_TRUE(ft__op_find("bwd") == &ft__op_bwd);
+}
+
+static void test_bwd_flops_and_bytes(void)
+{
+    ft_problem p = problem(2, 8, 2, 1024, 2048, 128, 0, 0);
+
+    /* 2.5 times the forward's 4·b·hq·sq·sk·d. */
+    ASSERT_TRUE(ft__op_bwd.flops(&p) == 2.5 * ft__op_fwd.flops(&p));
+    p.causal = 1;
+    ASSERT_TRUE(ft__op_bwd.flops(&p) == 2.5 * ft__op_fwd.flops(&p));
+    /* Q, O, dO read and dQ written (2·1024·8·128 each), K, V read and dK, dV written
+     * (2·2048·2·128 each), 2 bytes; the LSE 4 bytes a row. */
+    ASSERT_TRUE(ft__op_bwd.bytes(&p) == 2.0 * (4 * 2097152.0 + 4 * 1048576.0) + 4.0 * 2 * 8 * 1024);
+    ASSERT_TRUE(ft__op_bwd.tolerance(0).ctol > 0 && ft__op_fwd.tolerance(0).ctol == 0);
+}
+
+/* The workspace as templates/flash_bwd_sm80.cuh lays it out, written here from its header. */
+static long long bwd_workspace(int b, int hq, int hkv, int sq, int sk, int d, int bm, int bn, int atomic, int det)
+{
+    const long long mbq = (sq + bm - 1) / bm, nbk = (sk + bn - 1) / bn;
+    const int kvacc = atomic && hq > hkv;
+    long long bytes = 4LL * b * hq * mbq * bm * (d + 2) + kvacc * 8LL * b * hkv * nbk * bn * d +
+                      det * 4LL * b * hq * mbq + det * kvacc * 4LL * b * hkv * nbk;
+    return (bytes + 255) / 256 * 256;
+}
+
+static void test_bwd_plan(void)
+{
+    ft_launch_facts f;
+    ft_launch_plan plan;
+    ft_problem p = problem(3, 8, 2, 1000, 700, 128, 0, 0);
+    ft_err err;
+
+    memset(&f, 0, sizeof f);
+    f.threads = 256, f.smem_dynamic = 107520, f.rows_per_block = 64, f.keys_per_block = 128, f.head_dim = 128;
+    /* gqa=loop: pre over query blocks, main one block per key block and K/V head, post over
+     * query blocks; kernels numbered as the family's entries (1 pre, 0 main, 2 post). */
+    ASSERT_OK(ft__op_bwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.nsteps, 3);
+    ASSERT_EQ(plan.steps[0].kernel, 1);
+    ASSERT_EQ(plan.steps[1].kernel, 0);
+    ASSERT_EQ(plan.steps[2].kernel, 2);
+    ASSERT_EQ(plan.steps[0].grid[0], 16); /* ceil(1000 / 64) */
+    ASSERT_EQ(plan.steps[0].grid[1], 8);
+    ASSERT_EQ(plan.steps[0].grid[2], 3);
+    ASSERT_EQ(plan.steps[0].smem, 0);
+    ASSERT_EQ(plan.steps[1].grid[0], 6); /* ceil(700 / 128) */
+    ASSERT_EQ(plan.steps[1].grid[1], 2);
+    ASSERT_EQ(plan.steps[1].smem, 107520);
+    ASSERT_EQ(plan.steps[2].grid[0], 16);
+    ASSERT_EQ(plan.steps[0].block, 256);
+    ASSERT_EQ(plan.steps[2].block, 256);
+    ASSERT_EQ(plan.workspace_bytes, bwd_workspace(3, 8, 2, 1000, 700, 128, 64, 128, 0, 0));
+    /* gqa=atomic with a group: one main block per query head, dK/dV summed in the workspace,
+     * post over max(query blocks, key blocks); with det the counters too. */
+    f.gqa_atomic = 1, f.deterministic = 1;
+    p.seqlen_k = 3000;
+    ASSERT_OK(ft__op_bwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.steps[1].grid[0], 24);
+    ASSERT_EQ(plan.steps[1].grid[1], 8);
+    ASSERT_EQ(plan.steps[2].grid[0], 24);
+    ASSERT_EQ(plan.workspace_bytes, bwd_workspace(3, 8, 2, 1000, 3000, 128, 64, 128, 1, 1));
+    /* Without a group there is nothing to sum: the loop's workspace, plus the dQ counters. */
+    p.heads_kv = 8;
+    ASSERT_OK(ft__op_bwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.steps[2].grid[0], 16);
+    ASSERT_EQ(plan.workspace_bytes, bwd_workspace(3, 8, 8, 1000, 3000, 128, 64, 128, 1, 1));
+    ASSERT_TRUE(plan.workspace_bytes % 256 == 0);
+    /* A kernel of another head dim, and grids too large, are refused. */
+    p.head_dim = 64;
+    ASSERT_EQ(ft__op_bwd.plan(&f, &p, &plan, &err), FT_ERR_INTERNAL);
+    p.head_dim = 128, p.heads_q = p.heads_kv = 70000;
+    ASSERT_EQ(ft__op_bwd.plan(&f, &p, &plan, &err), FT_ERR_UNSUPPORTED);
+}
+
 static void test_registry(void)
 {
     ASSERT_TRUE(ft__op_find("fwd") == &ft__op_fwd);
@@ -165,4 +270,5 @@ static void test_registry(void)
 }
 
 FT_TEST_MAIN(FT_CASE(test_fwd_key_text), FT_CASE(test_key_parse_refuses), FT_CASE(test_nearest_matches_the_old_rule),
-             FT_CASE(test_fwd_flops_and_bytes), FT_CASE(test_fwd_plan_grids), FT_CASE(test_registry))
+             FT_CASE(test_fwd_flops_and_bytes), FT_CASE(test_fwd_plan_grids), FT_CASE(test_bwd_key),
+             FT_CASE(test_bwd_flops_and_bytes), FT_CASE(test_bwd_plan), FT_CASE(test_registry))

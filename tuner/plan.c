@@ -97,8 +97,10 @@ ft_status ft__plan_build(ft_spec *spec, const ft_arch *arch, const ft_variant *f
     plan->arch = *arch;
     plan->family = ft__family_find(spec->template_name);
     if (plan->family == NULL) {
-        rc = ft__fail(err, FT_ERR_SPEC, "%s: unknown template '%s' (known: flash_fwd_sm80, flash_fwd_sm90)",
-                      spec->path, spec->template_name);
+        char known[256];
+        ft__family_names(known, sizeof known);
+        rc = ft__fail(err, FT_ERR_SPEC, "%s: unknown template '%s' (known: %s)", spec->path, spec->template_name,
+                      known);
         goto out;
     }
     rc = ft__family_check_spec(plan->family, spec, err);

@@ -35,6 +35,7 @@
 
 #include "common/fs.h"
 #include "common/sha256.h"
+#include "generator/family.h"
 #include "generator/emit.h"
 #include "generator/variant.h"
 #include "ops/problem.h"
@@ -92,6 +93,9 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
     if (nspecs < 1 || nspecs > 16)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "tune takes 1 to 16 specs");
     for (i = 0; i < nspecs; i++) {
+        rc = ft__spec_check_op(specs[i], &ft__op_fwd, "tune measures", err);
+        if (rc != FT_OK)
+            return rc;
         usable[i] = 1;
         if (o->only != NULL) {
             ft_err ferr;
