@@ -57,6 +57,8 @@ void ft__check_outputs(const ft_problem *p, const uint16_t *o, ft_strides o_stri
  * contiguously. */
 void ft__reference_cpu(const ft_problem *p, const uint16_t *q, ft_strides qs, const uint16_t *k,
                        ft_strides ks, const uint16_t *v, ft_strides vs, double *o, double *mag, double *lse);
+void ft__reference_cpu_bwd(const ft_problem *p, const uint16_t *const in[5], const ft_strides st[5], const float *lse,
+                           double *const out[3], double *const mag[3]); /* fp64 backward: reference_cpu.c */
 
 /* The reference kernels, compiled for the device and loaded into the current context. */
 typedef struct ft_verifier {

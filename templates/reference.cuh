@@ -270,3 +270,295 @@ extern "C" __global__ void ft_ref_sumsq(const float *x, long long n, double *out
     if ((threadIdx.x & 31) == 0)
         atomicAdd(out, acc);
 }
+
+// ---- backward ----------------------------------------------------------------------------------
+// The reference for the backward kernels (templates/flash_bwd_sm80.cuh): given the same inputs
+// as they are — Q, K, V, the forward's O (16-bit) and LSE, and dO — it evaluates
+//   P = exp(scale·q·k − LSE),  dP = dO·v,  D = rowsum(dO ∘ O),  dS = P·(dP − D),
+//   dQ = scale·Σ_j dS·k_j,  dK = scale·Σ_i dS·q_i (over the group's query heads),  dV = Σ_i P·dO_i
+// in fp32, one score at a time, with the score's dot product in fp64: with scores in the
+// hundreds an fp32 dot product is off by up to about 10⁻³ absolute, which exp() turns into a
+// relative error of P of that size, as large as the fp16 kernels' own rounding. It also writes,
+// per output element, the sum of the absolute values of its terms, the scale of the rounding
+// errors a flash kernel makes (it rounds P and dS to 16 bits before the products):
+//   mag_dv = Σ_i P |dO_i|,  mag_dk = scale·Σ_i |dS| |q_i|,  mag_dq = scale·Σ_j |dS| |k_j|.
+// A row that sees no key (LSE = +inf) contributes nothing and gets dQ = 0.
+// Kernels, in launch order: ft_ref_bwd_dsum (D), then ft_ref_bwd_dq and ft_ref_bwd_dkv in any
+// order; ft_ref_bwd_compare compares one gradient of a kernel with the reference.
+
+namespace ftref {
+
+// Mirrored by runtime/reference.h (once the runtime carries the backward).
+struct RefBwdParams {
+    const void *q;
+    const void *k;
+    const void *v;
+    const void *o;
+    const void *dout;
+    const float *lse; // [batch, heads_q, seqlen_q]
+    float *dsum;      // [batch, heads_q, seqlen_q]: D, written by ft_ref_bwd_dsum
+    float *dq;        // fp32 [batch, seqlen_q, heads_q, head_dim], contiguous
+    float *dk;        // fp32 [batch, seqlen_k, heads_kv, head_dim], contiguous
+    float *dv;
+    float *mag_dq;    // like dq
+    float *mag_dk;    // like dk
+    float *mag_dv;
+    long long q_batch_stride, q_row_stride, q_head_stride;
+    long long k_batch_stride, k_row_stride, k_head_stride;
+    long long v_batch_stride, v_row_stride, v_head_stride;
+    long long o_batch_stride, o_row_stride, o_head_stride;
+    long long dout_batch_stride, dout_row_stride, dout_head_stride;
+    int batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim; // head_dim: a multiple of 32, <= 256
+    float scale;
+    int causal;
+    int bf16;
+    int reserved;
+};
+
+__device__ __forceinline__ double warp_sum_f64(double x)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        x += __shfl_xor_sync(0xffffffffu, x, o);
+    return x;
+}
+
+} // namespace ftref
+
+// D = rowsum(dO ∘ O), one warp per (query row, head, batch): grid (seqlen_q, heads_q, batch), 32 threads.
+extern "C" __global__ void __launch_bounds__(32) ft_ref_bwd_dsum(const ftref::RefBwdParams p)
+{
+    using namespace ftref;
+    const int row = blockIdx.x, head = blockIdx.y, batch = blockIdx.z, lane = threadIdx.x;
+    const u16 *dout = (const u16 *)p.dout + batch * p.dout_batch_stride + head * p.dout_head_stride +
+                      row * p.dout_row_stride;
+    const u16 *o = (const u16 *)p.o + batch * p.o_batch_stride + head * p.o_head_stride + row * p.o_row_stride;
+    float acc = 0.f;
+    for (int c = lane; c < p.head_dim; c += 32)
+        acc += to_float(dout[c], p.bf16) * to_float(o[c], p.bf16);
+    acc = warp_sum(acc);
+    if (lane == 0)
+        p.dsum[((long long)batch * p.heads_q + head) * p.seqlen_q + row] = acc;
+}
+
+// dQ of one query row: grid (seqlen_q, heads_q, batch), 256 threads. One warp per key (lanes
+// across the head dimension, lane c holding elements c, c + 32, ...), the warps' partial sums
+// added in shared memory at the end.
+extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dq(const ftref::RefBwdParams p)
+{
+    using namespace ftref;
+    constexpr int WARPS = 8, R = 8; // R: elements per lane, head_dim / 32 <= 8
+    __shared__ float red[2][WARPS][256];
+    const int row = blockIdx.x, head = blockIdx.y, batch = blockIdx.z;
+    const int kv_head = head / (p.heads_q / p.heads_kv);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int d = p.head_dim, per_lane = d / 32;
+    const u16 *q = (const u16 *)p.q + batch * p.q_batch_stride + head * p.q_head_stride + row * p.q_row_stride;
+    const u16 *dout = (const u16 *)p.dout + batch * p.dout_batch_stride + head * p.dout_head_stride +
+                      row * p.dout_row_stride;
+    const u16 *k = (const u16 *)p.k + batch * p.k_batch_stride + kv_head * p.k_head_stride;
+    const u16 *v = (const u16 *)p.v + batch * p.v_batch_stride + kv_head * p.v_head_stride;
+    const long long stat = ((long long)batch * p.heads_q + head) * p.seqlen_q + row;
+    const float lse = p.lse[stat], dsum = p.dsum[stat];
+
+    int limit = p.seqlen_k; // keys 0 .. limit-1 are visible
+    if (p.causal)
+        limit = min(limit, row + p.seqlen_k - p.seqlen_q + 1);
+    if (!(lse < __int_as_float(0x7f800000))) // +inf (no key) or NaN: nothing to add
+        limit = 0;
+
+    float qv[R], dov[R], acc[R], mag[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int c = lane + 32 * r;
+        qv[r] = r < per_lane ? to_float(q[c], p.bf16) : 0.f;
+        dov[r] = r < per_lane ? to_float(dout[c], p.bf16) : 0.f;
+        acc[r] = mag[r] = 0.f;
+    }
+    for (int j = warp; j < limit; j += WARPS) {
+        const u16 *kj = k + j * p.k_row_stride, *vj = v + j * p.v_row_stride;
+        double s = 0;
+        float dp = 0.f;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            if (r >= per_lane)
+                break;
+            const int c = lane + 32 * r;
+            s += (double)qv[r] * to_float(kj[c], p.bf16);
+            dp += dov[r] * to_float(vj[c], p.bf16);
+        }
+        s = warp_sum_f64(s);
+        dp = warp_sum(dp);
+        const float pj = expf((float)(s * p.scale - lse));
+        const float ds = pj * (dp - dsum);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            if (r >= per_lane)
+                break;
+            const float x = to_float(kj[lane + 32 * r], p.bf16);
+            acc[r] += ds * x;
+            mag[r] += fabsf(ds) * fabsf(x);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        if (r >= per_lane)
+            break;
+        red[0][warp][lane + 32 * r] = acc[r];
+        red[1][warp][lane + 32 * r] = mag[r];
+    }
+    __syncthreads();
+    const long long out = (((long long)batch * p.seqlen_q + row) * p.heads_q + head) * d;
+    for (int c = threadIdx.x; c < d; c += blockDim.x) {
+        float a = 0.f, m = 0.f;
+        for (int w = 0; w < WARPS; ++w) {
+            a += red[0][w][c];
+            m += red[1][w][c];
+        }
+        p.dq[out + c] = p.scale * a;
+        p.mag_dq[out + c] = p.scale * m;
+    }
+}
+
+// dK and dV of one key row: grid (seqlen_k, heads_kv, batch), 256 threads. One warp per (query
+// head of the group, query row that sees the key), lanes across the head dimension as above.
+extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dkv(const ftref::RefBwdParams p)
+{
+    using namespace ftref;
+    constexpr int WARPS = 8, R = 8;
+    __shared__ float red[4][WARPS][256];
+    const int key = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
+    const int group = p.heads_q / p.heads_kv;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int d = p.head_dim, per_lane = d / 32;
+    const u16 *kj = (const u16 *)p.k + batch * p.k_batch_stride + kv_head * p.k_head_stride + key * p.k_row_stride;
+    const u16 *vj = (const u16 *)p.v + batch * p.v_batch_stride + kv_head * p.v_head_stride + key * p.v_row_stride;
+
+    // Rows i >= first see the key (causal: key <= i + seqlen_k - seqlen_q).
+    const int first = p.causal ? max(0, key - (p.seqlen_k - p.seqlen_q)) : 0;
+    const int rows = max(0, p.seqlen_q - first);
+
+    float kv[R], vv[R], dk[R], dv[R], mk[R], mv[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int c = lane + 32 * r;
+        kv[r] = r < per_lane ? to_float(kj[c], p.bf16) : 0.f;
+        vv[r] = r < per_lane ? to_float(vj[c], p.bf16) : 0.f;
+        dk[r] = dv[r] = mk[r] = mv[r] = 0.f;
+    }
+    for (long long idx = warp; idx < (long long)group * rows; idx += WARPS) {
+        const int head = kv_head * group + (int)(idx / rows);
+        const int row = first + (int)(idx % rows);
+        const long long stat = ((long long)batch * p.heads_q + head) * p.seqlen_q + row;
+        const float lse = p.lse[stat];
+        if (!(lse < __int_as_float(0x7f800000)))
+            continue;
+        const u16 *qi = (const u16 *)p.q + batch * p.q_batch_stride + head * p.q_head_stride + row * p.q_row_stride;
+        const u16 *doi = (const u16 *)p.dout + batch * p.dout_batch_stride + head * p.dout_head_stride +
+                         row * p.dout_row_stride;
+        float qf[R], df[R];
+        double s = 0;
+        float dp = 0.f;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            if (r >= per_lane)
+                break;
+            const int c = lane + 32 * r;
+            qf[r] = to_float(qi[c], p.bf16);
+            df[r] = to_float(doi[c], p.bf16);
+            s += (double)qf[r] * kv[r];
+            dp += df[r] * vv[r];
+        }
+        s = warp_sum_f64(s);
+        dp = warp_sum(dp);
+        const float pij = expf((float)(s * p.scale - lse));
+        const float ds = pij * (dp - p.dsum[stat]);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            if (r >= per_lane)
+                break;
+            dv[r] += pij * df[r];
+            mv[r] += pij * fabsf(df[r]);
+            dk[r] += ds * qf[r];
+            mk[r] += fabsf(ds) * fabsf(qf[r]);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        if (r >= per_lane)
+            break;
+        const int c = lane + 32 * r;
+        red[0][warp][c] = dk[r];
+        red[1][warp][c] = mk[r];
+        red[2][warp][c] = dv[r];
+        red[3][warp][c] = mv[r];
+    }
+    __syncthreads();
+    const long long out = (((long long)batch * p.seqlen_k + key) * p.heads_kv + kv_head) * d;
+    for (int c = threadIdx.x; c < d; c += blockDim.x) {
+        float a[4] = {0.f, 0.f, 0.f, 0.f};
+        for (int w = 0; w < WARPS; ++w)
+            for (int i = 0; i < 4; ++i)
+                a[i] += red[i][w][c];
+        p.dk[out + c] = p.scale * a[0];
+        p.mag_dk[out + c] = p.scale * a[1];
+        p.dv[out + c] = a[2];
+        p.mag_dv[out + c] = a[3];
+    }
+}
+
+// Compares one gradient x (16-bit, [batch, rows, heads, d] up to its strides) with the fp32
+// reference ref and its mag (contiguous [batch, rows, heads, d]); accumulates into stats
+// (zeroed by the caller):
+//   stats[0] sum (x - ref)^2       stats[1] max |x - ref|       stats[2] max |x - ref| / bound
+//   stats[3] non-finite x          stats[4] elements over their bound (non-finite ones included)
+//   stats[5] non-zero x in rows 0 .. empty_rows-1 (rows that see no key must give exactly 0)
+// bound = rtol·|ref| + ptol·mag + atol_abs. One thread per 8 elements of a row; blockIdx.y
+// and blockIdx.z walk heads and batch.
+extern "C" __global__ void __launch_bounds__(256)
+    ft_ref_bwd_compare(const unsigned short *x, long long xb, long long xr, long long xh, const float *ref,
+                       const float *mag, int rows, int heads, int d, int bf16, int empty_rows, double rtol,
+                       double ptol, double atol_abs, double *stats)
+{
+    using namespace ftref;
+    const int head = blockIdx.y, batch = blockIdx.z;
+    const long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; // over rows × d/8
+    const int per_row = d / 8;
+    double sq = 0, worst_abs = 0, worst_ratio = 0, nonfinite = 0, bad = 0, nonzero = 0;
+    if (idx < (long long)rows * per_row) {
+        const int row = (int)(idx / per_row), c0 = (int)(idx % per_row) * 8;
+        const unsigned short *xi = x + batch * xb + row * xr + head * xh + c0;
+        const long long ro = ((long long)(batch * (long long)rows + row) * heads + head) * d + c0;
+        for (int c = 0; c < 8; ++c) {
+            const double v = to_float(xi[c], bf16), r = ref[ro + c];
+            const double diff = fabs(v - r), bound = rtol * fabs(r) + ptol * mag[ro + c] + atol_abs;
+            if (row < empty_rows && v != 0.0)
+                nonzero += 1;
+            if (!isfinite(v)) {
+                nonfinite += 1;
+                bad += 1;
+                continue;
+            }
+            sq += diff * diff;
+            worst_abs = fmax(worst_abs, diff);
+            worst_ratio = fmax(worst_ratio, diff / bound);
+            if (diff > bound)
+                bad += 1;
+        }
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        sq += __shfl_xor_sync(0xffffffffu, sq, off);
+        nonfinite += __shfl_xor_sync(0xffffffffu, nonfinite, off);
+        bad += __shfl_xor_sync(0xffffffffu, bad, off);
+        nonzero += __shfl_xor_sync(0xffffffffu, nonzero, off);
+        worst_abs = fmax(worst_abs, __shfl_xor_sync(0xffffffffu, worst_abs, off));
+        worst_ratio = fmax(worst_ratio, __shfl_xor_sync(0xffffffffu, worst_ratio, off));
+    }
+    if ((threadIdx.x & 31) == 0) {
+        atomicAdd(&stats[0], sq);
+        atomicAdd(&stats[3], nonfinite);
+        atomicAdd(&stats[4], bad);
+        atomicAdd(&stats[5], nonzero);
+        atomic_max_pos(&stats[1], worst_abs);
+        atomic_max_pos(&stats[2], worst_ratio);
+    }
+}

@@ -1,0 +1,107 @@
+-- The backward search space: FlashAttention-2-style dQ, dK, dV kernels on mma.sync
+-- (templates/flash_bwd_sm80.cuh), for Ampere, Ada and Hopper.
+--
+-- Every parameter becomes a compile-time constant of the template; a variant reads
+-- "d=128,bm=64,bn=128,warps=8,split=1,stages=2,causal=0,dtype=bf16,gqa=loop,det=0".
+-- A CTA owns bn keys of one K/V head (gqa=loop) or one query head (gqa=atomic) and loops over
+-- the query blocks of bm rows that see them; its warps form warps/split key groups of one or
+-- two m16 tiles of keys, each split into `split` parts along the queries of S and dP and along
+-- the columns of dK and dV.
+
+-- Key groups, m16 tiles of keys per warp, query rows and dK/dV columns per warp.
+local function key_groups(v) return v.warps // v.split end
+local function key_tiles(v) return v.bn // (16 * key_groups(v)) end
+local function warp_queries(v) return v.bm // v.split end
+local function warp_columns(v) return v.d // v.split end
+
+-- The dQ product's warp grid, as the template picks it (dq_layout): wm warps along the bm
+-- rows and warps/wm along the d columns, both tiles multiples of 16, the squarest (smallest
+-- tm + td), among equals the one with more warps along the rows. 0 when none exists.
+local function dq_rows_warps(v)
+  local best, cost = 0, math.huge
+  local wm = v.warps
+  while wm >= 1 do
+    local wd = v.warps // wm
+    if v.bm % (16 * wm) == 0 and v.d % (16 * wd) == 0 then
+      local c = v.bm // wm + v.d // wd
+      if c < cost then
+        best, cost = wm, c
+      end
+    end
+    wm = wm // 2
+  end
+  return best
+end
+
+-- The tuner's workloads: the forward's grid (16k tokens per batch, hidden size 2048, so
+-- batch = 16384 / seqlen and heads = 2048 / head_dim) at head dims 64, 128 and 256, and two
+-- sequence lengths for the other head dims.
+local workloads = {}
+local function grid(d, seqlens)
+  for _, s in ipairs(seqlens) do
+    local heads = 2048 // d
+    workloads[#workloads + 1] = { b = 16384 // s, hq = heads, hkv = heads, sq = s, sk = s, d = d }
+  end
+end
+for _, d in ipairs({ 64, 128, 256 }) do
+  grid(d, { 512, 1024, 2048, 4096, 8192, 16384 })
+end
+for _, d in ipairs({ 32, 96, 192 }) do
+  grid(d, { 1024, 4096 })
+end
+
+return {
+  name = "flash_bwd",
+  template = "flash_bwd_sm80",
+  description = "FlashAttention-2 backward (dQ, dK, dV) on mma.sync m16n8k16 (sm_80 and newer)",
+
+  params = {
+    { name = "d",      values = { 32, 64, 96, 128, 192, 256 }, doc = "head dimension" },
+    { name = "bm",     values = { 32, 64, 128 },   doc = "query rows per block of the CTA's loop" },
+    { name = "bn",     values = { 32, 64, 128 },   doc = "keys per thread block" },
+    { name = "warps",  values = { 4, 8 },          doc = "warps per thread block" },
+    { name = "split",  values = { 1, 2 },          doc = "warps per key group (2: P and dS pass through shared memory)" },
+    { name = "stages", values = { 1, 2 },          doc = "Q/dO buffers (2: the next query block loads while this one computes)" },
+    { name = "causal", values = { 0, 1 },          doc = "bottom-right causal mask" },
+    { name = "dtype",  values = { "f16", "bf16" }, doc = "element type of Q, K, V, O, dO and the gradients" },
+    { name = "gqa",    values = { "loop", "atomic" },
+      doc = "grouped-query dK/dV: loop = one CTA walks the group's query heads; atomic = one CTA per query head, fp32 sums in the workspace" },
+    { name = "det",    values = { 0, 1 },          doc = "1: dQ (and gqa=atomic dK/dV) added in a fixed order: bitwise reproducible" },
+  },
+
+  constraints = {
+    { "each warp owns one or two m16 tiles of keys",
+      function(v)
+        return v.bn % (16 * key_groups(v)) == 0 and key_tiles(v) >= 1 and key_tiles(v) <= 2
+      end },
+    { "each part owns a multiple of 16 query rows",
+      function(v) return v.bm % (16 * v.split) == 0 end },
+    { "the dQ product needs a warp grid of tiles of 16 × 16 or more",
+      function(v) return dq_rows_warps(v) > 0 end },
+    { "split = 2 is for head dims whose dK and dV do not fit one warp's registers (d >= 128)",
+      function(v) return v.split == 1 or v.d >= 128 end },
+  },
+
+  -- K and V tiles, `stages` Q and dO tiles (rows padded by 8 elements, 16 bytes), the dSᵀ tile
+  -- [bn][bm + 8] (and with split = 2 the Pᵀ tile), `stages` × bm floats of LSE·log2(e) and of D.
+  smem = function(v)
+    local row = (v.d + 8) * 2
+    local s_tile = v.bn * (v.bm + 8) * 2
+    return 2 * v.bn * row + 2 * v.stages * v.bm * row + v.split * s_tile + 2 * v.stages * v.bm * 4
+  end,
+
+  -- Per thread: the fp32 dK and dV accumulators, dPᵀ whole and Sᵀ in chunks of 32 queries
+  -- (fp32), and about 40 for addresses, indices and loop state. A lower bound: ptxas reports
+  -- the real count after compiling.
+  registers = function(v)
+    local mk = key_tiles(v)
+    local q = warp_queries(v)
+    local chunk = q < 32 and q or 32
+    return mk * warp_columns(v) + mk * q // 2 + mk * chunk // 2 + 40
+  end,
+
+  workloads = workloads,
+
+  -- dK and dV live in registers for the whole kernel: a variant that spills is never a candidate.
+  spills = "reject",
+}
