@@ -829,13 +829,14 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int row = key0 + mk * 16 + g + 8 * h;
-                if (row < key_valid)
+                if (row >= key_valid)
+                    continue;
 #pragma unroll
-                    for (int nt = 0; nt < NTK; ++nt) {
-                        const int col = d0 + nt * 8 + 2 * t;
-                        red_add2(ws.dk + base + row * D + col, dk[mk][nt][2 * h], dk[mk][nt][2 * h + 1]);
-                        red_add2(ws.dv + base + row * D + col, dv[mk][nt][2 * h], dv[mk][nt][2 * h + 1]);
-                    }
+                for (int nt = 0; nt < NTK; ++nt) {
+                    const int col = d0 + nt * 8 + 2 * t;
+                    red_add2(ws.dk + base + row * D + col, dk[mk][nt][2 * h], dk[mk][nt][2 * h + 1]);
+                    red_add2(ws.dv + base + row * D + col, dv[mk][nt][2 * h], dv[mk][nt][2 * h + 1]);
+                }
             }
         if (DET)
             sem_release(sem);
