@@ -31,7 +31,8 @@
 //                Nothing needs to be zeroed by the host: pre initialises the whole workspace.
 //   name         grid (NBK, gqa == loop ? heads_kv : heads_q, batch), FT_SMEM_BYTES of dynamic
 //                shared memory (past 48 KiB: raise CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
-//                One CTA per key block: loads its BN rows of K and V once, then loops over the
+//                One CTA per key block (key block blockIdx.x, or NBK-1-blockIdx.x with det and
+//                causal masking): loads its BN rows of K and V once, then loops over the
 //                query blocks that see them (causal: from the first row that sees the block's
 //                first key) — with gqa=loop over every query head of its K/V group in turn —
 //                recomputes S and P, accumulates dK and dV in registers, and adds its dQ
@@ -77,16 +78,21 @@
 // loads of it+1 into the only buffer; dQ = dS·K and its atomic addition.
 //
 // ---- deterministic mode (det = 1) ------------------------------------------------------------
-// The additions into each dQ tile happen in key-block order: before adding its partial for
-// query block m, a CTA waits (one thread spinning on an acquire load, then a barrier) until the
-// tile's counter equals its key block n, and after adding it releases n + 1. With causal
-// masking every key block before n also touches m (its first query block is no later), so the
-// counter reaches n. Every CTA waited on has a lower linear block index, so it is already
-// resident or done: no deadlock. With KVACC the dK/dV additions wait the same way for the
-// query heads of the group in order. Cost: non-causal key block n starts n iterations late
-// (a wavefront, about NBK/2 iterations per CTA against MBQ of work), causal ones hardly wait
-// (earlier key blocks have more query blocks ahead of theirs); plus three barriers per iteration.
-//
+// The additions into each dQ tile happen in a fixed order of key blocks: before adding its
+// partial for query block m, a CTA waits (one thread spinning on an acquire load, then a
+// barrier) until the tile's counter equals its place in that order, and after adding it
+// releases the next place (+1). Every CTA waited on has a lower linear block index, so it is
+// resident or done: no deadlock, however many CTAs fit at once.
+//   * Without causal masking every key block touches every query block; the order is key block
+//     0, 1, ... Key block n then starts n iterations late (a wavefront): about NBK/2 iterations
+//     per CTA on top of its MBQ of work, plus three barriers per iteration.
+//   * With causal masking the key blocks touching query block m are 0 .. n_last(m); the order is
+//     n_last(m) down to 0, and the CTAs are launched in descending key-block order (blockIdx.x
+//     = NBK-1-n, shortest walks first), so that a CTA reaches query block m about when its turn
+//     comes (key block n+1 reached m one iteration earlier): hardly any waiting, at the price of
+//     starting the longest walks last. (Ascending order would leave each CTA spinning until the
+//     whole wavefront had passed: about twice the time.)
+// With KVACC the dK/dV additions wait the same way for the query heads of the group in order.
 // Compile-time parameters, defined by the generated prelude:
 //   FTP_D        head dimension (32, 64, 96, 128, 192, 256)
 //   FTP_BM       query rows per block of the loop    FTP_BN     keys per CTA
@@ -608,7 +614,9 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p)
 {
     extern __shared__ __align__(128) unsigned char smem[];
 
-    const int n_block = (int)blockIdx.x;
+    // Causal: key block 0 has the longest walk and starts first, except in deterministic mode
+    // (see the header comment).
+    const int n_block = DET && CAUSAL ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
     const int hb = (int)blockIdx.y; // K/V head (gqa=loop) or query head (gqa=atomic)
     const int batch = (int)blockIdx.z;
     const int tid = (int)threadIdx.x;
@@ -786,8 +794,16 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p)
         gemm_dq(sDS, sK, lane, qm * TMQ, qd * TDQ, acc);
         float *dst = ws.dq + (((long long)batch * p.heads_q + head) * ws.mbq + m) * (BM * D);
         int *sem = DET ? ws.dq_sem + ((long long)batch * p.heads_q + head) * ws.mbq + m : nullptr;
-        if (DET)
-            sem_wait(sem, n_block);
+        if (DET) {
+            // This CTA's place in the tile's order: n_block, or with causal masking the count
+            // of key blocks after it that touch query block m (keys < key_end: the last row's).
+            int place = n_block;
+            if (CAUSAL) {
+                const int key_end = min(p.seqlen_k, m_first + BM + diag);
+                place = (key_end + BN - 1) / BN - 1 - n_block;
+            }
+            sem_wait(sem, place);
+        }
 #pragma unroll
         for (int mq = 0; mq < MTQ; ++mq)
 #pragma unroll

@@ -281,7 +281,10 @@ extern "C" __global__ void ft_ref_sumsq(const float *x, long long n, double *out
 // relative error of P of that size, as large as the fp16 kernels' own rounding. It also writes,
 // per output element, the sum of the absolute values of its terms, the scale of the rounding
 // errors a flash kernel makes (it rounds P and dS to 16 bits before the products):
-//   mag_dv = Σ_i P |dO_i|,  mag_dk = scale·Σ_i |dS| |q_i|,  mag_dq = scale·Σ_j |dS| |k_j|.
+//   mag_dv = Σ_i P |dO_i|,  mag_dk = scale·Σ_i |dS| |q_i|,  mag_dq = scale·Σ_j |dS| |k_j|,
+// and for dQ and dK the scale of the fp32 rounding in dP − D, which cancels where the softmax is
+// saturated or a row sees one key (dS is then far smaller than the fp32 error of either term):
+//   cmag_dk = scale·Σ_i P (|dP| + |D|) |q_i|,  cmag_dq = scale·Σ_j P (|dP| + |D|) |k_j|.
 // A row that sees no key (LSE = +inf) contributes nothing and gets dQ = 0.
 // Kernels, in launch order: ft_ref_bwd_dsum (D), then ft_ref_bwd_dq and ft_ref_bwd_dkv in any
 // order; ft_ref_bwd_compare compares one gradient of a kernel with the reference.
@@ -303,6 +306,8 @@ struct RefBwdParams {
     float *mag_dq;    // like dq
     float *mag_dk;    // like dk
     float *mag_dv;
+    float *cmag_dq;   // like dq
+    float *cmag_dk;   // like dk
     long long q_batch_stride, q_row_stride, q_head_stride;
     long long k_batch_stride, k_row_stride, k_head_stride;
     long long v_batch_stride, v_row_stride, v_head_stride;
@@ -347,7 +352,7 @@ extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dq(const ftref::Ref
 {
     using namespace ftref;
     constexpr int WARPS = 8, R = 8; // R: elements per lane, head_dim / 32 <= 8
-    __shared__ float red[2][WARPS][256];
+    __shared__ float red[3][WARPS][256];
     const int row = blockIdx.x, head = blockIdx.y, batch = blockIdx.z;
     const int kv_head = head / (p.heads_q / p.heads_kv);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -366,13 +371,13 @@ extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dq(const ftref::Ref
     if (!(lse < __int_as_float(0x7f800000))) // +inf (no key) or NaN: nothing to add
         limit = 0;
 
-    float qv[R], dov[R], acc[R], mag[R];
+    float qv[R], dov[R], acc[R], mag[R], cmag[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
         const int c = lane + 32 * r;
         qv[r] = r < per_lane ? to_float(q[c], p.bf16) : 0.f;
         dov[r] = r < per_lane ? to_float(dout[c], p.bf16) : 0.f;
-        acc[r] = mag[r] = 0.f;
+        acc[r] = mag[r] = cmag[r] = 0.f;
     }
     for (int j = warp; j < limit; j += WARPS) {
         const u16 *kj = k + j * p.k_row_stride, *vj = v + j * p.v_row_stride;
@@ -390,6 +395,7 @@ extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dq(const ftref::Ref
         dp = warp_sum(dp);
         const float pj = expf((float)(s * p.scale - lse));
         const float ds = pj * (dp - dsum);
+        const float cs = pj * (fabsf(dp) + fabsf(dsum));
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             if (r >= per_lane)
@@ -397,6 +403,7 @@ extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dq(const ftref::Ref
             const float x = to_float(kj[lane + 32 * r], p.bf16);
             acc[r] += ds * x;
             mag[r] += fabsf(ds) * fabsf(x);
+            cmag[r] += cs * fabsf(x);
         }
     }
 #pragma unroll
@@ -405,17 +412,20 @@ extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dq(const ftref::Ref
             break;
         red[0][warp][lane + 32 * r] = acc[r];
         red[1][warp][lane + 32 * r] = mag[r];
+        red[2][warp][lane + 32 * r] = cmag[r];
     }
     __syncthreads();
     const long long out = (((long long)batch * p.seqlen_q + row) * p.heads_q + head) * d;
     for (int c = threadIdx.x; c < d; c += blockDim.x) {
-        float a = 0.f, m = 0.f;
+        float a = 0.f, m = 0.f, cm = 0.f;
         for (int w = 0; w < WARPS; ++w) {
             a += red[0][w][c];
             m += red[1][w][c];
+            cm += red[2][w][c];
         }
         p.dq[out + c] = p.scale * a;
         p.mag_dq[out + c] = p.scale * m;
+        p.cmag_dq[out + c] = p.scale * cm;
     }
 }
 
@@ -425,7 +435,7 @@ extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dkv(const ftref::Re
 {
     using namespace ftref;
     constexpr int WARPS = 8, R = 8;
-    __shared__ float red[4][WARPS][256];
+    __shared__ float red[5][WARPS][256];
     const int key = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
     const int group = p.heads_q / p.heads_kv;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -437,13 +447,13 @@ extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dkv(const ftref::Re
     const int first = p.causal ? max(0, key - (p.seqlen_k - p.seqlen_q)) : 0;
     const int rows = max(0, p.seqlen_q - first);
 
-    float kv[R], vv[R], dk[R], dv[R], mk[R], mv[R];
+    float kv[R], vv[R], dk[R], dv[R], mk[R], mv[R], ck[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
         const int c = lane + 32 * r;
         kv[r] = r < per_lane ? to_float(kj[c], p.bf16) : 0.f;
         vv[r] = r < per_lane ? to_float(vj[c], p.bf16) : 0.f;
-        dk[r] = dv[r] = mk[r] = mv[r] = 0.f;
+        dk[r] = dv[r] = mk[r] = mv[r] = ck[r] = 0.f;
     }
     for (long long idx = warp; idx < (long long)group * rows; idx += WARPS) {
         const int head = kv_head * group + (int)(idx / rows);
@@ -471,7 +481,9 @@ extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dkv(const ftref::Re
         s = warp_sum_f64(s);
         dp = warp_sum(dp);
         const float pij = expf((float)(s * p.scale - lse));
-        const float ds = pij * (dp - p.dsum[stat]);
+        const float dsum = p.dsum[stat];
+        const float ds = pij * (dp - dsum);
+        const float cs = pij * (fabsf(dp) + fabsf(dsum));
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             if (r >= per_lane)
@@ -480,6 +492,7 @@ extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dkv(const ftref::Re
             mv[r] += pij * fabsf(df[r]);
             dk[r] += ds * qf[r];
             mk[r] += fabsf(ds) * fabsf(qf[r]);
+            ck[r] += cs * fabsf(qf[r]);
         }
     }
 #pragma unroll
@@ -491,33 +504,35 @@ extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dkv(const ftref::Re
         red[1][warp][c] = mk[r];
         red[2][warp][c] = dv[r];
         red[3][warp][c] = mv[r];
+        red[4][warp][c] = ck[r];
     }
     __syncthreads();
     const long long out = (((long long)batch * p.seqlen_k + key) * p.heads_kv + kv_head) * d;
     for (int c = threadIdx.x; c < d; c += blockDim.x) {
-        float a[4] = {0.f, 0.f, 0.f, 0.f};
+        float a[5] = {0.f, 0.f, 0.f, 0.f, 0.f};
         for (int w = 0; w < WARPS; ++w)
-            for (int i = 0; i < 4; ++i)
+            for (int i = 0; i < 5; ++i)
                 a[i] += red[i][w][c];
         p.dk[out + c] = p.scale * a[0];
         p.mag_dk[out + c] = p.scale * a[1];
         p.dv[out + c] = a[2];
         p.mag_dv[out + c] = a[3];
+        p.cmag_dk[out + c] = p.scale * a[4];
     }
 }
 
 // Compares one gradient x (16-bit, [batch, rows, heads, d] up to its strides) with the fp32
-// reference ref and its mag (contiguous [batch, rows, heads, d]); accumulates into stats
-// (zeroed by the caller):
+// reference ref, its mag and cmag (contiguous [batch, rows, heads, d]; cmag may be null, for
+// dV); accumulates into stats (zeroed by the caller):
 //   stats[0] sum (x - ref)^2       stats[1] max |x - ref|       stats[2] max |x - ref| / bound
 //   stats[3] non-finite x          stats[4] elements over their bound (non-finite ones included)
 //   stats[5] non-zero x in rows 0 .. empty_rows-1 (rows that see no key must give exactly 0)
-// bound = rtol·|ref| + ptol·mag + atol_abs. One thread per 8 elements of a row; blockIdx.y
-// and blockIdx.z walk heads and batch.
+// bound = rtol·|ref| + ptol·mag + ctol·cmag + atol_abs. One thread per 8 elements of a row;
+// blockIdx.y and blockIdx.z walk heads and batch.
 extern "C" __global__ void __launch_bounds__(256)
     ft_ref_bwd_compare(const unsigned short *x, long long xb, long long xr, long long xh, const float *ref,
-                       const float *mag, int rows, int heads, int d, int bf16, int empty_rows, double rtol,
-                       double ptol, double atol_abs, double *stats)
+                       const float *mag, const float *cmag, int rows, int heads, int d, int bf16, int empty_rows,
+                       double rtol, double ptol, double ctol, double atol_abs, double *stats)
 {
     using namespace ftref;
     const int head = blockIdx.y, batch = blockIdx.z;
@@ -530,7 +545,8 @@ extern "C" __global__ void __launch_bounds__(256)
         const long long ro = ((long long)(batch * (long long)rows + row) * heads + head) * d + c0;
         for (int c = 0; c < 8; ++c) {
             const double v = to_float(xi[c], bf16), r = ref[ro + c];
-            const double diff = fabs(v - r), bound = rtol * fabs(r) + ptol * mag[ro + c] + atol_abs;
+            const double cm = cmag ? cmag[ro + c] : 0.0;
+            const double diff = fabs(v - r), bound = rtol * fabs(r) + ptol * mag[ro + c] + ctol * cm + atol_abs;
             if (row < empty_rows && v != 0.0)
                 nonzero += 1;
             if (!isfinite(v)) {

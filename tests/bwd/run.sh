@@ -5,7 +5,8 @@
 #   tests/bwd/run.sh [--bench] [--build-only] [harness options: --no-test, --only SUBSTRING]
 #
 # --bench adds the timings (after the checks); --build-only stops after compiling (no GPU needed;
-# set FT_BWD_ARCH, e.g. sm_80 or sm_90). The target is FT_BWD_ARCH, else the compute capability
+# set FT_BWD_ARCH, e.g. sm_80 or sm_90). FT_BWD_EXTRA adds variant lines in the format of the
+# list below (e.g. for a timing experiment). The target is FT_BWD_ARCH, else the compute capability
 # nvidia-smi reports, else -arch=native. Builds into $FT_BWD_BUILD (default build/bwd); the
 # harness writes bwd_log.txt and bwd_results.json to $OUT when it is set, and this script adds
 # the ptxas report of every variant there (bwd_ptxas.txt).
@@ -20,10 +21,12 @@ nvcc=${NVCC:-$cuda/bin/nvcc}
 cc=${CC:-gcc}
 
 build_only=0
+bench=0
 pass=""
 for a in "$@"; do
   case "$a" in
     --build-only) build_only=1 ;;
+    --bench) bench=1; pass="$pass $a" ;;
     *) pass="$pass $a" ;;
   esac
 done
@@ -47,9 +50,12 @@ v6 128 64 64 4 1 1 1 bf16 atomic 1
 v7 128 64 128 8 1 2 0 bf16 loop 1
 v8 192 64 64 8 2 2 1 f16 atomic 0
 '
+variants="$variants${FT_BWD_EXTRA:-}
+"
 
 mkdir -p "$build/c"
-rm -f "$build"/v*.cu "$build"/v*.o "$build"/v*.ptxas
+rm -rf "$build/var"
+mkdir -p "$build/var"
 t0=$(date +%s)
 echo "building into $build ($arch)"
 objs=""
@@ -74,13 +80,13 @@ echo "$variants" | while read -r name d bm bn w sp st c dt g det; do
     echo "#define FT_SMEM_BYTES $smem"
     echo "#define FTV_ENTRY ft_bwd_$name"
     echo "#include \"$here/variant.cu\""
-  } > "$build/$name.cu"
+  } > "$build/var/$name.cu"
 done
 
 # Variants compile in parallel (one nvcc each), then the harness and the C reference.
-for f in "$build"/v*.cu; do
+for f in "$build"/var/*.cu; do
   n=$(basename "$f" .cu)
-  "$nvcc" -std=c++17 -O3 $arch -I"$root" -Xptxas -v -c "$f" -o "$build/$n.o" > "$build/$n.ptxas" 2>&1 &
+  "$nvcc" -std=c++17 -O3 $arch -I"$root" -Xptxas -v -c "$f" -o "$build/var/$n.o" > "$build/var/$n.ptxas" 2>&1 &
   pids="$pids $!"
 done
 "$nvcc" -std=c++17 -O3 $arch -I"$root" -I"$here" -c "$here/harness.cu" -o "$build/harness.o" &
@@ -93,7 +99,7 @@ fail=0
 for p in $pids; do
   wait "$p" || fail=1
 done
-for f in "$build"/v*.ptxas; do
+for f in "$build"/var/*.ptxas; do
   if grep -q "error" "$f"; then
     echo "== $(basename "$f" .ptxas): compile errors"
     grep -B2 -A5 "error" "$f" | head -n 40
@@ -101,15 +107,15 @@ for f in "$build"/v*.ptxas; do
   fi
 done
 [ "$fail" -eq 0 ] || { echo "build failed"; exit 1; }
-"$nvcc" $arch "$build"/v*.o "$build/harness.o" "$build"/c/*.o -o "$build/harness"
+"$nvcc" $arch "$build"/var/*.o "$build/harness.o" "$build"/c/*.o -o "$build/harness"
 
 # The main kernels' resource reports (the _pre and _post kernels are small).
 report="$build/ptxas.txt"
 : > "$report"
-for f in "$build"/v*.ptxas; do
+for f in "$build"/var/*.ptxas; do
   n=$(basename "$f" .ptxas)
   {
-    printf '%s %s\n' "$n" "$(head -n 1 "$build/$n.cu" | sed 's|^// variant [^:]*: ||')"
+    printf '%s %s\n' "$n" "$(head -n 1 "$build/var/$n.cu" | sed 's|^// variant [^:]*: ||')"
     awk '/Compiling entry function/ { main = ($0 ~ /_(pre|post)'"'"'/) ? 0 : 1 }
          main && /spill|Used/ { sub(/^ptxas info *: */, ""); print "    " $0 }' "$f"
   } >> "$report"
@@ -132,5 +138,10 @@ if [ "$rc" -ge 2 ]; then
     [ -n "$name" ] || continue
     timeout 60 "$build/harness" --no-ref --log-append --only "ft_bwd_$name" || echo "ft_bwd_$name: status $?"
   done
+fi
+# FlashAttention-2's backward on the same grid, where PyTorch is installed (the H200 machine).
+if [ "$bench" -eq 1 ] && python3 -c "import torch" > /dev/null 2>&1; then
+  echo "FlashAttention-2 backward (SDPA FLASH_ATTENTION), same grid and method:"
+  python3 "$here/fa2_bench.py" ${OUT:+--out "$OUT/fa2_results.json"} || true
 fi
 exit "$rc"
