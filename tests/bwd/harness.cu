@@ -10,10 +10,11 @@
 // It prints a short summary last and, with --out DIR (default $OUT), writes bwd_log.txt and
 // bwd_results.json there. Exit status 0 when every check passed.
 //
-//   harness [--bench] [--no-test] [--no-ref] [--only SUBSTRING] [--out DIR] [--log-append]
+//   harness [--bench] [--no-test] [--no-ref] [--small] [--only SUBSTRING] [--out DIR] [--log-append]
 //
-// --no-test skips (a) and (b), --no-ref only (a); --log-append appends to bwd_log.txt and writes
-// no JSON (run.sh uses it to rerun variants one at a time after a fault).
+// --no-test skips (a) and (b), --no-ref only (a); --small runs (b) on a few small shapes only
+// (for compute-sanitizer); --log-append appends to bwd_log.txt and writes no JSON (run.sh uses it
+// to rerun variants one at a time after a fault).
 
 #include <cuda_runtime.h>
 
@@ -628,8 +629,15 @@ static bool reference_checks()
 }
 
 // ---- (b) every variant against the GPU reference --------------------------------------------------
+static bool g_small;
+
 static std::vector<Shape> test_shapes()
 {
+    if (g_small)
+        return {
+            {2, 4, 4, 1, 1, BSHD, 1.f},      {2, 3, 3, 17, 17, BSHD, 1.f},    {1, 2, 2, 130, 130, BHSD, 1.f},
+            {1, 8, 1, 200, 65, BSHD, 1.f},   {2, 4, 1, 65, 200, BHSD, 1.f},   {1, 4, 2, 150, 150, BSHD, 10.f},
+        };
     return {
         {2, 4, 4, 1, 1, BSHD, 1.f},       {2, 3, 3, 17, 17, BSHD, 1.f},      {1, 2, 2, 127, 127, BHSD, 1.f},
         {2, 2, 1, 1000, 1000, BSHD, 1.f}, {1, 1, 1, 4097, 4097, BSHD, 1.f},  {1, 8, 1, 1000, 127, BSHD, 1.f},
@@ -796,12 +804,15 @@ int main(int argc, char **argv)
             ref = false;
         else if (strcmp(argv[i], "--log-append") == 0)
             append = true;
+        else if (strcmp(argv[i], "--small") == 0)
+            g_small = true;
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
             only = argv[++i];
         else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
             out = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--bench] [--no-test] [--no-ref] [--only SUBSTRING] [--out DIR] [--log-append]\n",
+            fprintf(stderr,
+                    "usage: %s [--bench] [--no-test] [--no-ref] [--small] [--only SUBSTRING] [--out DIR] [--log-append]\n",
                     argv[0]);
             return 2;
         }

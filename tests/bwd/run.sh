@@ -2,9 +2,11 @@
 # Builds the backward harness (tests/bwd/harness.cu) with a small set of variants of
 # templates/flash_bwd_sm80.cuh for the GPU present, and runs it.
 #
-#   tests/bwd/run.sh [--bench] [--build-only] [harness options: --no-test, --only SUBSTRING]
+#   tests/bwd/run.sh [--bench] [--sanitize] [--build-only] [harness options: --no-test, --only SUBSTRING]
 #
-# --bench adds the timings (after the checks); --build-only stops after compiling (no GPU needed;
+# --bench adds the timings (after the checks); --sanitize runs compute-sanitizer's memcheck,
+# racecheck and synccheck over every variant on the small shapes instead of the checks;
+# --build-only stops after compiling (no GPU needed;
 # set FT_BWD_ARCH, e.g. sm_80 or sm_90). FT_BWD_EXTRA adds variant lines in the format of the
 # list below (e.g. for a timing experiment). The target is FT_BWD_ARCH, else the compute capability
 # nvidia-smi reports, else -arch=native. Builds into $FT_BWD_BUILD (default build/bwd); the
@@ -22,10 +24,12 @@ cc=${CC:-gcc}
 
 build_only=0
 bench=0
+sanitize=0
 pass=""
 for a in "$@"; do
   case "$a" in
     --build-only) build_only=1 ;;
+    --sanitize) sanitize=1 ;;
     --bench) bench=1; pass="$pass $a" ;;
     *) pass="$pass $a" ;;
   esac
@@ -126,6 +130,21 @@ if [ -n "${OUT:-}" ]; then
   cp "$report" "$OUT/bwd_ptxas.txt"
 fi
 [ "$build_only" -eq 0 ] || exit 0
+
+if [ "$sanitize" -eq 1 ]; then
+  san=${COMPUTE_SANITIZER:-$cuda/bin/compute-sanitizer}
+  [ -x "$san" ] || san=compute-sanitizer
+  rc=0
+  for tool in memcheck racecheck synccheck; do
+    echo "== compute-sanitizer --tool $tool"
+    timeout 170 "$san" --tool "$tool" --error-exitcode 3 "$build/harness" --no-ref --small --log-append $pass \
+      > "$build/sanitize_$tool.txt" 2>&1 || rc=$?
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|========= (Invalid|Race|Barrier|Error)" "$build/sanitize_$tool.txt" | sort | uniq -c | head -n 20
+    grep -E "^  (ok|FAIL) " "$build/sanitize_$tool.txt" | awk '{ print $1 }' | sort | uniq -c
+  done
+  [ -z "${OUT:-}" ] || cat "$build"/sanitize_*.txt > "$OUT/bwd_sanitize.txt"
+  exit "$rc"
+fi
 
 # A deadlocked deterministic variant must not hang the machine: the harness gets 4 minutes.
 # After a fault (exit status 2: a CUDA error poisons the process) or a timeout, each variant
