@@ -34,8 +34,7 @@
 //                One CTA per key block (key block blockIdx.x, or NBK-1-blockIdx.x with det and
 //                causal masking): loads its BN rows of K and V once, then loops over the
 //                query blocks that see them (causal: from the first row that sees the block's
-//                first key; without causal masking or det, starting at query block n·MBQ/NBK and
-//                wrapping around) — with gqa=loop over every query head of its K/V group in turn —
+//                first key) — with gqa=loop over every query head of its K/V group in turn —
 //                recomputes S and P, accumulates dK and dV in registers, and adds its dQ
 //                partials in fp32 to the workspace with red.global.add (four floats per
 //                instruction on sm_90). Without KVACC it writes dK (scaled) and dV itself; with
@@ -664,23 +663,19 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p)
             cp_async16(sDSUM + stage * BM * 4 + (tid - BM / 4) * 16, ws.dsum + row + (tid - BM / 4) * 4, 16);
     };
     // The walk: query blocks m_begin .. mbq-1 of head h_first, then of the next head (gqa=loop).
-    // Without causal masking or determinism, key block n starts at query block n·mbq/nbk and
-    // wraps around, so that at any time the CTAs of one head add into different dQ tiles (all
-    // of them on the same tile at once would queue their atomics on the same L2 lines).
-    const int m_start = !CAUSAL && !DET ? (int)((long long)n_block * ws.mbq / ws.nbk) : m_begin;
     const int h_end = h_first + n_heads;
     auto advance = [&](int &qhead, int &qblock) {
-        if (++qblock == ws.mbq)
+        if (++qblock == ws.mbq) {
             qblock = m_begin;
-        if (qblock == m_start)
             ++qhead;
+        }
     };
 
     const u16 *kp = (const u16 *)p.k + batch * p.k_batch_stride + kv_head * p.k_head_stride + n0 * p.k_row_stride;
     const u16 *vp = (const u16 *)p.v + batch * p.v_batch_stride + kv_head * p.v_head_stride + n0 * p.v_row_stride;
     load_rows<BN>(sK, kp, p.k_row_stride, p.seqlen_k - n0);
     load_rows<BN>(sV, vp, p.v_row_stride, p.seqlen_k - n0);
-    int head = h_first, m = m_start;  // this iteration's query block
+    int head = h_first, m = m_begin;  // this iteration's query block
     int next_head = head, next_m = m; // the next one to load
     if (n_iter > 0)
         issue(next_head, next_m, 0);
