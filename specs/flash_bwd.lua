@@ -60,13 +60,17 @@ return {
     { name = "bm",     values = { 32, 64, 128 },   doc = "query rows per block of the CTA's loop" },
     { name = "bn",     values = { 32, 64, 128 },   doc = "keys per thread block" },
     { name = "warps",  values = { 4, 8 },          doc = "warps per thread block" },
-    { name = "split",  values = { 1, 2 },          doc = "warps per key group (2: P and dS pass through shared memory)" },
-    { name = "stages", values = { 1, 2 },          doc = "Q/dO buffers (2: the next query block loads while this one computes)" },
+    { name = "split",  values = { 1, 2 },
+      doc = "warps per key group (2: P and dS pass through shared memory)" },
+    { name = "stages", values = { 1, 2 },
+      doc = "Q/dO buffers (2: the next query block loads while this one computes)" },
     { name = "causal", values = { 0, 1 },          doc = "bottom-right causal mask" },
     { name = "dtype",  values = { "f16", "bf16" }, doc = "element type of Q, K, V, O, dO and the gradients" },
     { name = "gqa",    values = { "loop", "atomic" },
-      doc = "grouped-query dK/dV: loop = one CTA walks the group's query heads; atomic = one CTA per query head, fp32 sums in the workspace" },
-    { name = "det",    values = { 0, 1 },          doc = "1: dQ (and gqa=atomic dK/dV) added in a fixed order: bitwise reproducible" },
+      doc = "grouped-query dK/dV: loop = one CTA walks the group's query heads; "
+            .. "atomic = one CTA per query head, fp32 sums in the workspace" },
+    { name = "det",    values = { 0, 1 },
+      doc = "1: dQ (and gqa=atomic dK/dV) added in a fixed order: bitwise reproducible" },
   },
 
   constraints = {

@@ -873,8 +873,9 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p)
         u16 *dvp = (u16 *)p.dv + batch * p.dv_batch_stride + kv_head * p.dv_head_stride + n0 * p.dv_row_stride;
         for (int idx = tid; idx < key_valid * NC; idx += THREADS) {
             const int row = idx / NC, chunk = idx % NC;
-            *(uint4 *)(dkp + row * p.dk_row_stride + chunk * 8) = *(const uint4 *)(smem + OFF_K + row * PITCH + chunk * 16);
-            *(uint4 *)(dvp + row * p.dv_row_stride + chunk * 8) = *(const uint4 *)(smem + OFF_V + row * PITCH + chunk * 16);
+            const int off = row * PITCH + chunk * 16;
+            *(uint4 *)(dkp + row * p.dk_row_stride + chunk * 8) = *(const uint4 *)(smem + OFF_K + off);
+            *(uint4 *)(dvp + row * p.dv_row_stride + chunk * 8) = *(const uint4 *)(smem + OFF_V + off);
         }
     }
 }

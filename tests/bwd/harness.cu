@@ -95,8 +95,8 @@ static std::string variant_name(const BwdVariant &v)
 {
     char buf[192];
     snprintf(buf, sizeof buf, "d=%d,bm=%d,bn=%d,warps=%d,split=%d,stages=%d,causal=%d,dtype=%s,gqa=%s,det=%d", v.d,
-             v.bm, v.bn, v.warps, v.split, v.stages, v.causal, v.bf16 ? "bf16" : "f16", v.gqa_atomic ? "atomic" : "loop",
-             v.det);
+             v.bm, v.bn, v.warps, v.split, v.stages, v.causal, v.bf16 ? "bf16" : "f16",
+             v.gqa_atomic ? "atomic" : "loop", v.det);
     return buf;
 }
 
@@ -512,7 +512,8 @@ static void print_check(const CheckResult &r)
     say("\n");
     for (int i = 0; i < 3; ++i)
         if (!r.g[i].pass)
-            say("       %s: rel_l2 %.3e max_abs %.3e worst %.3f nonfinite %lld over-bound %lld nonzero-in-empty-rows %lld\n",
+            say("       %s: rel_l2 %.3e max_abs %.3e worst %.3f nonfinite %lld over-bound %lld "
+                "nonzero-in-empty-rows %lld\n",
                 GRAD[i], r.g[i].rel_l2, r.g[i].max_abs, r.g[i].worst, r.g[i].nonfinite, r.g[i].bad,
                 r.g[i].nonzero_empty);
 }
@@ -533,8 +534,8 @@ static std::vector<float> to_host32(const float *d, size_t n)
 }
 
 // cmag: the GPU reference's (empty for dV).
-static GradCheck compare_host(const std::vector<float> &x, const std::vector<double> &ref, const std::vector<double> &mag,
-                              const std::vector<float> &cmag, const Tol &tol)
+static GradCheck compare_host(const std::vector<float> &x, const std::vector<double> &ref,
+                              const std::vector<double> &mag, const std::vector<float> &cmag, const Tol &tol)
 {
     double ss = 0, sd = 0, worst = 0, max_abs = 0;
     long long bad = 0, nonfinite = 0;
@@ -767,7 +768,9 @@ static void write_json(const char *path, const char *device)
     for (int i = 0; i < g_nvariants; ++i) {
         cudaFuncAttributes fa;
         CK(cudaFuncGetAttributes(&fa, g_variants[i]->main));
-        fprintf(f, "    {\"name\": \"%s\", \"entry\": \"%s\", \"registers\": %d, \"local_bytes\": %zu, \"smem\": %lld}%s\n",
+        fprintf(f,
+                "    {\"name\": \"%s\", \"entry\": \"%s\", \"registers\": %d, \"local_bytes\": %zu, "
+                "\"smem\": %lld}%s\n",
                 variant_name(*g_variants[i]).c_str(), g_variants[i]->entry, fa.numRegs, (size_t)fa.localSizeBytes,
                 g_variants[i]->smem, i + 1 < g_nvariants ? "," : "");
     }
@@ -781,8 +784,8 @@ static void write_json(const char *path, const char *device)
     for (size_t i = 0; i < g_bench.size(); ++i) {
         const BenchResult &b = g_bench[i];
         fprintf(f,
-                "    {\"variant\": \"%s\", \"seqlen\": %d, \"batch\": %d, \"heads\": %d, \"ms\": %.4f, \"main_ms\": %.4f, "
-                "\"tflops\": %.2f}%s\n",
+                "    {\"variant\": \"%s\", \"seqlen\": %d, \"batch\": %d, \"heads\": %d, \"ms\": %.4f, "
+                "\"main_ms\": %.4f, \"tflops\": %.2f}%s\n",
                 b.variant.c_str(), b.seqlen, b.batch, b.heads, b.ms, b.main_ms, b.tflops,
                 i + 1 < g_bench.size() ? "," : "");
     }
@@ -812,7 +815,8 @@ int main(int argc, char **argv)
             out = argv[++i];
         else {
             fprintf(stderr,
-                    "usage: %s [--bench] [--no-test] [--no-ref] [--small] [--only SUBSTRING] [--out DIR] [--log-append]\n",
+                    "usage: %s [--bench] [--no-test] [--no-ref] [--small] [--only SUBSTRING] [--out DIR] "
+                    "[--log-append]\n",
                     argv[0]);
             return 2;
         }

@@ -139,7 +139,8 @@ if [ "$sanitize" -eq 1 ]; then
     echo "== compute-sanitizer --tool $tool"
     timeout 170 "$san" --tool "$tool" --error-exitcode 3 "$build/harness" --no-ref --small --log-append $pass \
       > "$build/sanitize_$tool.txt" 2>&1 || rc=$?
-    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|========= (Invalid|Race|Barrier|Error)" "$build/sanitize_$tool.txt" | sort | uniq -c | head -n 20
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|========= (Invalid|Race|Barrier|Error)" \
+      "$build/sanitize_$tool.txt" | sort | uniq -c | head -n 20
     grep -E "^  (ok|FAIL) " "$build/sanitize_$tool.txt" | awk '{ print $1 }' | sort | uniq -c
   done
   [ -z "${OUT:-}" ] || cat "$build"/sanitize_*.txt > "$OUT/bwd_sanitize.txt"
