@@ -17,6 +17,8 @@ static const char usage[] =
     "Compiles every variant of the spec (default: the built-in flash_fwd) that fits the GPU\n"
     "and checks each against the reference over a set of shapes: odd sequence lengths,\n"
     "seqlen_q != seqlen_k both ways, grouped-query heads, strided layouts, large scores.\n"
+    "Forward kernels are checked on O and the LSE, backward ones (specs/flash_bwd.lua) on dQ,\n"
+    "dK and dV, deterministic ones also for the same bits twice.\n"
     "Prints one row per variant and exits non-zero if any fails.\n"
     "\n"
     "  --only FILTER     only the variants matching, e.g. 'd=128,causal=1'\n"
@@ -49,11 +51,112 @@ static const shape_case cases[] = {
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
 
+/* The backward's (the layouts its checks take; scores in the hundreds with qk_std 10). */
+static const shape_case bwd_cases[] = {
+    {"b=2,hq=4,sq=1,sk=1", FT_LAYOUT_BSHD, 1.f, 0},
+    {"b=2,hq=3,sq=17,sk=17", FT_LAYOUT_BSHD, 1.f, 0},
+    {"b=1,hq=2,sq=127,sk=127", FT_LAYOUT_BHSD, 1.f, 0},
+    {"b=2,hq=2,hkv=1,sq=1000,sk=1000", FT_LAYOUT_BSHD, 1.f, 0},
+    {"b=1,hq=8,hkv=1,sq=1000,sk=127", FT_LAYOUT_BSHD, 1.f, 0},
+    {"b=2,hq=4,hkv=1,sq=127,sk=1000", FT_LAYOUT_BHSD, 1.f, 0},
+    {"b=2,hq=4,hkv=2,sq=1000,sk=1000", FT_LAYOUT_BSHD, 10.f, 0},
+    {"b=1,hq=1,sq=4097,sk=4097", FT_LAYOUT_BSHD, 1.f, 0},
+    {"b=1,hq=2,sq=17,sk=4097", FT_LAYOUT_BSHD, 1.f, 1},
+    {"b=1,hq=4,sq=4097,sk=17", FT_LAYOUT_BHSD, 1.f, 1},
+    {"b=3,hq=16,hkv=2,sq=513,sk=513", FT_LAYOUT_BHSD, 1.f, 1},
+};
+#define NBWD_CASES (int)(sizeof bwd_cases / sizeof bwd_cases[0])
+
+/* One shape's inputs and reference, for the spec's operation. */
+typedef struct target {
+    const ft_op *op;
+    ft_tensors fwd;
+    ft_bwd_tensors bwd;
+} target;
+
+/* What one kernel did on one shape. */
+typedef struct outcome {
+    int pass;
+    double l2;    /* the forward: O's relative L2 error; the backward: the largest of the gradients' */
+    double other; /* the forward: the LSE's largest error; the backward: the worst element over its bound */
+    char detail[300];
+} outcome;
+
+static ft_status target_make(ft_session *s, const ft_op *op, const ft_problem *p, uint64_t seed, float qk_std,
+                             target *t, ft_err *err)
+{
+    ft_status rc;
+
+    memset(t, 0, sizeof *t);
+    t->op = op;
+    if (op == &ft__op_bwd) {
+        rc = ft__bwd_tensors_create(s->cu, p, &t->bwd, err);
+        if (rc == FT_OK && (rc = ft__bwd_tensors_prepare(&s->verifier, &t->bwd, seed, qk_std, err)) != FT_OK)
+            ft__bwd_tensors_destroy(s->cu, &t->bwd);
+        return rc;
+    }
+    rc = ft__tensors_create(s->cu, p, &t->fwd, err);
+    if (rc == FT_OK && ((rc = ft__tensors_fill(&s->verifier, &t->fwd, seed, qk_std, err)) != FT_OK ||
+                        (rc = ft__tensors_reference(&s->verifier, &t->fwd, err)) != FT_OK))
+        ft__tensors_destroy(s->cu, &t->fwd);
+    return rc;
+}
+
+static void target_free(ft_session *s, target *t)
+{
+    if (t->op == &ft__op_bwd)
+        ft__bwd_tensors_destroy(s->cu, &t->bwd);
+    else
+        ft__tensors_destroy(s->cu, &t->fwd);
+}
+
+static ft_status target_check(ft_session *s, const ft_kernel *k, target *t, outcome *o, ft_err *err)
+{
+    ft_status rc;
+    int i;
+
+    memset(o, 0, sizeof *o);
+    if (t->op == &ft__op_bwd) {
+        ft_bwd_check c;
+        rc = ft__verify_bwd_kernel(&s->verifier, k, &t->bwd, &c, err);
+        o->pass = c.pass;
+        for (i = 0; i < 3; i++) {
+            o->l2 = c.rel_l2[i] > o->l2 ? c.rel_l2[i] : o->l2;
+            o->other = c.worst[i] > o->other ? c.worst[i] : o->other;
+        }
+        snprintf(o->detail, sizeof o->detail, "%s", c.detail);
+        return rc;
+    }
+    {
+        ft_check c;
+        rc = ft__verify_kernel(&s->verifier, k, &t->fwd, &c, err);
+        o->pass = c.pass;
+        o->l2 = c.o_rel_l2;
+        o->other = c.lse_max_err;
+        snprintf(o->detail, sizeof o->detail, "%s", c.detail);
+    }
+    return rc;
+}
+
 typedef struct row {
     int passed, ran;
-    double worst_l2, worst_lse;
+    double worst_l2, worst_other;
     char failure[400];
 } row;
+
+/* The spec's family, when verify checks its operation (the forward's or the backward's). */
+static const ft_family *family_of(const ft_spec *spec, ft_err *err)
+{
+    const ft_family *fam = ft__family_find(spec->template_name);
+
+    if (fam != NULL && fam->op != &ft__op_fwd && fam->op != &ft__op_bwd) {
+        ft__spec_check_op(spec, &ft__op_fwd, "verify checks", err);
+        return NULL;
+    }
+    if (fam == NULL)
+        ft__spec_check_op(spec, &ft__op_fwd, "verify checks", err);
+    return fam;
+}
 
 static void on_progress(void *ud, const ft_plan *plan, const ft_plan_item *it, int done, int total)
 {
@@ -80,6 +183,9 @@ int cmd_verify(int argc, char **argv)
     row *rows = NULL;
     char *done = NULL;
     cli_progress bar;
+    const ft_family *fam = NULL;
+    const shape_case *set = cases;
+    int ncases = NCASES, bwd = 0;
     ft_err err;
 
     memset(&s, 0, sizeof s);
@@ -110,14 +216,16 @@ int cmd_verify(int argc, char **argv)
         spec_path = argv[optind++];
     if (optind != argc)
         return cli_usage_error("verify", "unexpected argument '%s'", argv[optind]);
-    if (ft__spec_load_default(spec_path, &spec, &err) != FT_OK ||
-        ft__spec_check_op(spec, &ft__op_fwd, "verify checks", &err) != FT_OK ||
+    if (ft__spec_load_default(spec_path, &spec, &err) != FT_OK || (fam = family_of(spec, &err)) == NULL ||
         (only != NULL && ft__variant_filter_parse(spec, only, &filter, &mask, &err) != FT_OK) ||
         ft__session_open((int)device, cache_dir, 1, &s, &err) != FT_OK ||
         ft__plan_build(spec, &s.arch, &filter, mask, &plan, &err) != FT_OK) {
         status = cli_fail("verify", &err);
         goto out;
     }
+    bwd = fam->op == &ft__op_bwd;
+    if (bwd)
+        set = bwd_cases, ncases = NBWD_CASES;
     plan->keep_cubins = 1;
     cli_progress_start(&bar, "compiling", plan->count[FT_PLAN_PENDING], quiet);
     if (ft__plan_compile(plan, s.cache, (int)jobs, on_progress, &bar, cli_stop_flag(), &err) != FT_OK) {
@@ -141,28 +249,23 @@ int cmd_verify(int argc, char **argv)
             continue;
         memset(&base, 0, sizeof base);
         ft__variant_problem(spec, &plan->items[i].variant, &base);
-        for (c = 0; c < NCASES; c++) {
+        for (c = 0; c < ncases; c++) {
             ft_problem p = base;
-            ft_tensors t;
+            target t;
             char shape[128];
-            if (cases[c].full_only && !full)
+            if (set[c].full_only && !full)
                 continue;
-            p.layout = cases[c].layout;
-            snprintf(shape, sizeof shape, "%s,d=%d", cases[c].shape, base.head_dim);
+            p.layout = set[c].layout;
+            snprintf(shape, sizeof shape, "%s,d=%d", set[c].shape, base.head_dim);
             if (ft__problem_parse(shape, &p, &err) != FT_OK)
                 goto fail;
-            if (ft__tensors_create(s.cu, &p, &t, &err) != FT_OK)
+            if (target_make(&s, fam->op, &p, 1000 + (uint64_t)c, set[c].qk_std, &t, &err) != FT_OK)
                 goto fail;
-            if (ft__tensors_fill(&s.verifier, &t, 1000 + (uint64_t)c, cases[c].qk_std, &err) != FT_OK ||
-                ft__tensors_reference(&s.verifier, &t, &err) != FT_OK) {
-                ft__tensors_destroy(s.cu, &t);
-                goto fail;
-            }
             for (j = i; j < plan->nitems; j++) {
                 ft_plan_item *it = &plan->items[j];
                 ft_problem q;
                 ft_kernel k;
-                ft_check check;
+                outcome check;
                 ft_err kerr;
                 if (it->status != FT_PLAN_COMPILED)
                     continue;
@@ -176,33 +279,34 @@ int cmd_verify(int argc, char **argv)
                     snprintf(rows[j].failure, sizeof rows[j].failure, "load: %s", kerr.msg);
                     continue;
                 }
-                if (ft__verify_kernel(&s.verifier, &k, &t, &check, &kerr) != FT_OK) {
+                if (target_check(&s, &k, &t, &check, &kerr) != FT_OK) {
                     /* A fault poisons the context; nothing after it can be trusted. */
                     ft__kernel_unload(s.cu, &k);
-                    ft__tensors_destroy(s.cu, &t);
-                    fprintf(stderr, "flashtune verify: %s on %s: %s\n", it->variant_str, cases[c].shape, kerr.msg);
+                    target_free(&s, &t);
+                    fprintf(stderr, "flashtune verify: %s on %s: %s\n", it->variant_str, set[c].shape, kerr.msg);
                     goto out;
                 }
                 ft__kernel_unload(s.cu, &k);
                 if (check.pass)
                     rows[j].passed++;
                 else if (rows[j].failure[0] == '\0')
-                    snprintf(rows[j].failure, sizeof rows[j].failure, "%s %s: %s", cases[c].shape,
-                             ft__layout_name(cases[c].layout), check.detail);
-                if (check.o_rel_l2 > rows[j].worst_l2)
-                    rows[j].worst_l2 = check.o_rel_l2;
-                if (check.lse_max_err > rows[j].worst_lse)
-                    rows[j].worst_lse = check.lse_max_err;
-                if (c == NCASES - 1 || (!full && cases[c + 1].full_only)) {
+                    snprintf(rows[j].failure, sizeof rows[j].failure, "%s %s: %s", set[c].shape,
+                             ft__layout_name(set[c].layout), check.detail);
+                if (check.l2 > rows[j].worst_l2)
+                    rows[j].worst_l2 = check.l2;
+                if (check.other > rows[j].worst_other)
+                    rows[j].worst_other = check.other;
+                if (c == ncases - 1 || (!full && set[c + 1].full_only)) {
                     done[j] = 1;
                     cli_progress_update(&bar, ++verified, it->variant_str);
                 }
             }
-            ft__tensors_destroy(s.cu, &t);
+            target_free(&s, &t);
         }
     }
     cli_progress_finish(&bar);
-    printf("%-62s %-6s %7s %10s %10s  %s\n", "variant", "result", "shapes", "O rel L2", "LSE err", "first failure");
+    printf("%-62s %-6s %7s %10s %10s  %s\n", "variant", "result", "shapes", bwd ? "grad L2" : "O rel L2",
+           bwd ? "worst/bnd" : "LSE err", "first failure");
     for (i = 0; i < plan->nitems; i++) {
         const ft_plan_item *it = &plan->items[i];
         const row *r = &rows[i];
@@ -210,7 +314,7 @@ int cmd_verify(int argc, char **argv)
             int ok = r->passed == r->ran && r->ran > 0;
             failed += !ok;
             printf("%-62s %-6s %3d/%-3d %10.2e %10.2e  %s\n", it->variant_str, ok ? "pass" : "FAIL", r->passed,
-                   r->ran, r->worst_l2, r->worst_lse, r->failure);
+                   r->ran, r->worst_l2, r->worst_other, r->failure);
         } else if (it->status != FT_PLAN_PRUNED) {
             printf("%-62s %-6s %7s %10s %10s  %s\n", it->variant_str, "skip", "-", "-", "-", it->reason);
         }

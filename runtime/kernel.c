@@ -53,6 +53,8 @@ ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entr
         rc = ft__fail(err, FT_ERR_LIMITS, "%s cannot be resident: 0 blocks per multiprocessor", entry);
         goto out;
     }
+    k.fns[0] = k.fn;
+    k.nfns = 1;
     *out = k;
     k.module = NULL;
 out:
@@ -67,6 +69,64 @@ void ft__kernel_unload(const ft_cuda *cu, ft_kernel *k)
         cu->p_cuModuleUnload(k->module);
     k->module = NULL;
     k->fn = NULL;
+    memset(k->fns, 0, sizeof k->fns);
+    k->nfns = 0;
+}
+
+ft_status ft__kernel_load_entries(const ft_cuda *cu, ft_kernel *k, const char *const *names, int n, ft_err *err)
+{
+    ft_status rc;
+    int i;
+
+    if (n > FT_KERNEL_MAX_FNS)
+        return ft__fail(err, FT_ERR_INTERNAL, "%s has %d kernels, at most %d are held", names[0], n,
+                        FT_KERNEL_MAX_FNS);
+    for (i = 1; i < n; i++) {
+        rc = ft__cuda_check(cu, cu->p_cuModuleGetFunction(&k->fns[i], k->module, names[i]), err, "cuModuleGetFunction");
+        if (rc == FT_OK)
+            rc = ft__cuda_check(cu, cu->p_cuFuncSetAttribute(k->fns[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                           (int)k->facts.smem_dynamic),
+                                err, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+        if (rc != FT_OK) {
+            ft__err_prefix(err, "%s", names[i]);
+            return rc;
+        }
+    }
+    k->nfns = n;
+    return FT_OK;
+}
+
+ft_status ft__kernel_run_plan(const ft_cuda *cu, const ft_kernel *k, const ft_launch_plan *plan, void *params,
+                              CUdeviceptr ws, CUstream stream, ft_err *err)
+{
+    void *args[] = {params};
+    ft_status rc = FT_OK;
+    int i;
+
+    for (i = 0; i < plan->nsteps && rc == FT_OK; i++) {
+        const ft_launch_step *s = &plan->steps[i];
+        if (s->kind == FT_STEP_MEMSET) {
+            rc = ft__cuda_check(cu, cu->p_cuMemsetD8Async(ws + s->ws_offset, 0, s->ws_bytes, stream), err,
+                                "cuMemsetD8Async(workspace)");
+            continue;
+        }
+        if (s->kernel < 0 || s->kernel >= k->nfns || k->fns[s->kernel] == NULL)
+            return ft__fail(err, FT_ERR_INTERNAL, "a launch plan's step %d names kernel %d of %d loaded", i, s->kernel,
+                            k->nfns);
+        rc = ft__cuda_check(cu,
+                            cu->p_cuLaunchKernel(k->fns[s->kernel], s->grid[0], s->grid[1], s->grid[2], s->block, 1, 1,
+                                                 s->smem, stream, args, NULL),
+                            err, "cuLaunchKernel");
+    }
+    return rc;
+}
+
+void ft__bwd_params_problem(const ft_bwd_params *p, ft_problem *out)
+{
+    memset(out, 0, sizeof *out);
+    out->batch = p->batch, out->heads_q = p->heads_q, out->heads_kv = p->heads_kv;
+    out->seqlen_q = p->seqlen_q, out->seqlen_k = p->seqlen_k;
+    out->scale = p->scale;
 }
 
 ft_status ft__fwd_launch_fn(void *launch, CUstream stream, ft_err *err)

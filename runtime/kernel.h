@@ -1,5 +1,5 @@
 /* Loading a compiled variant into the current context, checking it against the device,
- * and launching the forward kernels. */
+ * and launching its kernels: the forward's one, or the steps of an operation's launch plan. */
 #ifndef FT_RUNTIME_KERNEL_H
 #define FT_RUNTIME_KERNEL_H
 
@@ -30,11 +30,38 @@ typedef struct ft_fwd_params {
 
 _Static_assert(sizeof(ft_fwd_params) == 5 * 8 + 12 * 8 + 8 * 4, "ft_fwd_params layout");
 
+/* The backward kernels' argument block (all three take it); templates/include/ft_params_bwd.cuh
+ * declares the same fields in the same order (ft::BwdParams). Strides are in elements. */
+typedef struct ft_bwd_params {
+    const void *q, *k, *v, *o, *dout;
+    void *dq, *dk, *dv;
+    const float *lse;
+    float *ws;
+    int64_t q_batch_stride, q_row_stride, q_head_stride;
+    int64_t k_batch_stride, k_row_stride, k_head_stride;
+    int64_t v_batch_stride, v_row_stride, v_head_stride;
+    int64_t o_batch_stride, o_row_stride, o_head_stride;
+    int64_t dout_batch_stride, dout_row_stride, dout_head_stride;
+    int64_t dq_batch_stride, dq_row_stride, dq_head_stride;
+    int64_t dk_batch_stride, dk_row_stride, dk_head_stride;
+    int64_t dv_batch_stride, dv_row_stride, dv_head_stride;
+    int32_t batch, heads_q, heads_kv, seqlen_q, seqlen_k;
+    float scale;
+    float scale_log2;
+    int32_t reserved;
+} ft_bwd_params;
+
+_Static_assert(sizeof(ft_bwd_params) == 10 * 8 + 24 * 8 + 8 * 4, "ft_bwd_params layout");
+
+#define FT_KERNEL_MAX_FNS 4
+
 /* A loaded kernel: its launch facts (from its family, ft__family_launch), what the driver says
  * about it, and its function. */
 typedef struct ft_kernel {
     CUmodule module;
-    CUfunction fn;
+    CUfunction fn;            /* the main one; fns[0] too */
+    CUfunction fns[FT_KERNEL_MAX_FNS]; /* the family's entries, in its order (ft__kernel_load_entries) */
+    int nfns;
     ft_launch_facts facts;    /* threads, shared memory, rows per block, tensor maps, the grid's
                                  kind; facts.max_resident set by the loader */
     int registers;            /* CU_FUNC_ATTRIBUTE_NUM_REGS */
@@ -51,6 +78,20 @@ typedef struct ft_kernel {
 ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entry, const ft_launch_facts *facts,
                           const ft_arch *dev, ft_kernel *out, ft_err *err);
 void ft__kernel_unload(const ft_cuda *cu, ft_kernel *k); /* module NULL is a no-op */
+
+/* Looks up the functions of a loaded kernel's other entries (names[1..n-1]: the family's
+ * entries after the main one, names[0]) in its module, raising their dynamic shared-memory
+ * limit like the main one's. FT_ERR_CUDA naming the entry a cubin lacks. */
+ft_status ft__kernel_load_entries(const ft_cuda *cu, ft_kernel *k, const char *const *names, int n, ft_err *err);
+
+/* Enqueues the steps of a launch plan on stream: memsets of the workspace ws (plan->workspace_bytes
+ * at least) and kernels, each the function of the kernel's the step names, all taking the one
+ * argument block params (an ft_bwd_params for the backward). */
+ft_status ft__kernel_run_plan(const ft_cuda *cu, const ft_kernel *k, const ft_launch_plan *plan, void *params,
+                              CUdeviceptr ws, CUstream stream, ft_err *err);
+
+/* The sizes of a backward call as the operation's plan reads them. */
+void ft__bwd_params_problem(const ft_bwd_params *p, ft_problem *out);
 
 /* The sizes of a forward call as the operation's plan reads them. */
 void ft__fwd_params_problem(const ft_fwd_params *p, ft_problem *out);

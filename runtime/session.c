@@ -87,11 +87,30 @@ ft_status ft__session_load(ft_session *s, ft_spec *spec, const ft_variant *v, co
     char text[FT_VARIANT_STR_MAX];
     ft_launch_facts facts;
 
-    if (fam == NULL || fam->op != &ft__op_fwd)
-        return ft__spec_check_op(spec, &ft__op_fwd, "the GPU runtime launches", err);
+    const char *names[FT_KERNEL_MAX_FNS];
+    char more[FT_KERNEL_MAX_FNS][FT_ENTRY_MAX];
+    ft_status rc;
+    int i, n;
+
+    if (fam == NULL)
+        return ft__fail(err, FT_ERR_SPEC, "%s: unknown template '%s'", spec->path, spec->template_name);
     ft__variant_format(spec, v, text, sizeof text);
     ft__family_launch(fam, text, threads, smem_dynamic, &facts);
-    return ft__kernel_load(s->cu, cubin, entry, &facts, &s->arch, out, err);
+    rc = ft__kernel_load(s->cu, cubin, entry, &facts, &s->arch, out, err);
+    n = ft__family_nentries(fam);
+    if (rc != FT_OK || n == 1)
+        return rc;
+    for (i = 0; i < n && i < FT_KERNEL_MAX_FNS; i++) {
+        if (!ft__family_entry_name(fam, entry, i, more[i], sizeof more[i])) {
+            ft__kernel_unload(s->cu, out);
+            return ft__fail(err, FT_ERR_INTERNAL, "%s: an entry name too long", entry);
+        }
+        names[i] = more[i];
+    }
+    rc = ft__kernel_load_entries(s->cu, out, names, n, err);
+    if (rc != FT_OK)
+        ft__kernel_unload(s->cu, out);
+    return rc;
 }
 
 ft_status ft__session_build(ft_session *s, ft_spec *spec, const ft_variant *v, ft_kernel *out,
@@ -107,8 +126,8 @@ ft_status ft__session_build(ft_session *s, ft_spec *spec, const ft_variant *v, f
 
     memset(&src, 0, sizeof src);
     memset(&c, 0, sizeof c);
-    if (fam == NULL || fam->op != &ft__op_fwd)
-        return ft__spec_check_op(spec, &ft__op_fwd, "the GPU runtime launches", err);
+    if (fam == NULL)
+        return ft__fail(err, FT_ERR_SPEC, "%s: unknown template '%s'", spec->path, spec->template_name);
     if (!ft__family_supports_arch(fam, &s->arch, why, sizeof why))
         return ft__fail(err, FT_ERR_UNSUPPORTED, "%s (the GPU is %s, %s)", why, s->arch.device_name, s->arch.name);
     rc = ft__emit(spec, fam, v, &s->arch, &src, err);

@@ -94,10 +94,11 @@ ft_status ft__verifier_init(const ft_cuda *cu, const ft_arch *dev, ft_cache *cac
         struct {
             CUfunction *fn;
             const char *name;
-        } fns[] = {{&out->attention, "ft_ref_attention"},
-                   {&out->fill, "ft_ref_fill_normal"},
-                   {&out->compare, "ft_ref_compare"},
-                   {&out->sumsq, "ft_ref_sumsq"}};
+        } fns[] = {{&out->attention, "ft_ref_attention"},     {&out->fill, "ft_ref_fill_normal"},
+                   {&out->compare, "ft_ref_compare"},         {&out->sumsq, "ft_ref_sumsq"},
+                   {&out->to_half, "ft_ref_to_half"},         {&out->bwd_dsum, "ft_ref_bwd_dsum"},
+                   {&out->bwd_dq, "ft_ref_bwd_dq"},           {&out->bwd_dkv, "ft_ref_bwd_dkv"},
+                   {&out->bwd_compare, "ft_ref_bwd_compare"}};
         size_t i;
         for (i = 0; i < sizeof fns / sizeof fns[0] && rc == FT_OK; i++)
             if (cu->p_cuModuleGetFunction(fns[i].fn, out->module, fns[i].name) != CUDA_SUCCESS)
@@ -193,8 +194,8 @@ void ft__tensors_params(const ft_tensors *t, ft_fwd_params *out)
     out->scale_log2 = scale * 1.4426950408889634f;
 }
 
-static ft_status fill(ft_verifier *v, CUdeviceptr ptr, size_t n, uint64_t seed, float stddev, int bf16,
-                      ft_err *err)
+ft_status ft__verify_fill(ft_verifier *v, CUdeviceptr ptr, size_t n, uint64_t seed, float stddev, int bf16,
+                          ft_err *err)
 {
     long long count = (long long)n;
     float mean = 0.f;
@@ -218,13 +219,13 @@ ft_status ft__tensors_fill(ft_verifier *v, ft_tensors *t, uint64_t seed, float q
     if (p->layout == FT_LAYOUT_QKV_PACKED) {
         /* Q, K, V interleave per row: fill with qk_std, then V's slices cannot differ; a
          * separate V scale is not needed for verification. */
-        return fill(v, t->buf[0], t->plan.elems[0], seed, qk_std, p->bf16, err);
+        return ft__verify_fill(v, t->buf[0], t->plan.elems[0], seed, qk_std, p->bf16, err);
     }
-    rc = fill(v, t->buf[0], t->plan.elems[0], seed * 3 + 1, qk_std, p->bf16, err);
+    rc = ft__verify_fill(v, t->buf[0], t->plan.elems[0], seed * 3 + 1, qk_std, p->bf16, err);
     if (rc == FT_OK)
-        rc = fill(v, t->buf[1], t->plan.elems[1], seed * 3 + 2, qk_std, p->bf16, err);
+        rc = ft__verify_fill(v, t->buf[1], t->plan.elems[1], seed * 3 + 2, qk_std, p->bf16, err);
     if (rc == FT_OK)
-        rc = fill(v, t->buf[2], t->plan.elems[2], seed * 3 + 3, 1.f, p->bf16, err);
+        rc = ft__verify_fill(v, t->buf[2], t->plan.elems[2], seed * 3 + 3, 1.f, p->bf16, err);
     return rc;
 }
 
@@ -237,18 +238,18 @@ typedef struct ref_params {
     int32_t causal, bf16, reserved;
 } ref_params;
 
-/* The reference's parameter block for these tensors. */
-static void ref_block(const ft_tensors *t, ref_params *rp)
+/* The reference's parameter block for inputs fp (q, k, v and their strides) and outputs o
+ * (contiguous [b, sq, hq, d]), lse and mag. */
+static void ref_block_of(const ft_problem *p, const ft_fwd_params *in, CUdeviceptr o, CUdeviceptr lse, CUdeviceptr mag,
+                         ref_params *rp)
 {
-    const ft_problem *p = &t->problem;
-    ft_fwd_params fp;
+    const ft_fwd_params fp = *in;
 
-    ft__tensors_params(t, &fp);
     memset(rp, 0, sizeof *rp);
     rp->q = fp.q, rp->k = fp.k, rp->v = fp.v;
-    rp->o = (float *)(uintptr_t)t->o_ref;
-    rp->lse = (float *)(uintptr_t)t->lse_ref;
-    rp->mag = (float *)(uintptr_t)t->mag_ref;
+    rp->o = (float *)(uintptr_t)o;
+    rp->lse = (float *)(uintptr_t)lse;
+    rp->mag = (float *)(uintptr_t)mag;
     rp->qb = fp.q_batch_stride, rp->qr = fp.q_row_stride, rp->qh = fp.q_head_stride;
     rp->kb = fp.k_batch_stride, rp->kr = fp.k_row_stride, rp->kh = fp.k_head_stride;
     rp->vb = fp.v_batch_stride, rp->vr = fp.v_row_stride, rp->vh = fp.v_head_stride;
@@ -262,22 +263,41 @@ static void ref_block(const ft_tensors *t, ref_params *rp)
     rp->bf16 = p->bf16;
 }
 
-ft_status ft__tensors_reference(ft_verifier *v, ft_tensors *t, ft_err *err)
+/* The reference's parameter block for these tensors. */
+static void ref_block(const ft_tensors *t, ref_params *rp)
 {
-    const ft_problem *p = &t->problem;
+    ft_fwd_params fp;
+
+    ft__tensors_params(t, &fp);
+    ref_block_of(&t->problem, &fp, t->o_ref, t->lse_ref, t->mag_ref, rp);
+}
+
+ft_status ft__reference_forward(ft_verifier *v, const ft_problem *p, const ft_fwd_params *in, CUdeviceptr o,
+                                CUdeviceptr lse, CUdeviceptr mag, ft_err *err)
+{
     const ft_cuda *cu = v->cu;
     ref_params rp;
     void *args[] = {&rp};
     size_t smem = (size_t)(p->head_dim + p->seqlen_k + 32) * 4;
-    ft_status rc;
 
     if (smem > (size_t)v->dev.smem_per_block)
         return ft__fail(err, FT_ERR_UNSUPPORTED, "the GPU reference holds a row of scores in shared memory: "
                         "seqlen_k %d is too long", p->seqlen_k);
-    ref_block(t, &rp);
-    rc = ft__cuda_check(cu, cu->p_cuLaunchKernel(v->attention, (unsigned)p->seqlen_q, (unsigned)p->heads_q,
-                                              (unsigned)p->batch, 256, 1, 1, (unsigned)smem, NULL, args, NULL),
-                        err, "launching the reference");
+    ref_block_of(p, in, o, lse, mag, &rp);
+    return ft__cuda_check(cu, cu->p_cuLaunchKernel(v->attention, (unsigned)p->seqlen_q, (unsigned)p->heads_q,
+                                                (unsigned)p->batch, 256, 1, 1, (unsigned)smem, NULL, args, NULL),
+                          err, "launching the reference");
+}
+
+ft_status ft__tensors_reference(ft_verifier *v, ft_tensors *t, ft_err *err)
+{
+    const ft_problem *p = &t->problem;
+    const ft_cuda *cu = v->cu;
+    ft_fwd_params fp;
+    ft_status rc;
+
+    ft__tensors_params(t, &fp);
+    rc = ft__reference_forward(v, p, &fp, t->o_ref, t->lse_ref, t->mag_ref, err);
     if (rc == FT_OK)
         rc = ft__cuda_check(cu, cu->p_cuCtxSynchronize(), err, "running the reference");
     if (rc == FT_OK) {

@@ -69,6 +69,9 @@ typedef struct ft_verifier {
     CUfunction fill;
     CUfunction compare;
     CUfunction sumsq;
+    /* the backward's (runtime/verify_bwd.c) */
+    CUfunction to_half;
+    CUfunction bwd_dsum, bwd_dq, bwd_dkv, bwd_compare;
 } ft_verifier;
 
 ft_status ft__verifier_init(const ft_cuda *cu, const ft_arch *dev, ft_cache *cache, ft_verifier *out,
@@ -100,6 +103,15 @@ void ft__tensors_params(const ft_tensors *t, ft_fwd_params *out);
  * scores in the hundreds, to exercise the safe softmax); invalidates the reference. */
 ft_status ft__tensors_fill(ft_verifier *v, ft_tensors *t, uint64_t seed, float qk_std, ft_err *err);
 
+/* Fills n 16-bit elements at ptr with N(0, stddev²) from a seed (asynchronously). */
+ft_status ft__verify_fill(ft_verifier *v, CUdeviceptr ptr, size_t n, uint64_t seed, float stddev, int bf16,
+                          ft_err *err);
+
+/* Launches the reference forward for inputs in (q, k, v and their strides) of problem p: O
+ * (fp32, contiguous [b, sq, hq, d]), its mag likewise and the LSE ([b, hq, sq]); does not wait. */
+ft_status ft__reference_forward(ft_verifier *v, const ft_problem *p, const ft_fwd_params *in, CUdeviceptr o,
+                                CUdeviceptr lse, CUdeviceptr mag, ft_err *err);
+
 /* Computes the reference outputs for the current inputs (once per fill). */
 ft_status ft__tensors_reference(ft_verifier *v, ft_tensors *t, ft_err *err);
 
@@ -113,6 +125,59 @@ ft_status ft__verify_kernel(ft_verifier *v, const ft_kernel *k, ft_tensors *t, f
  * the host, which matters for the tuner's large shapes. The detail names counts and the
  * worst errors rather than the first bad element. */
 ft_status ft__verify_kernel_gpu(ft_verifier *v, const ft_kernel *k, ft_tensors *t, ft_check *check,
+                                ft_err *err);
+
+/* ---- the backward (runtime/verify_bwd.c) ---------------------------------------------------
+ * The inputs Q, K, V and dO are random; O and the LSE are the fp32 reference forward's (O
+ * rounded to 16 bits, as a forward kernel hands it on); the reference gradients, their term
+ * magnitudes and the scale of the cancellation in dP − D come from the fp32 GPU reference
+ * (templates/reference.cuh), itself checked against the fp64 CPU one (tests/bwd) and that
+ * against central differences (test_bwd). A kernel's gradients and its whole workspace are
+ * poisoned before it runs; each gradient passes by the backward operation's bounds (ops/bwd.c);
+ * NaN or Inf never passes; rows that see no key must give exactly 0; a deterministic kernel
+ * runs twice and must give the same bits. */
+
+typedef struct ft_bwd_check {
+    int pass;
+    double rel_l2[3];         /* dQ, dK, dV: ||x − ref|| / ||ref|| */
+    double worst[3];          /* max |x − ref| / its bound: > 1 fails */
+    long long nonfinite;      /* NaN/Inf gradients */
+    long long bad;            /* elements over their bound, non-finite ones included */
+    long long nonzero_empty;  /* non-zero dQ in rows that see no key */
+    int det_same;             /* -1: not a deterministic kernel; else 1 when two runs gave the same bits */
+    char detail[256];         /* the first failure, in words */
+} ft_bwd_check;
+
+/* Device buffers of one backward problem (layout bshd or bhsd) and its reference. */
+typedef struct ft_bwd_tensors {
+    ft_problem problem;
+    ft_strides sq, sk;        /* of Q, O, dO, dQ and of K, V, dK, dV */
+    size_t nq, nk;            /* elements of each */
+    CUdeviceptr q, k, v, o, dout, dq, dk, dv, lse;
+    CUdeviceptr o32, mag_o, dsum;        /* the reference forward's O (fp32), its mag; D */
+    CUdeviceptr ref[3], mag[3], cmag[2]; /* fp32, contiguous [b, s, h, d]: dQ, dK, dV */
+    CUdeviceptr stats;        /* 8 doubles for the GPU comparison */
+    CUdeviceptr ws;           /* the kernels' workspace, ws_cap bytes, grown as needed */
+    size_t ws_cap;
+    double ref_sumsq[3];
+    int have_reference;
+} ft_bwd_tensors;
+
+ft_status ft__bwd_tensors_create(const ft_cuda *cu, const ft_problem *p, ft_bwd_tensors *t, ft_err *err);
+void ft__bwd_tensors_destroy(const ft_cuda *cu, ft_bwd_tensors *t);
+
+/* Random inputs from a seed (Q and K with N(0, qk_std²), V and dO with N(0, 1)), the forward
+ * by the reference and the reference gradients; waits for them. */
+ft_status ft__bwd_tensors_prepare(ft_verifier *v, ft_bwd_tensors *t, uint64_t seed, float qk_std, ft_err *err);
+
+/* The kernels' argument block for these tensors. */
+void ft__bwd_tensors_params(const ft_bwd_tensors *t, ft_bwd_params *out);
+
+/* Poisons the gradients and the workspace, runs the backward operation's launch plan for k
+ * (which ft__kernel_load_entries gave its three functions), waits, and compares; a
+ * deterministic kernel a second time. A launch or execution error is returned (FT_ERR_CUDA);
+ * a wrong result is FT_OK with check->pass = 0. */
+ft_status ft__verify_bwd_kernel(ft_verifier *v, const ft_kernel *k, ft_bwd_tensors *t, ft_bwd_check *check,
                                 ft_err *err);
 
 #endif

@@ -17,7 +17,7 @@ typedef unsigned short u16;
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
-// Mirrored by runtime/reference.h.
+// Mirrored by runtime/verify.c (ref_params).
 struct RefParams {
     const void *q;
     const void *k;
@@ -291,7 +291,7 @@ extern "C" __global__ void ft_ref_sumsq(const float *x, long long n, double *out
 
 namespace ftref {
 
-// Mirrored by runtime/reference.h (once the runtime carries the backward).
+// Mirrored by runtime/verify_bwd.c (ref_bwd_params).
 struct RefBwdParams {
     const void *q;
     const void *k;
@@ -576,5 +576,19 @@ extern "C" __global__ void __launch_bounds__(256)
         atomicAdd(&stats[5], nonzero);
         atomic_max_pos(&stats[1], worst_abs);
         atomic_max_pos(&stats[2], worst_ratio);
+    }
+}
+
+// fp32 [batch, seqlen, heads, d] contiguous (the reference forward's O) to 16 bits with the
+// strides sb, sr, sh, as a kernel would hand it on: grid (any, batch), any block size.
+extern "C" __global__ void ft_ref_to_half(const float *src, unsigned short *dst, int seqlen, int heads, int d,
+                                          long long sb, long long sr, long long sh, int bf16)
+{
+    using namespace ftref;
+    const int b = blockIdx.y;
+    const long long n = (long long)seqlen * heads * d;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        const int c = (int)(i % d), h = (int)(i / d % heads), r = (int)(i / d / heads);
+        dst[b * sb + r * sr + h * sh + c] = from_float(src[(long long)b * n + i], bf16);
     }
 }

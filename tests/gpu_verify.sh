@@ -1,5 +1,6 @@
 #!/bin/sh
-# Verifies a representative set of variants on the GPU through the command;
+# Verifies a representative set of variants on the GPU through the command: forward ones, and
+# backward ones (every causality, dtype, GQA mode and determinism of two tile shapes);
 # "skipped" (status 77) on a machine without one.
 #   gpu_verify.sh path/to/flashtune
 ft=$1
@@ -7,4 +8,7 @@ if ! "$ft" devices --gpu >/dev/null 2>&1; then
   echo "skipped: no GPU ($("$ft" devices --gpu 2>&1 | head -n 1))"
   exit 77
 fi
-exec "$ft" verify specs/flash_fwd.lua -q --only "${FT_VERIFY_ONLY:-bm=128,bn=64,stages=2}"
+"$ft" verify specs/flash_fwd.lua -q --only "${FT_VERIFY_ONLY:-bm=128,bn=64,stages=2}" || exit 1
+for only in ${FT_VERIFY_BWD_ONLY:-d=128,bm=64,bn=128,warps=8,split=1,stages=2 d=64,bm=32,bn=128,warps=4,split=1,stages=1}; do
+  "$ft" verify specs/flash_bwd.lua -q --only "$only" || exit 1
+done
