@@ -283,6 +283,8 @@ ft_status ft__reference_forward(ft_verifier *v, const ft_problem *p, const ft_fw
     if (smem > (size_t)v->dev.smem_per_block)
         return ft__fail(err, FT_ERR_UNSUPPORTED, "the GPU reference holds a row of scores in shared memory: "
                         "seqlen_k %d is too long", p->seqlen_k);
+    if (!(in->scale > 0))
+        return ft__fail(err, FT_ERR_INTERNAL, "the reference forward's inputs carry no softmax scale");
     ref_block_of(p, in, o, lse, mag, &rp);
     return ft__cuda_check(cu, cu->p_cuLaunchKernel(v->attention, (unsigned)p->seqlen_q, (unsigned)p->heads_q,
                                                 (unsigned)p->batch, 256, 1, 1, (unsigned)smem, NULL, args, NULL),

@@ -107,8 +107,9 @@ ft_status ft__tensors_fill(ft_verifier *v, ft_tensors *t, uint64_t seed, float q
 ft_status ft__verify_fill(ft_verifier *v, CUdeviceptr ptr, size_t n, uint64_t seed, float stddev, int bf16,
                           ft_err *err);
 
-/* Launches the reference forward for inputs in (q, k, v and their strides) of problem p: O
- * (fp32, contiguous [b, sq, hq, d]), its mag likewise and the LSE ([b, hq, sq]); does not wait. */
+/* Launches the reference forward for inputs in (q, k, v, their strides and the softmax scale,
+ * which must be set: FT_ERR_INTERNAL otherwise) of problem p: O (fp32, contiguous
+ * [b, sq, hq, d]), its mag likewise and the LSE ([b, hq, sq]); does not wait. */
 ft_status ft__reference_forward(ft_verifier *v, const ft_problem *p, const ft_fwd_params *in, CUdeviceptr o,
                                 CUdeviceptr lse, CUdeviceptr mag, ft_err *err);
 

@@ -186,6 +186,7 @@ ft_status ft__bwd_tensors_prepare(ft_verifier *v, ft_bwd_tensors *t, uint64_t se
     in.k_batch_stride = in.v_batch_stride = t->sk.batch;
     in.k_row_stride = in.v_row_stride = t->sk.row;
     in.k_head_stride = in.v_head_stride = t->sk.head;
+    in.scale = ft__problem_scale(p); /* the reference reads the scale from here */
     if (rc == FT_OK)
         rc = ft__reference_forward(v, p, &in, t->o32, t->lse, t->mag_o, err);
     if (rc == FT_OK) {
