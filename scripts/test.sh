@@ -9,11 +9,11 @@
 #          tests is copied in first (NVRTC's output does not depend on how flashtune was built)
 #   fuzz   scripts/fuzz.sh: the pack reader and the spec loader under libFuzzer for
 #          $FT_FUZZ_SECONDS (default 60) each, both at once; "skipped" without clang's libFuzzer
-# On two cores without a GPU, from a clean clone with the packages installed: 9.5 to 14 minutes
-# (build 7-10, asan 1.5-2, fuzz 1-2; the sampled spaces 5 to 8 of them, sm_90a alone 2 to 3.5).
+# On two cores without a GPU, from a clean clone with the packages installed: 11 to 15 minutes
+# (build 8-11, asan 1.5-2, fuzz 1-2; the sampled spaces 6.5 of them, sm_90a alone 2.3).
 #
 # FT_TEST_LABELS replaces the build phase's selection of labels (default '-LE full'):
-#   FT_TEST_LABELS='-L full'   the whole spaces, every kept variant (about 38 minutes)
+#   FT_TEST_LABELS='-L full'   the whole spaces, every kept variant (about 57 minutes)
 #   FT_TEST_LABELS='-LE slow'  neither the sampled nor the whole spaces
 # FT_TEST_PHASES picks the phases (default 'build asan fuzz'). Every phase runs even when one
 # before it failed; the script fails if any did.
