@@ -772,6 +772,10 @@ static void test_hostile_packs(void)
     expect_refused(data, size, "\"d\":64", "\"d\":64, \"x\":1", "its key is not one of operation fwd");
     expect_refused(data, size, "\"d\":64", "\"d\":64.0", "its key is not one of operation fwd");
     expect_refused(data, size, "\"op\": \"fwd\"", "\"op\": \"bwd2\"", "its operation 'bwd2' is not one");
+    /* A backward winner (a key of its fields, matching its shape) for a forward kernel. */
+    expect_refused(data, size, "\"op\": \"fwd\", \"key\": {\"dtype\":\"f16\",\"d\":64,\"causal\":0,",
+                   "\"op\": \"bwd\", \"key\": {\"dtype\":\"f16\",\"d\":64,\"causal\":0,\"det\":0,\"group\":1,",
+                   "it is a winner of operation bwd, and its kernel's family flash_fwd_sm80 computes fwd");
     expect_refused(data, size, "\"threads\": 128", "\"threads\": 128, \"threads_x\": 1",
                    "an unknown key \"threads_x\" in kernel 0");
     expect_refused(data, size, "\"name\": \"Test", "\"name\": \"Te\\u0000st", "\\u0000");

@@ -233,8 +233,15 @@ int ft__pack_check_winner(const ft_pack_winner *w, const ft_pack_kernel *pk, cha
     char msg[300], have[FT_KEY_TEXT_MAX], want[FT_KEY_TEXT_MAX];
     ft_key shape;
 
+    const ft_family *fam = ft__family_find(pk->k.family);
+
     if (k->op == NULL)
         return ft__pack_refuse(why, cap, "its operation is not one this build has");
+    if (fam == NULL)
+        return ft__pack_refuse(why, cap, "its kernel's family is not one this build has");
+    if (fam->op != k->op)
+        return ft__pack_refuse(why, cap, "it is a winner of operation %s, and its kernel's family %s computes %s",
+                               k->op->name, fam->name, fam->op->name);
     if (strcmp(k->dtype, "f16") != 0 && strcmp(k->dtype, "bf16") != 0)
         return ft__pack_refuse(why, cap, "its dtype is not f16 or bf16");
     if (d < 1 || d > 4096 || (causal != 0 && causal != 1))
