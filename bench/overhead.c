@@ -363,7 +363,7 @@ static double round_bare(const ft_kernel *k, const problem *p, const ft_cuda *cu
         long n = o->launches - done < o->batch ? o->launches - done : o->batch, i;
         double t0 = ft__now_ms();
         for (i = 0; i < n; i++) {
-            CUresult r = cu->p_cuLaunchKernel(k->fn, l.grid[0], l.grid[1], l.grid[2], (unsigned)k->facts.threads, 1, 1,
+            CUresult r = cu->p_cuLaunchKernel(k->fns[0], l.grid[0], l.grid[1], l.grid[2], (unsigned)k->facts.threads, 1, 1,
                                               (unsigned)k->facts.smem_dynamic, p->stream, l.args, NULL);
             if (r != CUDA_SUCCESS) {
                 const char *name = "?";

@@ -144,17 +144,16 @@ typedef struct row {
     char failure[400];
 } row;
 
-/* The spec's family, when verify checks its operation (the forward's or the backward's). */
+/* The spec's family, when verify checks its operation (the forward's or the backward's); else
+ * NULL and err says why. */
 static const ft_family *family_of(const ft_spec *spec, ft_err *err)
 {
     const ft_family *fam = ft__family_find(spec->template_name);
 
-    if (fam != NULL && fam->op != &ft__op_fwd && fam->op != &ft__op_bwd) {
+    if (fam == NULL || (fam->op != &ft__op_fwd && fam->op != &ft__op_bwd)) {
         ft__spec_check_op(spec, &ft__op_fwd, "verify checks", err);
         return NULL;
     }
-    if (fam == NULL)
-        ft__spec_check_op(spec, &ft__op_fwd, "verify checks", err);
     return fam;
 }
 

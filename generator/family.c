@@ -220,26 +220,14 @@ static size_t longest_entry(const ft_family *fam, const ft_spec *spec)
 {
     size_t suffix = 0, len;
     int i;
-    int k;
 
     for (i = 0; fam->entries != NULL && fam->entries[i] != NULL; i++)
         if (strlen(fam->entries[i]) > suffix)
             suffix = strlen(fam->entries[i]);
     len = strlen("ft_") + strlen(fam->name) + suffix;
 
-    for (i = 0; i < spec->nparams; i++) {
-        const ft_param *p = &spec->params[i];
-        size_t longest = 0;
-        for (k = 0; k < p->nvalues; k++) {
-            char buf[32];
-            size_t l = p->kind == FT_PARAM_INT
-                           ? (size_t)snprintf(buf, sizeof buf, "%lld", p->ints[k])
-                           : strlen(p->strings[k]);
-            if (l > longest)
-                longest = l;
-        }
-        len += 1 + strlen(p->name) + longest;
-    }
+    for (i = 0; i < spec->nparams; i++)
+        len += 1 + strlen(spec->params[i].name) + ft__param_longest_value(&spec->params[i]);
     return len;
 }
 

@@ -163,6 +163,9 @@ ft_status ft__spec_load_builtin(int i, ft_spec **out, ft_err *err);
 /* Index of a parameter by name, or -1. */
 int ft__spec_param_index(const ft_spec *spec, const char *name);
 
+/* The length of a parameter's longest value as a variant string writes it. */
+size_t ft__param_longest_value(const ft_param *p);
+
 /* Runs the constraints in order on v. *keep = 1 when all pass; otherwise *keep = 0 and
  * reason receives the failing constraint's text (or the reason it returned). A constraint
  * that raises an error makes the call fail with FT_ERR_SPEC. Not thread-safe per spec. */

@@ -286,14 +286,8 @@ ft_status ft__spec_check(ft_spec *spec, const ft_variant *v, const ft_arch *arch
     rc = check_args(spec, v, arch, keep, err);
     if (rc != FT_OK)
         goto out;
-    memset(&c, 0, sizeof c);
-    c.spec = spec;
-    c.v = v;
-    c.arch = arch;
-    c.what = CALL_CHECK;
-    c.reason = reason;
-    c.reason_cap = reason_cap;
-    c.err = err;
+    c = (call_ctx){.spec = spec, .v = v, .arch = arch, .what = CALL_CHECK, .reason = reason, .reason_cap = reason_cap,
+                   .err = err};
     rc = call_spec(&c);
     if (rc == FT_OK)
         *keep = c.keep;
@@ -314,12 +308,7 @@ ft_status ft__spec_smem(ft_spec *spec, const ft_variant *v, const ft_arch *arch,
     rc = check_args(spec, v, arch, bytes, err);
     if (rc != FT_OK)
         goto out;
-    memset(&c, 0, sizeof c);
-    c.spec = spec;
-    c.v = v;
-    c.arch = arch;
-    c.what = CALL_SMEM;
-    c.err = err;
+    c = (call_ctx){.spec = spec, .v = v, .arch = arch, .what = CALL_SMEM, .err = err};
     rc = call_spec(&c);
     if (rc == FT_OK)
         *bytes = c.number;
@@ -343,12 +332,7 @@ ft_status ft__spec_registers(ft_spec *spec, const ft_variant *v, const ft_arch *
                       spec->path);
         goto out;
     }
-    memset(&c, 0, sizeof c);
-    c.spec = spec;
-    c.v = v;
-    c.arch = arch;
-    c.what = CALL_REGISTERS;
-    c.err = err;
+    c = (call_ctx){.spec = spec, .v = v, .arch = arch, .what = CALL_REGISTERS, .err = err};
     rc = call_spec(&c);
     if (rc == FT_OK)
         *regs = c.number;

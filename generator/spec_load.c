@@ -218,6 +218,24 @@ out:
     return rc;
 }
 
+/* Field `name` of the table at t, pushed onto the stack (the caller restores its top), as a
+ * list: *n gets its length, 0 when it is absent and optional. FT_ERR_SPEC when it is absent and
+ * required, or not a list (of_what says of what, in the message). */
+static ft_status list_field(load_ctx *c, lua_State *L, int t, const char *name, const char *of_what, int required,
+                            lua_Integer *n)
+{
+    char buf[96];
+    int type = raw_field(L, t, name);
+
+    *n = 0;
+    if (type == LUA_TNIL)
+        return required ? spec_error(c, "field '%s' is missing", name) : FT_OK;
+    if (type != LUA_TTABLE)
+        return spec_error(c, "field '%s' must be a list of %s, not %s", name, of_what,
+                          ft__spec_describe(L, -1, buf, sizeof buf));
+    return check_list(c, L, lua_gettop(L), name, n);
+}
+
 /* A string field: label names it in messages ("field 'name'", "params[2].doc"). */
 static ft_status string_field(load_ctx *c, lua_State *L, int t, const char *key, const char *label,
                               int required, char **out)
@@ -462,19 +480,8 @@ static ft_status load_params(load_ctx *c, lua_State *L, int t)
     lua_Integer n = 0;
     lua_Integer i;
     double total = 1;
-    char buf[96];
-    int type = raw_field(L, t, "params");
 
-    if (type == LUA_TNIL) {
-        spec_error(c, "field 'params' is missing");
-        goto out;
-    }
-    if (type != LUA_TTABLE) {
-        spec_error(c, "field 'params' must be a list of parameters, not %s",
-                   ft__spec_describe(L, -1, buf, sizeof buf));
-        goto out;
-    }
-    rc = check_list(c, L, top + 1, "params", &n);
+    rc = list_field(c, L, t, "params", "parameters", 1, &n);
     if (rc != FT_OK)
         goto out;
     rc = FT_ERR_SPEC;
@@ -601,6 +608,21 @@ static ft_status check_macro_names(load_ctx *c)
     return rc;
 }
 
+size_t ft__param_longest_value(const ft_param *p)
+{
+    size_t longest = 0;
+    int i;
+
+    for (i = 0; i < p->nvalues; i++) {
+        char buf[32];
+        size_t l = p->kind == FT_PARAM_INT ? (size_t)snprintf(buf, sizeof buf, "%lld", p->ints[i])
+                                           : strlen(p->strings[i]);
+        if (l > longest)
+            longest = l;
+    }
+    return longest;
+}
+
 /* The longest variant string must fit the buffers that hold one (FT_VARIANT_STR_MAX), or
  * two variants could be cut to the same text. */
 static ft_status check_variant_length(load_ctx *c)
@@ -608,20 +630,10 @@ static ft_status check_variant_length(load_ctx *c)
     const ft_spec *spec = c->spec;
     size_t len = 0;
     int pi;
-    int vi;
 
     for (pi = 0; pi < spec->nparams; pi++) {
         const ft_param *p = &spec->params[pi];
-        size_t longest = 0;
-        for (vi = 0; vi < p->nvalues; vi++) {
-            char buf[32];
-            size_t l = p->kind == FT_PARAM_INT
-                           ? (size_t)snprintf(buf, sizeof buf, "%lld", p->ints[vi])
-                           : strlen(p->strings[vi]);
-            if (l > longest)
-                longest = l;
-        }
-        len += (pi > 0 ? 1 : 0) + strlen(p->name) + 1 + longest;
+        len += (pi > 0 ? 1 : 0) + strlen(p->name) + 1 + ft__param_longest_value(p);
     }
     if (len >= FT_VARIANT_STR_MAX)
         return spec_error(c, "the longest variant string of these params has %zu characters; "
@@ -694,19 +706,8 @@ static ft_status load_constraints(load_ctx *c, lua_State *L, int t)
     ft_status rc = FT_ERR_SPEC;
     lua_Integer n = 0;
     lua_Integer i;
-    char buf[96];
-    int type = raw_field(L, t, "constraints");
 
-    if (type == LUA_TNIL) {
-        rc = FT_OK;
-        goto out;
-    }
-    if (type != LUA_TTABLE) {
-        spec_error(c, "field 'constraints' must be a list of { \"text\", function }, not %s",
-                   ft__spec_describe(L, -1, buf, sizeof buf));
-        goto out;
-    }
-    rc = check_list(c, L, top + 1, "constraints", &n);
+    rc = list_field(c, L, t, "constraints", "{ \"text\", function }", 0, &n);
     if (rc != FT_OK || n == 0)
         goto out;
     if (n > INT_MAX / 2) {
@@ -821,19 +822,8 @@ static ft_status load_workloads(load_ctx *c, lua_State *L, int t)
     ft_status rc = FT_ERR_SPEC;
     lua_Integer n = 0;
     lua_Integer i;
-    char buf[96];
-    int type = raw_field(L, t, "workloads");
 
-    if (type == LUA_TNIL) {
-        rc = FT_OK;
-        goto out;
-    }
-    if (type != LUA_TTABLE) {
-        spec_error(c, "field 'workloads' must be a list of workloads, not %s",
-                   ft__spec_describe(L, -1, buf, sizeof buf));
-        goto out;
-    }
-    rc = check_list(c, L, top + 1, "workloads", &n);
+    rc = list_field(c, L, t, "workloads", "workloads", 0, &n);
     if (rc != FT_OK || n == 0)
         goto out;
     if (n > INT_MAX / (lua_Integer)sizeof(ft_workload)) {

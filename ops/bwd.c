@@ -37,15 +37,6 @@ static const ft_op_tensor bwd_tensors[] = {
 
 static const char *const bwd_key_fields[] = {"d", "causal", "det", "group", "seqlen", "bh", NULL};
 
-/* The smallest power of two >= n and >= floor. */
-static long long pow2_at_least(long long n, long long floor)
-{
-    long long p = floor;
-    while (p < n && p < (1LL << 62))
-        p <<= 1;
-    return p;
-}
-
 static ft_status bwd_validate(const ft_problem *p, ft_err *err)
 {
     return ft__problem_validate(p, err);
@@ -58,9 +49,9 @@ static void bwd_key(const ft_problem *p, ft_key *out)
     const long long values[] = {p->head_dim,
                                 p->causal != 0,
                                 p->deterministic != 0,
-                                pow2_at_least(group, 1),
-                                pow2_at_least(seqlen, 64),
-                                pow2_at_least((long long)p->batch * p->heads_q, 1)};
+                                ft__pow2_at_least(group, 1),
+                                ft__pow2_at_least(seqlen, 64),
+                                ft__pow2_at_least((long long)p->batch * p->heads_q, 1)};
     int i;
 
     memset(out, 0, sizeof *out);

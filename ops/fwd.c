@@ -23,15 +23,6 @@ static const ft_op_tensor fwd_tensors[] = {
 
 static const char *const fwd_key_fields[] = {"d", "causal", "seqlen", "bh", NULL};
 
-/* The smallest power of two >= n and >= floor. */
-static long long pow2_at_least(long long n, long long floor)
-{
-    long long p = floor;
-    while (p < n && p < (1LL << 62))
-        p <<= 1;
-    return p;
-}
-
 static ft_status fwd_validate(const ft_problem *p, ft_err *err)
 {
     return ft__problem_validate(p, err);
@@ -50,8 +41,8 @@ static void fwd_key(const ft_problem *p, ft_key *out)
     out->nfields = i;
     out->fields[0].value = p->head_dim;
     out->fields[1].value = p->causal != 0;
-    out->fields[2].value = pow2_at_least(seqlen, 64);
-    out->fields[3].value = pow2_at_least((long long)p->batch * p->heads_q, 1);
+    out->fields[2].value = ft__pow2_at_least(seqlen, 64);
+    out->fields[3].value = ft__pow2_at_least((long long)p->batch * p->heads_q, 1);
 }
 
 /* |log2 of the sequence-length ratio| + 0.5·|log2 of the batch·heads ratio|; a tie goes to the

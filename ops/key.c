@@ -68,6 +68,14 @@ void ft__key_of(const ft_op *op, const char *dtype, int head_dim, int causal, in
     snprintf(out->dtype, sizeof out->dtype, "%s", dtype != NULL ? dtype : "");
 }
 
+long long ft__pow2_at_least(long long n, long long floor)
+{
+    long long p = floor;
+    while (p < n && p < (1LL << 62))
+        p <<= 1;
+    return p;
+}
+
 int ft__key_nearest(const ft_key *want, const ft_key *cands, int n)
 {
     double best = -1;

@@ -71,6 +71,9 @@ int ft__key_cmp(const ft_key *a, const ft_key *b);
 void ft__key_of(const ft_op *op, const char *dtype, int head_dim, int causal, int batch, int heads_q, int heads_kv,
                 int seqlen_q, int seqlen_k, ft_key *out);
 
+/* The smallest power of two >= n and >= floor: the buckets of the attention operations' keys. */
+long long ft__pow2_at_least(long long n, long long floor);
+
 /* The candidate nearest to want by the operation's distance, or -1 when none is comparable
  * (another dtype, head dim or causality, for the attention operations). */
 int ft__key_nearest(const ft_key *want, const ft_key *cands, int n);

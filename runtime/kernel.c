@@ -7,6 +7,7 @@ ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entr
 {
     ft_status rc;
     ft_kernel k;
+    CUfunction fn = NULL;
     const int threads = facts->threads;
     const long long smem_dynamic = facts->smem_dynamic;
 
@@ -16,16 +17,16 @@ ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entr
     rc = ft__cuda_check(cu, cu->p_cuModuleLoadData(&k.module, cubin), err, "cuModuleLoadData");
     if (rc != FT_OK)
         goto out;
-    rc = ft__cuda_check(cu, cu->p_cuModuleGetFunction(&k.fn, k.module, entry), err, "cuModuleGetFunction");
+    rc = ft__cuda_check(cu, cu->p_cuModuleGetFunction(&fn, k.module, entry), err, "cuModuleGetFunction");
     if (rc != FT_OK)
         goto out;
-    if ((rc = ft__cuda_check(cu, cu->p_cuFuncGetAttribute(&k.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, k.fn),
+    if ((rc = ft__cuda_check(cu, cu->p_cuFuncGetAttribute(&k.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, fn),
                              err, "cuFuncGetAttribute")) != FT_OK ||
-        (rc = ft__cuda_check(cu, cu->p_cuFuncGetAttribute(&k.local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k.fn),
+        (rc = ft__cuda_check(cu, cu->p_cuFuncGetAttribute(&k.local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn),
                              err, "cuFuncGetAttribute")) != FT_OK ||
-        (rc = ft__cuda_check(cu, cu->p_cuFuncGetAttribute(&k.smem_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k.fn),
+        (rc = ft__cuda_check(cu, cu->p_cuFuncGetAttribute(&k.smem_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn),
                              err, "cuFuncGetAttribute")) != FT_OK ||
-        (rc = ft__cuda_check(cu, cu->p_cuFuncGetAttribute(&k.max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k.fn),
+        (rc = ft__cuda_check(cu, cu->p_cuFuncGetAttribute(&k.max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn),
                              err, "cuFuncGetAttribute")) != FT_OK)
         goto out;
     if (threads <= 0 || threads > k.max_threads) {
@@ -38,12 +39,12 @@ ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entr
                       entry, k.smem_static + smem_dynamic, dev->smem_per_block);
         goto out;
     }
-    rc = ft__cuda_check(cu, cu->p_cuFuncSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+    rc = ft__cuda_check(cu, cu->p_cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                    (int)smem_dynamic),
                         err, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
     if (rc != FT_OK)
         goto out;
-    rc = ft__cuda_check(cu, cu->p_cuOccupancyMaxActiveBlocksPerMultiprocessor(&k.blocks_per_sm, k.fn, threads,
+    rc = ft__cuda_check(cu, cu->p_cuOccupancyMaxActiveBlocksPerMultiprocessor(&k.blocks_per_sm, fn, threads,
                                                                            (size_t)smem_dynamic),
                         err, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     if (rc != FT_OK)
@@ -53,7 +54,7 @@ ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entr
         rc = ft__fail(err, FT_ERR_LIMITS, "%s cannot be resident: 0 blocks per multiprocessor", entry);
         goto out;
     }
-    k.fns[0] = k.fn;
+    k.fns[0] = fn;
     k.nfns = 1;
     *out = k;
     k.module = NULL;
@@ -68,7 +69,6 @@ void ft__kernel_unload(const ft_cuda *cu, ft_kernel *k)
     if (k->module != NULL)
         cu->p_cuModuleUnload(k->module);
     k->module = NULL;
-    k->fn = NULL;
     memset(k->fns, 0, sizeof k->fns);
     k->nfns = 0;
 }
@@ -119,14 +119,6 @@ ft_status ft__kernel_run_plan(const ft_cuda *cu, const ft_kernel *k, const ft_la
                             err, "cuLaunchKernel");
     }
     return rc;
-}
-
-void ft__bwd_params_problem(const ft_bwd_params *p, ft_problem *out)
-{
-    memset(out, 0, sizeof *out);
-    out->batch = p->batch, out->heads_q = p->heads_q, out->heads_kv = p->heads_kv;
-    out->seqlen_q = p->seqlen_q, out->seqlen_k = p->seqlen_k;
-    out->scale = p->scale;
 }
 
 ft_status ft__fwd_launch_fn(void *launch, CUstream stream, ft_err *err)
@@ -216,7 +208,7 @@ ft_status ft__kernel_launch_fwd(const ft_cuda *cu, const ft_kernel *k, const ft_
     if (rc != FT_OK || l.grid[0] == 0)
         return rc;
     return ft__cuda_check(cu,
-                          cu->p_cuLaunchKernel(k->fn, l.grid[0], l.grid[1], l.grid[2], (unsigned)k->facts.threads, 1,
+                          cu->p_cuLaunchKernel(k->fns[0], l.grid[0], l.grid[1], l.grid[2], (unsigned)k->facts.threads, 1,
                                                1, (unsigned)k->facts.smem_dynamic, stream, l.args, NULL),
                           err, "cuLaunchKernel");
 }

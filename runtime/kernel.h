@@ -56,11 +56,11 @@ _Static_assert(sizeof(ft_bwd_params) == 10 * 8 + 24 * 8 + 8 * 4, "ft_bwd_params 
 #define FT_KERNEL_MAX_FNS 4
 
 /* A loaded kernel: its launch facts (from its family, ft__family_launch), what the driver says
- * about it, and its function. */
+ * about it, and its functions. */
 typedef struct ft_kernel {
     CUmodule module;
-    CUfunction fn;            /* the main one; fns[0] too */
-    CUfunction fns[FT_KERNEL_MAX_FNS]; /* the family's entries, in its order (ft__kernel_load_entries) */
+    CUfunction fns[FT_KERNEL_MAX_FNS]; /* fns[0] the main entry; the family's others, in its order,
+                                          after ft__kernel_load_entries */
     int nfns;
     ft_launch_facts facts;    /* threads, shared memory, rows per block, tensor maps, the grid's
                                  kind; facts.max_resident set by the loader */
@@ -90,8 +90,6 @@ ft_status ft__kernel_load_entries(const ft_cuda *cu, ft_kernel *k, const char *c
 ft_status ft__kernel_run_plan(const ft_cuda *cu, const ft_kernel *k, const ft_launch_plan *plan, void *params,
                               CUdeviceptr ws, CUstream stream, ft_err *err);
 
-/* The sizes of a backward call as the operation's plan reads them. */
-void ft__bwd_params_problem(const ft_bwd_params *p, ft_problem *out);
 
 /* The sizes of a forward call as the operation's plan reads them. */
 void ft__fwd_params_problem(const ft_fwd_params *p, ft_problem *out);

@@ -26,16 +26,6 @@ static void *dev(CUdeviceptr p)
     return (void *)(uintptr_t)p;
 }
 
-static ft_strides strides_of(ft_layout l, int seqlen, int heads, int d)
-{
-    ft_strides s;
-    if (l == FT_LAYOUT_BHSD)
-        s.batch = (int64_t)heads * seqlen * d, s.row = d, s.head = (int64_t)seqlen * d;
-    else
-        s.batch = (int64_t)seqlen * heads * d, s.row = (int64_t)heads * d, s.head = d;
-    return s;
-}
-
 ft_status ft__bwd_tensors_create(const ft_cuda *cu, const ft_problem *p, ft_bwd_tensors *t, ft_err *err)
 {
     const size_t rows = (size_t)p->batch * p->heads_q * p->seqlen_q;
@@ -43,6 +33,7 @@ ft_status ft__bwd_tensors_create(const ft_cuda *cu, const ft_problem *p, ft_bwd_
         CUdeviceptr *ptr;
         size_t bytes;
     } bufs[20];
+    ft_layout_plan layout;
     ft_status rc;
     size_t i, n = 0;
 
@@ -58,8 +49,9 @@ ft_status ft__bwd_tensors_create(const ft_cuda *cu, const ft_problem *p, ft_bwd_
         return ft__fail(err, FT_ERR_UNSUPPORTED,
                         "the backward's GPU reference takes head dims that are multiples of 32 up to 256, not %d",
                         p->head_dim);
-    t->sq = strides_of(p->layout, p->seqlen_q, p->heads_q, p->head_dim);
-    t->sk = strides_of(p->layout, p->seqlen_k, p->heads_kv, p->head_dim);
+    ft__problem_layout(p, &layout); /* Q's strides are those of O, dO and dQ; K's of V, dK, dV */
+    t->sq = layout.strides[0];
+    t->sk = layout.strides[1];
     t->nq = rows * (size_t)p->head_dim;
     t->nk = (size_t)p->batch * p->heads_kv * p->seqlen_k * (size_t)p->head_dim;
 #define BUF(field, size) (bufs[n].ptr = &t->field, bufs[n].bytes = (size), n++)
@@ -222,15 +214,10 @@ static ft_status run_poisoned(ft_verifier *v, const ft_kernel *k, ft_bwd_tensors
     const ft_cuda *cu = v->cu;
     ft_launch_plan plan;
     ft_bwd_params params;
-    ft_problem prob;
     ft_status rc;
 
     ft__bwd_tensors_params(t, &params);
-    ft__bwd_params_problem(&params, &prob);
-    prob.head_dim = t->problem.head_dim;
-    prob.causal = t->problem.causal;
-    prob.bf16 = t->problem.bf16;
-    rc = ft__op_bwd.plan(&k->facts, &prob, &plan, err);
+    rc = ft__op_bwd.plan(&k->facts, &t->problem, &plan, err);
     if (rc != FT_OK)
         return rc;
     if (plan.workspace_bytes > t->ws_cap) {

@@ -61,6 +61,15 @@ extern int ft_test_failed_;
             FT_FAIL_("%s returned %d: %s", #expr, rc_, (errp)->msg);    \
     } while (0)
 
+/* How many times needle occurs in hay (overlaps counted). */
+static inline int ft_test_count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (hay = strstr(hay, needle); hay != NULL; hay = strstr(hay + 1, needle))
+        n++;
+    return n;
+}
+
 typedef struct ft_test_case {
     const char *name;
     void (*fn)(void);

@@ -16,14 +16,6 @@
 #include "ops/op.h"
 #include "runtime/verify.h"
 
-static int count_of(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (hay = strstr(hay, needle); hay != NULL; hay = strstr(hay + 1, needle))
-        n++;
-    return n;
-}
-
 static void test_family(void)
 {
     const ft_family *fam = ft__family_find("flash_bwd_sm80");
@@ -85,20 +77,20 @@ static void test_emit(void)
     ASSERT_EQ(ks.threads, 256);
     /* The spec's formula: K, V, two stages of Q and dO (pitch d + 8), dSᵀ (pitch bm + 8), LSE and D. */
     ASSERT_EQ(ks.smem_dynamic, 2 * 128 * 136 * 2 + 2 * 2 * 64 * 136 * 2 + 128 * 72 * 2 + 2 * 2 * 64 * 4);
-    ASSERT_EQ(count_of(ks.text, "#include \""), 0);
-    ASSERT_EQ(count_of(ks.text, "// ---- ft_device.cuh ----"), 1);
-    ASSERT_EQ(count_of(ks.text, "// ---- ft_sm80.cuh ----"), 1);
-    ASSERT_EQ(count_of(ks.text, "// ---- ft_atomic.cuh ----"), 1);
-    ASSERT_EQ(count_of(ks.text, "// ---- ft_params_bwd.cuh ----"), 1);
-    ASSERT_EQ(count_of(ks.text, "struct BwdParams {"), 1);
-    ASSERT_EQ(count_of(ks.text, "struct FwdParams {"), 0);
-    ASSERT_EQ(count_of(ks.text, "#define FTP_GQA_LOOP 1\n"), 1);
-    ASSERT_EQ(count_of(ks.text, "#define FTP_DET 0\n"), 1);
+    ASSERT_EQ(ft_test_count(ks.text, "#include \""), 0);
+    ASSERT_EQ(ft_test_count(ks.text, "// ---- ft_device.cuh ----"), 1);
+    ASSERT_EQ(ft_test_count(ks.text, "// ---- ft_sm80.cuh ----"), 1);
+    ASSERT_EQ(ft_test_count(ks.text, "// ---- ft_atomic.cuh ----"), 1);
+    ASSERT_EQ(ft_test_count(ks.text, "// ---- ft_params_bwd.cuh ----"), 1);
+    ASSERT_EQ(ft_test_count(ks.text, "struct BwdParams {"), 1);
+    ASSERT_EQ(ft_test_count(ks.text, "struct FwdParams {"), 0);
+    ASSERT_EQ(ft_test_count(ks.text, "#define FTP_GQA_LOOP 1\n"), 1);
+    ASSERT_EQ(ft_test_count(ks.text, "#define FTP_DET 0\n"), 1);
     snprintf(tail, sizeof tail, "\nFT_DEFINE_KERNEL(%s)\n", ks.entry);
     ASSERT_TRUE(strlen(ks.text) > strlen(tail) && strcmp(ks.text + strlen(ks.text) - strlen(tail), tail) == 0);
     /* The macro defines the main kernel and the two the plan numbers 1 and 2. */
-    ASSERT_EQ(count_of(ks.text, "name##_pre(const ft::BwdParams p)"), 1);
-    ASSERT_EQ(count_of(ks.text, "name##_post(const ft::BwdParams p)"), 1);
+    ASSERT_EQ(ft_test_count(ks.text, "name##_pre(const ft::BwdParams p)"), 1);
+    ASSERT_EQ(ft_test_count(ks.text, "name##_post(const ft::BwdParams p)"), 1);
     ft__kernel_source_free(&ks);
     ft__spec_free(spec);
 }

@@ -44,14 +44,6 @@ static ft_status write_text(const char *path, const char *text, ft_err *err)
     return ft__write_file_atomic(path, text, strlen(text), 0, err);
 }
 
-static int count_of(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (hay = strstr(hay, needle); hay != NULL; hay = strstr(hay + 1, needle))
-        n++;
-    return n;
-}
-
 /* ---- the built-in specs ------------------------------------------------------------------ */
 
 /* Both specs are built in, in order of preference, each the text of the file in specs/. */
@@ -359,12 +351,12 @@ static void check_wrapper(const char *src, const char *name, int n, const char *
     if (strstr(fn, want) == NULL)
         goto bad;
     snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", n, type, type);
-    if (count_of(fn, want) != 1)
+    if (ft_test_count(fn, want) != 1)
         goto bad;
-    if (count_of(fn, "wgmma.mma_async") != 1)
+    if (ft_test_count(fn, "wgmma.mma_async") != 1)
         goto bad;
     /* the accumulators, in order */
-    if (count_of(fn, "\"+f\"(") != nd)
+    if (ft_test_count(fn, "\"+f\"(") != nd)
         goto bad;
     for (i = 0; i < nd; i++) {
         snprintf(want, sizeof want, "\"+f\"(d[%d])", i);
@@ -375,7 +367,7 @@ static void check_wrapper(const char *src, const char *name, int n, const char *
     if (strstr(fn, want) != NULL)
         goto bad;
     /* every operand is used, and nothing past them */
-    operands = count_of(fn, "\"+f\"(") + count_of(fn, "\"l\"(") + count_of(fn, "\"r\"(");
+    operands = ft_test_count(fn, "\"+f\"(") + ft_test_count(fn, "\"l\"(") + ft_test_count(fn, "\"r\"(");
     if (operands != nd + ninputs)
         goto bad;
     memset(used, 0, sizeof used);
@@ -464,8 +456,8 @@ static void test_wgmma_wrappers(void)
                 def_s = strstr(src.text, "void ft_wgmma_s(");
                 def_o = strstr(src.text, "void ft_wgmma_o(");
                 tmpl = strstr(src.text, "#error \"flash_fwd_sm90 needs FTP_D");
-                ASSERT_EQ(count_of(src.text, "void ft_wgmma_s("), 1);
-                ASSERT_EQ(count_of(src.text, "void ft_wgmma_o("), 1);
+                ASSERT_EQ(ft_test_count(src.text, "void ft_wgmma_s("), 1);
+                ASSERT_EQ(ft_test_count(src.text, "void ft_wgmma_o("), 1);
                 ASSERT_TRUE(tmpl != NULL && def_s != NULL && def_o != NULL);
                 ASSERT_TRUE(def_s < tmpl && def_o < tmpl);
                 ASSERT_TRUE(strstr(src.text, "#define FTP_D ") != NULL);

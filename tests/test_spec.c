@@ -335,6 +335,25 @@ static void test_mistyped_fields(void)
 {
     load_fails("params_not_table.lua", "params_not_table.lua: ",
                "field 'params' must be a list of parameters, not 5");
+    {
+        /* The optional lists likewise: absent is fine, anything but a list is not. */
+        static const char base[] = "return { name = 'x', template = 'flash_fwd_sm80', "
+                                   "params = { { name = 'd', values = { 64 } } }, smem = function() return 0 end, ";
+        static const struct {
+            const char *field, *want;
+        } cases[] = {{"constraints = 5", "field 'constraints' must be a list of { \"text\", function }, not 5"},
+                     {"workloads = 'w'", "field 'workloads' must be a list of workloads, not the string"},
+                     {"workloads = { x = 1 }", "workloads must be a list, but it has the key"}};
+        size_t i;
+        for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            char text[512];
+            ft_spec *spec = NULL;
+            ft_err err;
+            snprintf(text, sizeof text, "%s%s }", base, cases[i].field);
+            ASSERT_EQ(ft__spec_load_text("inline.lua", text, NULL, &spec, &err), FT_ERR_SPEC);
+            ASSERT_CONTAINS(err.msg, cases[i].want);
+        }
+    }
     load_fails("value_boolean.lua", "value_boolean.lua: ",
                "params[2].values[3] is a boolean; values must be integers or identifier strings");
     load_fails("value_float.lua", "value_float.lua: ", "params[1].values[2] is 64.5; values must");

@@ -12,14 +12,6 @@
 #include "generator/family.h"
 #include "generator/template.h"
 
-static int count_of(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (hay = strstr(hay, needle); hay != NULL; hay = strstr(hay + 1, needle))
-        n++;
-    return n;
-}
-
 static void test_expansion_writes_each_header_once(void)
 {
     static const char *const families[] = {"flash_fwd_sm80", "flash_fwd_sm90"};
@@ -33,13 +25,13 @@ static void test_expansion_writes_each_header_once(void)
         ASSERT_OK(ft__template_expand(fam->file, &sb, &err), &err);
         ASSERT_TRUE(sb.data != NULL);
         /* No include of an embedded header is left for the compiler to resolve. */
-        ASSERT_EQ(count_of(sb.data, "#include \""), 0);
+        ASSERT_EQ(ft_test_count(sb.data, "#include \""), 0);
         /* Every family takes the shared helpers, each exactly once. */
-        ASSERT_EQ(count_of(sb.data, "// ---- ft_device.cuh ----"), 1);
-        ASSERT_EQ(count_of(sb.data, "// ---- ft_params.cuh ----"), 1);
-        ASSERT_EQ(count_of(sb.data, "// ---- ft_softmax.cuh ----"), 1);
-        ASSERT_EQ(count_of(sb.data, "struct FwdParams {"), 1);
-        ASSERT_EQ(count_of(sb.data, "__device__ __forceinline__ u32 pack2("), 1);
+        ASSERT_EQ(ft_test_count(sb.data, "// ---- ft_device.cuh ----"), 1);
+        ASSERT_EQ(ft_test_count(sb.data, "// ---- ft_params.cuh ----"), 1);
+        ASSERT_EQ(ft_test_count(sb.data, "// ---- ft_softmax.cuh ----"), 1);
+        ASSERT_EQ(ft_test_count(sb.data, "struct FwdParams {"), 1);
+        ASSERT_EQ(ft_test_count(sb.data, "__device__ __forceinline__ u32 pack2("), 1);
         ft__sb_free(&sb);
     }
 }

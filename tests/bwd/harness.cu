@@ -30,7 +30,11 @@
 #include <vector>
 
 #include "../../templates/reference.cuh"
+#include "ft_params_bwd.cuh"
 #include "cpu_ref.h"
+extern "C" {
+#include "ops/op.h"
+}
 #include "variant.h"
 
 // ---- registry and logging ------------------------------------------------------------------
@@ -71,25 +75,9 @@ static void say(const char *fmt, ...)
         }                                                                                            \
     } while (0)
 
-// The kernels' argument block; mirrors ft::BwdParams field for field (checked at start-up
-// against each variant's own sizeof and offsetof).
-struct HParams {
-    const void *q, *k, *v, *o, *dout;
-    void *dq, *dk, *dv;
-    const float *lse;
-    float *ws;
-    long long q_batch_stride, q_row_stride, q_head_stride;
-    long long k_batch_stride, k_row_stride, k_head_stride;
-    long long v_batch_stride, v_row_stride, v_head_stride;
-    long long o_batch_stride, o_row_stride, o_head_stride;
-    long long dout_batch_stride, dout_row_stride, dout_head_stride;
-    long long dq_batch_stride, dq_row_stride, dq_head_stride;
-    long long dk_batch_stride, dk_row_stride, dk_head_stride;
-    long long dv_batch_stride, dv_row_stride, dv_head_stride;
-    int batch, heads_q, heads_kv, seqlen_q, seqlen_k;
-    float scale, scale_log2;
-    int reserved;
-};
+// The kernels' argument block (templates/include/ft_params_bwd.cuh), checked at start-up against
+// each variant's own sizeof and offsetof.
+typedef ft::BwdParams HParams;
 
 static std::string variant_name(const BwdVariant &v)
 {
@@ -336,20 +324,37 @@ static long long cdiv(long long a, long long b)
     return (a + b - 1) / b;
 }
 
-// The workspace size formula of the template's header comment.
-static size_t ws_bytes(const BwdVariant &v, const Shape &s)
+// The backward operation's launch plan (ops/bwd.c) for a variant and a shape: the three kernels'
+// grids, the main one's shared memory, the workspace's size.
+static ft_launch_plan plan_of(const BwdVariant &v, const Shape &s)
 {
-    const long long mbq = cdiv(s.sq, v.bm), nbk = cdiv(s.sk, v.bn);
-    const long long sqp = mbq * v.bm, skp = nbk * v.bn;
-    const bool kvacc = v.gqa_atomic && s.hq > s.hkv;
-    long long n = 4LL * s.b * s.hq * sqp * (v.d + 2);
-    if (kvacc)
-        n += 8LL * s.b * s.hkv * skp * v.d;
-    if (v.det)
-        n += 4LL * s.b * s.hq * mbq;
-    if (v.det && kvacc)
-        n += 4LL * s.b * s.hkv * nbk;
-    return (size_t)n;
+    ft_launch_facts f;
+    ft_problem p;
+    ft_launch_plan plan;
+    ft_err err;
+
+    memset(&f, 0, sizeof f);
+    f.threads = v.threads;
+    f.smem_dynamic = v.smem;
+    f.rows_per_block = v.bm;
+    f.keys_per_block = v.bn;
+    f.head_dim = v.d;
+    f.gqa_atomic = v.gqa_atomic;
+    f.deterministic = v.det;
+    memset(&p, 0, sizeof p);
+    p.batch = s.b;
+    p.heads_q = s.hq;
+    p.heads_kv = s.hkv;
+    p.seqlen_q = s.sq;
+    p.seqlen_k = s.sk;
+    p.head_dim = v.d;
+    p.causal = v.causal;
+    p.bf16 = v.bf16;
+    if (ft__op_bwd.plan(&f, &p, &plan, &err) != FT_OK || plan.nsteps != 3) {
+        say("the backward's launch plan: %s\n", plan.nsteps != 3 ? "not three steps" : err.msg);
+        exit(2);
+    }
+    return plan;
 }
 
 static HParams kernel_params(const Problem &P, void *ws)
@@ -382,39 +387,23 @@ static HParams kernel_params(const Problem &P, void *ws)
     return h;
 }
 
-struct Launch {
-    dim3 grid[3];
-    dim3 block;
-    size_t smem;
-};
-
-// The launch geometry of the template's header comment.
-static Launch launch_geometry(const BwdVariant &v, const Shape &s)
+// The plan's steps: kernel 0 the main one, 1 pre, 2 post (the family's entries).
+static void launch(const BwdVariant &v, const ft_launch_plan &plan, HParams &h, cudaStream_t st)
 {
-    Launch l;
-    const int mbq = (int)cdiv(s.sq, v.bm), nbk = (int)cdiv(s.sk, v.bn);
-    const bool kvacc = v.gqa_atomic && s.hq > s.hkv;
-    l.grid[0] = dim3(mbq, s.hq, s.b);
-    l.grid[1] = dim3(nbk, v.gqa_atomic ? s.hq : s.hkv, s.b);
-    l.grid[2] = dim3(kvacc ? std::max(mbq, nbk) : mbq, s.hq, s.b);
-    l.block = dim3(v.threads);
-    l.smem = (size_t)v.smem;
-    return l;
-}
-
-static void launch(const BwdVariant &v, const Launch &l, HParams &h, cudaStream_t st)
-{
+    const void *const fns[3] = {v.main, v.pre, v.post};
     void *args[] = {&h};
-    CK(cudaLaunchKernel(v.pre, l.grid[0], l.block, args, 0, st));
-    CK(cudaLaunchKernel(v.main, l.grid[1], l.block, args, l.smem, st));
-    CK(cudaLaunchKernel(v.post, l.grid[2], l.block, args, 0, st));
+    for (int i = 0; i < plan.nsteps; ++i) {
+        const ft_launch_step &x = plan.steps[i];
+        CK(cudaLaunchKernel(fns[x.kernel], dim3(x.grid[0], x.grid[1], x.grid[2]), dim3(x.block), args, x.smem, st));
+    }
 }
 
 // Poisons the gradients and the workspace (NaN in either element type, -1 in the semaphores:
 // the pre kernel must initialise all of it), runs the three kernels and waits.
 static void run_variant(const BwdVariant &v, Problem &P)
 {
-    const size_t need = ws_bytes(v, P.s);
+    const ft_launch_plan plan = plan_of(v, P.s);
+    const size_t need = plan.workspace_bytes;
     if (need > P.ws_cap) {
         if (P.ws)
             CK(cudaFree(P.ws));
@@ -426,8 +415,7 @@ static void run_variant(const BwdVariant &v, Problem &P)
     CK(cudaMemset(P.dv, 0xff, P.nk * 2));
     CK(cudaMemset(P.ws, 0xff, need));
     HParams h = kernel_params(P, P.ws);
-    const Launch l = launch_geometry(v, P.s);
-    launch(v, l, h, 0);
+    launch(v, plan, h, 0);
     CK(cudaDeviceSynchronize());
 }
 
@@ -700,19 +688,21 @@ static void bench_variant(const BwdVariant &v, void *flush, size_t flush_bytes)
         problem_prepare(P, 5, false);
         run_variant(v, P);
         HParams h = kernel_params(P, P.ws);
-        const Launch l = launch_geometry(v, s);
+        const ft_launch_plan plan = plan_of(v, s);
         cudaEvent_t ev[3];
         for (cudaEvent_t &e : ev)
             CK(cudaEventCreate(&e));
         std::vector<float> total, main_only;
         for (int rep = 0; rep < 28; ++rep) {
             CK(cudaMemsetAsync(flush, rep & 0xff, flush_bytes, 0));
-            void *args[] = {&h};
+            ft_launch_plan pre = plan, rest = plan; // pre alone, then main and post
+            pre.nsteps = 1;
+            rest.nsteps = 2;
+            memmove(rest.steps, plan.steps + 1, 2 * sizeof plan.steps[0]);
             CK(cudaEventRecord(ev[0], 0));
-            CK(cudaLaunchKernel(v.pre, l.grid[0], l.block, args, 0, 0));
+            launch(v, pre, h, 0);
             CK(cudaEventRecord(ev[1], 0));
-            CK(cudaLaunchKernel(v.main, l.grid[1], l.block, args, l.smem, 0));
-            CK(cudaLaunchKernel(v.post, l.grid[2], l.block, args, 0, 0));
+            launch(v, rest, h, 0);
             CK(cudaEventRecord(ev[2], 0));
             CK(cudaEventSynchronize(ev[2]));
             float t_all = 0, t_pre = 0;

@@ -7,9 +7,9 @@
 # --bench adds the timings (after the checks); --sanitize runs compute-sanitizer's memcheck,
 # racecheck and synccheck over every variant on the small shapes instead of the checks;
 # --build-only stops after compiling (no GPU needed;
-# set FT_BWD_ARCH, e.g. sm_80 or sm_90). FT_BWD_EXTRA adds variant lines in the format of the
-# list below (e.g. for a timing experiment). The target is FT_BWD_ARCH, else the compute capability
-# nvidia-smi reports, else -arch=native. Builds into $FT_BWD_BUILD (default build/bwd); the
+# set FT_BWD_ARCH, e.g. sm_80 or sm_90). FT_BWD_EXTRA adds variant lines in the format of
+# tests/bwd/variants.txt (e.g. for a timing experiment). The target is FT_BWD_ARCH, else the
+# compute capability nvidia-smi reports, else -arch=native. Builds into $FT_BWD_BUILD (default build/bwd); the
 # harness writes bwd_log.txt and bwd_results.json to $OUT when it is set, and this script adds
 # the ptxas report of every variant there (bwd_ptxas.txt).
 set -eu
@@ -43,18 +43,9 @@ else
   arch="-arch=native"
 fi
 
-# name  d  bm  bn  warps split stages causal dtype gqa det
-variants='
-v1 128 64 128 8 1 2 0 bf16 loop 0
-v2 128 64 128 8 1 2 1 f16 atomic 0
-v3 64 64 128 8 1 2 1 bf16 loop 0
-v4 64 32 128 4 1 1 0 f16 atomic 0
-v5 256 64 64 8 2 1 1 bf16 loop 0
-v6 128 64 64 4 1 1 1 bf16 atomic 1
-v7 128 64 128 8 1 2 0 bf16 loop 1
-v8 192 64 64 8 2 2 1 f16 atomic 0
-'
-variants="$variants${FT_BWD_EXTRA:-}
+# name  d  bm  bn  warps split stages causal dtype gqa det (tests/bwd/variants.txt)
+variants="$(grep -v '^#' "$here/variants.txt")
+${FT_BWD_EXTRA:-}
 "
 
 mkdir -p "$build/c"
@@ -93,9 +84,9 @@ for f in "$build"/var/*.cu; do
   "$nvcc" -std=c++17 -O3 $arch -I"$root" -I"$root/templates/include" -Xptxas -v -c "$f" -o "$build/var/$n.o" > "$build/var/$n.ptxas" 2>&1 &
   pids="$pids $!"
 done
-"$nvcc" -std=c++17 -O3 $arch -I"$root" -I"$root/templates/include" -I"$here" -c "$here/harness.cu" -o "$build/harness.o" &
+"$nvcc" -std=c++17 -O3 $arch -I"$root" -I"$root/include" -I"$root/templates/include" -I"$here" -c "$here/harness.cu" -o "$build/harness.o" &
 pids="$pids $!"
-for s in runtime/reference_cpu.c ops/problem.c common/error.c tests/bwd/cpu_ref.c; do
+for s in runtime/reference_cpu.c ops/problem.c ops/op.c ops/key.c ops/fwd.c ops/bwd.c common/error.c tests/bwd/cpu_ref.c; do
   "$cc" -std=c11 -O2 -Wall -D_GNU_SOURCE -I"$root" -I"$root/include" -I"$cuda/include" -c "$root/$s" \
     -o "$build/c/$(basename "$s" .c).o"
 done

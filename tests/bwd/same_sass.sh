@@ -36,15 +36,8 @@ while read -r name d bm bn w sp st c dt g det; do
       echo "differs: $name $arch $v"
     fi
   done
-done <<'L'
-v1 128 64 128 8 1 2 0 bf16 loop 0
-v2 128 64 128 8 1 2 1 f16 atomic 0
-v3 64 64 128 8 1 2 1 bf16 loop 0
-v4 64 32 128 4 1 1 0 f16 atomic 0
-v5 256 64 64 8 2 1 1 bf16 loop 0
-v6 128 64 64 4 1 1 1 bf16 atomic 1
-v7 128 64 128 8 1 2 0 bf16 loop 1
-v8 192 64 64 8 2 2 1 f16 atomic 0
+done <<L
+$(grep -v '^#' tests/bwd/variants.txt)
 L
 echo "same_sass: identical SASS for $same of $n (variant, target)"
 [ "$same" -eq "$n" ]
