@@ -92,6 +92,9 @@ static int print_row(void *ud, const ft_db_row *row)
     const ft_db_result *r = &row->result;
     const char *status = ft__result_status_name(r->status);
     const shown_key k = show_key(&r->key);
+    char key[FT_KEY_TEXT_MAX];
+
+    ft__key_format(&r->key, key, sizeof key);
 
     if (q->json) {
         printf("{\"device\": ");
@@ -111,14 +114,16 @@ static int print_row(void *ud, const ft_db_row *row)
             printf(", \"reason\": ");
             ft__json_string(stdout, r->reason);
         }
+        printf(", \"key\": ");
+        ft__json_string(stdout, key);
         printf(", \"stale\": %s, \"winner\": %s, \"measured_at\": \"%s\"}\n", row->stale ? "true" : "false",
                row->winner ? "true" : "false", row->measured_at);
     } else {
         if (q->rows == 0)
-            printf("%-14s %-4s %4s %6s %7s %6s  %-70s %-13s %9s %7s  %s\n", "device", "type", "d", "causal", "seqlen",
-                   "b*h", "variant", "status", "ms", "TFLOP/s", "note");
-        printf("%-14.14s %-4s %4d %6d %7d %6d  %-70s %-13s ", row->device.name, k.dtype, k.head_dim, k.causal,
-               k.seqlen_bucket, k.bh_bucket, row->variant, status);
+            printf("%-14s %-3s %-4s %4s %6s %7s %6s  %-70s %-13s %9s %7s  %s\n", "device", "op", "type", "d", "causal",
+                   "seqlen", "b*h", "variant", "status", "ms", "TFLOP/s", "note");
+        printf("%-14.14s %-3s %-4s %4d %6d %7d %6d  %-70s %-13s ", row->device.name, k.op, k.dtype, k.head_dim,
+               k.causal, k.seqlen_bucket, k.bh_bucket, row->variant, status);
         if (!isnan(r->median_ms))
             printf("%9.4f %7.1f  ", r->median_ms, r->tflops);
         else

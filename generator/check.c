@@ -112,6 +112,27 @@ int ft__cubin_check(const void *cubin, size_t size, int cc, const char *entry, c
     return 1;
 }
 
+int ft__family_cubin_check(const char *family, const void *cubin, size_t size, int cc, const char *entry, char *why,
+                           size_t cap)
+{
+    const ft_family *fam = family != NULL ? ft__family_find(family) : NULL;
+    char name[FT_ENTRY_MAX], msg[FT_ENTRY_MAX + 64];
+    int i, n;
+
+    if (!ft__cubin_check(cubin, size, cc, entry, why, cap))
+        return 0;
+    n = fam != NULL ? ft__family_nentries(fam) : 1;
+    for (i = 1; i < n; i++) {
+        if (!ft__family_entry_name(fam, entry, i, name, sizeof name))
+            return fail(why, cap, "an entry name too long");
+        if (!defines(cubin, size, name)) {
+            snprintf(msg, sizeof msg, "its cubin does not define the entry %.100s", name);
+            return fail(why, cap, msg);
+        }
+    }
+    return 1;
+}
+
 int ft__kernel_target_check(const char *family, const char *arch, int cc, char *why, size_t cap)
 {
     const ft_family *fam = family != NULL ? ft__family_find(family) : NULL;

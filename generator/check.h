@@ -16,6 +16,12 @@ int ft__cubin_sm(const void *cubin, size_t size, char *why, size_t cap);
  * every kernel for the device's own target) whose symbol table defines entry. */
 int ft__cubin_check(const void *cubin, size_t size, int cc, const char *entry, char *why, size_t cap);
 
+/* ft__cubin_check, and that the cubin defines every other kernel the family's sources define
+ * (the entry followed by each of its suffixes: the backward's _pre and _post). For a family
+ * this build does not know, the entry alone. */
+int ft__family_cubin_check(const char *family, const void *cubin, size_t size, int cc, const char *entry, char *why,
+                           size_t cap);
+
 /* Whether arch is the target flashtune builds the family for on compute capability cc
  * ("sm_90" for flash_fwd_sm80 on 9.0, "sm_90a" for flash_fwd_sm90) and the family runs there;
  * for a family this build does not know, "sm_<cc>" with at most one letter after it. */

@@ -69,10 +69,13 @@ typedef struct ft_context_options {
     int device;            /* CUDA device ordinal; default 0 */
     const char *cache_dir; /* compile cache; NULL: $FLASHTUNE_CACHE_DIR or ~/.cache/flashtune;
                               "": none */
-    const char *spec;      /* spec file the variants come from; NULL: the built-in forward spec */
-    const char *variant;   /* NULL: pick per call. Otherwise every call uses this variant of the
-                              spec; it may leave out d, causal and dtype, which then come from
-                              the call (benchmarks and tests) */
+    const char *spec;      /* spec file the variants of its operation's calls come from (a
+                              forward or a backward spec); NULL: the built-in forward spec. The
+                              other operation's calls use the built-in specs */
+    const char *variant;   /* NULL: pick per call. Otherwise every call of the spec's operation
+                              uses this variant of the spec; it may leave out d, causal, dtype
+                              (and the backward's det), which then come from the call
+                              (benchmarks and tests) */
     const char *database;  /* tuning database to take winners from; NULL: $FLASHTUNE_DB, else
                               ~/.local/share/flashtune/tuning.db, when the file exists; "": none.
                               Opened read-only. */
@@ -188,6 +191,82 @@ FT_API ft_status ft_attention_key(const ft_attention_args *args, char *buf, size
  * sizes, pointers or strides, FT_ERR_UNSUPPORTED when no kernel handles the head dim or dtype,
  * FT_ERR_CUDA when the launch fails. Thread-safe. */
 FT_API ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *args, void *stream);
+
+/* ---- the backward pass ---------------------------------------------------------------------
+ * dQ, dK and dV of O = softmax(scale·Q·Kᵀ)·V by recomputation: the scores are computed again
+ * from Q, K and the forward's LSE, never stored. One call runs a short launch plan on the stream
+ * (a preprocess kernel: D = rowsum(dO ∘ O) and the workspace initialised; the main kernel; a
+ * postprocess kernel converting the fp32 sums to the element type), all in the caller's
+ * workspace: nothing is allocated on the launch path.
+ *
+ * Tensors are device pointers laid out as the forward's ([batch, seqlen, heads, head_dim] up to
+ * strides, head_dim contiguous, 16-byte aligned, strides multiples of 8 elements); each has its
+ * own strides. q, k, v, o, dout and the gradients are of the call's dtype; lse is the forward's
+ * (ft_attention_args.lse: fp32 [batch, heads_q, seqlen_q], contiguous, natural log, +inf for a
+ * row that sees no key). dk and dv are [batch, seqlen_k, heads_kv, head_dim]: with grouped-query
+ * heads, each K/V head's gradient is the sum over the query heads of its group. The outputs must
+ * not overlap the inputs or each other. causal and softmax_scale must be the forward's.
+ *
+ * Set the structure up with ft_attention_bwd_args_init; the versioning rules are those of
+ * ft_attention_args (fields are only appended; a library reads the version a structure says). */
+#define FT_BWD_ARGS_VERSION 1
+
+typedef struct ft_attention_bwd_args {
+    int version;           /* FT_BWD_ARGS_VERSION (ft_attention_bwd_args_init sets it) */
+    ft_dtype dtype;
+    int batch;
+    int heads_q;
+    int heads_kv;          /* heads_q must be a multiple */
+    int seqlen_q;
+    int seqlen_k;
+    int head_dim;
+    const void *q, *k, *v;
+    const void *o;         /* the forward's output */
+    const void *dout;      /* the gradient of the loss with respect to o */
+    const float *lse;      /* the forward's LSE */
+    void *dq, *dk, *dv;    /* written whole */
+    int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3], dout_stride[3];
+    int64_t dq_stride[3], dk_stride[3], dv_stride[3];
+    int causal;            /* bottom-right aligned, as the forward's; a row that sees no key gets dQ = 0 */
+    float softmax_scale;   /* 0: 1/sqrt(head_dim) */
+    int deterministic;     /* non-zero: the fp32 sums of dQ (and of grouped dK, dV) are added in a
+                              fixed order, so that every run gives the same bits; slower (about
+                              20 % at d = 128 on an H200, README "Backward") */
+} ft_attention_bwd_args;
+
+/* Zeroes a and sets a->version = version (FT_BWD_ARGS_VERSION through the macro); a must not be
+ * NULL and version must be 1, else nothing is written. */
+FT_API void ft_attention_bwd_args_init_version(ft_attention_bwd_args *a, int version);
+#define ft_attention_bwd_args_init(a) ft_attention_bwd_args_init_version((a), FT_BWD_ARGS_VERSION)
+
+/* The FLOPs of a backward call, as the FlashAttention papers count them: 2.5 times the
+ * forward's (10·batch·heads_q·seqlen_q·seqlen_k·head_dim, halved when causal). 0 for NULL,
+ * another version or sizes that are not positive. No context is needed. */
+FT_API double ft_attention_backward_flops(const ft_attention_bwd_args *args);
+
+/* The bytes of workspace a backward call with these arguments needs (the tensors are not
+ * read; the first call of a kind of problem builds its kernel, as ft_attention_backward
+ * would): written to *bytes, 0 when the call has nothing to compute. The size depends on
+ * the sizes, the dtype, causality, determinism and the kernel the context picks, so ask once
+ * per kind of call and keep the largest. Thread-safe. */
+FT_API ft_status ft_attention_backward_workspace_size(ft_context *ctx, const ft_attention_bwd_args *args,
+                                                      size_t *bytes);
+
+/* Enqueues the backward on stream (a CUstream; NULL: the default stream) in ctx's device
+ * context. workspace is device memory of at least workspace_bytes >= the size
+ * ft_attention_backward_workspace_size gives (NULL only when that is 0), 256-byte aligned
+ * (cuMemAlloc's and PyTorch's allocations are); the caller owns it. The call uses it until its
+ * work on the stream is done: reuse it for later calls on the same stream at once, but give
+ * concurrent calls on other streams their own. Its contents before the call do not matter;
+ * afterwards they are garbage. Errors as for ft_attention_forward; FT_ERR_INVALID_ARGUMENT
+ * also for a workspace that is too small or misaligned. Thread-safe. */
+FT_API ft_status ft_attention_backward(ft_context *ctx, const ft_attention_bwd_args *args, void *workspace,
+                                       size_t workspace_bytes, void *stream);
+
+/* Which kernel ft_attention_backward runs for these arguments and how it was chosen, as
+ * ft_attention_kernel says it for the forward. */
+FT_API ft_status ft_attention_backward_kernel(ft_context *ctx, const ft_attention_bwd_args *args, char *buf,
+                                              size_t cap);
 
 /* ---- pretuned kernel sets ------------------------------------------------------------------
  * `flashtune export --format c --out kernels.c` writes a C source holding one device's tuned

@@ -78,3 +78,43 @@ ft_status ft_attention_key(const ft_attention_args *args, char *buf, size_t cap)
     ft__key_format(&k, buf, cap);
     return FT_OK;
 }
+
+ft_status ft__attention_bwd_args_read(const ft_attention_bwd_args *in, ft_attention_bwd_args *out, ft_err *err)
+{
+    if (in->version != FT_BWD_ARGS_VERSION)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
+                        "the backward's arguments have version %d: set them up with ft_attention_bwd_args_init "
+                        "(this library reads version %d)", in->version, FT_BWD_ARGS_VERSION);
+    *out = *in;
+    return FT_OK;
+}
+
+void ft_attention_bwd_args_init_version(ft_attention_bwd_args *a, int version)
+{
+    if (a == NULL || version != FT_BWD_ARGS_VERSION)
+        return;
+    memset(a, 0, sizeof *a);
+    a->version = version;
+}
+
+void ft__bwd_args_problem(const ft_attention_bwd_args *a, ft_problem *p)
+{
+    memset(p, 0, sizeof *p);
+    p->batch = a->batch, p->heads_q = a->heads_q, p->heads_kv = a->heads_kv;
+    p->seqlen_q = a->seqlen_q, p->seqlen_k = a->seqlen_k, p->head_dim = a->head_dim;
+    p->causal = a->causal != 0, p->bf16 = a->dtype == FT_BF16, p->scale = a->softmax_scale;
+    p->deterministic = a->deterministic != 0;
+}
+
+double ft_attention_backward_flops(const ft_attention_bwd_args *args)
+{
+    ft_attention_bwd_args a = {0};
+    ft_problem p;
+
+    if (args == NULL || ft__attention_bwd_args_read(args, &a, NULL) != FT_OK)
+        return 0.0;
+    if (a.batch <= 0 || a.heads_q <= 0 || a.heads_kv <= 0 || a.seqlen_q <= 0 || a.seqlen_k <= 0 || a.head_dim <= 0)
+        return 0.0;
+    ft__bwd_args_problem(&a, &p);
+    return ft__op_bwd.flops(&p);
+}

@@ -4,12 +4,19 @@
 
 #include "common/error.h"
 #include "flashtune.h"
+#include "ops/problem.h"
 
 /* The call in this version's layout: a structure whose first int is 0 or 1 is flashtune 0.1's
  * version-1 layout (no version field, dtype first) and is copied field by field; one of version
  * 2 is copied as it is. Any other first int is FT_ERR_INVALID_ARGUMENT ("set up by
  * ft_attention_args_init"). in must not be NULL. */
 ft_status ft__attention_args_read(const ft_attention_args *in, ft_attention_args *out, ft_err *err);
+
+/* The backward's arguments in this version's layout (version 1 only so far). */
+ft_status ft__attention_bwd_args_read(const ft_attention_bwd_args *in, ft_attention_bwd_args *out, ft_err *err);
+
+/* The problem of a backward call (sizes, dtype, causality, scale, determinism). */
+void ft__bwd_args_problem(const ft_attention_bwd_args *a, ft_problem *p);
 
 /* flashtune 0.1's ft_attention_args, field for field (what programs built against it pass). */
 typedef struct ft_attention_args_v1 {

@@ -1,8 +1,9 @@
 /*
- * The public runtime: contexts and ft_attention_forward.
+ * The public runtime: contexts, ft_attention_forward and ft_attention_backward.
  *
- * A context keeps a small table of loaded kernels keyed by the call's key (ops/op.h: dtype,
- * head dim, causality, sequence-length and batch·heads buckets). The first call for a key
+ * A context keeps a small table of loaded kernels keyed by the call's key (ops/op.h: the
+ * operation, dtype, head dim, causality, sequence-length and batch·heads buckets, and the
+ * backward's determinism and group size); the forward's and the backward's kernels share it. The first call for a key
  * builds its kernel (generate, compile through the cache, load) under
  * the context's lock; later calls find it in the table and only launch: no compilation, no
  * allocation, no file access on that path.
@@ -63,8 +64,9 @@ typedef struct kernel_slot {
 struct ft_context {
     ft_session session;
     ft_spec *spec;
-    ft_spec *more[4];          /* with options->spec NULL: the other built-in specs whose kernels
-                                  run on this GPU (flash_fwd_sm90 on compute capability 9.0) */
+    ft_spec *more[8];          /* the other built-in specs whose kernels run on this GPU
+                                  (flash_fwd_sm90 on compute capability 9.0, flash_bwd); with
+                                  options->spec set, only those of the other operations */
     int nmore;
     char *variant;             /* forced (partial) variant, or NULL */
     ft_db *db;                 /* tuning database, or NULL */
@@ -144,7 +146,7 @@ static ft_status misses_setup(ft_context *ctx, const char *database, ft_err *err
 
 /* Records the miss of a slot just built (under the context's lock). Recording never fails a
  * call: the first failure is printed once and recording stops. */
-static void record_miss(ft_context *ctx, const kernel_slot *slot, const ft_attention_args *a)
+static void record_miss(ft_context *ctx, const kernel_slot *slot, const ft_problem *a)
 {
     ft_status rc = FT_OK;
     ft_db_miss m;
@@ -250,14 +252,23 @@ static ft_status check_kernels_device(ft_context *ctx, ft_err *err)
     return FT_OK;
 }
 
-/* The built-in specs after the default one whose kernel family runs on the context's GPU. */
-static ft_status load_more_specs(ft_context *ctx, ft_err *err)
+/* The operation a spec's kernels compute, or NULL for an unknown family. */
+static const ft_op *spec_op(const ft_spec *spec)
+{
+    const ft_family *fam = ft__family_find(spec->template_name);
+    return fam != NULL ? fam->op : NULL;
+}
+
+/* The built-in specs besides the context's own whose kernel family runs on the context's GPU:
+ * with the built-in default spec, every other one; with options->spec (own_spec), those of the
+ * other operations (a forward spec of one's own still leaves the built-in backward). */
+static ft_status load_more_specs(ft_context *ctx, int own_spec, ft_err *err)
 {
     ft_status rc = FT_OK;
     int i;
 
-    for (i = 1; ft__builtin_specs[i].name != NULL && ctx->nmore < (int)(sizeof ctx->more / sizeof ctx->more[0]);
-         i++) {
+    for (i = own_spec ? 0 : 1;
+         ft__builtin_specs[i].name != NULL && ctx->nmore < (int)(sizeof ctx->more / sizeof ctx->more[0]); i++) {
         ft_spec *spec = NULL;
         const ft_family *fam;
         char why[256];
@@ -266,7 +277,8 @@ static ft_status load_more_specs(ft_context *ctx, ft_err *err)
         if (rc != FT_OK)
             break;
         fam = ft__family_find(spec->template_name);
-        if (fam != NULL && ft__family_supports_arch(fam, &ctx->session.arch, why, sizeof why))
+        if (fam != NULL && ft__family_supports_arch(fam, &ctx->session.arch, why, sizeof why) &&
+            !(own_spec && fam->op == spec_op(ctx->spec)))
             ctx->more[ctx->nmore++] = spec;
         else
             ft__spec_free(spec);
@@ -305,7 +317,9 @@ ft_status ft_context_create(const ft_context_options *options, ft_context **out)
     if (rc == FT_OK)
         rc = ft__spec_load_default(options->spec, &ctx->spec, &err);
     if (rc == FT_OK)
-        rc = ft__spec_check_op(ctx->spec, &ft__op_fwd, "ft_attention_forward runs", &err);
+        rc = spec_op(ctx->spec) != NULL ? FT_OK
+                                        : ft__fail(&err, FT_ERR_SPEC, "%s: unknown kernel family '%s'", ctx->spec->path,
+                                                   ctx->spec->template_name);
     if (rc == FT_OK && options->variant != NULL) {
         ft_variant v;
         unsigned mask;
@@ -315,8 +329,8 @@ ft_status ft_context_create(const ft_context_options *options, ft_context **out)
     }
     if (rc == FT_OK)
         rc = ft__session_open(options->device, options->cache_dir, 0, &ctx->session, &err);
-    if (rc == FT_OK && options->spec == NULL)
-        rc = load_more_specs(ctx, &err);
+    if (rc == FT_OK)
+        rc = load_more_specs(ctx, options->spec != NULL, &err);
     if (rc == FT_OK) {
         ft__session_fingerprint(&ctx->session, &ctx->dev);
         rc = ctx->kset != NULL ? check_kernels_device(ctx, &err) : open_database(ctx, options->database, &err);
@@ -362,11 +376,13 @@ void ft_context_destroy(ft_context *ctx)
     free(ctx);
 }
 
-/* The built-in choice per kernel family, head dim and causality (-1: either) when nothing
- * better is known: the variant that won most of the head dim's buckets in a full tune of the
- * family's spec on an H200 (2026-11-30; sm90 d=96 and 192 from the earlier tune, without the
- * balance knob). The first entry whose family the context has wins: the sm_90a family's where
- * it runs. */
+/* The built-in choices per kernel family, head dim and causality (-1: either) when nothing
+ * better is known. Forward: the variant that won most of the head dim's buckets in a full tune
+ * of the family's spec on an H200 (2026-11-30; sm90 d=96 and 192 from the earlier tune, without
+ * the balance knob). Backward: the fastest of the variants timed by tests/bwd on an H200
+ * (2026-12-01), and for d = 192 a second choice with half the shared memory for GPUs with less
+ * than an H200's. The first entry of the call's operation whose family the context has and
+ * that builds wins: the sm_90a family's where it runs. */
 static const struct default_kernel {
     const char *family;
     int head_dim;
@@ -387,6 +403,13 @@ static const struct default_kernel {
     {"flash_fwd_sm80", 128, -1, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
     {"flash_fwd_sm80", 192, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
     {"flash_fwd_sm80", 256, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
+    {"flash_bwd_sm80", 32, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop"},
+    {"flash_bwd_sm80", 64, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop"},
+    {"flash_bwd_sm80", 96, -1, "bm=64,bn=128,warps=8,split=1,stages=2,gqa=loop"},
+    {"flash_bwd_sm80", 128, -1, "bm=64,bn=128,warps=8,split=1,stages=2,gqa=loop"},
+    {"flash_bwd_sm80", 192, -1, "bm=64,bn=64,warps=8,split=2,stages=2,gqa=loop"},
+    {"flash_bwd_sm80", 192, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop"},
+    {"flash_bwd_sm80", 256, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop"},
 };
 
 /* The context's spec of a kernel family, or NULL. */
@@ -399,18 +422,6 @@ static ft_spec *spec_of_family(const ft_context *ctx, const char *family)
     for (i = 0; i < ctx->nmore; i++)
         if (strcmp(ctx->more[i]->template_name, family) == 0)
             return ctx->more[i];
-    return NULL;
-}
-
-/* The built-in default for a head dim and causality: its variant text and spec; NULL when none. */
-static const char *default_variant(const ft_context *ctx, int head_dim, int causal, ft_spec **spec)
-{
-    size_t i;
-
-    for (i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
-        if (defaults[i].head_dim == head_dim && (defaults[i].causal < 0 || defaults[i].causal == causal) &&
-            (*spec = spec_of_family(ctx, defaults[i].family)) != NULL)
-            return defaults[i].variant;
     return NULL;
 }
 
@@ -509,6 +520,7 @@ static int load_from_set(ft_context *ctx, kernel_slot *slot, char *how, size_t c
     const ft_kernel_set_entry *e;
     const ft_key *got;
     int pick = ft__key_nearest(want, ctx->kset_keys, ctx->kset->count), exact;
+    char det[8];
     ft_err err;
 
     if (pick < 0) {
@@ -519,6 +531,13 @@ static int load_from_set(ft_context *ctx, kernel_slot *slot, char *how, size_t c
     e = &ctx->kset->entries[pick];
     got = &ctx->kset_keys[pick];
     exact = ft__key_equal(got, want);
+    if (ft__key_get(want, "det", 0) != 0 && (e->variant == NULL || ft__variant_text_value(e->variant, "det", det,
+                                                                                       sizeof det) != 1 ||
+                                             strcmp(det, "1") != 0)) {
+        snprintf(how, cap, "the %s's winner %s is not deterministic", ctx->pack != NULL ? "pack" : "kernel set",
+                 e->variant != NULL ? e->variant : e->entry);
+        return 0;
+    }
     if (ft__kernel_set_load(ctx->session.cu, &ctx->session.arch, e, &slot->k, &err) != FT_OK) {
         snprintf(how, cap, "the %s's winner %s cannot be used: %s", ctx->pack != NULL ? "pack" : "kernel set",
                  e->variant != NULL ? e->variant : e->entry, err.msg);
@@ -535,71 +554,115 @@ static int load_from_set(ft_context *ctx, kernel_slot *slot, char *how, size_t c
     return 1;
 }
 
-/* Builds the kernel of a slot (under the context's lock): the forced variant, else the tuned
- * winner, else the built-in default, compiled through the cache. */
+/* A variant of spec for the slot's calls: base (a whole or partial variant text) with the
+ * key's head dim, causality, dtype and, where the spec has it, determinism added where base
+ * leaves them out, written to text (cap bytes) and parsed into v. FT_ERR_UNSUPPORTED when base
+ * fixes one of them to another value than the call's. */
+static ft_status complete_variant(ft_spec *spec, const char *base, const kernel_slot *slot, char *text, size_t cap,
+                                  ft_variant *v, ft_err *err)
+{
+    static const char *const from_key[] = {"d", "causal", "det"};
+    ft_variant part;
+    ft_problem p;
+    unsigned mask;
+    size_t n, i;
+    int idx;
+    ft_status rc = ft__variant_filter_parse(spec, base, &part, &mask, err);
+
+    if (rc != FT_OK)
+        return rc;
+    n = (size_t)snprintf(text, cap, "%s", base);
+    for (i = 0; i < sizeof from_key / sizeof from_key[0] && n < cap; i++)
+        if ((idx = ft__spec_param_index(spec, from_key[i])) >= 0 && !(mask & (1u << idx)))
+            n += (size_t)snprintf(text + n, cap - n, ",%s=%lld", from_key[i], ft__key_get(&slot->key, from_key[i], 0));
+    if (n < cap && (idx = ft__spec_param_index(spec, "dtype")) >= 0 && !(mask & (1u << idx)))
+        n += (size_t)snprintf(text + n, cap - n, ",dtype=%s", slot->key.dtype);
+    if (n >= cap)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "the variant '%.200s' is too long", base);
+    rc = ft__variant_parse(spec, text, v, err);
+    if (rc != FT_OK)
+        return rc;
+    memset(&p, 0, sizeof p);
+    ft__variant_problem(spec, v, &p);
+    if (p.head_dim != ft__key_get(&slot->key, "d", 0) || p.causal != ft__key_get(&slot->key, "causal", 0) ||
+        p.bf16 != slot->bf16 || p.deterministic != ft__key_get(&slot->key, "det", 0))
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "the variant '%.200s' does not compute this call (d=%lld, causal=%lld, "
+                        "%s%s)", base, ft__key_get(&slot->key, "d", 0), ft__key_get(&slot->key, "causal", 0),
+                        slot->key.dtype, ft__key_get(&slot->key, "det", 0) ? ", deterministic" : "");
+    return FT_OK;
+}
+
+/* Builds one variant text for the slot through the cache: FT_OK with the kernel loaded and
+ * what ran in how, or the status with the reason in err. */
+static ft_status build_variant(ft_context *ctx, kernel_slot *slot, ft_spec *spec, const char *base, const char *label,
+                               ft_err *err)
+{
+    char text[1024];
+    const size_t used = strlen(slot->how);
+    ft_variant v;
+    ft_status rc = complete_variant(spec, base, slot, text, sizeof text, &v, err);
+
+    if (rc == FT_OK)
+        rc = ft__session_build(&ctx->session, spec, &v, &slot->k, NULL, err);
+    if (rc == FT_OK)
+        snprintf(slot->how + used, sizeof slot->how - used, "%s%s: %s", used ? "; " : "", label, text);
+    return rc;
+}
+
+/* Builds the kernel of a slot (under the context's lock): the forced variant (for calls of its
+ * spec's operation), else the tuned winner, else the first built-in default that builds,
+ * compiled through the cache. */
 static void build_slot(ft_context *ctx, kernel_slot *slot)
 {
     const int head_dim = (int)ft__key_get(&slot->key, "d", 0), causal = (int)ft__key_get(&slot->key, "causal", 0);
-    ft_spec *spec = ctx->spec;
-    const char *base = ctx->variant != NULL ? ctx->variant : default_variant(ctx, head_dim, causal, &spec);
-    char text[1024], *how = slot->how;
+    const int forced = ctx->variant != NULL && spec_op(ctx->spec) == slot->key.op;
+    char *how = slot->how;
     const size_t how_cap = sizeof slot->how;
-    ft_variant v;
-    unsigned mask;
+    int tried = 0;
+    size_t i;
     ft_err err;
-    int n;
 
     how[0] = '\0';
-    if (ctx->variant == NULL && ctx->kset != NULL && load_from_set(ctx, slot, how, how_cap)) {
+    err.msg[0] = '\0';
+    if (!forced && ctx->kset != NULL && load_from_set(ctx, slot, how, how_cap)) {
         slot->status = FT_OK;
         goto out;
     }
-    if (ctx->variant == NULL && ctx->db != NULL && ctx->device_id >= 0 && load_tuned(ctx, slot, how, how_cap)) {
+    if (!forced && ctx->db != NULL && ctx->device_id >= 0 && load_tuned(ctx, slot, how, how_cap)) {
         slot->status = FT_OK;
         goto out;
     }
-    if (base == NULL) {
+    if (forced) {
+        slot->status = build_variant(ctx, slot, ctx->spec, ctx->variant, "forced", &err);
+        tried = 1;
+    } else {
         slot->status = FT_ERR_UNSUPPORTED;
-        snprintf(slot->error, sizeof slot->error, "no kernel for head dim %d (flashtune has 32, 64, 96, 128, 192, 256)",
-                 head_dim);
-        goto out;
+        for (i = 0; i < sizeof defaults / sizeof defaults[0] && slot->status != FT_OK; i++) {
+            const ft_family *fam = ft__family_find(defaults[i].family);
+            ft_spec *spec = spec_of_family(ctx, defaults[i].family);
+            if (fam == NULL || fam->op != slot->key.op || spec == NULL || defaults[i].head_dim != head_dim ||
+                (defaults[i].causal >= 0 && defaults[i].causal != causal))
+                continue;
+            slot->status = build_variant(ctx, slot, spec, defaults[i].variant, "built-in default", &err);
+            tried = 1;
+        }
     }
-    slot->status = ft__variant_filter_parse(spec, base, &v, &mask, &err);
-    n = snprintf(text, sizeof text, "%s", base);
-    if (slot->status == FT_OK && !(mask & (1u << ft__spec_param_index(spec, "d"))))
-        n += snprintf(text + n, sizeof text - (size_t)n, ",d=%d", head_dim);
-    if (slot->status == FT_OK && !(mask & (1u << ft__spec_param_index(spec, "causal"))))
-        n += snprintf(text + n, sizeof text - (size_t)n, ",causal=%d", causal);
-    if (slot->status == FT_OK && !(mask & (1u << ft__spec_param_index(spec, "dtype"))))
-        snprintf(text + n, sizeof text - (size_t)n, ",dtype=%s", slot->bf16 ? "bf16" : "f16");
-    if (slot->status == FT_OK)
-        slot->status = ft__variant_parse(spec, text, &v, &err);
-    if (slot->status == FT_OK) {
-        ft_problem p;
-        memset(&p, 0, sizeof p);
-        ft__variant_problem(spec, &v, &p);
-        if (p.head_dim != head_dim || p.causal != causal || p.bf16 != slot->bf16)
-            slot->status = ft__fail(&err, FT_ERR_UNSUPPORTED, "the forced variant '%s' does not compute this call "
-                                    "(d=%d, causal=%d, %s)", ctx->variant, head_dim, causal,
-                                    slot->bf16 ? "bf16" : "f16");
-    }
-    if (slot->status == FT_OK)
-        slot->status = ft__session_build(&ctx->session, spec, &v, &slot->k, NULL, &err);
-    if (slot->status != FT_OK)
+    if (!tried)
+        snprintf(slot->error, sizeof slot->error, "no %s kernel for head dim %d (flashtune has 32, 64, 96, 128, 192, 256)",
+                 slot->key.op->name, head_dim);
+    else if (slot->status != FT_OK)
         snprintf(slot->error, sizeof slot->error, "%s", err.msg);
-    else
-        snprintf(how + strlen(how), how_cap - strlen(how), "%s%s: %s", how[0] ? "; " : "",
-                 ctx->variant != NULL ? "forced" : "built-in default", text);
-    if (ctx->variant == NULL)
+    if (!forced)
         slot->fallback = slot->status == FT_OK ? "default" : "failed";
 out:
-    if (getenv("FLASHTUNE_DEBUG") != NULL)
-        fprintf(stderr, "flashtune: %s d=%d causal=%d seqlen<=%lld b*h<=%lld: %s\n", slot->key.dtype, head_dim,
-                causal, ft__key_get(&slot->key, "seqlen", 0), ft__key_get(&slot->key, "bh", 0),
-                slot->status == FT_OK ? how : slot->error);
+    if (getenv("FLASHTUNE_DEBUG") != NULL) {
+        char key[FT_KEY_TEXT_MAX];
+        ft__key_format(&slot->key, key, sizeof key);
+        fprintf(stderr, "flashtune: %s %s: %s\n", slot->key.op->name, key, slot->status == FT_OK ? how : slot->error);
+    }
 }
 
-static const kernel_slot *find_kernel(ft_context *ctx, const ft_key *key, const ft_attention_args *a)
+static const kernel_slot *find_kernel(ft_context *ctx, const ft_key *key, const ft_problem *p)
 {
     kernel_slot *slot = NULL;
     int i;
@@ -616,7 +679,7 @@ static const kernel_slot *find_kernel(ft_context *ctx, const ft_key *key, const 
         slot->key = *key;
         slot->bf16 = strcmp(key->dtype, "bf16") == 0;
         build_slot(ctx, slot);
-        record_miss(ctx, slot, a);
+        record_miss(ctx, slot, p);
     }
     pthread_mutex_unlock(&ctx->lock);
     return slot;
@@ -642,16 +705,62 @@ static ft_status check_tensor(const ft_context *ctx, const char *name, const voi
     return FT_OK;
 }
 
-/* Checks a call's arguments and finds (the first time: builds) its kernel, with the calling
- * thread's CUDA context made the device's primary one. what names the API call in messages. */
+/* The checks both operations make of a call's problem: dtype, sizes, grouped-query heads and
+ * the softmax scale. */
+static ft_status check_problem(const ft_context *ctx, ft_dtype dtype, const ft_problem *p)
+{
+    char msg[256];
+
+    if (dtype != FT_F16 && dtype != FT_BF16)
+        return set_error(ctx, FT_ERR_UNSUPPORTED, "dtype must be FT_F16 or FT_BF16");
+    if (p->batch <= 0 || p->heads_q <= 0 || p->heads_kv <= 0 || p->seqlen_q <= 0 || p->seqlen_k <= 0 ||
+        p->head_dim <= 0) {
+        snprintf(msg, sizeof msg, "sizes must be positive (batch %d, heads %d/%d, seqlen %d/%d, head_dim %d)",
+                 p->batch, p->heads_q, p->heads_kv, p->seqlen_q, p->seqlen_k, p->head_dim);
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, msg);
+    }
+    if (p->heads_q % p->heads_kv != 0) {
+        snprintf(msg, sizeof msg, "heads_q (%d) must be a multiple of heads_kv (%d)", p->heads_q, p->heads_kv);
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, msg);
+    }
+    if (!(p->scale >= 0) || p->scale > 1e30f)
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "softmax_scale must be a positive number (0: 1/sqrt(d))");
+    return FT_OK;
+}
+
+/* Makes the context's device context current in the calling thread (where none is), then finds
+ * (the first time: builds) the kernel of the call's key. */
+static ft_status slot_for_call(ft_context *ctx, const ft_op *op, const ft_problem *p, const kernel_slot **out)
+{
+    const kernel_slot *slot;
+    const ft_cuda *cu = ctx->session.cu;
+    CUcontext current = NULL;
+    ft_key key;
+
+    cu->p_cuCtxGetCurrent(&current);
+    if (current == NULL)
+        cu->p_cuCtxSetCurrent(ctx->session.ctx);
+    else if (current != ctx->session.ctx)
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT,
+                         "the calling thread's current CUDA context is not the primary context of this "
+                         "flashtune context's device");
+    op->key(p, &key);
+    slot = find_kernel(ctx, &key, p);
+    if (slot == NULL)
+        return set_error(ctx, FT_ERR_INTERNAL, "too many kinds of calls on one context");
+    if (slot->status != FT_OK)
+        return set_error(ctx, slot->status, slot->error);
+    *out = slot;
+    return FT_OK;
+}
+
+/* Checks a forward call's arguments and finds (the first time: builds) its kernel, with the
+ * calling thread's CUDA context made the device's primary one. what names the API call in
+ * messages. */
 static ft_status kernel_for_call(ft_context *ctx, const ft_attention_args *given, ft_attention_args *a,
                                  const char *what, const kernel_slot **out)
 {
-    const kernel_slot *slot;
-    const ft_cuda *cu;
-    CUcontext current = NULL;
     ft_problem p;
-    ft_key key;
     ft_status rc;
     ft_err err;
     char msg[256];
@@ -664,49 +773,18 @@ static ft_status kernel_for_call(ft_context *ctx, const ft_attention_args *given
     rc = ft__attention_args_read(given, a, &err);
     if (rc != FT_OK)
         return set_error(ctx, rc, err.msg);
-    if (a->dtype != FT_F16 && a->dtype != FT_BF16)
-        return set_error(ctx, FT_ERR_UNSUPPORTED, "dtype must be FT_F16 or FT_BF16");
-    if (a->batch <= 0 || a->heads_q <= 0 || a->heads_kv <= 0 || a->seqlen_q <= 0 || a->seqlen_k <= 0 ||
-        a->head_dim <= 0) {
-        snprintf(msg, sizeof msg, "sizes must be positive (batch %d, heads %d/%d, seqlen %d/%d, head_dim %d)",
-                 a->batch, a->heads_q, a->heads_kv, a->seqlen_q, a->seqlen_k, a->head_dim);
-        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, msg);
-    }
-    if (a->heads_q % a->heads_kv != 0) {
-        snprintf(msg, sizeof msg, "heads_q (%d) must be a multiple of heads_kv (%d)", a->heads_q, a->heads_kv);
-        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, msg);
-    }
-    if (!(a->softmax_scale >= 0) || a->softmax_scale > 1e30f)
-        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "softmax_scale must be a positive number (0: 1/sqrt(d))");
-    if ((rc = check_tensor(ctx, "q", a->q, a->q_stride)) != FT_OK ||
+    memset(&p, 0, sizeof p);
+    p.batch = a->batch, p.heads_q = a->heads_q, p.heads_kv = a->heads_kv;
+    p.seqlen_q = a->seqlen_q, p.seqlen_k = a->seqlen_k, p.head_dim = a->head_dim;
+    p.causal = a->causal != 0, p.bf16 = a->dtype == FT_BF16, p.scale = a->softmax_scale;
+    if ((rc = check_problem(ctx, a->dtype, &p)) != FT_OK || (rc = check_tensor(ctx, "q", a->q, a->q_stride)) != FT_OK ||
         (rc = check_tensor(ctx, "k", a->k, a->k_stride)) != FT_OK ||
         (rc = check_tensor(ctx, "v", a->v, a->v_stride)) != FT_OK ||
         (rc = check_tensor(ctx, "o", a->o, a->o_stride)) != FT_OK)
         return rc;
     if (a->lse != NULL && (uintptr_t)a->lse % 4 != 0)
         return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "lse is not 4-byte aligned");
-
-    cu = ctx->session.cu;
-    cu->p_cuCtxGetCurrent(&current);
-    if (current == NULL)
-        cu->p_cuCtxSetCurrent(ctx->session.ctx);
-    else if (current != ctx->session.ctx)
-        return set_error(ctx, FT_ERR_INVALID_ARGUMENT,
-                         "the calling thread's current CUDA context is not the primary context of this "
-                         "flashtune context's device");
-
-    memset(&p, 0, sizeof p);
-    p.batch = a->batch, p.heads_q = a->heads_q, p.heads_kv = a->heads_kv;
-    p.seqlen_q = a->seqlen_q, p.seqlen_k = a->seqlen_k, p.head_dim = a->head_dim;
-    p.causal = a->causal != 0, p.bf16 = a->dtype == FT_BF16, p.scale = a->softmax_scale;
-    ft__op_fwd.key(&p, &key);
-    slot = find_kernel(ctx, &key, a);
-    if (slot == NULL)
-        return set_error(ctx, FT_ERR_INTERNAL, "too many kinds of calls on one context");
-    if (slot->status != FT_OK)
-        return set_error(ctx, slot->status, slot->error);
-    *out = slot;
-    return FT_OK;
+    return slot_for_call(ctx, &ft__op_fwd, &p, out);
 }
 
 ft_status ft_attention_kernel(ft_context *ctx, const ft_attention_args *given, char *buf, size_t cap)
@@ -750,4 +828,153 @@ ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *given, 
     if (rc != FT_OK)
         return set_error(ctx, rc, err.msg);
     return FT_OK;
+}
+
+/* ---- the backward ---- */
+
+/* Whether two byte ranges [a, a + na) and [b, b + nb) meet. */
+static int overlaps(uintptr_t a, size_t na, uintptr_t b, size_t nb)
+{
+    return na > 0 && nb > 0 && a < b + nb && b < a + na;
+}
+
+/* The bytes from a tensor's first element to just past its last: rows, heads and batches of
+ * head_dim 16-bit elements along its strides. */
+static size_t tensor_span(const int64_t s[3], int batch, int rows, int heads, int head_dim)
+{
+    return 2 * ((size_t)(batch - 1) * (size_t)s[0] + (size_t)(rows - 1) * (size_t)s[1] +
+                (size_t)(heads - 1) * (size_t)s[2] + (size_t)head_dim);
+}
+
+/* Checks a backward call's arguments and finds (the first time: builds) its kernel, like
+ * kernel_for_call; its problem goes to p. */
+static ft_status bwd_kernel_for_call(ft_context *ctx, const ft_attention_bwd_args *given, ft_attention_bwd_args *a,
+                                     ft_problem *p, const char *what, const kernel_slot **out)
+{
+    struct {
+        const char *name;
+        const void *ptr;
+        const int64_t *stride;
+        int q_side, output;
+    } t[8];
+    size_t span[8];
+    ft_status rc;
+    ft_err err;
+    char msg[256];
+    int i, j;
+
+    *out = NULL;
+    if (ctx == NULL || given == NULL) {
+        snprintf(msg, sizeof msg, "%s: ctx and args must not be NULL", what);
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, msg);
+    }
+    rc = ft__attention_bwd_args_read(given, a, &err);
+    if (rc != FT_OK)
+        return set_error(ctx, rc, err.msg);
+    ft__bwd_args_problem(a, p);
+    if ((rc = check_problem(ctx, a->dtype, p)) != FT_OK)
+        return rc;
+#define T(i, n, f, q, out) (t[i].name = n, t[i].ptr = a->f, t[i].stride = a->f##_stride, t[i].q_side = q, t[i].output = out)
+    T(0, "q", q, 1, 0), T(1, "k", k, 0, 0), T(2, "v", v, 0, 0), T(3, "o", o, 1, 0), T(4, "dout", dout, 1, 0);
+    T(5, "dq", dq, 1, 1), T(6, "dk", dk, 0, 1), T(7, "dv", dv, 0, 1);
+#undef T
+    for (i = 0; i < 8; i++) {
+        if ((rc = check_tensor(ctx, t[i].name, t[i].ptr, t[i].stride)) != FT_OK)
+            return rc;
+        span[i] = tensor_span(t[i].stride, p->batch, t[i].q_side ? p->seqlen_q : p->seqlen_k,
+                              t[i].q_side ? p->heads_q : p->heads_kv, p->head_dim);
+    }
+    for (i = 5; i < 8; i++)
+        for (j = 0; j < 8; j++)
+            if (j != i && overlaps((uintptr_t)t[i].ptr, span[i], (uintptr_t)t[j].ptr, span[j])) {
+                snprintf(msg, sizeof msg, "%s overlaps %s: the gradients must not share memory with the inputs or "
+                         "each other", t[i].name, t[j].name);
+                return set_error(ctx, FT_ERR_INVALID_ARGUMENT, msg);
+            }
+    if (a->lse == NULL || (uintptr_t)a->lse % 4 != 0)
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "lse (the forward's, fp32) is NULL or not 4-byte aligned");
+    return slot_for_call(ctx, &ft__op_bwd, p, out);
+}
+
+/* The backward operation's launch plan of a call by the slot's kernel. */
+static ft_status bwd_plan(const ft_context *ctx, const kernel_slot *slot, const ft_problem *p, ft_launch_plan *plan)
+{
+    ft_err err;
+    ft_status rc = ft__op_bwd.plan(&slot->k.facts, p, plan, &err);
+    return rc == FT_OK ? FT_OK : set_error(ctx, rc, err.msg);
+}
+
+ft_status ft_attention_backward_workspace_size(ft_context *ctx, const ft_attention_bwd_args *given, size_t *bytes)
+{
+    const kernel_slot *slot;
+    ft_attention_bwd_args a;
+    ft_launch_plan plan;
+    ft_problem p;
+    ft_status rc;
+
+    if (bytes == NULL)
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "ft_attention_backward_workspace_size: bytes is NULL");
+    *bytes = 0;
+    rc = bwd_kernel_for_call(ctx, given, &a, &p, "ft_attention_backward_workspace_size", &slot);
+    if (rc == FT_OK)
+        rc = bwd_plan(ctx, slot, &p, &plan);
+    if (rc == FT_OK)
+        *bytes = plan.workspace_bytes;
+    return rc;
+}
+
+ft_status ft_attention_backward_kernel(ft_context *ctx, const ft_attention_bwd_args *given, char *buf, size_t cap)
+{
+    const kernel_slot *slot;
+    ft_attention_bwd_args a;
+    ft_problem p;
+    ft_status rc;
+
+    if (buf == NULL || cap == 0)
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "ft_attention_backward_kernel: buf must hold at least one byte");
+    buf[0] = '\0';
+    rc = bwd_kernel_for_call(ctx, given, &a, &p, "ft_attention_backward_kernel", &slot);
+    if (rc == FT_OK)
+        snprintf(buf, cap, "%s", slot->how);
+    return rc;
+}
+
+ft_status ft_attention_backward(ft_context *ctx, const ft_attention_bwd_args *given, void *workspace,
+                                size_t workspace_bytes, void *stream)
+{
+    const kernel_slot *slot;
+    ft_attention_bwd_args args, *a = &args;
+    ft_launch_plan plan;
+    ft_bwd_params bp;
+    ft_problem p;
+    ft_status rc;
+    ft_err err;
+    char msg[256];
+
+    rc = bwd_kernel_for_call(ctx, given, &args, &p, "ft_attention_backward", &slot);
+    if (rc == FT_OK)
+        rc = bwd_plan(ctx, slot, &p, &plan);
+    if (rc != FT_OK)
+        return rc;
+    if (plan.workspace_bytes > 0 && (workspace == NULL || workspace_bytes < plan.workspace_bytes ||
+                                     (uintptr_t)workspace % 256 != 0)) {
+        snprintf(msg, sizeof msg, "the workspace must be %zu bytes or more, 256-byte aligned (given %zu bytes at %p; "
+                 "ft_attention_backward_workspace_size says how many)", plan.workspace_bytes, workspace_bytes,
+                 workspace);
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, msg);
+    }
+    memset(&bp, 0, sizeof bp);
+    bp.q = a->q, bp.k = a->k, bp.v = a->v, bp.o = a->o, bp.dout = a->dout;
+    bp.dq = a->dq, bp.dk = a->dk, bp.dv = a->dv, bp.lse = a->lse, bp.ws = workspace;
+#define STRIDES(f) (bp.f##_batch_stride = a->f##_stride[0], bp.f##_row_stride = a->f##_stride[1], \
+                    bp.f##_head_stride = a->f##_stride[2])
+    STRIDES(q), STRIDES(k), STRIDES(v), STRIDES(o), STRIDES(dout), STRIDES(dq), STRIDES(dk), STRIDES(dv);
+#undef STRIDES
+    bp.batch = a->batch, bp.heads_q = a->heads_q, bp.heads_kv = a->heads_kv;
+    bp.seqlen_q = a->seqlen_q, bp.seqlen_k = a->seqlen_k;
+    bp.scale = ft__problem_scale(&p);
+    bp.scale_log2 = bp.scale * 1.4426950408889634f;
+    rc = ft__kernel_run_plan(ctx->session.cu, &slot->k, &plan, &bp, (CUdeviceptr)(uintptr_t)workspace,
+                             (CUstream)stream, &err);
+    return rc == FT_OK ? FT_OK : set_error(ctx, rc, err.msg);
 }

@@ -31,7 +31,12 @@ int ft__db_winner_check(const ft_spec *spec, const ft_variant *v, const char *fa
                  "causal=%lld %s", p.head_dim, p.causal, p.bf16 ? "bf16" : "f16", d, causal, want->dtype);
         return fail(why, cap, msg);
     }
+    if (p.deterministic != ft__key_get(want, "det", 0)) {
+        snprintf(msg, sizeof msg, "it is%s deterministic, but it is recorded as the winner of a%s deterministic "
+                 "bucket", p.deterministic ? "" : " not", ft__key_get(want, "det", 0) ? "" : " non-");
+        return fail(why, cap, msg);
+    }
     if (!ft__kernel_target_check(family, arch, cc, why, cap))
         return 0;
-    return ft__cubin_check(cubin, size, cc, entry, why, cap);
+    return ft__family_cubin_check(family, cubin, size, cc, entry, why, cap);
 }

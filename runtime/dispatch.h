@@ -11,9 +11,10 @@
 
 /* What a database's winner must be before its cubin is loaded on a GPU of compute capability
  * cc, as a pack's must (the runtime's database path): its variant v, as the spec reads it,
- * computes the call's key want (its dtype, head dim, causality); it was built (arch) for the
+ * computes the call's key want (its dtype, head dim, causality, and determinism where the key has it); it was built (arch) for the
  * target flashtune builds its family for on cc (ft__kernel_target_check); its cubin is for cc's
- * SM and defines entry, the name the variant generates (ft__cubin_check). */
+ * SM and defines entry, the name the variant generates, and its family's other entries
+ * (ft__family_cubin_check). */
 int ft__db_winner_check(const ft_spec *spec, const ft_variant *v, const char *family, const char *arch,
                         const ft_key *want, const void *cubin, size_t size, const char *entry, int cc,
                         char *why, size_t cap);

@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "generator/family.h"
+
 ft_status ft__kernel_load(const ft_cuda *cu, const void *cubin, const char *entry, const ft_launch_facts *facts,
                           const ft_arch *dev, ft_kernel *out, ft_err *err)
 {
@@ -94,6 +96,34 @@ ft_status ft__kernel_load_entries(const ft_cuda *cu, ft_kernel *k, const char *c
     }
     k->nfns = n;
     return FT_OK;
+}
+
+ft_status ft__kernel_load_family(const ft_cuda *cu, const ft_family *fam, const void *cubin, const char *entry,
+                                 const ft_launch_facts *facts, const ft_arch *dev, ft_kernel *out, ft_err *err)
+{
+    const char *names[FT_KERNEL_MAX_FNS];
+    char more[FT_KERNEL_MAX_FNS][FT_ENTRY_MAX];
+    ft_status rc = ft__kernel_load(cu, cubin, entry, facts, dev, out, err);
+    int i, n = ft__family_nentries(fam);
+
+    if (rc != FT_OK || n == 1)
+        return rc;
+    if (n > FT_KERNEL_MAX_FNS) {
+        ft__kernel_unload(cu, out);
+        return ft__fail(err, FT_ERR_INTERNAL, "family %s has %d kernels, more than %d", fam->name, n,
+                        FT_KERNEL_MAX_FNS);
+    }
+    for (i = 0; i < n; i++) {
+        if (!ft__family_entry_name(fam, entry, i, more[i], sizeof more[i])) {
+            ft__kernel_unload(cu, out);
+            return ft__fail(err, FT_ERR_INTERNAL, "%s: an entry name too long", entry);
+        }
+        names[i] = more[i];
+    }
+    rc = ft__kernel_load_entries(cu, out, names, n, err);
+    if (rc != FT_OK)
+        ft__kernel_unload(cu, out);
+    return rc;
 }
 
 ft_status ft__kernel_run_plan(const ft_cuda *cu, const ft_kernel *k, const ft_launch_plan *plan, void *params,

@@ -84,6 +84,12 @@ void ft__kernel_unload(const ft_cuda *cu, ft_kernel *k); /* module NULL is a no-
  * limit like the main one's. FT_ERR_CUDA naming the entry a cubin lacks. */
 ft_status ft__kernel_load_entries(const ft_cuda *cu, ft_kernel *k, const char *const *names, int n, ft_err *err);
 
+/* ft__kernel_load, then ft__kernel_load_entries for the family's other entries (the entry
+ * followed by each suffix): every kernel a variant of fam defines, ready for its plan. */
+struct ft_family;
+ft_status ft__kernel_load_family(const ft_cuda *cu, const struct ft_family *fam, const void *cubin, const char *entry,
+                                 const ft_launch_facts *facts, const ft_arch *dev, ft_kernel *out, ft_err *err);
+
 /* Enqueues the steps of a launch plan on stream: memsets of the workspace ws (plan->workspace_bytes
  * at least) and kernels, each the function of the kernel's the step names, all taking the one
  * argument block params (an ft_bwd_params for the backward). */

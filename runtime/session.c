@@ -77,6 +77,7 @@ void ft__variant_problem(const ft_spec *spec, const ft_variant *v, ft_problem *p
     const char *dtype = ft__variant_str(spec, v, "dtype");
     p->head_dim = (int)ft__variant_int(spec, v, "d", 0);
     p->causal = (int)ft__variant_int(spec, v, "causal", 0);
+    p->deterministic = (int)ft__variant_int(spec, v, "det", 0);
     p->bf16 = dtype != NULL && strcmp(dtype, "bf16") == 0;
 }
 
@@ -87,30 +88,11 @@ ft_status ft__session_load(ft_session *s, ft_spec *spec, const ft_variant *v, co
     char text[FT_VARIANT_STR_MAX];
     ft_launch_facts facts;
 
-    const char *names[FT_KERNEL_MAX_FNS];
-    char more[FT_KERNEL_MAX_FNS][FT_ENTRY_MAX];
-    ft_status rc;
-    int i, n;
-
     if (fam == NULL)
         return ft__fail(err, FT_ERR_SPEC, "%s: unknown template '%s'", spec->path, spec->template_name);
     ft__variant_format(spec, v, text, sizeof text);
     ft__family_launch(fam, text, threads, smem_dynamic, &facts);
-    rc = ft__kernel_load(s->cu, cubin, entry, &facts, &s->arch, out, err);
-    n = ft__family_nentries(fam);
-    if (rc != FT_OK || n == 1)
-        return rc;
-    for (i = 0; i < n && i < FT_KERNEL_MAX_FNS; i++) {
-        if (!ft__family_entry_name(fam, entry, i, more[i], sizeof more[i])) {
-            ft__kernel_unload(s->cu, out);
-            return ft__fail(err, FT_ERR_INTERNAL, "%s: an entry name too long", entry);
-        }
-        names[i] = more[i];
-    }
-    rc = ft__kernel_load_entries(s->cu, out, names, n, err);
-    if (rc != FT_OK)
-        ft__kernel_unload(s->cu, out);
-    return rc;
+    return ft__kernel_load_family(s->cu, fam, cubin, entry, &facts, &s->arch, out, err);
 }
 
 ft_status ft__session_build(ft_session *s, ft_spec *spec, const ft_variant *v, ft_kernel *out,

@@ -40,7 +40,7 @@ void ft__session_fingerprint(const ft_session *s, ft_db_device *dev);
 ft_status ft__session_load(ft_session *s, ft_spec *spec, const ft_variant *v, const void *cubin,
                            const char *entry, long long smem_dynamic, int threads, ft_kernel *out, ft_err *err);
 
-/* The problem a variant computes on a shape: its d, causal and dtype. */
+/* The problem a variant computes on a shape: its d, causal and dtype, and (the backward's) det. */
 void ft__variant_problem(const ft_spec *spec, const ft_variant *v, ft_problem *p);
 
 #endif

@@ -174,6 +174,21 @@ ft_status ft__bwd_tensors_prepare(ft_verifier *v, ft_bwd_tensors *t, uint64_t se
 /* The kernels' argument block for these tensors. */
 void ft__bwd_tensors_params(const ft_bwd_tensors *t, ft_bwd_params *out);
 
+/* One backward call of kernel k on these tensors as the work ft__time repeats (pass
+ * ft__bwd_launch_fn and a pointer to one): the operation's plan for k, the argument block, and
+ * the tensors' workspace, grown to the plan's size. */
+typedef struct ft_bwd_launch {
+    const ft_cuda *cu;
+    const ft_kernel *k;
+    ft_launch_plan plan;
+    ft_bwd_params params;
+    CUdeviceptr ws;
+} ft_bwd_launch;
+
+ft_status ft__bwd_tensors_launch(const ft_cuda *cu, const ft_kernel *k, ft_bwd_tensors *t, ft_bwd_launch *out,
+                                 ft_err *err);
+ft_status ft__bwd_launch_fn(void *launch, CUstream stream, ft_err *err);
+
 /* Poisons the gradients and the workspace, runs the backward operation's launch plan for k
  * (which ft__kernel_load_entries gave its three functions), waits, and compares; a
  * deterministic kernel a second time. A launch or execution error is returned (FT_ERR_CUDA);

@@ -207,38 +207,56 @@ ft_status ft__bwd_tensors_prepare(ft_verifier *v, ft_bwd_tensors *t, uint64_t se
     return rc;
 }
 
+ft_status ft__bwd_tensors_launch(const ft_cuda *cu, const ft_kernel *k, ft_bwd_tensors *t, ft_bwd_launch *out,
+                                 ft_err *err)
+{
+    ft_status rc;
+
+    memset(out, 0, sizeof *out);
+    out->cu = cu;
+    out->k = k;
+    rc = ft__op_bwd.plan(&k->facts, &t->problem, &out->plan, err);
+    if (rc != FT_OK)
+        return rc;
+    if (out->plan.workspace_bytes > t->ws_cap) {
+        if (t->ws != 0)
+            cu->p_cuMemFree(t->ws);
+        t->ws = 0, t->ws_cap = 0;
+        rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->ws, out->plan.workspace_bytes), err, "cuMemAlloc(workspace)");
+        if (rc != FT_OK)
+            return rc;
+        t->ws_cap = out->plan.workspace_bytes;
+    }
+    ft__bwd_tensors_params(t, &out->params);
+    out->ws = t->ws;
+    return FT_OK;
+}
+
+ft_status ft__bwd_launch_fn(void *launch, CUstream stream, ft_err *err)
+{
+    ft_bwd_launch *l = launch;
+    return ft__kernel_run_plan(l->cu, l->k, &l->plan, &l->params, l->ws, stream, err);
+}
+
 /* Poisons the gradients (0xffff: NaN in fp16 and bf16) and the workspace (0xff bytes: NaN and
  * −1 in the counters; the pre kernel must initialise all of it), runs the plan, waits. */
 static ft_status run_poisoned(ft_verifier *v, const ft_kernel *k, ft_bwd_tensors *t, ft_err *err)
 {
     const ft_cuda *cu = v->cu;
-    ft_launch_plan plan;
-    ft_bwd_params params;
-    ft_status rc;
+    ft_bwd_launch l;
+    ft_status rc = ft__bwd_tensors_launch(cu, k, t, &l, err);
 
-    ft__bwd_tensors_params(t, &params);
-    rc = ft__op_bwd.plan(&k->facts, &t->problem, &plan, err);
     if (rc != FT_OK)
         return rc;
-    if (plan.workspace_bytes > t->ws_cap) {
-        if (t->ws != 0)
-            cu->p_cuMemFree(t->ws);
-        t->ws = 0, t->ws_cap = 0;
-        rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->ws, plan.workspace_bytes), err, "cuMemAlloc(workspace)");
-        if (rc != FT_OK)
-            return rc;
-        t->ws_cap = plan.workspace_bytes;
-        params.ws = dev(t->ws);
-    }
     rc = ft__cuda_check(cu, cu->p_cuMemsetD16(t->dq, 0xffff, t->nq), err, "poisoning dQ");
     if (rc == FT_OK)
         rc = ft__cuda_check(cu, cu->p_cuMemsetD16(t->dk, 0xffff, t->nk), err, "poisoning dK");
     if (rc == FT_OK)
         rc = ft__cuda_check(cu, cu->p_cuMemsetD16(t->dv, 0xffff, t->nk), err, "poisoning dV");
-    if (rc == FT_OK && plan.workspace_bytes > 0)
-        rc = ft__cuda_check(cu, cu->p_cuMemsetD8(t->ws, 0xff, plan.workspace_bytes), err, "poisoning the workspace");
+    if (rc == FT_OK && l.plan.workspace_bytes > 0)
+        rc = ft__cuda_check(cu, cu->p_cuMemsetD8(t->ws, 0xff, l.plan.workspace_bytes), err, "poisoning the workspace");
     if (rc == FT_OK)
-        rc = ft__kernel_run_plan(cu, k, &plan, &params, t->ws, NULL, err);
+        rc = ft__bwd_launch_fn(&l, NULL, err);
     if (rc == FT_OK)
         rc = ft__cuda_check(cu, cu->p_cuCtxSynchronize(), err, "running the kernels");
     return rc;

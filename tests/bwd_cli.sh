@@ -1,7 +1,7 @@
 #!/bin/sh
 # The backward's spec through the command, no GPU needed: plan and gen compile its kernels
-# (three per variant); run and tune, which measure forward kernels only so far, refuse it with a
-# message that says so, and tune leaves no database behind (verify takes it: gpu_verify.sh).
+# (three per variant); run, which measures forward kernels only so far, refuses it with a message
+# that says so; tune measures it with a stand-in worker (verify takes it: gpu_verify.sh).
 #   bwd_cli.sh path/to/flashtune path/to/fake_worker
 set -u
 ft=$1
@@ -30,16 +30,31 @@ for arch in sm_80 sm_90; do
 done
 echo "plan: ok"
 
-# run and tune: refused, before anything is compiled or written.
-expect_refused() {
-  what=$1; shift
-  "$@" > "$dir/out" 2>&1; rc=$?
-  [ $rc -eq 1 ] || fail "$what: exit status $rc, expected 1"
-  grep -q "flash_bwd.lua: its kernels (flash_bwd_sm80) compute the bwd operation, and $what fwd kernels only so far" \
-    "$dir/out" || fail "$what: no clear message"
-}
-expect_refused "run measures" "$ft" run --spec "$spec" --variant "$v" --shape b=1,hq=2,sq=100,d=64
-FLASHTUNE_WORKER=$2 expect_refused "tune measures" "$ft" tune "$spec" --db "$dir/t.db"
-[ ! -e "$dir/t.db" ] || fail "a refused tune left a database"
-echo "run and tune refuse the backward: ok"
+# run: refused (it measures forward kernels only), before anything is compiled.
+"$ft" run --spec "$spec" --variant "$v" --shape b=1,hq=2,sq=100,d=64 > "$dir/out" 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "run: exit status $rc, expected 1"
+grep -q "flash_bwd.lua: its kernels (flash_bwd_sm80) compute the bwd operation, and run measures fwd kernels only so far" \
+  "$dir/out" || fail "run: no clear message"
+echo "run refuses the backward: ok"
+
+# tune with the stand-in worker: backward buckets (their key has det and group), each kernel's
+# family and launch facts in the measure command, FLOPs of the backward (the worker's times are
+# FLOPs / 100..500 TFLOP/s), results recorded under the bwd operation.
+only='d=64,bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop,dtype=f16'   # 4 variants: causal x det
+db=$dir/t.db
+FLASHTUNE_WORKER=$2 FAKE_LOG=$dir/log "$ft" tune "$spec" --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 ||
+  fail "tune of the backward failed"
+grep -q 'tuned Fake GPU: 24 buckets, 4 variants' "$dir/out" || fail "tune: expected 24 buckets (6 workloads x causal x det)"
+grep -q 'measured 24, already in the database 0: 24 ok' "$dir/out" || fail "tune: expected 24 measurements"
+[ "$(sqlite3 "$db" "select count(*) from results where op = 'bwd' and key like '%\"det\":1%'")" = 12 ] ||
+  fail "tune: expected 12 deterministic backward results"
+[ "$(sqlite3 "$db" "select count(*) from v_winners where op = 'bwd'")" = 24 ] || fail "tune: expected 24 backward winners"
+grep -q '] shape id=[0-9]* op=bwd .* det=1 ' "$dir/log" || fail "tune: no deterministic backward shape sent"
+grep '] measure ' "$dir/log" | grep -v -q 'family=flash_bwd_sm80 .* keys=128 gqa_atomic=0 det=[01]$' &&
+  fail "tune: a measure command without the backward kernel's family and launch facts"
+sqlite3 "$db" "select k.variant, r.key from results r join kernels k on k.id = r.kernel_id" |
+  grep -v -q 'det=\([01]\).*"det":\1,' && fail "tune: a kernel measured on a bucket of the other determinism"
+"$ft" query --db "$db" --d 64 > "$dir/out" 2>&1 || fail "query failed"
+[ "$(grep -c '^Fake GPU *bwd f16 .* winner' "$dir/out")" = 24 ] || fail "query: expected 24 backward winners"
+echo "tune measures the backward: ok"
 echo "bwd_cli: ok"

@@ -166,7 +166,7 @@ int main(int argc, char **argv)
             double b = (double)field(line, "b", 1), hq = (double)field(line, "hq", 1);
             double sq = (double)field(line, "sq", 1), sk = (double)field(line, "sk", 1);
             double d = (double)field(line, "d", 64);
-            flops = 4 * b * hq * sq * sk * d / (field(line, "causal", 0) ? 2 : 1);
+            flops = (strstr(line, " op=bwd ") != NULL ? 10 : 4) * b * hq * sq * sk * d / (field(line, "causal", 0) ? 2 : 1);
             if (bad(line, "shape_bad"))
                 printf("okay%s\n", idf);
             else

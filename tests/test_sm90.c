@@ -46,13 +46,14 @@ static ft_status write_text(const char *path, const char *text, ft_err *err)
 
 /* ---- the built-in specs ------------------------------------------------------------------ */
 
-/* Both specs are built in, in order of preference, each the text of the file in specs/. */
+/* The three specs are built in (the forward's in order of preference, then the backward's),
+ * each the text of the file in specs/. */
 static void test_builtin_table(void)
 {
-    static const char *const names[] = {"specs/flash_fwd.lua", "specs/flash_fwd_sm90.lua"};
+    static const char *const names[] = {"specs/flash_fwd.lua", "specs/flash_fwd_sm90.lua", "specs/flash_bwd.lua"};
     int i;
 
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < 3; i++) {
         char path[1024];
         char *disk;
         ASSERT_TRUE(ft__builtin_specs[i].name != NULL);
@@ -64,12 +65,12 @@ static void test_builtin_table(void)
         ASSERT_TRUE(strcmp(ft__builtin_specs[i].data, disk) == 0);
         free(disk);
     }
-    ASSERT_TRUE(ft__builtin_specs[2].name == NULL);
+    ASSERT_TRUE(ft__builtin_specs[3].name == NULL);
 }
 
 static void test_load_builtin_index(void)
 {
-    static const int past[] = {2, 3, 1000, -1};
+    static const int past[] = {3, 4, 1000, -1};
     ft_spec *spec = NULL;
     ft_err err;
     size_t i;
@@ -85,6 +86,10 @@ static void test_load_builtin_index(void)
     ASSERT_STREQ(spec->path, "specs/flash_fwd_sm90.lua");
     ASSERT_EQ(spec->nparams, 9);
     ASSERT_TRUE(spec->nworkloads > 0);
+    ft__spec_free(spec);
+    ASSERT_OK(ft__spec_load_builtin(2, &spec, &err), &err);
+    ASSERT_STREQ(spec->template_name, "flash_bwd_sm80");
+    ASSERT_STREQ(spec->path, "specs/flash_bwd.lua");
     ft__spec_free(spec);
     for (i = 0; i < sizeof past / sizeof past[0]; i++) {
         spec = (ft_spec *)&err; /* must be reset to NULL */

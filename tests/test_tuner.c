@@ -27,7 +27,7 @@ static void test_a_good_reply(void)
     ft_tune_reply r;
     ft_err err;
 
-    ASSERT_OK(ft__tune_parse_result(good, 7, &p, 10, &r, &err), &err);
+    ASSERT_OK(ft__tune_parse_result(good, 7, &ft__op_fwd, &p, 10, &r, &err), &err);
     ASSERT_EQ(r.status, FT_RESULT_OK);
     ASSERT_TRUE(r.median_ms == 2.5 && r.q1_ms == 2.4 && r.q3_ms == 2.6);
     ASSERT_EQ(r.reps, 20);
@@ -37,7 +37,7 @@ static void test_a_good_reply(void)
     /* a failure's reason is the rest of the line, spaces and '=' included */
     ASSERT_OK(ft__tune_parse_result("result id=8 status=launch_failure median=0 q1=0 q3=0 reps=0 l2=0 lse=0 regs=0 "
                                     "local=0 verify_ms=0.5 time_ms=0 detail=cuLaunchKernel: a = b  (made up)",
-                                    8, &p, 10, &r, &err),
+                                    8, &ft__op_fwd, &p, 10, &r, &err),
               &err);
     ASSERT_EQ(r.status, FT_RESULT_LAUNCH_FAILURE);
     ASSERT_STREQ(r.detail, "cuLaunchKernel: a = b  (made up)");
@@ -46,13 +46,13 @@ static void test_a_good_reply(void)
      * launch failure */
     ASSERT_OK(ft__tune_parse_result("result id=9 status=wrong_result median=0 q1=0 q3=0 reps=0 l2=nan lse=inf "
                                     "regs=0 local=0 verify_ms=1 time_ms=0 detail=NaN in O",
-                                    9, &p, 10, &r, &err),
+                                    9, &ft__op_fwd, &p, 10, &r, &err),
               &err);
     ASSERT_EQ(r.status, FT_RESULT_WRONG_RESULT);
     ASSERT_TRUE(isnan(r.max_error));
     ASSERT_OK(ft__tune_parse_result("result id=10 status=error median=0 q1=0 q3=0 reps=0 l2=0 lse=0 regs=0 local=0 "
                                     "verify_ms=0 time_ms=0 detail=kernel k is not in the compile cache",
-                                    10, &p, 10, &r, &err),
+                                    10, &ft__op_fwd, &p, 10, &r, &err),
               &err);
     ASSERT_EQ(r.status, FT_RESULT_LAUNCH_FAILURE);
 }
@@ -143,7 +143,7 @@ static void test_every_bad_reply_is_refused(void)
         ft_tune_reply r;
         ft_err err;
         memset(&r, 0x5a, sizeof r);
-        if (ft__tune_parse_result(bad[i].line, 7, &p, 10, &r, &err) != FT_ERR_CORRUPT)
+        if (ft__tune_parse_result(bad[i].line, 7, &ft__op_fwd, &p, 10, &r, &err) != FT_ERR_CORRUPT)
             FT_FAIL_("accepted: %s", bad[i].line);
         ASSERT_CONTAINS(err.msg, bad[i].why);
         ASSERT_EQ(r.reps, 0x5a5a5a5a); /* nothing filled on failure */
@@ -159,17 +159,17 @@ static void test_tflops_bound_follows_the_shape(void)
     const char *line = "result id=1 status=ok median=0.1 q1=0.1 q3=0.1 reps=20 l2=0.0003 lse=1e-06 regs=128 "
                        "local=0 verify_ms=1 time_ms=2 detail=";
 
-    ASSERT_OK(ft__tune_parse_result(line, 1, &p, 10, &r, &err), &err); /* 5500 TFLOP/s */
+    ASSERT_OK(ft__tune_parse_result(line, 1, &ft__op_fwd, &p, 10, &r, &err), &err); /* 5500 TFLOP/s */
     p.batch = 8;                                                      /* 11000 */
-    ASSERT_EQ(ft__tune_parse_result(line, 1, &p, 10, &r, &err), FT_ERR_CORRUPT);
+    ASSERT_EQ(ft__tune_parse_result(line, 1, &ft__op_fwd, &p, 10, &r, &err), FT_ERR_CORRUPT);
     ASSERT_CONTAINS(err.msg, "TFLOP/s on the shape (at most 10000)");
     /* the bf16 tolerance is wider than the f16 one */
     p.batch = 4;
     line = "result id=1 status=ok median=2.5 q1=2.4 q3=2.6 reps=20 l2=0.01 lse=1e-06 regs=128 local=0 "
            "verify_ms=1 time_ms=2 detail=";
-    ASSERT_EQ(ft__tune_parse_result(line, 1, &p, 10, &r, &err), FT_ERR_CORRUPT);
+    ASSERT_EQ(ft__tune_parse_result(line, 1, &ft__op_fwd, &p, 10, &r, &err), FT_ERR_CORRUPT);
     p.bf16 = 1;
-    ASSERT_OK(ft__tune_parse_result(line, 1, &p, 10, &r, &err), &err);
+    ASSERT_OK(ft__tune_parse_result(line, 1, &ft__op_fwd, &p, 10, &r, &err), &err);
 }
 
 static void test_shapes(void)
@@ -216,29 +216,38 @@ static void test_worker_refuses_bad_shapes(void)
     static const struct {
         const char *line, *why;
     } cases[] = {
-        {"shape id=3 b=-5 hq=0 hkv=1 sq=128 sk=128 d=64 causal=0 bf16=0 seed=17\n", "b must be a positive integer"},
-        {"shape id=3 b=1 hq=0 hkv=1 sq=128 sk=128 d=64 causal=0 bf16=0 seed=17\n", "hq must be a positive integer"},
-        {"shape id=3 b=1 hq=8 hkv=3 sq=128 sk=128 d=64 causal=0 bf16=0 seed=17\n", "hq (8) must be a multiple of hkv (3)"},
-        {"shape id=3 b=1 hq=8 hkv=8 sq=128 sk=128 d=100 causal=0 bf16=0 seed=17\n", "head dim 100 is not supported"},
-        {"shape id=3 b=1 hq=8 hkv=8 sq=128 sk=128 d=64 causal=2 bf16=0 seed=17\n", "causal must be 0 or 1"},
-        {"shape id=3 b=1 hq=8 hkv=8 sq=128 sk=128 d=64 causal=0 bf16=0\n", "seed must be"},
-        {"shape id=3 b=1 hq=8 hkv=8 sq=128x sk=128 d=64 causal=0 bf16=0 seed=17\n", "sq must be a positive integer"},
-        {"shape id=3 b=1 hq=8 hkv=8 sq=4294967296 sk=128 d=64 causal=0 bf16=0 seed=17\n", "sq must be a positive"},
-        {"shape id=3 b=1 b=2 hq=8 hkv=8 sq=128 sk=128 d=64 causal=0 bf16=0 seed=17\n", "b must be"},
-        {"shape id=3 b=65536 hq=65536 hkv=1 sq=128 sk=128 d=64 causal=0 bf16=0 seed=17\n", "invalid shape: batch 65536"},
+        {"shape id=3 op=fwd b=-5 hq=0 hkv=1 sq=128 sk=128 d=64 causal=0 bf16=0 det=0 seed=17\n", "b must be a positive integer"},
+        {"shape id=3 op=fwd b=1 hq=0 hkv=1 sq=128 sk=128 d=64 causal=0 bf16=0 det=0 seed=17\n", "hq must be a positive integer"},
+        {"shape id=3 op=fwd b=1 hq=8 hkv=3 sq=128 sk=128 d=64 causal=0 bf16=0 det=0 seed=17\n", "hq (8) must be a multiple of hkv (3)"},
+        {"shape id=3 op=fwd b=1 hq=8 hkv=8 sq=128 sk=128 d=100 causal=0 bf16=0 det=0 seed=17\n", "head dim 100 is not supported"},
+        {"shape id=3 op=fwd b=1 hq=8 hkv=8 sq=128 sk=128 d=64 causal=2 bf16=0 det=0 seed=17\n", "causal must be 0 or 1"},
+        {"shape id=3 op=fwd b=1 hq=8 hkv=8 sq=128 sk=128 d=64 causal=0 bf16=0 det=0\n", "seed must be"},
+        {"shape id=3 op=fwd b=1 hq=8 hkv=8 sq=128x sk=128 d=64 causal=0 bf16=0 det=0 seed=17\n", "sq must be a positive integer"},
+        {"shape id=3 op=fwd b=1 hq=8 hkv=8 sq=4294967296 sk=128 d=64 causal=0 bf16=0 det=0 seed=17\n", "sq must be a positive"},
+        {"shape id=3 op=fwd b=1 b=2 hq=8 hkv=8 sq=128 sk=128 d=64 causal=0 bf16=0 det=0 seed=17\n", "b must be"},
+        {"shape id=3 b=1 hq=8 hkv=8 sq=128 sk=128 d=64 causal=0 bf16=0 det=0 seed=17\n", "op must be"},
+        {"shape id=3 op=sideways b=1 hq=8 hkv=8 sq=128 sk=128 d=64 causal=0 bf16=0 det=0 seed=17\n", "op must be"},
+        {"shape id=3 op=bwd b=1 hq=8 hkv=8 sq=128 sk=128 d=64 causal=0 bf16=0 det=2 seed=17\n", "det must be 0 or 1"},
+        {"shape id=3 op=fwd b=1 hq=8 hkv=8 sq=128 sk=128 d=64 causal=0 bf16=0 det=1 seed=17\n", "which is always deterministic"},
+        {"shape id=3 op=fwd b=65536 hq=65536 hkv=1 sq=128 sk=128 d=64 causal=0 bf16=0 det=0 seed=17\n", "invalid shape: batch 65536"},
     };
+    const ft_op *op = NULL;
     ft_problem p;
     uint64_t seed;
     ft_err err;
     size_t i;
 
-    ASSERT_OK(ft__worker_parse_shape("shape id=3 b=2 hq=8 hkv=4 sq=3000 sk=2500 d=64 causal=1 bf16=1 seed=17\n", &p,
-                                     &seed, &err),
+    ASSERT_OK(ft__worker_parse_shape("shape id=3 op=fwd b=2 hq=8 hkv=4 sq=3000 sk=2500 d=64 causal=1 bf16=1 det=0 seed=17\n",
+                                     &op, &p, &seed, &err),
               &err);
     ASSERT_TRUE(p.batch == 2 && p.heads_q == 8 && p.heads_kv == 4 && p.seqlen_q == 3000 && p.seqlen_k == 2500);
-    ASSERT_TRUE(p.head_dim == 64 && p.causal == 1 && p.bf16 == 1 && seed == 17);
+    ASSERT_TRUE(p.head_dim == 64 && p.causal == 1 && p.bf16 == 1 && seed == 17 && op == &ft__op_fwd);
+    ASSERT_OK(ft__worker_parse_shape("shape id=4 op=bwd b=2 hq=8 hkv=2 sq=300 sk=250 d=128 causal=0 bf16=0 det=1 seed=5\n",
+                                     &op, &p, &seed, &err),
+              &err);
+    ASSERT_TRUE(op == &ft__op_bwd && p.deterministic == 1 && p.heads_kv == 2 && p.head_dim == 128 && seed == 5);
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        if (ft__worker_parse_shape(cases[i].line, &p, &seed, &err) != FT_ERR_INVALID_ARGUMENT)
+        if (ft__worker_parse_shape(cases[i].line, &op, &p, &seed, &err) != FT_ERR_INVALID_ARGUMENT)
             FT_FAIL_("accepted: %s", cases[i].line);
         ASSERT_CONTAINS(err.msg, cases[i].why);
     }

@@ -9,7 +9,7 @@ trap 'rm -rf "$dir"' EXIT
 db=$dir/tuning.db
 only='d=64,bm=64,bn=64,warps=4,dtype=f16'   # 20 compiled variants, 6 workloads x 2 causal
 fail() { echo "tune_fake: $*"; [ -f "$dir/out" ] && cat "$dir/out"; exit 1; }
-tune() { "$ft" tune --db "$db" --only "$only" -q -j 2 "$@" > "$dir/out" 2>&1; }
+tune() { "$ft" tune flash_fwd --db "$db" --only "$only" -q -j 2 "$@" > "$dir/out" 2>&1; }
 count() { sqlite3 "$db" "$1"; }
 
 # 1. A clean tune records every measurement, one winner per bucket.
@@ -53,9 +53,9 @@ echo "faults, crashes, hangs and wrong results: ok"
 
 # 5. Two tuners (two GPUs) on one database at once: nothing lost, the file intact.
 rm -f "$db"
-FAKE_DEVICE="Fake GPU A" "$ft" tune --db "$db" --only "$only" -q -j 1 > "$dir/a" 2>&1 &
+FAKE_DEVICE="Fake GPU A" "$ft" tune flash_fwd --db "$db" --only "$only" -q -j 1 > "$dir/a" 2>&1 &
 pa=$!
-FAKE_DEVICE="Fake GPU B" "$ft" tune --db "$db" --only "$only" -q -j 1 > "$dir/b" 2>&1 &
+FAKE_DEVICE="Fake GPU B" "$ft" tune flash_fwd --db "$db" --only "$only" -q -j 1 > "$dir/b" 2>&1 &
 pb=$!
 wait $pa || { cat "$dir/a"; fail "tuner A failed"; }
 wait $pb || { cat "$dir/b"; fail "tuner B failed"; }

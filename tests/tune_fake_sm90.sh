@@ -89,9 +89,9 @@ grep -q 'tuned Fake GPU: 12 buckets, 12 variants' "$dir/out" || fail "tune flash
 grep -q 'measured 72, already in the database 0: 72 ok' "$dir/out" || fail "tune flash_fwd_sm90: expected 72 measurements"
 [ "$(count "select count(distinct variant) from kernels where family = 'flash_fwd_sm90' and threads = 384")" = 12 ] ||
   fail "tune flash_fwd_sm90: expected 12 kernels of 384 threads"
-grep 'pair=1 *$' "$dir/log90b" | grep -q 'entry=ft_flash_fwd_sm90_d128_[a-z0-9_]*_causal1_' ||
+grep ' pair=1 ' "$dir/log90b" | grep -q 'entry=ft_flash_fwd_sm90_d128_[a-z0-9_]*_causal1_' ||
   fail "tune flash_fwd_sm90: no causal measurement with balance=1"
-grep 'pair=1 *$' "$dir/log90b" | grep -q '_causal0_' && fail "tune flash_fwd_sm90: a non-causal measurement with balance=1"
+grep ' pair=1 ' "$dir/log90b" | grep -q '_causal0_' && fail "tune flash_fwd_sm90: a non-causal measurement with balance=1"
 db=$dir/sm90-cc80.db
 FAKE_CC=80 tune flash_fwd_sm90 --only 'd=128,bm=128,bn=128,stages=2,dtype=bf16' && fail "tune flash_fwd_sm90 on cc 8.0 should fail"
 grep -q 'runs only on compute capability 9.0' "$dir/out" || fail "tune flash_fwd_sm90 on cc 8.0: no clear message"

@@ -33,7 +33,7 @@ tune() {
   limit=$1
   shift
   t0=$(date +%s)
-  FAKE_PIDS=$pids timeout -s KILL "$limit" "$ft" tune --db "$db" --only "$only" -q -j 2 "$@" > "$dir/out" 2>&1
+  FAKE_PIDS=$pids timeout -s KILL "$limit" "$ft" tune flash_fwd --db "$db" --only "$only" -q -j 2 "$@" > "$dir/out" 2>&1
   rc=$?
   secs=$(( $(date +%s) - t0 ))
   [ $rc -ne 137 ] || fail "the tune did not end within $limit s"
@@ -135,7 +135,7 @@ echo "shape_bad: buckets skipped: ok"
 # 7. SIGTERM while a measurement hangs: the first one ends the tune (exit 130), what was
 #    committed is kept, the worker is killed and reaped; the next tune does the rest.
 rm -f "$db" "$dir/log"
-FAKE_PIDS=$pids FAKE_LOG=$dir/log FAKE_HANG=$bad_kernel "$ft" tune --db "$db" --only "$only" -q -j 2 --timeout 600 \
+FAKE_PIDS=$pids FAKE_LOG=$dir/log FAKE_HANG=$bad_kernel "$ft" tune flash_fwd --db "$db" --only "$only" -q -j 2 --timeout 600 \
   > "$dir/out" 2>&1 &
 tuner=$!
 i=0
@@ -169,7 +169,7 @@ echo "SIGTERM during a hung measurement: exit 130 in $(( $(date +%s) - t0 )) s, 
 # 8. Ctrl-C reaches the worker too, perhaps before the tuner sees it: a worker that dies of
 #    SIGINT interrupts the tune (exit 130), and the measurement it was making is not blamed.
 rm -f "$db" "$dir/log"
-FAKE_PIDS=$pids FAKE_LOG=$dir/log FAKE_HANG=$bad_kernel "$ft" tune --db "$db" --only "$only" -q -j 2 --timeout 600 \
+FAKE_PIDS=$pids FAKE_LOG=$dir/log FAKE_HANG=$bad_kernel "$ft" tune flash_fwd --db "$db" --only "$only" -q -j 2 --timeout 600 \
   > "$dir/out" 2>&1 &
 tuner=$!
 i=0

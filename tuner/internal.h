@@ -109,9 +109,11 @@ typedef struct tuner {
 
 /* A bucket to tune: a shape with its dtype and causality. */
 typedef struct target {
+    const ft_op *op;  /* the operation whose bucket it is */
     ft_workload wl;
     char dtype[8];
     int causal;
+    int det;          /* the backward: deterministic gradients */
 } target;
 
 typedef struct target_list {

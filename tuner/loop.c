@@ -48,10 +48,11 @@ static const ft_plan_item *measure_line(const tuner *tu, const kernel_ref *kr, u
     ft__family_launch(tu->plans[kr->spec]->family, it->source.variant, it->threads, it->smem_dynamic, &f);
     ft__sha256_hex(it->key, hex);
     snprintf(out, cap,
-             "measure id=%llu key=%s entry=%s threads=%d rows=%d smem=%lld verify=%d budget=%d tma_kv=%d "
-             "persistent=%d pair=%d\n",
-             id, hex, it->source.entry, f.threads, f.rows_per_block, f.smem_dynamic, verify, budget,
-             f.tma ? f.tma_rows_kv : 0, f.persistent, f.pair_blocks);
+             "measure id=%llu key=%s family=%s entry=%s threads=%d rows=%d smem=%lld verify=%d budget=%d tma_kv=%d "
+             "persistent=%d pair=%d keys=%d gqa_atomic=%d det=%d\n",
+             id, hex, tu->plans[kr->spec]->family->name, it->source.entry, f.threads, f.rows_per_block,
+             f.smem_dynamic, verify, budget, f.tma ? f.tma_rows_kv : 0, f.persistent, f.pair_blocks,
+             f.keys_per_block, f.gqa_atomic, f.deterministic);
     return it;
 }
 
@@ -82,9 +83,10 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
         if (!t->shape_ready) {
             w->id = ++w->ids;
             snprintf(line, sizeof line,
-                     "shape id=%llu b=%d hq=%d hkv=%d sq=%d sk=%d d=%d causal=%d bf16=%d seed=%d\n", w->id,
-                     t->shape.batch, t->shape.heads_q, t->shape.heads_kv, t->shape.seqlen_q, t->shape.seqlen_k,
-                     t->shape.head_dim, t->shape.causal, t->shape.bf16, 17 + w->tasks[w->cur]);
+                     "shape id=%llu op=%s b=%d hq=%d hkv=%d sq=%d sk=%d d=%d causal=%d bf16=%d det=%d seed=%d\n",
+                     w->id, t->key.op->name, t->shape.batch, t->shape.heads_q, t->shape.heads_kv,
+                     t->shape.seqlen_q, t->shape.seqlen_k, t->shape.head_dim, t->shape.causal, t->shape.bf16,
+                     t->shape.deterministic, 17 + w->tasks[w->cur]);
             w->waiting = P_SHAPE;
             return ft__tuner_worker_send(tu, w, line, 600e3) ? 1 : -1;
         }
@@ -219,7 +221,7 @@ static ft_status on_line(tuner *tu, worker *w, const char *line, char *why, size
             skip_bucket(tu, t, msg);
         return FT_OK;
     case P_MEASURE:
-        if (ft__tune_parse_result(line, w->id, &t->shape, elapsed, &rep, &perr) != FT_OK)
+        if (ft__tune_parse_result(line, w->id, t->key.op, &t->shape, elapsed, &rep, &perr) != FT_OK)
             break;
         w->waiting = P_NONE;
         w->strikes = 0;
@@ -234,7 +236,7 @@ static ft_status on_line(tuner *tu, worker *w, const char *line, char *why, size
         }
         return rc;
     case P_RACE:
-        if (ft__tune_parse_result(line, w->id, &t->shape, elapsed, &rep, &perr) != FT_OK)
+        if (ft__tune_parse_result(line, w->id, t->key.op, &t->shape, elapsed, &rep, &perr) != FT_OK)
             break;
         w->waiting = P_NONE;
         w->strikes = 0;

@@ -206,7 +206,7 @@ static ft_status in_range(const char *what, double x, double lo, double hi, ft_e
 static const char *const result_keys[] = {"id",  "status", "median", "q1",        "q3",      "reps", "l2",
                                           "lse", "regs",   "local",  "verify_ms", "time_ms", NULL};
 
-ft_status ft__tune_parse_result(const char *line, unsigned long long id, const ft_problem *shape,
+ft_status ft__tune_parse_result(const char *line, unsigned long long id, const ft_op *op, const ft_problem *shape,
                                 double elapsed_ms, ft_tune_reply *out, ft_err *err)
 {
     const double waited = fmax(elapsed_ms, 0) + SLACK_MS;
@@ -274,12 +274,12 @@ ft_status ft__tune_parse_result(const char *line, unsigned long long id, const f
         if (rc == FT_OK)
             rc = in_range("q3", r.q3_ms, r.median_ms, waited, err);
         if (rc == FT_OK)
-            rc = in_range("l2", r.max_error, 0, ft__op_fwd.tolerance(shape->bf16).l2, err);
+            rc = in_range("l2", r.max_error, 0, op->tolerance(shape->bf16).l2, err);
         if (rc == FT_OK)
             rc = in_range("lse", r.lse_error, 0, 1e30, err);
         if (rc != FT_OK)
             goto out;
-        r.tflops = ft__op_fwd.flops(shape) / (r.median_ms * 1e-3) / 1e12;
+        r.tflops = op->flops(shape) / (r.median_ms * 1e-3) / 1e12;
         if (r.tflops > FT_TUNE_MAX_TFLOPS) {
             rc = ft__fail(err, FT_ERR_CORRUPT, "median=%.6g ms is %.6g TFLOP/s on the shape (at most %g)",
                           r.median_ms, r.tflops, FT_TUNE_MAX_TFLOPS);

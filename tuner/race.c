@@ -170,7 +170,7 @@ ft_status ft__tuner_finish_race(tuner *tu, task *t, ft_err *err)
             continue; /* a round failed: the leader keeps its own measurement */
         qsort(ms, (size_t)n, sizeof ms[0], cmp_double);
         r.median_ms = ms[n / 2];
-        r.tflops = ft__op_fwd.flops(&t->shape) / (r.median_ms * 1e-3) / 1e12;
+        r.tflops = t->key.op->flops(&t->shape) / (r.median_ms * 1e-3) / 1e12;
         rc = ft__db_record(tu->db, &r, err);
     }
     if (rc == FT_OK)

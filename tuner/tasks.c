@@ -20,6 +20,7 @@
 #include "common/sha256.h"
 #include "common/text.h"
 #include "generator/emit.h"
+#include "generator/family.h"
 #include "generator/variant.h"
 #include "ops/problem.h"
 #include "runtime/compile.h"
@@ -130,7 +131,8 @@ ft_status ft__tuner_compile_all(tuner *tu, ft_variant *filter, unsigned *masks, 
     return rc;
 }
 
-static ft_status target_add(target_list *l, const ft_workload *wl, const char *dtype, int causal, ft_err *err)
+static ft_status target_add(target_list *l, const ft_op *op, const ft_workload *wl, const char *dtype, int causal,
+                            int det, ft_err *err)
 {
     if (l->n == l->cap) {
         target *nv = realloc(l->v, (size_t)(l->cap = l->cap ? 2 * l->cap : 64) * sizeof *nv);
@@ -138,7 +140,9 @@ static ft_status target_add(target_list *l, const ft_workload *wl, const char *d
             return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
         l->v = nv;
     }
+    l->v[l->n].op = op;
     l->v[l->n].wl = *wl;
+    l->v[l->n].det = det;
     snprintf(l->v[l->n].dtype, sizeof l->v[l->n].dtype, "%s", dtype);
     l->v[l->n].causal = causal;
     l->n++;
@@ -155,7 +159,8 @@ static void target_key(const target *t, ft_key *out)
     p.seqlen_q = t->wl.sq, p.seqlen_k = t->wl.sk, p.head_dim = t->wl.d;
     p.causal = t->causal;
     p.bf16 = strcmp(t->dtype, "bf16") == 0;
-    ft__op_fwd.key(&p, out);
+    p.deterministic = t->det;
+    t->op->key(&p, out);
 }
 
 static void workload_problem(const ft_workload *wl, ft_problem *p)
@@ -165,14 +170,21 @@ static void workload_problem(const ft_workload *wl, ft_problem *p)
     p->seqlen_q = wl->sq, p->seqlen_k = wl->sk, p->head_dim = wl->d;
 }
 
-/* The spec's workloads crossed with its dtypes and causal values; a workload the tuner cannot
- * set up is an error naming the spec. */
+/* The spec's workloads crossed with its dtypes, causal values and (the backward's) det values,
+ * buckets of the operation its family computes; a workload the tuner cannot set up is an error
+ * naming the spec. */
 static ft_status spec_targets(const ft_spec *spec, target_list *l, ft_err *err)
 {
     int di = ft__spec_param_index(spec, "dtype"), ci = ft__spec_param_index(spec, "causal");
+    int ei = ft__spec_param_index(spec, "det");
     int ndt = di >= 0 ? spec->params[di].nvalues : 1, nc = ci >= 0 ? spec->params[ci].nvalues : 1;
+    int ne = ei >= 0 ? spec->params[ei].nvalues : 1;
+    const ft_family *fam = ft__family_find(spec->template_name);
     ft_status rc = FT_OK;
-    int w, dt, c;
+    int w, dt, c, e;
+
+    if (fam == NULL)
+        return ft__fail(err, FT_ERR_SPEC, "%s: unknown kernel family '%s'", spec->path, spec->template_name);
 
     for (w = 0; w < spec->nworkloads && rc == FT_OK; w++) {
         ft_problem p;
@@ -188,8 +200,10 @@ static ft_status spec_targets(const ft_spec *spec, target_list *l, ft_err *err)
     for (w = 0; w < spec->nworkloads && rc == FT_OK; w++)
         for (dt = 0; dt < ndt && rc == FT_OK; dt++)
             for (c = 0; c < nc && rc == FT_OK; c++)
-                rc = target_add(l, &spec->workloads[w], di >= 0 ? spec->params[di].strings[dt] : "f16",
-                                ci >= 0 ? (int)spec->params[ci].ints[c] : 0, err);
+                for (e = 0; e < ne && rc == FT_OK; e++)
+                    rc = target_add(l, fam->op, &spec->workloads[w], di >= 0 ? spec->params[di].strings[dt] : "f16",
+                                    ci >= 0 ? (int)spec->params[ci].ints[c] : 0,
+                                    ei >= 0 ? (int)spec->params[ei].ints[e] : 0, err);
     return rc;
 }
 
@@ -225,10 +239,10 @@ static ft_status check_miss(const tuner *tu, const ft_db_miss *m, ft_err *err)
     ft_problem p;
     ft_key k;
     ft_status rc;
-    long long causal = ft__key_get(&m->key, "causal", -1);
+    long long causal = ft__key_get(&m->key, "causal", -1), det = ft__key_get(&m->key, "det", 0);
 
-    if (m->key.op != &ft__op_fwd)
-        return ft__fail(err, FT_ERR_UNSUPPORTED, "the operation is not the forward one");
+    if (m->key.op == NULL)
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "no operation");
     memset(&p, 0, sizeof p);
     p.batch = m->batch, p.heads_q = m->heads_q, p.heads_kv = m->heads_kv;
     p.seqlen_q = m->seqlen_q, p.seqlen_k = m->seqlen_k, p.head_dim = (int)ft__key_get(&m->key, "d", 0);
@@ -236,7 +250,10 @@ static ft_status check_miss(const tuner *tu, const ft_db_miss *m, ft_err *err)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "the dtype is neither f16 nor bf16");
     if (causal != 0 && causal != 1)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "causal is %lld, not 0 or 1", causal);
+    if (det != 0 && det != 1)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "det is %lld, not 0 or 1", det);
     p.causal = (int)causal;
+    p.deterministic = (int)det;
     p.bf16 = strcmp(m->key.dtype, "bf16") == 0;
     rc = ft__tune_check_shape(&p, err);
     if (rc != FT_OK)
@@ -284,7 +301,8 @@ static int collect_miss(void *ud, const ft_db_miss *m)
     }
     wl.b = m->batch, wl.hq = m->heads_q, wl.hkv = m->heads_kv;
     wl.sq = m->seqlen_q, wl.sk = m->seqlen_k, wl.d = (int)ft__key_get(&m->key, "d", 0);
-    mc->rc = target_add(mc->l, &wl, m->key.dtype, (int)ft__key_get(&m->key, "causal", 0), mc->err);
+    mc->rc = target_add(mc->l, m->key.op, &wl, m->key.dtype, (int)ft__key_get(&m->key, "causal", 0),
+                        (int)ft__key_get(&m->key, "det", 0), mc->err);
     return mc->rc != FT_OK;
 }
 
@@ -295,9 +313,13 @@ static ft_status add_task(tuner *tu, int s, const target *tg, ft_err *err)
     const ft_workload *wl = &tg->wl;
     const char *dtype = tg->dtype;
     const int causal = tg->causal;
+    const ft_family *fam = ft__family_find(tu->specs[s]->template_name);
     ft_status rc = FT_OK;
     task *t;
     int k, matched = 0;
+
+    if (fam == NULL || fam->op != tg->op)
+        return FT_OK; /* the spec's kernels compute another operation */
 
     if (tu->ntasks == tu->tasks_cap) {
         task *nt = realloc(tu->tasks, (size_t)(tu->tasks_cap = tu->tasks_cap ? 2 * tu->tasks_cap : 64) * sizeof *nt);
@@ -311,7 +333,8 @@ static ft_status add_task(tuner *tu, int s, const target *tg, ft_err *err)
     t->shape.seqlen_q = wl->sq, t->shape.seqlen_k = wl->sk, t->shape.head_dim = wl->d;
     t->shape.causal = causal;
     t->shape.bf16 = strcmp(dtype, "bf16") == 0;
-    ft__op_fwd.key(&t->shape, &t->key);
+    t->shape.deterministic = tg->det;
+    tg->op->key(&t->shape, &t->key);
     t->redo = -1;
     t->jobs = calloc((size_t)tu->nkernels + 1, sizeof *t->jobs);
     t->retried = calloc((size_t)tu->nkernels + 1, 1);
@@ -324,13 +347,14 @@ static ft_status add_task(tuner *tu, int s, const target *tg, ft_err *err)
         const kernel_ref *kr = &tu->kernels[k];
         const ft_plan_item *it = &tu->plans[kr->spec]->items[kr->item];
         const ft_spec *ks = tu->specs[kr->spec];
-        char b1[32], b2[32], b3[32];
+        char b1[32], b2[32], b3[32], b4[32];
         const char *vd = param_value(ks, &it->variant, "d", b1, sizeof b1);
         const char *vdt = param_value(ks, &it->variant, "dtype", b2, sizeof b2);
         const char *vc = param_value(ks, &it->variant, "causal", b3, sizeof b3);
+        const char *ve = param_value(ks, &it->variant, "det", b4, sizeof b4);
         int has = 0;
         if (kr->spec != s || (vd && atoi(vd) != wl->d) || (vdt && strcmp(vdt, dtype) != 0) ||
-            (vc && atoi(vc) != causal))
+            (vc && atoi(vc) != causal) || (ve && atoi(ve) != tg->det))
             continue;
         matched = 1;
         if (!tu->o->remeasure)

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "generator/spec.h"
+#include "ops/op.h"
 #include "ops/problem.h"
 #include "tuning_db/db.h"
 
@@ -72,10 +73,11 @@ int ft__worker_main(int device, const char *cache_dir);
  * FT_ERR_INVALID_ARGUMENT with the reason. */
 ft_status ft__tune_check_shape(const ft_problem *p, ft_err *err);
 
-/* The worker's reading of a shape command ("shape id=N b=.. hq=.. hkv=.. sq=.. sk=.. d=..
- * causal=0|1 bf16=0|1 seed=.."): every field whole and in range, and the shape passing
- * ft__tune_check_shape: the worker refuses what the tuner should never have sent. */
-ft_status ft__worker_parse_shape(const char *line, ft_problem *p, uint64_t *seed, ft_err *err);
+/* The worker's reading of a shape command ("shape id=N op=fwd|bwd b=.. hq=.. hkv=.. sq=.. sk=..
+ * d=.. causal=0|1 bf16=0|1 det=0|1 seed=.."): every field whole and in range, the operation one
+ * flashtune has, and the shape passing ft__tune_check_shape: the worker refuses what the tuner
+ * should never have sent. */
+ft_status ft__worker_parse_shape(const char *line, const ft_op **op, ft_problem *p, uint64_t *seed, ft_err *err);
 
 /* A worker's answer to a measure command, checked. */
 typedef struct ft_tune_reply {
@@ -89,15 +91,15 @@ typedef struct ft_tune_reply {
     char detail[512];
 } ft_tune_reply;
 
-/* Parses a worker's "result" line for the command with id `id`, measured on `shape`, that the
- * tuner has waited elapsed_ms for. Every field must come once, none may be unknown, numbers
+/* Parses a worker's "result" line for the command with id `id`, measured on `shape` of
+ * operation op (its FLOPs and tolerance), that the tuner has waited elapsed_ms for. Every field must come once, none may be unknown, numbers
  * must be whole and plausible: for an ok result a finite median of at least 10^-4 ms with
  * q1 <= median <= q3, at most FT_TUNE_MAX_TFLOPS on the shape, 1 to 10^6 repetitions, a
  * finite error within the dtype's tolerance, and no more time spent (median, verify_ms,
  * time_ms) than the tuner waited plus a second. Anything else is FT_ERR_CORRUPT, the message
  * saying what is wrong; *out is filled only on success. */
 #define FT_TUNE_MAX_TFLOPS 1e4
-ft_status ft__tune_parse_result(const char *line, unsigned long long id, const ft_problem *shape,
+ft_status ft__tune_parse_result(const char *line, unsigned long long id, const ft_op *op, const ft_problem *shape,
                                 double elapsed_ms, ft_tune_reply *out, ft_err *err);
 
 #endif

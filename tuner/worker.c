@@ -7,13 +7,20 @@
  *   worker -> parent   ready count=N cc=90 sms=132 smem_block=.. smem_sm=.. regs_sm=..
  *                            regs_block=.. threads_block=.. threads_sm=.. l2=.. driver=13000 name=<name>
  *                      (or, when it cannot start: error <message>)
- *   parent -> worker   shape id=N b=.. hq=.. hkv=.. sq=.. sk=.. d=.. causal=0|1 bf16=0|1 seed=..
+ *   parent -> worker   shape id=N op=fwd|bwd b=.. hq=.. hkv=.. sq=.. sk=.. d=.. causal=0|1 bf16=0|1
+ *                            det=0|1 seed=..
+ *                      (the operation's inputs and reference: the forward's, or the backward's
+ *                       with the reference forward's O and LSE)
  *   worker -> parent   ok id=N  |  error id=N <message>
- *   parent -> worker   measure id=N key=<sha256 hex> entry=<name> threads=.. rows=.. smem=.. verify=0|1
- *                            budget=<ms> tma_kv=.. persistent=0|1 pair=0|1
- *                      (the kernel's launch facts, from its family: ft__family_launch)
+ *   parent -> worker   measure id=N key=<sha256 hex> family=<name> entry=<name> threads=.. rows=.. smem=..
+ *                            verify=0|1 budget=<ms> tma_kv=.. persistent=0|1 pair=0|1 keys=..
+ *                            gqa_atomic=0|1 det=0|1
+ *                      (the kernel's family, which must compute the shape's operation, and its launch
+ *                       facts, from the family: ft__family_launch)
  *   worker -> parent   result id=N status=<ok|wrong_result|launch_failure|fault|error> median=.. q1=..
  *                            q3=.. reps=.. l2=.. lse=.. regs=.. local=.. verify_ms=.. time_ms=.. detail=<text>
+ *                      (l2: the relative L2 error of O, or the largest of dQ's, dK's and dV's; lse: the
+ *                       LSE's largest error, 0 for the backward)
  *   parent -> worker   quit
  * One line per command and answer, single spaces, no control characters, under 8 KiB; every answer
  * repeats its command's id (the parent, tuner/tune.c, checks every field and treats anything else
@@ -33,6 +40,7 @@
 #endif
 
 #include "common/fs.h"
+#include "generator/family.h"
 #include "runtime/timing.h"
 #include "runtime/session.h"
 #include "tuner/tune.h"
@@ -143,23 +151,31 @@ static int read_command(char *line, size_t cap, int *too_long)
     return 1;
 }
 
-ft_status ft__worker_parse_shape(const char *line, ft_problem *p, uint64_t *seed, ft_err *err)
+ft_status ft__worker_parse_shape(const char *line, const ft_op **op, ft_problem *p, uint64_t *seed, ft_err *err)
 {
-    static const char *const names[] = {"b", "hq", "hkv", "sq", "sk", "d", "causal", "bf16", "seed"};
-    static const long long hi[] = {INT_MAX, INT_MAX, INT_MAX, INT_MAX, INT_MAX, INT_MAX, 1, 1, LLONG_MAX};
-    long long v[9] = {0};
+    static const char *const names[] = {"b", "hq", "hkv", "sq", "sk", "d", "causal", "bf16", "det", "seed"};
+    static const long long hi[] = {INT_MAX, INT_MAX, INT_MAX, INT_MAX, INT_MAX, INT_MAX, 1, 1, 1, LLONG_MAX};
+    long long v[10] = {0};
+    char name[16];
     int i;
 
     memset(p, 0, sizeof *p);
     *seed = 0;
-    for (i = 0; i < 9; i++)
+    *op = NULL;
+    if (!field_str(line, "op", name, sizeof name) || (*op = ft__op_find(name)) == NULL)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "malformed shape command: op must be fwd or bwd");
+    for (i = 0; i < 10; i++)
         if (!field_int(line, names[i], i < 6 ? 1 : 0, hi[i], &v[i]))
             return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
                             "malformed shape command: %s must be %s", names[i],
-                            i < 6 ? "a positive integer" : i < 8 ? "0 or 1" : "a non-negative integer");
+                            i < 6 ? "a positive integer" : i < 9 ? "0 or 1" : "a non-negative integer");
     p->batch = (int)v[0], p->heads_q = (int)v[1], p->heads_kv = (int)v[2], p->seqlen_q = (int)v[3];
     p->seqlen_k = (int)v[4], p->head_dim = (int)v[5], p->causal = (int)v[6], p->bf16 = (int)v[7];
-    *seed = (uint64_t)v[8];
+    p->deterministic = (int)v[8];
+    *seed = (uint64_t)v[9];
+    if (*op == &ft__op_fwd && p->deterministic)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "malformed shape command: det=1 for the forward, which is "
+                        "always deterministic");
     if (ft__tune_check_shape(p, err) != FT_OK) {
         ft__err_prefix(err, "invalid shape");
         return FT_ERR_INVALID_ARGUMENT;
@@ -167,62 +183,132 @@ ft_status ft__worker_parse_shape(const char *line, ft_problem *p, uint64_t *seed
     return FT_OK;
 }
 
-/* Sets up the inputs and the reference of a shape command; replies ok or error. */
-static void do_shape(ft_session *s, const char *line, unsigned long long id, ft_tensors *t, int *have_tensors)
+/* The inputs and reference of the current shape: of the forward or of the backward. */
+typedef struct shape_state {
+    const ft_op *op; /* NULL: none set up */
+    ft_tensors fwd;
+    ft_bwd_tensors bwd;
+} shape_state;
+
+static void shape_free(ft_session *s, shape_state *st)
 {
+    if (st->op == &ft__op_fwd)
+        ft__tensors_destroy(s->cu, &st->fwd);
+    else if (st->op == &ft__op_bwd)
+        ft__bwd_tensors_destroy(s->cu, &st->bwd);
+    st->op = NULL;
+}
+
+/* Sets up the inputs and the reference of a shape command; replies ok or error. */
+static void do_shape(ft_session *s, const char *line, unsigned long long id, shape_state *st)
+{
+    const ft_op *op;
     ft_problem p;
     uint64_t seed;
+    ft_status rc;
     ft_err err;
 
-    if (*have_tensors)
-        ft__tensors_destroy(s->cu, t);
-    *have_tensors = 0;
-    if (ft__worker_parse_shape(line, &p, &seed, &err) != FT_OK ||
-        ft__tensors_create(s->cu, &p, t, &err) != FT_OK ||
-        ft__tensors_fill(&s->verifier, t, seed, 1.f, &err) != FT_OK ||
-        ft__tensors_reference(&s->verifier, t, &err) != FT_OK) {
+    shape_free(s, st);
+    rc = ft__worker_parse_shape(line, &op, &p, &seed, &err);
+    if (rc == FT_OK && op == &ft__op_bwd) {
+        rc = ft__bwd_tensors_create(s->cu, &p, &st->bwd, &err);
+        if (rc == FT_OK && (rc = ft__bwd_tensors_prepare(&s->verifier, &st->bwd, seed, 1.f, &err)) != FT_OK)
+            ft__bwd_tensors_destroy(s->cu, &st->bwd);
+    } else if (rc == FT_OK) {
+        rc = ft__tensors_create(s->cu, &p, &st->fwd, &err);
+        if (rc == FT_OK && ((rc = ft__tensors_fill(&s->verifier, &st->fwd, seed, 1.f, &err)) != FT_OK ||
+                            (rc = ft__tensors_reference(&s->verifier, &st->fwd, &err)) != FT_OK))
+            ft__tensors_destroy(s->cu, &st->fwd);
+    }
+    if (rc != FT_OK) {
         one_line(err.msg);
         printf("error id=%llu %s\n", id, err.msg);
     } else {
-        *have_tensors = 1;
+        st->op = op;
         printf("ok id=%llu\n", id);
     }
     fflush(stdout);
 }
 
+/* Verifies a loaded kernel on the current shape: pass or not, the worst relative L2 error (of O,
+ * or of dQ, dK and dV) and the LSE's error, the first failure in detail. */
+static ft_status verify(ft_session *s, const ft_kernel *k, shape_state *st, int *pass, double *l2, double *lse,
+                        char *detail, size_t cap, ft_err *err)
+{
+    ft_status rc;
+    int i;
+
+    if (st->op == &ft__op_bwd) {
+        ft_bwd_check c;
+        memset(&c, 0, sizeof c);
+        rc = ft__verify_bwd_kernel(&s->verifier, k, &st->bwd, &c, err);
+        *pass = c.pass, *lse = 0, *l2 = 0;
+        for (i = 0; i < 3; i++)
+            *l2 = c.rel_l2[i] > *l2 || isnan(c.rel_l2[i]) ? c.rel_l2[i] : *l2;
+        snprintf(detail, cap, "%s", c.detail);
+    } else {
+        ft_check c;
+        memset(&c, 0, sizeof c);
+        rc = ft__verify_kernel_gpu(&s->verifier, k, &st->fwd, &c, err);
+        *pass = c.pass, *l2 = c.o_rel_l2, *lse = c.lse_max_err;
+        snprintf(detail, cap, "%s", c.detail);
+    }
+    return rc;
+}
+
+/* Times a loaded kernel on the current shape. */
+static ft_status time_kernel(ft_session *s, const ft_kernel *k, shape_state *st, const ft_timing_opts *o,
+                             ft_timing *out, ft_err *err)
+{
+    if (st->op == &ft__op_bwd) {
+        ft_bwd_launch l;
+        ft_status rc = ft__bwd_tensors_launch(s->cu, k, &st->bwd, &l, err);
+        return rc != FT_OK ? rc : ft__time(s->cu, ft__bwd_launch_fn, &l, o, out, err);
+    } else {
+        ft_fwd_launch l;
+        l.cu = s->cu;
+        l.k = k;
+        ft__tensors_params(&st->fwd, &l.params);
+        return ft__time(s->cu, ft__fwd_launch_fn, &l, o, out, err);
+    }
+}
+
 /* Verifies and times one kernel of a measure command; replies with a result line. Returns 1
  * after a fault (the context is gone). */
-static int do_measure(ft_session *s, const char *line, unsigned long long id, ft_tensors *t, int have_tensors)
+static int do_measure(ft_session *s, const char *line, unsigned long long id, shape_state *st)
 {
-    char hex[80], entry[256];
-    long long threads = 0, rows = 0, smem = 0, verify = 1, budget = 30, tma_kv = 0, persistent = 0, pair = 0;
+    char hex[80], entry[FT_ENTRY_MAX], family[64], detail[256] = "";
+    long long threads = 0, rows = 0, smem = 0, verify_it = 1, budget = 30, tma_kv = 0, persistent = 0, pair = 0;
+    long long keys = 0, gqa_atomic = 0, det = 0;
+    const ft_family *fam = NULL;
     ft_launch_facts facts;
     uint8_t key[32];
     ft_compiled c;
     ft_kernel k;
-    ft_check check;
     ft_timing timing;
     ft_timing_opts o;
-    ft_fwd_launch lc;
     ft_err err;
-    double t0, t1, t2;
+    double t0, t1, t2, l2 = 0, lse = 0;
+    int pass = 0;
     const char *status = "ok";
 
-    memset(&check, 0, sizeof check);
     memset(&timing, 0, sizeof timing);
     memset(&k, 0, sizeof k);
     memset(&c, 0, sizeof c);
     err.msg[0] = '\0';
     if (!field_str(line, "key", hex, sizeof hex) || !hex_key(hex, key) ||
+        !field_str(line, "family", family, sizeof family) || (fam = ft__family_find(family)) == NULL ||
         !field_str(line, "entry", entry, sizeof entry) || !field_int(line, "threads", 1, 1 << 20, &threads) ||
         !field_int(line, "rows", 1, 1 << 20, &rows) || !field_int(line, "smem", 0, 1LL << 32, &smem) ||
-        !field_int(line, "verify", 0, 1, &verify) || !field_int(line, "budget", 1, 1000000, &budget) ||
+        !field_int(line, "verify", 0, 1, &verify_it) || !field_int(line, "budget", 1, 1000000, &budget) ||
         !field_int(line, "tma_kv", 0, 1 << 20, &tma_kv) || !field_int(line, "persistent", 0, 1, &persistent) ||
-        !field_int(line, "pair", 0, 1, &pair) ||
-        !have_tensors) {
+        !field_int(line, "pair", 0, 1, &pair) || !field_int(line, "keys", 0, 1 << 20, &keys) ||
+        !field_int(line, "gqa_atomic", 0, 1, &gqa_atomic) || !field_int(line, "det", 0, 1, &det) ||
+        st->op == NULL || fam->op != st->op) {
         printf("result id=%llu status=error median=0 q1=0 q3=0 reps=0 l2=0 lse=0 regs=0 local=0 verify_ms=0 "
                "time_ms=0 detail=%s\n",
-               id, have_tensors ? "malformed measure command" : "no shape set up");
+               id, st->op == NULL ? "no shape set up" : fam != NULL && fam->op != st->op
+                   ? "the kernel's family computes another operation than the shape's" : "malformed measure command");
         fflush(stdout);
         return 0;
     }
@@ -230,33 +316,31 @@ static int do_measure(ft_session *s, const char *line, unsigned long long id, ft
     /* The kernel computes the shape's head dim and causality. */
     memset(&facts, 0, sizeof facts);
     facts.threads = (int)threads, facts.smem_dynamic = smem, facts.rows_per_block = (int)rows;
-    facts.head_dim = t->problem.head_dim;
+    facts.head_dim = st->op == &ft__op_bwd ? st->bwd.problem.head_dim : st->fwd.problem.head_dim;
     facts.tma = tma_kv > 0, facts.tma_rows_kv = (int)tma_kv;
     facts.persistent = (int)persistent, facts.pair_blocks = (int)pair;
+    facts.keys_per_block = (int)keys, facts.gqa_atomic = (int)gqa_atomic, facts.deterministic = (int)det;
     t0 = ft__now_ms();
     t1 = t2 = t0;
     if (!ft__cache_get(s->cache, key, &c)) {
         status = "error";
         snprintf(err.msg, sizeof err.msg, "kernel %s is not in the compile cache", entry);
-    } else if (ft__kernel_load(s->cu, c.cubin, entry, &facts, &s->arch, &k, &err) != FT_OK) {
+    } else if (ft__kernel_load_family(s->cu, fam, c.cubin, entry, &facts, &s->arch, &k, &err) != FT_OK) {
         status = "launch_failure";
     } else {
-        if (verify && ft__verify_kernel_gpu(&s->verifier, &k, t, &check, &err) != FT_OK) {
+        if (verify_it && verify(s, &k, st, &pass, &l2, &lse, detail, sizeof detail, &err) != FT_OK) {
             status = is_fault(&err) ? "fault" : "launch_failure";
-        } else if (verify && !check.pass) {
+        } else if (verify_it && !pass) {
             status = "wrong_result";
-            snprintf(err.msg, sizeof err.msg, "%s", check.detail);
+            snprintf(err.msg, sizeof err.msg, "%s", detail);
         } else {
             t1 = ft__now_ms();
-            lc.cu = s->cu;
-            lc.k = &k;
-            ft__tensors_params(t, &lc.params);
             ft__timing_opts_default(&o);
             o.warmup_ms = (double)budget / 6.0;
             o.budget_ms = (double)budget;
             o.min_reps = 5;
             o.max_reps = 100;
-            if (ft__time(s->cu, ft__fwd_launch_fn, &lc, &o, &timing, &err) != FT_OK)
+            if (time_kernel(s, &k, st, &o, &timing, &err) != FT_OK)
                 status = is_fault(&err) || err.code == FT_ERR_CUDA ? "fault" : "launch_failure";
             t2 = ft__now_ms();
         }
@@ -267,14 +351,13 @@ static int do_measure(ft_session *s, const char *line, unsigned long long id, ft
     ft__compiled_free(&c);
     one_line(err.msg);
     /* a verification that did not run leaves no error to report */
-    if (!verify || strcmp(status, "launch_failure") == 0 || strcmp(status, "fault") == 0 ||
+    if (!verify_it || strcmp(status, "launch_failure") == 0 || strcmp(status, "fault") == 0 ||
         strcmp(status, "error") == 0)
-        check.o_rel_l2 = check.lse_max_err = 0;
+        l2 = lse = 0;
     printf("result id=%llu status=%s median=%.9g q1=%.9g q3=%.9g reps=%d l2=%.9g lse=%.9g regs=%d local=%d "
            "verify_ms=%.3f time_ms=%.3f detail=%s\n",
-           id, status, timing.median_ms, timing.q1_ms, timing.q3_ms, timing.reps, check.o_rel_l2,
-           check.lse_max_err, k.registers, k.local_bytes, t1 - t0, t2 - t1,
-           strcmp(status, "ok") == 0 ? "" : err.msg);
+           id, status, timing.median_ms, timing.q1_ms, timing.q3_ms, timing.reps, l2, lse, k.registers,
+           k.local_bytes, t1 - t0, t2 - t1, strcmp(status, "ok") == 0 ? "" : err.msg);
     fflush(stdout);
     return strcmp(status, "fault") == 0;
 }
@@ -282,17 +365,16 @@ static int do_measure(ft_session *s, const char *line, unsigned long long id, ft
 int ft__worker_main(int device, const char *cache_dir)
 {
     ft_session s;
-    ft_tensors t;
+    shape_state st;
     ft_err err;
     char line[4096];
-    int have_tensors = 0;
     int count = 0, too_long = 0, rc = 0;
 
 #ifdef __linux__
     /* die with the tuner: a worker stuck in a hung kernel must not outlive it */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
-    memset(&t, 0, sizeof t);
+    memset(&st, 0, sizeof st);
     if (ft__session_open(device, cache_dir, 1, &s, &err) != FT_OK) {
         one_line(err.msg);
         printf("error %s\n", err.msg);
@@ -328,10 +410,10 @@ int ft__worker_main(int device, const char *cache_dir)
         } else if (id == 0) {
             printf("error id=0 a command without an id\n");
         } else if (strncmp(line, "shape ", 6) == 0) {
-            do_shape(&s, line, id, &t, &have_tensors);
+            do_shape(&s, line, id, &st);
             continue;
         } else if (strncmp(line, "measure ", 8) == 0) {
-            if (do_measure(&s, line, id, &t, have_tensors)) {
+            if (do_measure(&s, line, id, &st)) {
                 rc = 3; /* the context is gone: let the parent start a new worker */
                 break;
             }
@@ -342,8 +424,7 @@ int ft__worker_main(int device, const char *cache_dir)
         fflush(stdout);
     }
     if (rc != 3) {
-        if (have_tensors)
-            ft__tensors_destroy(s.cu, &t);
+        shape_free(&s, &st);
         ft__session_close(&s);
     }
     return rc;

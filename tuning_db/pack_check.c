@@ -208,7 +208,7 @@ int ft__pack_check_kernel(const ft_pack_kernel *pk, const ft_db_device *d, char 
                       hex);
     if (!ft__kernel_target_check(k->family, k->arch, d->cc, msg, sizeof msg))
         return ft__pack_refuse(why, cap, "%s", msg);
-    if (!ft__cubin_check(k->cubin, k->cubin_size, d->cc, k->entry, msg, sizeof msg))
+    if (!ft__family_cubin_check(k->family, k->cubin, k->cubin_size, d->cc, k->entry, msg, sizeof msg))
         return ft__pack_refuse(why, cap, "%s", msg);
     if (pk->rows_per_block != ft__pack_rows_per_block(k->family, k->variant))
         return ft__pack_refuse(why, cap, "it takes %d rows per block, its variant %d", pk->rows_per_block,

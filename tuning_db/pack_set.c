@@ -142,7 +142,7 @@ static int check_entry(const ft_kernel_set_entry *e, const ft_key *key, int cc, 
     a.cc = cc;
     if (fam != NULL && !ft__family_supports_arch(fam, &a, msg, sizeof msg))
         return ft__pack_refuse(why, cap, "%s", msg);
-    if (!ft__cubin_check(e->cubin, e->cubin_size, cc, e->entry, msg, sizeof msg))
+    if (!ft__family_cubin_check(e->family, e->cubin, e->cubin_size, cc, e->entry, msg, sizeof msg))
         return ft__pack_refuse(why, cap, "%s", msg);
     return 1;
 }
