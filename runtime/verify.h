@@ -174,6 +174,10 @@ ft_status ft__bwd_tensors_prepare(ft_verifier *v, ft_bwd_tensors *t, uint64_t se
 /* The kernels' argument block for these tensors. */
 void ft__bwd_tensors_params(const ft_bwd_tensors *t, ft_bwd_params *out);
 
+/* Compares the gradients the tensors' dq, dk and dv hold now with the reference, by the
+ * operation's bounds (check->det_same is left -1). A wrong result is FT_OK with check->pass = 0. */
+ft_status ft__bwd_check_gradients(ft_verifier *v, ft_bwd_tensors *t, ft_bwd_check *check, ft_err *err);
+
 /* One backward call of kernel k on these tensors as the work ft__time repeats (pass
  * ft__bwd_launch_fn and a pointer to one): the operation's plan for k, the argument block, and
  * the tensors' workspace, grown to the plan's size. */

@@ -19,6 +19,10 @@ if(Python3_FOUND)
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(gpu_python PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
     ENVIRONMENT "${FT_TEST_ENV};FLASHTUNE_LIB=$<TARGET_FILE:flashtune_shared>")
+  add_test(NAME gpu_python_bwd COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_python_bwd.py
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(gpu_python_bwd PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
+    ENVIRONMENT "${FT_TEST_ENV};FLASHTUNE_LIB=$<TARGET_FILE:flashtune_shared>")
   # Its first part alone, which needs no GPU: out= and the inputs checked on CPU tensors before
   # anything runs (label unit; skipped without PyTorch).
   add_test(NAME python_checks COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_python.py --checks

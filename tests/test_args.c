@@ -1,6 +1,7 @@
 /* The versioned argument structure of the public API: what ft_attention_args_init writes, and
  * how a version-2 structure and flashtune 0.1's version-1 one (no version field) are read. */
 #include <stdint.h>
+#include <math.h>
 #include <string.h>
 
 #include "ft_test.h"
@@ -109,5 +110,35 @@ static void test_flops_and_key(void)
     ASSERT_EQ(ft_attention_key(NULL, key, sizeof key), FT_ERR_INVALID_ARGUMENT);
 }
 
-FT_TEST_MAIN(FT_CASE(test_init), FT_CASE(test_version_1_read), FT_CASE(test_version_2_read),
+/* The backward's arguments: init, the version check, its FLOPs (2.5 times the forward's). */
+static void test_backward_args(void)
+{
+    ft_attention_bwd_args b, out;
+    ft_attention_args f;
+    ft_err err;
+
+    memset(&b, 0x5a, sizeof b);
+    ft_attention_bwd_args_init(&b);
+    ASSERT_EQ(b.version, FT_BWD_ARGS_VERSION);
+    ASSERT_TRUE(b.q == NULL && b.dv == NULL && b.deterministic == 0 && b.dv_stride[2] == 0);
+    memset(&out, 0x5a, sizeof out);
+    ft_attention_bwd_args_init_version(&out, 7); /* an unknown version writes nothing */
+    ASSERT_EQ(out.version, 0x5a5a5a5a);
+    b.batch = 2, b.heads_q = 8, b.heads_kv = 2, b.seqlen_q = 100, b.seqlen_k = 300, b.head_dim = 64, b.causal = 1;
+    ft_attention_args_init(&f);
+    f.batch = 2, f.heads_q = 8, f.heads_kv = 2, f.seqlen_q = 100, f.seqlen_k = 300, f.head_dim = 64, f.causal = 1;
+    ASSERT_TRUE(fabs(ft_attention_backward_flops(&b) - 2.5 * ft_attention_flops(&f)) < 1e-3);
+    ASSERT_TRUE(ft_attention_backward_flops(&b) > 0);
+    ASSERT_OK(ft__attention_bwd_args_read(&b, &out, &err), &err);
+    ASSERT_EQ(out.seqlen_k, 300);
+    b.version = 2;
+    ASSERT_EQ(ft__attention_bwd_args_read(&b, &out, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "ft_attention_bwd_args_init");
+    ASSERT_TRUE(ft_attention_backward_flops(&b) == 0);
+    ASSERT_TRUE(ft_attention_backward_flops(NULL) == 0);
+    b.version = FT_BWD_ARGS_VERSION, b.head_dim = 0;
+    ASSERT_TRUE(ft_attention_backward_flops(&b) == 0);
+}
+
+FT_TEST_MAIN(FT_CASE(test_init), FT_CASE(test_backward_args), FT_CASE(test_version_1_read), FT_CASE(test_version_2_read),
              FT_CASE(test_flops_and_key))

@@ -1,5 +1,5 @@
-/* GPU tests: the GPU reference against the fp64 CPU reference, and the public forward call
- * against the reference. Without a GPU they report "skipped" (exit status 77). */
+/* GPU tests: the GPU reference against the fp64 CPU reference, and the public forward and
+ * backward calls against the reference. Without a GPU they report "skipped" (exit status 77). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,6 +171,92 @@ static void test_public_forward(void)
     ft_context_destroy(ctx);
 }
 
+/* ft_attention_backward for every head dim, both dtypes, causal or not (sq > sk: rows that see
+ * no key), grouped-query heads, head-major tensors and a deterministic call: the gradients pass
+ * the operation's bounds against the reference (ft__bwd_check_gradients), with the gradients
+ * and the caller's workspace poisoned first; a workspace too small or misaligned is refused. */
+static void test_public_backward(void)
+{
+    static const int dims[] = {32, 64, 96, 128, 192, 256};
+    ft_context_options o;
+    ft_context *ctx = NULL;
+    size_t i;
+    int causal, bf16;
+
+    ft_context_options_init(&o);
+    ASSERT_EQ(ft_context_create(&o, &ctx), FT_OK);
+    for (i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        for (causal = 0; causal < 2; causal++)
+            for (bf16 = 0; bf16 < 2; bf16++) {
+                const int det = i == 3 && causal && bf16;
+                ft_problem p;
+                ft_bwd_tensors t;
+                ft_bwd_params bp;
+                ft_attention_bwd_args a;
+                ft_bwd_check check;
+                ft_err err;
+                CUdeviceptr ws = 0;
+                size_t bytes = 0;
+                char shape[96], which[512];
+
+                memset(&p, 0, sizeof p);
+                p.causal = causal, p.bf16 = bf16, p.deterministic = det;
+                p.layout = i % 2 ? FT_LAYOUT_BHSD : FT_LAYOUT_BSHD;
+                snprintf(shape, sizeof shape, "b=2,hq=4,hkv=%d,sq=%d,sk=300,d=%d", i % 3 ? 2 : 4, 300 + causal * 77,
+                         dims[i]);
+                ASSERT_OK(ft__problem_parse(shape, &p, &err), &err);
+                ASSERT_OK(ft__bwd_tensors_create(session.cu, &p, &t, &err), &err);
+                ASSERT_OK(ft__bwd_tensors_prepare(&session.verifier, &t, 11 + i, 1.f, &err), &err);
+                ft__bwd_tensors_params(&t, &bp);
+                ft_attention_bwd_args_init(&a);
+                a.dtype = bf16 ? FT_BF16 : FT_F16;
+                a.batch = p.batch, a.heads_q = p.heads_q, a.heads_kv = p.heads_kv;
+                a.seqlen_q = p.seqlen_q, a.seqlen_k = p.seqlen_k, a.head_dim = p.head_dim;
+                a.q = bp.q, a.k = bp.k, a.v = bp.v, a.o = bp.o, a.dout = bp.dout, a.lse = bp.lse;
+                a.dq = bp.dq, a.dk = bp.dk, a.dv = bp.dv;
+                a.q_stride[0] = t.sq.batch, a.q_stride[1] = t.sq.row, a.q_stride[2] = t.sq.head;
+                a.k_stride[0] = t.sk.batch, a.k_stride[1] = t.sk.row, a.k_stride[2] = t.sk.head;
+                memcpy(a.o_stride, a.q_stride, sizeof a.q_stride);
+                memcpy(a.dout_stride, a.q_stride, sizeof a.q_stride);
+                memcpy(a.dq_stride, a.q_stride, sizeof a.q_stride);
+                memcpy(a.v_stride, a.k_stride, sizeof a.k_stride);
+                memcpy(a.dk_stride, a.k_stride, sizeof a.k_stride);
+                memcpy(a.dv_stride, a.k_stride, sizeof a.k_stride);
+                a.causal = causal, a.deterministic = det;
+                if (ft_attention_backward_workspace_size(ctx, &a, &bytes) != FT_OK)
+                    FT_FAIL_("%s: %s", shape, ft_last_error(ctx));
+                ASSERT_TRUE(bytes > 0 && bytes % 256 == 0);
+                ASSERT_EQ(session.cu->p_cuMemAlloc(&ws, bytes + 256), CUDA_SUCCESS);
+                ASSERT_EQ(ft_attention_backward(ctx, &a, (void *)(uintptr_t)ws, bytes - 1, NULL), FT_ERR_INVALID_ARGUMENT);
+                ASSERT_CONTAINS(ft_last_error(ctx), "workspace");
+                ASSERT_EQ(ft_attention_backward(ctx, &a, (void *)(uintptr_t)(ws + 16), bytes, NULL),
+                          FT_ERR_INVALID_ARGUMENT);
+                ASSERT_EQ(session.cu->p_cuMemsetD16(t.dq, 0xffff, t.nq), CUDA_SUCCESS);
+                ASSERT_EQ(session.cu->p_cuMemsetD16(t.dk, 0xffff, t.nk), CUDA_SUCCESS);
+                ASSERT_EQ(session.cu->p_cuMemsetD16(t.dv, 0xffff, t.nk), CUDA_SUCCESS);
+                ASSERT_EQ(session.cu->p_cuMemsetD8(ws, 0xff, bytes + 256), CUDA_SUCCESS);
+                if (ft_attention_backward(ctx, &a, (void *)(uintptr_t)ws, bytes, NULL) != FT_OK)
+                    FT_FAIL_("%s: %s", shape, ft_last_error(ctx));
+                ASSERT_EQ(session.cu->p_cuCtxSynchronize(), CUDA_SUCCESS);
+                ASSERT_OK(ft__bwd_check_gradients(&session.verifier, &t, &check, &err), &err);
+                ASSERT_EQ(ft_attention_backward_kernel(ctx, &a, which, sizeof which), FT_OK);
+                {
+                    char want[32];
+                    snprintf(want, sizeof want, "d=%d,", dims[i]);
+                    ASSERT_CONTAINS(which, want);
+                    ASSERT_CONTAINS(which, det ? "det=1" : "det=0");
+                }
+                if (!check.pass)
+                    FT_FAIL_("%s causal=%d %s det=%d: %s", shape, causal, bf16 ? "bf16" : "f16", det, check.detail);
+                printf("  backward %s causal=%d %s%s %s: pass (rel L2 dQ %.2e dK %.2e dV %.2e): %s\n", shape, causal,
+                       bf16 ? "bf16" : "f16", det ? " det" : "", ft__layout_name(p.layout), check.rel_l2[0],
+                       check.rel_l2[1], check.rel_l2[2], which);
+                session.cu->p_cuMemFree(ws);
+                ft__bwd_tensors_destroy(session.cu, &t);
+            }
+    ft_context_destroy(ctx);
+}
+
 /* Bad arguments never crash and name the problem. */
 static void test_public_bad_arguments(void)
 {
@@ -200,6 +286,26 @@ static void test_public_bad_arguments(void)
         ASSERT_STREQ(which, "");
         ASSERT_EQ(ft_attention_kernel(ctx, &a, NULL, 0), FT_ERR_INVALID_ARGUMENT);
     }
+    {
+        ft_attention_bwd_args b;
+        size_t bytes = 7;
+        char *base = (char *)(uintptr_t)0x1000000;
+        ft_attention_bwd_args_init(&b);
+        ASSERT_EQ(ft_attention_backward_workspace_size(ctx, &b, &bytes), FT_ERR_INVALID_ARGUMENT);
+        ASSERT_EQ(bytes, 0);
+        ASSERT_CONTAINS(ft_last_error(ctx), "sizes must be positive");
+        b.batch = b.heads_q = b.heads_kv = b.seqlen_q = b.seqlen_k = 1, b.head_dim = 64;
+        b.q = base, b.k = base + 4096, b.v = base + 8192, b.o = base + 12288, b.dout = base + 16384;
+        b.dq = base + 20480, b.dk = base + 24576, b.dv = base + 8192; /* dv on v */
+        ASSERT_EQ(ft_attention_backward(ctx, &b, NULL, 0, NULL), FT_ERR_INVALID_ARGUMENT);
+        ASSERT_CONTAINS(ft_last_error(ctx), "dv overlaps v");
+        b.dv = base + 28672;
+        ASSERT_EQ(ft_attention_backward(ctx, &b, NULL, 0, NULL), FT_ERR_INVALID_ARGUMENT);
+        ASSERT_CONTAINS(ft_last_error(ctx), "lse");
+        b.version = 2;
+        ASSERT_EQ(ft_attention_backward(ctx, &b, NULL, 0, NULL), FT_ERR_INVALID_ARGUMENT);
+        ASSERT_CONTAINS(ft_last_error(ctx), "ft_attention_bwd_args_init");
+    }
     ft_context_destroy(ctx);
     ft_context_destroy(NULL);
 }
@@ -209,7 +315,7 @@ int ft_test_failed_;
 int main(void)
 {
     static const ft_test_case cases[] = {FT_CASE(test_gpu_reference_matches_cpu), FT_CASE(test_public_forward),
-                                         FT_CASE(test_public_bad_arguments)};
+                                         FT_CASE(test_public_backward), FT_CASE(test_public_bad_arguments)};
     const ft_cuda *cu;
     ft_err err;
     int failed = 0;

@@ -1,8 +1,10 @@
 """flashtune for PyTorch users: a thin ctypes binding over libflashtune.
 
     import torch, flashtune
+    o = flashtune.attention(q, k, v, causal=True)  # differentiable: o.backward() works
     ctx = flashtune.Context()                      # GPU 0, tuned kernels
     o, lse = ctx.forward(q, k, v, causal=True, return_lse=True)
+    dq, dk, dv = ctx.backward(q, k, v, o, lse, do, causal=True)
 
 q is [batch, seqlen_q, heads_q, head_dim], k and v [batch, seqlen_k, heads_kv, head_dim], all
 fp16 or bf16 CUDA tensors whose last dimension is contiguous, 16-byte aligned, with the other
@@ -15,10 +17,12 @@ import ctypes
 import math
 import os
 
-__all__ = ["Context", "FlashtuneError", "check_tensors", "library_path", "version", "flops", "key"]
+__all__ = ["Context", "FlashtuneError", "attention", "check_tensors", "library_path", "version", "flops", "key",
+           "backward_flops"]
 
 FT_OPTIONS_VERSION = 2
 FT_ARGS_VERSION = 2
+FT_BWD_ARGS_VERSION = 1
 _DTYPES = {"float16": 0, "bfloat16": 1}
 
 
@@ -65,6 +69,33 @@ class _Args(ctypes.Structure):
     ]
 
 
+class _BwdArgs(ctypes.Structure):
+    """ft_attention_bwd_args, version 1 (include/flashtune.h)."""
+    _fields_ = [
+        ("version", ctypes.c_int),
+        ("dtype", ctypes.c_int),
+        ("batch", ctypes.c_int),
+        ("heads_q", ctypes.c_int),
+        ("heads_kv", ctypes.c_int),
+        ("seqlen_q", ctypes.c_int),
+        ("seqlen_k", ctypes.c_int),
+        ("head_dim", ctypes.c_int),
+        ("q", ctypes.c_void_p),
+        ("k", ctypes.c_void_p),
+        ("v", ctypes.c_void_p),
+        ("o", ctypes.c_void_p),
+        ("dout", ctypes.c_void_p),
+        ("lse", ctypes.c_void_p),
+        ("dq", ctypes.c_void_p),
+        ("dk", ctypes.c_void_p),
+        ("dv", ctypes.c_void_p),
+    ] + [(name + "_stride", ctypes.c_int64 * 3) for name in ("q", "k", "v", "o", "dout", "dq", "dk", "dv")] + [
+        ("causal", ctypes.c_int),
+        ("softmax_scale", ctypes.c_float),
+        ("deterministic", ctypes.c_int),
+    ]
+
+
 def library_path():
     env = os.environ.get("FLASHTUNE_LIB")
     if env:
@@ -99,6 +130,15 @@ def _load():
         lib.ft_attention_flops.restype = ctypes.c_double
         lib.ft_attention_key.argtypes = [ctypes.POINTER(_Args), ctypes.c_char_p, ctypes.c_size_t]
         lib.ft_attention_key.restype = ctypes.c_int
+        bwd = ctypes.POINTER(_BwdArgs)
+        lib.ft_attention_backward.argtypes = [ctypes.c_void_p, bwd, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        lib.ft_attention_backward.restype = ctypes.c_int
+        lib.ft_attention_backward_workspace_size.argtypes = [ctypes.c_void_p, bwd, ctypes.POINTER(ctypes.c_size_t)]
+        lib.ft_attention_backward_workspace_size.restype = ctypes.c_int
+        lib.ft_attention_backward_kernel.argtypes = [ctypes.c_void_p, bwd, ctypes.c_char_p, ctypes.c_size_t]
+        lib.ft_attention_backward_kernel.restype = ctypes.c_int
+        lib.ft_attention_backward_flops.argtypes = [bwd]
+        lib.ft_attention_backward_flops.restype = ctypes.c_double
         _lib = lib
     return _lib
 
@@ -284,6 +324,154 @@ class Context:
         return buf.value.decode()
 
 
+    def _bwd_args(self, q, k, v, o, lse, dout, dq, dk, dv, causal, scale, deterministic):
+        b, sq, hq, d = q.shape
+        sk, hkv = k.shape[1], k.shape[2]
+        a = _BwdArgs()
+        a.version = FT_BWD_ARGS_VERSION
+        a.dtype = _DTYPES[str(q.dtype).split(".")[1]]
+        a.batch, a.heads_q, a.heads_kv, a.seqlen_q, a.seqlen_k, a.head_dim = b, hq, hkv, sq, sk, d
+        for name, t in (("q", q), ("k", k), ("v", v), ("o", o), ("dout", dout), ("dq", dq), ("dk", dk), ("dv", dv)):
+            setattr(a, name, t.data_ptr())
+            getattr(a, name + "_stride")[:] = [t.stride(0), t.stride(1), t.stride(2)]
+        a.lse = lse.data_ptr()
+        a.causal = 1 if causal else 0
+        a.softmax_scale = 0.0 if scale is None else float(scale)
+        a.deterministic = 1 if deterministic else 0
+        return a
+
+    def backward(self, q, k, v, o, lse, dout, causal=False, scale=None, deterministic=False, dq=None, dk=None,
+                 dv=None, stream=None):
+        """dQ, dK, dV of o = forward(q, k, v, causal, scale) for the loss gradient dout, from the
+        forward's o and lse (return_lse=True): recomputes the scores, stores none. dk and dv are
+        shaped like k and v (with grouped-query heads, summed over each group's query heads).
+        deterministic: the same bits on every run (slower). dq, dk, dv: tensors to write (laid
+        out as forward's out=), else new ones. The workspace comes from PyTorch's allocator."""
+        import torch
+
+        check_tensors(q, k, v, None, self.device)
+        for name, t, like in (("o", o, q), ("dout", dout, q)):
+            _check_grad(name, t, like, self.device)
+        if not isinstance(lse, torch.Tensor) or lse.dtype != torch.float32 or not lse.is_contiguous() or \
+                tuple(lse.shape) != (q.shape[0], q.shape[2], q.shape[1]) or lse.device != q.device:
+            raise ValueError("lse must be the forward's: a contiguous float32 [batch, heads_q, seqlen_q] tensor on %s"
+                             % q.device)
+        outs = []
+        for name, t, like in (("dq", dq, q), ("dk", dk, k), ("dv", dv, v)):
+            if t is None:
+                t = torch.empty_like(like, memory_format=torch.contiguous_format)
+            else:
+                _check_grad(name, t, like, self.device)
+                if _overlaps_itself(t):
+                    raise ValueError("%s's elements overlap each other: it must not be an expanded view" % name)
+            outs.append(t)
+        dq, dk, dv = outs
+        a = self._bwd_args(q, k, v, o, lse, dout, dq, dk, dv, causal, scale, deterministic)
+        size = ctypes.c_size_t()
+        rc = self._lib.ft_attention_backward_workspace_size(self._handle, ctypes.byref(a), ctypes.byref(size))
+        if rc != 0:
+            raise FlashtuneError(self._message(self._handle, rc))
+        ws = torch.empty(max(size.value, 1), dtype=torch.uint8, device=q.device)
+        s = torch.cuda.current_stream(q.device) if stream is None else stream
+        rc = self._lib.ft_attention_backward(self._handle, ctypes.byref(a), ctypes.c_void_p(ws.data_ptr()),
+                                             size.value, ctypes.c_void_p(s.cuda_stream))
+        if rc != 0:
+            raise FlashtuneError(self._message(self._handle, rc))
+        return dq, dk, dv
+
+    def backward_kernel(self, q, k, v, causal=False, scale=None, deterministic=False):
+        """Which kernel backward() runs for these tensors and how it was chosen."""
+        import torch
+
+        check_tensors(q, k, v, None, self.device)
+        lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32, device=q.device)
+        dk, dv = torch.empty_like(k), torch.empty_like(v)
+        dq = torch.empty_like(q)
+        a = self._bwd_args(q, k, v, q, lse, q, dq, dk, dv, causal, scale, deterministic)
+        buf = ctypes.create_string_buffer(1024)
+        rc = self._lib.ft_attention_backward_kernel(self._handle, ctypes.byref(a), buf, len(buf))
+        if rc != 0:
+            raise FlashtuneError(self._message(self._handle, rc))
+        return buf.value.decode()
+
+
+def _check_grad(name, t, like, device):
+    """A tensor of the backward (o, dout, dq, dk, dv) must be shaped, typed and placed like the
+    tensor it goes with, laid out as the kernels need."""
+    import torch
+
+    if not isinstance(t, torch.Tensor):
+        raise TypeError("%s must be a torch.Tensor, not %s" % (name, type(t).__name__))
+    if tuple(t.shape) != tuple(like.shape) or t.dtype != like.dtype:
+        raise ValueError("%s must be %s %s, not %s %s" % (name, like.dtype, tuple(like.shape), t.dtype,
+                                                          tuple(t.shape)))
+    if not t.is_cuda or t.device.index != device:
+        raise ValueError("%s must be on cuda:%d, not %s" % (name, device, t.device))
+    _check_layout(name, t)
+
+
+def _kernel_layout(t):
+    """t itself when the kernels can read it, else a contiguous copy (autograd hands the backward
+    expanded or otherwise strided gradients)."""
+    ok = t.dim() == 4 and (t.shape[3] <= 1 or t.stride(3) == 1) and t.data_ptr() % 16 == 0 and \
+        all(st >= 0 and st % 8 == 0 for st in t.stride()[:3])
+    return t if ok else t.contiguous()
+
+
+_contexts = {}
+
+
+def _context(device):
+    """The module's own context of a device, made at its first use (tuned kernels as Context())."""
+    ctx = _contexts.get(device)
+    if ctx is None:
+        ctx = _contexts[device] = Context(device=device)
+    return ctx
+
+
+def _autograd():
+    import torch
+
+    class Attention(torch.autograd.Function):
+        @staticmethod
+        def forward(fctx, q, k, v, causal, softmax_scale, deterministic, context):
+            q, k, v = _kernel_layout(q), _kernel_layout(k), _kernel_layout(v)
+            ctx = context if context is not None else _context(q.device.index)
+            o, lse = ctx.forward(q, k, v, causal=causal, scale=softmax_scale, return_lse=True)
+            fctx.save_for_backward(q, k, v, o, lse)
+            fctx.flashtune = (ctx, causal, softmax_scale, deterministic)
+            return o
+
+        @staticmethod
+        def backward(fctx, do):
+            q, k, v, o, lse = fctx.saved_tensors
+            ctx, causal, softmax_scale, deterministic = fctx.flashtune
+            dq, dk, dv = ctx.backward(q, k, v, o, lse, _kernel_layout(do), causal=causal, scale=softmax_scale,
+                                      deterministic=deterministic)
+            return dq, dk, dv, None, None, None, None
+
+    return Attention
+
+
+_Attention = None
+
+
+def attention(q, k, v, causal=False, softmax_scale=None, deterministic=False, context=None):
+    """softmax(softmax_scale·q·kᵀ)·v, differentiable: autograd runs flashtune's backward, which
+    recomputes the scores from q, k, v and the saved log-sum-exp (O(seqlen) memory, no
+    seqlen_q × seqlen_k matrix is kept). q is [batch, seqlen_q, heads_q, head_dim], k and v
+    [batch, seqlen_k, heads_kv, head_dim] (heads_q a multiple of heads_kv), fp16 or bf16 on one
+    GPU; causal is bottom-right aligned (row i sees key j iff j <= i + seqlen_k - seqlen_q; a row
+    that sees none gives 0). softmax_scale None: 1/sqrt(head_dim). deterministic: the backward
+    gives the same bits on every run (slower). context: a Context to run on (default: one per
+    device with the tuned kernels). Tensors the kernels cannot read in place (a non-contiguous
+    head dim, strides not multiples of 8) are copied first."""
+    global _Attention
+    if _Attention is None:
+        _Attention = _autograd()
+    return _Attention.apply(q, k, v, bool(causal), softmax_scale, bool(deterministic), context)
+
+
 def version():
     """The version of the loaded libflashtune ("0.1.0")."""
     return _load().ft_version().decode()
@@ -317,6 +505,15 @@ def key(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal, heads_kv=None
     if rc != 0:
         raise ValueError("no key for sizes b=%r h=%r sq=%r sk=%r d=%r" % (batch, heads, seqlen_q, seqlen_k, head_dim))
     return json.loads(buf.value.decode())
+
+
+def backward_flops(batch, heads, seqlen_q, seqlen_k, head_dim, causal):
+    """Backward FLOPs as the FlashAttention papers count them (2.5 times the forward's)."""
+    a = _BwdArgs()
+    a.version = FT_BWD_ARGS_VERSION
+    a.batch, a.heads_q, a.heads_kv, a.seqlen_q, a.seqlen_k, a.head_dim = batch, heads, heads, seqlen_q, seqlen_k, head_dim
+    a.causal = 1 if causal else 0
+    return _load().ft_attention_backward_flops(ctypes.byref(a))
 
 
 def default_scale(head_dim):

@@ -1,0 +1,74 @@
+#!/bin/bash
+# The backward through the library, the tuner and Python on the GPU machine, as it was run:
+#   bash bench/device_train.sh tests   the GPU tests: test_gpu (the public forward and backward),
+#                                      gpu_tune, test_python, test_python_bwd (autograd against
+#                                      fp64, training), pack.sh's GPU part
+#   bash bench/device_train.sh tune    flashtune tune of the backward's buckets (TUNE_ONLY, default
+#                                      bf16 non-deterministic at d = 64, 128, 256), compile and
+#                                      timing reported apart; the database goes to $OUT/bwd.db
+#   bash bench/device_train.sh bench   bench/bwd_compare.py: flashtune (built-in defaults, and the
+#                                      tuned database when $OUT/bwd.db or BWD_DB exists) against
+#                                      SDPA's FlashAttention-2 and cuDNN, interleaved (BENCH_ARGS)
+#   bash bench/device_train.sh det     the deterministic backward's cost at d = 128
+# Expects a build with -DFT_STATIC_DEPS=ON in $RUN (default .dev/run: flashtune, libflashtune.so*,
+# attention, tests/test_gpu, tests/fake_worker, deps/). Logs go to $OUT, one line each to
+# $OUT/summary.txt.
+set -u
+RUN=${RUN:-.dev/run}
+OUT=${OUT:-/tmp/ft-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$PWD/$RUN:$PWD/$RUN/deps:${LD_LIBRARY_PATH:-}
+export FLASHTUNE_CACHE_DIR=${FLASHTUNE_CACHE_DIR:-/tmp/ft-cache} FLASHTUNE_LIB=$PWD/$RUN/libflashtune.so PYTHONUNBUFFERED=1
+ft=$RUN/flashtune
+summary=$OUT/summary.txt
+note() { echo "$*" | tee -a "$summary"; }
+since() { echo $(( $(date +%s) - $1 )); }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader > "$OUT/gpu.txt"
+git rev-parse HEAD > "$OUT/commit.txt" 2>/dev/null
+for mode in "$@"; do
+  t0=$(date +%s)
+  case $mode in
+  tests)
+    "$RUN/tests/test_gpu" > "$OUT/test_gpu.txt" 2>&1; note "test_gpu: exit $? in $(since "$t0") s ($(grep -c '^ok' "$OUT/test_gpu.txt") ok, $(grep -c '^FAIL' "$OUT/test_gpu.txt") FAIL)"
+    t0=$(date +%s)
+    sh tests/gpu_tune.sh "$ft" "$RUN/attention" > "$OUT/gpu_tune.txt" 2>&1; note "gpu_tune: exit $? in $(since "$t0") s ($(tail -1 "$OUT/gpu_tune.txt"))"
+    t0=$(date +%s)
+    python3 tests/test_python.py > "$OUT/test_python.txt" 2>&1; note "test_python: exit $? in $(since "$t0") s ($(tail -1 "$OUT/test_python.txt"))"
+    t0=$(date +%s)
+    python3 tests/test_python_bwd.py > "$OUT/test_python_bwd.txt" 2>&1; note "test_python_bwd: exit $? in $(since "$t0") s ($(tail -1 "$OUT/test_python_bwd.txt"); $(grep -c ': ok$' "$OUT/test_python_bwd.txt") ok, $(grep -c ': FAIL$' "$OUT/test_python_bwd.txt") FAIL)"
+    t0=$(date +%s)
+    FLASHTUNE_WORKER=$PWD/$RUN/tests/fake_worker sh tests/pack.sh "$ft" "$RUN/tests/fake_worker" cc "$RUN/libflashtune.so" \
+      > "$OUT/pack.txt" 2>&1; note "pack.sh: exit $? in $(since "$t0") s ($(tail -1 "$OUT/pack.txt"))"
+    ;;
+  tune)
+    db=$OUT/bwd.db
+    for only in ${TUNE_ONLY:-d=64,dtype=bf16,det=0 d=128,dtype=bf16,det=0 d=256,dtype=bf16,det=0}; do
+      t0=$(date +%s)
+      timeout "${TUNE_LIMIT:-300}" "$ft" tune specs/flash_bwd.lua --db "$db" --only "$only" -q > "$OUT/tune_$only.txt" 2>&1
+      note "tune --only $only: exit $? in $(since "$t0") s: $(grep -E '^(tuned|measured|time)' "$OUT/tune_$only.txt" | tr '\n' ' ')"
+    done
+    "$ft" query --db "$db" > "$OUT/bwd_winners.txt" 2>&1
+    ;;
+  bench)
+    args=${BENCH_ARGS:---head-dims 64,128,256 --dtypes bf16 --rounds 2}
+    python3 bench/bwd_compare.py $args --json "$OUT/bwd_default.json" > "$OUT/bwd_default.txt" 2> "$OUT/bwd_default.err"
+    note "bwd_compare (built-in defaults): exit $? in $(since "$t0") s"
+    sed -n '/^type/,$p' "$OUT/bwd_default.txt" | tee -a "$summary"
+    db=${BWD_DB:-$OUT/bwd.db}
+    if [ -f "$db" ]; then
+      t0=$(date +%s)
+      python3 bench/bwd_compare.py $args --database "$db" --json "$OUT/bwd_tuned.json" > "$OUT/bwd_tuned.txt" 2> "$OUT/bwd_tuned.err"
+      note "bwd_compare (tuned, $db): exit $? in $(since "$t0") s"
+      sed -n '/^type/,$p' "$OUT/bwd_tuned.txt" | grep flashtune | tee -a "$summary"
+    fi
+    ;;
+  det)
+    python3 bench/bwd_compare.py --head-dims 128 --dtypes bf16 --rounds 2 --deterministic --json "$OUT/bwd_det.json" \
+      > "$OUT/bwd_det.txt" 2> "$OUT/bwd_det.err"
+    note "bwd_compare --deterministic: exit $? in $(since "$t0") s"
+    sed -n '/^type/,$p' "$OUT/bwd_det.txt" | grep flashtune | tee -a "$summary"
+    ;;
+  *) note "unknown mode $mode" ;;
+  esac
+done

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""flashtune.attention under autograd, on a GPU (ctest gpu_python_bwd).
+
+1. The fp64 reference (math attention with flashtune's bottom-right causal mask, autograd)
+   passes torch.autograd.gradcheck on tiny shapes, so that it can be trusted below.
+2. On random shapes (odd lengths, sq != sk both ways with rows that see no key, grouped-query
+   heads, head-major and padded views, fp16 and bf16) the gradients of flashtune.attention are
+   compared with the fp64 reference's: relative L2 error per gradient, next to the error of
+   SDPA's own backend on the same inputs (where SDPA computes the same thing: not causal, or
+   causal with sq == sk, where both alignments agree). flashtune must be no worse than 1.5 times
+   SDPA's error plus a quarter of a unit roundoff (elsewhere: at most two unit roundoffs), and
+   never NaN.
+3. deterministic=True gives the same bits twice; the Context API takes given dq/dk/dv.
+4. A tiny transformer trained for a few steps with flashtune's attention and with SDPA's from the
+   same initial weights and data: the losses stay within 5 % of each other at every step.
+
+Exits 77 ("skipped") without PyTorch or a GPU."""
+import math
+import os
+import sys
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    print("skipped: no PyTorch")
+    sys.exit(77)
+if not torch.cuda.is_available():
+    print("skipped: no GPU")
+    sys.exit(77)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import flashtune  # noqa: E402
+
+failures = 0
+
+
+def report(ok, what):
+    global failures
+    failures += not ok
+    print("%s: %s" % (what, "ok" if ok else "FAIL"))
+
+
+def reference(q, k, v, causal, scale=None):
+    """Attention as flashtune defines it, in q's dtype with autograd: [b, s, h, d] tensors,
+    bottom-right causal alignment, rows that see no key give 0."""
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    scale = 1 / math.sqrt(d) if scale is None else scale
+    kk = k.repeat_interleave(hq // hkv, dim=2)
+    vv = v.repeat_interleave(hq // hkv, dim=2)
+    s = torch.einsum("bqhd,bkhd->bhqk", q, kk) * scale
+    p = None
+    if causal:
+        i = torch.arange(sq, device=q.device)[:, None]
+        j = torch.arange(sk, device=q.device)[None, :]
+        seen = j <= i + sk - sq
+        # a finite fill, so that a row without keys has finite gradients; that row gives 0
+        p = torch.softmax(s.masked_fill(~seen, -1e30), dim=-1) * seen.any(-1, keepdim=True)
+    else:
+        p = torch.softmax(s, dim=-1)
+    return torch.einsum("bhqk,bkhd->bqhd", p, vv)
+
+
+def rel(x, ref):
+    return ((x.double() - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+# 1. The reference's own gradients against central differences.
+torch.manual_seed(0)
+for causal, (sq, sk, hq, hkv) in ((False, (5, 7, 2, 1)), (True, (7, 5, 2, 2)), (True, (4, 9, 4, 2))):
+    args = [torch.randn(1, s, h, 8, dtype=torch.float64, device="cuda", requires_grad=True)
+            for s, h in ((sq, hq), (sk, hkv), (sk, hkv))]
+    ok = torch.autograd.gradcheck(lambda q, k, v: reference(q, k, v, causal), args, eps=1e-6, atol=1e-7)
+    report(ok, "gradcheck of the fp64 reference, causal=%d sq=%d sk=%d hq=%d hkv=%d" % (causal, sq, sk, hq, hkv))
+
+# 2. flashtune's gradients against the fp64 reference, next to SDPA's.
+cases = [  # b, hq, hkv, sq, sk, d, causal
+    (1, 1, 1, 1, 7, 64, False), (2, 4, 4, 17, 17, 32, True), (1, 8, 2, 127, 1000, 128, True),
+    (2, 6, 3, 1000, 127, 96, True), (1, 2, 2, 513, 513, 256, False), (3, 4, 1, 300, 300, 192, True),
+    (1, 4, 4, 4097, 4097, 128, True), (2, 8, 8, 1000, 1000, 64, False), (1, 16, 2, 256, 2048, 128, False),
+]
+for dtype in (torch.float16, torch.bfloat16):
+    u = 2.0 ** -11 if dtype == torch.float16 else 2.0 ** -8
+    for n, (b, hq, hkv, sq, sk, d, causal) in enumerate(cases):
+        torch.manual_seed(100 + n)
+        # q head-major (a transposed view), k and v rows padded by 8 elements
+        q = torch.randn(b, hq, sq, d, device="cuda", dtype=dtype).transpose(1, 2).requires_grad_()
+        k = torch.randn(b, sk, hkv, d + 8, device="cuda", dtype=dtype)[..., :d].requires_grad_()
+        v = torch.randn(b, sk, hkv, d + 8, device="cuda", dtype=dtype)[..., :d].requires_grad_()
+        do = torch.randn(b, sq, hq, d, device="cuda", dtype=dtype)
+        o = flashtune.attention(q, k, v, causal=causal)
+        o.backward(do)
+        got = (q.grad, k.grad, v.grad)
+        q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+        reference(q64, k64, v64, causal).backward(do.double())
+        want = (q64.grad, k64.grad, v64.grad)
+        errs = [rel(g, w) for g, w in zip(got, want)]
+        sdpa = None
+        if not causal or sq == sk:
+            qs, ks, vs = (t.detach().transpose(1, 2).contiguous().requires_grad_() for t in (q, k, v))
+            os_ = F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal, enable_gqa=hq != hkv)
+            os_.backward(do.transpose(1, 2))
+            sdpa = [rel(t.grad.transpose(1, 2), w) for t, w in zip((qs, ks, vs), want)]
+        finite = all(torch.isfinite(g).all().item() for g in got)
+        if sdpa is not None:
+            ok = finite and all(e <= 1.5 * s + u / 4 for e, s in zip(errs, sdpa))
+            versus = "SDPA %.2e %.2e %.2e" % tuple(sdpa)
+        else:  # SDPA's causal mask is top-left: no comparison; the bound of a rounding or two
+            ok = finite and all(e <= 2 * u for e in errs)
+            versus = "bound %.2e" % (2 * u)
+        report(ok, "%-8s b=%d hq=%d hkv=%d sq=%d sk=%d d=%d causal=%d: dQ %.2e dK %.2e dV %.2e (%s)" % (
+            str(dtype).split(".")[1], b, hq, hkv, sq, sk, d, causal, errs[0], errs[1], errs[2], versus))
+
+# 3. Determinism, and the Context API with given outputs.
+ctx = flashtune.Context(database="")
+torch.manual_seed(7)
+q = torch.randn(2, 1000, 8, 128, device="cuda", dtype=torch.bfloat16)
+k = torch.randn(2, 1000, 2, 128, device="cuda", dtype=torch.bfloat16)
+v = torch.randn(2, 1000, 2, 128, device="cuda", dtype=torch.bfloat16)
+do = torch.randn_like(q)
+o, lse = ctx.forward(q, k, v, causal=True, return_lse=True)
+runs = [ctx.backward(q, k, v, o, lse, do, causal=True, deterministic=True) for _ in range(3)]
+report(all(torch.equal(a, b) for r in runs[1:] for a, b in zip(runs[0], r)), "deterministic=True: the same bits 3 times")
+print("deterministic kernel: %s" % ctx.backward_kernel(q, k, v, causal=True, deterministic=True))
+print("default kernel: %s" % ctx.backward_kernel(q, k, v, causal=True))
+dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+got = ctx.backward(q, k, v, o, lse, do, causal=True, dq=dq, dk=dk, dv=dv)
+report(got[0] is dq and got[1] is dk and got[2] is dv and
+       all(rel(a, b.double()) < 1e-2 for a, b in zip(got, runs[0])),
+       "backward(dq=, dk=, dv=) writes the given tensors (what the deterministic kernel gives, to rounding)")
+try:
+    ctx.backward(q, k, v, o, lse, do, dq=torch.empty_like(k))
+    report(False, "backward(dq of K's shape) accepted")
+except ValueError as e:
+    report("dq must be" in str(e), "backward(dq of K's shape): %s" % e)
+
+# 4. A tiny transformer, trained with flashtune and with SDPA from the same start.
+class Block(torch.nn.Module):
+    def __init__(self, dim, heads, use_flashtune):
+        super().__init__()
+        self.heads, self.ft = heads, use_flashtune
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.proj = torch.nn.Linear(dim, dim)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(dim, 4 * dim), torch.nn.GELU(), torch.nn.Linear(4 * dim, dim))
+        self.n1, self.n2 = torch.nn.LayerNorm(dim), torch.nn.LayerNorm(dim)
+
+    def forward(self, x):
+        b, s, dim = x.shape
+        q, k, v = self.qkv(self.n1(x)).to(torch.bfloat16).view(b, s, 3, self.heads, dim // self.heads).unbind(2)
+        if self.ft:
+            a = flashtune.attention(q, k, v, causal=True)
+        else:
+            a = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                               is_causal=True).transpose(1, 2)
+        x = x + self.proj(a.reshape(b, s, dim).float())
+        return x + self.mlp(self.n2(x))
+
+
+def train(use_flashtune, steps=30):
+    torch.manual_seed(1234)
+    vocab, dim = 256, 128
+    emb = torch.nn.Embedding(vocab, dim)
+    blocks = [Block(dim, 2, use_flashtune) for _ in range(2)]
+    head = torch.nn.Linear(dim, vocab)
+    model = torch.nn.ModuleList([emb, *blocks, head]).cuda()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    data = torch.randint(0, vocab, (8, 257), device="cuda", generator=torch.Generator("cuda").manual_seed(5))
+    data[:, 1::2] = data[:, 0:-1:2]  # a pattern to learn: every second token repeats the one before
+    losses = []
+    for _ in range(steps):
+        x = emb(data[:, :-1])
+        for blk in blocks:
+            x = blk(x)
+        loss = F.cross_entropy(head(x).view(-1, vocab), data[:, 1:].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+ft_losses, sdpa_losses = train(True), train(False)
+worst = max(abs(a - b) / b for a, b in zip(ft_losses, sdpa_losses))
+print("losses (flashtune / SDPA): " + ", ".join("%.3f/%.3f" % p for p in list(zip(ft_losses, sdpa_losses))[::5]))
+report(worst < 0.05 and ft_losses[-1] < 0.8 * ft_losses[0] and all(math.isfinite(x) for x in ft_losses),
+       "training: losses within %.1f %% of SDPA's at every step, %.3f -> %.3f" % (100 * worst, ft_losses[0],
+                                                                                ft_losses[-1]))
+print("python backward: %d failures" % failures)
+sys.exit(1 if failures else 0)
