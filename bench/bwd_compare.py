@@ -103,12 +103,18 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--database", default="", help="tuning database (default: none, the built-in defaults)")
     ap.add_argument("--deterministic", action="store_true", help="flashtune's deterministic backward")
+    ap.add_argument("--spec", default=None, help="flashtune: a backward spec whose --variant every call runs")
+    ap.add_argument("--variant", default=None, help="flashtune: the (partial) variant of --spec to force")
+    ap.add_argument("--systems", default=None, help="comma-separated names to time (default: all)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
 
-    ctx = flashtune.Context(database=a.database)
+    ctx = flashtune.Context(database=a.database, spec=a.spec, variant=a.variant)
     timer = Timer(warmup_ms=10, rep_ms=60, min_reps=5, max_reps=200)
     syss = systems(ctx, fa4(), a.deterministic)
+    if a.systems:
+        keep = a.systems.split(",")
+        syss = [(n, m) for n, m in syss if any(n.startswith(k) for k in keep)]
     rows = []
     for dtype in a.dtypes.split(","):
         for d in (int(x) for x in a.head_dims.split(",")):

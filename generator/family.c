@@ -28,10 +28,12 @@ static int fwd_sm90_threads(const ft_spec *spec, const ft_variant *v)
 }
 
 /* A wgmma wrapper for one shape: m64n{n}k16 with fp32 accumulators d[n/2], A from shared
- * memory (descriptor da, scale_d 0 overwrites d) or, with reg_a, from four registers, B from
- * shared memory (descriptor db; transposed, i.e. MN-major, with reg_a). The accumulator list
- * depends on n, so it is written out here rather than in the template. */
-static void emit_wgmma(ft_strbuf *sb, const char *name, int n, const char *type, int reg_a)
+ * memory (descriptor da, scale_d 0 overwrites d) or, with reg_a, from four registers (always
+ * accumulating), B from shared memory (descriptor db); trans_a, trans_b: the operand is MN-major
+ * (imm-trans 1; A only from shared memory). The accumulator list depends on n, so it is written
+ * out here rather than in the template. (The forward's wrappers' text is what it was before the
+ * trans flags existed: its sources, and so its tuned results, are unchanged.) */
+static void emit_wgmma(ft_strbuf *sb, const char *name, int n, const char *type, int reg_a, int trans_a, int trans_b)
 {
     const int nd = n / 2;
     int i;
@@ -50,10 +52,11 @@ static void emit_wgmma(ft_strbuf *sb, const char *name, int n, const char *type,
     for (i = 0; i < nd; i++)
         ft__sb_printf(sb, "%s\"%%%d%s\"", i % 8 == 0 ? "\n                 " : " ", i, i + 1 < nd ? "," : "");
     if (reg_a)
-        ft__sb_printf(sb, "\n                 \"}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, 1;\\n}\\n\"\n",
-                      nd, nd + 1, nd + 2, nd + 3, nd + 4);
+        ft__sb_printf(sb, "\n                 \"}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, %d;\\n}\\n\"\n",
+                      nd, nd + 1, nd + 2, nd + 3, nd + 4, trans_b);
     else
-        ft__sb_printf(sb, "\n                 \"}, %%%d, %%%d, p, 1, 1, 0, 0;\\n}\\n\"\n", nd, nd + 1);
+        ft__sb_printf(sb, "\n                 \"}, %%%d, %%%d, p, 1, 1, %d, %d;\\n}\\n\"\n", nd, nd + 1, trans_a,
+                      trans_b);
     ft__sb_printf(sb, "                 :");
     for (i = 0; i < nd; i++)
         ft__sb_printf(sb, "%s\"+f\"(d[%d])%s", i % 8 == 0 ? "\n                   " : " ", i,
@@ -70,29 +73,46 @@ static void fwd_sm90_prelude(ft_strbuf *sb, const ft_spec *spec, const ft_varian
     const char *dtype = ft__variant_str(spec, v, "dtype");
     const char *type = dtype != NULL && strcmp(dtype, "bf16") == 0 ? "bf16" : "f16";
 
-    emit_wgmma(sb, "ft_wgmma_s", (int)ft__variant_int(spec, v, "bn", 64), type, 0);
-    emit_wgmma(sb, "ft_wgmma_o", (int)ft__variant_int(spec, v, "d", 64), type, 1);
+    emit_wgmma(sb, "ft_wgmma_s", (int)ft__variant_int(spec, v, "bn", 64), type, 0, 0, 0);
+    emit_wgmma(sb, "ft_wgmma_o", (int)ft__variant_int(spec, v, "d", 64), type, 1, 0, 1);
 }
 
-/* The prelude writes one accumulator operand per two columns of a wgmma of n = bn (S) and
- * n = d (O): n must be one wgmma has (a multiple of 8 up to 256), or the wrapper would be
- * wrong code, or, for n = 10^9, a source of gigabytes. */
-static ft_status fwd_sm90_check_values(const ft_family *fam, const ft_spec *spec, ft_err *err)
+/* flash_bwd_sm90's products: Sᵀ and dPᵀ (n = bm, both operands K-major), dV and dK (n = d, A
+ * from registers, B MN-major), dQ by 64 columns (both MN-major). */
+static void bwd_sm90_prelude(ft_strbuf *sb, const ft_spec *spec, const ft_variant *v)
 {
-    static const char *const names[] = {"bn", "d"};
-    size_t i;
+    const char *dtype = ft__variant_str(spec, v, "dtype");
+    const char *type = dtype != NULL && strcmp(dtype, "bf16") == 0 ? "bf16" : "f16";
+
+    emit_wgmma(sb, "ft_wgmma_st", (int)ft__variant_int(spec, v, "bm", 64), type, 0, 0, 0);
+    emit_wgmma(sb, "ft_wgmma_kv", (int)ft__variant_int(spec, v, "d", 64), type, 1, 0, 1);
+    emit_wgmma(sb, "ft_wgmma_dq", 64, type, 0, 1, 1);
+}
+
+/* Each of the named parameters gives the n of a generated wgmma wrapper, one accumulator operand
+ * per two columns: its values must be widths wgmma has (multiples of 8 up to 256), or the wrapper
+ * would be wrong code, or, for n = 10^9, a source of gigabytes. */
+static ft_status check_widths(const ft_family *fam, const ft_spec *spec, const char *const *names, ft_err *err)
+{
     int k;
 
-    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
-        const ft_param *p = &spec->params[ft__spec_param_index(spec, names[i])];
+    for (; *names != NULL; names++) {
+        const ft_param *p = &spec->params[ft__spec_param_index(spec, *names)];
         for (k = 0; k < p->nvalues; k++)
             if (p->ints[k] < 8 || p->ints[k] > 256 || p->ints[k] % 8 != 0)
                 return ft__fail(err, FT_ERR_SPEC,
                                 "%s: template %s takes %s = %lld, not a width wgmma has (a "
                                 "multiple of 8 from 8 to 256)",
-                                spec->path, fam->name, names[i], p->ints[k]);
+                                spec->path, fam->name, *names, p->ints[k]);
     }
     return FT_OK;
+}
+
+/* flash_fwd_sm90: S = Q·Kᵀ (n = bn) and O += P·V (n = d). */
+static ft_status fwd_sm90_check_values(const ft_family *fam, const ft_spec *spec, ft_err *err)
+{
+    static const char *const names[] = {"bn", "d", NULL};
+    return check_widths(fam, spec, names, err);
 }
 
 /* An integer parameter of a variant string, or def. */
@@ -156,6 +176,31 @@ static void bwd_sm80_launch(const char *variant, ft_launch_facts *out)
                       strcmp(gqa, "atomic") == 0;
 }
 
+static const char *const bwd_sm90_ints[] = {"d", "bm", "bn", "causal", NULL};
+
+/* One warpgroup per 64 keys of the CTA's block. */
+static int bwd_sm90_threads(const ft_spec *spec, const ft_variant *v)
+{
+    return 128 * ((int)ft__variant_int(spec, v, "bn", 64) / 64);
+}
+
+/* bn keys of one K/V head per block of the main kernel (walking the group's query heads), query
+ * blocks of bm rows; pre and post one block per query block. */
+static void bwd_sm90_launch(const char *variant, ft_launch_facts *out)
+{
+    out->rows_per_block = text_int(variant, "bm", 64);
+    out->keys_per_block = text_int(variant, "bn", 64);
+    out->head_dim = text_int(variant, "d", 0);
+}
+
+/* flash_bwd_sm90: Sᵀ and dPᵀ (n = bm), dV and dK (n = d); bn sizes the grid's warpgroups (the
+ * template's static_asserts take d 64 or 128, bm 64, bn 64 or 128). */
+static ft_status bwd_sm90_check_values(const ft_family *fam, const ft_spec *spec, ft_err *err)
+{
+    static const char *const names[] = {"bm", "d", "bn", NULL};
+    return check_widths(fam, spec, names, err);
+}
+
 static const ft_family families[] = {
     {"flash_fwd_sm80", &ft__op_fwd, "flash_fwd_sm80.cuh",
      "FlashAttention-2 forward: mma.sync m16n8k16, ldmatrix, cp.async K/V ring", 80, 0,
@@ -168,6 +213,11 @@ static const ft_family families[] = {
      "FlashAttention-2 backward (dQ, dK, dV): mma.sync m16n8k16, ldmatrix, cp.async; pre, main and post kernels",
      80, 0, bwd_sm80_ints, bwd_strings, bwd_string_values, "", 0, bwd_sm80_threads, NULL, NULL, bwd_sm80_launch,
      bwd_entries},
+    {"flash_bwd_sm90", &ft__op_bwd, "flash_bwd_sm90.cuh",
+     "Hopper backward (dQ, dK, dV): wgmma for all five products, cp.async Q/dO double buffer; pre, main and post "
+     "kernels",
+     90, 90, bwd_sm90_ints, fwd_strings, fwd_string_values, "a", 0, bwd_sm90_threads, bwd_sm90_prelude,
+     bwd_sm90_check_values, bwd_sm90_launch, bwd_entries},
 };
 
 const ft_embedded_file *ft__template_file(const char *name)

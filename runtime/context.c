@@ -379,9 +379,14 @@ void ft_context_destroy(ft_context *ctx)
 /* The built-in choices per kernel family, head dim and causality (-1: either) when nothing
  * better is known. Forward: the variant that won most of the head dim's buckets in a full tune
  * of the family's spec on an H200 (2026-11-30; sm90 d=96 and 192 from the earlier tune, without
- * the balance knob). Backward: the fastest of the variants timed by tests/bwd on an H200
- * (2026-12-01), and for d = 192 a second choice with half the shared memory for GPUs with less
- * than an H200's. The first entry of the call's operation whose family the context has and
+ * the balance knob). Backward: at d = 64, 128 and 256 the variant that won most buckets of a
+ * bf16 tune of the backward's spec on an H200 (2026-12-01, bench/results/h200-2026-12-01-train),
+ * at 32, 96 and 192 the fastest of those timed by tests/bwd there; at 192 and 256 a second choice
+ * with one Q/dO stage for GPUs with less shared memory than an H200. gqa=loop throughout (the
+ * tune's shapes had no grouped heads, where loop and atomic are the same kernel's work). On
+ * compute capability 9.0 the sm_90a backward first (d = 64 and 128; its spec has no
+ * deterministic kernels, so a deterministic call takes the sm80 family's): the faster of its
+ * tiles on an H200 (2026-12-01, bench/results/h200-2026-12-01-train). The first entry of the call's operation whose family the context has and
  * that builds wins: the sm_90a family's where it runs. */
 static const struct default_kernel {
     const char *family;
@@ -403,12 +408,16 @@ static const struct default_kernel {
     {"flash_fwd_sm80", 128, -1, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
     {"flash_fwd_sm80", 192, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
     {"flash_fwd_sm80", 256, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
+    {"flash_bwd_sm90", 64, -1, "bm=64,bn=64"},
+    {"flash_bwd_sm90", 128, -1, "bm=64,bn=128"},
     {"flash_bwd_sm80", 32, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop"},
     {"flash_bwd_sm80", 64, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop"},
     {"flash_bwd_sm80", 96, -1, "bm=64,bn=128,warps=8,split=1,stages=2,gqa=loop"},
-    {"flash_bwd_sm80", 128, -1, "bm=64,bn=128,warps=8,split=1,stages=2,gqa=loop"},
+    {"flash_bwd_sm80", 128, 0, "bm=64,bn=128,warps=8,split=2,stages=2,gqa=loop"},
+    {"flash_bwd_sm80", 128, 1, "bm=64,bn=128,warps=8,split=2,stages=1,gqa=loop"},
     {"flash_bwd_sm80", 192, -1, "bm=64,bn=64,warps=8,split=2,stages=2,gqa=loop"},
     {"flash_bwd_sm80", 192, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop"},
+    {"flash_bwd_sm80", 256, -1, "bm=64,bn=64,warps=8,split=2,stages=2,gqa=loop"},
     {"flash_bwd_sm80", 256, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop"},
 };
 

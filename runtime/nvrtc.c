@@ -81,9 +81,10 @@ int ft__parse_ptxas_report(const char *log, ft_resource_report *out)
             if (p != NULL &&
                 sscanf(p + 1, " %lld bytes stack frame, %lld bytes spill stores, %lld bytes spill loads",
                        &a, &b, &c) == 3) {
-                out->stack_frame = a;
-                out->spill_stores = b;
-                out->spill_loads = c;
+                /* one report per kernel of the source: the largest frame, every spill */
+                out->stack_frame = a > out->stack_frame ? a : out->stack_frame;
+                out->spill_stores = (out->spill_stores > 0 ? out->spill_stores : 0) + b;
+                out->spill_loads = (out->spill_loads > 0 ? out->spill_loads : 0) + c;
             }
             continue;
         }
@@ -92,18 +93,19 @@ int ft__parse_ptxas_report(const char *log, ft_resource_report *out)
         if (p != NULL && strstr(buf, "registers") != NULL) {
             int regs;
             const char *q;
+            int bars;
             if (sscanf(p, "%d registers", &regs) == 1) {
-                out->registers = regs;
+                out->registers = regs > out->registers ? regs : out->registers; /* the largest kernel's */
                 found = 1;
             }
             q = skip_to(buf, "used ");
-            if (q != NULL)
-                sscanf(q, "%d barriers", &out->barriers);
+            if (q != NULL && sscanf(q, "%d barriers", &bars) == 1 && bars > out->barriers)
+                out->barriers = bars;
             for (q = buf; (q = strstr(q, ", ")) != NULL; q += 2) {
                 long long bytes;
                 char what[16];
                 if (sscanf(q + 2, "%lld bytes %15[a-z]", &bytes, what) == 2 &&
-                    strcmp(what, "smem") == 0)
+                    strcmp(what, "smem") == 0 && bytes > out->smem_static)
                     out->smem_static = bytes;
             }
         }

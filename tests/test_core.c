@@ -213,6 +213,26 @@ static void test_report_parse(void)
                                        first, 12),
               1);
     ASSERT_STREQ(first, "C7511: insu"); /* cut to the buffer */
+    /* a source of several kernels (the backward's pre, main and post): the largest kernel's
+     * registers, barriers, frame and static shared memory, and every kernel's spills */
+    ASSERT_EQ(ft__parse_ptxas_report(
+                  "ptxas info    : Compiling entry function 'k_post' for 'sm_90a'\n"
+                  "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+                  "ptxas info    : Used 28 registers, used 0 barriers\n"
+                  "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+                  "ptxas         .     16 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
+                  "ptxas info    : Used 255 registers, used 1 barriers, 64 bytes smem\n"
+                  "ptxas info    : Compiling entry function 'k_pre' for 'sm_90a'\n"
+                  "ptxas         .     0 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n"
+                  "ptxas info    : Used 47 registers, used 0 barriers\n",
+                  &r),
+              1);
+    ASSERT_EQ(r.registers, 255);
+    ASSERT_EQ(r.barriers, 1);
+    ASSERT_EQ(r.smem_static, 64);
+    ASSERT_EQ(r.stack_frame, 16);
+    ASSERT_EQ(r.spill_stores, 12);
+    ASSERT_EQ(r.spill_loads, 16);
     ASSERT_EQ(ft__parse_ptxas_report("nothing here\n", &r), 0);
     ASSERT_EQ(r.registers, -1);
     ft__log_first_error("k.cu(3): warning: x\nk.cu(7): error: identifier \"y\" is undefined\n", first,

@@ -46,14 +46,15 @@ static ft_status write_text(const char *path, const char *text, ft_err *err)
 
 /* ---- the built-in specs ------------------------------------------------------------------ */
 
-/* The three specs are built in (the forward's in order of preference, then the backward's),
+/* The four specs are built in (the forward's, then the backward's, each in order of preference),
  * each the text of the file in specs/. */
 static void test_builtin_table(void)
 {
-    static const char *const names[] = {"specs/flash_fwd.lua", "specs/flash_fwd_sm90.lua", "specs/flash_bwd.lua"};
+    static const char *const names[] = {"specs/flash_fwd.lua", "specs/flash_fwd_sm90.lua", "specs/flash_bwd.lua",
+                                        "specs/flash_bwd_sm90.lua"};
     int i;
 
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < 4; i++) {
         char path[1024];
         char *disk;
         ASSERT_TRUE(ft__builtin_specs[i].name != NULL);
@@ -65,12 +66,12 @@ static void test_builtin_table(void)
         ASSERT_TRUE(strcmp(ft__builtin_specs[i].data, disk) == 0);
         free(disk);
     }
-    ASSERT_TRUE(ft__builtin_specs[3].name == NULL);
+    ASSERT_TRUE(ft__builtin_specs[4].name == NULL);
 }
 
 static void test_load_builtin_index(void)
 {
-    static const int past[] = {3, 4, 1000, -1};
+    static const int past[] = {4, 5, 1000, -1};
     ft_spec *spec = NULL;
     ft_err err;
     size_t i;
@@ -90,6 +91,9 @@ static void test_load_builtin_index(void)
     ASSERT_OK(ft__spec_load_builtin(2, &spec, &err), &err);
     ASSERT_STREQ(spec->template_name, "flash_bwd_sm80");
     ASSERT_STREQ(spec->path, "specs/flash_bwd.lua");
+    ft__spec_free(spec);
+    ASSERT_OK(ft__spec_load_builtin(3, &spec, &err), &err);
+    ASSERT_STREQ(spec->template_name, "flash_bwd_sm90");
     ft__spec_free(spec);
     for (i = 0; i < sizeof past / sizeof past[0]; i++) {
         spec = (ft_spec *)&err; /* must be reset to NULL */

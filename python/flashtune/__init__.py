@@ -131,14 +131,19 @@ def _load():
         lib.ft_attention_key.argtypes = [ctypes.POINTER(_Args), ctypes.c_char_p, ctypes.c_size_t]
         lib.ft_attention_key.restype = ctypes.c_int
         bwd = ctypes.POINTER(_BwdArgs)
-        lib.ft_attention_backward.argtypes = [ctypes.c_void_p, bwd, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-        lib.ft_attention_backward.restype = ctypes.c_int
-        lib.ft_attention_backward_workspace_size.argtypes = [ctypes.c_void_p, bwd, ctypes.POINTER(ctypes.c_size_t)]
-        lib.ft_attention_backward_workspace_size.restype = ctypes.c_int
-        lib.ft_attention_backward_kernel.argtypes = [ctypes.c_void_p, bwd, ctypes.c_char_p, ctypes.c_size_t]
-        lib.ft_attention_backward_kernel.restype = ctypes.c_int
-        lib.ft_attention_backward_flops.argtypes = [bwd]
-        lib.ft_attention_backward_flops.restype = ctypes.c_double
+        try:  # a library older than the backward (0.1.0 before it) still runs the forward
+            lib.ft_attention_backward.argtypes = [ctypes.c_void_p, bwd, ctypes.c_void_p, ctypes.c_size_t,
+                                                  ctypes.c_void_p]
+            lib.ft_attention_backward.restype = ctypes.c_int
+            lib.ft_attention_backward_workspace_size.argtypes = [ctypes.c_void_p, bwd, ctypes.POINTER(ctypes.c_size_t)]
+            lib.ft_attention_backward_workspace_size.restype = ctypes.c_int
+            lib.ft_attention_backward_kernel.argtypes = [ctypes.c_void_p, bwd, ctypes.c_char_p, ctypes.c_size_t]
+            lib.ft_attention_backward_kernel.restype = ctypes.c_int
+            lib.ft_attention_backward_flops.argtypes = [bwd]
+            lib.ft_attention_backward_flops.restype = ctypes.c_double
+            lib.flashtune_has_backward = True
+        except AttributeError:
+            lib.flashtune_has_backward = False
         _lib = lib
     return _lib
 
@@ -349,6 +354,7 @@ class Context:
         out as forward's out=), else new ones. The workspace comes from PyTorch's allocator."""
         import torch
 
+        _need_backward(self._lib)
         check_tensors(q, k, v, None, self.device)
         for name, t, like in (("o", o, q), ("dout", dout, q)):
             _check_grad(name, t, like, self.device)
@@ -383,6 +389,7 @@ class Context:
         """Which kernel backward() runs for these tensors and how it was chosen."""
         import torch
 
+        _need_backward(self._lib)
         check_tensors(q, k, v, None, self.device)
         lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32, device=q.device)
         dk, dv = torch.empty_like(k), torch.empty_like(v)
@@ -393,6 +400,12 @@ class Context:
         if rc != 0:
             raise FlashtuneError(self._message(self._handle, rc))
         return buf.value.decode()
+
+
+def _need_backward(lib):
+    if not lib.flashtune_has_backward:
+        raise FlashtuneError("the loaded libflashtune (%s, %s) has no backward pass: rebuild it" %
+                             (lib.ft_version().decode(), library_path()))
 
 
 def _check_grad(name, t, like, device):
@@ -509,6 +522,7 @@ def key(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal, heads_kv=None
 
 def backward_flops(batch, heads, seqlen_q, seqlen_k, head_dim, causal):
     """Backward FLOPs as the FlashAttention papers count them (2.5 times the forward's)."""
+    _need_backward(_load())
     a = _BwdArgs()
     a.version = FT_BWD_ARGS_VERSION
     a.batch, a.heads_q, a.heads_kv, a.seqlen_q, a.seqlen_k, a.head_dim = batch, heads, heads, seqlen_q, seqlen_k, head_dim

@@ -1,0 +1,48 @@
+-- The Hopper backward search space: dQ, dK, dV kernels on wgmma (templates/flash_bwd_sm90.cuh),
+-- for compute capability 9.0 only (sm_90a code).
+--
+-- Every parameter becomes a compile-time constant of the template; a variant reads
+-- "d=128,bm=64,bn=128,causal=0,dtype=bf16". A CTA owns bn keys of one K/V head, one warpgroup
+-- per 64 of them, and loops over the query blocks of bm rows that see them (every query head of
+-- the K/V group in turn); each warpgroup computes its keys' Sᵀ, dPᵀ, dK and dV and d·64/bn of
+-- dQ's columns.
+
+-- The tuner's workloads: the forward's grid (specs/lib/workloads.lua) at head dims 64 and 128.
+local workloads = require("workloads").paper_grid({ 64, 128 }, {})
+
+return {
+  name = "flash_bwd_sm90",
+  template = "flash_bwd_sm90",
+  description = "Hopper backward (dQ, dK, dV) on wgmma (sm_90a)",
+
+  params = {
+    { name = "d",      values = { 64, 128 },       doc = "head dimension" },
+    { name = "bm",     values = { 64 },            doc = "query rows per block of the CTA's loop" },
+    { name = "bn",     values = { 64, 128 },       doc = "keys per thread block: 64 per warpgroup" },
+    { name = "causal", values = { 0, 1 },          doc = "bottom-right causal mask" },
+    { name = "dtype",  values = { "f16", "bf16" }, doc = "element type of Q, K, V, O, dO and the gradients" },
+  },
+
+  constraints = {
+    { "each warpgroup's share of dQ's columns is whole blocks of 64",
+      function(v) return (v.d // (v.bn // 64)) % 64 == 0 end },
+  },
+
+  -- K and V tiles, two stages of Q and dO tiles, the dSᵀ tile [bn][bm], two stages of bm floats
+  -- of LSE·log2(e) and of D, and 1024 bytes to align the base for the swizzle.
+  smem = function(v)
+    return 1024 + 2 * v.bn * v.d * 2 + 2 * 2 * v.bm * v.d * 2 + v.bn * v.bm * 2 + 2 * 2 * v.bm * 4
+  end,
+
+  -- Per thread: the fp32 dK and dV accumulators (d/2 each), Sᵀ and dPᵀ (bm/2 each), their 16-bit
+  -- packings (bm/4 each, built as those die), and about 24 for addresses and loop state. A lower
+  -- bound: ptxas reports the real count after compiling.
+  registers = function(v)
+    return v.d + v.bm + 24
+  end,
+
+  workloads = workloads,
+
+  -- dK and dV live in registers for the whole kernel: a variant that spills is never a candidate.
+  spills = "reject",
+}
