@@ -272,6 +272,13 @@ int ft__cache_get(ft_cache *cache, const uint8_t key[32], ft_compiled *out)
     out->log[ls] = '\0';
     memcpy(out->cubin, p + CHECKSUM_SIZE + ls, cs);
     out->cubin_size = cs;
+    /* the report as this build reads the stored log (an older build may have read a
+     * multi-kernel log by its last kernel only) */
+    {
+        ft_resource_report r;
+        if (ft__parse_ptxas_report(out->log, &r))
+            out->report = r;
+    }
     out->cache_hit = 1;
     ok = 1;
     __atomic_fetch_add(&cache->stats.hits, 1, __ATOMIC_RELAXED);
