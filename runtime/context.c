@@ -384,9 +384,10 @@ void ft_context_destroy(ft_context *ctx)
  * at 32, 96 and 192 the fastest of those timed by tests/bwd there; at 192 and 256 a second choice
  * with one Q/dO stage for GPUs with less shared memory than an H200. gqa=loop throughout (the
  * tune's shapes had no grouped heads, where loop and atomic are the same kernel's work). On
- * compute capability 9.0 the sm_90a backward first (d = 64 and 128; its spec has no
- * deterministic kernels, so a deterministic call takes the sm80 family's): the faster of its
- * tiles on an H200 (2026-12-01, bench/results/h200-2026-12-01-train). The first entry of the call's operation whose family the context has and
+ * compute capability 9.0 the sm_90a backward first at d = 128 (its spec has no deterministic
+ * kernels, so a deterministic call takes the sm80 family's): it won every d = 128 bucket of a
+ * bf16 tune of both families on an H200 (2026-12-01, bench/results/h200-2026-12-01-train); at
+ * d = 64 the sm80 family's won every bucket. The first entry of the call's operation whose family the context has and
  * that builds wins: the sm_90a family's where it runs. */
 static const struct default_kernel {
     const char *family;
@@ -408,7 +409,6 @@ static const struct default_kernel {
     {"flash_fwd_sm80", 128, -1, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
     {"flash_fwd_sm80", 192, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
     {"flash_fwd_sm80", 256, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
-    {"flash_bwd_sm90", 64, -1, "bm=64,bn=64"},
     {"flash_bwd_sm90", 128, -1, "bm=64,bn=128"},
     {"flash_bwd_sm80", 32, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop"},
     {"flash_bwd_sm80", 64, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop"},
