@@ -68,6 +68,18 @@ void ft__key_of(const ft_op *op, const char *dtype, int head_dim, int causal, in
     snprintf(out->dtype, sizeof out->dtype, "%s", dtype != NULL ? dtype : "");
 }
 
+int ft__key_set(ft_key *k, const char *name, long long value)
+{
+    int i;
+
+    for (i = 0; i < k->nfields; i++)
+        if (strcmp(k->fields[i].name, name) == 0) {
+            k->fields[i].value = value;
+            return 1;
+        }
+    return 0;
+}
+
 long long ft__pow2_at_least(long long n, long long floor)
 {
     long long p = floor;

@@ -63,4 +63,19 @@ sqlite3 "$db" "select k.variant, r.key from results r join kernels k on k.id = r
 "$ft" query --db "$db" --d 64 > "$dir/out" 2>&1 || fail "query failed"
 [ "$(grep -c '^Fake GPU *bwd f16 .* winner' "$dir/out")" = 24 ] || fail "query: expected 24 backward winners"
 echo "tune measures the backward: ok"
+
+# packs carry backward winners: export, import into a fresh database (the same winners, keys and
+# operation), the C export names each entry's operation and key and compiles.
+"$ft" export --db "$db" --out "$dir/bwd.ftpack" > "$dir/out" 2>&1 || fail "export of backward winners failed"
+grep -q '^exported 24 buckets ' "$dir/out" || fail "export: expected 24 buckets"
+FLASHTUNE_WORKER=$2 "$ft" import "$dir/bwd.ftpack" --db "$dir/i.db" > "$dir/out" 2>&1 || fail "import failed"
+winners() { sqlite3 "$1" "select op, key, variant from v_winners w join kernels k on k.id = w.kernel_id order by key"; }
+[ "$(winners "$dir/i.db")" = "$(winners "$db")" ] || fail "the imported winners differ from the exported ones"
+[ "$(sqlite3 "$dir/i.db" "select count(*) from v_winners where op = 'bwd'")" = 24 ] || fail "import: not 24 backward winners"
+"$ft" export --db "$db" --format c --out "$dir/bwd_kernels.c" > "$dir/out" 2>&1 || fail "export --format c failed"
+[ "$(grep -o '"bwd"' "$dir/bwd_kernels.c" | wc -l)" = 24 ] || fail "the C export does not name the bwd operation 24 times"
+[ "$(grep -o 'det\\042:1' "$dir/bwd_kernels.c" | wc -l)" = 12 ] || fail "the C export's keys lack the 12 deterministic buckets"
+${CC:-cc} -std=c11 -Wall -Wextra -Werror -pedantic -Iinclude -c -o "$dir/bwd_kernels.o" "$dir/bwd_kernels.c" \
+  > "$dir/out" 2>&1 || fail "the C export does not compile"
+echo "packs carry the backward: ok"
 echo "bwd_cli: ok"

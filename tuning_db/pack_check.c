@@ -251,9 +251,13 @@ int ft__pack_check_winner(const ft_pack_winner *w, const ft_pack_kernel *pk, cha
         return ft__pack_refuse(why, cap, "its shape is not one (batch, heads and lengths positive, heads_q a multiple of "
                       "heads_kv)");
     /* The key the operation gives the shape: the key's buckets must be those (which also makes
-     * them powers of two, at least the operation's least). */
+     * them powers of two, at least the operation's least). Determinism is the call's choice,
+     * not the shape's: the recorded one, 0 or 1. */
     ft__key_of(k->op, k->dtype, (int)d, (int)causal, r->batch, r->heads_q, r->heads_kv, r->seqlen_q, r->seqlen_k,
                &shape);
+    if (ft__key_get(k, "det", 0) != 0 && ft__key_get(k, "det", 0) != 1)
+        return ft__pack_refuse(why, cap, "its determinism is not 0 or 1");
+    ft__key_set(&shape, "det", ft__key_get(k, "det", 0));
     if (!ft__key_equal(&shape, k)) {
         ft__key_format(&shape, want, sizeof want);
         ft__key_format(k, have, sizeof have);
