@@ -205,7 +205,10 @@ FT_API ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *
  * (ft_attention_args.lse: fp32 [batch, heads_q, seqlen_q], contiguous, natural log, +inf for a
  * row that sees no key). dk and dv are [batch, seqlen_k, heads_kv, head_dim]: with grouped-query
  * heads, each K/V head's gradient is the sum over the query heads of its group. The outputs must
- * not overlap the inputs or each other. causal and softmax_scale must be the forward's.
+ * share no element with the inputs or each other; tensors of one layout that interleave (dq, dk
+ * and dv in one packed [batch, seqlen, 3, heads, head_dim] buffer, as the forward's packed QKV)
+ * are fine, other strides over common bytes are refused (FT_ERR_INVALID_ARGUMENT). causal and
+ * softmax_scale must be the forward's.
  *
  * Set the structure up with ft_attention_bwd_args_init; the versioning rules are those of
  * ft_attention_args (fields are only appended; a library reads the version a structure says). */

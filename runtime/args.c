@@ -1,6 +1,7 @@
 #include "runtime/args.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/op.h"
@@ -117,4 +118,62 @@ double ft_attention_backward_flops(const ft_attention_bwd_args *args)
         return 0.0;
     ft__bwd_args_problem(&a, &p);
     return ft__op_bwd.flops(&p);
+}
+
+/* The bytes from a tensor's first element to just past its last. */
+static uint64_t span_bytes(const ft_tensor_view *t)
+{
+    uint64_t e = (uint64_t)t->head_dim;
+    int k;
+
+    for (k = 0; k < 3; k++)
+        e += (uint64_t)(t->n[k] - 1) * (uint64_t)t->stride[k];
+    return 2 * e;
+}
+
+int ft__tensors_may_alias(const ft_tensor_view *a, const ft_tensor_view *b)
+{
+    const uint64_t sa = span_bytes(a), sb = span_bytes(b);
+    int order[3] = {0, 1, 2}, i, j, nested = 1;
+    int64_t reach, delta;
+
+    if (a->addr >= b->addr + sb || b->addr >= a->addr + sa)
+        return 0; /* the ranges do not meet */
+    if (memcmp(a->stride, b->stride, sizeof a->stride) != 0 || memcmp(a->n, b->n, sizeof a->n) != 0 ||
+        a->head_dim != b->head_dim || (a->addr - b->addr) % 2 != 0)
+        return 1;
+    /* dimensions by increasing stride; each must step past all that the smaller ones reach */
+    for (i = 0; i < 3; i++)
+        for (j = i + 1; j < 3; j++)
+            if (a->stride[order[j]] < a->stride[order[i]]) {
+                int t = order[i];
+                order[i] = order[j], order[j] = t;
+            }
+    reach = a->head_dim;
+    for (i = 0; i < 3 && nested; i++) {
+        const int k = order[i];
+        if (a->n[k] > 1) {
+            nested = a->stride[k] >= reach;
+            reach += (int64_t)(a->n[k] - 1) * a->stride[k];
+        }
+    }
+    if (!nested)
+        return 1;
+    /* An element of b is one of a's iff the distance is a sum of index differences times the
+     * strides (each difference under its size) plus less than a row: with nested strides, take
+     * from the largest down the multiple nearest to what is left. */
+    delta = ((int64_t)b->addr - (int64_t)a->addr) / 2;
+    for (i = 2; i >= 0; i--) {
+        const int k = order[i];
+        int64_t m;
+        if (a->n[k] <= 1 || a->stride[k] == 0)
+            continue;
+        m = (delta >= 0 ? delta + a->stride[k] / 2 : delta - a->stride[k] / 2) / a->stride[k];
+        if (m > a->n[k] - 1)
+            m = a->n[k] - 1;
+        if (m < -(a->n[k] - 1))
+            m = -(a->n[k] - 1);
+        delta -= m * a->stride[k];
+    }
+    return llabs(delta) < a->head_dim;
 }

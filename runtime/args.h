@@ -18,6 +18,21 @@ ft_status ft__attention_bwd_args_read(const ft_attention_bwd_args *in, ft_attent
 /* The problem of a backward call (sizes, dtype, causality, scale, determinism). */
 void ft__bwd_args_problem(const ft_attention_bwd_args *a, ft_problem *p);
 
+/* One [batch, rows, heads, head_dim] tensor of 16-bit elements as the API takes it: its first
+ * element's address, its strides in elements (batch, row, head; head_dim contiguous), sizes. */
+typedef struct ft_tensor_view {
+    uintptr_t addr;
+    int64_t stride[3];
+    int n[3];     /* batch, rows, heads */
+    int head_dim;
+} ft_tensor_view;
+
+/* Whether two tensors may share an element. Exact when both have the same strides and those
+ * nest (each at least the extent of the smaller ones: the layouts of packed [b, s, 3, h, d] QKV
+ * and its gradient, whose tensors interleave without sharing an element); otherwise whether the
+ * byte ranges from first to last element meet, which may refuse tensors that only interleave. */
+int ft__tensors_may_alias(const ft_tensor_view *a, const ft_tensor_view *b);
+
 /* flashtune 0.1's ft_attention_args, field for field (what programs built against it pass). */
 typedef struct ft_attention_args_v1 {
     ft_dtype dtype;

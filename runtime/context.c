@@ -841,20 +841,6 @@ ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *given, 
 
 /* ---- the backward ---- */
 
-/* Whether two byte ranges [a, a + na) and [b, b + nb) meet. */
-static int overlaps(uintptr_t a, size_t na, uintptr_t b, size_t nb)
-{
-    return na > 0 && nb > 0 && a < b + nb && b < a + na;
-}
-
-/* The bytes from a tensor's first element to just past its last: rows, heads and batches of
- * head_dim 16-bit elements along its strides. */
-static size_t tensor_span(const int64_t s[3], int batch, int rows, int heads, int head_dim)
-{
-    return 2 * ((size_t)(batch - 1) * (size_t)s[0] + (size_t)(rows - 1) * (size_t)s[1] +
-                (size_t)(heads - 1) * (size_t)s[2] + (size_t)head_dim);
-}
-
 /* Checks a backward call's arguments and finds (the first time: builds) its kernel, like
  * kernel_for_call; its problem goes to p. */
 static ft_status bwd_kernel_for_call(ft_context *ctx, const ft_attention_bwd_args *given, ft_attention_bwd_args *a,
@@ -866,7 +852,7 @@ static ft_status bwd_kernel_for_call(ft_context *ctx, const ft_attention_bwd_arg
         const int64_t *stride;
         int q_side, output;
     } t[8];
-    size_t span[8];
+    ft_tensor_view view[8];
     ft_status rc;
     ft_err err;
     char msg[256];
@@ -890,12 +876,16 @@ static ft_status bwd_kernel_for_call(ft_context *ctx, const ft_attention_bwd_arg
     for (i = 0; i < 8; i++) {
         if ((rc = check_tensor(ctx, t[i].name, t[i].ptr, t[i].stride)) != FT_OK)
             return rc;
-        span[i] = tensor_span(t[i].stride, p->batch, t[i].q_side ? p->seqlen_q : p->seqlen_k,
-                              t[i].q_side ? p->heads_q : p->heads_kv, p->head_dim);
+        view[i].addr = (uintptr_t)t[i].ptr;
+        memcpy(view[i].stride, t[i].stride, sizeof view[i].stride);
+        view[i].n[0] = p->batch;
+        view[i].n[1] = t[i].q_side ? p->seqlen_q : p->seqlen_k;
+        view[i].n[2] = t[i].q_side ? p->heads_q : p->heads_kv;
+        view[i].head_dim = p->head_dim;
     }
     for (i = 5; i < 8; i++)
         for (j = 0; j < 8; j++)
-            if (j != i && overlaps((uintptr_t)t[i].ptr, span[i], (uintptr_t)t[j].ptr, span[j])) {
+            if (j != i && ft__tensors_may_alias(&view[i], &view[j])) {
                 snprintf(msg, sizeof msg, "%s overlaps %s: the gradients must not share memory with the inputs or "
                          "each other", t[i].name, t[j].name);
                 return set_error(ctx, FT_ERR_INVALID_ARGUMENT, msg);

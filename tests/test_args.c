@@ -140,5 +140,38 @@ static void test_backward_args(void)
     ASSERT_TRUE(ft_attention_backward_flops(&b) == 0);
 }
 
-FT_TEST_MAIN(FT_CASE(test_init), FT_CASE(test_backward_args), FT_CASE(test_version_1_read), FT_CASE(test_version_2_read),
+/* Which tensors may share an element: the packed QKV layout's three interleave without it. */
+static void test_tensors_may_alias(void)
+{
+    const int b = 2, sq = 5, h = 3, d = 64;
+    ft_tensor_view q, k, v, x;
+    int i;
+
+    memset(&q, 0, sizeof q);
+    q.addr = 0x100000;
+    q.stride[0] = (int64_t)sq * 3 * h * d, q.stride[1] = 3 * h * d, q.stride[2] = d;
+    q.n[0] = b, q.n[1] = sq, q.n[2] = h, q.head_dim = d;
+    k = v = q;
+    k.addr = q.addr + 2 * h * d;      /* [b, s, 3, h, d]: K after Q's heads, V after K's */
+    v.addr = q.addr + 2 * 2 * h * d;
+    ASSERT_TRUE(!ft__tensors_may_alias(&q, &k) && !ft__tensors_may_alias(&k, &q));
+    ASSERT_TRUE(!ft__tensors_may_alias(&q, &v) && !ft__tensors_may_alias(&k, &v));
+    ASSERT_TRUE(ft__tensors_may_alias(&q, &q));
+    for (i = 1; i < 4; i++) { /* shifted by less than a row, or by a whole head: shared elements */
+        x = q;
+        x.addr = q.addr + 2 * (i == 3 ? d : 8 * i);
+        ASSERT_TRUE(ft__tensors_may_alias(&q, &x) && ft__tensors_may_alias(&x, &q));
+    }
+    x = q; /* past the last element of q: nothing shared */
+    x.addr = q.addr + 2 * ((b - 1) * q.stride[0] + (sq - 1) * q.stride[1] + (h - 1) * q.stride[2] + d);
+    ASSERT_TRUE(!ft__tensors_may_alias(&q, &x));
+    x = k; /* other strides over the same bytes: refused, though they might only interleave */
+    x.stride[1] = h * d, x.stride[0] = (int64_t)sq * h * d;
+    ASSERT_TRUE(ft__tensors_may_alias(&q, &x));
+    x = k; /* expanded (stride 0): not nested, the byte ranges decide */
+    x.stride[2] = 0;
+    ASSERT_TRUE(ft__tensors_may_alias(&q, &x));
+}
+
+FT_TEST_MAIN(FT_CASE(test_init), FT_CASE(test_backward_args), FT_CASE(test_tensors_may_alias), FT_CASE(test_version_1_read), FT_CASE(test_version_2_read),
              FT_CASE(test_flops_and_key))
