@@ -31,6 +31,8 @@ static void usage(FILE *f)
     for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "  %-8s %s\n", "version", "print the version");
+    fprintf(f, "\nexit status: 0 done, 1 failed (the reason on stderr), 2 usage error, 130 interrupted\n"
+               "(Ctrl-C or SIGTERM)\n");
 }
 
 /* What a command printed must have reached its output: a full disk or an I/O error turns a

@@ -58,6 +58,7 @@ ft_cli_test(gen_sm90_cubin ok "Compiling entry function 'ft_flash_fwd_sm90_d64_[
   gen specs/flash_fwd_sm90.lua --variant "d=64,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1"
   -o /dev/null --cubin ${CMAKE_CURRENT_BINARY_DIR}/gen_sm90.cubin)
 ft_cli_test(no_command fail "usage: flashtune COMMAND")
+ft_cli_test(help_exit_status ok "exit status: 0 done, 1 failed \\(the reason on stderr\\), 2 usage error, 130 interrupted" --help)
 ft_cli_test(unknown_command fail "unknown command 'frobnicate'" frobnicate)
 
 add_test(NAME cli_cache COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cli_cache.sh $<TARGET_FILE:flashtune>
