@@ -300,7 +300,7 @@ static ft_status make_database(const char *path, ft_session *s, ft_spec *spec, c
         rc = ft__db_kernel_id(db, &k, &r.kernel_id, err);
     if (rc != FT_OK)
         goto out;
-    ft__key_of(&ft__op_fwd, "f16", o->d, 0, o->b, o->h, o->h, o->s, o->s, &r.key);
+    ft__key_of(&ft__op_fwd, "f16", o->d, 0, 0, o->b, o->h, o->h, o->s, o->s, &r.key);
     r.batch = o->b, r.heads_q = o->h, r.heads_kv = o->h, r.seqlen_q = o->s, r.seqlen_k = o->s;
     r.status = FT_RESULT_OK;
     r.median_ms = 0.01;

@@ -129,12 +129,7 @@ int cmd_gen(int argc, char **argv)
         status = cli_fail("gen", &err);
         goto out;
     }
-    fam = ft__family_find(spec->template_name);
-    if (fam == NULL) {
-        fprintf(stderr, "flashtune gen: %s: unknown template '%s'\n", spec->path, spec->template_name);
-        goto out;
-    }
-    if (ft__family_check_spec(fam, spec, &err) != FT_OK ||
+    if ((fam = ft__spec_family(spec, &err)) == NULL || ft__family_check_spec(fam, spec, &err) != FT_OK ||
         ft__spec_check(spec, &v, &arch, &keep, reason, sizeof reason, &err) != FT_OK) {
         status = cli_fail("gen", &err);
         goto out;

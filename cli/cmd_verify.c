@@ -17,8 +17,8 @@ static const char usage[] =
     "Compiles every variant of the spec (default: the built-in flash_fwd) that fits the GPU\n"
     "and checks each against the reference over a set of shapes: odd sequence lengths,\n"
     "seqlen_q != seqlen_k both ways, grouped-query heads, strided layouts, large scores.\n"
-    "Forward kernels are checked on O and the LSE, backward ones (specs/flash_bwd.lua) on dQ,\n"
-    "dK and dV, deterministic ones also for the same bits twice.\n"
+    "Forward kernels are checked on O and the LSE, backward ones (flash_bwd, flash_bwd_sm90)\n"
+    "on dQ, dK and dV, deterministic ones also for the same bits twice.\n"
     "Prints one row per variant and exits non-zero if any fails.\n"
     "\n"
     "  --only FILTER     only the variants matching, e.g. 'd=128,causal=1'\n"
@@ -148,9 +148,9 @@ typedef struct row {
  * NULL and err says why. */
 static const ft_family *family_of(const ft_spec *spec, ft_err *err)
 {
-    const ft_family *fam = ft__family_find(spec->template_name);
+    const ft_family *fam = ft__spec_family(spec, err);
 
-    if (fam == NULL || (fam->op != &ft__op_fwd && fam->op != &ft__op_bwd)) {
+    if (fam != NULL && fam->op != &ft__op_fwd && fam->op != &ft__op_bwd) {
         ft__spec_check_op(spec, &ft__op_fwd, "verify checks", err);
         return NULL;
     }

@@ -240,12 +240,24 @@ const ft_family *ft__family_find(const char *name)
     return NULL;
 }
 
-ft_status ft__spec_check_op(const ft_spec *spec, const ft_op *op, const char *what, ft_err *err)
+const ft_family *ft__spec_family(const ft_spec *spec, ft_err *err)
 {
     const ft_family *fam = ft__family_find(spec->template_name);
+    char known[256];
+
+    if (fam == NULL) {
+        ft__family_names(known, sizeof known);
+        ft__fail(err, FT_ERR_SPEC, "%s: unknown template '%s' (known: %s)", spec->path, spec->template_name, known);
+    }
+    return fam;
+}
+
+ft_status ft__spec_check_op(const ft_spec *spec, const ft_op *op, const char *what, ft_err *err)
+{
+    const ft_family *fam = ft__spec_family(spec, err);
 
     if (fam == NULL)
-        return ft__fail(err, FT_ERR_SPEC, "%s: unknown template '%s'", spec->path, spec->template_name);
+        return FT_ERR_SPEC;
     if (fam->op != op)
         return ft__fail(err, FT_ERR_UNSUPPORTED,
                         "%s: its kernels (%s) compute the %s operation, and %s %s kernels only so far "

@@ -50,6 +50,10 @@ struct ft_family {
 
 const ft_family *ft__family_find(const char *name);
 
+/* The family a spec's `template` names, or NULL with FT_ERR_SPEC naming the spec, the template
+ * and the families this build has. */
+const ft_family *ft__spec_family(const ft_spec *spec, ft_err *err);
+
 /* FT_OK when the family of spec computes operation op; else FT_ERR_UNSUPPORTED (FT_ERR_SPEC for
  * an unknown family) naming the spec, its family and operation, and what (the command or part
  * that cannot take it: "run, verify and tune measure"). */

@@ -307,11 +307,11 @@ static long variant_int(const char *variant, const char *name, long def, char *w
     return x;
 }
 
-int ft__variant_check(const char *variant, const char *dtype, int head_dim, int causal, int rows_per_block,
+int ft__variant_check(const char *variant, const char *dtype, int head_dim, int causal, int det, int rows_per_block,
                       char *why, size_t cap)
 {
     char vt[16], msg[200];
-    long d, c, bm;
+    long d, c, bm, dt;
     int r;
 
     r = scan_variant(variant, "dtype", vt, sizeof vt, why, cap);
@@ -320,13 +320,19 @@ int ft__variant_check(const char *variant, const char *dtype, int head_dim, int 
     d = variant_int(variant, "d", -2, why, cap);
     c = variant_int(variant, "causal", -2, why, cap);
     bm = variant_int(variant, "bm", 64, why, cap);
-    if (d == -1 || c == -1 || bm == -1)
+    dt = variant_int(variant, "det", 0, why, cap);
+    if (d == -1 || c == -1 || bm == -1 || dt == -1)
         return 0;
     if (r == 0 || d == -2 || c == -2)
         return text_fail(why, cap, "its variant string lacks d, causal or dtype");
     if (d != head_dim || c != (causal != 0) || dtype == NULL || strcmp(vt, dtype) != 0) {
         snprintf(msg, sizeof msg, "its variant computes d=%ld causal=%ld %s, not d=%d causal=%d %s", d, c, vt,
                  head_dim, causal != 0, dtype != NULL ? dtype : "?");
+        return text_fail(why, cap, msg);
+    }
+    if (dt != (det != 0)) {
+        snprintf(msg, sizeof msg, "its variant has det=%ld, but it serves a%s deterministic bucket", dt,
+                 det ? "" : " non-");
         return text_fail(why, cap, msg);
     }
     if (rows_per_block > 0 && bm != rows_per_block) {

@@ -41,9 +41,10 @@ int ft__variant_text_value(const char *variant, const char *name, char *out, siz
 /* Whether a variant string is well formed — comma-separated name=value pairs, names of letters,
  * digits and '_' not starting with a digit, values of letters, digits, '_', '.' and '-', no name
  * twice, under 512 bytes — and computes the bucket: its d, causal and dtype equal head_dim,
- * causal and dtype; and when rows_per_block > 0, its bm (64 when it has none, as the loader
- * reads it) equals rows_per_block. */
-int ft__variant_check(const char *variant, const char *dtype, int head_dim, int causal, int rows_per_block,
+ * causal and dtype, its det (0 when it has none: the forward, a family without deterministic
+ * kernels) equals det (the bucket key's, 0 when the key has none); and when rows_per_block > 0,
+ * its bm (64 when it has none, as the loader reads it) equals rows_per_block. */
+int ft__variant_check(const char *variant, const char *dtype, int head_dim, int causal, int det, int rows_per_block,
                       char *why, size_t cap);
 
 #endif

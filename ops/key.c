@@ -56,28 +56,17 @@ int ft__key_cmp(const ft_key *a, const ft_key *b)
     return c;
 }
 
-void ft__key_of(const ft_op *op, const char *dtype, int head_dim, int causal, int batch, int heads_q, int heads_kv,
-                int seqlen_q, int seqlen_k, ft_key *out)
+void ft__key_of(const ft_op *op, const char *dtype, int head_dim, int causal, int deterministic, int batch,
+                int heads_q, int heads_kv, int seqlen_q, int seqlen_k, ft_key *out)
 {
     ft_problem p;
 
     memset(&p, 0, sizeof p);
     p.batch = batch, p.heads_q = heads_q, p.heads_kv = heads_kv, p.seqlen_q = seqlen_q, p.seqlen_k = seqlen_k;
     p.head_dim = head_dim, p.causal = causal != 0, p.bf16 = dtype != NULL && strcmp(dtype, "bf16") == 0;
+    p.deterministic = deterministic != 0;
     op->key(&p, out);
     snprintf(out->dtype, sizeof out->dtype, "%s", dtype != NULL ? dtype : "");
-}
-
-int ft__key_set(ft_key *k, const char *name, long long value)
-{
-    int i;
-
-    for (i = 0; i < k->nfields; i++)
-        if (strcmp(k->fields[i].name, name) == 0) {
-            k->fields[i].value = value;
-            return 1;
-        }
-    return 0;
 }
 
 long long ft__pow2_at_least(long long n, long long floor)

@@ -60,8 +60,6 @@ ft_status ft__key_parse(const ft_op *op, const char *text, ft_key *out, ft_err *
 /* A field's value, or def when the key has no such field. */
 long long ft__key_get(const ft_key *k, const char *name, long long def);
 
-/* Sets a field the key has to value: 1, or 0 when it has no such field (nothing changes). */
-int ft__key_set(ft_key *k, const char *name, long long value);
 
 int ft__key_equal(const ft_key *a, const ft_key *b);
 
@@ -69,10 +67,10 @@ int ft__key_equal(const ft_key *a, const ft_key *b);
  * forward: head dim, causality, sequence length, batch·heads). */
 int ft__key_cmp(const ft_key *a, const ft_key *b);
 
-/* The key of a call of `op` with these sizes (the forward's and later operations' common
- * description of a call): what the tuner and the checks of packs compute a key from. */
-void ft__key_of(const ft_op *op, const char *dtype, int head_dim, int causal, int batch, int heads_q, int heads_kv,
-                int seqlen_q, int seqlen_k, ft_key *out);
+/* The key of a call of `op` with these sizes, causality and determinism (the backward's choice;
+ * the forward ignores it): what the checks of packs compute a key from. */
+void ft__key_of(const ft_op *op, const char *dtype, int head_dim, int causal, int deterministic, int batch,
+                int heads_q, int heads_kv, int seqlen_q, int seqlen_k, ft_key *out);
 
 /* The smallest power of two >= n and >= floor: the buckets of the attention operations' keys. */
 long long ft__pow2_at_least(long long n, long long floor);

@@ -51,10 +51,7 @@ static int call_problem(const ft_attention_args *given, ft_problem *p)
         return 0;
     if (a.batch <= 0 || a.heads_q <= 0 || a.heads_kv <= 0 || a.seqlen_q <= 0 || a.seqlen_k <= 0 || a.head_dim <= 0)
         return 0;
-    memset(p, 0, sizeof *p);
-    p->batch = a.batch, p->heads_q = a.heads_q, p->heads_kv = a.heads_kv;
-    p->seqlen_q = a.seqlen_q, p->seqlen_k = a.seqlen_k, p->head_dim = a.head_dim;
-    p->causal = a.causal != 0, p->bf16 = a.dtype == FT_BF16;
+    ft__fwd_args_problem(&a, p);
     return 1;
 }
 
@@ -96,6 +93,14 @@ void ft_attention_bwd_args_init_version(ft_attention_bwd_args *a, int version)
         return;
     memset(a, 0, sizeof *a);
     a->version = version;
+}
+
+void ft__fwd_args_problem(const ft_attention_args *a, ft_problem *p)
+{
+    memset(p, 0, sizeof *p);
+    p->batch = a->batch, p->heads_q = a->heads_q, p->heads_kv = a->heads_kv;
+    p->seqlen_q = a->seqlen_q, p->seqlen_k = a->seqlen_k, p->head_dim = a->head_dim;
+    p->causal = a->causal != 0, p->bf16 = a->dtype == FT_BF16, p->scale = a->softmax_scale;
 }
 
 void ft__bwd_args_problem(const ft_attention_bwd_args *a, ft_problem *p)

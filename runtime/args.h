@@ -15,6 +15,9 @@ ft_status ft__attention_args_read(const ft_attention_args *in, ft_attention_args
 /* The backward's arguments in this version's layout (version 1 only so far). */
 ft_status ft__attention_bwd_args_read(const ft_attention_bwd_args *in, ft_attention_bwd_args *out, ft_err *err);
 
+/* The problem of a forward call (sizes, dtype, causality, scale). */
+void ft__fwd_args_problem(const ft_attention_args *a, ft_problem *p);
+
 /* The problem of a backward call (sizes, dtype, causality, scale, determinism). */
 void ft__bwd_args_problem(const ft_attention_bwd_args *a, ft_problem *p);
 

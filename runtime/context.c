@@ -146,7 +146,7 @@ static ft_status misses_setup(ft_context *ctx, const char *database, ft_err *err
 
 /* Records the miss of a slot just built (under the context's lock). Recording never fails a
  * call: the first failure is printed once and recording stops. */
-static void record_miss(ft_context *ctx, const kernel_slot *slot, const ft_problem *a)
+static void record_miss(ft_context *ctx, const kernel_slot *slot, const ft_problem *p)
 {
     ft_status rc = FT_OK;
     ft_db_miss m;
@@ -163,8 +163,8 @@ static void record_miss(ft_context *ctx, const kernel_slot *slot, const ft_probl
         memset(&m, 0, sizeof m);
         m.device_id = ctx->miss_device_id;
         m.key = slot->key;
-        m.batch = a->batch, m.heads_q = a->heads_q, m.heads_kv = a->heads_kv;
-        m.seqlen_q = a->seqlen_q, m.seqlen_k = a->seqlen_k;
+        m.batch = p->batch, m.heads_q = p->heads_q, m.heads_kv = p->heads_kv;
+        m.seqlen_q = p->seqlen_q, m.seqlen_k = p->seqlen_k;
         snprintf(m.fallback, sizeof m.fallback, "%s", slot->fallback);
         rc = ft__db_record_miss(ctx->miss_db, &m, &err);
     }
@@ -317,9 +317,7 @@ ft_status ft_context_create(const ft_context_options *options, ft_context **out)
     if (rc == FT_OK)
         rc = ft__spec_load_default(options->spec, &ctx->spec, &err);
     if (rc == FT_OK)
-        rc = spec_op(ctx->spec) != NULL ? FT_OK
-                                        : ft__fail(&err, FT_ERR_SPEC, "%s: unknown kernel family '%s'", ctx->spec->path,
-                                                   ctx->spec->template_name);
+        rc = ft__spec_family(ctx->spec, &err) != NULL ? FT_OK : FT_ERR_SPEC;
     if (rc == FT_OK && options->variant != NULL) {
         ft_variant v;
         unsigned mask;
@@ -529,7 +527,6 @@ static int load_from_set(ft_context *ctx, kernel_slot *slot, char *how, size_t c
     const ft_kernel_set_entry *e;
     const ft_key *got;
     int pick = ft__key_nearest(want, ctx->kset_keys, ctx->kset->count), exact;
-    char det[8];
     ft_err err;
 
     if (pick < 0) {
@@ -540,13 +537,6 @@ static int load_from_set(ft_context *ctx, kernel_slot *slot, char *how, size_t c
     e = &ctx->kset->entries[pick];
     got = &ctx->kset_keys[pick];
     exact = ft__key_equal(got, want);
-    if (ft__key_get(want, "det", 0) != 0 && (e->variant == NULL || ft__variant_text_value(e->variant, "det", det,
-                                                                                       sizeof det) != 1 ||
-                                             strcmp(det, "1") != 0)) {
-        snprintf(how, cap, "the %s's winner %s is not deterministic", ctx->pack != NULL ? "pack" : "kernel set",
-                 e->variant != NULL ? e->variant : e->entry);
-        return 0;
-    }
     if (ft__kernel_set_load(ctx->session.cu, &ctx->session.arch, e, &slot->k, &err) != FT_OK) {
         snprintf(how, cap, "the %s's winner %s cannot be used: %s", ctx->pack != NULL ? "pack" : "kernel set",
                  e->variant != NULL ? e->variant : e->entry, err.msg);
@@ -782,10 +772,7 @@ static ft_status kernel_for_call(ft_context *ctx, const ft_attention_args *given
     rc = ft__attention_args_read(given, a, &err);
     if (rc != FT_OK)
         return set_error(ctx, rc, err.msg);
-    memset(&p, 0, sizeof p);
-    p.batch = a->batch, p.heads_q = a->heads_q, p.heads_kv = a->heads_kv;
-    p.seqlen_q = a->seqlen_q, p.seqlen_k = a->seqlen_k, p.head_dim = a->head_dim;
-    p.causal = a->causal != 0, p.bf16 = a->dtype == FT_BF16, p.scale = a->softmax_scale;
+    ft__fwd_args_problem(a, &p);
     if ((rc = check_problem(ctx, a->dtype, &p)) != FT_OK || (rc = check_tensor(ctx, "q", a->q, a->q_stride)) != FT_OK ||
         (rc = check_tensor(ctx, "k", a->k, a->k_stride)) != FT_OK ||
         (rc = check_tensor(ctx, "v", a->v, a->v_stride)) != FT_OK ||
@@ -850,7 +837,7 @@ static ft_status bwd_kernel_for_call(ft_context *ctx, const ft_attention_bwd_arg
         const char *name;
         const void *ptr;
         const int64_t *stride;
-        int q_side, output;
+        int q_side;
     } t[8];
     ft_tensor_view view[8];
     ft_status rc;
@@ -869,9 +856,9 @@ static ft_status bwd_kernel_for_call(ft_context *ctx, const ft_attention_bwd_arg
     ft__bwd_args_problem(a, p);
     if ((rc = check_problem(ctx, a->dtype, p)) != FT_OK)
         return rc;
-#define T(i, n, f, q, out) (t[i].name = n, t[i].ptr = a->f, t[i].stride = a->f##_stride, t[i].q_side = q, t[i].output = out)
-    T(0, "q", q, 1, 0), T(1, "k", k, 0, 0), T(2, "v", v, 0, 0), T(3, "o", o, 1, 0), T(4, "dout", dout, 1, 0);
-    T(5, "dq", dq, 1, 1), T(6, "dk", dk, 0, 1), T(7, "dv", dv, 0, 1);
+#define T(i, n, f, q) (t[i].name = n, t[i].ptr = a->f, t[i].stride = a->f##_stride, t[i].q_side = q)
+    T(0, "q", q, 1), T(1, "k", k, 0), T(2, "v", v, 0), T(3, "o", o, 1), T(4, "dout", dout, 1);
+    T(5, "dq", dq, 1), T(6, "dk", dk, 0), T(7, "dv", dv, 0); /* the outputs: 5, 6, 7 */
 #undef T
     for (i = 0; i < 8; i++) {
         if ((rc = check_tensor(ctx, t[i].name, t[i].ptr, t[i].stride)) != FT_OK)

@@ -84,12 +84,12 @@ void ft__variant_problem(const ft_spec *spec, const ft_variant *v, ft_problem *p
 ft_status ft__session_load(ft_session *s, ft_spec *spec, const ft_variant *v, const void *cubin,
                            const char *entry, long long smem_dynamic, int threads, ft_kernel *out, ft_err *err)
 {
-    const ft_family *fam = ft__family_find(spec->template_name);
+    const ft_family *fam = ft__spec_family(spec, err);
     char text[FT_VARIANT_STR_MAX];
     ft_launch_facts facts;
 
     if (fam == NULL)
-        return ft__fail(err, FT_ERR_SPEC, "%s: unknown template '%s'", spec->path, spec->template_name);
+        return FT_ERR_SPEC;
     ft__variant_format(spec, v, text, sizeof text);
     ft__family_launch(fam, text, threads, smem_dynamic, &facts);
     return ft__kernel_load_family(s->cu, fam, cubin, entry, &facts, &s->arch, out, err);
@@ -99,7 +99,7 @@ ft_status ft__session_build(ft_session *s, ft_spec *spec, const ft_variant *v, f
                             ft_resource_report *report, ft_err *err)
 {
     ft_status rc;
-    const ft_family *fam = ft__family_find(spec->template_name);
+    const ft_family *fam = ft__spec_family(spec, err);
     ft_kernel_source src;
     ft_compiled c;
     char why[256];
@@ -109,7 +109,7 @@ ft_status ft__session_build(ft_session *s, ft_spec *spec, const ft_variant *v, f
     memset(&src, 0, sizeof src);
     memset(&c, 0, sizeof c);
     if (fam == NULL)
-        return ft__fail(err, FT_ERR_SPEC, "%s: unknown template '%s'", spec->path, spec->template_name);
+        return FT_ERR_SPEC;
     if (!ft__family_supports_arch(fam, &s->arch, why, sizeof why))
         return ft__fail(err, FT_ERR_UNSUPPORTED, "%s (the GPU is %s, %s)", why, s->arch.device_name, s->arch.name);
     rc = ft__emit(spec, fam, v, &s->arch, &src, err);

@@ -18,7 +18,7 @@
 static void fwd_key(const char *dtype, int head_dim, int causal, int batch, int heads_q, int seqlen_q, int seqlen_k,
                     ft_key *out)
 {
-    ft__key_of(&ft__op_fwd, dtype, head_dim, causal, batch, heads_q, heads_q, seqlen_q, seqlen_k, out);
+    ft__key_of(&ft__op_fwd, dtype, head_dim, causal, 0, batch, heads_q, heads_q, seqlen_q, seqlen_k, out);
 }
 
 /* A fresh scratch directory. */

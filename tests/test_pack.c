@@ -32,7 +32,7 @@
 static void fwd_key(const char *dtype, int head_dim, int causal, int batch, int heads_q, int seqlen_q, int seqlen_k,
                     ft_key *out)
 {
-    ft__key_of(&ft__op_fwd, dtype, head_dim, causal, batch, heads_q, heads_q, seqlen_q, seqlen_k, out);
+    ft__key_of(&ft__op_fwd, dtype, head_dim, causal, 0, batch, heads_q, heads_q, seqlen_q, seqlen_k, out);
 }
 
 static const char k_variant_b[] = "d=64,bm=128,bn=64,warps=4,stages=1,causal=1,dtype=f16,qreg=0,overlap=0";
@@ -655,22 +655,27 @@ static void test_variant_checks(void)
     const char *v = "d=64,bm=128,bn=64,causal=1,dtype=bf16";
     char why[300], out[16];
 
-    ASSERT_TRUE(ft__variant_check(v, "bf16", 64, 1, 128, why, sizeof why));
-    ASSERT_TRUE(ft__variant_check(v, "bf16", 64, 1, 0, why, sizeof why));
-    ASSERT_TRUE(!ft__variant_check(v, "bf16", 128, 1, 128, why, sizeof why));
+    ASSERT_TRUE(ft__variant_check(v, "bf16", 64, 1, 0, 128, why, sizeof why));
+    ASSERT_TRUE(ft__variant_check(v, "bf16", 64, 1, 0, 0, why, sizeof why));
+    ASSERT_TRUE(!ft__variant_check(v, "bf16", 128, 1, 0, 128, why, sizeof why));
     ASSERT_CONTAINS(why, "its variant computes d=64 causal=1 bf16, not d=128 causal=1 bf16");
-    ASSERT_TRUE(!ft__variant_check(v, "f16", 64, 1, 128, why, sizeof why));
-    ASSERT_TRUE(!ft__variant_check(v, "bf16", 64, 0, 128, why, sizeof why));
-    ASSERT_TRUE(!ft__variant_check(v, "bf16", 64, 1, 64, why, sizeof why));
+    ASSERT_TRUE(!ft__variant_check(v, "f16", 64, 1, 0, 128, why, sizeof why));
+    ASSERT_TRUE(!ft__variant_check(v, "bf16", 64, 0, 0, 128, why, sizeof why));
+    ASSERT_TRUE(!ft__variant_check(v, "bf16", 64, 1, 0, 64, why, sizeof why));
     ASSERT_CONTAINS(why, "64 rows per block, but its variant has bm=128");
-    ASSERT_TRUE(ft__variant_check("d=64,causal=0,dtype=f16", "f16", 64, 0, 64, why, sizeof why)); /* bm: 64 */
-    ASSERT_TRUE(!ft__variant_check("d=64,dtype=f16", "f16", 64, 0, 0, why, sizeof why));
+    /* determinism: a variant without det serves non-deterministic buckets only */
+    ASSERT_TRUE(!ft__variant_check(v, "bf16", 64, 1, 1, 128, why, sizeof why));
+    ASSERT_CONTAINS(why, "its variant has det=0, but it serves a deterministic bucket");
+    ASSERT_TRUE(ft__variant_check("d=64,causal=0,dtype=f16,det=1", "f16", 64, 0, 1, 0, why, sizeof why));
+    ASSERT_TRUE(!ft__variant_check("d=64,causal=0,dtype=f16,det=1", "f16", 64, 0, 0, 0, why, sizeof why));
+    ASSERT_TRUE(ft__variant_check("d=64,causal=0,dtype=f16", "f16", 64, 0, 0, 64, why, sizeof why)); /* bm: 64 */
+    ASSERT_TRUE(!ft__variant_check("d=64,dtype=f16", "f16", 64, 0, 0, 0, why, sizeof why));
     ASSERT_CONTAINS(why, "lacks d, causal or dtype");
-    ASSERT_TRUE(!ft__variant_check("d=064,causal=0,dtype=f16", "f16", 64, 0, 0, why, sizeof why));
+    ASSERT_TRUE(!ft__variant_check("d=064,causal=0,dtype=f16", "f16", 64, 0, 0, 0, why, sizeof why));
     ASSERT_CONTAINS(why, "not a plain integer");
-    ASSERT_TRUE(!ft__variant_check("d=64x,causal=0,dtype=f16", "f16", 64, 0, 0, why, sizeof why));
-    ASSERT_TRUE(!ft__variant_check("d=-64,causal=0,dtype=f16", "f16", -64, 0, 0, why, sizeof why));
-    ASSERT_TRUE(!ft__variant_check("d=64,d=128,causal=0,dtype=f16", "f16", 64, 0, 0, why, sizeof why));
+    ASSERT_TRUE(!ft__variant_check("d=64x,causal=0,dtype=f16", "f16", 64, 0, 0, 0, why, sizeof why));
+    ASSERT_TRUE(!ft__variant_check("d=-64,causal=0,dtype=f16", "f16", -64, 0, 0, 0, why, sizeof why));
+    ASSERT_TRUE(!ft__variant_check("d=64,d=128,causal=0,dtype=f16", "f16", 64, 0, 0, 0, why, sizeof why));
     ASSERT_CONTAINS(why, "names a parameter twice");
     ASSERT_EQ(ft__variant_text_value("d=64,,causal=0", "d", out, sizeof out), -1);
     ASSERT_EQ(ft__variant_text_value("d=64,causal=", "d", out, sizeof out), -1);

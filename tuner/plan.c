@@ -95,12 +95,9 @@ ft_status ft__plan_build(ft_spec *spec, const ft_arch *arch, const ft_variant *f
         return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
     plan->spec = spec;
     plan->arch = *arch;
-    plan->family = ft__family_find(spec->template_name);
+    plan->family = ft__spec_family(spec, err);
     if (plan->family == NULL) {
-        char known[256];
-        ft__family_names(known, sizeof known);
-        rc = ft__fail(err, FT_ERR_SPEC, "%s: unknown template '%s' (known: %s)", spec->path, spec->template_name,
-                      known);
+        rc = FT_ERR_SPEC;
         goto out;
     }
     rc = ft__family_check_spec(plan->family, spec, err);

@@ -179,12 +179,12 @@ static ft_status spec_targets(const ft_spec *spec, target_list *l, ft_err *err)
     int ei = ft__spec_param_index(spec, "det");
     int ndt = di >= 0 ? spec->params[di].nvalues : 1, nc = ci >= 0 ? spec->params[ci].nvalues : 1;
     int ne = ei >= 0 ? spec->params[ei].nvalues : 1;
-    const ft_family *fam = ft__family_find(spec->template_name);
+    const ft_family *fam = ft__spec_family(spec, err);
     ft_status rc = FT_OK;
     int w, dt, c, e;
 
     if (fam == NULL)
-        return ft__fail(err, FT_ERR_SPEC, "%s: unknown kernel family '%s'", spec->path, spec->template_name);
+        return FT_ERR_SPEC;
 
     for (w = 0; w < spec->nworkloads && rc == FT_OK; w++) {
         ft_problem p;

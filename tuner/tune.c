@@ -93,9 +93,8 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
     if (nspecs < 1 || nspecs > 16)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "tune takes 1 to 16 specs");
     for (i = 0; i < nspecs; i++) {
-        if (ft__family_find(specs[i]->template_name) == NULL)
-            return ft__fail(err, FT_ERR_SPEC, "%s: unknown kernel family '%s'", specs[i]->path,
-                            specs[i]->template_name);
+        if (ft__spec_family(specs[i], err) == NULL)
+            return FT_ERR_SPEC;
         usable[i] = 1;
         if (o->only != NULL) {
             ft_err ferr;

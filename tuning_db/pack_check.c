@@ -253,11 +253,10 @@ int ft__pack_check_winner(const ft_pack_winner *w, const ft_pack_kernel *pk, cha
     /* The key the operation gives the shape: the key's buckets must be those (which also makes
      * them powers of two, at least the operation's least). Determinism is the call's choice,
      * not the shape's: the recorded one, 0 or 1. */
-    ft__key_of(k->op, k->dtype, (int)d, (int)causal, r->batch, r->heads_q, r->heads_kv, r->seqlen_q, r->seqlen_k,
-               &shape);
     if (ft__key_get(k, "det", 0) != 0 && ft__key_get(k, "det", 0) != 1)
         return ft__pack_refuse(why, cap, "its determinism is not 0 or 1");
-    ft__key_set(&shape, "det", ft__key_get(k, "det", 0));
+    ft__key_of(k->op, k->dtype, (int)d, (int)causal, (int)ft__key_get(k, "det", 0), r->batch, r->heads_q, r->heads_kv,
+               r->seqlen_q, r->seqlen_k, &shape);
     if (!ft__key_equal(&shape, k)) {
         ft__key_format(&shape, want, sizeof want);
         ft__key_format(k, have, sizeof have);
@@ -270,7 +269,8 @@ int ft__pack_check_winner(const ft_pack_winner *w, const ft_pack_kernel *pk, cha
         return ft__pack_refuse(why, cap, "a measurement is negative or infinite");
     if (w->measured_at[0] != '\0' && !timestamp(w->measured_at))
         return ft__pack_refuse(why, cap, "its measured_at is not of the form 2026-11-30 08:15:02");
-    if (!ft__variant_check(pk->k.variant, k->dtype, (int)d, (int)causal, pk->rows_per_block, msg, sizeof msg))
+    if (!ft__variant_check(pk->k.variant, k->dtype, (int)d, (int)causal, (int)ft__key_get(k, "det", 0),
+                           pk->rows_per_block, msg, sizeof msg))
         return ft__pack_refuse(why, cap, "%s", msg);
     return 1;
 }

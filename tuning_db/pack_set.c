@@ -94,7 +94,7 @@ ft_status ft__kernel_set_key(const ft_kernel_set *s, int i, ft_key *out, ft_err 
     const ft_op *op;
 
     if (s->version < 2) { /* flashtune 0.1: the forward's bucket */
-        ft__key_of(&ft__op_fwd, e->dtype == FT_BF16 ? "bf16" : "f16", e->head_dim, e->causal, 1, 1, 1, 1, 1, out);
+        ft__key_of(&ft__op_fwd, e->dtype == FT_BF16 ? "bf16" : "f16", e->head_dim, e->causal, 0, 1, 1, 1, 1, 1, out);
         out->fields[2].value = e->seqlen_bucket;
         out->fields[3].value = e->bh_bucket;
         return FT_OK;
@@ -134,7 +134,7 @@ static int check_entry(const ft_kernel_set_entry *e, const ft_key *key, int cc, 
         e->smem_dynamic < 0)
         return ft__pack_refuse(why, cap, "it has no cubin, or its threads, rows per block or shared memory are out of range");
     if (!ft__variant_check(e->variant, e->dtype == FT_BF16 ? "bf16" : "f16", e->head_dim, e->causal,
-                           e->rows_per_block, msg, sizeof msg))
+                           (int)ft__key_get(key, "det", 0), e->rows_per_block, msg, sizeof msg))
         return ft__pack_refuse(why, cap, "%s", msg);
     fam = ft__family_find(e->family);
     memset(&a, 0, sizeof a);

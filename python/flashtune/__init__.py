@@ -241,6 +241,7 @@ class Context:
         lib = _load()
         self._lib = lib
         self._handle = None
+        self._workspace_sizes = {}
         opts = _Options()
         lib.ft_context_options_init(ctypes.byref(opts))
         opts.device = torch.cuda.current_device() if device is None else int(device)
@@ -373,14 +374,20 @@ class Context:
             outs.append(t)
         dq, dk, dv = outs
         a = self._bwd_args(q, k, v, o, lse, dout, dq, dk, dv, causal, scale, deterministic)
-        size = ctypes.c_size_t()
-        rc = self._lib.ft_attention_backward_workspace_size(self._handle, ctypes.byref(a), ctypes.byref(size))
-        if rc != 0:
-            raise FlashtuneError(self._message(self._handle, rc))
-        ws = torch.empty(max(size.value, 1), dtype=torch.uint8, device=q.device)
+        # The size depends only on the sizes, dtype, causality and determinism (the context keeps
+        # one kernel per kind of call): asked once per kind, not on every call.
+        kind = (a.dtype, a.batch, a.heads_q, a.heads_kv, a.seqlen_q, a.seqlen_k, a.head_dim, a.causal, a.deterministic)
+        size = self._workspace_sizes.get(kind)
+        if size is None:
+            c_size = ctypes.c_size_t()
+            rc = self._lib.ft_attention_backward_workspace_size(self._handle, ctypes.byref(a), ctypes.byref(c_size))
+            if rc != 0:
+                raise FlashtuneError(self._message(self._handle, rc))
+            size = self._workspace_sizes[kind] = c_size.value
+        ws = torch.empty(max(size, 1), dtype=torch.uint8, device=q.device)
         s = torch.cuda.current_stream(q.device) if stream is None else stream
         rc = self._lib.ft_attention_backward(self._handle, ctypes.byref(a), ctypes.c_void_p(ws.data_ptr()),
-                                             size.value, ctypes.c_void_p(s.cuda_stream))
+                                             size, ctypes.c_void_p(s.cuda_stream))
         if rc != 0:
             raise FlashtuneError(self._message(self._handle, rc))
         return dq, dk, dv
