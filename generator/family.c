@@ -176,21 +176,24 @@ static void bwd_sm80_launch(const char *variant, ft_launch_facts *out)
                       strcmp(gqa, "atomic") == 0;
 }
 
-static const char *const bwd_sm90_ints[] = {"d", "bm", "bn", "causal", NULL};
+static const char *const bwd_sm90_ints[] = {"d", "bm", "bn", "causal", "early_dv", NULL};
 
-/* One warpgroup per 64 keys of the CTA's block. */
+/* One consumer warpgroup per 64 keys of the CTA's block, and the producer warpgroup. */
 static int bwd_sm90_threads(const ft_spec *spec, const ft_variant *v)
 {
-    return 128 * ((int)ft__variant_int(spec, v, "bn", 64) / 64);
+    return 128 * ((int)ft__variant_int(spec, v, "bn", 64) / 64 + 1);
 }
 
 /* bn keys of one K/V head per block of the main kernel (walking the group's query heads), query
- * blocks of bm rows; pre and post one block per query block. */
+ * blocks of bm rows; pre and post one block per query block. The main kernel takes tensor maps
+ * of Q and dO (bm rows) and K and V (bn rows). */
 static void bwd_sm90_launch(const char *variant, ft_launch_facts *out)
 {
     out->rows_per_block = text_int(variant, "bm", 64);
     out->keys_per_block = text_int(variant, "bn", 64);
     out->head_dim = text_int(variant, "d", 0);
+    out->tma = 1;
+    out->tma_rows_kv = out->keys_per_block;
 }
 
 /* flash_bwd_sm90: Sᵀ and dPᵀ (n = bm), dV and dK (n = d); bn sizes the grid's warpgroups (the
@@ -214,9 +217,9 @@ static const ft_family families[] = {
      80, 0, bwd_sm80_ints, bwd_strings, bwd_string_values, "", 0, bwd_sm80_threads, NULL, NULL, bwd_sm80_launch,
      bwd_entries},
     {"flash_bwd_sm90", &ft__op_bwd, "flash_bwd_sm90.cuh",
-     "Hopper backward (dQ, dK, dV): wgmma for all five products, cp.async Q/dO double buffer; pre, main and post "
-     "kernels",
-     90, 90, bwd_sm90_ints, fwd_strings, fwd_string_values, "a", 0, bwd_sm90_threads, bwd_sm90_prelude,
+     "Hopper backward (dQ, dK, dV): wgmma for all five products, a producer warpgroup (TMA Q/dO stages on "
+     "mbarriers, dQ by bulk reduction); pre, main and post kernels",
+     90, 90, bwd_sm90_ints, fwd_strings, fwd_string_values, "a", 1, bwd_sm90_threads, bwd_sm90_prelude,
      bwd_sm90_check_values, bwd_sm90_launch, bwd_entries},
 };
 

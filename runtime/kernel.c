@@ -126,31 +126,6 @@ ft_status ft__kernel_load_family(const ft_cuda *cu, const ft_family *fam, const 
     return rc;
 }
 
-ft_status ft__kernel_run_plan(const ft_cuda *cu, const ft_kernel *k, const ft_launch_plan *plan, void *params,
-                              CUdeviceptr ws, CUstream stream, ft_err *err)
-{
-    void *args[] = {params};
-    ft_status rc = FT_OK;
-    int i;
-
-    for (i = 0; i < plan->nsteps && rc == FT_OK; i++) {
-        const ft_launch_step *s = &plan->steps[i];
-        if (s->kind == FT_STEP_MEMSET) {
-            rc = ft__cuda_check(cu, cu->p_cuMemsetD8Async(ws + s->ws_offset, 0, s->ws_bytes, stream), err,
-                                "cuMemsetD8Async(workspace)");
-            continue;
-        }
-        if (s->kernel < 0 || s->kernel >= k->nfns || k->fns[s->kernel] == NULL)
-            return ft__fail(err, FT_ERR_INTERNAL, "a launch plan's step %d names kernel %d of %d loaded", i, s->kernel,
-                            k->nfns);
-        rc = ft__cuda_check(cu,
-                            cu->p_cuLaunchKernel(k->fns[s->kernel], s->grid[0], s->grid[1], s->grid[2], s->block, 1, 1,
-                                                 s->smem, stream, args, NULL),
-                            err, "cuLaunchKernel");
-    }
-    return rc;
-}
-
 ft_status ft__fwd_launch_fn(void *launch, CUstream stream, ft_err *err)
 {
     const ft_fwd_launch *l = launch;
@@ -184,6 +159,55 @@ static ft_status encode_map(const ft_cuda *cu, CUtensorMap *map, const void *ptr
                         (long long)batch_stride, (long long)row_stride, (long long)head_stride, err->msg);
     }
     return FT_OK;
+}
+
+/* The tensor maps of a backward TMA kernel: Q and dO in boxes of rows_per_block rows, K and V in
+ * boxes of tma_rows_kv. */
+static ft_status encode_bwd_maps(const ft_cuda *cu, const ft_launch_facts *f, const ft_bwd_params *p,
+                                 CUtensorMap maps[4], ft_err *err)
+{
+    ft_status rc;
+
+    if (cu->p_cuTensorMapEncodeTiled == NULL)
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "the CUDA driver has no cuTensorMapEncodeTiled (CUDA 12 or newer)");
+    if ((rc = encode_map(cu, &maps[0], p->q, f->head_dim, p->seqlen_q, p->heads_q, p->batch, p->q_batch_stride,
+                         p->q_row_stride, p->q_head_stride, f->rows_per_block, "Q", err)) != FT_OK ||
+        (rc = encode_map(cu, &maps[1], p->dout, f->head_dim, p->seqlen_q, p->heads_q, p->batch,
+                         p->dout_batch_stride, p->dout_row_stride, p->dout_head_stride, f->rows_per_block, "dO",
+                         err)) != FT_OK ||
+        (rc = encode_map(cu, &maps[2], p->k, f->head_dim, p->seqlen_k, p->heads_kv, p->batch, p->k_batch_stride,
+                         p->k_row_stride, p->k_head_stride, f->tma_rows_kv, "K", err)) != FT_OK)
+        return rc;
+    return encode_map(cu, &maps[3], p->v, f->head_dim, p->seqlen_k, p->heads_kv, p->batch, p->v_batch_stride,
+                      p->v_row_stride, p->v_head_stride, f->tma_rows_kv, "V", err);
+}
+
+ft_status ft__kernel_run_plan(const ft_cuda *cu, const ft_kernel *k, const ft_launch_plan *plan,
+                              const ft_bwd_params *params, CUdeviceptr ws, CUstream stream, ft_err *err)
+{
+    CUtensorMap maps[4];
+    void *args[] = {(void *)params, &maps[0], &maps[1], &maps[2], &maps[3]};
+    ft_status rc = FT_OK;
+    int i;
+
+    if (plan->nsteps > 0 && k->facts.tma && (rc = encode_bwd_maps(cu, &k->facts, params, maps, err)) != FT_OK)
+        return rc;
+    for (i = 0; i < plan->nsteps && rc == FT_OK; i++) {
+        const ft_launch_step *s = &plan->steps[i];
+        if (s->kind == FT_STEP_MEMSET) {
+            rc = ft__cuda_check(cu, cu->p_cuMemsetD8Async(ws + s->ws_offset, 0, s->ws_bytes, stream), err,
+                                "cuMemsetD8Async(workspace)");
+            continue;
+        }
+        if (s->kernel < 0 || s->kernel >= k->nfns || k->fns[s->kernel] == NULL)
+            return ft__fail(err, FT_ERR_INTERNAL, "a launch plan's step %d names kernel %d of %d loaded", i, s->kernel,
+                            k->nfns);
+        rc = ft__cuda_check(cu,
+                            cu->p_cuLaunchKernel(k->fns[s->kernel], s->grid[0], s->grid[1], s->grid[2], s->block, 1, 1,
+                                                 s->smem, stream, args, NULL),
+                            err, "cuLaunchKernel");
+    }
+    return rc;
 }
 
 void ft__fwd_params_problem(const ft_fwd_params *p, ft_problem *out)

@@ -90,11 +90,14 @@ struct ft_family;
 ft_status ft__kernel_load_family(const ft_cuda *cu, const struct ft_family *fam, const void *cubin, const char *entry,
                                  const ft_launch_facts *facts, const ft_arch *dev, ft_kernel *out, ft_err *err);
 
-/* Enqueues the steps of a launch plan on stream: memsets of the workspace ws (plan->workspace_bytes
- * at least) and kernels, each the function of the kernel's the step names, all taking the one
- * argument block params (an ft_bwd_params for the backward). */
-ft_status ft__kernel_run_plan(const ft_cuda *cu, const ft_kernel *k, const ft_launch_plan *plan, void *params,
-                              CUdeviceptr ws, CUstream stream, ft_err *err);
+/* Enqueues the steps of the backward operation's launch plan on stream: memsets of the workspace
+ * ws (plan->workspace_bytes at least) and kernels, each the function of the kernel's the step
+ * names, all taking the argument block params. A TMA kernel (facts.tma) takes tensor maps of Q,
+ * dO, K and V after it (boxes of rows_per_block rows for Q and dO, tma_rows_kv for K and V),
+ * encoded here from params (errors as for ft__kernel_launch_fwd); the kernels that do not
+ * declare them ignore them. */
+ft_status ft__kernel_run_plan(const ft_cuda *cu, const ft_kernel *k, const ft_launch_plan *plan,
+                              const ft_bwd_params *params, CUdeviceptr ws, CUstream stream, ft_err *err);
 
 
 /* The sizes of a forward call as the operation's plan reads them. */

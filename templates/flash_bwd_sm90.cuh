@@ -13,49 +13,63 @@
 //
 // ---- the three kernels, in stream order: pre → main → post ----------------------------------
 // FT_DEFINE_KERNEL(name) defines name##_pre, name and name##_post, extern "C", each taking one
-// BwdParams by value, all with THREADS = 128·NWG threads (NWG = BN/64 warpgroups). With
-// MBQ = ceil(seqlen_q / BM) and NBK = ceil(seqlen_k / BN):
+// BwdParams by value, all with THREADS = 128·(NWG + 1) threads (NWG = BN/64 consumer
+// warpgroups, and a producer warpgroup). With MBQ = ceil(seqlen_q / BM) and NBK = ceil(seqlen_k / BN):
 //   name##_pre   grid (MBQ, heads_q, batch): D = rowsum(dO ∘ O) and LSE·log2(e) of the query
 //                block into the workspace (padding rows: 0 and +inf, so that their P is 0),
 //                and its dQ accumulator tile zeroed. The host zeroes nothing.
 //   name         grid (NBK, heads_kv, batch), FT_SMEM_BYTES of dynamic shared memory. One CTA
-//                per key block of one K/V head: loads the block's K and V once, then walks every
-//                query head of the K/V group and, in each, the query blocks that see the block
-//                (causal: from the first row that sees its first key), two Q/dO/LSE/D buffers
-//                deep (cp.async: the next block loads while this one computes); dK and dV stay
-//                in registers and are written (dK scaled) at the end; each warpgroup adds its
-//                columns of the block's dQ partial into the workspace with red.global.add.v4.
+//                per key block of one K/V head walks every query head of the K/V group and, in
+//                each, the query blocks that see the block (causal: from the first row that sees
+//                its first key). Warpgroup 0 produces, warpgroups 1..NWG consume:
+//                  one thread of the producer loads K and V once, then each block's Q, dO,
+//                  LSE·log2(e) and D into one of two stages (TMA tensor copies and bulk copies
+//                  completing the stage's "full" mbarrier; it refills a stage once the
+//                  consumers' "empty" mbarrier says they are done);
+//                  warp 1 of the producer adds each block's dQ partial, staged in shared memory
+//                  by the consumers, into the workspace with one bulk reduction
+//                  (cp.reduce.async.bulk .add.f32), named barriers handing the staging buffer
+//                  back and forth;
+//                  each consumer warpgroup owns 64 keys: Sᵀ, dPᵀ, Pᵀ, dSᵀ, its keys' dK and dV
+//                  (in registers for the whole kernel, written at the end, dK scaled) and d/NWG
+//                  of the block's dQ columns.
 //   name##_post  grid (MBQ, heads_q, batch): dQ accumulator tile → dQ · scale, element type.
 //
 // ---- the workspace (BwdParams::ws, 16-byte aligned; 256 recommended) --------------------------
 // With SQP = MBQ·BM, in this order (the sizes of flash_bwd_sm80's without its optional regions):
-//   dq_acc  float [batch][heads_q][MBQ][BM·D]   one tile per query block, in the order the main
-//                                               kernel's threads hold their dQ accumulators
-//                                               (dq_index)
+//   dq_acc  float [batch][heads_q][MBQ][BM·D]   one tile per query block, in the order of the
+//                                               consumers' staging buffer (dq_index)
 //   lse2    float [batch][heads_q][SQP]         LSE·log2(e); +inf on padding rows
 //   dsum    float [batch][heads_q][SQP]         D; 0 on padding rows
 //
 // ---- shared memory ------------------------------------------------------------------------------
-// From a 1024-aligned base: K and V [BN][D], two stages of Q and dO [BM][D], dSᵀ [BN][BM], two
-// stages of LSE·log2(e) and D [BM]. Tiles are column blocks of 64 elements, rows of 128 bytes
-// whose 16-byte chunks are XOR-swizzled by the row (chunk c of row r at c ^ (r & 7)), written so
-// by the cp.async loads: wgmma's 128-byte-swizzle canonical layout, read K-major (along D) and
-// MN-major (along the rows) alike.
+// From a 1024-aligned base: K and V [BN][D], two stages of Q and dO [BM][D], two dSᵀ buffers
+// [BN][BM] (block i writes buffer i % 2, so one barrier per block keeps a block's dS from
+// overwriting the one a slower warpgroup still reads), the dQ staging buffer [BM·D] floats, two
+// stages of LSE·log2(e) and D [BM], and the mbarriers. Tiles are column blocks of 64 elements,
+// rows of 128 bytes whose 16-byte chunks are XOR-swizzled by the row (chunk c of row r at
+// c ^ (r & 7)), written so by the TMA loads: wgmma's 128-byte-swizzle canonical layout,
+// read K-major (along D) and MN-major (along the rows) alike.
 //
-// Per query block: wait for its loads, start the next block's; Sᵀ and dPᵀ (one wgmma group),
-// wait; Pᵀ and dSᵀ in registers; dSᵀ to shared memory; dV and dK issued (not waited for);
-// barrier; dQ by passes of 64 columns, each waited for and added to the workspace; barrier.
+// A consumer, per query block: wait for its stage; Sᵀ and dPᵀ issued (two wgmma groups); once
+// Sᵀ is done, Pᵀ in registers (the masks only on blocks that need them) and, EARLY_DV, dV issued;
+// once dPᵀ is done, dSᵀ in registers and to shared memory (and dV issued if not yet); barrier of
+// the consumers; dQ's partial by passes of 64 columns, and dK issued with the last;
+// each pass, once done, to the staging buffer (the last while dK runs); the stage released once
+// every product is done.
 //
 // Compile-time parameters, defined by the generated prelude:
 //   FTP_D       head dimension (64 or 128)     FTP_BM  query rows per block of the loop (64)
-//   FTP_BN      keys per CTA: 64 per warpgroup (64, 128); D/NWG a multiple of 64
+//   FTP_BN      keys per CTA: 64 per consumer warpgroup (64, 128); D/NWG a multiple of 64
 //   FTP_CAUSAL  0 or 1      FTP_DTYPE_F16 or FTP_DTYPE_BF16      FT_SMEM_BYTES
+//   FTP_EARLY_DV 1: dV's product issued while dPᵀ's runs (more registers live), 0: after it
 // and the generated wgmma wrappers ft_wgmma_st (m64n{BM}k16, both operands K-major in shared
 // memory), ft_wgmma_kv (m64n{D}k16, A from registers, B MN-major) and ft_wgmma_dq (m64n64k16,
 // A and B MN-major in shared memory).
 
-#if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_CAUSAL) || !defined(FT_SMEM_BYTES)
-#error "flash_bwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_CAUSAL and FT_SMEM_BYTES"
+#if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_CAUSAL) || !defined(FTP_EARLY_DV) || \
+    !defined(FT_SMEM_BYTES)
+#error "flash_bwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_CAUSAL, FTP_EARLY_DV and FT_SMEM_BYTES"
 #endif
 #if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
 #error "flash_bwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
@@ -73,11 +87,17 @@ constexpr int D = FTP_D;
 constexpr int BM = FTP_BM;
 constexpr int BN = FTP_BN;
 constexpr bool CAUSAL = FTP_CAUSAL != 0;
+constexpr bool EARLY_DV = FTP_EARLY_DV != 0;
 
-constexpr int NWG = BN / 64;       // warpgroups: 64 keys each
-constexpr int THREADS = 128 * NWG;
-constexpr int DC = D / NWG;        // dQ columns per warpgroup
-constexpr int DQ_PASSES = DC / 64; // of 64 columns each
+constexpr int NWG = BN / 64;       // consumer warpgroups: 64 keys each
+constexpr int CT = 128 * NWG;      // consumer threads
+constexpr int THREADS = CT + 128;  // and the producer warpgroup (warpgroup 0)
+// dQ's partial of a block is split among the consumers by columns (BM = 64: warpgroup w owns DC
+// = D/NWG columns of every row) or, with BM = 128 and two consumers, by rows (warpgroup w owns
+// rows 64·w.. of every column).
+constexpr bool ROWSPLIT = BM > 64;
+constexpr int DC = ROWSPLIT ? D : D / NWG; // dQ columns per consumer warpgroup
+constexpr int DQ_PASSES = DC / 64;         // of 64 columns each
 constexpr int ROW = 128;           // bytes per row of a 64-column block
 constexpr int CPR = D / 8;         // 16-byte chunks per row of a tile
 constexpr int SN = BM / 2;         // Sᵀ (and dPᵀ) accumulators per thread
@@ -85,19 +105,40 @@ constexpr int KN = D / 2;          // dK (and dV) accumulators per thread
 
 constexpr u32 KV_BYTES = BN * D * 2;
 constexpr u32 QT_BYTES = BM * D * 2;
+constexpr u32 DS_BYTES = BN * BM * 2;
 constexpr u32 OFF_K = 0;
 constexpr u32 OFF_V = OFF_K + KV_BYTES;
-constexpr u32 OFF_Q = OFF_V + KV_BYTES;      // stage s at OFF_Q + s·QT_BYTES
+constexpr u32 OFF_Q = OFF_V + KV_BYTES;        // stage s at OFF_Q + s·QT_BYTES
 constexpr u32 OFF_DO = OFF_Q + 2 * QT_BYTES;
-constexpr u32 OFF_DS = OFF_DO + 2 * QT_BYTES;
-constexpr u32 OFF_STAT = OFF_DS + BN * BM * 2; // stage s: BM floats of LSE·log2(e), then BM of D
-constexpr int SMEM_BYTES = 1024 + OFF_STAT + 2 * 2 * BM * 4;
+constexpr u32 OFF_DS = OFF_DO + 2 * QT_BYTES;  // buffer b at OFF_DS + b·DS_BYTES
+constexpr u32 OFF_DQ = OFF_DS + 2 * DS_BYTES;  // BM·D floats
+constexpr u32 OFF_STAT = OFF_DQ + BM * D * 4;  // stage s: BM floats of LSE·log2(e), then BM of D
+constexpr u32 OFF_BAR = OFF_STAT + 2 * 2 * BM * 4;
+constexpr u32 BAR_BYTES = 64;                  // five mbarriers, 8 bytes each
+constexpr int SMEM_BYTES = 1024 + OFF_BAR + BAR_BYTES;
 
 static_assert(D == 64 || D == 128, "head dimension 64 or 128");
-static_assert(BM == 64, "64 query rows per block of the loop");
-static_assert(BN == 64 || BN == 128, "64 keys per warpgroup, one or two warpgroups");
+static_assert(BM == 64 || (BM == 128 && NWG == 2), "64 query rows per block, or 128 with two consumer warpgroups");
+static_assert(BN == 64 || BN == 128, "64 keys per consumer warpgroup, one or two warpgroups");
 static_assert(DC % 64 == 0, "each warpgroup's dQ columns are whole 64-column blocks");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
+
+// Registers per thread after setmaxnreg, with two consumer warpgroups: the producer gives its
+// registers to the consumers (128·24 + 256·240 ≤ 64K). With one, every thread has 255 at launch.
+constexpr int PRODUCER_REGS = 24;
+constexpr int CONSUMER_REGS = 240;
+
+// Named barriers (0 is __syncthreads): the consumers' dSᵀ written; the dQ staging buffer full
+// (consumers → producer warp 1) and empty again (back).
+constexpr int BAR_DS = 1;
+constexpr int BAR_DQ_FULL = 2;
+constexpr int BAR_DQ_EMPTY = 3;
+
+// The mbarriers: K and V loaded; stage s full (the producer's loads done); stage s empty (each
+// consumer warp done with it).
+__device__ __forceinline__ u32 kv_full(u32 bars) { return bars; }
+__device__ __forceinline__ u32 q_full(u32 bars, int s) { return bars + 8 + 8 * s; }
+__device__ __forceinline__ u32 q_empty(u32 bars, int s) { return bars + 24 + 8 * s; }
 
 __device__ __forceinline__ void fence_proxy_async()
 {
@@ -109,11 +150,33 @@ __device__ __forceinline__ void st_shared(u32 addr, u32 v)
     asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
 
-__device__ __forceinline__ float ld_shared_f(u32 addr)
+__device__ __forceinline__ void st_shared4f(u32 addr, float a, float b, float c, float d)
 {
-    float v;
-    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "f"(a), "f"(b), "f"(c), "f"(d)
+                 : "memory");
+}
+
+__device__ __forceinline__ float2 ld_shared_f2(u32 addr)
+{
+    float2 v;
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
     return v;
+}
+
+// Adds `bytes` of fp32 from shared memory into global memory (one bulk reduction), then waits
+// until the source has been read (the buffer may be written again), not for the additions.
+__device__ __forceinline__ void bulk_reduce_add(float *dst, u32 src, u32 bytes)
+{
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n"
+                 ::"l"(dst), "r"(src), "r"(bytes)
+                 : "memory");
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void bulk_wait_all()
+{
+    asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
 
 __device__ __forceinline__ float2 unpack2(u32 x)
@@ -173,76 +236,197 @@ __device__ __forceinline__ Workspace workspace(const BwdParams &p)
     return w;
 }
 
-// Where thread `t` of the CTA (warpgroup t / 128) keeps dQ accumulator i of a tile: each
-// thread's DC/2 values are adjacent, so that four of them go in one red.global.add.v4. The
-// element is row 16·warp + g + 8·((i >> 1) & 1), column wg·DC + 8·(i >> 2) + 2·(lane & 3) + (i & 1)
-// (warp and lane within the warpgroup, g = lane >> 2): the wgmma accumulator layout.
+// Where consumer thread `t` (0..CT-1; warpgroup w = t / 128) keeps dQ accumulator i of a tile,
+// in the staging buffer and the workspace alike: groups of four (two rows, two columns) of one
+// thread are adjacent, and the threads' groups i / 4 follow each other, so that a warp's
+// 16-byte accesses cover 512 contiguous bytes. Accumulator i is row (ROWSPLIT ? 64·w : 0) +
+// 16·warp + g + 8·((i >> 1) & 1), column (ROWSPLIT ? 0 : w·DC) + 8·(i >> 2) + 2·(lane & 3) +
+// (i & 1) (warp and lane within the warpgroup, g = lane >> 2): the wgmma accumulator layout.
 __device__ __forceinline__ int dq_index(int t, int i)
 {
-    return t * (DC / 2) + i;
+    return (i >> 2) * (CT * 4) + t * 4 + (i & 3);
 }
 
-// Loads `rows` rows of a [rows][D] tile (row stride in elements) into its swizzled column blocks
-// at dst; rows from `valid` on are zero-filled.
-__device__ __forceinline__ void load_tile(u32 dst, const u16 *src, long long row_stride, int rows, int valid, int tid)
+// One bulk copy of `bytes` (a multiple of 16) from global into shared memory, completing on bar.
+__device__ __forceinline__ void bulk_load(u32 dst, const void *src, u32 bytes, u32 bar)
 {
-    for (int i = tid; i < rows * CPR; i += THREADS) {
-        const int r = i / CPR, c = i % CPR;
-        const u32 off = (u32)((c / 8) * rows * ROW + r * ROW + (((c % 8) ^ (r & 7)) * 16));
-        const bool ok = r < valid;
-        cp_async16(dst + off, ok ? (const void *)(src + r * row_stride + c * 8) : (const void *)src, ok ? 16 : 0);
-    }
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
 }
 
-// The loads of one query block: Q and dO rows, and its LSE·log2(e) and D from the workspace.
-__device__ __forceinline__ void load_block(const BwdParams &p, const Workspace &ws, u32 base, int stage, int batch,
-                                           int head, int m, int tid)
+// The tensor maps of Q, dO, K and V: boxes of 64 elements (one column block, 128-byte swizzle)
+// by BM rows (Q, dO) or BN rows (K, V) of one head; rows past seqlen read as zeros.
+struct Maps {
+    const TensorMap *q, *dout, *k, *v;
+};
+
+// A [rows][D] tile at row r0 of one head into its column blocks at dst.
+__device__ __forceinline__ void load_tile(u32 dst, const TensorMap *map, int rows, int r0, int head, int batch, u32 bar)
 {
-    const int q0 = m * BM, valid = min(BM, p.seqlen_q - q0);
-    const u16 *q = (const u16 *)p.q + batch * p.q_batch_stride + head * p.q_head_stride + q0 * p.q_row_stride;
-    const u16 *dout =
-        (const u16 *)p.dout + batch * p.dout_batch_stride + head * p.dout_head_stride + q0 * p.dout_row_stride;
-    load_tile(base + OFF_Q + stage * QT_BYTES, q, p.q_row_stride, BM, valid, tid);
-    load_tile(base + OFF_DO + stage * QT_BYTES, dout, p.dout_row_stride, BM, valid, tid);
-    const long long row0 = ((long long)batch * p.heads_q + head) * (ws.mbq * BM) + q0;
-    const u32 stat = base + OFF_STAT + stage * 2 * BM * 4;
-    for (int i = tid; i < 2 * BM / 4; i += THREADS) {
-        const float *src = i < BM / 4 ? ws.lse2 + row0 + 4 * i : ws.dsum + row0 + 4 * (i - BM / 4);
-        cp_async16(stat + 16 * i, src, 16);
-    }
+#pragma unroll
+    for (int b = 0; b < D / 64; ++b)
+        tma_load(dst + b * rows * ROW, map, b * 64, r0, head, batch, bar);
 }
 
-// ---- the main kernel -----------------------------------------------------------------------------
-__device__ __forceinline__ void bwd_main(const BwdParams &p)
+// The CTA's walk: `total` query blocks, block `it` of query head first_head + it / per_head,
+// row block m_begin + it % per_head.
+struct Walk {
+    int batch, kv_head, n0, first_head, m_begin, per_head, total;
+};
+
+__device__ __forceinline__ Walk walk_of(const BwdParams &p, const Workspace &ws)
 {
-    extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const u32 base = (smem_addr(smem_raw) + 1023u) & ~1023u;
-    const int n_blk = (int)blockIdx.x, kv_head = (int)blockIdx.y, batch = (int)blockIdx.z;
-    const int tid = (int)threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
-    const int g = lane >> 2, t4 = lane & 3;
-    const Workspace ws = workspace(p);
-    const int n0 = n_blk * BN;
+    Walk w;
+    w.n0 = (int)blockIdx.x * BN;
+    w.kv_head = (int)blockIdx.y;
+    w.batch = (int)blockIdx.z;
     const int group = p.heads_q / p.heads_kv;
-    const int delta = p.seqlen_k - p.seqlen_q;
-
-    // The query blocks that see this key block: causal, from the block of the first row that
-    // sees key n0 (row n0 - delta); none when that row is past the last.
-    int m_begin = 0;
+    w.first_head = w.kv_head * group;
+    // Causal: from the block of the first row that sees key n0 (row n0 - delta); none when that
+    // row is past the last.
+    w.m_begin = 0;
     if (CAUSAL) {
-        const int first = n0 - delta;
-        m_begin = first <= 0 ? 0 : first / BM;
+        const int first = w.n0 - (p.seqlen_k - p.seqlen_q);
+        w.m_begin = first <= 0 ? 0 : first / BM;
     }
-    const int per_head = ws.mbq > m_begin ? ws.mbq - m_begin : 0;
-    const int total = per_head * group;
+    w.per_head = ws.mbq > w.m_begin ? ws.mbq - w.m_begin : 0;
+    w.total = w.per_head * group;
+    return w;
+}
 
-    const u16 *k = (const u16 *)p.k + batch * p.k_batch_stride + kv_head * p.k_head_stride + n0 * p.k_row_stride;
-    const u16 *v = (const u16 *)p.v + batch * p.v_batch_stride + kv_head * p.v_head_stride + n0 * p.v_row_stride;
-    const int valid_k = min(BN, p.seqlen_k - n0);
-    load_tile(base + OFF_K, k, p.k_row_stride, BN, valid_k, tid);
-    load_tile(base + OFF_V, v, p.v_row_stride, BN, valid_k, tid);
-    if (total > 0)
-        load_block(p, ws, base, 0, batch, kv_head * group, m_begin, tid);
-    cp_async_commit();
+// ---- the producer -------------------------------------------------------------------------------
+// One thread of warp 0: K and V, then every block's stage (Q, dO, LSE·log2(e) and D) once the
+// consumers have released it, each completing its mbarrier with the bytes it expects.
+__device__ __forceinline__ void produce_loads(const BwdParams &p, const Workspace &ws, const Walk &w, const Maps &maps,
+                                              u32 base, u32 bars)
+{
+    mbar_expect_tx(kv_full(bars), 2 * KV_BYTES);
+    load_tile(base + OFF_K, maps.k, BN, w.n0, w.kv_head, w.batch, kv_full(bars));
+    load_tile(base + OFF_V, maps.v, BN, w.n0, w.kv_head, w.batch, kv_full(bars));
+    for (int it = 0; it < w.total; ++it) {
+        const int stage = it & 1;
+        const int head = w.first_head + it / w.per_head, q0 = (w.m_begin + it % w.per_head) * BM;
+        const u32 full = q_full(bars, stage);
+        if (it >= 2)
+            mbar_wait(q_empty(bars, stage), ((it >> 1) - 1) & 1);
+        mbar_expect_tx(full, 2 * QT_BYTES + 2 * BM * 4);
+        load_tile(base + OFF_Q + stage * QT_BYTES, maps.q, BM, q0, head, w.batch, full);
+        load_tile(base + OFF_DO + stage * QT_BYTES, maps.dout, BM, q0, head, w.batch, full);
+        const long long row0 = ((long long)w.batch * p.heads_q + head) * (ws.mbq * BM) + q0;
+        const u32 stat = base + OFF_STAT + stage * 2 * BM * 4;
+        bulk_load(stat, ws.lse2 + row0, BM * 4, full);
+        bulk_load(stat + BM * 4, ws.dsum + row0, BM * 4, full);
+    }
+}
+
+// Warp 1: each block's dQ partial from the staging buffer into its workspace tile.
+__device__ __forceinline__ void produce_dq(const BwdParams &p, const Workspace &ws, const Walk &w, u32 base, int lane)
+{
+    named_arrive(BAR_DQ_EMPTY, CT + 32); // the buffer starts empty
+    for (int it = 0; it < w.total; ++it) {
+        const int head = w.first_head + it / w.per_head, m = w.m_begin + it % w.per_head;
+        named_sync(BAR_DQ_FULL, CT + 32);
+        if (lane == 0)
+            bulk_reduce_add(ws.dq + (((long long)w.batch * p.heads_q + head) * ws.mbq + m) * (BM * D), base + OFF_DQ,
+                            BM * D * 4);
+        __syncwarp();
+        if (it + 1 < w.total)
+            named_arrive(BAR_DQ_EMPTY, CT + 32);
+    }
+    if (lane == 0)
+        bulk_wait_all();
+}
+
+// ---- the consumers ------------------------------------------------------------------------------
+// Pᵀ = exp2(Sᵀ·scale·log2(e) − LSE·log2(e)), packed in pairs of adjacent query columns: pf[i/2]
+// holds elements i and i + 1 (the A operand's order). Element i is key key0 + 8·((i >> 1) & 1),
+// query column 8·(i >> 2) + 2·t4 + (i & 1). MASK: keys past seqlen_k, and causal keys past the
+// row's last (row + delta), give 0. FUSED: dSᵀ = Pᵀ ∘ (dPᵀ − D) too, packed alike (dPᵀ done);
+// else Pᵀ replaces Sᵀ in fp32 for grads (dPᵀ may still be running).
+template <bool MASK, bool FUSED>
+__device__ __forceinline__ void probs(float (&s)[SN], const float (&dp)[SN], u32 (&pf)[SN / 2], u32 (&dsf)[SN / 2],
+                                      u32 stat, float scale_log2, int key0, int last0, int seqlen_k, int t4)
+{
+#pragma unroll
+    for (int jj = 0; jj < BM / 8; ++jj) {
+        const int col = 8 * jj + 2 * t4;
+        const float2 l2 = ld_shared_f2(stat + 4 * col);
+        const float2 dd = FUSED ? ld_shared_f2(stat + 4 * (BM + col)) : make_float2(0.f, 0.f);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int i = 4 * jj + 2 * h;
+            float x0 = ex2(fmaf(s[i], scale_log2, -l2.x));
+            float x1 = ex2(fmaf(s[i + 1], scale_log2, -l2.y));
+            if (MASK) {
+                const int key = key0 + 8 * h;
+                if (key >= seqlen_k || (CAUSAL && key > last0 + col))
+                    x0 = 0.f;
+                if (key >= seqlen_k || (CAUSAL && key > last0 + col + 1))
+                    x1 = 0.f;
+            }
+            pf[i / 2] = pack2(x0, x1);
+            if (FUSED)
+                dsf[i / 2] = pack2(x0 * (dp[i] - dd.x), x1 * (dp[i + 1] - dd.y));
+            else
+                s[i] = x0, s[i + 1] = x1;
+        }
+    }
+}
+
+// dSᵀ = Pᵀ ∘ (dPᵀ − D), packed as probs packs Pᵀ.
+__device__ __forceinline__ void grads(const float (&pt)[SN], const float (&dp)[SN], u32 (&dsf)[SN / 2], u32 stat,
+                                      int t4)
+{
+#pragma unroll
+    for (int jj = 0; jj < BM / 8; ++jj) {
+        const int col = 8 * jj + 2 * t4;
+        const float2 dd = ld_shared_f2(stat + 4 * (BM + col));
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int i = 4 * jj + 2 * h;
+            dsf[i / 2] = pack2(pt[i] * (dp[i] - dd.x), pt[i + 1] * (dp[i + 1] - dd.y));
+        }
+    }
+}
+
+// dV += Pᵀ·dO (k = the BM queries, 16 per step; dO the stage's tile at dot), one wgmma group.
+__device__ __forceinline__ void issue_dv(float (&dv)[KN], const u32 (&pf)[SN / 2], u32 dot)
+{
+    wgmma_fence();
+#pragma unroll
+    for (int kb = 0; kb < BM / 16; ++kb)
+        ft_wgmma_kv(dv, pf[4 * kb], pf[4 * kb + 1], pf[4 * kb + 2], pf[4 * kb + 3], mnmajor(dot, BM, 0, kb));
+    wgmma_commit();
+}
+
+// One pass of a consumer thread's dQ partial (32 accumulators) into the staging buffer.
+__device__ __forceinline__ void stage_dq(const float (&dq)[32], u32 base, int ct, int pass)
+{
+#pragma unroll
+    for (int i = 0; i < 32; i += 4)
+        st_shared4f(base + OFF_DQ + 4 * dq_index(ct, pass * 32 + i), dq[i], dq[i + 1], dq[i + 2], dq[i + 3]);
+}
+
+// Every product that reads a stage is done: the producer may refill it (one arrival per warp).
+template <int A, int B>
+__device__ __forceinline__ void release_stage(u32 bars, int stage, int lane, float (&dk)[A], float (&dv)[A],
+                                              u32 (&pf)[B], u32 (&dsf)[B])
+{
+    fence_regs(dk);
+    fence_regs(dv);
+    fence_regs(pf);
+    fence_regs(dsf);
+    __syncwarp();
+    if (lane == 0)
+        mbar_arrive(q_empty(bars, stage));
+}
+
+// Consumer warpgroup cw (0..NWG-1), thread ct (0..CT-1) of the consumers.
+__device__ __forceinline__ void consume(const BwdParams &p, const Walk &w, u32 base, u32 bars, int cw, int ct)
+{
+    const int warp = (ct % 128) / 32, lane = ct % 32, g = lane >> 2, t4 = lane & 3;
+    const int delta = p.seqlen_k - p.seqlen_q;
 
     float dk[KN], dv[KN];
 #pragma unroll
@@ -250,108 +434,104 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p)
         dk[i] = dv[i] = 0.f;
 
     // This thread's keys: rows key0 and key0 + 8 of the Sᵀ accumulators.
-    const int key0 = n0 + wg * 64 + warp * 16 + g;
-    for (int it = 0; it < total; ++it) {
+    const int key0 = w.n0 + cw * 64 + warp * 16 + g;
+    if (w.total > 0)
+        mbar_wait(kv_full(bars), 0);
+    for (int it = 0; it < w.total; ++it) {
         const int stage = it & 1;
-        const int head = kv_head * group + it / per_head, m = m_begin + it % per_head;
-        if (it + 1 < total) {
-            load_block(p, ws, base, stage ^ 1, batch, kv_head * group + (it + 1) / per_head,
-                       m_begin + (it + 1) % per_head, tid);
-            cp_async_commit();
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
-        fence_proxy_async();
-        __syncthreads();
+        const int m = w.m_begin + it % w.per_head;
+        mbar_wait(q_full(bars, stage), (it >> 1) & 1);
 
         const u32 qt = base + OFF_Q + stage * QT_BYTES, dot = base + OFF_DO + stage * QT_BYTES;
         const u32 stat = base + OFF_STAT + stage * 2 * BM * 4;
+        // Sᵀ and dPᵀ, two groups. EARLY_DV: Pᵀ, and dV's product (which takes only Pᵀ), while
+        // dPᵀ runs; else both waited for first (fewer registers live at once).
         float s[SN], dp[SN];
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk)
-            ft_wgmma_st(s, kmajor(base + OFF_K, BN, wg * 64, kk), kmajor(qt, BM, 0, kk), kk > 0);
+            ft_wgmma_st(s, kmajor(base + OFF_K, BN, cw * 64, kk), kmajor(qt, BM, 0, kk), kk > 0);
+        wgmma_commit();
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk)
-            ft_wgmma_st(dp, kmajor(base + OFF_V, BN, wg * 64, kk), kmajor(dot, BM, 0, kk), kk > 0);
+            ft_wgmma_st(dp, kmajor(base + OFF_V, BN, cw * 64, kk), kmajor(dot, BM, 0, kk), kk > 0);
         wgmma_commit();
-        wgmma_wait<0>();
+        if (EARLY_DV)
+            wgmma_wait<1>();
+        else
+            wgmma_wait<0>();
         fence_regs(s);
-        fence_regs(dp);
 
-        // Pᵀ = exp2(Sᵀ·scale·log2(e) − LSE·log2(e)) and dSᵀ = Pᵀ ∘ (dPᵀ − D), packed in pairs of
-        // adjacent query columns: pf[i/2] holds elements i and i + 1 (the A operand's order).
+        // The masks matter on the last key block and, causal, where the CTA's last key is past
+        // the block's first row's last (the same for every thread of the CTA).
+        const int last0 = m * BM + delta;
         u32 pf[SN / 2], dsf[SN / 2];
-        const int q_base = m * BM;
-#pragma unroll
-        for (int i = 0; i < SN; i += 2) {
-            const int key = key0 + 8 * ((i >> 1) & 1);
-            const int col = 8 * (i >> 2) + 2 * t4;
-            float pv[2], dsv[2];
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const float l2 = ld_shared_f(stat + 4 * (col + e));
-                const float dd = ld_shared_f(stat + 4 * (BM + col + e));
-                const float x = ex2(fmaf(s[i + e], p.scale_log2, -l2));
-                const bool masked = key >= p.seqlen_k || (CAUSAL && key > q_base + col + e + delta);
-                pv[e] = masked ? 0.f : x;
-                dsv[e] = pv[e] * (dp[i + e] - dd);
-            }
-            pf[i / 2] = pack2(pv[0], pv[1]);
-            dsf[i / 2] = pack2(dsv[0], dsv[1]);
+        if (!EARLY_DV)
+            fence_regs(dp);
+        if (w.n0 + BN > p.seqlen_k || (CAUSAL && w.n0 + BN - 1 > last0))
+            probs<true, !EARLY_DV>(s, dp, pf, dsf, stat, p.scale_log2, key0, last0, p.seqlen_k, t4);
+        else
+            probs<false, !EARLY_DV>(s, dp, pf, dsf, stat, p.scale_log2, key0, last0, p.seqlen_k, t4);
+        if (EARLY_DV) {
+            issue_dv(dv, pf, dot);
+            wgmma_wait<1>(); // dPᵀ
+            fence_regs(dp);
+            grads(s, dp, dsf, stat, t4);
         }
 
-        // dSᵀ to shared memory for dQ: row = the key in the CTA's block, 128-byte rows of 64
-        // queries, chunk j of row r at j ^ (r & 7).
-        const u32 ds = base + OFF_DS;
+        // dSᵀ to shared memory for dQ: row = the key in the CTA's block, column blocks of 64
+        // queries (BN rows apart), 128-byte rows, chunk j of row r at j ^ (r & 7).
+        const u32 ds = base + OFF_DS + stage * DS_BYTES;
 #pragma unroll
         for (int i = 0; i < SN; i += 2) {
-            const int r = wg * 64 + warp * 16 + g + 8 * ((i >> 1) & 1);
-            const int j = i >> 2;
-            st_shared(ds + (u32)(r * ROW + ((j ^ (r & 7)) * 16) + 4 * t4), dsf[i / 2]);
+            const int r = cw * 64 + warp * 16 + g + 8 * ((i >> 1) & 1);
+            const int j = (i >> 2) % 8, jb = (i >> 2) / 8;
+            st_shared(ds + (u32)(jb * BN * ROW + r * ROW + ((j ^ (r & 7)) * 16) + 4 * t4), dsf[i / 2]);
         }
-
-        // dV += Pᵀ·dO and dK += dSᵀ·Q: k = the BM queries, 16 per step.
-        wgmma_fence();
-#pragma unroll
-        for (int kb = 0; kb < BM / 16; ++kb)
-            ft_wgmma_kv(dv, pf[4 * kb], pf[4 * kb + 1], pf[4 * kb + 2], pf[4 * kb + 3], mnmajor(dot, BM, 0, kb));
-#pragma unroll
-        for (int kb = 0; kb < BM / 16; ++kb)
-            ft_wgmma_kv(dk, dsf[4 * kb], dsf[4 * kb + 1], dsf[4 * kb + 2], dsf[4 * kb + 3], mnmajor(qt, BM, 0, kb));
-        wgmma_commit();
-
         fence_proxy_async();
-        __syncthreads(); // every warpgroup's dSᵀ is in shared memory
+        if (!EARLY_DV)
+            issue_dv(dv, pf, dot);
 
-        // dQ (this warpgroup's DC columns, 64 per pass) = dS·K over all BN keys.
-        float *dqw = ws.dq + (((long long)batch * p.heads_q + head) * ws.mbq + m) * (BM * D);
+        named_sync(BAR_DS, CT); // every warp's dSᵀ is in shared memory
+
+        // dQ's partial (this warpgroup's DC columns of its rows, 64 per pass) = dS·K over all BN
+        // keys, and
+        // with the last pass dK += dSᵀ·Q; each pass goes to the staging buffer (once the producer
+        // has taken the last block's), the last while dK's product runs.
 #pragma unroll
         for (int pass = 0; pass < DQ_PASSES; ++pass) {
             float dq[32];
             wgmma_fence();
 #pragma unroll
             for (int kb = 0; kb < BN / 16; ++kb)
-                ft_wgmma_dq(dq, mnmajor(ds, BN, 0, kb), mnmajor(base + OFF_K, BN, wg * DQ_PASSES + pass, kb), kb > 0);
+                ft_wgmma_dq(dq, mnmajor(ds, BN, ROWSPLIT ? cw : 0, kb),
+                            mnmajor(base + OFF_K, BN, ROWSPLIT ? pass : cw * DQ_PASSES + pass, kb), kb > 0);
             wgmma_commit();
-            wgmma_wait<0>();
-            fence_regs(dq);
+            if (pass == DQ_PASSES - 1) {
 #pragma unroll
-            for (int i = 0; i < 32; i += 4)
-                red_add4(dqw + dq_index(tid, pass * 32 + i), dq[i], dq[i + 1], dq[i + 2], dq[i + 3]);
+                for (int kb = 0; kb < BM / 16; ++kb)
+                    ft_wgmma_kv(dk, dsf[4 * kb], dsf[4 * kb + 1], dsf[4 * kb + 2], dsf[4 * kb + 3],
+                                mnmajor(qt, BM, 0, kb));
+                wgmma_commit();
+            }
+            if (pass == 0)
+                named_sync(BAR_DQ_EMPTY, CT + 32);
+            if (pass == DQ_PASSES - 1)
+                wgmma_wait<1>();
+            else
+                wgmma_wait<0>();
+            fence_regs(dq);
+            stage_dq(dq, base, ct, pass);
         }
-        fence_regs(dk);
-        fence_regs(dv);
-        fence_regs(pf);
-        fence_regs(dsf);
-        __syncthreads(); // this block's stage and dSᵀ are free for the next loads
+        fence_proxy_async();
+        named_arrive(BAR_DQ_FULL, CT + 32);
+        wgmma_wait<0>();
+        release_stage(bars, stage, lane, dk, dv, pf, dsf);
     }
-    cp_async_wait<0>(); // a block no query sees has its K/V loads still in flight
 
     // dK (scaled) and dV of this thread's keys: columns 8·(i >> 2) + 2·t4, two at a time.
-    u16 *dkp = (u16 *)p.dk + batch * p.dk_batch_stride + kv_head * p.dk_head_stride;
-    u16 *dvp = (u16 *)p.dv + batch * p.dv_batch_stride + kv_head * p.dv_head_stride;
+    u16 *dkp = (u16 *)p.dk + w.batch * p.dk_batch_stride + w.kv_head * p.dk_head_stride;
+    u16 *dvp = (u16 *)p.dv + w.batch * p.dv_batch_stride + w.kv_head * p.dv_head_stride;
 #pragma unroll
     for (int i = 0; i < KN; i += 2) {
         const int key = key0 + 8 * ((i >> 1) & 1);
@@ -361,6 +541,46 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p)
             *(u32 *)(dvp + key * p.dv_row_stride + col) = pack2(dv[i], dv[i + 1]);
         }
     }
+}
+
+// ---- the main kernel -----------------------------------------------------------------------------
+__device__ __forceinline__ void bwd_main(const BwdParams &p, const Maps &maps)
+{
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const u32 base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+    const u32 bars = base + OFF_BAR;
+    const int tid = (int)threadIdx.x, wg = tid / 128;
+    const Workspace ws = workspace(p);
+    const Walk w = walk_of(p, ws);
+
+    if (tid == 0) {
+        mbar_init(kv_full(bars), 1);
+        for (int s = 0; s < 2; ++s) {
+            mbar_init(q_full(bars, s), 1);
+            mbar_init(q_empty(bars, s), NWG * 4); // one arrival per consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        if (NWG > 1)
+            asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
+        const int warp = tid / 32, lane = tid % 32;
+        if (w.total == 0)
+            return;
+        if (warp == 0) {
+            if (lane == 0)
+                produce_loads(p, ws, w, maps, base, bars);
+        } else if (warp == 1) {
+            produce_dq(p, ws, w, base, lane);
+        }
+        return;
+    }
+    if (NWG > 1)
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+    consume(p, w, base, bars, wg - 1, tid - 128);
 }
 
 // ---- the preprocessing kernel ---------------------------------------------------------------------
@@ -408,7 +628,8 @@ __device__ __forceinline__ void bwd_pre(const BwdParams &p)
 }
 
 // ---- the postprocessing kernel --------------------------------------------------------------------
-// dQ accumulator tile blockIdx.x → dQ · scale: four accumulators (two rows, two columns) a step.
+// dQ accumulator tile blockIdx.x → dQ · scale: one group of four accumulators (two rows, two
+// columns) a step, consecutive threads reading consecutive groups.
 __device__ __forceinline__ void bwd_post(const BwdParams &p)
 {
     const int x = (int)blockIdx.x, head = (int)blockIdx.y, batch = (int)blockIdx.z;
@@ -416,12 +637,12 @@ __device__ __forceinline__ void bwd_post(const BwdParams &p)
     const float *src = ws.dq + (((long long)batch * p.heads_q + head) * ws.mbq + x) * (BM * D);
     u16 *dq = (u16 *)p.dq + batch * p.dq_batch_stride + head * p.dq_head_stride;
 
-    constexpr int GROUPS = DC / 8; // of four accumulators per thread
-    for (int k = (int)threadIdx.x; k < THREADS * GROUPS; k += THREADS) {
-        const int t = k / GROUPS, i = 4 * (k % GROUPS);
+    constexpr int GROUPS = DC / 8; // of four accumulators per consumer thread
+    for (int k = (int)threadIdx.x; k < CT * GROUPS; k += THREADS) {
+        const int t = k % CT, i = 4 * (k / CT);
         const int wgt = t / 128, lane = t % 32;
-        const int row = x * BM + 16 * ((t % 128) / 32) + (lane >> 2);
-        const int col = wgt * DC + 8 * (i >> 2) + 2 * (lane & 3);
+        const int row = x * BM + (ROWSPLIT ? 64 * wgt : 0) + 16 * ((t % 128) / 32) + (lane >> 2);
+        const int col = (ROWSPLIT ? 0 : wgt * DC) + 8 * (i >> 2) + 2 * (lane & 3);
         const float4 a = *(const float4 *)(src + dq_index(t, i));
         if (row < p.seqlen_q)
             *(u32 *)(dq + row * p.dq_row_stride + col) = pack2(a.x * p.scale, a.y * p.scale);
@@ -438,9 +659,13 @@ __device__ __forceinline__ void bwd_post(const BwdParams &p)
     {                                                                                                  \
         ft::bwd_pre(p);                                                                                \
     }                                                                                                  \
-    extern "C" __global__ void __launch_bounds__(ft::THREADS, 1) name(const ft::BwdParams p)            \
+    extern "C" __global__ void __launch_bounds__(ft::THREADS, 1)                                       \
+        name(const ft::BwdParams p, const __grid_constant__ ft::TensorMap tq,                          \
+             const __grid_constant__ ft::TensorMap tdo, const __grid_constant__ ft::TensorMap tk,      \
+             const __grid_constant__ ft::TensorMap tv)                                                 \
     {                                                                                                  \
-        ft::bwd_main(p);                                                                               \
+        const ft::Maps maps = {&tq, &tdo, &tk, &tv};                                                   \
+        ft::bwd_main(p, maps);                                                                         \
     }                                                                                                  \
     extern "C" __global__ void __launch_bounds__(ft::THREADS) name##_post(const ft::BwdParams p)        \
     {                                                                                                  \
