@@ -31,7 +31,7 @@
 //                  (cp.reduce.async.bulk .add.f32), named barriers handing the staging buffer
 //                  back and forth;
 //                  each consumer warpgroup owns 64 keys: Sᵀ, dPᵀ, Pᵀ, dSᵀ, its keys' dK and dV
-//                  (in registers for the whole kernel, written at the end, dK scaled) and d/NWG
+//                  (in registers for the whole kernel, written at the end through the K and V tiles, dK scaled) and d/NWG
 //                  of the block's dQ columns.
 //   name##_post  grid (MBQ, heads_q, batch): dQ accumulator tile → dQ · scale, element type.
 //
@@ -154,6 +154,13 @@ __device__ __forceinline__ void st_shared4f(u32 addr, float a, float b, float c,
 {
     asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "f"(a), "f"(b), "f"(c), "f"(d)
                  : "memory");
+}
+
+__device__ __forceinline__ uint4 ld_shared4(u32 addr)
+{
+    uint4 v;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+    return v;
 }
 
 __device__ __forceinline__ float2 ld_shared_f2(u32 addr)
@@ -529,16 +536,26 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Walk &w, u32 b
         release_stage(bars, stage, lane, dk, dv, pf, dsf);
     }
 
-    // dK (scaled) and dV of this thread's keys: columns 8·(i >> 2) + 2·t4, two at a time.
-    u16 *dkp = (u16 *)p.dk + w.batch * p.dk_batch_stride + w.kv_head * p.dk_head_stride;
-    u16 *dvp = (u16 *)p.dv + w.batch * p.dv_batch_stride + w.kv_head * p.dv_head_stride;
+    // dK (scaled) and dV of this thread's keys (columns 8·(i >> 2) + 2·t4, two at a time) into
+    // the K and V tiles, free once every consumer's last products are done: rows of D elements,
+    // 16-byte chunk c of row r at c ^ (r & 7); then written out a 16-byte chunk per thread.
+    named_sync(BAR_DS, CT);
 #pragma unroll
     for (int i = 0; i < KN; i += 2) {
-        const int key = key0 + 8 * ((i >> 1) & 1);
-        const int col = 8 * (i >> 2) + 2 * t4;
+        const int r = key0 - w.n0 + 8 * ((i >> 1) & 1);
+        const u32 off = (u32)(r * D * 2 + (((i >> 2) ^ (r & 7)) * 16) + 4 * t4);
+        st_shared(base + OFF_K + off, pack2(dk[i] * p.scale, dk[i + 1] * p.scale));
+        st_shared(base + OFF_V + off, pack2(dv[i], dv[i + 1]));
+    }
+    named_sync(BAR_DS, CT);
+    u16 *dkp = (u16 *)p.dk + w.batch * p.dk_batch_stride + w.kv_head * p.dk_head_stride;
+    u16 *dvp = (u16 *)p.dv + w.batch * p.dv_batch_stride + w.kv_head * p.dv_head_stride;
+    for (int k = ct; k < BN * CPR; k += CT) {
+        const int r = k / CPR, c = k % CPR, key = w.n0 + r;
+        const u32 off = (u32)(r * D * 2 + ((c ^ (r & 7)) * 16));
         if (key < p.seqlen_k) {
-            *(u32 *)(dkp + key * p.dk_row_stride + col) = pack2(dk[i] * p.scale, dk[i + 1] * p.scale);
-            *(u32 *)(dvp + key * p.dv_row_stride + col) = pack2(dv[i], dv[i + 1]);
+            *(uint4 *)(dkp + key * p.dk_row_stride + c * 8) = ld_shared4(base + OFF_K + off);
+            *(uint4 *)(dvp + key * p.dv_row_stride + c * 8) = ld_shared4(base + OFF_V + off);
         }
     }
 }
@@ -628,10 +645,14 @@ __device__ __forceinline__ void bwd_pre(const BwdParams &p)
 }
 
 // ---- the postprocessing kernel --------------------------------------------------------------------
-// dQ accumulator tile blockIdx.x → dQ · scale: one group of four accumulators (two rows, two
-// columns) a step, consecutive threads reading consecutive groups.
+// dQ accumulator tile blockIdx.x → dQ · scale: the tile's groups of four accumulators (two rows,
+// two columns), consecutive threads reading consecutive groups, into a [BM][D] tile of the
+// element type in shared memory (rows padded by 16 bytes), then written out a 16-byte chunk of a
+// row per thread.
 __device__ __forceinline__ void bwd_post(const BwdParams &p)
 {
+    constexpr int RW = D / 2 + 4; // 32-bit words per row of the tile
+    __shared__ __align__(16) u32 tile[BM * RW];
     const int x = (int)blockIdx.x, head = (int)blockIdx.y, batch = (int)blockIdx.z;
     const Workspace ws = workspace(p);
     const float *src = ws.dq + (((long long)batch * p.heads_q + head) * ws.mbq + x) * (BM * D);
@@ -641,13 +662,17 @@ __device__ __forceinline__ void bwd_post(const BwdParams &p)
     for (int k = (int)threadIdx.x; k < CT * GROUPS; k += THREADS) {
         const int t = k % CT, i = 4 * (k / CT);
         const int wgt = t / 128, lane = t % 32;
-        const int row = x * BM + (ROWSPLIT ? 64 * wgt : 0) + 16 * ((t % 128) / 32) + (lane >> 2);
+        const int row = (ROWSPLIT ? 64 * wgt : 0) + 16 * ((t % 128) / 32) + (lane >> 2);
         const int col = (ROWSPLIT ? 0 : wgt * DC) + 8 * (i >> 2) + 2 * (lane & 3);
         const float4 a = *(const float4 *)(src + dq_index(t, i));
-        if (row < p.seqlen_q)
-            *(u32 *)(dq + row * p.dq_row_stride + col) = pack2(a.x * p.scale, a.y * p.scale);
-        if (row + 8 < p.seqlen_q)
-            *(u32 *)(dq + (row + 8) * p.dq_row_stride + col) = pack2(a.z * p.scale, a.w * p.scale);
+        tile[row * RW + col / 2] = pack2(a.x * p.scale, a.y * p.scale);
+        tile[(row + 8) * RW + col / 2] = pack2(a.z * p.scale, a.w * p.scale);
+    }
+    __syncthreads();
+    for (int k = (int)threadIdx.x; k < BM * CPR; k += THREADS) {
+        const int row = k / CPR, c = k % CPR, q = x * BM + row;
+        if (q < p.seqlen_q)
+            *(uint4 *)(dq + q * p.dq_row_stride + c * 8) = *(const uint4 *)&tile[row * RW + 4 * c];
     }
 }
 
