@@ -6,19 +6,23 @@
 #   bash bench/device_train.sh tune    flashtune tune of the backward's buckets (TUNE_ONLY, default
 #                                      bf16 non-deterministic at d = 64, 128, 256), compile and
 #                                      timing reported apart; the database goes to $OUT/bwd.db
-#   bash bench/device_train.sh bench   bench/bwd_compare.py: flashtune (built-in defaults, and the
-#                                      tuned database when $OUT/bwd.db or BWD_DB exists) against
-#                                      SDPA's FlashAttention-2 and cuDNN, interleaved (BENCH_ARGS)
+#   bash bench/device_train.sh bench   bench/bwd_compare.py: flashtune's built-in defaults against
+#                                      SDPA's FlashAttention-2 and cuDNN (and FlashAttention-4 where
+#                                      it imports), interleaved (BENCH_ARGS); then flashtune alone
+#                                      with the tuned database when $OUT/bwd.db or BWD_DB exists
 #   bash bench/device_train.sh det     the deterministic backward's cost at d = 128
+#   bash bench/device_train.sh sanitize  compute-sanitizer memcheck, synccheck and racecheck on
+#                                      flashtune verify of the sm_90a backward's default variants
+#                                      (SANITIZE_ONLY, filters of specs/flash_bwd_sm90.lua)
 # Expects a build with -DFT_STATIC_DEPS=ON in $RUN (default .dev/run: flashtune, libflashtune.so*,
 # attention, tests/test_gpu, tests/fake_worker, deps/). Logs go to $OUT, one line each to
 # $OUT/summary.txt.
 set -u
-RUN=${RUN:-.dev/run}
+RUN=$(cd "${RUN:-.dev/run}" && pwd)
 OUT=${OUT:-/tmp/ft-out}
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$PWD/$RUN:$PWD/$RUN/deps:${LD_LIBRARY_PATH:-}
-export FLASHTUNE_CACHE_DIR=${FLASHTUNE_CACHE_DIR:-/tmp/ft-cache} FLASHTUNE_LIB=$PWD/$RUN/libflashtune.so PYTHONUNBUFFERED=1
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$RUN:$RUN/deps:${LD_LIBRARY_PATH:-}
+export FLASHTUNE_CACHE_DIR=${FLASHTUNE_CACHE_DIR:-/tmp/ft-cache} FLASHTUNE_LIB=$RUN/libflashtune.so PYTHONUNBUFFERED=1
 ft=$RUN/flashtune
 summary=$OUT/summary.txt
 note() { echo "$*" | tee -a "$summary"; }
@@ -38,7 +42,7 @@ for mode in "$@"; do
     t0=$(date +%s)
     python3 tests/test_python_bwd.py > "$OUT/test_python_bwd.txt" 2>&1; note "test_python_bwd: exit $? in $(since "$t0") s ($(tail -1 "$OUT/test_python_bwd.txt"); $(grep -c ': ok$' "$OUT/test_python_bwd.txt") ok, $(grep -c ': FAIL$' "$OUT/test_python_bwd.txt") FAIL)"
     t0=$(date +%s)
-    FLASHTUNE_WORKER=$PWD/$RUN/tests/fake_worker sh tests/pack.sh "$ft" "$RUN/tests/fake_worker" cc "$RUN/libflashtune.so" \
+    FLASHTUNE_WORKER=$RUN/tests/fake_worker sh tests/pack.sh "$ft" "$RUN/tests/fake_worker" cc "$RUN/libflashtune.so" \
       > "$OUT/pack.txt" 2>&1; note "pack.sh: exit $? in $(since "$t0") s ($(tail -1 "$OUT/pack.txt"))"
     ;;
   tune)
@@ -58,7 +62,8 @@ for mode in "$@"; do
     db=${BWD_DB:-$OUT/bwd.db}
     if [ -f "$db" ]; then
       t0=$(date +%s)
-      python3 bench/bwd_compare.py $args --database "$db" --json "$OUT/bwd_tuned.json" > "$OUT/bwd_tuned.txt" 2> "$OUT/bwd_tuned.err"
+      python3 bench/bwd_compare.py $args --systems flashtune --database "$db" --json "$OUT/bwd_tuned.json" \
+        > "$OUT/bwd_tuned.txt" 2> "$OUT/bwd_tuned.err"
       note "bwd_compare (tuned, $db): exit $? in $(since "$t0") s"
       sed -n '/^type/,$p' "$OUT/bwd_tuned.txt" | grep flashtune | tee -a "$summary"
     fi
@@ -68,6 +73,16 @@ for mode in "$@"; do
       > "$OUT/bwd_det.txt" 2> "$OUT/bwd_det.err"
     note "bwd_compare --deterministic: exit $? in $(since "$t0") s"
     sed -n '/^type/,$p' "$OUT/bwd_det.txt" | grep flashtune | tee -a "$summary"
+    ;;
+  sanitize)
+    for only in ${SANITIZE_ONLY:-d=128,bm=64,bn=128,causal=1,early_dv=1,lpt=0,dtype=bf16 d=64,bm=128,bn=128,causal=0,early_dv=0,lpt=0,dtype=f16}; do
+      for tool in memcheck synccheck racecheck; do
+        t0=$(date +%s)
+        timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$ft" verify specs/flash_bwd_sm90.lua -q --only "$only" \
+          > "$OUT/sanitize_$tool.txt" 2>&1
+        note "$only $tool: rc $? in $(since "$t0") s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize_$tool.txt" | tail -1) / $(tail -n 1 "$OUT/sanitize_$tool.txt")"
+      done
+    done
     ;;
   *) note "unknown mode $mode" ;;
   esac

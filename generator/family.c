@@ -176,7 +176,7 @@ static void bwd_sm80_launch(const char *variant, ft_launch_facts *out)
                       strcmp(gqa, "atomic") == 0;
 }
 
-static const char *const bwd_sm90_ints[] = {"d", "bm", "bn", "causal", "early_dv", NULL};
+static const char *const bwd_sm90_ints[] = {"d", "bm", "bn", "causal", "early_dv", "lpt", NULL};
 
 /* One consumer warpgroup per 64 keys of the CTA's block, and the producer warpgroup. */
 static int bwd_sm90_threads(const ft_spec *spec, const ft_variant *v)

@@ -32,10 +32,13 @@ return {
     { name = "bn",     values = { 64, 128 },       doc = "keys per thread block: 64 per warpgroup" },
     { name = "causal", values = { 0, 1 },          doc = "bottom-right causal mask" },
     { name = "early_dv", values = { 0, 1 },        doc = "1: dV's product issued while dPᵀ's runs (more registers live at once)" },
+    { name = "lpt",    values = { 0, 1 },          doc = "causal, 1: key blocks launched longest walk first (all heads' first block, then the next)" },
     { name = "dtype",  values = { "f16", "bf16" }, doc = "element type of Q, K, V, O, dO and the gradients" },
   },
 
   constraints = {
+    { "the launch order by walk length is for causal masks",
+      function(v) return v.lpt == 0 or v.causal == 1 end },
     { "128 query rows per block take two consumer warpgroups",
       function(v) return v.bm == 64 or v.bn == 128 end },
     { "each warpgroup's share of dQ's columns is whole blocks of 64",

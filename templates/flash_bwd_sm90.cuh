@@ -18,7 +18,8 @@
 //   name##_pre   grid (MBQ, heads_q, batch): D = rowsum(dO ∘ O) and LSE·log2(e) of the query
 //                block into the workspace (padding rows: 0 and +inf, so that their P is 0),
 //                and its dQ accumulator tile zeroed. The host zeroes nothing.
-//   name         grid (NBK, heads_kv, batch), FT_SMEM_BYTES of dynamic shared memory. One CTA
+//   name         grid (NBK, heads_kv, batch), FT_SMEM_BYTES of dynamic shared memory (LPT: the
+//                grid's linear index names the key block, slowest, then head and batch). One CTA
 //                per key block of one K/V head walks every query head of the K/V group and, in
 //                each, the query blocks that see the block (causal: from the first row that sees
 //                its first key). Warpgroup 0 produces, warpgroups 1..NWG consume:
@@ -63,13 +64,14 @@
 //   FTP_BN      keys per CTA: 64 per consumer warpgroup (64, 128); D/NWG a multiple of 64
 //   FTP_CAUSAL  0 or 1      FTP_DTYPE_F16 or FTP_DTYPE_BF16      FT_SMEM_BYTES
 //   FTP_EARLY_DV 1: dV's product issued while dPᵀ's runs (more registers live), 0: after it
+//   FTP_LPT     1: the grid's linear index walks key blocks slowest (longest causal walks first)
 // and the generated wgmma wrappers ft_wgmma_st (m64n{BM}k16, both operands K-major in shared
 // memory), ft_wgmma_kv (m64n{D}k16, A from registers, B MN-major) and ft_wgmma_dq (m64n64k16,
 // A and B MN-major in shared memory).
 
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_CAUSAL) || !defined(FTP_EARLY_DV) || \
-    !defined(FT_SMEM_BYTES)
-#error "flash_bwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_CAUSAL, FTP_EARLY_DV and FT_SMEM_BYTES"
+    !defined(FTP_LPT) || !defined(FT_SMEM_BYTES)
+#error "flash_bwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_CAUSAL, FTP_EARLY_DV, FTP_LPT and FT_SMEM_BYTES"
 #endif
 #if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
 #error "flash_bwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
@@ -88,6 +90,7 @@ constexpr int BM = FTP_BM;
 constexpr int BN = FTP_BN;
 constexpr bool CAUSAL = FTP_CAUSAL != 0;
 constexpr bool EARLY_DV = FTP_EARLY_DV != 0;
+constexpr bool LPT = FTP_LPT != 0;
 
 constexpr int NWG = BN / 64;       // consumer warpgroups: 64 keys each
 constexpr int CT = 128 * NWG;      // consumer threads
@@ -285,9 +288,19 @@ struct Walk {
 __device__ __forceinline__ Walk walk_of(const BwdParams &p, const Workspace &ws)
 {
     Walk w;
-    w.n0 = (int)blockIdx.x * BN;
-    w.kv_head = (int)blockIdx.y;
-    w.batch = (int)blockIdx.z;
+    if (LPT) {
+        // Key blocks slowest: the CTAs launched first take key block 0 of every head (the
+        // longest walks, causal), the last ones the shortest.
+        const int heads = (int)(gridDim.y * gridDim.z);
+        const int linear = (int)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+        w.n0 = linear / heads * BN;
+        w.kv_head = linear % heads % (int)gridDim.y;
+        w.batch = linear % heads / (int)gridDim.y;
+    } else {
+        w.n0 = (int)blockIdx.x * BN;
+        w.kv_head = (int)blockIdx.y;
+        w.batch = (int)blockIdx.z;
+    }
     const int group = p.heads_q / p.heads_kv;
     w.first_head = w.kv_head * group;
     // Causal: from the block of the first row that sees key n0 (row n0 - delta); none when that
@@ -415,18 +428,17 @@ __device__ __forceinline__ void stage_dq(const float (&dq)[32], u32 base, int ct
         st_shared4f(base + OFF_DQ + 4 * dq_index(ct, pass * 32 + i), dq[i], dq[i + 1], dq[i + 2], dq[i + 3]);
 }
 
-// Every product that reads a stage is done: the producer may refill it (one arrival per warp).
+// Every product that reads a stage is done: the producer may refill it. Every consumer thread
+// arrives (an arrival releases the arriving thread's own reads of the stage's LSE and D).
 template <int A, int B>
-__device__ __forceinline__ void release_stage(u32 bars, int stage, int lane, float (&dk)[A], float (&dv)[A],
-                                              u32 (&pf)[B], u32 (&dsf)[B])
+__device__ __forceinline__ void release_stage(u32 bars, int stage, float (&dk)[A], float (&dv)[A], u32 (&pf)[B],
+                                              u32 (&dsf)[B])
 {
     fence_regs(dk);
     fence_regs(dv);
     fence_regs(pf);
     fence_regs(dsf);
-    __syncwarp();
-    if (lane == 0)
-        mbar_arrive(q_empty(bars, stage));
+    mbar_arrive(q_empty(bars, stage));
 }
 
 // Consumer warpgroup cw (0..NWG-1), thread ct (0..CT-1) of the consumers.
@@ -533,7 +545,7 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Walk &w, u32 b
         fence_proxy_async();
         named_arrive(BAR_DQ_FULL, CT + 32);
         wgmma_wait<0>();
-        release_stage(bars, stage, lane, dk, dv, pf, dsf);
+        release_stage(bars, stage, dk, dv, pf, dsf);
     }
 
     // dK (scaled) and dV of this thread's keys (columns 8·(i >> 2) + 2·t4, two at a time) into
@@ -574,7 +586,7 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p, const Maps &maps)
         mbar_init(kv_full(bars), 1);
         for (int s = 0; s < 2; ++s) {
             mbar_init(q_full(bars, s), 1);
-            mbar_init(q_empty(bars, s), NWG * 4); // one arrival per consumer warp
+            mbar_init(q_empty(bars, s), CT); // one arrival per consumer thread
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
