@@ -72,7 +72,8 @@ def candidates(flashtune_bin, spec, arch, d, causal, dtype, limit):
     only = "d=%d,causal=%d,dtype=%s" % (d, causal, dtype)
     cmd = [flashtune_bin, "plan", spec, "--arch", arch, "--only", only, "--json", "-q"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    rows = [v for v in json.loads(out)["variants"] if v["status"] == "compiled"]
+    lines = (json.loads(line) for line in out.splitlines() if line.strip())
+    rows = [v for v in lines if v.get("kind") == "variant" and v["status"] == "compiled"]
     rows.sort(key=lambda v: (v["spill_stores"] + v["spill_loads"], v["variant"]))
     return [v["variant"] for v in rows[:limit]] if limit else [v["variant"] for v in rows]
 

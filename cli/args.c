@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "runtime/driver.h"
 
 int cli_fail(const char *cmd, const ft_err *err)
 {
@@ -56,4 +57,72 @@ int cli_parse_int(const char *cmd, const char *opt, const char *text, long min, 
     }
     *out = v;
     return 1;
+}
+
+/* NAME contains part, ignoring ASCII case. */
+static int name_contains(const char *name, const char *part)
+{
+    size_t n = strlen(part), i, j;
+
+    for (i = 0; name[i] != '\0'; i++) {
+        for (j = 0; j < n && name[i + j] != '\0'; j++) {
+            char a = name[i + j], b = part[j];
+            if (a >= 'A' && a <= 'Z')
+                a = (char)(a - 'A' + 'a');
+            if (b >= 'A' && b <= 'Z')
+                b = (char)(b - 'A' + 'a');
+            if (a != b)
+                break;
+        }
+        if (j == n)
+            return 1;
+    }
+    return 0;
+}
+
+int cli_parse_device(const char *cmd, const char *text, int all_ok, int *out, int *status)
+{
+    const ft_cuda *cu;
+    ft_err err;
+    int count = 0, i;
+    size_t k;
+
+    *status = EXIT_USAGE;
+    if (text[0] == '\0') {
+        cli_usage_error(cmd, "--device takes a GPU ordinal, part of a GPU's name%s, not ''", all_ok ? " or all" : "");
+        return 0;
+    }
+    if (strcmp(text, "all") == 0) {
+        if (!all_ok) {
+            cli_usage_error(cmd, "--device all shares work among GPUs, which only tune does");
+            return 0;
+        }
+        *out = -1;
+        return 1;
+    }
+    for (k = 0; text[k] >= '0' && text[k] <= '9'; k++)
+        ;
+    if (text[k] == '\0') {
+        long v;
+        if (!cli_parse_int(cmd, "--device", text, 0, 1023, &v))
+            return 0;
+        *out = (int)v;
+        return 1;
+    }
+    *status = 1;
+    if (ft__cuda_load(&cu, &err) != FT_OK) {
+        fprintf(stderr, "flashtune %s: --device %s names a GPU, but there is none here: %s\n", cmd, text, err.msg);
+        return 0;
+    }
+    cu->p_cuDeviceGetCount(&count);
+    for (i = 0; i < count; i++) {
+        ft_arch a;
+        if (ft__cuda_device_arch(cu, i, &a, &err) == FT_OK && name_contains(a.device_name, text)) {
+            *out = i;
+            return 1;
+        }
+    }
+    fprintf(stderr, "flashtune %s: no GPU's name contains '%s' (%d GPU%s here; flashtune devices lists them)\n", cmd,
+            text, count, count == 1 ? "" : "s");
+    return 0;
 }

@@ -19,7 +19,9 @@ int cmd_worker(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_import(int argc, char **argv);
-int cli_print_db_devices(const char *db_path);
+/* The devices recorded in the tuning database at db_path (NULL: the default), as lines of text
+ * or JSON lines; 1 when the database cannot be opened or read. */
+int cli_print_db_devices(const char *db_path, int json);
 
 /* Prints "flashtune <cmd>: <message>" to stderr and returns the exit status for err. */
 int cli_fail(const char *cmd, const ft_err *err);
@@ -32,6 +34,13 @@ volatile int *cli_stop_flag(void);
 
 /* Parses a positive integer option value; returns 0 and prints an error when invalid. */
 int cli_parse_int(const char *cmd, const char *opt, const char *text, long min, long max, long *out);
+
+/* A GPU chosen with --device: N (an ordinal), NAME (the first GPU in the driver's order whose
+ * name contains NAME, ignoring case, as `flashtune devices` lists them) or, where all_ok, "all"
+ * (*out = -1). Returns 1, or 0 after printing why not (a usage error: a bad ordinal, an empty
+ * text, "all" where it does not apply; a failure: no driver, no GPU of that name) with *status
+ * the exit status to return. */
+int cli_parse_device(const char *cmd, const char *text, int all_ok, int *out, int *status);
 
 /* A progress display on stderr: a bar with ETA on a terminal, a plain line every few
  * percent (or 10 s) otherwise; nothing when quiet. */

@@ -12,47 +12,75 @@
 #include "runtime/timing.h"
 #include "runtime/session.h"
 
+static const char devices_usage[] =
+    "usage: flashtune devices [--gpus-only] [--db PATH] [--json]\n"
+    "\n"
+    "Lists the GPUs the driver reports (with the ordinal --device takes) and the devices\n"
+    "recorded in the tuning database.\n"
+    "\n"
+    "  --gpus-only        only the GPUs, and exit status 1 when there is none (--gpu is the\n"
+    "                     earlier spelling)\n"
+    "  --db PATH          tuning database (default: as for tune)\n"
+    "  --json             JSON lines: one per GPU (\"kind\": \"gpu\"), one per recorded device\n"
+    "                     (\"kind\": \"database\"), and {\"kind\": \"driver\", ...} first\n";
+
 int cmd_devices(int argc, char **argv)
 {
     const char *db_path = NULL;
-    int gpu_only = 0, count = 0, i;
+    int gpu_only = 0, json = 0, count = 0, i;
     const ft_cuda *cu;
     ft_err err;
 
     for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--gpu") == 0)
+        if (strcmp(argv[i], "--gpus-only") == 0 || strcmp(argv[i], "--gpu") == 0)
             gpu_only = 1;
+        else if (strcmp(argv[i], "--json") == 0)
+            json = 1;
         else if (strcmp(argv[i], "--db") == 0 && i + 1 < argc)
             db_path = argv[++i];
-        else if (strcmp(argv[i], "--help") == 0) {
-            printf("usage: flashtune devices [--gpu] [--db PATH]\n\nLists the GPUs the driver reports and the "
-                   "devices recorded in the tuning database.\nWith --gpu: only the GPUs, and exit status 1 when "
-                   "there is none.\n");
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(devices_usage, stdout);
             return 0;
         } else
             return cli_usage_error("devices", "unknown argument '%s'", argv[i]);
     }
     if (ft__cuda_load(&cu, &err) != FT_OK) {
-        printf("GPUs: none (%s)\n", err.msg);
+        if (json) {
+            printf("{\"kind\": \"driver\", \"gpus\": 0, \"error\": ");
+            ft__json_string(stdout, err.msg);
+            printf("}\n");
+        } else {
+            printf("GPUs: none (%s)\n", err.msg);
+        }
         if (gpu_only)
             return 1;
     } else {
         cu->p_cuDeviceGetCount(&count);
-        printf("GPUs: CUDA driver %d.%d, %d GPU%s\n", cu->driver_version / 1000, cu->driver_version % 1000 / 10,
-               count, count == 1 ? "" : "s");
+        if (json)
+            printf("{\"kind\": \"driver\", \"driver\": %d, \"gpus\": %d}\n", cu->driver_version, count);
+        else
+            printf("GPUs: CUDA driver %d.%d, %d GPU%s\n", cu->driver_version / 1000, cu->driver_version % 1000 / 10,
+                   count, count == 1 ? "" : "s");
         for (i = 0; i < count; i++) {
             ft_arch a;
             if (ft__cuda_device_arch(cu, i, &a, &err) != FT_OK) {
                 fprintf(stderr, "flashtune devices: GPU %d: %s\n", i, err.msg);
                 return 1;
             }
-            printf("  %d: %s, compute capability %d.%d (%s), %d SMs, %lld KiB shared memory per block\n", i,
-                   a.device_name, a.cc / 10, a.cc % 10, a.name, a.sms, a.smem_per_block / 1024);
+            if (json) {
+                printf("{\"kind\": \"gpu\", \"ordinal\": %d, \"name\": ", i);
+                ft__json_string(stdout, a.device_name);
+                printf(", \"cc\": %d, \"arch\": \"%s\", \"sms\": %d, \"smem_per_block\": %lld}\n", a.cc, a.name, a.sms,
+                       a.smem_per_block);
+            } else {
+                printf("  %d: %s, compute capability %d.%d (%s), %d SMs, %lld KiB shared memory per block\n", i,
+                       a.device_name, a.cc / 10, a.cc % 10, a.name, a.sms, a.smem_per_block / 1024);
+            }
         }
     }
     if (gpu_only)
         return 0;
-    return cli_print_db_devices(db_path);
+    return cli_print_db_devices(db_path, json);
 }
 
 static const char run_usage[] =
@@ -69,7 +97,7 @@ static const char run_usage[] =
     "  --dtype f16|bf16  element type (default f16)\n"
     "  --layout L        bshd (default), bhsd, or qkv (one packed [b, s, 3, h, d] buffer)\n"
     "  --spec FILE       the spec the variant belongs to (default: the built-in flash_fwd)\n"
-    "  --device N        GPU ordinal (default 0)\n"
+    "  --device N|NAME   GPU ordinal, or the first GPU whose name contains NAME (default 0)\n"
     "  --seed N          random inputs' seed (default 1)\n"
     "  --no-verify       time without verifying first\n"
     "  --no-time         verify only (e.g. under compute-sanitizer)\n"
@@ -154,10 +182,13 @@ int cmd_run(int argc, char **argv)
                 return cli_usage_error("run", "--layout takes bshd, bhsd or qkv, not '%s'", optarg);
             break;
         case 'S': spec_path = optarg; break;
-        case 'd':
-            if (!cli_parse_int("run", "--device", optarg, 0, 1023, &device))
-                return EXIT_USAGE;
+        case 'd': {
+            int d, st;
+            if (!cli_parse_device("run", optarg, 0, &d, &st))
+                return st;
+            device = d;
             break;
+        }
         case 'r':
             if (!cli_parse_int("run", "--seed", optarg, 0, 1L << 30, &seed))
                 return EXIT_USAGE;

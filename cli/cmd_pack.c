@@ -33,7 +33,7 @@ static const char export_usage[] =
     "  -q                 no progress lines\n";
 
 static const char import_usage[] =
-    "usage: flashtune import FILE [--db PATH] [--verify] [--force] [--dry-run] [--gpu N] [-q]\n"
+    "usage: flashtune import FILE [--db PATH] [--verify] [--force] [--dry-run] [--device N|NAME] [-q]\n"
     "\n"
     "Checks every checksum of a pack, then merges its winners (kernels with their cubins and\n"
     "sources, results) into the tuning database, where query and the runtime library see them\n"
@@ -44,7 +44,8 @@ static const char import_usage[] =
     "  --force            import a pack tuned on another GPU model or driver (recorded for this\n"
     "                     GPU); a pack for another compute capability is always refused\n"
     "  --dry-run          check the pack and list its winners; write nothing\n"
-    "  --gpu N            the GPU to compare with and verify on (default 0)\n"
+    "  --device N|NAME    the GPU to compare with and verify on: an ordinal, or the first GPU\n"
+    "                     whose name contains NAME (default 0; --gpu N is the earlier spelling)\n"
     "  -q                 less output\n"
     "\n"
     "The pack's device is compared with GPU N as tune sees it; on a machine without a GPU the\n"
@@ -311,8 +312,8 @@ int cmd_import(int argc, char **argv)
     static const struct option longopts[] = {
         {"db", required_argument, NULL, 'D'}, {"verify", no_argument, NULL, 'V'},
         {"force", no_argument, NULL, 'F'},    {"dry-run", no_argument, NULL, 'n'},
-        {"gpu", required_argument, NULL, 'g'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"device", required_argument, NULL, 'd'}, {"gpu", required_argument, NULL, 'g'},
+        {"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0}};
     const char *db_path = NULL, *file = NULL;
     int verify = 0, force = 0, dry_run = 0, quiet = 0, ch, status = 1, have_here = 0, winning = 0;
     long gpu = 0;
@@ -332,10 +333,16 @@ int cmd_import(int argc, char **argv)
         case 'V': verify = 1; break;
         case 'F': force = 1; break;
         case 'n': dry_run = 1; break;
-        case 'g':
-            if (!cli_parse_int("import", "--gpu", optarg, 0, 1024, &gpu))
-                return EXIT_USAGE;
+        case 'g': /* the earlier spelling of --device N */
+            fprintf(stderr, "flashtune import: --gpu is now --device\n");
+            /* fall through */
+        case 'd': {
+            int d, st;
+            if (!cli_parse_device("import", optarg, 0, &d, &st))
+                return st;
+            gpu = d;
             break;
+        }
         case 'q': quiet = 1; break;
         case 'h': fputs(import_usage, stdout); return 0;
         default: return cli_usage_error("import", "bad option");

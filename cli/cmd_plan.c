@@ -25,7 +25,10 @@ static const char usage[] =
     "                    that a kept variant has, then one from each of equal stretches of\n"
     "                    the rest; the same N and seed always give the same sample\n"
     "  --seed S          which sample (default 0)\n"
-    "  --json            print JSON on stdout instead of the table\n"
+    "  --json            JSON lines on stdout instead of the table, streamed: the plan first\n"
+    "                    (\"kind\": \"plan\"), each variant as its fate is known (\"variant\":\n"
+    "                    pruned and unsampled ones at once, the others as they compile), the\n"
+    "                    summary last (\"summary\")\n"
     "  --cache-dir DIR   compile cache (default $FLASHTUNE_CACHE_DIR, else\n"
     "                    $XDG_CACHE_HOME/flashtune or ~/.cache/flashtune)\n"
     "  --no-cache        neither read nor write the compile cache\n"
@@ -46,13 +49,19 @@ typedef struct plan_opts {
 
 typedef struct progress_ctx {
     cli_progress bar;
+    int json; /* print each compiled item's JSON line */
 } progress_ctx;
 
+static void print_json_item(const ft_plan_item *it);
+
+/* Called under the plan's lock: one thread at a time. */
 static void on_progress(void *ud, const ft_plan *plan, const ft_plan_item *it, int done, int total)
 {
     progress_ctx *pc = ud;
     (void)plan;
     (void)total;
+    if (pc->json)
+        print_json_item(it);
     cli_progress_update(&pc->bar, done, it->variant_str);
 }
 
@@ -169,59 +178,73 @@ static void print_summary(const ft_plan *plan, const ft_plan_sample_info *sample
     printf("time: %s wall, %s of NVRTC on %d threads\n", wall, cpu, jobs);
 }
 
-static void print_json(const ft_plan *plan, const ft_plan_sample_info *sample, long long seed,
-                       const ft_cache *cache, double wall_ms)
+/* --json: the plan's line, each variant's (print_json_items for those whose fate is known
+ * before compiling: pruned, not sampled), the summary's. */
+static void print_json_plan(const ft_plan *plan)
+{
+    printf("{\"kind\": \"plan\", \"spec\": ");
+    ft__json_string(stdout, plan->spec->path);
+    printf(", \"template\": ");
+    ft__json_string(stdout, plan->family->name);
+    printf(", \"arch\": {\"name\": \"%s\", \"cc\": %d, \"from_device\": %s, \"smem_per_block\": %lld, "
+           "\"regs_per_thread\": %d}, \"variants\": %d}\n",
+           plan->arch.name, plan->arch.cc, plan->arch.from_device ? "true" : "false",
+           plan->arch.smem_per_block, plan->arch.regs_per_thread, plan->nitems);
+    fflush(stdout);
+}
+
+static void print_json_item(const ft_plan_item *it)
+{
+    printf("{\"kind\": \"variant\", \"variant\": ");
+    ft__json_string(stdout, it->variant_str);
+    printf(", \"status\": \"%s\"", ft__plan_status_name(it->status));
+    if (it->status != FT_PLAN_COMPILED) {
+        printf(", \"reason\": ");
+        ft__json_string(stdout, it->reason);
+    }
+    if (it->status == FT_PLAN_COMPILED || it->status == FT_PLAN_OVER_LIMITS)
+        printf(", \"registers\": %d, \"spill_stores\": %lld, \"spill_loads\": %lld, "
+               "\"stack_frame\": %lld, \"smem_static\": %lld",
+               it->report.registers, it->report.spill_stores, it->report.spill_loads,
+               it->report.stack_frame, it->report.smem_static);
+    if (it->smem_dynamic >= 0)
+        printf(", \"smem_dynamic\": %lld", it->smem_dynamic);
+    if (it->status != FT_PLAN_PRUNED && it->status != FT_PLAN_NOT_SAMPLED)
+        printf(", \"compile_ms\": %.1f, \"cache_hit\": %s", it->compile_ms, it->cache_hit ? "true" : "false");
+    printf("}\n");
+    fflush(stdout);
+}
+
+static void print_json_items(const ft_plan *plan, ft_plan_status status)
 {
     int i;
 
-    printf("{\n  \"spec\": ");
-    ft__json_string(stdout, plan->spec->path);
-    printf(",\n  \"template\": ");
-    ft__json_string(stdout, plan->family->name);
-    printf(",\n  \"arch\": {\"name\": \"%s\", \"cc\": %d, \"from_device\": %s, \"smem_per_block\": %lld, "
-           "\"regs_per_thread\": %d},\n",
-           plan->arch.name, plan->arch.cc, plan->arch.from_device ? "true" : "false",
-           plan->arch.smem_per_block, plan->arch.regs_per_thread);
-    printf("  \"variants\": [\n");
-    for (i = 0; i < plan->nitems; i++) {
-        const ft_plan_item *it = &plan->items[i];
-        printf("    {\"variant\": ");
-        ft__json_string(stdout, it->variant_str);
-        printf(", \"status\": \"%s\"", ft__plan_status_name(it->status));
-        if (it->status != FT_PLAN_COMPILED) {
-            printf(", \"reason\": ");
-            ft__json_string(stdout, it->reason);
-        }
-        if (it->status == FT_PLAN_COMPILED || it->status == FT_PLAN_OVER_LIMITS)
-            printf(", \"registers\": %d, \"spill_stores\": %lld, \"spill_loads\": %lld, "
-                   "\"stack_frame\": %lld, \"smem_static\": %lld",
-                   it->report.registers, it->report.spill_stores, it->report.spill_loads,
-                   it->report.stack_frame, it->report.smem_static);
-        if (it->smem_dynamic >= 0)
-            printf(", \"smem_dynamic\": %lld", it->smem_dynamic);
-        if (it->status != FT_PLAN_PRUNED && it->status != FT_PLAN_NOT_SAMPLED)
-            printf(", \"compile_ms\": %.1f, \"cache_hit\": %s", it->compile_ms,
-                   it->cache_hit ? "true" : "false");
-        printf("}%s\n", i + 1 < plan->nitems ? "," : "");
-    }
-    printf("  ],\n  \"summary\": {\"variants\": %d, \"compiled\": %d, \"pruned\": %d, "
+    for (i = 0; i < plan->nitems; i++)
+        if (plan->items[i].status == status)
+            print_json_item(&plan->items[i]);
+}
+
+static void print_json_summary(const ft_plan *plan, const ft_plan_sample_info *sample, long long seed,
+                               const ft_cache *cache, double wall_ms)
+{
+    printf("{\"kind\": \"summary\", \"variants\": %d, \"compiled\": %d, \"pruned\": %d, "
            "\"compile_errors\": %d, \"over_limits\": %d, \"wall_ms\": %.1f",
            plan->nitems, plan->count[FT_PLAN_COMPILED], plan->count[FT_PLAN_PRUNED],
            plan->count[FT_PLAN_COMPILE_ERROR], plan->count[FT_PLAN_OVER_LIMITS], wall_ms);
     if (cache != NULL) {
         ft_cache_stats s = ft__cache_stats(cache);
-        printf(", \"cache_hits\": %lld, \"cache_misses\": %lld, \"cache_corrupt\": %lld", s.hits,
-               s.misses, s.corrupt);
+        printf(", \"cache_hits\": %lld, \"cache_misses\": %lld, \"cache_corrupt\": %lld", s.hits, s.misses,
+               s.corrupt);
     }
     if (sample != NULL) {
-        printf(", \"not_sampled\": %d,\n    \"sample\": {\"seed\": %lld, \"kept\": %d, \"sampled\": %d, "
+        printf(", \"not_sampled\": %d, \"sample\": {\"seed\": %lld, \"kept\": %d, \"sampled\": %d, "
                "\"values\": %d, \"uncovered\": %d, \"missing\": ",
                plan->count[FT_PLAN_NOT_SAMPLED], seed, sample->kept, sample->sampled, sample->values,
                sample->uncovered);
         ft__json_string(stdout, sample->missing);
         printf("}");
     }
-    printf("}\n}\n");
+    printf("}\n");
 }
 
 static int parse_args(int argc, char **argv, plan_opts *o)
@@ -283,7 +306,7 @@ int cmd_plan(int argc, char **argv)
     ft_variant filter;
     ft_plan_sample_info sample;
     unsigned mask = 0;
-    progress_ctx pc;
+    progress_ctx pc = {0};
     volatile int *stop;
     double t0, nvrtc_ms = 0;
     int status = 1;
@@ -315,9 +338,13 @@ int cmd_plan(int argc, char **argv)
         fprintf(stderr, "flashtune plan: no variant of %s matches '%s'\n", spec->path, o.only);
         goto out;
     }
+    if (o.json) {
+        print_json_plan(plan);
+        print_json_items(plan, FT_PLAN_PRUNED);
+    }
     if (plan->count[FT_PLAN_PENDING] == 0) {
         if (o.json)
-            print_json(plan, NULL, o.seed, NULL, ft__now_ms() - t0);
+            print_json_summary(plan, NULL, o.seed, NULL, ft__now_ms() - t0);
         else
             print_reasons(plan, FT_PLAN_PRUNED, "pruned");
         fprintf(stderr, "flashtune plan: all %d variants of %s are pruned for %s; nothing to compile\n",
@@ -332,6 +359,9 @@ int cmd_plan(int argc, char **argv)
         status = cli_fail("plan", &err);
         goto out;
     }
+    if (o.json && o.sample > 0)
+        print_json_items(plan, FT_PLAN_NOT_SAMPLED);
+    pc.json = o.json;
     stop = cli_stop_flag();
     cli_progress_start(&pc.bar, "compiling", plan->count[FT_PLAN_PENDING], o.quiet);
     if (ft__plan_compile(plan, cache, o.jobs, on_progress, &pc, stop, &err) != FT_OK) {
@@ -344,7 +374,7 @@ int cmd_plan(int argc, char **argv)
         if (!plan->items[i].cache_hit)
             nvrtc_ms += plan->items[i].compile_ms;
     if (o.json)
-        print_json(plan, o.sample > 0 ? &sample : NULL, o.seed, cache, ft__now_ms() - t0);
+        print_json_summary(plan, o.sample > 0 ? &sample : NULL, o.seed, cache, ft__now_ms() - t0);
     else {
         print_table(plan);
         print_summary(plan, o.sample > 0 ? &sample : NULL, o.seed, cache, ft__now_ms() - t0, nvrtc_ms,

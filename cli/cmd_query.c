@@ -213,7 +213,15 @@ out:
 
 static int print_device(void *ud, long long id, const ft_db_device *d, long long results, long long winners)
 {
-    (void)ud;
+    if (*(const int *)ud) {
+        printf("{\"kind\": \"database\", \"id\": %lld, \"name\": ", id);
+        ft__json_string(stdout, d->name);
+        printf(", \"cc\": %d, \"sms\": %d, \"smem_per_block\": %lld, \"driver\": %d, \"nvrtc\": ", d->cc, d->sms,
+               d->smem_per_block, d->driver_version);
+        ft__json_string(stdout, d->nvrtc_version);
+        printf(", \"results\": %lld, \"winners\": %lld}\n", results, winners);
+        return 0;
+    }
     printf("  [%lld] %s, cc %d.%d, %d SMs, %lld KiB smem/block, driver %d.%d, NVRTC %s: %lld results, %lld winners\n",
            id, d->name, d->cc / 10, d->cc % 10, d->sms, d->smem_per_block / 1024, d->driver_version / 1000,
            d->driver_version % 1000 / 10, d->nvrtc_version, results, winners);
@@ -221,18 +229,25 @@ static int print_device(void *ud, long long id, const ft_db_device *d, long long
 }
 
 /* The devices section of `flashtune devices`: those recorded in the database. */
-int cli_print_db_devices(const char *db_path)
+int cli_print_db_devices(const char *db_path, int json)
 {
     ft_db *db = NULL;
     ft_err err;
     int rc = 0;
 
     if (ft__db_open(db_path, 1, &db, &err) != FT_OK) {
-        printf("tuning database: %s\n", err.msg);
+        if (json) {
+            printf("{\"kind\": \"database\", \"error\": ");
+            ft__json_string(stdout, err.msg);
+            printf("}\n");
+        } else {
+            printf("tuning database: %s\n", err.msg);
+        }
         return 1;
     }
-    printf("devices in %s:\n", ft__db_path(db));
-    if (ft__db_devices(db, print_device, NULL, &err) != FT_OK) {
+    if (!json)
+        printf("devices in %s:\n", ft__db_path(db));
+    if (ft__db_devices(db, print_device, &json, &err) != FT_OK) {
         fprintf(stderr, "flashtune devices: %s\n", err.msg);
         rc = 1;
     }

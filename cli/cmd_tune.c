@@ -21,7 +21,8 @@ static const char usage[] =
     "\n"
     "  --db PATH         tuning database (default $FLASHTUNE_DB, else\n"
     "                    $XDG_DATA_HOME/flashtune/tuning.db or ~/.local/share/flashtune/tuning.db)\n"
-    "  --device N|all    GPU ordinal (default 0); all: share the buckets among identical GPUs\n"
+    "  --device N|NAME|all  GPU ordinal, or the first GPU whose name contains NAME (default 0);\n"
+    "                    all: share the buckets among identical GPUs\n"
     "  --only FILTER     only the variants matching, e.g. 'd=128,causal=1'\n"
     "  -j, --jobs N      parallel compilations (default: the number of cores)\n"
     "  --budget MS       timing budget per measurement (default 30)\n"
@@ -83,14 +84,15 @@ int cmd_tune(int argc, char **argv)
     while ((ch = getopt_long(argc, argv, "j:qh", longopts, NULL)) != -1) {
         switch (ch) {
         case 'D': o.db_path = optarg; break;
-        case 'd':
-            if (strcmp(optarg, "all") == 0)
-                o.device = -1;
-            else if (!cli_parse_int("tune", "--device", optarg, 0, 63, &v))
-                return EXIT_USAGE;
-            else
-                o.device = (int)v;
+        case 'd': {
+            int d, st;
+            if (!cli_parse_device("tune", optarg, 1, &d, &st))
+                return st;
+            if (d > 63)
+                return cli_usage_error("tune", "--device takes a GPU ordinal from 0 to 63, not %d", d);
+            o.device = d;
             break;
+        }
         case 'o': o.only = optarg; break;
         case 'j':
             if (!cli_parse_int("tune", "--jobs", optarg, 1, 1024, &v))

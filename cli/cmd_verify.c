@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "common/fs.h"
+#include "common/json.h"
 #include "generator/family.h"
 #include "generator/variant.h"
 #include "tuner/plan.h"
@@ -23,9 +24,11 @@ static const char usage[] =
     "\n"
     "  --only FILTER     only the variants matching, e.g. 'd=128,causal=1'\n"
     "  --shapes SET      quick (default) or full\n"
-    "  --device N        GPU ordinal (default 0)\n"
+    "  --device N|NAME   GPU ordinal, or the first GPU whose name contains NAME (default 0)\n"
     "  -j, --jobs N      parallel compilations (default: the number of cores)\n"
     "  --cache-dir DIR   compile cache\n"
+    "  --json            JSON lines on stdout: one per variant (result pass, fail or skip), then\n"
+    "                    one with the summary\n"
     "  -q, --quiet       no progress display\n";
 
 typedef struct shape_case {
@@ -170,9 +173,10 @@ int cmd_verify(int argc, char **argv)
         {"only", required_argument, NULL, 'o'},  {"shapes", required_argument, NULL, 's'},
         {"device", required_argument, NULL, 'd'}, {"jobs", required_argument, NULL, 'j'},
         {"cache-dir", required_argument, NULL, 'C'}, {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+        {"json", no_argument, NULL, 'J'},         {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     const char *only = NULL, *cache_dir = NULL, *spec_path = NULL;
-    int full = 0, quiet = 0, ch, status = 1, i, c, failed = 0, verified = 0;
+    int full = 0, quiet = 0, json = 0, ch, status = 1, i, c, failed = 0, verified = 0;
     long device = 0, jobs = 0;
     ft_session s;
     ft_spec *spec = NULL;
@@ -197,16 +201,20 @@ int cmd_verify(int argc, char **argv)
                 return cli_usage_error("verify", "--shapes takes quick or full");
             full = strcmp(optarg, "full") == 0;
             break;
-        case 'd':
-            if (!cli_parse_int("verify", "--device", optarg, 0, 1023, &device))
-                return EXIT_USAGE;
+        case 'd': {
+            int d, st;
+            if (!cli_parse_device("verify", optarg, 0, &d, &st))
+                return st;
+            device = d;
             break;
+        }
         case 'j':
             if (!cli_parse_int("verify", "--jobs", optarg, 1, 1024, &jobs))
                 return EXIT_USAGE;
             break;
         case 'C': cache_dir = optarg; break;
         case 'q': quiet = 1; break;
+        case 'J': json = 1; break;
         case 'h': fputs(usage, stdout); return 0;
         default: return cli_usage_error("verify", "bad option");
         }
@@ -304,23 +312,46 @@ int cmd_verify(int argc, char **argv)
         }
     }
     cli_progress_finish(&bar);
-    printf("%-62s %-6s %7s %10s %10s  %s\n", "variant", "result", "shapes", bwd ? "grad L2" : "O rel L2",
-           bwd ? "worst/bnd" : "LSE err", "first failure");
+    if (!json)
+        printf("%-62s %-6s %7s %10s %10s  %s\n", "variant", "result", "shapes", bwd ? "grad L2" : "O rel L2",
+               bwd ? "worst/bnd" : "LSE err", "first failure");
     for (i = 0; i < plan->nitems; i++) {
         const ft_plan_item *it = &plan->items[i];
         const row *r = &rows[i];
-        if (it->status == FT_PLAN_COMPILED) {
-            int ok = r->passed == r->ran && r->ran > 0;
-            failed += !ok;
+        const int ran = it->status == FT_PLAN_COMPILED, ok = ran && r->passed == r->ran && r->ran > 0;
+        if (it->status == FT_PLAN_PRUNED)
+            continue;
+        failed += ran && !ok;
+        if (json) {
+            printf("{\"variant\": ");
+            ft__json_string(stdout, it->variant_str);
+            printf(", \"result\": \"%s\"", !ran ? "skip" : ok ? "pass" : "fail");
+            if (ran)
+                printf(", \"shapes_passed\": %d, \"shapes\": %d, \"%s\": %.3e, \"%s\": %.3e, \"first_failure\": ",
+                       r->passed, r->ran, bwd ? "grad_rel_l2" : "o_rel_l2", r->worst_l2,
+                       bwd ? "worst_of_bound" : "lse_err", r->worst_other);
+            else
+                printf(", \"reason\": ");
+            ft__json_string(stdout, ran ? r->failure : it->reason);
+            printf("}\n");
+        } else if (ran) {
             printf("%-62s %-6s %3d/%-3d %10.2e %10.2e  %s\n", it->variant_str, ok ? "pass" : "FAIL", r->passed,
                    r->ran, r->worst_l2, r->worst_other, r->failure);
-        } else if (it->status != FT_PLAN_PRUNED) {
+        } else {
             printf("%-62s %-6s %7s %10s %10s  %s\n", it->variant_str, "skip", "-", "-", "-", it->reason);
         }
     }
-    printf("summary (%s, %s): %d variants verified: %d pass, %d fail; %d pruned, %d did not compile or fit\n",
-           s.arch.device_name, s.arch.name, plan->count[FT_PLAN_COMPILED], plan->count[FT_PLAN_COMPILED] - failed,
-           failed, plan->count[FT_PLAN_PRUNED], plan->count[FT_PLAN_COMPILE_ERROR] + plan->count[FT_PLAN_OVER_LIMITS]);
+    if (json) {
+        printf("{\"summary\": {\"device\": ");
+        ft__json_string(stdout, s.arch.device_name);
+        printf(", \"arch\": \"%s\", \"verified\": %d, \"pass\": %d, \"fail\": %d, \"pruned\": %d, \"not_built\": %d}}\n",
+               s.arch.name, plan->count[FT_PLAN_COMPILED], plan->count[FT_PLAN_COMPILED] - failed, failed,
+               plan->count[FT_PLAN_PRUNED], plan->count[FT_PLAN_COMPILE_ERROR] + plan->count[FT_PLAN_OVER_LIMITS]);
+    } else {
+        printf("summary (%s, %s): %d variants verified: %d pass, %d fail; %d pruned, %d did not compile or fit\n",
+               s.arch.device_name, s.arch.name, plan->count[FT_PLAN_COMPILED], plan->count[FT_PLAN_COMPILED] - failed,
+               failed, plan->count[FT_PLAN_PRUNED], plan->count[FT_PLAN_COMPILE_ERROR] + plan->count[FT_PLAN_OVER_LIMITS]);
+    }
     status = failed == 0 && plan->count[FT_PLAN_COMPILED] > 0 ? 0 : 1;
     goto out;
 fail:

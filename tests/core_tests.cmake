@@ -7,8 +7,22 @@ ft_unit_test(test_plan_sample test_plan_sample.c)
 # (cli_expect.sh also fails on a crash).
 ft_cli_test(plan_subset ok "summary \\(sm_90\\): 24 variants: 20 compiled .*, 4 pruned"
   plan specs/flash_fwd.lua --only "d=64,bm=64,bn=64,warps=4,dtype=f16" --no-cache -j 2)
-ft_cli_test(plan_json ok "\"compiled\": 4"
+ft_cli_test(plan_json ok "\\{\"kind\": \"summary\", \"variants\": 8, \"compiled\": 4, \"pruned\": 4"
   plan specs/flash_fwd.lua --only "d=32,bm=64,bn=32,warps=4,stages=1,causal=0" --json --no-cache -q)
+# JSON lines, streamed: the plan's line first, a pruned variant's before any compiled one's
+ft_cli_test(plan_json_lines ok "^\\{\"kind\": \"plan\", \"spec\": \"specs/flash_fwd.lua\".*\"variants\": 8\\}"
+  plan specs/flash_fwd.lua --only "d=32,bm=64,bn=32,warps=4,stages=1,causal=0" --json --no-cache -q)
+# One way to choose a GPU: --device N|NAME (and all for tune); --gpu, import's earlier spelling
+ft_cli_test(device_name_unknown fail "(--device NoSuchGPU names a GPU, but there is none here|no GPU's name contains 'NoSuchGPU')"
+  run --device NoSuchGPU --variant "d=64" --shape "b=1,hq=1,sq=1,d=64")
+ft_cli_test(device_all_not_tune fail "--device all shares work among GPUs, which only tune does"
+  verify --device all)
+ft_cli_test(device_empty fail "--device takes a GPU ordinal, part of a GPU's name or all, not ''"
+  tune --device=)
+ft_cli_test(import_gpu_spelling fail "--gpu is now --device"
+  import --gpu 0 tests/no_such.ftpack)
+ft_cli_test(devices_json fail "\\{\"kind\": \"driver\", .*\"gpus\": [0-9]+"
+  devices --json --db /nonexistent/flashtune.db)
 ft_cli_test(plan_sm86_prunes ok "shared memory 1.* B > 101376 B per block on sm_86"
   plan specs/flash_fwd.lua --arch sm_86 --only "d=256,bm=64,warps=4,causal=0,dtype=f16,qreg=0,overlap=0" --no-cache -j 2)
 # --sample: 5 of the 20 kept variants, with every value the 20 have; the same sample twice

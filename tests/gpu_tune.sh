@@ -5,8 +5,8 @@
 # kernel and get the right answer; without the database, the built-in default.
 #   gpu_tune.sh path/to/flashtune path/to/attention-example
 ft=$1
-if ! "$ft" devices --gpu >/dev/null 2>&1; then
-  echo "skipped: no GPU ($("$ft" devices --gpu 2>&1 | head -n 1))"
+if ! "$ft" devices --gpus-only >/dev/null 2>&1; then
+  echo "skipped: no GPU ($("$ft" devices --gpus-only 2>&1 | head -n 1))"
   exit 77
 fi
 dir=$(mktemp -d)
