@@ -38,6 +38,12 @@ if ! command -v clang >/dev/null 2>&1 || ! fuzzer_runtime; then
     apt_install "libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev" ||
     echo "setup: could not install them; the fuzz step will be skipped" >&2
 fi
+# The pip install test (tests/pip_wheel.sh) makes a virtual environment, which takes
+# python3-venv on Debian; without it that test says "skipped".
+if command -v python3 >/dev/null 2>&1 && ! python3 -c "import ensurepip" >/dev/null 2>&1; then
+  echo "setup: installing python3-venv (for tests/pip_wheel.sh)"
+  apt_install python3-venv || echo "setup: could not install it; the pip install test will be skipped" >&2
+fi
 cuda=${CUDA_HOME:-/usr/local/cuda}
 if [ ! -f "$cuda/include/nvrtc.h" ] && ! command -v nvcc >/dev/null 2>&1; then
   echo "setup: the CUDA toolkit (with NVRTC) is not in $cuda and nvcc is not on PATH;" >&2

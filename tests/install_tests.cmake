@@ -6,3 +6,11 @@ add_test(NAME install_package
           ${CMAKE_BINARY_DIR}/test-install
   WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
 set_tests_properties(install_package PROPERTIES LABELS install TIMEOUT 600 ENVIRONMENT "${FT_TEST_ENV}")
+
+# pip install of the repository (pyproject.toml, scikit-build-core) into a fresh virtual
+# environment; skipped where scikit-build-core cannot be installed. About a minute on two cores
+# (label slow too: the sanitizer phase, whose build it does not use, leaves it out).
+add_test(NAME pip_wheel
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/pip_wheel.sh ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/test-pip
+  WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+set_tests_properties(pip_wheel PROPERTIES LABELS "install;slow" SKIP_RETURN_CODE 77 TIMEOUT 900)

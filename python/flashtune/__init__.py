@@ -10,8 +10,9 @@ q is [batch, seqlen_q, heads_q, head_dim], k and v [batch, seqlen_k, heads_kv, h
 fp16 or bf16 CUDA tensors whose last dimension is contiguous, 16-byte aligned, with the other
 strides multiples of 8 elements. out=, when given, must be all that as well, shaped and typed
 like q, and share no memory with q, k or v (nor with itself). The call runs on PyTorch's
-current stream. The library is found through $FLASHTUNE_LIB, else next to this package's
-repository checkout (build/libflashtune.so), else by the dynamic loader.
+current stream. The library is found through $FLASHTUNE_LIB, else in this package (pip install .),
+else next to this package's repository checkout (build/libflashtune.so), else by the dynamic
+loader.
 """
 import ctypes
 import math
@@ -97,12 +98,16 @@ class _BwdArgs(ctypes.Structure):
 
 
 def library_path():
+    """$FLASHTUNE_LIB, else the library a pip install put into this package, else the build/ of
+    the repository checkout this package lies in, else libflashtune.so.0 for the dynamic loader."""
     env = os.environ.get("FLASHTUNE_LIB")
     if env:
         return env
     here = os.path.dirname(os.path.abspath(__file__))
-    local = os.path.join(here, "..", "..", "build", "libflashtune.so")
-    return local if os.path.exists(local) else "libflashtune.so.0"
+    for path in (os.path.join(here, "libflashtune.so"), os.path.join(here, "..", "..", "build", "libflashtune.so")):
+        if os.path.exists(path):
+            return path
+    return "libflashtune.so.0"
 
 
 _lib = None
@@ -495,6 +500,22 @@ def attention(q, k, v, causal=False, softmax_scale=None, deterministic=False, co
 def version():
     """The version of the loaded libflashtune ("0.1.0")."""
     return _load().ft_version().decode()
+
+
+def _package_version():
+    try:
+        from importlib.metadata import PackageNotFoundError, version as dist_version
+        try:
+            return dist_version("flashtune")
+        except PackageNotFoundError:
+            return None
+    except ImportError:  # Python without importlib.metadata
+        return None
+
+
+# The installed distribution's version (pip install .: CMakeLists.txt's, as the library's and the
+# command's); None when this package runs from a checkout.
+__version__ = _package_version()
 
 
 def _sizes(batch, heads, seqlen_q, seqlen_k, head_dim, causal, heads_kv=None, dtype="float16"):
