@@ -7,14 +7,16 @@
 //   dV += Pᵀ·dO   dK += dSᵀ·Q      m64 (keys) × D × BM, Pᵀ and dSᵀ from registers (the
 //                                  accumulators of Sᵀ and dPᵀ are already the A operands)
 //   dQ  = dS·K                     m64 (queries) × 64 × BN per pass, dSᵀ through shared memory
-//                                  (read transposed: MN-major A), K read MN-major
+//                                  (read transposed: MN-major A), K read MN-major; split among
+//                                  the consumers by columns (BM = 64) or by rows (BM = 128)
 // P and dS are rounded to the element type before the products that take them; accumulation is
 // fp32 throughout.
 //
 // ---- the three kernels, in stream order: pre → main → post ----------------------------------
 // FT_DEFINE_KERNEL(name) defines name##_pre, name and name##_post, extern "C", each taking one
-// BwdParams by value, all with THREADS = 128·(NWG + 1) threads (NWG = BN/64 consumer
-// warpgroups, and a producer warpgroup). With MBQ = ceil(seqlen_q / BM) and NBK = ceil(seqlen_k / BN):
+// BwdParams by value (the main kernel also the tensor maps of Q, dO, K and V), all with
+// THREADS = 128·(NWG + 1) threads (NWG = BN/64 consumer warpgroups, and a producer warpgroup).
+// With MBQ = ceil(seqlen_q / BM) and NBK = ceil(seqlen_k / BN):
 //   name##_pre   grid (MBQ, heads_q, batch): D = rowsum(dO ∘ O) and LSE·log2(e) of the query
 //                block into the workspace (padding rows: 0 and +inf, so that their P is 0),
 //                and its dQ accumulator tile zeroed. The host zeroes nothing.
@@ -32,8 +34,8 @@
 //                  (cp.reduce.async.bulk .add.f32), named barriers handing the staging buffer
 //                  back and forth;
 //                  each consumer warpgroup owns 64 keys: Sᵀ, dPᵀ, Pᵀ, dSᵀ, its keys' dK and dV
-//                  (in registers for the whole kernel, written at the end through the K and V tiles, dK scaled) and d/NWG
-//                  of the block's dQ columns.
+//                  (in registers for the whole kernel, written at the end through the K and V
+//                  tiles, dK scaled) and its share of the block's dQ partial (ROWSPLIT).
 //   name##_post  grid (MBQ, heads_q, batch): dQ accumulator tile → dQ · scale, element type.
 //
 // ---- the workspace (BwdParams::ws, 16-byte aligned; 256 recommended) --------------------------
@@ -60,8 +62,10 @@
 // every product is done.
 //
 // Compile-time parameters, defined by the generated prelude:
-//   FTP_D       head dimension (64 or 128)     FTP_BM  query rows per block of the loop (64)
-//   FTP_BN      keys per CTA: 64 per consumer warpgroup (64, 128); D/NWG a multiple of 64
+//   FTP_D       head dimension (64 or 128)
+//   FTP_BM      query rows per block of the loop: 64, or 128 with two consumer warpgroups
+//   FTP_BN      keys per CTA: 64 per consumer warpgroup (64, 128); with BM = 64, D/NWG a
+//               multiple of 64
 //   FTP_CAUSAL  0 or 1      FTP_DTYPE_F16 or FTP_DTYPE_BF16      FT_SMEM_BYTES
 //   FTP_EARLY_DV 1: dV's product issued while dPᵀ's runs (more registers live), 0: after it
 //   FTP_LPT     1: the grid's linear index walks key blocks slowest (longest causal walks first)
@@ -162,7 +166,10 @@ __device__ __forceinline__ void st_shared4f(u32 addr, float a, float b, float c,
 __device__ __forceinline__ uint4 ld_shared4(u32 addr)
 {
     uint4 v;
-    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(addr)
+                 : "memory");
     return v;
 }
 
