@@ -2,11 +2,12 @@
 -- for compute capability 9.0 only (sm_90a code).
 --
 -- Every parameter becomes a compile-time constant of the template; a variant reads
--- "d=128,bm=64,bn=128,causal=0,dtype=bf16". A CTA owns bn keys of one K/V head, one consumer
--- warpgroup per 64 of them, and loops over the query blocks of bm rows that see them (every
--- query head of the K/V group in turn); each consumer computes its keys' Sᵀ, dPᵀ, dK and dV and
--- d·64/bn of dQ's columns. A producer warpgroup loads the blocks and adds dQ's partials into
--- the workspace.
+-- "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,dtype=bf16". A CTA owns bn keys of one K/V
+-- head, one consumer warpgroup per 64 of them, and loops over the query blocks of bm rows that
+-- see them (every query head of the K/V group in turn); each consumer computes its keys' Sᵀ,
+-- dPᵀ, dK and dV and its share of the block's dQ partial (d·64/bn of the columns with bm = 64,
+-- half of the rows with bm = 128). A producer warpgroup loads the blocks (TMA) and adds the dQ
+-- partials into the workspace (bulk reductions).
 
 -- Per consumer thread: see `registers` below. With two consumer warpgroups the producer gives
 -- its registers to them (setmaxnreg): 240 each; with one, 255.
@@ -29,7 +30,7 @@ return {
   params = {
     { name = "d",      values = { 64, 128 },       doc = "head dimension" },
     { name = "bm",     values = { 64, 128 },       doc = "query rows per block of the CTA's loop (128: two consumer warpgroups split dQ by rows)" },
-    { name = "bn",     values = { 64, 128 },       doc = "keys per thread block: 64 per warpgroup" },
+    { name = "bn",     values = { 64, 128 },       doc = "keys per thread block: 64 per consumer warpgroup" },
     { name = "causal", values = { 0, 1 },          doc = "bottom-right causal mask" },
     { name = "early_dv", values = { 0, 1 },        doc = "1: dV's product issued while dPᵀ's runs (more registers live at once)" },
     { name = "lpt",    values = { 0, 1 },          doc = "causal, 1: key blocks launched longest walk first (all heads' first block, then the next)" },
