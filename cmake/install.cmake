@@ -19,13 +19,11 @@ add_library(flashtune::lua UNKNOWN IMPORTED)
 set_target_properties(flashtune::lua PROPERTIES IMPORTED_LOCATION ${LUA_LIBRARY})
 add_library(flashtune::sqlite3 UNKNOWN IMPORTED)
 set_target_properties(flashtune::sqlite3 PROPERTIES IMPORTED_LOCATION ${SQLITE3_LIBRARY})
-# NVRTC is flashtune::nvrtc (CMakeLists.txt): CUDA::nvrtc would bring the driver stub with it.
-target_link_libraries(flashtune_static PRIVATE flashtune::lua flashtune::sqlite3 flashtune::nvrtc
-  Threads::Threads ${CMAKE_DL_LIBS} m)
+# NVRTC is loaded at run time (runtime/nvrtc.c): not in the link.
+target_link_libraries(flashtune_static PRIVATE flashtune::lua flashtune::sqlite3 Threads::Threads ${CMAKE_DL_LIBS} m)
 
 set_target_properties(flashtune_shared PROPERTIES EXPORT_NAME flashtune INSTALL_RPATH_USE_LINK_PATH ON)
 set_target_properties(flashtune_static PROPERTIES EXPORT_NAME flashtune_static)
-# NVRTC outside the system's directories (/usr/local/cuda/lib64) is found through the RPATH.
 set_target_properties(flashtune PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 
 install(TARGETS flashtune RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -42,7 +40,6 @@ get_filename_component(FT_LUA_HINT ${LUA_LIBRARY} DIRECTORY)
 get_filename_component(FT_SQLITE3_HINT ${SQLITE3_LIBRARY} DIRECTORY)
 get_filename_component(FT_LUA_NAME ${LUA_LIBRARY} NAME)
 get_filename_component(FT_SQLITE3_NAME ${SQLITE3_LIBRARY} NAME)
-get_filename_component(FT_NVRTC_HINT ${CUDA_nvrtc_LIBRARY} DIRECTORY)
 install(EXPORT flashtuneTargets NAMESPACE flashtune:: DESTINATION ${FT_CMAKE_DIR})
 configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/flashtuneConfig.cmake.in
   ${CMAKE_BINARY_DIR}/flashtuneConfig.cmake INSTALL_DESTINATION ${FT_CMAKE_DIR})
@@ -74,7 +71,7 @@ ft_pc_dir(FT_PC_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
 # Libs.private: what linking libflashtune.a needs besides it (-L only outside the
 # compiler's own directories).
 set(FT_PC_LIBS_PRIVATE "")
-foreach(lib ${CUDA_nvrtc_LIBRARY} ${LUA_LIBRARY} ${SQLITE3_LIBRARY})
+foreach(lib ${LUA_LIBRARY} ${SQLITE3_LIBRARY})
   get_filename_component(dir ${lib} DIRECTORY)
   get_filename_component(name ${lib} NAME)
   string(REGEX REPLACE "^lib(.*)\\.(so|a)(\\..*)?$" "\\1" name "${name}") # liblua5.4.so -> lua5.4

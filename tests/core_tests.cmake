@@ -201,3 +201,7 @@ ft_unit_test(test_bwd test_bwd.c)
 add_test(NAME bwd_cli COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/bwd_cli.sh $<TARGET_FILE:flashtune>
   $<TARGET_FILE:fake_worker> WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(bwd_cli PROPERTIES LABELS cli TIMEOUT 600 ENVIRONMENT "${FT_TEST_ENV}")
+# NVRTC is loaded when the first kernel compiles: where it cannot be, every variant says why
+ft_cli_test(nvrtc_missing fail "NVRTC \\(libnvrtc\\.so\\.[0-9]+\\) cannot be loaded: \\$FLASHTUNE_NVRTC /nonexistent/libnvrtc\\.so"
+  plan specs/flash_fwd.lua --only "d=32,bm=64,bn=32,warps=4,stages=1,causal=0,dtype=f16,qreg=0,overlap=0" --no-cache -q)
+set_tests_properties(cli_nvrtc_missing PROPERTIES ENVIRONMENT "${FT_TEST_ENV};FLASHTUNE_NVRTC=/nonexistent/libnvrtc.so")

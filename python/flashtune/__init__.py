@@ -113,9 +113,30 @@ def library_path():
 _lib = None
 
 
+def _nvrtc_from_wheel():
+    """libnvrtc.so.N of NVIDIA's nvidia-cuda-nvrtc wheel (nvidia/<cuNN or cuda_nvrtc>/lib), the
+    newest where several are installed; None without one."""
+    import glob
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return None
+    found = []
+    for root in (spec.submodule_search_locations or []) if spec is not None else []:
+        found += [p for p in glob.glob(os.path.join(root, "*", "lib", "libnvrtc.so.*")) if "builtins" not in p]
+    return max(found, key=lambda p: int(p.rsplit(".", 1)[-1]) if p.rsplit(".", 1)[-1].isdigit() else -1) if found else None
+
+
 def _load():
     global _lib
     if _lib is None:
+        # libflashtune loads NVRTC when it first compiles: from $FLASHTUNE_NVRTC, else the CUDA
+        # toolkit. In a Python environment that has NVIDIA's NVRTC wheel, that one.
+        if not os.environ.get("FLASHTUNE_NVRTC"):
+            wheel = _nvrtc_from_wheel()
+            if wheel is not None:
+                os.environ["FLASHTUNE_NVRTC"] = wheel
         lib = ctypes.CDLL(library_path())
         lib.ft_context_options_init.argtypes = [ctypes.POINTER(_Options)]
         lib.ft_context_create.argtypes = [ctypes.POINTER(_Options), ctypes.POINTER(ctypes.c_void_p)]
