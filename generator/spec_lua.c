@@ -327,12 +327,33 @@ static int sandbox_pcall(lua_State *L)
     return lua_gettop(L);
 }
 
+/* xpcall's message handler: the spec's, except for the sandbox's own errors. Lua runs a
+ * message handler inside the raising code, and the budgets' errors are raised inside the count
+ * hook, where hooks are off: the spec's handler would run unmetered (a handler that loops never
+ * ends), so for those it does not run at all. */
+static int xpcall_handler(lua_State *L)
+{
+    ft_spec_lua *S = state_of(L);
+
+    if (S->fatal != FATAL_NONE) {
+        lua_pushstring(L, S->fatal_msg);
+        return 1;
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
 static int sandbox_xpcall(lua_State *L)
 {
     int n = lua_gettop(L);
     int status;
 
     luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushvalue(L, 2);
+    lua_pushcclosure(L, xpcall_handler, 1);
+    lua_replace(L, 2);
     lua_pushboolean(L, 1);
     lua_pushvalue(L, 1);
     lua_rotate(L, 3, 2); /* f, handler, true, f, args... */
