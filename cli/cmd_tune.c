@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "common/json.h"
 #include "common/fs.h"
 #include "runtime/driver.h"
 #include "tuner/tune.h"
@@ -33,6 +34,7 @@ static const char usage[] =
     "  --timeout S       seconds a measurement may take before the kernel counts as hung (60)\n"
     "  --arch NAME       target of the compile-only plan when there is no GPU (default sm_90)\n"
     "  --cache-dir DIR   compile cache\n"
+    "  --json            the summary as one JSON line on stdout instead of the text\n"
     "  -q, --quiet       no progress display\n";
 
 typedef struct tune_progress {
@@ -56,6 +58,31 @@ static void on_progress(void *ud, long long done, long long total, const char *w
     cli_progress_update(&tp->bar, (int)done, what);
 }
 
+/* --json: the run's summary in one line (times in milliseconds). */
+static void print_json_summary(const ft_tune_summary *s, int misses)
+{
+    static const char *const names[] = {"ok", "wrong_result", "compile_error", "over_limits", "launch_failure",
+                                        "fault", "timeout"};
+    _Static_assert(sizeof names / sizeof names[0] == FT_RESULT_TIMEOUT + 1, "a name per result status");
+    int i;
+
+    printf("{\"kind\": \"summary\", \"device\": ");
+    ft__json_string(stdout, s->device_name);
+    printf(", \"database\": ");
+    ft__json_string(stdout, s->db_path);
+    if (misses)
+        printf(", \"misses\": %d, \"misses_invalid\": %d", s->misses, s->misses_invalid);
+    printf(", \"buckets\": %d, \"variants\": %d, \"pruned\": %d, \"measured\": %lld, \"resumed\": %lld, "
+           "\"results\": {",
+           s->buckets, s->variants, s->pruned, s->measured, s->resumed);
+    for (i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
+        printf("%s\"%s\": %lld", i ? ", " : "", names[i], s->by_status[FT_RESULT_OK + i]);
+    printf("}, \"winners\": %d, \"races\": %d, \"worker_restarts\": %d, \"protocol_errors\": %d, "
+           "\"wall_ms\": %.1f, \"compile_ms\": %.1f, \"verify_ms\": %.1f, \"time_ms\": %.1f}\n",
+           s->winners, s->races, s->worker_restarts, s->protocol_errors, s->wall_ms, s->compile_ms, s->verify_ms,
+           s->time_ms);
+}
+
 int cmd_tune(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -64,12 +91,12 @@ int cmd_tune(int argc, char **argv)
         {"budget", required_argument, NULL, 'b'}, {"remeasure", no_argument, NULL, 'R'},
         {"arch", required_argument, NULL, 'a'},   {"cache-dir", required_argument, NULL, 'C'},
         {"quiet", no_argument, NULL, 'q'},        {"timeout", required_argument, NULL, 'T'},
-        {"misses", no_argument, NULL, 'M'},       {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"misses", no_argument, NULL, 'M'},       {"json", no_argument, NULL, 'J'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     ft_tune_opts o;
     ft_tune_summary s;
     ft_spec *specs[16];
-    int nspecs = 0, ch, status = 1, i;
+    int nspecs = 0, ch, status = 1, i, json = 0;
     long v;
     const char *arch = "sm_90";
     tune_progress tp;
@@ -106,6 +133,7 @@ int cmd_tune(int argc, char **argv)
             break;
         case 'R': o.remeasure = 1; break;
         case 'M': o.misses = 1; break;
+        case 'J': json = 1; break;
         case 'T':
             if (!cli_parse_int("tune", "--timeout", optarg, 1, 86400, &v))
                 return EXIT_USAGE;
@@ -178,6 +206,11 @@ int cmd_tune(int argc, char **argv)
     }
     if (tp.started)
         cli_progress_finish(&tp.bar);
+    if (json) {
+        print_json_summary(&s, o.misses);
+        status = 0;
+        goto out;
+    }
     if (o.misses && s.misses == 0) {
         if (s.misses_invalid > 0)
             printf("tune: no valid misses recorded for %s in %s (%d skipped for an invalid shape): nothing to "

@@ -24,6 +24,11 @@ echo "clean tune: ok"
 tune || fail "second tune failed"
 grep -q 'measured 0, already in the database 120' "$dir/out" || fail "the second tune re-measured"
 echo "resume with nothing left: ok"
+# ... and says so in JSON with --json (one line, on stdout)
+tune --json || fail "tune --json failed"
+grep -q '^{"kind": "summary", "device": "Fake GPU", .*"buckets": 12, "variants": 20, .*"measured": 0, "resumed": 120, "results": {"ok": 0,' "$dir/out" ||
+  fail "tune --json printed no summary line"
+echo "tune --json: ok"
 
 # 3. Ctrl-C after 25 measurements: exit 130, 25 kept, the next tune does the other 95 only.
 rm -f "$db"
