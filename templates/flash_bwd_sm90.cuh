@@ -83,9 +83,7 @@
 
 #include "ft_device.cuh"
 #include "ft_params_bwd.cuh"
-#include "ft_sm80.cuh"
 #include "ft_sm90.cuh"
-#include "ft_atomic.cuh"
 
 namespace ft {
 
@@ -141,8 +139,8 @@ constexpr int BAR_DS = 1;
 constexpr int BAR_DQ_FULL = 2;
 constexpr int BAR_DQ_EMPTY = 3;
 
-// The mbarriers: K and V loaded; stage s full (the producer's loads done); stage s empty (each
-// consumer warp done with it).
+// The mbarriers: K and V loaded; stage s full (the producer's loads done); stage s empty (every
+// consumer thread done with it).
 __device__ __forceinline__ u32 kv_full(u32 bars) { return bars; }
 __device__ __forceinline__ u32 q_full(u32 bars, int s) { return bars + 8 + 8 * s; }
 __device__ __forceinline__ u32 q_empty(u32 bars, int s) { return bars + 24 + 8 * s; }
