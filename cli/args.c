@@ -1,3 +1,4 @@
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -59,25 +60,19 @@ int cli_parse_int(const char *cmd, const char *opt, const char *text, long min, 
     return 1;
 }
 
-/* NAME contains part, ignoring ASCII case. */
-static int name_contains(const char *name, const char *part)
+int cli_name_contains(const char *name, const char *part)
 {
     size_t n = strlen(part), i, j;
 
     for (i = 0; name[i] != '\0'; i++) {
-        for (j = 0; j < n && name[i + j] != '\0'; j++) {
-            char a = name[i + j], b = part[j];
-            if (a >= 'A' && a <= 'Z')
-                a = (char)(a - 'A' + 'a');
-            if (b >= 'A' && b <= 'Z')
-                b = (char)(b - 'A' + 'a');
-            if (a != b)
-                break;
-        }
+        for (j = 0; j < n && name[i + j] != '\0' &&
+                    tolower((unsigned char)name[i + j]) == tolower((unsigned char)part[j]);
+             j++)
+            ;
         if (j == n)
             return 1;
     }
-    return 0;
+    return n == 0;
 }
 
 int cli_parse_device(const char *cmd, const char *text, int all_ok, int *out, int *status)
@@ -117,7 +112,7 @@ int cli_parse_device(const char *cmd, const char *text, int all_ok, int *out, in
     cu->p_cuDeviceGetCount(&count);
     for (i = 0; i < count; i++) {
         ft_arch a;
-        if (ft__cuda_device_arch(cu, i, &a, &err) == FT_OK && name_contains(a.device_name, text)) {
+        if (ft__cuda_device_arch(cu, i, &a, &err) == FT_OK && cli_name_contains(a.device_name, text)) {
             *out = i;
             return 1;
         }

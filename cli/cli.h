@@ -35,6 +35,10 @@ volatile int *cli_stop_flag(void);
 /* Parses a positive integer option value; returns 0 and prints an error when invalid. */
 int cli_parse_int(const char *cmd, const char *opt, const char *text, long min, long max, long *out);
 
+/* Whether name contains part, ignoring ASCII case (an empty part is in every name): how
+ * --device NAME matches a GPU or a recorded device. */
+int cli_name_contains(const char *name, const char *part);
+
 /* A GPU chosen with --device: N (an ordinal), NAME (the first GPU in the driver's order whose
  * name contains NAME, ignoring case, as `flashtune devices` lists them) or, where all_ok, "all"
  * (*out = -1). Returns 1, or 0 after printing why not (a usage error: a bad ordinal, an empty

@@ -61,21 +61,6 @@ typedef struct pick_ctx {
     char list[2048];
 } pick_ctx;
 
-static int contains_ci(const char *hay, const char *needle)
-{
-    size_t n = strlen(needle), i, j;
-
-    for (i = 0; hay[i] != '\0'; i++) {
-        for (j = 0; j < n && hay[i + j] != '\0' &&
-                    tolower((unsigned char)hay[i + j]) == tolower((unsigned char)needle[j]); j++)
-            ;
-        if (j == n)
-            return 1;
-    }
-    return n == 0;
-}
-
-
 static int pick_device(void *ud, long long id, const ft_db_device *d, long long results, long long winners)
 {
     pick_ctx *c = ud;
@@ -85,7 +70,7 @@ static int pick_device(void *ud, long long id, const ft_db_device *d, long long 
     (void)results;
     if (winners == 0)
         return 0;
-    if (c->want_id >= 0 ? id != c->want_id : (c->name != NULL && !contains_ci(d->name, c->name)))
+    if (c->want_id >= 0 ? id != c->want_id : (c->name != NULL && !cli_name_contains(d->name, c->name)))
         return 0;
     c->matches++;
     c->id = id;
