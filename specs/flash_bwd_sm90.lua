@@ -9,14 +9,16 @@
 -- half of the rows with bm = 128). A producer warpgroup loads the blocks (TMA) and adds the dQ
 -- partials into the workspace (bulk reductions).
 
--- Per consumer thread: see `registers` below. With two consumer warpgroups the producer gives
--- its registers to them (setmaxnreg): 240 each; with one, 255.
+local hopper = require("hopper")
+
+-- Per consumer thread: see `registers` below. One consumer warpgroup per 64 keys; with two the
+-- producer gives its registers to them (setmaxnreg; specs/lib/hopper.lua says how many).
 local function consumer_registers(v)
   return v.d + v.bm + 24
 end
 
 local function register_limit(v)
-  return v.bn // 64 == 2 and 240 or 255
+  return hopper.consumer_register_limit(v.bn // 64)
 end
 
 -- The tuner's workloads: the forward's grid (specs/lib/workloads.lua) at head dims 64 and 128.

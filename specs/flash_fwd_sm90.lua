@@ -5,17 +5,12 @@
 -- flash_fwd_sm90` prints each variant as
 -- "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0".
 
--- Consumer warpgroups: one per 64 query rows. The producer warpgroup hands its registers to
--- them (setmaxnreg): 240 each with two consumers, 160 with three, 255 with one.
-local function consumers(v)
-  return v.bm // 64
-end
+local hopper = require("hopper")
 
+-- Consumer warpgroups: one per 64 query rows. The producer warpgroup hands its registers to
+-- them (setmaxnreg; specs/lib/hopper.lua says how many each gets).
 local function register_limit(v)
-  local n = consumers(v)
-  if n == 1 then return 255 end
-  if n == 2 then return 240 end
-  return 160
+  return hopper.consumer_register_limit(v.bm // 64)
 end
 
 -- Per consumer thread: O (d/2 fp32), S (bn/2 fp32), P (bn/4 packed pairs), and about 40 for
