@@ -66,7 +66,9 @@ ft_status ft__compile(const char *source, const char *name, const char *arch, ft
                       ft_compiled *out, ft_err *err);
 void ft__compiled_free(ft_compiled *c); /* frees cubin and log; NULL is a no-op */
 
-/* Parses a ptxas report. Returns 1 when a "Used N registers" line was found. */
+/* Parses a ptxas report. Returns 1 when a "Used N registers" line was found. A source of several
+ * kernels: the registers, barriers and static shared memory of the one with the most registers,
+ * the largest stack frame, the spills of all. */
 int ft__parse_ptxas_report(const char *log, ft_resource_report *out);
 
 /* The first line of a log that says "error" (or its first line), without the newline. */

@@ -171,6 +171,7 @@ int ft__parse_ptxas_report(const char *log, ft_resource_report *out)
         char buf[512];
         size_t n = end ? (size_t)(end - line) : strlen(line);
         const char *p;
+        int regs;
 
         if (n >= sizeof buf)
             n = sizeof buf - 1;
@@ -193,24 +194,24 @@ int ft__parse_ptxas_report(const char *log, ft_resource_report *out)
             continue;
         }
         /* "ptxas info    : Used 168 registers, used 2 barriers, 8200 bytes smem, 400 bytes cmem[0]" */
+        /* One line per kernel. The main kernel is the one with the most registers (a source's
+         * pre and post kernels are small): its barriers and static shared memory are the ones
+         * its launch adds the dynamic shared memory to. */
         p = skip_to(buf, "Used ");
-        if (p != NULL && strstr(buf, "registers") != NULL) {
-            int regs;
-            const char *q;
-            int bars;
-            if (sscanf(p, "%d registers", &regs) == 1) {
-                out->registers = regs > out->registers ? regs : out->registers; /* the largest kernel's */
-                found = 1;
-            }
-            q = skip_to(buf, "used ");
-            if (q != NULL && sscanf(q, "%d barriers", &bars) == 1 && bars > out->barriers)
-                out->barriers = bars;
-            for (q = buf; (q = strstr(q, ", ")) != NULL; q += 2) {
-                long long bytes;
-                char what[16];
-                if (sscanf(q + 2, "%lld bytes %15[a-z]", &bytes, what) == 2 &&
-                    strcmp(what, "smem") == 0 && bytes > out->smem_static)
-                    out->smem_static = bytes;
+        if (p != NULL && strstr(buf, "registers") != NULL && sscanf(p, "%d registers", &regs) == 1) {
+            found = 1;
+            if (regs > out->registers) {
+                const char *q = skip_to(buf, "used ");
+                int bars;
+                out->registers = regs;
+                out->barriers = q != NULL && sscanf(q, "%d barriers", &bars) == 1 ? bars : -1;
+                out->smem_static = 0;
+                for (q = buf; (q = strstr(q, ", ")) != NULL; q += 2) {
+                    long long bytes;
+                    char what[16];
+                    if (sscanf(q + 2, "%lld bytes %15[a-z]", &bytes, what) == 2 && strcmp(what, "smem") == 0)
+                        out->smem_static = bytes;
+                }
             }
         }
     }

@@ -213,12 +213,14 @@ static void test_report_parse(void)
                                        first, 12),
               1);
     ASSERT_STREQ(first, "C7511: insu"); /* cut to the buffer */
-    /* a source of several kernels (the backward's pre, main and post): the largest kernel's
-     * registers, barriers, frame and static shared memory, and every kernel's spills */
+    /* a source of several kernels (the backward's pre, main and post): the registers,
+     * barriers and static shared memory of the kernel with the most registers (not the post
+     * kernel's larger static tile, which no dynamic shared memory joins), the largest frame,
+     * every kernel's spills */
     ASSERT_EQ(ft__parse_ptxas_report(
                   "ptxas info    : Compiling entry function 'k_post' for 'sm_90a'\n"
                   "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
-                  "ptxas info    : Used 28 registers, used 0 barriers\n"
+                  "ptxas info    : Used 28 registers, used 2 barriers, 17408 bytes smem\n"
                   "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
                   "ptxas         .     16 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
                   "ptxas info    : Used 255 registers, used 1 barriers, 64 bytes smem\n"
