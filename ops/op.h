@@ -60,7 +60,6 @@ ft_status ft__key_parse(const ft_op *op, const char *text, ft_key *out, ft_err *
 /* A field's value, or def when the key has no such field. */
 long long ft__key_get(const ft_key *k, const char *name, long long def);
 
-
 int ft__key_equal(const ft_key *a, const ft_key *b);
 
 /* An order of keys: by operation name, dtype, then the fields in the operation's order (for the

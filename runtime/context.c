@@ -386,8 +386,8 @@ void ft_context_destroy(ft_context *ctx)
  * deterministic kernels, so a deterministic call takes the sm80 family's): its defaults were
  * 0.99–1.10 of cuDNN in a bf16 and fp16 run on an H200 (2026-12-01,
  * bench/results/h200-2026-12-01-bwd-sm90), where a tune of its spec found no variant clearly
- * faster. The first entry of the call's operation whose
- * family the context has and that builds wins: the sm_90a family's where it runs. */
+ * faster. The first entry of the call's operation whose family the context has and that builds
+ * wins: the sm_90a family's where it runs. */
 static const struct default_kernel {
     const char *family;
     int head_dim;

@@ -99,7 +99,6 @@ ft_status ft__kernel_load_family(const ft_cuda *cu, const struct ft_family *fam,
 ft_status ft__kernel_run_plan(const ft_cuda *cu, const ft_kernel *k, const ft_launch_plan *plan,
                               const ft_bwd_params *params, CUdeviceptr ws, CUstream stream, ft_err *err);
 
-
 /* The sizes of a forward call as the operation's plan reads them. */
 void ft__fwd_params_problem(const ft_fwd_params *p, ft_problem *out);
 

@@ -114,18 +114,14 @@ _lib = None
 
 
 def _nvrtc_from_wheel():
-    """libnvrtc.so.N of NVIDIA's nvidia-cuda-nvrtc wheel (nvidia/<cuNN or cuda_nvrtc>/lib), the
-    newest where several are installed; None without one."""
+    """libnvrtc.so.N of NVIDIA's nvidia-cuda-nvrtc wheel (nvidia/<cu13, cuda_nvrtc, ...>/lib), the
+    highest N where several are installed; None without one."""
     import glob
     import importlib.util
-    try:
-        spec = importlib.util.find_spec("nvidia")
-    except (ImportError, ValueError):
-        return None
-    found = []
-    for root in (spec.submodule_search_locations or []) if spec is not None else []:
-        found += [p for p in glob.glob(os.path.join(root, "*", "lib", "libnvrtc.so.*")) if "builtins" not in p]
-    return max(found, key=lambda p: int(p.rsplit(".", 1)[-1]) if p.rsplit(".", 1)[-1].isdigit() else -1) if found else None
+    spec = importlib.util.find_spec("nvidia")
+    roots = spec.submodule_search_locations if spec is not None else None
+    found = [p for root in roots or [] for p in glob.glob(os.path.join(root, "*", "lib", "libnvrtc.so.[0-9]*"))]
+    return max(found, key=lambda p: int(p.rsplit(".", 1)[1])) if found else None
 
 
 def _load():
@@ -524,13 +520,10 @@ def version():
 
 
 def _package_version():
+    from importlib.metadata import PackageNotFoundError, version as dist_version
     try:
-        from importlib.metadata import PackageNotFoundError, version as dist_version
-        try:
-            return dist_version("flashtune")
-        except PackageNotFoundError:
-            return None
-    except ImportError:  # Python without importlib.metadata
+        return dist_version("flashtune")
+    except PackageNotFoundError:
         return None
 
 
