@@ -78,14 +78,20 @@ static void fwd_sm90_prelude(ft_strbuf *sb, const ft_spec *spec, const ft_varian
 }
 
 /* flash_bwd_sm90's products: Sᵀ and dPᵀ (n = bm, both operands K-major), dV and dK (n = d, A
- * from registers, B MN-major), dQ by 64 columns (both MN-major). */
+ * from registers, B MN-major), dQ by 64 columns (both MN-major). With kvsplit two warpgroups
+ * share the keys: Sᵀ and dPᵀ take half of the queries each (n = bm/2), dV and dK half of the
+ * columns (n = d/2) with A, K-major, from shared memory (ft_wgmma_kvs). Both dK/dV wrappers are
+ * emitted at the variant's width, as the template's code names both (one of them unused). */
 static void bwd_sm90_prelude(ft_strbuf *sb, const ft_spec *spec, const ft_variant *v)
 {
     const char *dtype = ft__variant_str(spec, v, "dtype");
     const char *type = dtype != NULL && strcmp(dtype, "bf16") == 0 ? "bf16" : "f16";
+    const int split = ft__variant_int(spec, v, "kvsplit", 0) != 0;
+    const int bm = (int)ft__variant_int(spec, v, "bm", 64), d = (int)ft__variant_int(spec, v, "d", 64);
 
-    emit_wgmma(sb, "ft_wgmma_st", (int)ft__variant_int(spec, v, "bm", 64), type, 0, 0, 0);
-    emit_wgmma(sb, "ft_wgmma_kv", (int)ft__variant_int(spec, v, "d", 64), type, 1, 0, 1);
+    emit_wgmma(sb, "ft_wgmma_st", split ? bm / 2 : bm, type, 0, 0, 0);
+    emit_wgmma(sb, "ft_wgmma_kv", split ? d / 2 : d, type, 1, 0, 1);
+    emit_wgmma(sb, "ft_wgmma_kvs", split ? d / 2 : d, type, 0, 0, 1);
     emit_wgmma(sb, "ft_wgmma_dq", 64, type, 0, 1, 1);
 }
 
@@ -176,11 +182,14 @@ static void bwd_sm80_launch(const char *variant, ft_launch_facts *out)
                       strcmp(gqa, "atomic") == 0;
 }
 
-static const char *const bwd_sm90_ints[] = {"d", "bm", "bn", "causal", "early_dv", "lpt", NULL};
+static const char *const bwd_sm90_ints[] = {"d", "bm", "bn", "causal", "early_dv", "lpt", "kvsplit", "dq_red", NULL};
 
-/* One consumer warpgroup per 64 keys of the CTA's block, and the producer warpgroup. */
+/* One consumer warpgroup per 64 keys of the CTA's block (or two sharing them, kvsplit), and the
+ * producer warpgroup. */
 static int bwd_sm90_threads(const ft_spec *spec, const ft_variant *v)
 {
+    if (ft__variant_int(spec, v, "kvsplit", 0) != 0)
+        return 128 * 3;
     return 128 * ((int)ft__variant_int(spec, v, "bn", 64) / 64 + 1);
 }
 
@@ -196,8 +205,8 @@ static void bwd_sm90_launch(const char *variant, ft_launch_facts *out)
     out->tma_rows_kv = out->keys_per_block;
 }
 
-/* flash_bwd_sm90: Sᵀ and dPᵀ (n = bm), dV and dK (n = d); bn sizes the grid's warpgroups (the
- * template's static_asserts take d 64 or 128, bm 64, bn 64 or 128). */
+/* flash_bwd_sm90: Sᵀ and dPᵀ (n = bm, or bm/2), dV and dK (n = d, or d/2); bn sizes the grid's
+ * warpgroups (the template's static_asserts take d 64, 128 or 256, bm 64 or 128, bn 64 or 128). */
 static ft_status bwd_sm90_check_values(const ft_family *fam, const ft_spec *spec, ft_err *err)
 {
     static const char *const names[] = {"bm", "d", "bn", NULL};

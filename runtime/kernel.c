@@ -75,10 +75,11 @@ void ft__kernel_unload(const ft_cuda *cu, ft_kernel *k)
     k->nfns = 0;
 }
 
-ft_status ft__kernel_load_entries(const ft_cuda *cu, ft_kernel *k, const char *const *names, int n, ft_err *err)
+ft_status ft__kernel_load_entries(const ft_cuda *cu, ft_kernel *k, const char *const *names, int n,
+                                  long long smem_limit, ft_err *err)
 {
     ft_status rc;
-    int i;
+    int i, smem_static = 0;
 
     if (n > FT_KERNEL_MAX_FNS)
         return ft__fail(err, FT_ERR_INTERNAL, "%s has %d kernels, at most %d are held", names[0], n,
@@ -86,9 +87,19 @@ ft_status ft__kernel_load_entries(const ft_cuda *cu, ft_kernel *k, const char *c
     for (i = 1; i < n; i++) {
         rc = ft__cuda_check(cu, cu->p_cuModuleGetFunction(&k->fns[i], k->module, names[i]), err, "cuModuleGetFunction");
         if (rc == FT_OK)
+            rc = ft__cuda_check(cu, cu->p_cuFuncGetAttribute(&smem_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                                           k->fns[i]),
+                                err, "cuFuncGetAttribute");
+        /* The main entry's dynamic size, or what this entry's static shared memory leaves of the
+         * limit (the driver refuses a larger one; the plans launch these entries with none). */
+        if (rc == FT_OK) {
+            long long dyn = k->facts.smem_dynamic;
+            if (dyn > smem_limit - smem_static)
+                dyn = smem_limit - smem_static > 0 ? smem_limit - smem_static : 0;
             rc = ft__cuda_check(cu, cu->p_cuFuncSetAttribute(k->fns[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                           (int)k->facts.smem_dynamic),
+                                                           (int)dyn),
                                 err, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+        }
         if (rc != FT_OK) {
             ft__err_prefix(err, "%s", names[i]);
             return rc;
@@ -120,7 +131,7 @@ ft_status ft__kernel_load_family(const ft_cuda *cu, const ft_family *fam, const 
         }
         names[i] = more[i];
     }
-    rc = ft__kernel_load_entries(cu, out, names, n, err);
+    rc = ft__kernel_load_entries(cu, out, names, n, dev->smem_per_block, err);
     if (rc != FT_OK)
         ft__kernel_unload(cu, out);
     return rc;

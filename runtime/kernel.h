@@ -81,8 +81,10 @@ void ft__kernel_unload(const ft_cuda *cu, ft_kernel *k); /* module NULL is a no-
 
 /* Looks up the functions of a loaded kernel's other entries (names[1..n-1]: the family's
  * entries after the main one, names[0]) in its module, raising their dynamic shared-memory
- * limit like the main one's. FT_ERR_CUDA naming the entry a cubin lacks. */
-ft_status ft__kernel_load_entries(const ft_cuda *cu, ft_kernel *k, const char *const *names, int n, ft_err *err);
+ * limit like the main one's as far as each one's static shared memory leaves room within
+ * smem_limit (the device's opt-in limit per block). FT_ERR_CUDA naming the entry a cubin lacks. */
+ft_status ft__kernel_load_entries(const ft_cuda *cu, ft_kernel *k, const char *const *names, int n,
+                                  long long smem_limit, ft_err *err);
 
 /* ft__kernel_load, then ft__kernel_load_entries for the family's other entries (the entry
  * followed by each suffix): every kernel a variant of fam defines, ready for its plan. */

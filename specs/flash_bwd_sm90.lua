@@ -2,27 +2,41 @@
 -- for compute capability 9.0 only (sm_90a code).
 --
 -- Every parameter becomes a compile-time constant of the template; a variant reads
--- "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,dtype=bf16". A CTA owns bn keys of one K/V
--- head, one consumer warpgroup per 64 of them, and loops over the query blocks of bm rows that
--- see them (every query head of the K/V group in turn); each consumer computes its keys' Sᵀ,
--- dPᵀ, dK and dV and its share of the block's dQ partial (d·64/bn of the columns with bm = 64,
--- half of the rows with bm = 128). A producer warpgroup loads the blocks (TMA) and adds the dQ
--- partials into the workspace (bulk reductions).
+-- "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,dtype=bf16". A CTA owns bn
+-- keys of one K/V head and loops over the query blocks of bm rows that see them (every query
+-- head of the K/V group in turn). Its consumer warpgroups split the keys, 64 each, and so
+-- compute their keys' Sᵀ, dPᵀ, dK and dV alone; or, with kvsplit, two of them share 64 keys,
+-- each computing Sᵀ and dPᵀ for half of the block's queries and dK and dV for half of the head
+-- dimension (what fits in registers at d = 256). Each computes its share of the block's dQ
+-- partial (split by columns with bm = 64, by rows with bm = 128). A producer warpgroup loads
+-- the blocks (TMA) and adds the dQ partials into the workspace (bulk reductions), or the
+-- consumers add them from registers (dq_red).
 
 local hopper = require("hopper")
 
--- Per consumer thread: see `registers` below. One consumer warpgroup per 64 keys; with two the
--- producer gives its registers to them (setmaxnreg; specs/lib/hopper.lua says how many).
+-- Consumer warpgroups: one per 64 keys, or two sharing them (kvsplit).
+local function consumers(v)
+  if v.kvsplit == 1 then return 2 end
+  return v.bn // 64
+end
+
+-- Per consumer thread: see `registers` below. With two consumers the producer gives its
+-- registers to them (setmaxnreg; specs/lib/hopper.lua says how many).
 local function consumer_registers(v)
+  if v.kvsplit == 1 then
+    -- dK and dV (d/4 each), then the larger of what the two phases hold: Sᵀ and dPᵀ with their
+    -- packings (bm/4 + bm/8 each), or the dQ partial's passes, all in flight at once (d/4).
+    return v.d // 2 + math.max(3 * v.bm // 4, v.d // 4) + 24
+  end
   return v.d + v.bm + 24
 end
 
 local function register_limit(v)
-  return hopper.consumer_register_limit(v.bn // 64)
+  return hopper.consumer_register_limit(consumers(v))
 end
 
--- The tuner's workloads: the forward's grid (specs/lib/workloads.lua) at head dims 64 and 128.
-local workloads = require("workloads").paper_grid({ 64, 128 }, {})
+-- The tuner's workloads: the forward's grid (specs/lib/workloads.lua) at head dims 64, 128, 256.
+local workloads = require("workloads").paper_grid({ 64, 128, 256 }, {})
 
 return {
   name = "flash_bwd_sm90",
@@ -30,37 +44,45 @@ return {
   description = "Hopper backward (dQ, dK, dV) on wgmma (sm_90a)",
 
   params = {
-    { name = "d",      values = { 64, 128 },       doc = "head dimension" },
+    { name = "d",      values = { 64, 128, 256 },  doc = "head dimension" },
     { name = "bm",     values = { 64, 128 },       doc = "query rows per block of the CTA's loop (128: two consumer warpgroups split dQ by rows)" },
     { name = "bn",     values = { 64, 128 },       doc = "keys per thread block: 64 per consumer warpgroup" },
     { name = "causal", values = { 0, 1 },          doc = "bottom-right causal mask" },
     { name = "early_dv", values = { 0, 1 },        doc = "1: dV's product issued while dPᵀ's runs (more registers live at once)" },
     { name = "lpt",    values = { 0, 1 },          doc = "causal, 1: key blocks launched longest walk first (all heads' first block, then the next)" },
+    { name = "kvsplit", values = { 0, 1 },         doc = "1: two consumer warpgroups share 64 keys, each with half of dK's and dV's columns (Pᵀ and dSᵀ through shared memory)" },
+    { name = "dq_red", values = { 0, 1 },          doc = "1: the consumers add dQ's partials to the workspace from registers (red.global.add), no staging buffer" },
     { name = "dtype",  values = { "f16", "bf16" }, doc = "element type of Q, K, V, O, dO and the gradients" },
   },
 
   constraints = {
     { "the launch order by walk length is for causal masks",
       function(v) return v.lpt == 0 or v.causal == 1 end },
-    { "128 query rows per block take two consumer warpgroups",
-      function(v) return v.bm == 64 or v.bn == 128 end },
-    { "each warpgroup's share of dQ's columns is whole blocks of 64",
-      function(v) return v.bm == 128 or (v.d // (v.bn // 64)) % 64 == 0 end },
+    { "128 query rows per block take two consumer warpgroups of 64 keys each",
+      function(v) return v.bm == 64 or (v.bn == 128 and v.kvsplit == 0) end },
+    { "two warpgroups sharing keys share 64 of them, and each computes half of a block's queries' Sᵀ",
+      function(v) return v.kvsplit == 0 or (v.bn == 64 and v.bm == 64) end },
+    { "with shared keys dV's product needs both warpgroups' Pᵀ: it cannot start while dPᵀ runs",
+      function(v) return v.kvsplit == 0 or v.early_dv == 0 end },
+    { "each warpgroup's share of dK's, dV's and dQ's columns is whole blocks of 64",
+      function(v) return v.bm == 128 or (v.d // consumers(v)) % 64 == 0 end },
     { "consumer registers within what setmaxnreg gives them",
       function(v) return consumer_registers(v) <= register_limit(v) end },
   },
 
-  -- K and V tiles, two stages of Q and dO tiles, two dSᵀ tiles [bn][bm], the fp32 dQ staging
-  -- tile [bm][d], two stages of bm floats of LSE·log2(e) and of D, 64 bytes of mbarriers, and
-  -- 1024 bytes to align the base for the swizzle.
+  -- K and V tiles, two stages of Q and dO tiles, two dSᵀ tiles [bn][bm] (kvsplit: and two Pᵀ
+  -- tiles), the fp32 dQ staging tile [bm][d] (not with dq_red), two stages of bm floats of
+  -- LSE·log2(e) and of D, 64 bytes of mbarriers, and 1024 bytes to align the base for the
+  -- swizzle.
   smem = function(v)
-    return 1024 + 2 * v.bn * v.d * 2 + 2 * 2 * v.bm * v.d * 2 + 2 * v.bn * v.bm * 2 + v.bm * v.d * 4
-      + 2 * 2 * v.bm * 4 + 64
+    return 1024 + 2 * v.bn * v.d * 2 + 2 * 2 * v.bm * v.d * 2 + 2 * (1 + v.kvsplit) * v.bn * v.bm * 2
+      + (1 - v.dq_red) * v.bm * v.d * 4 + 2 * 2 * v.bm * 4 + 64
   end,
 
   -- Per consumer thread: the fp32 dK and dV accumulators (d/2 each), Sᵀ and dPᵀ (bm/2 each),
   -- their 16-bit packings (bm/4 each, built as those die), and about 24 for addresses and loop
-  -- state. A lower bound: ptxas reports the real count after compiling.
+  -- state; with kvsplit as consumer_registers says. A lower bound: ptxas reports the real count
+  -- after compiling.
   registers = function(v)
     return consumer_registers(v)
   end,

@@ -3,12 +3,17 @@
 // The same operation and conventions as flash_bwd_sm80 (dQ, dK, dV by recomputing P from Q, K
 // and the forward's LSE; bottom-right causal alignment; grouped-query heads; a row that sees no
 // key contributes nothing), with the five matrix products on warpgroup MMAs:
-//   Sᵀ  = K·Qᵀ    dPᵀ = V·dOᵀ      m64 (keys) × BM (queries) × D, both operands in shared memory
-//   dV += Pᵀ·dO   dK += dSᵀ·Q      m64 (keys) × D × BM, Pᵀ and dSᵀ from registers (the
-//                                  accumulators of Sᵀ and dPᵀ are already the A operands)
+//   Sᵀ  = K·Qᵀ    dPᵀ = V·dOᵀ      m64 (keys) × SQ (queries) × D, both operands in shared memory
+//   dV += Pᵀ·dO   dK += dSᵀ·Q      m64 (keys) × DKV × BM, Pᵀ and dSᵀ from registers (the
+//                                  accumulators of Sᵀ and dPᵀ are already the A operands) or,
+//                                  KVSPLIT, from shared memory
 //   dQ  = dS·K                     m64 (queries) × 64 × BN per pass, dSᵀ through shared memory
 //                                  (read transposed: MN-major A), K read MN-major; split among
 //                                  the consumers by columns (BM = 64) or by rows (BM = 128)
+// Each consumer warpgroup owns 64 keys (SQ = BM, DKV = D) or, KVSPLIT, the two share the
+// block's 64 keys: warpgroup w computes Sᵀ and dPᵀ for queries SQ·w.. (SQ = BM/2), writes its
+// Pᵀ and dSᵀ to shared memory, and after a barrier dV and dK for columns DKV·w.. (DKV = D/2) from
+// both warpgroups' halves; that halves the dK and dV registers (what makes D = 256 fit).
 // P and dS are rounded to the element type before the products that take them; accumulation is
 // fp32 throughout.
 //
@@ -33,9 +38,12 @@
 //                  by the consumers, into the workspace with one bulk reduction
 //                  (cp.reduce.async.bulk .add.f32), named barriers handing the staging buffer
 //                  back and forth;
-//                  each consumer warpgroup owns 64 keys: Sᵀ, dPᵀ, Pᵀ, dSᵀ, its keys' dK and dV
-//                  (in registers for the whole kernel, written at the end through the K and V
-//                  tiles, dK scaled) and its share of the block's dQ partial (ROWSPLIT).
+//                  each consumer warpgroup owns 64 keys (or half of the queries and columns of
+//                  64 shared ones, KVSPLIT): Sᵀ, dPᵀ, Pᵀ, dSᵀ, its keys' dK and dV (in
+//                  registers for the whole kernel, written at the end through the K and V
+//                  tiles, dK scaled) and its share of the block's dQ partial (ROWSPLIT);
+//                  DQ_RED: the consumers add their shares to the workspace themselves
+//                  (red.global.add.v4.f32) and producer warp 1 idles.
 //   name##_post  grid (MBQ, heads_q, batch): dQ accumulator tile → dQ · scale, element type.
 //
 // ---- the workspace (BwdParams::ws, 16-byte aligned; 256 recommended) --------------------------
@@ -48,8 +56,9 @@
 // ---- shared memory ------------------------------------------------------------------------------
 // From a 1024-aligned base: K and V [BN][D], two stages of Q and dO [BM][D], two dSᵀ buffers
 // [BN][BM] (block i writes buffer i % 2, so one barrier per block keeps a block's dS from
-// overwriting the one a slower warpgroup still reads), the dQ staging buffer [BM·D] floats, two
-// stages of LSE·log2(e) and D [BM], and the mbarriers. Tiles are column blocks of 64 elements,
+// overwriting the one a slower warpgroup still reads), KVSPLIT two Pᵀ buffers likewise, the dQ
+// staging buffer [BM·D] floats (not with DQ_RED), two stages of LSE·log2(e) and D [BM], and
+// the mbarriers. Tiles are column blocks of 64 elements,
 // rows of 128 bytes whose 16-byte chunks are XOR-swizzled by the row (chunk c of row r at
 // c ^ (r & 7)), written so by the TMA loads: wgmma's 128-byte-swizzle canonical layout,
 // read K-major (along D) and MN-major (along the rows) alike.
@@ -59,23 +68,27 @@
 // once dPᵀ is done, dSᵀ in registers and to shared memory (and dV issued if not yet); barrier of
 // the consumers; dQ's partial by passes of 64 columns, and dK issued with the last;
 // each pass, once done, to the staging buffer (the last while dK runs); the stage released once
-// every product is done.
+// every product is done. KVSPLIT: Pᵀ and dSᵀ both to shared memory; after the barrier dV, dK
+// and every pass of dQ issued at once, each pass added to the workspace once done.
 //
 // Compile-time parameters, defined by the generated prelude:
-//   FTP_D       head dimension (64 or 128)
+//   FTP_D       head dimension (64, 128, or 256 with KVSPLIT)
 //   FTP_BM      query rows per block of the loop: 64, or 128 with two consumer warpgroups
-//   FTP_BN      keys per CTA: 64 per consumer warpgroup (64, 128); with BM = 64, D/NWG a
-//               multiple of 64
+//   FTP_BN      keys per CTA: 64 per consumer warpgroup (64, 128), or 64 with KVSPLIT; with
+//               BM = 64, D/NWG a multiple of 64
+//   FTP_KVSPLIT 1: two consumer warpgroups share the 64 keys (BM = 64, not EARLY_DV)
+//   FTP_DQ_RED  1: dQ's partials added from registers, 0: staged and bulk-reduced
 //   FTP_CAUSAL  0 or 1      FTP_DTYPE_F16 or FTP_DTYPE_BF16      FT_SMEM_BYTES
 //   FTP_EARLY_DV 1: dV's product issued while dPᵀ's runs (more registers live), 0: after it
 //   FTP_LPT     1: the grid's linear index walks key blocks slowest (longest causal walks first)
-// and the generated wgmma wrappers ft_wgmma_st (m64n{BM}k16, both operands K-major in shared
-// memory), ft_wgmma_kv (m64n{D}k16, A from registers, B MN-major) and ft_wgmma_dq (m64n64k16,
-// A and B MN-major in shared memory).
+// and the generated wgmma wrappers ft_wgmma_st (m64n{SQ}k16, both operands K-major in shared
+// memory), ft_wgmma_kv (m64n{D}k16, A from registers, B MN-major; KVSPLIT: ft_wgmma_kvs,
+// m64n{D/2}k16, A K-major in shared memory) and ft_wgmma_dq (m64n64k16, A and B MN-major in
+// shared memory).
 
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_CAUSAL) || !defined(FTP_EARLY_DV) || \
-    !defined(FTP_LPT) || !defined(FT_SMEM_BYTES)
-#error "flash_bwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_CAUSAL, FTP_EARLY_DV, FTP_LPT and FT_SMEM_BYTES"
+    !defined(FTP_LPT) || !defined(FTP_KVSPLIT) || !defined(FTP_DQ_RED) || !defined(FT_SMEM_BYTES)
+#error "flash_bwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_CAUSAL, FTP_EARLY_DV, FTP_LPT, FTP_KVSPLIT, FTP_DQ_RED and FT_SMEM_BYTES"
 #endif
 #if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
 #error "flash_bwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
@@ -93,8 +106,10 @@ constexpr int BN = FTP_BN;
 constexpr bool CAUSAL = FTP_CAUSAL != 0;
 constexpr bool EARLY_DV = FTP_EARLY_DV != 0;
 constexpr bool LPT = FTP_LPT != 0;
+constexpr bool KVSPLIT = FTP_KVSPLIT != 0;
+constexpr bool DQ_RED = FTP_DQ_RED != 0;
 
-constexpr int NWG = BN / 64;       // consumer warpgroups: 64 keys each
+constexpr int NWG = KVSPLIT ? 2 : BN / 64; // consumer warpgroups: 64 keys each, or two sharing 64
 constexpr int CT = 128 * NWG;      // consumer threads
 constexpr int THREADS = CT + 128;  // and the producer warpgroup (warpgroup 0)
 // dQ's partial of a block is split among the consumers by columns (BM = 64: warpgroup w owns DC
@@ -105,8 +120,10 @@ constexpr int DC = ROWSPLIT ? D : D / NWG; // dQ columns per consumer warpgroup
 constexpr int DQ_PASSES = DC / 64;         // of 64 columns each
 constexpr int ROW = 128;           // bytes per row of a 64-column block
 constexpr int CPR = D / 8;         // 16-byte chunks per row of a tile
-constexpr int SN = BM / 2;         // Sᵀ (and dPᵀ) accumulators per thread
-constexpr int KN = D / 2;          // dK (and dV) accumulators per thread
+constexpr int SQ = KVSPLIT ? BM / 2 : BM; // queries of a warpgroup's Sᵀ (and dPᵀ)
+constexpr int DKV = KVSPLIT ? D / 2 : D;  // columns of a warpgroup's dK (and dV)
+constexpr int SN = SQ / 2;         // Sᵀ (and dPᵀ) accumulators per thread
+constexpr int KN = DKV / 2;        // dK (and dV) accumulators per thread
 
 constexpr u32 KV_BYTES = BN * D * 2;
 constexpr u32 QT_BYTES = BM * D * 2;
@@ -116,16 +133,20 @@ constexpr u32 OFF_V = OFF_K + KV_BYTES;
 constexpr u32 OFF_Q = OFF_V + KV_BYTES;        // stage s at OFF_Q + s·QT_BYTES
 constexpr u32 OFF_DO = OFF_Q + 2 * QT_BYTES;
 constexpr u32 OFF_DS = OFF_DO + 2 * QT_BYTES;  // buffer b at OFF_DS + b·DS_BYTES
-constexpr u32 OFF_DQ = OFF_DS + 2 * DS_BYTES;  // BM·D floats
-constexpr u32 OFF_STAT = OFF_DQ + BM * D * 4;  // stage s: BM floats of LSE·log2(e), then BM of D
+constexpr u32 OFF_P = OFF_DS + 2 * DS_BYTES;   // KVSPLIT: Pᵀ buffer b at OFF_P + b·DS_BYTES
+constexpr u32 OFF_DQ = OFF_P + (KVSPLIT ? 2 * DS_BYTES : 0); // BM·D floats, not with DQ_RED
+constexpr u32 OFF_STAT = OFF_DQ + (DQ_RED ? 0 : BM * D * 4); // stage s: BM floats of LSE·log2(e), then BM of D
 constexpr u32 OFF_BAR = OFF_STAT + 2 * 2 * BM * 4;
 constexpr u32 BAR_BYTES = 64;                  // five mbarriers, 8 bytes each
 constexpr int SMEM_BYTES = 1024 + OFF_BAR + BAR_BYTES;
 
-static_assert(D == 64 || D == 128, "head dimension 64 or 128");
-static_assert(BM == 64 || (BM == 128 && NWG == 2), "64 query rows per block, or 128 with two consumer warpgroups");
-static_assert(BN == 64 || BN == 128, "64 keys per consumer warpgroup, one or two warpgroups");
-static_assert(DC % 64 == 0, "each warpgroup's dQ columns are whole 64-column blocks");
+static_assert(D == 64 || D == 128 || (D == 256 && KVSPLIT), "head dimension 64 or 128, or 256 with shared keys");
+static_assert(BM == 64 || (BM == 128 && NWG == 2 && !KVSPLIT),
+              "64 query rows per block, or 128 with two consumer warpgroups of 64 keys each");
+static_assert(BN == 64 || (BN == 128 && !KVSPLIT), "64 keys per consumer warpgroup, one or two warpgroups, or 64 shared");
+static_assert(!KVSPLIT || !EARLY_DV, "with shared keys dV's product waits for both warpgroups' Pᵀ");
+static_assert(DC % 64 == 0 && DKV % 64 == 0, "each warpgroup's dQ, dK and dV columns are whole 64-column blocks");
+static_assert(!KVSPLIT || DQ_PASSES <= 2, "KVSPLIT keeps every pass of dQ in flight at once: at most two");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
 
 // Registers per thread after setmaxnreg, with two consumer warpgroups: the producer gives its
@@ -192,6 +213,13 @@ __device__ __forceinline__ void bulk_reduce_add(float *dst, u32 src, u32 bytes)
 __device__ __forceinline__ void bulk_wait_all()
 {
     asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
+// Adds four floats into 16 aligned bytes of global memory (one vector reduction, sm_90).
+__device__ __forceinline__ void red_add4(float *dst, float a, float b, float c, float d)
+{
+    asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "f"(a), "f"(b), "f"(c), "f"(d)
+                 : "memory");
 }
 
 __device__ __forceinline__ float2 unpack2(u32 x)
@@ -366,16 +394,16 @@ __device__ __forceinline__ void produce_dq(const BwdParams &p, const Workspace &
 // ---- the consumers ------------------------------------------------------------------------------
 // Pᵀ = exp2(Sᵀ·scale·log2(e) − LSE·log2(e)), packed in pairs of adjacent query columns: pf[i/2]
 // holds elements i and i + 1 (the A operand's order). Element i is key key0 + 8·((i >> 1) & 1),
-// query column 8·(i >> 2) + 2·t4 + (i & 1). MASK: keys past seqlen_k, and causal keys past the
-// row's last (row + delta), give 0. FUSED: dSᵀ = Pᵀ ∘ (dPᵀ − D) too, packed alike (dPᵀ done);
-// else Pᵀ replaces Sᵀ in fp32 for grads (dPᵀ may still be running).
+// query column q0c + 8·(i >> 2) + 2·t4 + (i & 1). MASK: keys past seqlen_k, and causal keys past
+// the row's last (row + delta), give 0. FUSED: dSᵀ = Pᵀ ∘ (dPᵀ − D) too, packed alike (dPᵀ
+// done); else Pᵀ replaces Sᵀ in fp32 for grads (dPᵀ may still be running).
 template <bool MASK, bool FUSED>
 __device__ __forceinline__ void probs(float (&s)[SN], const float (&dp)[SN], u32 (&pf)[SN / 2], u32 (&dsf)[SN / 2],
-                                      u32 stat, float scale_log2, int key0, int last0, int seqlen_k, int t4)
+                                      u32 stat, float scale_log2, int key0, int last0, int seqlen_k, int q0c, int t4)
 {
 #pragma unroll
-    for (int jj = 0; jj < BM / 8; ++jj) {
-        const int col = 8 * jj + 2 * t4;
+    for (int jj = 0; jj < SQ / 8; ++jj) {
+        const int col = q0c + 8 * jj + 2 * t4;
         const float2 l2 = ld_shared_f2(stat + 4 * col);
         const float2 dd = FUSED ? ld_shared_f2(stat + 4 * (BM + col)) : make_float2(0.f, 0.f);
 #pragma unroll
@@ -401,11 +429,11 @@ __device__ __forceinline__ void probs(float (&s)[SN], const float (&dp)[SN], u32
 
 // dSᵀ = Pᵀ ∘ (dPᵀ − D), packed as probs packs Pᵀ.
 __device__ __forceinline__ void grads(const float (&pt)[SN], const float (&dp)[SN], u32 (&dsf)[SN / 2], u32 stat,
-                                      int t4)
+                                      int q0c, int t4)
 {
 #pragma unroll
-    for (int jj = 0; jj < BM / 8; ++jj) {
-        const int col = 8 * jj + 2 * t4;
+    for (int jj = 0; jj < SQ / 8; ++jj) {
+        const int col = q0c + 8 * jj + 2 * t4;
         const float2 dd = ld_shared_f2(stat + 4 * (BM + col));
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -425,12 +453,59 @@ __device__ __forceinline__ void issue_dv(float (&dv)[KN], const u32 (&pf)[SN / 2
     wgmma_commit();
 }
 
-// One pass of a consumer thread's dQ partial (32 accumulators) into the staging buffer.
-__device__ __forceinline__ void stage_dq(const float (&dq)[32], u32 base, int ct, int pass)
+// KVSPLIT: dV += Pᵀ·dO and dK += dSᵀ·Q for the warpgroup's DKV columns, Pᵀ and dSᵀ (both
+// warpgroups' halves) from shared memory; two wgmma groups.
+__device__ __forceinline__ void issue_dkv_shared(float (&dk)[KN], float (&dv)[KN], u32 pt, u32 ds, u32 qt, u32 dot,
+                                                 int cw)
+{
+    wgmma_fence();
+#pragma unroll
+    for (int kb = 0; kb < BM / 16; ++kb)
+        ft_wgmma_kvs(dv, kmajor(pt, BN, 0, kb), mnmajor(dot, BM, cw * (DKV / 64), kb), 1);
+    wgmma_commit();
+#pragma unroll
+    for (int kb = 0; kb < BM / 16; ++kb)
+        ft_wgmma_kvs(dk, kmajor(ds, BN, 0, kb), mnmajor(qt, BM, cw * (DKV / 64), kb), 1);
+    wgmma_commit();
+}
+
+// One pass of dQ's partial (m64n64 over the BN keys): the warpgroup's rows (ROWSPLIT) or its
+// column block `pass` of its DC columns; one wgmma group.
+__device__ __forceinline__ void issue_dq(float (&dq)[32], u32 ds, u32 kt, int cw, int pass)
+{
+    wgmma_fence();
+#pragma unroll
+    for (int kb = 0; kb < BN / 16; ++kb)
+        ft_wgmma_dq(dq, mnmajor(ds, BN, ROWSPLIT ? cw : 0, kb),
+                    mnmajor(kt, BN, ROWSPLIT ? pass : cw * DQ_PASSES + pass, kb), kb > 0);
+    wgmma_commit();
+}
+
+// One pass of a consumer thread's dQ partial (32 accumulators) into the staging buffer or, DQ_RED,
+// added into the block's workspace tile.
+__device__ __forceinline__ void emit_dq(const float (&dq)[32], u32 base, float *tile, int ct, int pass)
 {
 #pragma unroll
-    for (int i = 0; i < 32; i += 4)
-        st_shared4f(base + OFF_DQ + 4 * dq_index(ct, pass * 32 + i), dq[i], dq[i + 1], dq[i + 2], dq[i + 3]);
+    for (int i = 0; i < 32; i += 4) {
+        const int at = dq_index(ct, pass * 32 + i);
+        if (DQ_RED)
+            red_add4(tile + at, dq[i], dq[i + 1], dq[i + 2], dq[i + 3]);
+        else
+            st_shared4f(base + OFF_DQ + 4 * at, dq[i], dq[i + 1], dq[i + 2], dq[i + 3]);
+    }
+}
+
+// A consumer thread's Pᵀ or dSᵀ (packed pairs, probs' order) into the block's tile at dst: row =
+// the key in the CTA's block (from k0), column blocks of 64 queries (BN rows apart), 128-byte
+// rows, 16-byte chunk j of row r at j ^ (r & 7).
+__device__ __forceinline__ void store_keys_by_queries(u32 dst, const u32 (&x)[SN / 2], int k0, int q0c, int t4)
+{
+#pragma unroll
+    for (int i = 0; i < SN; i += 2) {
+        const int r = k0 + 8 * ((i >> 1) & 1);
+        const int c = q0c / 8 + (i >> 2), j = c % 8, jb = c / 8;
+        st_shared(dst + (u32)(jb * BN * ROW + r * ROW + ((j ^ (r & 7)) * 16) + 4 * t4), x[i / 2]);
+    }
 }
 
 // Every product that reads a stage is done: the producer may refill it. Every consumer thread
@@ -447,7 +522,8 @@ __device__ __forceinline__ void release_stage(u32 bars, int stage, float (&dk)[A
 }
 
 // Consumer warpgroup cw (0..NWG-1), thread ct (0..CT-1) of the consumers.
-__device__ __forceinline__ void consume(const BwdParams &p, const Walk &w, u32 base, u32 bars, int cw, int ct)
+__device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws, const Walk &w, u32 base, u32 bars,
+                                        int cw, int ct)
 {
     const int warp = (ct % 128) / 32, lane = ct % 32, g = lane >> 2, t4 = lane & 3;
     const int delta = p.seqlen_k - p.seqlen_q;
@@ -457,28 +533,31 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Walk &w, u32 b
     for (int i = 0; i < KN; ++i)
         dk[i] = dv[i] = 0.f;
 
-    // This thread's keys: rows key0 and key0 + 8 of the Sᵀ accumulators.
-    const int key0 = w.n0 + cw * 64 + warp * 16 + g;
+    // The warpgroup's keys (from kw in the CTA's block), queries of Sᵀ (from q0c) and columns of
+    // dK and dV (from c0); this thread's keys: rows k0 and k0 + 8 of the Sᵀ accumulators.
+    const int kw = KVSPLIT ? 0 : cw * 64, q0c = KVSPLIT ? cw * SQ : 0, c0 = KVSPLIT ? cw * DKV : 0;
+    const int k0 = kw + warp * 16 + g, key0 = w.n0 + k0;
     if (w.total > 0)
         mbar_wait(kv_full(bars), 0);
     for (int it = 0; it < w.total; ++it) {
         const int stage = it & 1;
-        const int m = w.m_begin + it % w.per_head;
+        const int head = w.first_head + it / w.per_head, m = w.m_begin + it % w.per_head;
         mbar_wait(q_full(bars, stage), (it >> 1) & 1);
 
         const u32 qt = base + OFF_Q + stage * QT_BYTES, dot = base + OFF_DO + stage * QT_BYTES;
         const u32 stat = base + OFF_STAT + stage * 2 * BM * 4;
+        float *const dq_tile = ws.dq + (((long long)w.batch * p.heads_q + head) * ws.mbq + m) * (BM * D);
         // Sᵀ and dPᵀ, two groups. EARLY_DV: Pᵀ, and dV's product (which takes only Pᵀ), while
         // dPᵀ runs; else both waited for first (fewer registers live at once).
         float s[SN], dp[SN];
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk)
-            ft_wgmma_st(s, kmajor(base + OFF_K, BN, cw * 64, kk), kmajor(qt, BM, 0, kk), kk > 0);
+            ft_wgmma_st(s, kmajor(base + OFF_K, BN, kw, kk), kmajor(qt, BM, q0c, kk), kk > 0);
         wgmma_commit();
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk)
-            ft_wgmma_st(dp, kmajor(base + OFF_V, BN, cw * 64, kk), kmajor(dot, BM, 0, kk), kk > 0);
+            ft_wgmma_st(dp, kmajor(base + OFF_V, BN, kw, kk), kmajor(dot, BM, q0c, kk), kk > 0);
         wgmma_commit();
         if (EARLY_DV)
             wgmma_wait<1>();
@@ -493,74 +572,87 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Walk &w, u32 b
         if (!EARLY_DV)
             fence_regs(dp);
         if (w.n0 + BN > p.seqlen_k || (CAUSAL && w.n0 + BN - 1 > last0))
-            probs<true, !EARLY_DV>(s, dp, pf, dsf, stat, p.scale_log2, key0, last0, p.seqlen_k, t4);
+            probs<true, !EARLY_DV>(s, dp, pf, dsf, stat, p.scale_log2, key0, last0, p.seqlen_k, q0c, t4);
         else
-            probs<false, !EARLY_DV>(s, dp, pf, dsf, stat, p.scale_log2, key0, last0, p.seqlen_k, t4);
+            probs<false, !EARLY_DV>(s, dp, pf, dsf, stat, p.scale_log2, key0, last0, p.seqlen_k, q0c, t4);
         if (EARLY_DV) {
             issue_dv(dv, pf, dot);
             wgmma_wait<1>(); // dPᵀ
             fence_regs(dp);
-            grads(s, dp, dsf, stat, t4);
+            grads(s, dp, dsf, stat, q0c, t4);
         }
 
-        // dSᵀ to shared memory for dQ: row = the key in the CTA's block, column blocks of 64
-        // queries (BN rows apart), 128-byte rows, chunk j of row r at j ^ (r & 7).
-        const u32 ds = base + OFF_DS + stage * DS_BYTES;
-#pragma unroll
-        for (int i = 0; i < SN; i += 2) {
-            const int r = cw * 64 + warp * 16 + g + 8 * ((i >> 1) & 1);
-            const int j = (i >> 2) % 8, jb = (i >> 2) / 8;
-            st_shared(ds + (u32)(jb * BN * ROW + r * ROW + ((j ^ (r & 7)) * 16) + 4 * t4), dsf[i / 2]);
-        }
+        // dSᵀ (KVSPLIT: and Pᵀ) to shared memory for the products that read it there.
+        const u32 ds = base + OFF_DS + stage * DS_BYTES, pt = base + OFF_P + stage * DS_BYTES;
+        store_keys_by_queries(ds, dsf, k0, q0c, t4);
+        if (KVSPLIT)
+            store_keys_by_queries(pt, pf, k0, q0c, t4);
         fence_proxy_async();
-        if (!EARLY_DV)
+        if (!EARLY_DV && !KVSPLIT)
             issue_dv(dv, pf, dot);
 
-        named_sync(BAR_DS, CT); // every warp's dSᵀ is in shared memory
+        named_sync(BAR_DS, CT); // every warp's dSᵀ (and Pᵀ) is in shared memory
 
-        // dQ's partial (this warpgroup's DC columns of its rows, 64 per pass) = dS·K over all BN
-        // keys, and
-        // with the last pass dK += dSᵀ·Q; each pass goes to the staging buffer (once the producer
-        // has taken the last block's), the last while dK's product runs.
+        if (KVSPLIT) {
+            // dV, dK and every pass of dQ's partial in flight at once; each pass, once done, out.
+            issue_dkv_shared(dk, dv, pt, ds, qt, dot, cw);
+            float dq[DQ_PASSES][32];
 #pragma unroll
-        for (int pass = 0; pass < DQ_PASSES; ++pass) {
-            float dq[32];
-            wgmma_fence();
-#pragma unroll
-            for (int kb = 0; kb < BN / 16; ++kb)
-                ft_wgmma_dq(dq, mnmajor(ds, BN, ROWSPLIT ? cw : 0, kb),
-                            mnmajor(base + OFF_K, BN, ROWSPLIT ? pass : cw * DQ_PASSES + pass, kb), kb > 0);
-            wgmma_commit();
-            if (pass == DQ_PASSES - 1) {
-#pragma unroll
-                for (int kb = 0; kb < BM / 16; ++kb)
-                    ft_wgmma_kv(dk, dsf[4 * kb], dsf[4 * kb + 1], dsf[4 * kb + 2], dsf[4 * kb + 3],
-                                mnmajor(qt, BM, 0, kb));
-                wgmma_commit();
-            }
-            if (pass == 0)
+            for (int pass = 0; pass < DQ_PASSES; ++pass)
+                issue_dq(dq[pass], ds, base + OFF_K, cw, pass);
+            if (!DQ_RED)
                 named_sync(BAR_DQ_EMPTY, CT + 32);
-            if (pass == DQ_PASSES - 1)
-                wgmma_wait<1>();
-            else
-                wgmma_wait<0>();
-            fence_regs(dq);
-            stage_dq(dq, base, ct, pass);
+#pragma unroll
+            for (int pass = 0; pass < DQ_PASSES; ++pass) {
+                if (pass + 1 < DQ_PASSES)
+                    wgmma_wait<1>();
+                else
+                    wgmma_wait<0>();
+                fence_regs(dq[pass]);
+                emit_dq(dq[pass], base, dq_tile, ct, pass);
+            }
+        } else {
+            // dQ's partial (this warpgroup's DC columns of its rows, 64 per pass) = dS·K over all
+            // BN keys, and with the last pass dK += dSᵀ·Q; each pass out once done (staged once
+            // the producer has taken the last block's), the last while dK's product runs.
+#pragma unroll
+            for (int pass = 0; pass < DQ_PASSES; ++pass) {
+                float dq[32];
+                issue_dq(dq, ds, base + OFF_K, cw, pass);
+                if (pass == DQ_PASSES - 1) {
+#pragma unroll
+                    for (int kb = 0; kb < BM / 16; ++kb)
+                        ft_wgmma_kv(dk, dsf[4 * kb], dsf[4 * kb + 1], dsf[4 * kb + 2], dsf[4 * kb + 3],
+                                    mnmajor(qt, BM, 0, kb));
+                    wgmma_commit();
+                }
+                if (pass == 0 && !DQ_RED)
+                    named_sync(BAR_DQ_EMPTY, CT + 32);
+                if (pass == DQ_PASSES - 1)
+                    wgmma_wait<1>();
+                else
+                    wgmma_wait<0>();
+                fence_regs(dq);
+                emit_dq(dq, base, dq_tile, ct, pass);
+            }
         }
-        fence_proxy_async();
-        named_arrive(BAR_DQ_FULL, CT + 32);
+        if (!DQ_RED) {
+            fence_proxy_async();
+            named_arrive(BAR_DQ_FULL, CT + 32);
+        }
         wgmma_wait<0>();
         release_stage(bars, stage, dk, dv, pf, dsf);
     }
 
-    // dK (scaled) and dV of this thread's keys (columns 8·(i >> 2) + 2·t4, two at a time) into
-    // the K and V tiles, free once every consumer's last products are done: rows of D elements,
-    // 16-byte chunk c of row r at c ^ (r & 7); then written out a 16-byte chunk per thread.
+    // dK (scaled) and dV of this thread's keys (columns c0 + 8·(i >> 2) + 2·t4, two at a time)
+    // into the K and V tiles, free once every consumer's last products are done: rows of D
+    // elements, 16-byte chunk c of row r at c ^ (r & 7); then written out a 16-byte chunk per
+    // thread.
     named_sync(BAR_DS, CT);
 #pragma unroll
     for (int i = 0; i < KN; i += 2) {
-        const int r = key0 - w.n0 + 8 * ((i >> 1) & 1);
-        const u32 off = (u32)(r * D * 2 + (((i >> 2) ^ (r & 7)) * 16) + 4 * t4);
+        const int r = k0 + 8 * ((i >> 1) & 1);
+        const u32 off = (u32)(r * D * 2 + (((c0 / 8 + (i >> 2)) ^ (r & 7)) * 16) + 4 * t4);
         st_shared(base + OFF_K + off, pack2(dk[i] * p.scale, dk[i + 1] * p.scale));
         st_shared(base + OFF_V + off, pack2(dv[i], dv[i + 1]));
     }
@@ -607,14 +699,14 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p, const Maps &maps)
         if (warp == 0) {
             if (lane == 0)
                 produce_loads(p, ws, w, maps, base, bars);
-        } else if (warp == 1) {
+        } else if (warp == 1 && !DQ_RED) {
             produce_dq(p, ws, w, base, lane);
         }
         return;
     }
     if (NWG > 1)
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
-    consume(p, w, base, bars, wg - 1, tid - 128);
+    consume(p, ws, w, base, bars, wg - 1, tid - 128);
 }
 
 // ---- the preprocessing kernel ---------------------------------------------------------------------
