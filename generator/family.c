@@ -182,7 +182,8 @@ static void bwd_sm80_launch(const char *variant, ft_launch_facts *out)
                       strcmp(gqa, "atomic") == 0;
 }
 
-static const char *const bwd_sm90_ints[] = {"d", "bm", "bn", "causal", "early_dv", "lpt", "kvsplit", "dq_red", NULL};
+static const char *const bwd_sm90_ints[] = {"d",   "bm",      "bn",     "causal", "early_dv",
+                                            "lpt", "kvsplit", "dq_red", "det",    NULL};
 
 /* One consumer warpgroup per 64 keys of the CTA's block (or two sharing them, kvsplit), and the
  * producer warpgroup. */
@@ -203,6 +204,7 @@ static void bwd_sm90_launch(const char *variant, ft_launch_facts *out)
     out->head_dim = text_int(variant, "d", 0);
     out->tma = 1;
     out->tma_rows_kv = out->keys_per_block;
+    out->deterministic = text_int(variant, "det", 0);
 }
 
 /* flash_bwd_sm90: Sᵀ and dPᵀ (n = bm, or bm/2), dV and dK (n = d, or d/2); bn sizes the grid's

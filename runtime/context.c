@@ -382,13 +382,14 @@ void ft_context_destroy(ft_context *ctx)
  * at 32, 96 and 192 the fastest of those timed by tests/bwd there; at 192 and 256 a second choice
  * with one Q/dO stage for GPUs with less shared memory than an H200. gqa=loop throughout (the
  * tune's shapes had no grouped heads, where loop and atomic are the same kernel's work). On
- * compute capability 9.0 the sm_90a backward first at d = 64, 128 and 256 (its spec has no
- * deterministic kernels, so a deterministic call takes the sm80 family's): non-causal at d = 64
+ * compute capability 9.0 the sm_90a backward first at d = 64, 128 and 256 (deterministic calls
+ * at d = 64 and 128 its det=1 variant of the causal default; at 256 the sm80 family's): non-causal at d = 64
  * and 128 the dq_red variant that won every such bucket of a bf16 tune on an H200 (2026-12-01,
  * bench/results/h200-2026-12-01-bwd-sm90-d256), causal the earlier defaults (0.99–1.10 of cuDNN,
  * bench/results/h200-2026-12-01-bwd-sm90; the tune split their buckets between dq_red 0 and 1),
- * at d = 256 the kvsplit variant (the only structure of the spec that fits it). The first entry of the call's operation whose family the context has and that builds
- * wins: the sm_90a family's where it runs. */
+ * at d = 256 the kvsplit variant (the only structure of the spec that fits it). The first entry
+ * of the call's operation whose family the context has and that builds wins: the sm_90a
+ * family's where it runs. */
 static const struct default_kernel {
     const char *family;
     int head_dim;
@@ -409,11 +410,13 @@ static const struct default_kernel {
     {"flash_fwd_sm80", 128, -1, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
     {"flash_fwd_sm80", 192, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
     {"flash_fwd_sm80", 256, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
-    {"flash_bwd_sm90", 64, 0, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1"},
-    {"flash_bwd_sm90", 64, 1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0"},
-    {"flash_bwd_sm90", 128, 0, "bm=64,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1"},
-    {"flash_bwd_sm90", 128, 1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0"},
-    {"flash_bwd_sm90", 256, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1"},
+    {"flash_bwd_sm90", 64, 0, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0"},
+    {"flash_bwd_sm90", 64, 1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0"},
+    {"flash_bwd_sm90", 64, -1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1"},
+    {"flash_bwd_sm90", 128, 0, "bm=64,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0"},
+    {"flash_bwd_sm90", 128, 1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0"},
+    {"flash_bwd_sm90", 128, -1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1"},
+    {"flash_bwd_sm90", 256, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0"},
     {"flash_bwd_sm80", 32, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop"},
     {"flash_bwd_sm80", 64, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop"},
     {"flash_bwd_sm80", 96, -1, "bm=64,bn=128,warps=8,split=1,stages=2,gqa=loop"},

@@ -52,6 +52,7 @@
 //                                               consumers' staging buffer (dq_index)
 //   lse2    float [batch][heads_q][SQP]         LSE·log2(e); +inf on padding rows
 //   dsum    float [batch][heads_q][SQP]         D; 0 on padding rows
+//   dq_sem  int   [batch][heads_q][MBQ]         DET only: each dQ tile's count of additions
 //
 // ---- shared memory ------------------------------------------------------------------------------
 // From a 1024-aligned base: K and V [BN][D], two stages of Q and dO [BM][D], two dSᵀ buffers
@@ -78,6 +79,8 @@
 //               BM = 64, D/NWG a multiple of 64
 //   FTP_KVSPLIT 1: two consumer warpgroups share the 64 keys (BM = 64, not EARLY_DV)
 //   FTP_DQ_RED  1: dQ's partials added from registers, 0: staged and bulk-reduced
+//   FTP_DET     1: the bulk reductions into each dQ tile in a fixed order of key blocks (not
+//               with DQ_RED or LPT): the same bits on every run
 //   FTP_CAUSAL  0 or 1      FTP_DTYPE_F16 or FTP_DTYPE_BF16      FT_SMEM_BYTES
 //   FTP_EARLY_DV 1: dV's product issued while dPᵀ's runs (more registers live), 0: after it
 //   FTP_LPT     1: the grid's linear index walks key blocks slowest (longest causal walks first)
@@ -87,14 +90,15 @@
 // shared memory).
 
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_CAUSAL) || !defined(FTP_EARLY_DV) || \
-    !defined(FTP_LPT) || !defined(FTP_KVSPLIT) || !defined(FTP_DQ_RED) || !defined(FT_SMEM_BYTES)
-#error "flash_bwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_CAUSAL, FTP_EARLY_DV, FTP_LPT, FTP_KVSPLIT, FTP_DQ_RED and FT_SMEM_BYTES"
+    !defined(FTP_LPT) || !defined(FTP_KVSPLIT) || !defined(FTP_DQ_RED) || !defined(FTP_DET) || !defined(FT_SMEM_BYTES)
+#error "flash_bwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_CAUSAL, FTP_EARLY_DV, FTP_LPT, FTP_KVSPLIT, FTP_DQ_RED, FTP_DET and FT_SMEM_BYTES"
 #endif
 #if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
 #error "flash_bwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
 #endif
 
 #include "ft_device.cuh"
+#include "ft_atomic.cuh"
 #include "ft_params_bwd.cuh"
 #include "ft_sm90.cuh"
 
@@ -108,6 +112,7 @@ constexpr bool EARLY_DV = FTP_EARLY_DV != 0;
 constexpr bool LPT = FTP_LPT != 0;
 constexpr bool KVSPLIT = FTP_KVSPLIT != 0;
 constexpr bool DQ_RED = FTP_DQ_RED != 0;
+constexpr bool DET = FTP_DET != 0;
 
 constexpr int NWG = KVSPLIT ? 2 : BN / 64; // consumer warpgroups: 64 keys each, or two sharing 64
 constexpr int CT = 128 * NWG;      // consumer threads
@@ -147,6 +152,7 @@ static_assert(BN == 64 || (BN == 128 && !KVSPLIT), "64 keys per consumer warpgro
 static_assert(!KVSPLIT || !EARLY_DV, "with shared keys dV's product waits for both warpgroups' Pᵀ");
 static_assert(DC % 64 == 0 && DKV % 64 == 0, "each warpgroup's dQ, dK and dV columns are whole 64-column blocks");
 static_assert(!KVSPLIT || DQ_PASSES <= 2, "KVSPLIT keeps every pass of dQ in flight at once: at most two");
+static_assert(!DET || (!DQ_RED && !LPT), "the fixed order of dQ's additions is kept by producer warp 1, in the launch order");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
 
 // Registers per thread after setmaxnreg, with two consumer warpgroups: the producer gives its
@@ -215,12 +221,6 @@ __device__ __forceinline__ void bulk_wait_all()
     asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
 
-// Adds four floats into 16 aligned bytes of global memory (one vector reduction, sm_90).
-__device__ __forceinline__ void red_add4(float *dst, float a, float b, float c, float d)
-{
-    asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "f"(a), "f"(b), "f"(c), "f"(d)
-                 : "memory");
-}
 
 __device__ __forceinline__ float2 unpack2(u32 x)
 {
@@ -265,6 +265,7 @@ struct Workspace {
     float *dq;   // [b][hq][mbq] tiles of BM·D floats, in dq_index order
     float *lse2; // [b][hq][mbq·BM]
     float *dsum; // [b][hq][mbq·BM]
+    int *dq_sem; // [b][hq][mbq], DET only
     int mbq;
 };
 
@@ -276,6 +277,7 @@ __device__ __forceinline__ Workspace workspace(const BwdParams &p)
     w.dq = p.ws;
     w.lse2 = p.ws + rows * D;
     w.dsum = w.lse2 + rows;
+    w.dq_sem = DET ? (int *)(w.dsum + rows) : nullptr;
     return w;
 }
 
@@ -330,7 +332,9 @@ __device__ __forceinline__ Walk walk_of(const BwdParams &p, const Workspace &ws)
         w.kv_head = linear % heads % (int)gridDim.y;
         w.batch = linear % heads / (int)gridDim.y;
     } else {
-        w.n0 = (int)blockIdx.x * BN;
+        // DET, causal: key blocks in descending order (the shortest walks first), the order in
+        // which they add into each dQ tile.
+        w.n0 = (DET && CAUSAL ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x) * BN;
         w.kv_head = (int)blockIdx.y;
         w.batch = (int)blockIdx.z;
     }
@@ -373,16 +377,47 @@ __device__ __forceinline__ void produce_loads(const BwdParams &p, const Workspac
     }
 }
 
-// Warp 1: each block's dQ partial from the staging buffer into its workspace tile.
+// DET: waits until this CTA's turn to add into a dQ tile (*sem == place), then orders the
+// bulk reduction (async proxy) after that acquire.
+__device__ __forceinline__ void dq_turn(const int *sem, int place)
+{
+    while (load_acquire(sem) != place)
+        asm volatile("nanosleep.u32 64;\n");
+    asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
+
+// DET: once the reduction's additions are complete, the next key block's turn.
+__device__ __forceinline__ void dq_pass_turn(int *sem)
+{
+    bulk_wait_all();
+    asm volatile("fence.proxy.async.global;\n" ::: "memory");
+    add_release(sem, 1);
+}
+
+// Warp 1: each block's dQ partial from the staging buffer into its workspace tile. DET: in the
+// tile's order of key blocks, 0, 1, … (causal: from the last that sees the tile down to 0, the
+// CTAs launched in that order); every CTA waited on has a lower linear index, so it is resident
+// or done.
 __device__ __forceinline__ void produce_dq(const BwdParams &p, const Workspace &ws, const Walk &w, u32 base, int lane)
 {
     named_arrive(BAR_DQ_EMPTY, CT + 32); // the buffer starts empty
+    const int nb = w.n0 / BN;
     for (int it = 0; it < w.total; ++it) {
         const int head = w.first_head + it / w.per_head, m = w.m_begin + it % w.per_head;
+        const long long tile = ((long long)w.batch * p.heads_q + head) * ws.mbq + m;
         named_sync(BAR_DQ_FULL, CT + 32);
-        if (lane == 0)
-            bulk_reduce_add(ws.dq + (((long long)w.batch * p.heads_q + head) * ws.mbq + m) * (BM * D), base + OFF_DQ,
-                            BM * D * 4);
+        if (lane == 0) {
+            int *sem = DET ? ws.dq_sem + tile : nullptr;
+            if (DET) {
+                // The key blocks that see query block m: those below key_end (its last padded
+                // row's keys), counted down from the last.
+                const int key_end = min(p.seqlen_k, m * BM + BM + p.seqlen_k - p.seqlen_q);
+                dq_turn(sem, CAUSAL ? (key_end + BN - 1) / BN - 1 - nb : nb);
+            }
+            bulk_reduce_add(ws.dq + tile * (BM * D), base + OFF_DQ, BM * D * 4);
+            if (DET)
+                dq_pass_turn(sem);
+        }
         __syncwarp();
         if (it + 1 < w.total)
             named_arrive(BAR_DQ_EMPTY, CT + 32);
@@ -711,7 +746,8 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p, const Maps &maps)
 
 // ---- the preprocessing kernel ---------------------------------------------------------------------
 // D and LSE·log2(e) of query block blockIdx.x: CPR lanes per row, one 16-byte chunk of dO and O
-// each, reduced with xor shuffles; then the block's dQ accumulator tile zeroed.
+// each, reduced with xor shuffles; then the block's dQ accumulator tile zeroed (DET: and its
+// counter).
 __device__ __forceinline__ void bwd_pre(const BwdParams &p)
 {
     const int m = (int)blockIdx.x, head = (int)blockIdx.y, batch = (int)blockIdx.z;
@@ -751,6 +787,8 @@ __device__ __forceinline__ void bwd_pre(const BwdParams &p)
     float4 *dq = (float4 *)(ws.dq + (bh * ws.mbq + m) * (BM * D));
     for (int i = tid; i < BM * D / 4; i += THREADS)
         dq[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (DET && tid == 0)
+        ws.dq_sem[bh * ws.mbq + m] = 0;
 }
 
 // ---- the postprocessing kernel --------------------------------------------------------------------

@@ -117,7 +117,7 @@ endif()
 # parameter, spread over the space; pruning still runs on all), about 6 minutes for the
 # forward's (a sixth of each) and 1.5 for the backward's (an eighth); the kept counts are now
 # 1412 (sm_80), 1096 (sm_86, sm_89), 1560 (sm_90) and 1596 (flash_fwd_sm90 on sm_90a); the
-# backward's 1232 (sm_80) and 1408 (sm_90), the Hopper backward's 114 (sm_90a). Each entry: spec,
+# backward's 1232 (sm_80) and 1408 (sm_90), the Hopper backward's 150 (sm_90a). Each entry: spec,
 # target, sample size, test name.
 set(ft_spaces
   "specs/flash_fwd.lua sm_80 236 sm_80" "specs/flash_fwd.lua sm_86 183 sm_86" "specs/flash_fwd.lua sm_89 183 sm_89"
@@ -126,7 +126,7 @@ set(ft_spaces
   "specs/flash_fwd_sm90.lua sm_90a 266 sm_90a"
   # the backward's, likewise
   "specs/flash_bwd.lua sm_80 150 bwd_sm_80" "specs/flash_bwd.lua sm_90 150 bwd_sm_90"
-  # the Hopper backward's: a fifth of its 114 kept variants
+  # the Hopper backward's: a sixth of its 150 kept variants
   "specs/flash_bwd_sm90.lua sm_90a 24 bwd_sm90a")
 foreach(space ${ft_spaces})
   separate_arguments(space)
