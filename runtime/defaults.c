@@ -1,0 +1,59 @@
+#include "runtime/defaults.h"
+
+/* The built-in choices per kernel family, head dim and causality (-1: either) when nothing
+ * better is known. Forward: the variant that won most of the head dim's buckets in a full tune
+ * of the family's spec on an H200 (2026-11-30; sm90 d=96 and 192 from the earlier tune, without
+ * the balance knob). Backward: at d = 64, 128 and 256 the variant that won most buckets of a
+ * bf16 tune of the backward's spec on an H200 (2026-12-01, bench/results/h200-2026-12-01-train),
+ * at 32, 96 and 192 the fastest of those timed by tests/bwd there; at 128 (non-causal), 192 and
+ * 256 a second choice with one Q/dO stage for GPUs with less shared memory than an H200 (the
+ * first needs 177 KB at d = 128, more than an A100's 163). gqa=loop throughout (the
+ * tune's shapes had no grouped heads, where loop and atomic are the same kernel's work). On
+ * compute capability 9.0 the sm_90a backward first at d = 64, 128 and 256 (deterministic calls
+ * at d = 64 and 128 its det=1 variant of the causal default; at 256 the sm80 family's):
+ * non-causal at d = 64 and 128 the dq_red variant that won every such bucket of a bf16 tune on an H200 (2026-12-01,
+ * bench/results/h200-2026-12-01-bwd-sm90-d256), causal the earlier defaults (0.99–1.10 of cuDNN,
+ * bench/results/h200-2026-12-01-bwd-sm90; the tune split their buckets between dq_red 0 and 1),
+ * at d = 256 the kvsplit variant (the only structure of the spec that fits it). The first entry
+ * of the call's operation whose family the context has and that builds wins: the sm_90a
+ * family's where it runs (tests/test_defaults.c checks that every entry is kept by its spec and
+ * compiles without spills on the targets it is for). */
+static const ft_default_kernel defaults[] = {
+    {"flash_fwd_sm90", 64, 0, "bm=128,bn=176,stages=3,pingpong=0,overlap=1,balance=0"},
+    {"flash_fwd_sm90", 64, 1, "bm=128,bn=192,stages=2,pingpong=1,overlap=1,balance=1"},
+    {"flash_fwd_sm90", 96, -1, "bm=128,bn=128,stages=2,pingpong=1,overlap=1,balance=0"},
+    {"flash_fwd_sm90", 128, 0, "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=0"},
+    {"flash_fwd_sm90", 128, 1, "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=1"},
+    {"flash_fwd_sm90", 192, -1, "bm=128,bn=96,stages=2,pingpong=1,overlap=1,balance=0"},
+    {"flash_fwd_sm90", 256, 0, "bm=128,bn=80,stages=2,pingpong=0,overlap=1,balance=0"},
+    {"flash_fwd_sm90", 256, 1, "bm=128,bn=80,stages=2,pingpong=1,overlap=1,balance=1"},
+    {"flash_fwd_sm80", 32, -1, "bm=128,bn=128,warps=4,stages=2,qreg=0,overlap=0"},
+    {"flash_fwd_sm80", 64, -1, "bm=128,bn=128,warps=4,stages=1,qreg=0,overlap=0"},
+    {"flash_fwd_sm80", 96, -1, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
+    {"flash_fwd_sm80", 128, -1, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
+    {"flash_fwd_sm80", 192, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
+    {"flash_fwd_sm80", 256, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
+    {"flash_bwd_sm90", 64, 0, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0"},
+    {"flash_bwd_sm90", 64, 1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0"},
+    {"flash_bwd_sm90", 64, -1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1"},
+    {"flash_bwd_sm90", 128, 0, "bm=64,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0"},
+    {"flash_bwd_sm90", 128, 1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0"},
+    {"flash_bwd_sm90", 128, -1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1"},
+    {"flash_bwd_sm90", 256, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0"},
+    {"flash_bwd_sm80", 32, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop"},
+    {"flash_bwd_sm80", 64, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop"},
+    {"flash_bwd_sm80", 96, -1, "bm=64,bn=128,warps=8,split=1,stages=2,gqa=loop"},
+    {"flash_bwd_sm80", 128, 0, "bm=64,bn=128,warps=8,split=2,stages=2,gqa=loop"},
+    {"flash_bwd_sm80", 128, 1, "bm=64,bn=128,warps=8,split=2,stages=1,gqa=loop"},
+    {"flash_bwd_sm80", 128, 0, "bm=64,bn=128,warps=8,split=2,stages=1,gqa=loop"},
+    {"flash_bwd_sm80", 192, -1, "bm=64,bn=64,warps=8,split=2,stages=2,gqa=loop"},
+    {"flash_bwd_sm80", 192, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop"},
+    {"flash_bwd_sm80", 256, -1, "bm=64,bn=64,warps=8,split=2,stages=2,gqa=loop"},
+    {"flash_bwd_sm80", 256, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop"},
+};
+
+const ft_default_kernel *ft__default_kernels(int *n)
+{
+    *n = (int)(sizeof defaults / sizeof defaults[0]);
+    return defaults;
+}

@@ -1,0 +1,185 @@
+/* The runtime's built-in default kernels (runtime/defaults.c): every entry, completed as the
+ * runtime completes it for a call (the call's head dim, causality, determinism where its spec
+ * has it, and dtype), names every parameter of its family's spec, is kept by the spec's
+ * constraints and limits on the H200's target, and compiles there (without spills where the
+ * spec rejects them); on sm_80 some entry is kept for every call an entry serves. A default that
+ * failed any of these would be skipped at run time for the next one, silently. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "ft_test.h"
+#include "generator/arch.h"
+#include "generator/family.h"
+#include "generator/spec.h"
+#include "generator/variant.h"
+#include "runtime/compile.h"
+#include "runtime/defaults.h"
+#include "tuner/plan.h"
+
+/* The built-in spec of a family (its template's name), or NULL. */
+static ft_spec *spec_of(const char *family)
+{
+    ft_spec *spec = NULL;
+    ft_err err;
+    int i;
+
+    for (i = 0; ft__spec_load_builtin(i, &spec, &err) == FT_OK; i++) {
+        if (strcmp(spec->template_name, family) == 0)
+            return spec;
+        ft__spec_free(spec);
+        spec = NULL;
+    }
+    return NULL;
+}
+
+/* Whether a variant text names parameter `name`. */
+static int names(const char *variant, const char *name)
+{
+    char v[64];
+    return ft__variant_text_value(variant, name, v, sizeof v) == 1;
+}
+
+/* The entry's variant for one call, as the runtime writes it: the entry's text, then the call's
+ * d, causal, det (when the spec has it) and dtype where the text leaves them out. */
+static void complete(const ft_spec *spec, const ft_default_kernel *e, int causal, int det, const char *dtype,
+                     char *out, size_t cap)
+{
+    size_t n = (size_t)snprintf(out, cap, "%s", e->variant);
+    if (!names(e->variant, "d"))
+        n += (size_t)snprintf(out + n, cap - n, ",d=%d", e->head_dim);
+    if (!names(e->variant, "causal"))
+        n += (size_t)snprintf(out + n, cap - n, ",causal=%d", causal);
+    if (ft__spec_param_index(spec, "det") >= 0 && !names(e->variant, "det"))
+        n += (size_t)snprintf(out + n, cap - n, ",det=%d", det);
+    if (!names(e->variant, "dtype"))
+        snprintf(out + n, cap - n, ",dtype=%s", dtype);
+}
+
+/* Builds the one-variant plan of `text` for arch: FT_PLAN_PENDING when pruning keeps it. With
+ * compile, compiles it and returns its status after. */
+static ft_plan_status plan_one(ft_spec *spec, const char *text, const char *arch_name, ft_cache *cache, int compile,
+                               char *reason, size_t cap)
+{
+    ft_plan *plan = NULL;
+    ft_variant v;
+    ft_arch arch;
+    ft_err err;
+    ft_plan_status st;
+    unsigned mask;
+
+    reason[0] = '\0';
+    if (ft__variant_parse(spec, text, &v, &err) != FT_OK) {
+        snprintf(reason, cap, "does not parse: %s", err.msg);
+        return FT_PLAN_COMPILE_ERROR;
+    }
+    mask = (1u << spec->nparams) - 1;
+    if (ft__arch_builtin(arch_name, &arch, &err) != FT_OK || ft__plan_build(spec, &arch, &v, mask, &plan, &err) != FT_OK) {
+        snprintf(reason, cap, "no plan: %s", err.msg);
+        return FT_PLAN_COMPILE_ERROR;
+    }
+    if (plan->nitems != 1) {
+        snprintf(reason, cap, "%d variants match it", plan->nitems);
+        ft__plan_free(plan);
+        return FT_PLAN_COMPILE_ERROR;
+    }
+    if (compile && plan->items[0].status == FT_PLAN_PENDING &&
+        ft__plan_compile(plan, cache, 1, NULL, NULL, NULL, &err) != FT_OK) {
+        snprintf(reason, cap, "compile: %s", err.msg);
+        ft__plan_free(plan);
+        return FT_PLAN_COMPILE_ERROR;
+    }
+    st = plan->items[0].status;
+    snprintf(reason, cap, "%s", plan->items[0].reason);
+    ft__plan_free(plan);
+    return st;
+}
+
+/* Every entry on sm_90 (the target its family builds for on an H200: sm_90a for the Hopper
+ * families), every call it serves: kept, and compiled in bf16 (f16 pruned only: the dtype
+ * changes no structure); on sm_80 the calls of the families that run there each kept by some
+ * entry. */
+static void test_defaults_build(void)
+{
+    static const char *const dtypes[] = {"bf16", "f16"};
+    const char *cache_dir = getenv("FLASHTUNE_CACHE_DIR");
+    ft_cache *cache = NULL;
+    ft_err err;
+    int n, i, c, t, det, checked = 0, compiled = 0;
+    const ft_default_kernel *defaults = ft__default_kernels(&n);
+
+    ASSERT_TRUE(n > 0);
+    if (cache_dir != NULL && cache_dir[0] != '\0')
+        ASSERT_OK(ft__cache_open(cache_dir, &cache, &err), &err);
+    for (i = 0; i < n; i++) {
+        const ft_default_kernel *e = &defaults[i];
+        const ft_family *fam = ft__family_find(e->family);
+        ft_spec *spec = spec_of(e->family);
+        const int has_det = spec != NULL && ft__spec_param_index(spec, "det") >= 0 && !names(e->variant, "det");
+
+        if (fam == NULL || spec == NULL)
+            FT_FAIL_("default %d names family %s, which has no built-in spec", i, e->family);
+        if (spec == NULL)
+            continue;
+        ASSERT_TRUE(e->causal >= -1 && e->causal <= 1);
+        for (c = 0; c <= 1; c++) {
+            if (e->causal >= 0 && c != e->causal)
+                continue;
+            for (det = 0; det <= has_det; det++)
+                for (t = 0; t < 2; t++) {
+                    char text[1024], reason[512];
+                    ft_plan_status st;
+                    complete(spec, e, c, det, dtypes[t], text, sizeof text);
+                    st = plan_one(spec, text, "sm_90", cache, t == 0, reason, sizeof reason);
+                    if (st != (t == 0 ? FT_PLAN_COMPILED : FT_PLAN_PENDING))
+                        FT_FAIL_("default %s (%s) on sm_90: %s: %s", text, e->family, ft__plan_status_name(st),
+                                 reason);
+                    checked++;
+                    compiled += t == 0 && st == FT_PLAN_COMPILED;
+                }
+        }
+        ft__spec_free(spec);
+    }
+
+    /* sm_80: for each family that runs there and each call one of its entries serves, the first
+     * entry of that family, head dim and causality that pruning keeps. */
+    for (i = 0; i < n; i++) {
+        const ft_default_kernel *e = &defaults[i];
+        ft_spec *spec = spec_of(e->family);
+        ft_arch a80;
+        char why[256];
+        int j, has_det;
+
+        ASSERT_OK(ft__arch_builtin("sm_80", &a80, &err), &err);
+        if (spec == NULL || !ft__family_supports_arch(ft__family_find(e->family), &a80, why, sizeof why)) {
+            ft__spec_free(spec);
+            continue;
+        }
+        has_det = ft__spec_param_index(spec, "det") >= 0 && !names(e->variant, "det");
+        for (c = 0; c <= 1; c++) {
+            if (e->causal >= 0 && c != e->causal)
+                continue;
+            for (det = 0; det <= has_det; det++) {
+                int kept = 0;
+                for (j = 0; j < n && !kept; j++) {
+                    const ft_default_kernel *o = &defaults[j];
+                    char text[1024], reason[512];
+                    if (strcmp(o->family, e->family) != 0 || o->head_dim != e->head_dim ||
+                        (o->causal >= 0 && o->causal != c))
+                        continue;
+                    complete(spec, o, c, det, "bf16", text, sizeof text);
+                    kept = plan_one(spec, text, "sm_80", NULL, 0, reason, sizeof reason) == FT_PLAN_PENDING;
+                }
+                if (!kept)
+                    FT_FAIL_("no default of %s keeps d=%d causal=%d det=%d on sm_80", e->family, e->head_dim, c, det);
+            }
+        }
+        ft__spec_free(spec);
+    }
+    printf("  %d calls checked, %d compiled\n", checked, compiled);
+    ASSERT_TRUE(compiled > 0 && compiled * 2 == checked);
+    ft__cache_close(cache);
+}
+
+FT_TEST_MAIN(FT_CASE(test_defaults_build))
