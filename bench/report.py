@@ -30,7 +30,8 @@ Outputs in --out: report.json (everything, the environment included), report.md,
 tflops_<dtype>.png (TFLOP/s against seqlen, one panel per head dim and causality). The JSON
 and the markdown are rewritten after every shape, so a run that is stopped keeps what it
 measured. With --tune-log / --db the cost of a tune is reported; with --overhead-json the
-fields of that file are included verbatim.
+fields of that file are included verbatim; with --bwd-json (bench/bwd_compare.py's JSON, one file
+per run) the backward's and forward+backward's tables against the same anchors.
 
 Needs PyTorch with CUDA (and Triton for --flex); matplotlib for the plots. Without a GPU:
 --selftest checks the parts that need none, --from-json re-renders an existing report.json.
@@ -55,11 +56,20 @@ from ftreport.dbsummary import tuning_cost  # noqa: E402
 from ftreport.measure import run  # noqa: E402
 from ftreport.output import merge_reports, write_outputs  # noqa: E402
 from ftreport.parse import read_overhead  # noqa: E402
+from ftreport.backward import read_backward  # noqa: E402
 from ftreport.selftest import run_all as selftest  # noqa: E402
 from ftreport.systems import DEFAULT_SYSTEMS, TOLERANCE  # noqa: E402
 
 
 # ---- command line ------------------------------------------------------------------------------
+
+def backward_of(paths):
+    """The backward's section from bench/bwd_compare.py's files, or exit naming what is wrong."""
+    try:
+        return read_backward(paths)
+    except ValueError as e:
+        sys.exit("report.py: --bwd-json %s" % e)
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -94,6 +104,9 @@ def main(argv=None):
     g.add_argument("--flashtune", default=None, help="the flashtune command, to read --db through `flashtune query` "
                    "when Python's SQLite cannot (default: build-dev/flashtune or build/flashtune)")
     g.add_argument("--overhead-json", help="JSON from bench/overhead.c, included verbatim")
+    g.add_argument("--bwd-json", metavar="FILE", action="append",
+                   help="JSON from bench/bwd_compare.py (one per run, e.g. per dtype): the backward's and "
+                        "forward+backward's tables")
     g = ap.add_argument_group("timing and checking")
     g.add_argument("--rounds", type=int, default=5, help="interleaved rounds per shape")
     g.add_argument("--rep-ms", type=float, default=300, help="timed milliseconds per system and shape, all rounds")
@@ -140,6 +153,8 @@ def main(argv=None):
         if args.overhead_json:
             report["overhead"] = read_overhead(args.overhead_json)
             report["overhead_path"] = args.overhead_json
+        if args.bwd_json:
+            report["backward"] = backward_of(args.bwd_json)
         report.pop("plots", None)
         write_outputs(report, args.out, plots=not args.no_plots)
         print("wrote %s" % ", ".join(os.path.join(args.out, f) for f in sorted(os.listdir(args.out))))

@@ -13,6 +13,7 @@ import warnings
 
 from flashtune import flops  # the binding loads its library only when a context is made
 
+from .backward import read_backward
 from .dbsummary import tuning_cost
 from .environment import environment
 from .output import write_outputs
@@ -112,6 +113,8 @@ def run(args):
             report["overhead"] = read_overhead(args.overhead_json)
         except (OSError, ValueError) as e:
             report["overhead"] = {"error": "cannot read %s: %s" % (args.overhead_json, e)}
+    if args.bwd_json:
+        report["backward"] = read_backward(args.bwd_json)  # checked before any GPU time is spent
 
     contexts = {}
     try:

@@ -1,9 +1,11 @@
 """report.md from a report (the dict that report.json holds): the TFLOP/s table with flashtune's
 ratios to each anchor, the geometric means per group, where the anchors are ahead, errors and
 wrong outputs, flashtune's kernel choice per shape, the GPU memory of one call, first calls, the
-cost of a tune and the dispatch overhead; and the cells' formatting."""
+cost of a tune, the dispatch overhead and the backward's tables (backward.py); and the cells'
+formatting."""
 import json
 
+from .backward import render_backward
 from .stats import geomean
 from .systems import LABELS, ORDER
 
@@ -214,6 +216,7 @@ def render_markdown(report):
     L += render_first_calls(report)
     L += render_tuning_cost(report.get("tuning_cost"))
     L += render_overhead(report.get("overhead"), report.get("overhead_path"))
+    L += render_backward(report.get("backward"))
     return "\n".join(L).rstrip() + "\n"
 
 

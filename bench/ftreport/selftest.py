@@ -3,10 +3,10 @@ selftest(expect, tmp) checks what it holds, without a GPU and without PyTorch; m
 when it is there. Prints one line per check and 'N passed, N failed'; returns the exit status."""
 import tempfile
 
-from . import checks, environment, measure, output, plots, render, stats
+from . import backward, checks, environment, measure, output, plots, render, stats
 
 SELFTESTS = (measure.selftest, stats.selftest, checks.selftest_parse, checks.selftest_dbsummary, render.selftest,
-             plots.selftest, output.selftest, environment.selftest)
+             plots.selftest, output.selftest, environment.selftest, backward.selftest)
 
 
 def run_all():
