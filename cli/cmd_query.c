@@ -1,8 +1,10 @@
 /* flashtune query: the winners (or every measurement) of the tuning database. */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "common/json.h"
@@ -228,13 +230,28 @@ static int print_device(void *ud, long long id, const ft_db_device *d, long long
     return 0;
 }
 
-/* The devices section of `flashtune devices`: those recorded in the database. */
+/* The devices section of `flashtune devices`: those recorded in the database. No database yet
+ * (a fresh machine) is said, not a failure. */
 int cli_print_db_devices(const char *db_path, int json)
 {
+    char path[4096];
     ft_db *db = NULL;
     ft_err err;
     int rc = 0;
 
+    if (db_path == NULL && ft__db_default_path(path, sizeof path, 0, &err) == FT_OK)
+        db_path = path;
+    if (db_path != NULL && access(db_path, F_OK) != 0 && errno == ENOENT) {
+        if (json) {
+            printf("{\"kind\": \"database\", \"path\": ");
+            ft__json_string(stdout, db_path);
+            printf(", \"exists\": false}\n");
+        } else {
+            printf("tuning database: none yet at %s (`flashtune tune` makes one, `flashtune import` brings one "
+                   "from a pack)\n", db_path);
+        }
+        return 0;
+    }
     if (ft__db_open(db_path, 1, &db, &err) != FT_OK) {
         if (json) {
             printf("{\"kind\": \"database\", \"error\": ");

@@ -1,7 +1,9 @@
 #include "text.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* The length of the valid UTF-8 sequence at s (at most n bytes) and its code point, or 0 when
  * the bytes there are no valid sequence (a stray continuation byte, a truncated sequence, an
@@ -125,5 +127,19 @@ int ft__is_printable(const char *src, size_t len)
             return 0;
         i += k;
     }
+    return 1;
+}
+
+int ft__env_on(const char *name)
+{
+    static const char *const off[] = {"", "0", "no", "off", "false"};
+    const char *v = getenv(name);
+    size_t i;
+
+    if (v == NULL)
+        return 0;
+    for (i = 0; i < sizeof off / sizeof off[0]; i++)
+        if (strcasecmp(v, off[i]) == 0)
+            return 0;
     return 1;
 }

@@ -25,4 +25,8 @@ char *ft__printable_str(char *dst, size_t cap, const char *src);
 /* Whether ft__printable would copy the len bytes at src unchanged. */
 int ft__is_printable(const char *src, size_t len);
 
+/* Whether a switch in the environment (FLASHTUNE_DEBUG, FLASHTUNE_RECORD_MISSES) is on: set,
+ * and not "", "0", "no", "off" or "false" (any case). */
+int ft__env_on(const char *name);
+
 #endif

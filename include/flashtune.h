@@ -110,8 +110,8 @@ FT_API void (ft_context_options_init)(ft_context_options *o);
  * database. Each kind of call (dtype, head dim, causal, sequence-length and batch·heads bucket)
  * runs the winner the database holds for this GPU and that bucket, else the winner of the
  * nearest tuned bucket with the same dtype, head dim and causality, else a built-in default;
- * with FLASHTUNE_DEBUG set in the environment each choice is printed to stderr once. With
- * FLASHTUNE_RECORD_MISSES=1, a kind of call that had no winner of its own bucket is recorded,
+ * with FLASHTUNE_DEBUG set in the environment (to anything but "", 0, no, off or false) each
+ * choice is printed to stderr once. With FLASHTUNE_RECORD_MISSES=1 (likewise), a kind of call that had no winner of its own bucket is recorded,
  * once, when its kernel is chosen, in the misses table of the database the context reads (else,
  * database NULL, of the default one, which is then created; database "" records nothing) for
  * `flashtune tune --misses`; a failure to record is printed once to stderr, never returned.

@@ -31,6 +31,7 @@
 #include "flashtune.h"
 #include "common/fs.h"
 #include "common/strbuf.h"
+#include "common/text.h"
 #include "generator/family.h"
 #include "generator/emit.h"
 #include "generator/variant.h"
@@ -132,9 +133,7 @@ static ft_status open_database(ft_context *ctx, const char *path, ft_err *err)
  * NULL) to the default one, created if need be; database "" records nothing. */
 static ft_status misses_setup(ft_context *ctx, const char *database, ft_err *err)
 {
-    const char *env = getenv("FLASHTUNE_RECORD_MISSES");
-
-    if (env == NULL || env[0] == '\0' || strcmp(env, "0") == 0 || (database != NULL && database[0] == '\0'))
+    if (!ft__env_on("FLASHTUNE_RECORD_MISSES") || (database != NULL && database[0] == '\0'))
         return FT_OK;
     ctx->record_misses = 1;
     if (ctx->db != NULL || database != NULL) {
@@ -245,7 +244,7 @@ static ft_status check_kernels_device(ft_context *ctx, ft_err *err)
                         "(compute capability %d.%d): its cubins cannot run there",
                         ctx->pack != NULL ? "pack" : "kernel set", s->device_name, s->cc / 10, s->cc % 10,
                         ctx->session.device, ctx->dev.name, ctx->dev.cc / 10, ctx->dev.cc % 10);
-    if (getenv("FLASHTUNE_DEBUG") != NULL &&
+    if (ft__env_on("FLASHTUNE_DEBUG") &&
         (strcmp(s->device_name, ctx->dev.name) != 0 || s->driver_version != ctx->dev.driver_version))
         fprintf(stderr, "flashtune: the %s was tuned on %s (driver %d); this GPU is %s (driver %d): using it anyway\n",
                 ctx->pack != NULL ? "pack" : "kernel set", s->device_name, s->driver_version, ctx->dev.name,
@@ -613,7 +612,7 @@ static void build_slot(ft_context *ctx, kernel_slot *slot)
     if (!forced)
         slot->fallback = slot->status == FT_OK ? "default" : "failed";
 out:
-    if (getenv("FLASHTUNE_DEBUG") != NULL) {
+    if (ft__env_on("FLASHTUNE_DEBUG")) {
         char key[FT_KEY_TEXT_MAX];
         ft__key_format(&slot->key, key, sizeof key);
         fprintf(stderr, "flashtune: %s %s: %s\n", slot->key.op->name, key, slot->status == FT_OK ? how : slot->error);

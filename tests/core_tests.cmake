@@ -21,7 +21,10 @@ ft_cli_test(device_empty fail "--device takes a GPU ordinal, part of a GPU's nam
   tune --device=)
 ft_cli_test(import_gpu_spelling fail "--gpu is now --device"
   import --gpu 0 tests/no_such.ftpack)
-ft_cli_test(devices_json fail "\\{\"kind\": \"driver\", .*\"gpus\": [0-9]+"
+# JSON lines; no database yet is no failure (a fresh machine)
+ft_cli_test(devices_json ok "\\{\"kind\": \"driver\", .*\"gpus\": [0-9]+"
+  devices --json --db /nonexistent/flashtune.db)
+ft_cli_test(devices_json_no_db ok "\\{\"kind\": \"database\", \"path\": \"/nonexistent/flashtune.db\", \"exists\": false\\}"
   devices --json --db /nonexistent/flashtune.db)
 ft_cli_test(plan_sm86_prunes ok "shared memory 1.* B > 101376 B per block on sm_86"
   plan specs/flash_fwd.lua --arch sm_86 --only "d=256,bm=64,warps=4,causal=0,dtype=f16,qreg=0,overlap=0" --no-cache -j 2)

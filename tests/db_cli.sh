@@ -55,6 +55,13 @@ mkfifo "$dir/fifo"
 expect fail "tuning database $dir/fifo: a FIFO, not a regular file" timeout 20 "$ft" query --db "$dir/fifo"
 expect fail "a FIFO, not a regular file" timeout 20 "$ft" import "$dir/fake.ftpack" --db "$dir/fifo"
 expect fail "a FIFO, not a regular file" timeout 20 "$ft" devices --db "$dir/fifo"
+# no database yet (a fresh machine): said, with what makes one, and not a failure
+expect 0 "tuning database: none yet at $dir/none.db \(\`flashtune tune\` makes one" "$ft" devices --db "$dir/none.db"
+"$ft" devices --db "$dir/none.db" --json 2>&1 | grep -q '"kind": "database", "path": ".*none.db", "exists": false' ||
+  fail "devices --json without a database"
+[ -e "$dir/none.db" ] && fail "devices made a database"
+expect fail "no such file \(\`flashtune tune\` makes one, \`flashtune import\` brings one from a pack\)" \
+  "$ft" query --db "$dir/none.db"
 [ -p "$dir/fifo" ] || fail "the FIFO is gone"
 side=$dir/side.db
 cp "$db" "$side"

@@ -311,7 +311,7 @@ static void test_side_files(void)
 
 static void test_missing(void)
 {
-    char dir[64], path[160], file[128];
+    char dir[64], path[160], file[320];
     ft_db *db = NULL;
     ft_err err;
 
@@ -319,7 +319,10 @@ static void test_missing(void)
     snprintf(path, sizeof path, "%s/nothing.db", dir);
     ASSERT_EQ(ft__db_open(path, 1, &db, &err), FT_ERR_DATABASE);
     ASSERT_TRUE(db == NULL);
-    snprintf(file, sizeof file, "cannot open tuning database %s: no such file", path);
+    snprintf(file, sizeof file,
+             "cannot open tuning database %s: no such file (`flashtune tune` makes one, `flashtune import` brings "
+             "one from a pack)",
+             path);
     ASSERT_STREQ(err.msg, file);
     ASSERT_TRUE(!exists(path));
     snprintf(path, sizeof path, "%s/no/such/dir/x.db", dir);

@@ -1,4 +1,5 @@
-/* Text from outside made printable (common/text.h). */
+/* Text from outside made printable, and the environment's switches (common/text.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/text.h"
@@ -81,4 +82,24 @@ static void test_truncation(void)
     ASSERT_STREQ(ft__printable_str(out, sizeof out, "x\ty"), "x\\ty");
 }
 
-FT_TEST_MAIN(FT_CASE(test_control_characters), FT_CASE(test_utf8), FT_CASE(test_truncation))
+/* The environment's switches: on when set to anything but "", 0, no, off or false. */
+static void test_env_on(void)
+{
+    static const char *const on[] = {"1", "yes", "on", "true", "2", "debug"};
+    static const char *const off[] = {"", "0", "no", "NO", "off", "Off", "false", "FALSE"};
+    size_t i;
+
+    unsetenv("FT_TEST_SWITCH");
+    ASSERT_TRUE(!ft__env_on("FT_TEST_SWITCH"));
+    for (i = 0; i < sizeof on / sizeof on[0]; i++) {
+        setenv("FT_TEST_SWITCH", on[i], 1);
+        ASSERT_TRUE(ft__env_on("FT_TEST_SWITCH"));
+    }
+    for (i = 0; i < sizeof off / sizeof off[0]; i++) {
+        setenv("FT_TEST_SWITCH", off[i], 1);
+        ASSERT_TRUE(!ft__env_on("FT_TEST_SWITCH"));
+    }
+    unsetenv("FT_TEST_SWITCH");
+}
+
+FT_TEST_MAIN(FT_CASE(test_control_characters), FT_CASE(test_utf8), FT_CASE(test_truncation), FT_CASE(test_env_on))

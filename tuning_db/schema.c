@@ -643,7 +643,10 @@ static ft_status check_files(const char *path, int read_only, char *real, size_t
     if (kind < 0)
         return ft__fail(err, FT_ERR_DATABASE, "tuning database %s", perr.msg);
     if (kind == 0 && read_only)
-        return ft__fail(err, FT_ERR_DATABASE, "cannot open tuning database %s: no such file", path);
+        return ft__fail(err, FT_ERR_DATABASE,
+                        "cannot open tuning database %s: no such file (`flashtune tune` makes one, `flashtune "
+                        "import` brings one from a pack)",
+                        path);
     if (kind == 0 || realpath(path, name) == NULL)
         snprintf(name, sizeof name, "%s", path);
     if (strlen(name) >= cap || strlen(name) >= PATH_MAX)
