@@ -94,7 +94,7 @@ static const char run_usage[] =
     "                    left out and given by the options below\n"
     "  --shape STR       b=4,hq=16,hkv=16,sq=4096,sk=4096,d=128 (hkv and sk default to hq, sq)\n"
     "  --causal          bottom-right causal mask\n"
-    "  --dtype f16|bf16  element type (default f16)\n"
+    "  --dtype f16|bf16  element type (default f16; fp16, float16, half and bfloat16 too)\n"
     "  --layout L        bshd (default), bhsd, or qkv (one packed [b, s, 3, h, d] buffer)\n"
     "  --spec FILE       the spec the variant belongs to (default: the built-in flash_fwd)\n"
     "  --device N|NAME   GPU ordinal, or the first GPU whose name contains NAME (default 0)\n"
@@ -205,8 +205,10 @@ int cmd_run(int argc, char **argv)
         return cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
     if (variant == NULL || shape == NULL)
         return cli_usage_error("run", "--variant and --shape are required");
-    if (dtype != NULL && strcmp(dtype, "f16") != 0 && strcmp(dtype, "bf16") != 0)
-        return cli_usage_error("run", "--dtype takes f16 or bf16, not '%s'", dtype);
+    if (dtype != NULL && cli_dtype(dtype) == NULL)
+        return cli_usage_error("run", "--dtype takes f16 (fp16, float16, half) or bf16 (bfloat16), not '%s'", dtype);
+    if (dtype != NULL)
+        dtype = cli_dtype(dtype);
     p.layout = layout;
     if (ft__problem_parse(shape, &p, &err) != FT_OK || ft__spec_load_default(spec_path, &spec, &err) != FT_OK ||
         ft__spec_check_op(spec, &ft__op_fwd, "run measures", &err) != FT_OK ||

@@ -65,31 +65,35 @@ static void on_progress(void *ud, const ft_plan *plan, const ft_plan_item *it, i
     cli_progress_update(&pc->bar, done, it->variant_str);
 }
 
+/* The table, its variant column as wide as the longest variant (at least 62). */
 static void print_table(const ft_plan *plan)
 {
-    int i;
+    int i, w = 62;
 
-    printf("%-62s %-13s %5s %6s %6s %7s %9s  %s\n", "variant", "status", "regs", "spill", "smem",
+    for (i = 0; i < plan->nitems; i++)
+        if ((int)strlen(plan->items[i].variant_str) > w)
+            w = (int)strlen(plan->items[i].variant_str);
+    printf("%-*s %-13s %5s %6s %6s %7s %9s  %s\n", w, "variant", "status", "regs", "spill", "smem",
            "dynsmem", "compile", "note");
     for (i = 0; i < plan->nitems; i++) {
         const ft_plan_item *it = &plan->items[i];
         const ft_resource_report *r = &it->report;
         if (it->status == FT_PLAN_PRUNED) {
-            printf("%-62s %-13s %5s %6s %6s %7s %9s  %s\n", it->variant_str, "pruned", "-", "-", "-",
+            printf("%-*s %-13s %5s %6s %6s %7s %9s  %s\n", w, it->variant_str, "pruned", "-", "-", "-",
                    "-", "-", it->reason);
             continue;
         }
         if (it->status == FT_PLAN_NOT_SAMPLED) {
-            printf("%-62s %-13s %5s %6s %6s %7lld %9s  %s\n", it->variant_str, "not-sampled", "-", "-",
+            printf("%-*s %-13s %5s %6s %6s %7lld %9s  %s\n", w, it->variant_str, "not-sampled", "-", "-",
                    "-", it->smem_dynamic, "-", it->reason);
             continue;
         }
         if (it->status == FT_PLAN_COMPILE_ERROR) {
-            printf("%-62s %-13s %5s %6s %6s %7lld %7.0fms  %s\n", it->variant_str, "compile-error",
+            printf("%-*s %-13s %5s %6s %6s %7lld %7.0fms  %s\n", w, it->variant_str, "compile-error",
                    "-", "-", "-", it->smem_dynamic, it->compile_ms, it->reason);
             continue;
         }
-        printf("%-62s %-13s %5d %6lld %6lld %7lld %7.0fms  %s%s%s\n", it->variant_str,
+        printf("%-*s %-13s %5d %6lld %6lld %7lld %7.0fms  %s%s%s\n", w, it->variant_str,
                ft__plan_status_name(it->status), r->registers,
                r->spill_stores > r->spill_loads ? r->spill_stores : r->spill_loads, r->smem_static,
                it->smem_dynamic, it->compile_ms, it->cache_hit ? "cached" : "",

@@ -21,7 +21,7 @@ static const char usage[] =
     "  --device NAME      only devices whose name contains NAME\n"
     "  --d N              only head dim N\n"
     "  --causal, --non-causal\n"
-    "  --dtype f16|bf16\n"
+    "  --dtype f16|bf16  (fp16, float16, half and bfloat16 too)\n"
     "  --all              every measurement, not only the winners\n"
     "  --misses           the recorded misses: bucket, first shape, what ran instead, how\n"
     "                     often, when, and whether the bucket has a winner now\n"
@@ -169,9 +169,10 @@ int cmd_query(int argc, char **argv)
         case 'c': f.causal = 1; break;
         case 'N': f.causal = 0; break;
         case 't':
-            if (strcmp(optarg, "f16") != 0 && strcmp(optarg, "bf16") != 0)
-                return cli_usage_error("query", "--dtype takes f16 or bf16");
-            f.dtype = optarg;
+            if (cli_dtype(optarg) == NULL)
+                return cli_usage_error("query", "--dtype takes f16 (fp16, float16, half) or bf16 (bfloat16), not '%s'",
+                                       optarg);
+            f.dtype = cli_dtype(optarg);
             break;
         case 'a': f.winners_only = 0; break;
         case 'J': q.json = 1; break;

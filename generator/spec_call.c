@@ -355,12 +355,76 @@ static const ft_embedded_file *builtin_spec(const char *name)
     return NULL;
 }
 
+/* Levenshtein distance of a and b (each cut to 63 characters). */
+static int edit_distance(const char *a, const char *b)
+{
+    int d[64][64];
+    const int n = (int)strnlen(a, 63), m = (int)strnlen(b, 63);
+    int i, j;
+
+    for (i = 0; i <= n; i++)
+        d[i][0] = i;
+    for (j = 0; j <= m; j++)
+        d[0][j] = j;
+    for (i = 1; i <= n; i++)
+        for (j = 1; j <= m; j++) {
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            d[i][j] = best;
+        }
+    return d[n][m];
+}
+
+/* A missing spec file that is no built-in name either: the load's error, then the built-in
+ * names and the nearest of them (within a third of the name's length) as a suggestion. */
+static ft_status not_found(const char *path, ft_status rc, ft_err *err)
+{
+    char names[256], stem[64], builtin[16][64];
+    const char *base = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 : path, *best = NULL;
+    const ft_embedded_file *f;
+    size_t n = 0, len;
+    int best_d = 1 << 30;
+    ft_err load = *err;
+
+    snprintf(stem, sizeof stem, "%s", base);
+    len = strlen(stem);
+    if (len > 4 && strcmp(stem + len - 4, ".lua") == 0)
+        stem[len - 4] = '\0';
+    names[0] = '\0';
+    for (f = ft__builtin_specs; f->name != NULL; f++) {
+        const size_t k = (size_t)(f - ft__builtin_specs);
+        int dist;
+        if (k >= sizeof builtin / sizeof builtin[0])
+            break;
+        snprintf(builtin[k], sizeof builtin[k], "%.*s", (int)(strlen(f->name) - strlen("specs/") - strlen(".lua")),
+                 f->name + strlen("specs/"));
+        n += (size_t)snprintf(names + n, n < sizeof names ? sizeof names - n : 0, "%s%s", n ? ", " : "", builtin[k]);
+        dist = edit_distance(stem, builtin[k]);
+        if (dist < best_d) {
+            best_d = dist;
+            best = builtin[k];
+        }
+    }
+    if (best != NULL && best_d > 0 && 3 * best_d <= (int)strlen(stem))
+        return ft__fail(err, rc, "%s; no built-in spec has that name either (%s): did you mean %s?", load.msg, names,
+                        best);
+    return ft__fail(err, rc, "%s; no built-in spec has that name either (%s)", load.msg, names);
+}
+
 ft_status ft__spec_load_default(const char *path, ft_spec **out, ft_err *err)
 {
     const ft_embedded_file *f = builtin_spec(path != NULL ? path : FT_DEFAULT_SPEC_NAME);
+    ft_status rc;
 
-    if (path != NULL && (f == NULL || access(path, F_OK) == 0))
-        return ft__spec_load(path, NULL, out, err);
+    if (path != NULL && (f == NULL || access(path, F_OK) == 0)) {
+        rc = ft__spec_load(path, NULL, out, err);
+        if (rc == FT_ERR_IO && f == NULL && access(path, F_OK) != 0)
+            rc = not_found(path, rc, err);
+        return rc;
+    }
     return ft__spec_load_text(f->name, f->data, NULL, out, err);
 }
 

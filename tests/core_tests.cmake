@@ -21,6 +21,17 @@ ft_cli_test(device_empty fail "--device takes a GPU ordinal, part of a GPU's nam
   tune --device=)
 ft_cli_test(import_gpu_spelling fail "--gpu is now --device"
   import --gpu 0 tests/no_such.ftpack)
+# the plan table's columns line up for variants longer than its default width
+add_test(NAME plan_columns COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/plan_columns.sh $<TARGET_FILE:flashtune>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(plan_columns PROPERTIES LABELS cli TIMEOUT 300 ENVIRONMENT "${FT_TEST_ENV}")
+# the element type's other spellings: in filters and variants, and --dtype
+ft_cli_test(plan_dtype_alias ok "d=64,bm=64,bn=64,warps=4,stages=1,causal=0,dtype=bf16,qreg=0,overlap=0 +compiled"
+  plan specs/flash_fwd.lua --only "d=64,bm=64,bn=64,warps=4,stages=1,causal=0,dtype=bfloat16,qreg=0,overlap=0" -j 2)
+ft_cli_test(run_dtype_bad fail "--dtype takes f16 \\(fp16, float16, half\\) or bf16 \\(bfloat16\\), not 'fp32'"
+  run --variant d=64 --shape 1,1,64,64 --dtype fp32)
+ft_cli_test(query_dtype_alias fail "cannot open tuning database /nonexistent/t.db"
+  query --dtype fp16 --db /nonexistent/t.db)
 # JSON lines; no database yet is no failure (a fresh machine)
 ft_cli_test(devices_json ok "\\{\"kind\": \"driver\", .*\"gpus\": [0-9]+"
   devices --json --db /nonexistent/flashtune.db)

@@ -134,6 +134,12 @@ static void expect_no_file(const char *name)
     ASSERT_TRUE(spec == NULL);
     ASSERT_CONTAINS(err.msg, "cannot open");
     ASSERT_CONTAINS(err.msg, name);
+    ASSERT_CONTAINS(err.msg, "no built-in spec has that name either (flash_fwd, flash_fwd_sm90, flash_bwd, flash_bwd_sm90)");
+    /* a near miss of a built-in name is suggested, a name far from all of them is not */
+    if (strcmp(name, "flash_fwd_sm9") == 0 || strcmp(name, "flash_fwd_sm90.lu") == 0)
+        ASSERT_CONTAINS(err.msg, "did you mean flash_fwd_sm90?");
+    if (strcmp(name, "no_such_spec") == 0)
+        ASSERT_TRUE(strstr(err.msg, "did you mean") == NULL);
 }
 
 /* How ft__spec_load_default resolves a name: to a spec (its name and path), or (want_name
