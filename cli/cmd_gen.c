@@ -12,7 +12,8 @@
 #include "runtime/compile.h"
 
 static const char usage[] =
-    "usage: flashtune gen SPEC --variant 'd=128,bm=128,...' [--arch NAME] [-o FILE] [--cubin FILE]\n"
+    "usage: flashtune gen [SPEC] --variant 'd=128,bm=128,...' [--arch NAME] [-o FILE] [--cubin FILE]\n"
+    "       (default SPEC: the built-in flash_fwd)\n"
     "\n"
     "Prints the CUDA source flashtune generates for one variant (the variant string is the\n"
     "one 'flashtune plan' prints). The source compiles on its own, e.g.\n"
@@ -119,12 +120,12 @@ int cmd_gen(int argc, char **argv)
         default: return cli_usage_error("gen", "bad option");
         }
     }
-    if (optind != argc - 1)
-        return cli_usage_error("gen", "expected one spec file");
+    if (optind < argc - 1)
+        return cli_usage_error("gen", "expected at most one spec, got '%s' and '%s'", argv[optind], argv[optind + 1]);
     if (variant == NULL)
         return cli_usage_error("gen", "--variant is required");
     if (ft__arch_builtin(arch_name, &arch, &err) != FT_OK ||
-        ft__spec_load_default(argv[optind], &spec, &err) != FT_OK ||
+        ft__spec_load_default(optind < argc ? argv[optind] : NULL, &spec, &err) != FT_OK ||
         ft__variant_parse(spec, variant, &v, &err) != FT_OK) {
         status = cli_fail("gen", &err);
         goto out;

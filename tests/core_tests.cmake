@@ -21,6 +21,10 @@ ft_cli_test(device_empty fail "--device takes a GPU ordinal, part of a GPU's nam
   tune --device=)
 ft_cli_test(import_gpu_spelling fail "--gpu is now --device"
   import --gpu 0 tests/no_such.ftpack)
+# gen without SPEC: the built-in flash_fwd, as plan (README's `flashtune gen [SPEC]`)
+ft_cli_test(gen_default_spec ok "template  flash_fwd_sm80"
+  gen --variant d=64,bm=64,bn=64,warps=4,stages=1,causal=0,dtype=f16,qreg=0,overlap=0)
+ft_cli_test(gen_two_specs fail "expected at most one spec, got 'a' and 'b'" gen a b --variant x)
 # the plan table's columns line up for variants longer than its default width
 add_test(NAME plan_columns COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/plan_columns.sh $<TARGET_FILE:flashtune>
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
