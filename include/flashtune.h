@@ -54,6 +54,19 @@ FT_API const char *ft_status_name(ft_status status);
 /* The library's version string, e.g. "0.1.0". Static. */
 FT_API const char *ft_version(void);
 
+/* ---- diagnostics ---------------------------------------------------------------------------
+ * The library's diagnostic lines: at FT_LOG_DEBUG which kernel each kind of call runs and how it
+ * was chosen, and a pack or kernel set tuned on another GPU model or driver; at FT_LOG_WARNING
+ * what failed without failing a call (misses that can no longer be recorded). By default they
+ * go to stderr, "flashtune: " first, the debug lines only while FLASHTUNE_DEBUG is on (set to
+ * anything but "", 0, no, off or false). With a handler set every line goes to it instead,
+ * without the prefix and the newline, whatever FLASHTUNE_DEBUG says; NULL restores the default.
+ * Process-wide; the handler may be called from any thread that calls into flashtune, under a
+ * context's lock, so it must be quick and must not call into flashtune. */
+enum { FT_LOG_DEBUG = 0, FT_LOG_WARNING = 1 };
+typedef void (*ft_log_fn)(void *user, int level, const char *line);
+FT_API void ft_set_log_handler(ft_log_fn fn, void *user);
+
 /* ---- contexts ------------------------------------------------------------------------------
  * A context holds one GPU's kernels: the tuned winners it looks up, the modules it has loaded,
  * the compile cache. Create one per device and keep it; it is safe to use from several

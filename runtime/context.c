@@ -30,6 +30,7 @@
 
 #include "flashtune.h"
 #include "common/fs.h"
+#include "common/log.h"
 #include "common/strbuf.h"
 #include "common/text.h"
 #include "generator/family.h"
@@ -169,7 +170,7 @@ static void record_miss(ft_context *ctx, const kernel_slot *slot, const ft_probl
         rc = ft__db_record_miss(ctx->miss_db, &m, &err);
     }
     if (rc != FT_OK) {
-        fprintf(stderr, "flashtune: FLASHTUNE_RECORD_MISSES: %s; no more misses are recorded\n", err.msg);
+        ft__log(FT_LOG_WARNING, "FLASHTUNE_RECORD_MISSES: %s; no more misses are recorded", err.msg);
         ctx->record_misses = 0;
     }
 }
@@ -244,9 +245,8 @@ static ft_status check_kernels_device(ft_context *ctx, ft_err *err)
                         "(compute capability %d.%d): its cubins cannot run there",
                         ctx->pack != NULL ? "pack" : "kernel set", s->device_name, s->cc / 10, s->cc % 10,
                         ctx->session.device, ctx->dev.name, ctx->dev.cc / 10, ctx->dev.cc % 10);
-    if (ft__env_on("FLASHTUNE_DEBUG") &&
-        (strcmp(s->device_name, ctx->dev.name) != 0 || s->driver_version != ctx->dev.driver_version))
-        fprintf(stderr, "flashtune: the %s was tuned on %s (driver %d); this GPU is %s (driver %d): using it anyway\n",
+    if (strcmp(s->device_name, ctx->dev.name) != 0 || s->driver_version != ctx->dev.driver_version)
+        ft__log(FT_LOG_DEBUG, "the %s was tuned on %s (driver %d); this GPU is %s (driver %d): using it anyway",
                 ctx->pack != NULL ? "pack" : "kernel set", s->device_name, s->driver_version, ctx->dev.name,
                 ctx->dev.driver_version);
     return FT_OK;
@@ -564,6 +564,15 @@ static ft_status build_variant(ft_context *ctx, kernel_slot *slot, ft_spec *spec
     return rc;
 }
 
+/* The diagnostic line of a slot's kernel choice: its key, and how it was chosen or why none. */
+static void log_choice(const kernel_slot *slot, const char *how)
+{
+    char key[FT_KEY_TEXT_MAX];
+
+    ft__key_format(&slot->key, key, sizeof key);
+    ft__log(FT_LOG_DEBUG, "%s %s: %s", slot->key.op->name, key, slot->status == FT_OK ? how : slot->error);
+}
+
 /* Builds the kernel of a slot (under the context's lock): the forced variant (for calls of its
  * spec's operation), else the tuned winner, else the first built-in default that builds,
  * compiled through the cache. */
@@ -612,11 +621,7 @@ static void build_slot(ft_context *ctx, kernel_slot *slot)
     if (!forced)
         slot->fallback = slot->status == FT_OK ? "default" : "failed";
 out:
-    if (ft__env_on("FLASHTUNE_DEBUG")) {
-        char key[FT_KEY_TEXT_MAX];
-        ft__key_format(&slot->key, key, sizeof key);
-        fprintf(stderr, "flashtune: %s %s: %s\n", slot->key.op->name, key, slot->status == FT_OK ? how : slot->error);
-    }
+    log_choice(slot, how);
 }
 
 static const kernel_slot *find_kernel(ft_context *ctx, const ft_key *key, const ft_problem *p)

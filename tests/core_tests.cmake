@@ -165,6 +165,9 @@ foreach(space ${ft_spaces})
 endforeach()
 ft_unit_test(test_check test_check.c)
 
+# The library's diagnostic lines: a handler's, or stderr's (FLASHTUNE_DEBUG).
+ft_unit_test(test_log test_log.c)
+
 # The runtime's built-in default kernels: each kept by its spec and compiled (sm_90 targets, bf16)
 # for every call it serves, and on sm_80 some entry kept for each; NVRTC, about a minute on two
 # cores (label slow).

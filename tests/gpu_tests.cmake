@@ -28,4 +28,12 @@ if(Python3_FOUND)
   add_test(NAME python_checks COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_python.py --checks
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(python_checks PROPERTIES LABELS unit SKIP_RETURN_CODE 77 TIMEOUT 300)
+  # The binding's route for the library's diagnostic lines into logging (no GPU, no PyTorch; not
+  # with the sanitizers, whose runtime an interpreter does not load first).
+  if(NOT FT_SANITIZE)
+    add_test(NAME python_log COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_python_log.py
+      WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    set_tests_properties(python_log PROPERTIES LABELS unit TIMEOUT 120
+      ENVIRONMENT "FLASHTUNE_LIB=$<TARGET_FILE:flashtune_shared>")
+  endif()
 endif()

@@ -199,6 +199,28 @@ try:
     report(False, "kernel() with head_dim 0 did not fail")
 except flashtune.FlashtuneError as e:
     print("kernel() with head_dim 0: %s: ok" % e)
+# The library's diagnostic lines reach the logging module: a new context's first call of a
+# bucket logs its kernel choice at DEBUG (FLASHTUNE_DEBUG unset: no stderr).
+if not flashtune._env_on("FLASHTUNE_DEBUG"):
+    import logging
+
+    class _Keep(logging.Handler):
+        def __init__(self):
+            super().__init__(logging.DEBUG)
+            self.lines = []
+
+        def emit(self, record):
+            self.lines.append((record.levelno, record.getMessage()))
+
+    keep = _Keep()
+    logger = logging.getLogger("flashtune")
+    logger.addHandler(keep)
+    logger.setLevel(logging.DEBUG)
+    ctx2 = flashtune.Context(database="")
+    ctx2.forward(q, q, q, causal=True)
+    logger.removeHandler(keep)
+    report(any(level == logging.DEBUG and line.startswith("fwd ") and "built-in default" in line
+               for level, line in keep.lines), "diagnostics to logging: %s" % (keep.lines[:1],))
 print("flashtune %s" % flashtune.version())
 print("python binding: %d failures" % failures)
 sys.exit(1 if failures else 0)

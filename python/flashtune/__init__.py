@@ -166,8 +166,37 @@ def _load():
             lib.flashtune_has_backward = True
         except AttributeError:
             lib.flashtune_has_backward = False
+        _route_logs(lib)
         _lib = lib
     return _lib
+
+
+_LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p)
+_log_callback = None  # kept for as long as the library may call it
+
+
+def _env_on(name):
+    """Whether a switch of the environment is on, as the library reads it (common/text.h)."""
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "no", "off", "false")
+
+
+def _route_logs(lib):
+    """The library's diagnostic lines go to the logging module's "flashtune" logger (its kernel
+    choices at DEBUG, what failed without failing a call at WARNING) unless FLASHTUNE_DEBUG asks
+    for them on stderr, where C programs see them."""
+    global _log_callback
+    if _env_on("FLASHTUNE_DEBUG") or not hasattr(lib, "ft_set_log_handler"):
+        return
+    import logging
+    logger = logging.getLogger("flashtune")
+
+    def emit(_user, level, line):
+        logger.log(logging.WARNING if level == 1 else logging.DEBUG, "%s", line.decode(errors="replace"))
+
+    _log_callback = _LOG_FN(emit)
+    lib.ft_set_log_handler.argtypes = [_LOG_FN, ctypes.c_void_p]
+    lib.ft_set_log_handler.restype = None
+    lib.ft_set_log_handler(_log_callback, None)
 
 
 def _enc(s):
