@@ -101,7 +101,7 @@ if grep '^ft__' "$work/exports.txt" >"$work/internal.txt"; then
   fail "libflashtune.so exports internal symbols: $(tr '\n' ' ' <"$work/internal.txt")"
 fi
 for f in ft_version ft_status_name ft_context_options_init ft_context_create ft_context_destroy \
-         ft_last_error ft_attention_forward ft_attention_kernel; do
+         ft_last_error ft_attention_forward ft_attention_kernel ft_set_log_handler; do
   grep -qx "$f" "$work/exports.txt" || fail "libflashtune.so does not export $f"
 done
 echo "install_test: ok"
