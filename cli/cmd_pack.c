@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "common/json.h"
 #include "runtime/session.h"
 #include "tuner/tune.h"
 #include "common/text.h"
@@ -33,7 +34,7 @@ static const char export_usage[] =
     "  -q                 no progress lines\n";
 
 static const char import_usage[] =
-    "usage: flashtune import FILE [--db PATH] [--verify] [--force] [--dry-run] [--device N|NAME] [-q]\n"
+    "usage: flashtune import FILE [--db PATH] [--verify] [--force] [--dry-run] [--device N|NAME] [--json] [-q]\n"
     "\n"
     "Checks every checksum of a pack, then merges its winners (kernels with their cubins and\n"
     "sources, results) into the tuning database, where query and the runtime library see them\n"
@@ -46,6 +47,8 @@ static const char import_usage[] =
     "  --dry-run          check the pack and list its winners; write nothing\n"
     "  --device N|NAME    the GPU to compare with and verify on: an ordinal, or the first GPU\n"
     "                     whose name contains NAME (default 0; --gpu N is the earlier spelling)\n"
+    "  --json             one JSON line on stdout instead of the text: the pack (\"kind\": \"pack\")\n"
+    "                     with --dry-run, else what was imported (\"kind\": \"import\")\n"
     "  -q                 less output\n"
     "\n"
     "The pack's device is compared with GPU N as tune sees it; on a machine without a GPU the\n"
@@ -298,9 +301,10 @@ int cmd_import(int argc, char **argv)
         {"db", required_argument, NULL, 'D'}, {"verify", no_argument, NULL, 'V'},
         {"force", no_argument, NULL, 'F'},    {"dry-run", no_argument, NULL, 'n'},
         {"device", required_argument, NULL, 'd'}, {"gpu", required_argument, NULL, 'g'},
-        {"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0}};
+        {"json", no_argument, NULL, 'j'},      {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     const char *db_path = NULL, *file = NULL;
-    int verify = 0, force = 0, dry_run = 0, quiet = 0, ch, status = 1, have_here = 0, winning = 0;
+    int verify = 0, force = 0, dry_run = 0, quiet = 0, json = 0, ch, status = 1, have_here = 0, winning = 0;
     long gpu = 0;
     char pack_desc[400], here_desc[400];
     const ft_kernel_set *set = NULL;
@@ -329,6 +333,7 @@ int cmd_import(int argc, char **argv)
             break;
         }
         case 'q': quiet = 1; break;
+        case 'j': json = 1; break;
         case 'h': fputs(import_usage, stdout); return 0;
         default: return cli_usage_error("import", "bad option");
         }
@@ -336,6 +341,8 @@ int cmd_import(int argc, char **argv)
     if (optind + 1 != argc)
         return cli_usage_error("import", optind == argc ? "a pack FILE is required" : "one pack FILE, not several");
     file = argv[optind];
+    if (json)
+        quiet = 1; /* the text goes; the JSON line says it all */
 
     /* 1. Every check of the file before anything else. */
     if (ft__pack_read(file, &pack, &err) != FT_OK || ft__pack_kernel_set(&pack, &set, &err) != FT_OK) {
@@ -346,6 +353,19 @@ int cmd_import(int argc, char **argv)
     if (!quiet)
         printf("%s: %d buckets, %d kernels, tuned on %s, written by flashtune %s on %s; every checksum matches\n",
                file, pack.nwinners, pack.nkernels, pack_desc, pack.flashtune_version, pack.created);
+    if (dry_run && json) {
+        printf("{\"kind\": \"pack\", \"file\": ");
+        ft__json_string(stdout, file);
+        printf(", \"buckets\": %d, \"kernels\": %d, \"device\": ", pack.nwinners, pack.nkernels);
+        ft__json_string(stdout, pack.device.name);
+        printf(", \"cc\": %d, \"flashtune\": ", pack.device.cc);
+        ft__json_string(stdout, pack.flashtune_version);
+        printf(", \"created\": ");
+        ft__json_string(stdout, pack.created);
+        printf(", \"checksums\": \"match\"}\n");
+        status = 0;
+        goto out;
+    }
     if (dry_run) {
         if (ft__pack_list(set, print_line, NULL, &err) != FT_OK) {
             status = cli_fail("import", &err);
@@ -401,6 +421,18 @@ int cmd_import(int argc, char **argv)
         if (err.code == FT_ERR_CORRUPT)
             ft__err_prefix(&err, "%s is refused, nothing was imported", file);
         status = cli_fail("import", &err);
+        goto out;
+    }
+    if (json) {
+        printf("{\"kind\": \"import\", \"file\": ");
+        ft__json_string(stdout, file);
+        printf(", \"db\": ");
+        ft__json_string(stdout, ft__db_path(db));
+        printf(", \"device\": ");
+        ft__json_string(stdout, pack.device.name);
+        printf(", \"winners\": %d, \"kernels\": %d, \"winning\": %d, \"verified\": %s, \"recorded_for\": \"%s\"}\n",
+               pack.nwinners, pack.nkernels, winning, verify ? "true" : "false", have_here ? "this GPU" : "the pack's device");
+        status = 0;
         goto out;
     }
     printf("imported %d winners (%d kernels) of %s into %s%s: %d now win their bucket", pack.nwinners,

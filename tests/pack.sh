@@ -69,6 +69,13 @@ new=$dir/new.db
 grep -q 'every checksum matches' "$dir/out" || fail "import did not report its checks"
 grep -q 'imported 12 winners (.* kernels) of Fake GPU into .*: 12 now win their bucket' "$dir/out" ||
   fail "import: unexpected summary"
+# --json: one line, the pack's with --dry-run, the import's otherwise (a database of its own)
+"$ft" import "$dir/fake.ftpack" --dry-run --json > "$dir/out" 2>&1 || fail "import --dry-run --json failed"
+[ "$(wc -l < "$dir/out")" = 1 ] && grep -q '^{"kind": "pack", "file": ".*fake.ftpack", "buckets": 12, "kernels": [0-9]*, "device": "Fake GPU", .*"checksums": "match"}$' "$dir/out" ||
+  fail "import --dry-run --json: $(cat "$dir/out")"
+"$ft" import "$dir/fake.ftpack" --db "$dir/json.db" --json > "$dir/out" 2>&1 || fail "import --json failed"
+[ "$(wc -l < "$dir/out")" = 1 ] && grep -q '^{"kind": "import", "file": ".*fake.ftpack", "db": ".*json.db", "device": "Fake GPU", "winners": 12, "kernels": [0-9]*, "winning": 12, "verified": false, "recorded_for": "this GPU"}$' "$dir/out" ||
+  fail "import --json: $(cat "$dir/out")"
 "$ft" query --db "$db" --json > "$dir/a" 2>&1 || fail "query of the tuned database failed"
 "$ft" query --db "$new" --json > "$dir/b" 2>&1 || fail "query of the imported database failed"
 [ "$(wc -l < "$dir/a")" = 12 ] || fail "expected 12 winners from query"
