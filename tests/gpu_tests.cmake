@@ -28,6 +28,11 @@ if(Python3_FOUND)
   add_test(NAME python_checks COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_python.py --checks
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(python_checks PROPERTIES LABELS unit SKIP_RETURN_CODE 77 TIMEOUT 300)
+  # flashtune.tune: the command with the stand-in worker (no GPU, no PyTorch).
+  add_test(NAME python_tune COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_python_tune.py
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(python_tune PROPERTIES LABELS cli TIMEOUT 600
+    ENVIRONMENT "${FT_TEST_ENV};FLASHTUNE_CMD=$<TARGET_FILE:flashtune>;FLASHTUNE_WORKER=$<TARGET_FILE:fake_worker>")
   # The binding's route for the library's diagnostic lines into logging (no GPU, no PyTorch; not
   # with the sanitizers, whose runtime an interpreter does not load first).
   if(NOT FT_SANITIZE)

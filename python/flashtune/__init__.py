@@ -5,6 +5,7 @@
     ctx = flashtune.Context()                      # GPU 0, tuned kernels
     o, lse = ctx.forward(q, k, v, causal=True, return_lse=True)
     dq, dk, dv = ctx.backward(q, k, v, o, lse, do, causal=True)
+    flashtune.tune(database="tuning.db")           # `flashtune tune` from Python: its summary
 
 q is [batch, seqlen_q, heads_q, head_dim], k and v [batch, seqlen_k, heads_kv, head_dim], all
 fp16 or bf16 CUDA tensors whose last dimension is contiguous, 16-byte aligned, with the other
@@ -541,6 +542,52 @@ def attention(q, k, v, causal=False, softmax_scale=None, deterministic=False, co
     if _Attention is None:
         _Attention = _autograd()
     return _Attention.apply(q, k, v, bool(causal), softmax_scale, bool(deterministic), context)
+
+
+def command_path():
+    """The flashtune command: $FLASHTUNE_CMD, else the one a pip install put into this package,
+    else the build/ of the repository checkout this package lies in, else `flashtune` on PATH."""
+    env = os.environ.get("FLASHTUNE_CMD")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in (os.path.join(here, "bin", "flashtune"), os.path.join(here, "..", "..", "build", "flashtune")):
+        if os.path.exists(path):
+            return path
+    return "flashtune"
+
+
+def tune(specs=(), database=None, only=None, device=None, misses=False, jobs=None, budget_ms=None, quiet=True):
+    """Tunes this machine's GPU as `flashtune tune` does (the command is command_path()): every
+    variant of the specs (default: the built-in ones for the GPU) on every workload bucket they
+    name, or with misses=True the buckets applications ran without a tuned winner; the results go
+    to database (default: $FLASHTUNE_DB, else ~/.local/share/flashtune/tuning.db), where Context
+    finds them. only filters the variants ("d=128,causal=1"); device is an ordinal, a part of a
+    GPU's name or "all"; jobs the parallel compilations; budget_ms the timing budget per
+    measurement. quiet=False shows the command's progress on stderr. Returns the tune's summary
+    (the command's --json line) as a dict; raises FlashtuneError with the command's message when
+    it fails. Without a GPU the command runs a compile-only plan instead and its summary says so."""
+    import json
+    import subprocess
+
+    cmd = [command_path(), "tune"] + [os.fspath(x) for x in ([specs] if isinstance(specs, (str, os.PathLike))
+                                                          else list(specs))]
+    for flag, value in (("--db", database), ("--only", only), ("--device", device), ("-j", jobs),
+                        ("--budget", budget_ms)):
+        if value is not None:
+            cmd += [flag, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
+    cmd += ["--json"] + (["--misses"] if misses else []) + (["-q"] if quiet else [])
+    try:
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE if quiet else None, text=True)
+    except OSError as e:
+        raise FlashtuneError("cannot run %s: %s (set FLASHTUNE_CMD to the flashtune command)" % (cmd[0], e))
+    lines = [x for x in done.stdout.splitlines() if x.startswith("{")]
+    if done.returncode != 0:
+        why = (done.stderr or "").strip() if quiet else ""
+        raise FlashtuneError("flashtune tune failed (exit status %d)%s" % (done.returncode, ": " + why if why else ""))
+    if not lines:
+        raise FlashtuneError("flashtune tune printed no summary: %s" % done.stdout.strip()[-300:])
+    return json.loads(lines[-1])
 
 
 def version():

@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""flashtune.tune from Python, without a GPU or PyTorch: the command ($FLASHTUNE_CMD) with the
+stand-in worker ($FLASHTUNE_WORKER) tunes a filtered space into a database of its own, the
+summary comes back as a dict and the database has the winners; a failing tune raises
+FlashtuneError with the command's message; a command that is not there says how to name it."""
+import os
+import sqlite3
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import flashtune  # noqa: E402
+
+failures = 0
+
+
+def report(ok, what):
+    global failures
+    failures += not ok
+    print("%s: %s" % (what, "ok" if ok else "FAIL"))
+
+
+only = "d=64,bm=64,bn=64,warps=4,dtype=f16"  # as tune_fake.sh: 20 variants, 12 buckets
+with tempfile.TemporaryDirectory() as tmp:
+    db = os.path.join(tmp, "t.db")
+    s = flashtune.tune("specs/flash_fwd.lua", database=db, only=only, jobs=2)
+    report(s.get("kind") == "summary" and s.get("device") == "Fake GPU" and s.get("buckets") == 12 and
+           s.get("winners") == 12 and s.get("database") == db, "tune: the summary (%s)" % {
+               k: s.get(k) for k in ("kind", "device", "buckets", "winners")})
+    n = sqlite3.connect(db).execute("select count(*) from results").fetchone()[0]
+    report(n == s.get("measured"), "tune: the database holds every measurement (%d)" % n)
+    again = flashtune.tune(["specs/flash_fwd.lua"], database=db, only=only, jobs=2)
+    report(again.get("measured") == 0 and again.get("winners") == 12, "tune again: nothing measured twice")
+    try:
+        flashtune.tune("specs/flash_fwd.lua", database=db, only="nonsense=1")
+        report(False, "a bad filter: no error")
+    except flashtune.FlashtuneError as e:
+        report("unknown parameter 'nonsense'" in str(e) and "exit status 2" in str(e), "a bad filter: %s" % e)
+    os.environ["FLASHTUNE_CMD"] = os.path.join(tmp, "no-such-flashtune")
+    try:
+        flashtune.tune(database=db)
+        report(False, "a missing command: no error")
+    except flashtune.FlashtuneError as e:
+        report("set FLASHTUNE_CMD" in str(e), "a missing command: %s" % e)
+print("python tune: %d failures" % failures)
+sys.exit(1 if failures else 0)
