@@ -60,20 +60,6 @@ int cli_parse_int(const char *cmd, const char *opt, const char *text, long min, 
     return 1;
 }
 
-const char *cli_dtype(const char *text)
-{
-    static const char *const f16[] = {"f16", "fp16", "float16", "half"}, *const bf16[] = {"bf16", "bfloat16"};
-    size_t i;
-
-    for (i = 0; i < sizeof f16 / sizeof f16[0]; i++)
-        if (strcmp(text, f16[i]) == 0)
-            return "f16";
-    for (i = 0; i < sizeof bf16 / sizeof bf16[0]; i++)
-        if (strcmp(text, bf16[i]) == 0)
-            return "bf16";
-    return NULL;
-}
-
 int cli_name_contains(const char *name, const char *part)
 {
     size_t n = strlen(part), i, j;

@@ -35,10 +35,6 @@ volatile int *cli_stop_flag(void);
 /* Parses a positive integer option value; returns 0 and prints an error when invalid. */
 int cli_parse_int(const char *cmd, const char *opt, const char *text, long min, long max, long *out);
 
-/* The element type a --dtype names: "f16" for f16, fp16, float16 or half, "bf16" for bf16 or
- * bfloat16 (as variant strings and filters take them too), else NULL. */
-const char *cli_dtype(const char *text);
-
 /* Whether name contains part, ignoring ASCII case (an empty part is in every name): how
  * --device NAME matches a GPU or a recorded device. */
 int cli_name_contains(const char *name, const char *part);

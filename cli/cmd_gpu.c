@@ -205,10 +205,10 @@ int cmd_run(int argc, char **argv)
         return cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
     if (variant == NULL || shape == NULL)
         return cli_usage_error("run", "--variant and --shape are required");
-    if (dtype != NULL && cli_dtype(dtype) == NULL)
+    if (dtype != NULL && ft__dtype_name(dtype) == NULL)
         return cli_usage_error("run", "--dtype takes f16 (fp16, float16, half) or bf16 (bfloat16), not '%s'", dtype);
     if (dtype != NULL)
-        dtype = cli_dtype(dtype);
+        dtype = ft__dtype_name(dtype);
     p.layout = layout;
     if (ft__problem_parse(shape, &p, &err) != FT_OK || ft__spec_load_default(spec_path, &spec, &err) != FT_OK ||
         ft__spec_check_op(spec, &ft__op_fwd, "run measures", &err) != FT_OK ||

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "common/json.h"
+#include "generator/variant.h"
 #include "tuning_db/db.h"
 
 static const char usage[] =
@@ -169,10 +170,10 @@ int cmd_query(int argc, char **argv)
         case 'c': f.causal = 1; break;
         case 'N': f.causal = 0; break;
         case 't':
-            if (cli_dtype(optarg) == NULL)
+            if (ft__dtype_name(optarg) == NULL)
                 return cli_usage_error("query", "--dtype takes f16 (fp16, float16, half) or bf16 (bfloat16), not '%s'",
                                        optarg);
-            f.dtype = cli_dtype(optarg);
+            f.dtype = ft__dtype_name(optarg);
             break;
         case 'a': f.winners_only = 0; break;
         case 'J': q.json = 1; break;

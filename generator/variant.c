@@ -86,17 +86,16 @@ static int value_index(const ft_param *p, const char *text)
     return -1;
 }
 
-/* Other spellings of the element types (PyTorch's and the usual short ones): the spec's name. */
-static const char *dtype_alias(const char *v)
+const char *ft__dtype_name(const char *text)
 {
-    static const char *const f16[] = {"fp16", "float16", "half"}, *const bf16[] = {"bfloat16"};
+    static const char *const f16[] = {"f16", "fp16", "float16", "half"}, *const bf16[] = {"bf16", "bfloat16"};
     size_t i;
 
     for (i = 0; i < sizeof f16 / sizeof f16[0]; i++)
-        if (strcmp(v, f16[i]) == 0)
+        if (strcmp(text, f16[i]) == 0)
             return "f16";
     for (i = 0; i < sizeof bf16 / sizeof bf16[0]; i++)
-        if (strcmp(v, bf16[i]) == 0)
+        if (strcmp(text, bf16[i]) == 0)
             return "bf16";
     return NULL;
 }
@@ -156,8 +155,8 @@ ft_status ft__variant_filter_parse(const ft_spec *spec, const char *text, ft_var
             return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "parameter '%s' given twice in '%s'",
                             name, text);
         vi = value_index(&spec->params[pi], val);
-        if (vi < 0 && strcmp(name, "dtype") == 0 && dtype_alias(val) != NULL)
-            vi = value_index(&spec->params[pi], dtype_alias(val));
+        if (vi < 0 && strcmp(name, "dtype") == 0 && ft__dtype_name(val) != NULL)
+            vi = value_index(&spec->params[pi], ft__dtype_name(val));
         if (vi < 0) {
             char vals[512];
             list_values(&spec->params[pi], vals, sizeof vals);

@@ -38,6 +38,10 @@ const char *ft__variant_str(const ft_spec *spec, const ft_variant *v, const char
  * (ft__variant_check's rules) or the value does not fit. */
 int ft__variant_text_value(const char *variant, const char *name, char *out, size_t cap);
 
+/* The element type a text names, as specs name it: "f16" for f16, fp16, float16 or half, "bf16"
+ * for bf16 or bfloat16 (what a variant's dtype and the CLI's --dtype accept), else NULL. */
+const char *ft__dtype_name(const char *text);
+
 /* Whether a variant string is well formed — comma-separated name=value pairs, names of letters,
  * digits and '_' not starting with a digit, values of letters, digits, '_', '.' and '-', no name
  * twice, under 512 bytes — and computes the bucket: its d, causal and dtype equal head_dim,

@@ -10,14 +10,10 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import flashtune  # noqa: E402
+from pycheck import Checks  # noqa: E402
 
-failures = 0
-
-
-def report(ok, what):
-    global failures
-    failures += not ok
-    print("%s: %s" % (what, "ok" if ok else "FAIL"))
+checks = Checks("python log route")
+report = checks.report
 
 
 class Keep(logging.Handler):
@@ -47,5 +43,4 @@ env = dict(os.environ, FLASHTUNE_DEBUG="1", PYTHONPATH=os.path.join(os.path.dirn
 out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
 report(out.returncode == 0 and out.stdout.strip() == "True", "FLASHTUNE_DEBUG=1: no handler (%s)" %
        (out.stdout.strip() or out.stderr.strip()[-200:]))
-print("python log route: %d failures" % failures)
-sys.exit(1 if failures else 0)
+checks.finish()

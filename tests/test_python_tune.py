@@ -10,14 +10,10 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import flashtune  # noqa: E402
+from pycheck import Checks  # noqa: E402
 
-failures = 0
-
-
-def report(ok, what):
-    global failures
-    failures += not ok
-    print("%s: %s" % (what, "ok" if ok else "FAIL"))
+checks = Checks("python tune")
+report = checks.report
 
 
 only = "d=64,bm=64,bn=64,warps=4,dtype=f16"  # as tune_fake.sh: 20 variants, 12 buckets
@@ -42,5 +38,4 @@ with tempfile.TemporaryDirectory() as tmp:
         report(False, "a missing command: no error")
     except flashtune.FlashtuneError as e:
         report("set FLASHTUNE_CMD" in str(e), "a missing command: %s" % e)
-print("python tune: %d failures" % failures)
-sys.exit(1 if failures else 0)
+checks.finish()
