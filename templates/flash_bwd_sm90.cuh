@@ -20,16 +20,20 @@
 // ---- the three kernels, in stream order: pre → main → post ----------------------------------
 // FT_DEFINE_KERNEL(name) defines name##_pre, name and name##_post, extern "C", each taking one
 // BwdParams by value (the main kernel also the tensor maps of Q, dO, K and V), all with
-// THREADS = 128·(NWG + 1) threads (NWG = BN/64 consumer warpgroups, and a producer warpgroup).
+// THREADS = 128·(NWG + 1) threads (NWG consumer warpgroups: BN/64, or two with KVSPLIT; and a
+// producer warpgroup).
 // With MBQ = ceil(seqlen_q / BM) and NBK = ceil(seqlen_k / BN):
 //   name##_pre   grid (MBQ, heads_q, batch): D = rowsum(dO ∘ O) and LSE·log2(e) of the query
 //                block into the workspace (padding rows: 0 and +inf, so that their P is 0),
-//                and its dQ accumulator tile zeroed. The host zeroes nothing.
+//                and its dQ accumulator tile (DET: and its counter) zeroed. The host zeroes
+//                nothing.
 //   name         grid (NBK, heads_kv, batch), FT_SMEM_BYTES of dynamic shared memory (LPT: the
 //                grid's linear index names the key block, slowest, then head and batch). One CTA
 //                per key block of one K/V head walks every query head of the K/V group and, in
 //                each, the query blocks that see the block (causal: from the first row that sees
-//                its first key). Warpgroup 0 produces, warpgroups 1..NWG consume:
+//                its first key); DET with causal masking, key block NBK-1-blockIdx.x (the
+//                shortest walks first: the order of each dQ tile's additions). Warpgroup 0
+//                produces, warpgroups 1..NWG consume:
 //                  one thread of the producer loads K and V once, then each block's Q, dO,
 //                  LSE·log2(e) and D into one of two stages (TMA tensor copies and bulk copies
 //                  completing the stage's "full" mbarrier; it refills a stage once the
@@ -37,7 +41,8 @@
 //                  warp 1 of the producer adds each block's dQ partial, staged in shared memory
 //                  by the consumers, into the workspace with one bulk reduction
 //                  (cp.reduce.async.bulk .add.f32), named barriers handing the staging buffer
-//                  back and forth;
+//                  back and forth (DET: each reduction waits for the tile's counter to reach
+//                  this key block's place, and counts on once complete);
 //                  each consumer warpgroup owns 64 keys (or half of the queries and columns of
 //                  64 shared ones, KVSPLIT): Sᵀ, dPᵀ, Pᵀ, dSᵀ, its keys' dK and dV (in
 //                  registers for the whole kernel, written at the end through the K and V
@@ -59,10 +64,10 @@
 // [BN][BM] (block i writes buffer i % 2, so one barrier per block keeps a block's dS from
 // overwriting the one a slower warpgroup still reads), KVSPLIT two Pᵀ buffers likewise, the dQ
 // staging buffer [BM·D] floats (not with DQ_RED), two stages of LSE·log2(e) and D [BM], and
-// the mbarriers. Tiles are column blocks of 64 elements,
-// rows of 128 bytes whose 16-byte chunks are XOR-swizzled by the row (chunk c of row r at
-// c ^ (r & 7)), written so by the TMA loads: wgmma's 128-byte-swizzle canonical layout,
-// read K-major (along D) and MN-major (along the rows) alike.
+// the mbarriers. Tiles are column blocks of 64 elements, rows of 128 bytes whose 16-byte chunks
+// are XOR-swizzled by the row (chunk c of row r at c ^ (r & 7)), written so by the TMA loads:
+// wgmma's 128-byte-swizzle canonical layout, read K-major (along D) and MN-major (along the
+// rows) alike.
 //
 // A consumer, per query block: wait for its stage; Sᵀ and dPᵀ issued (two wgmma groups); once
 // Sᵀ is done, Pᵀ in registers (the masks only on blocks that need them) and, EARLY_DV, dV issued;
