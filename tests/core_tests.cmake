@@ -169,10 +169,10 @@ ft_unit_test(test_check test_check.c)
 ft_unit_test(test_log test_log.c)
 
 # The runtime's built-in default kernels: each kept by its spec and compiled (sm_90 targets, bf16)
-# for every call it serves, and on sm_80 some entry kept for each; NVRTC, about a minute on two
-# cores (label slow).
+# for every call it serves, the Hopper ones' SASS read (with cuobjdump: FT_SASS_ENV), and on
+# sm_80 some entry kept for each; NVRTC, about a minute on two cores (label slow).
 ft_unit_test(test_defaults test_defaults.c)
-set_tests_properties(test_defaults PROPERTIES LABELS slow TIMEOUT 1200)
+set_tests_properties(test_defaults PROPERTIES LABELS slow TIMEOUT 1200 ENVIRONMENT "${FT_TEST_ENV};${FT_SASS_ENV}")
 
 # The tuner with a stand-in worker (no GPU): recording, resuming, faults, hangs, crashes,
 # concurrent tuners on one database, query output.

@@ -3,10 +3,14 @@
  * has it, and dtype), names every parameter of its family's spec, is kept by the spec's
  * constraints and limits on the H200's target, and compiles there (without spills where the
  * spec rejects them); on sm_80 some entry is kept for every call an entry serves. A default that
- * failed any of these would be skipped at run time for the next one, silently. */
+ * failed any of these would be skipped at run time for the next one, silently. The Hopper
+ * families' defaults also have their SASS read ($CUOBJDUMP; said skipped without it): the main
+ * kernel has HGMMA and TMA loads, no mma.sync and no local memory, and ptxas serialised no
+ * wgmma. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "ft_test.h"
@@ -57,10 +61,49 @@ static void complete(const ft_spec *spec, const ft_default_kernel *e, int causal
         snprintf(out + n, cap - n, ",dtype=%s", dtype);
 }
 
+/* The SASS of a compiled Hopper kernel (cuobjdump at cuobjdump_path), its main kernel (not the
+ * _pre or _post entries): HGMMA and UTMALDG present, no HMMA, no LDL or STL. 1 when it passes,
+ * else 0 with the counts in why. */
+static int sass_ok(const char *cuobjdump_path, const ft_compiled *c, char *why, size_t cap)
+{
+    char path[] = "/tmp/ft-defaults-XXXXXX", cmd[1200], line[1024];
+    int fd = mkstemp(path), main_kernel = 0, hgmma = 0, tma = 0, hmma = 0, local = 0;
+    FILE *f;
+
+    snprintf(why, cap, "cannot write or read its SASS");
+    if (fd < 0)
+        return 0;
+    if (write(fd, c->cubin, c->cubin_size) != (ssize_t)c->cubin_size) {
+        close(fd);
+        unlink(path);
+        return 0;
+    }
+    close(fd);
+    snprintf(cmd, sizeof cmd, "'%s' -sass '%s' 2>&1", cuobjdump_path, path);
+    f = popen(cmd, "r");
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        if (strstr(line, "Function :") != NULL)
+            main_kernel = strstr(line, "_pre") == NULL && strstr(line, "_post") == NULL;
+        if (!main_kernel)
+            continue;
+        hgmma += strstr(line, "HGMMA") != NULL;
+        tma += strstr(line, "UTMALDG") != NULL;
+        hmma += strstr(line, " HMMA") != NULL;
+        local += strstr(line, " LDL") != NULL || strstr(line, " STL") != NULL;
+    }
+    if (f != NULL)
+        pclose(f);
+    unlink(path);
+    snprintf(why, cap, "main kernel: %d HGMMA, %d UTMALDG, %d HMMA, %d local-memory accesses", hgmma, tma, hmma,
+             local);
+    return hgmma > 0 && tma > 0 && hmma == 0 && local == 0;
+}
+
 /* Builds the one-variant plan of `text` for arch: FT_PLAN_PENDING when pruning keeps it. With
- * compile, compiles it and returns its status after. */
+ * compile, compiles it and returns its status after; with sass (a cuobjdump, or NULL) also
+ * checks the compiled kernel's SASS (FT_PLAN_OVER_LIMITS with the counts when it fails). */
 static ft_plan_status plan_one(ft_spec *spec, const char *text, const char *arch_name, ft_cache *cache, int compile,
-                               char *reason, size_t cap)
+                               const char *sass, char *reason, size_t cap)
 {
     ft_plan *plan = NULL;
     ft_variant v;
@@ -84,6 +127,7 @@ static ft_plan_status plan_one(ft_spec *spec, const char *text, const char *arch
         ft__plan_free(plan);
         return FT_PLAN_COMPILE_ERROR;
     }
+    plan->keep_cubins = sass != NULL;
     if (compile && plan->items[0].status == FT_PLAN_PENDING &&
         ft__plan_compile(plan, cache, 1, NULL, NULL, NULL, &err) != FT_OK) {
         snprintf(reason, cap, "compile: %s", err.msg);
@@ -92,6 +136,16 @@ static ft_plan_status plan_one(ft_spec *spec, const char *text, const char *arch
     }
     st = plan->items[0].status;
     snprintf(reason, cap, "%s", plan->items[0].reason);
+    if (sass != NULL && st == FT_PLAN_COMPILED) {
+        char why[256];
+        if (!sass_ok(sass, &plan->items[0].compiled, why, sizeof why)) {
+            st = FT_PLAN_OVER_LIMITS;
+            snprintf(reason, cap, "SASS: %s", why);
+        } else if (ft__log_wgmma_serialized(plan->items[0].compiled.log, why, sizeof why)) {
+            st = FT_PLAN_OVER_LIMITS;
+            snprintf(reason, cap, "ptxas serialised its wgmma: %s", why);
+        }
+    }
     ft__plan_free(plan);
     return st;
 }
@@ -103,10 +157,10 @@ static ft_plan_status plan_one(ft_spec *spec, const char *text, const char *arch
 static void test_defaults_build(void)
 {
     static const char *const dtypes[] = {"bf16", "f16"};
-    const char *cache_dir = getenv("FLASHTUNE_CACHE_DIR");
+    const char *cache_dir = getenv("FLASHTUNE_CACHE_DIR"), *cuobjdump = getenv("CUOBJDUMP");
     ft_cache *cache = NULL;
     ft_err err;
-    int n, i, c, t, det, checked = 0, compiled = 0;
+    int n, i, c, t, det, checked = 0, compiled = 0, sass_read = 0;
     const ft_default_kernel *defaults = ft__default_kernels(&n);
 
     ASSERT_TRUE(n > 0);
@@ -130,8 +184,11 @@ static void test_defaults_build(void)
                 for (t = 0; t < 2; t++) {
                     char text[1024], reason[512];
                     ft_plan_status st;
+                    const int hopper = strstr(e->family, "_sm90") != NULL;
+                    const char *sass = t == 0 && hopper && cuobjdump != NULL && cuobjdump[0] ? cuobjdump : NULL;
                     complete(spec, e, c, det, dtypes[t], text, sizeof text);
-                    st = plan_one(spec, text, "sm_90", cache, t == 0, reason, sizeof reason);
+                    st = plan_one(spec, text, "sm_90", cache, t == 0, sass, reason, sizeof reason);
+                    sass_read += sass != NULL && st == FT_PLAN_COMPILED;
                     if (st != (t == 0 ? FT_PLAN_COMPILED : FT_PLAN_PENDING))
                         FT_FAIL_("default %s (%s) on sm_90: %s: %s", text, e->family, ft__plan_status_name(st),
                                  reason);
@@ -169,7 +226,7 @@ static void test_defaults_build(void)
                         (o->causal >= 0 && o->causal != c))
                         continue;
                     complete(spec, o, c, det, "bf16", text, sizeof text);
-                    kept = plan_one(spec, text, "sm_80", NULL, 0, reason, sizeof reason) == FT_PLAN_PENDING;
+                    kept = plan_one(spec, text, "sm_80", NULL, 0, NULL, reason, sizeof reason) == FT_PLAN_PENDING;
                 }
                 if (!kept)
                     FT_FAIL_("no default of %s keeps d=%d causal=%d det=%d on sm_80", e->family, e->head_dim, c, det);
@@ -177,7 +234,11 @@ static void test_defaults_build(void)
         }
         ft__spec_free(spec);
     }
-    printf("  %d calls checked, %d compiled\n", checked, compiled);
+    printf("  %d calls checked, %d compiled", checked, compiled);
+    if (cuobjdump != NULL && cuobjdump[0])
+        printf(", the SASS of %d Hopper ones read\n", sass_read);
+    else
+        printf("; their SASS skipped (no CUOBJDUMP)\n");
     ASSERT_TRUE(compiled > 0 && compiled * 2 == checked);
     ft__cache_close(cache);
 }
