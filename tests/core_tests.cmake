@@ -172,7 +172,8 @@ ft_unit_test(test_log test_log.c)
 # for every call it serves, the Hopper ones' SASS read (with cuobjdump: FT_SASS_ENV), and on
 # sm_80 some entry kept for each; NVRTC, about a minute on two cores (label slow).
 ft_unit_test(test_defaults test_defaults.c)
-set_tests_properties(test_defaults PROPERTIES LABELS slow TIMEOUT 1200 ENVIRONMENT "${FT_TEST_ENV};${FT_SASS_ENV}")
+set(ft_defaults_env ${FT_TEST_ENV} ${FT_SASS_ENV})
+set_tests_properties(test_defaults PROPERTIES LABELS slow TIMEOUT 1200 ENVIRONMENT "${ft_defaults_env}")
 
 # The tuner with a stand-in worker (no GPU): recording, resuming, faults, hangs, crashes,
 # concurrent tuners on one database, query output.
