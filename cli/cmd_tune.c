@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "common/json.h"
 #include "common/fs.h"
+#include "common/json.h"
 #include "runtime/driver.h"
 #include "tuner/tune.h"
 
@@ -34,7 +34,8 @@ static const char usage[] =
     "  --timeout S       seconds a measurement may take before the kernel counts as hung (60)\n"
     "  --arch NAME       target of the compile-only plan when there is no GPU (default sm_90)\n"
     "  --cache-dir DIR   compile cache\n"
-    "  --json            the summary as one JSON line on stdout instead of the text\n"
+    "  --json            the summary as one JSON line on stdout instead of the text (without a\n"
+    "                    GPU: a line {\"kind\": \"tune\", \"gpu\": false, ...}, then plan's JSON lines)\n"
     "  -q, --quiet       no progress display\n";
 
 typedef struct tune_progress {
@@ -61,9 +62,6 @@ static void on_progress(void *ud, long long done, long long total, const char *w
 /* --json: the run's summary in one line (times in milliseconds). */
 static void print_json_summary(const ft_tune_summary *s, int misses)
 {
-    static const char *const names[] = {"ok", "wrong_result", "compile_error", "over_limits", "launch_failure",
-                                        "fault", "timeout"};
-    _Static_assert(sizeof names / sizeof names[0] == FT_RESULT_TIMEOUT + 1, "a name per result status");
     int i;
 
     printf("{\"kind\": \"summary\", \"device\": ");
@@ -75,8 +73,9 @@ static void print_json_summary(const ft_tune_summary *s, int misses)
     printf(", \"buckets\": %d, \"variants\": %d, \"pruned\": %d, \"measured\": %lld, \"resumed\": %lld, "
            "\"results\": {",
            s->buckets, s->variants, s->pruned, s->measured, s->resumed);
-    for (i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
-        printf("%s\"%s\": %lld", i ? ", " : "", names[i], s->by_status[FT_RESULT_OK + i]);
+    for (i = FT_RESULT_OK; i <= FT_RESULT_TIMEOUT; i++)
+        printf("%s\"%s\": %lld", i > FT_RESULT_OK ? ", " : "", ft__result_status_name((ft_result_status)i),
+               s->by_status[i]);
     printf("}, \"winners\": %d, \"races\": %d, \"worker_restarts\": %d, \"protocol_errors\": %d, "
            "\"wall_ms\": %.1f, \"compile_ms\": %.1f, \"verify_ms\": %.1f, \"time_ms\": %.1f}\n",
            s->winners, s->races, s->worker_restarts, s->protocol_errors, s->wall_ms, s->compile_ms, s->verify_ms,
@@ -152,10 +151,17 @@ int cmd_tune(int argc, char **argv)
     if (o.worker_cmd == NULL) {
         const ft_cuda *cu;
         if (ft__cuda_load(&cu, &err) != FT_OK) {
-            /* No GPU: say so in one line, then do what can be done without one. */
-            char *pargv[8];
+            /* No GPU: say so in one line (--json: a JSON line, then plan's), then do what can be
+             * done without one. */
+            char *pargv[10];
             int pargc = 0;
-            printf("tune: %s; running a compile-only plan for %s instead\n", err.msg, arch);
+            if (json) {
+                printf("{\"kind\": \"tune\", \"gpu\": false, \"reason\": ");
+                ft__json_string(stdout, err.msg);
+                printf(", \"compile_only_arch\": \"%s\"}\n", arch);
+            } else {
+                printf("tune: %s; running a compile-only plan for %s instead\n", err.msg, arch);
+            }
             fflush(stdout);
             pargv[pargc++] = "plan";
             if (optind < argc)
@@ -168,6 +174,8 @@ int cmd_tune(int argc, char **argv)
             }
             if (o.quiet)
                 pargv[pargc++] = "-q";
+            if (json)
+                pargv[pargc++] = "--json";
             pargv[pargc] = NULL;
             return cmd_plan(pargc, pargv);
         }

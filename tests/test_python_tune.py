@@ -32,6 +32,19 @@ with tempfile.TemporaryDirectory() as tmp:
         report(False, "a bad filter: no error")
     except flashtune.FlashtuneError as e:
         report("unknown parameter 'nonsense'" in str(e) and "exit status 2" in str(e), "a bad filter: %s" % e)
+    # Without a GPU (and no stand-in worker): the compile-only plan's summary, said to be one.
+    try:
+        import ctypes
+        ctypes.CDLL("libcuda.so.1")
+        print("no GPU: compile-only summary: skipped (a CUDA driver is here)")
+    except OSError:
+        worker = os.environ.pop("FLASHTUNE_WORKER", None)
+        plan = flashtune.tune("specs/flash_fwd.lua", database=db, only=only + ",stages=1", jobs=2)
+        report(plan.get("compile_only") is True and "libcuda" in (plan.get("no_gpu") or "") and
+               plan.get("kind") == "summary" and plan.get("compiled") == 4,
+               "no GPU: the compile-only plan's summary (%s)" % {k: plan.get(k) for k in ("compile_only", "compiled")})
+        if worker is not None:
+            os.environ["FLASHTUNE_WORKER"] = worker
     os.environ["FLASHTUNE_CMD"] = os.path.join(tmp, "no-such-flashtune")
     try:
         flashtune.tune(database=db)

@@ -98,17 +98,22 @@ class _BwdArgs(ctypes.Structure):
     ]
 
 
+def _locate(env, in_package, in_build, fallback):
+    """$env, else in_package inside this package (where pip install . puts it), else in_build in
+    the build/ of the repository checkout this package lies in, else fallback."""
+    if os.environ.get(env):
+        return os.environ[env]
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in (os.path.join(here, in_package), os.path.join(here, "..", "..", "build", in_build)):
+        if os.path.exists(path):
+            return path
+    return fallback
+
+
 def library_path():
     """$FLASHTUNE_LIB, else the library a pip install put into this package, else the build/ of
     the repository checkout this package lies in, else libflashtune.so.0 for the dynamic loader."""
-    env = os.environ.get("FLASHTUNE_LIB")
-    if env:
-        return env
-    here = os.path.dirname(os.path.abspath(__file__))
-    for path in (os.path.join(here, "libflashtune.so"), os.path.join(here, "..", "..", "build", "libflashtune.so")):
-        if os.path.exists(path):
-            return path
-    return "libflashtune.so.0"
+    return _locate("FLASHTUNE_LIB", "libflashtune.so", "libflashtune.so", "libflashtune.so.0")
 
 
 _lib = None
@@ -547,14 +552,7 @@ def attention(q, k, v, causal=False, softmax_scale=None, deterministic=False, co
 def command_path():
     """The flashtune command: $FLASHTUNE_CMD, else the one a pip install put into this package,
     else the build/ of the repository checkout this package lies in, else `flashtune` on PATH."""
-    env = os.environ.get("FLASHTUNE_CMD")
-    if env:
-        return env
-    here = os.path.dirname(os.path.abspath(__file__))
-    for path in (os.path.join(here, "bin", "flashtune"), os.path.join(here, "..", "..", "build", "flashtune")):
-        if os.path.exists(path):
-            return path
-    return "flashtune"
+    return _locate("FLASHTUNE_CMD", os.path.join("bin", "flashtune"), "flashtune", "flashtune")
 
 
 def tune(specs=(), database=None, only=None, device=None, misses=False, jobs=None, budget_ms=None, quiet=True):
@@ -566,7 +564,8 @@ def tune(specs=(), database=None, only=None, device=None, misses=False, jobs=Non
     GPU's name or "all"; jobs the parallel compilations; budget_ms the timing budget per
     measurement. quiet=False shows the command's progress on stderr. Returns the tune's summary
     (the command's --json line) as a dict; raises FlashtuneError with the command's message when
-    it fails. Without a GPU the command runs a compile-only plan instead and its summary says so."""
+    it fails. Without a GPU the command runs a compile-only plan instead: then the dict is the
+    plan's summary with "compile_only": True and the reason there is no GPU in "no_gpu"."""
     import json
     import subprocess
 
@@ -587,7 +586,10 @@ def tune(specs=(), database=None, only=None, device=None, misses=False, jobs=Non
         raise FlashtuneError("flashtune tune failed (exit status %d)%s" % (done.returncode, ": " + why if why else ""))
     if not lines:
         raise FlashtuneError("flashtune tune printed no summary: %s" % done.stdout.strip()[-300:])
-    return json.loads(lines[-1])
+    first, summary = json.loads(lines[0]), json.loads(lines[-1])
+    if first.get("kind") == "tune" and first.get("gpu") is False:
+        summary.update(compile_only=True, no_gpu=first.get("reason"))
+    return summary
 
 
 def version():
