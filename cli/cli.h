@@ -35,6 +35,11 @@ volatile int *cli_stop_flag(void);
 /* Parses a positive integer option value; returns 0 and prints an error when invalid. */
 int cli_parse_int(const char *cmd, const char *opt, const char *text, long min, long max, long *out);
 
+/* The width of a table's variant column for a plan's items: the longest variant string, at
+ * least 62 (plan's and verify's tables). */
+struct ft_plan;
+int cli_variant_width(const struct ft_plan *plan);
+
 /* Whether name contains part, ignoring ASCII case (an empty part is in every name): how
  * --device NAME matches a GPU or a recorded device. */
 int cli_name_contains(const char *name, const char *part);

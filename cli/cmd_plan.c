@@ -65,14 +65,21 @@ static void on_progress(void *ud, const ft_plan *plan, const ft_plan_item *it, i
     cli_progress_update(&pc->bar, done, it->variant_str);
 }
 
-/* The table, its variant column as wide as the longest variant (at least 62). */
-static void print_table(const ft_plan *plan)
+int cli_variant_width(const ft_plan *plan)
 {
     int i, w = 62;
 
     for (i = 0; i < plan->nitems; i++)
         if ((int)strlen(plan->items[i].variant_str) > w)
             w = (int)strlen(plan->items[i].variant_str);
+    return w;
+}
+
+static void print_table(const ft_plan *plan)
+{
+    const int w = cli_variant_width(plan);
+    int i;
+
     printf("%-*s %-13s %5s %6s %6s %7s %9s  %s\n", w, "variant", "status", "regs", "spill", "smem",
            "dynsmem", "compile", "note");
     for (i = 0; i < plan->nitems; i++) {

@@ -176,7 +176,7 @@ int cmd_verify(int argc, char **argv)
         {"json", no_argument, NULL, 'J'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *only = NULL, *cache_dir = NULL, *spec_path = NULL;
-    int full = 0, quiet = 0, json = 0, ch, status = 1, i, c, failed = 0, verified = 0;
+    int full = 0, quiet = 0, json = 0, ch, status = 1, i, c, failed = 0, verified = 0, w;
     long device = 0, jobs = 0;
     ft_session s;
     ft_spec *spec = NULL;
@@ -312,8 +312,9 @@ int cmd_verify(int argc, char **argv)
         }
     }
     cli_progress_finish(&bar);
+    w = cli_variant_width(plan);
     if (!json)
-        printf("%-62s %-6s %7s %10s %10s  %s\n", "variant", "result", "shapes", bwd ? "grad L2" : "O rel L2",
+        printf("%-*s %-6s %7s %10s %10s  %s\n", w, "variant", "result", "shapes", bwd ? "grad L2" : "O rel L2",
                bwd ? "worst/bnd" : "LSE err", "first failure");
     for (i = 0; i < plan->nitems; i++) {
         const ft_plan_item *it = &plan->items[i];
@@ -335,10 +336,10 @@ int cmd_verify(int argc, char **argv)
             ft__json_string(stdout, ran ? r->failure : it->reason);
             printf("}\n");
         } else if (ran) {
-            printf("%-62s %-6s %3d/%-3d %10.2e %10.2e  %s\n", it->variant_str, ok ? "pass" : "FAIL", r->passed,
+            printf("%-*s %-6s %3d/%-3d %10.2e %10.2e  %s\n", w, it->variant_str, ok ? "pass" : "FAIL", r->passed,
                    r->ran, r->worst_l2, r->worst_other, r->failure);
         } else {
-            printf("%-62s %-6s %7s %10s %10s  %s\n", it->variant_str, "skip", "-", "-", "-", it->reason);
+            printf("%-*s %-6s %7s %10s %10s  %s\n", w, it->variant_str, "skip", "-", "-", "-", it->reason);
         }
     }
     if (json) {

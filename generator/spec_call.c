@@ -401,7 +401,8 @@ static ft_status not_found(const char *path, ft_status rc, ft_err *err)
             break;
         snprintf(builtin[k], sizeof builtin[k], "%.*s", (int)(strlen(f->name) - strlen("specs/") - strlen(".lua")),
                  f->name + strlen("specs/"));
-        n += (size_t)snprintf(names + n, n < sizeof names ? sizeof names - n : 0, "%s%s", n ? ", " : "", builtin[k]);
+        if (n < sizeof names)
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", builtin[k]);
         dist = edit_distance(stem, builtin[k]);
         if (dist < best_d) {
             best_d = dist;

@@ -374,7 +374,6 @@ void ft_context_destroy(ft_context *ctx)
     free(ctx);
 }
 
-
 /* The context's spec of a kernel family, or NULL. */
 static ft_spec *spec_of_family(const ft_context *ctx, const char *family)
 {
@@ -600,10 +599,10 @@ static void build_slot(ft_context *ctx, kernel_slot *slot)
         slot->status = build_variant(ctx, slot, ctx->spec, ctx->variant, "forced", &err);
         tried = 1;
     } else {
-        slot->status = FT_ERR_UNSUPPORTED;
-        int ndefaults;
+        size_t ndefaults;
         const ft_default_kernel *defaults = ft__default_kernels(&ndefaults);
-        for (i = 0; i < (size_t)ndefaults && slot->status != FT_OK; i++) {
+        slot->status = FT_ERR_UNSUPPORTED;
+        for (i = 0; i < ndefaults && slot->status != FT_OK; i++) {
             const ft_family *fam = ft__family_find(defaults[i].family);
             ft_spec *spec = spec_of_family(ctx, defaults[i].family);
             if (fam == NULL || fam->op != slot->key.op || spec == NULL || defaults[i].head_dim != head_dim ||

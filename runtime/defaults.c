@@ -52,8 +52,8 @@ static const ft_default_kernel defaults[] = {
     {"flash_bwd_sm80", 256, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop"},
 };
 
-const ft_default_kernel *ft__default_kernels(int *n)
+const ft_default_kernel *ft__default_kernels(size_t *n)
 {
-    *n = (int)(sizeof defaults / sizeof defaults[0]);
+    *n = sizeof defaults / sizeof defaults[0];
     return defaults;
 }

@@ -3,6 +3,8 @@
 #ifndef FT_RUNTIME_DEFAULTS_H
 #define FT_RUNTIME_DEFAULTS_H
 
+#include <stddef.h>
+
 typedef struct ft_default_kernel {
     const char *family;  /* ft__family_find's name */
     int head_dim;
@@ -11,6 +13,6 @@ typedef struct ft_default_kernel {
 } ft_default_kernel;
 
 /* Every entry, in the order the runtime tries them (the first that builds wins); *n: how many. */
-const ft_default_kernel *ft__default_kernels(int *n);
+const ft_default_kernel *ft__default_kernels(size_t *n);
 
 #endif

@@ -160,7 +160,8 @@ static void test_defaults_build(void)
     const char *cache_dir = getenv("FLASHTUNE_CACHE_DIR"), *cuobjdump = getenv("CUOBJDUMP");
     ft_cache *cache = NULL;
     ft_err err;
-    int n, i, c, t, det, checked = 0, compiled = 0, sass_read = 0;
+    size_t n, i;
+    int c, t, det, checked = 0, compiled = 0, sass_read = 0;
     const ft_default_kernel *defaults = ft__default_kernels(&n);
 
     ASSERT_TRUE(n > 0);
@@ -173,7 +174,7 @@ static void test_defaults_build(void)
         const int has_det = spec != NULL && ft__spec_param_index(spec, "det") >= 0 && !names(e->variant, "det");
 
         if (fam == NULL || spec == NULL)
-            FT_FAIL_("default %d names family %s, which has no built-in spec", i, e->family);
+            FT_FAIL_("default %zu names family %s, which has no built-in spec", i, e->family);
         if (spec == NULL)
             continue;
         ASSERT_TRUE(e->causal >= -1 && e->causal <= 1);
@@ -206,7 +207,8 @@ static void test_defaults_build(void)
         ft_spec *spec = spec_of(e->family);
         ft_arch a80;
         char why[256];
-        int j, has_det;
+        size_t j;
+        int has_det;
 
         ASSERT_OK(ft__arch_builtin("sm_80", &a80, &err), &err);
         if (spec == NULL || !ft__family_supports_arch(ft__family_find(e->family), &a80, why, sizeof why)) {
