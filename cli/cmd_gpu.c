@@ -258,8 +258,12 @@ int cmd_run(int argc, char **argv)
     }
     lc.cu = s.cu;
     lc.k = &k;
-    ft__tensors_params(&t, &lc.params);
     ft__timing_opts_default(&topts);
+    if (ft__tensors_workspace(s.cu, &t, &k, &err) != FT_OK) {
+        status = cli_fail("run", &err);
+        goto out;
+    }
+    ft__tensors_params(&t, &lc.params);
     if (ft__time(s.cu, ft__fwd_launch_fn, &lc, &topts, &timing, &err) != FT_OK) {
         status = cli_fail("run", &err);
         goto out;

@@ -47,7 +47,13 @@ static const shape_case cases[] = {
     {"b=2,hq=4,sq=300,sk=300", FT_LAYOUT_QKV_PACKED, 1.f, 0},
     {"b=1,hq=2,sq=513,sk=513", FT_LAYOUT_BSHD, 6.f, 0},
     {"b=1,hq=1,sq=4097,sk=4097", FT_LAYOUT_BSHD, 1.f, 0},
+    /* Serving: one to a few queries against long keys (split keys, packed query heads, rows of a
+     * group spanning two blocks, causal rows that see different numbers of keys). */
+    {"b=2,hq=8,hkv=2,sq=1,sk=5000", FT_LAYOUT_BSHD, 1.f, 0},
+    {"b=1,hq=16,hkv=2,sq=3,sk=2049", FT_LAYOUT_BHSD, 6.f, 0},
+    {"b=3,hq=4,sq=16,sk=777", FT_LAYOUT_BSHD, 1.f, 0},
     {"b=3,hq=6,hkv=2,sq=1000,sk=1000", FT_LAYOUT_BHSD, 1.f, 1},
+    {"b=1,hq=32,hkv=4,sq=1,sk=65536", FT_LAYOUT_BSHD, 1.f, 1},
     {"b=1,hq=2,sq=64,sk=4097", FT_LAYOUT_BSHD, 6.f, 1},
     {"b=1,hq=2,sq=4097,sk=64", FT_LAYOUT_BSHD, 1.f, 1},
     {"b=2,hq=2,sq=2048,sk=2048", FT_LAYOUT_QKV_PACKED, 6.f, 1},

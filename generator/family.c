@@ -215,23 +215,49 @@ static ft_status bwd_sm90_check_values(const ft_family *fam, const ft_spec *spec
     return check_widths(fam, spec, names, err);
 }
 
+static const char *const decode_sm80_ints[] = {"d", "bn", "warps", "stages", "mt", "pack", "causal", NULL};
+/* ops/fwd.c's plan for split keys: 0 the main kernel, 1 the combine. */
+static const char *const decode_entries[] = {"", "_combine", NULL};
+
+/* One block size for both kernels: 32 threads per warp. */
+static int decode_sm80_threads(const ft_spec *spec, const ft_variant *v)
+{
+    return (int)ft__variant_int(spec, v, "warps", 4) * 32;
+}
+
+/* Blocks of 16·mt rows (pack: of the K/V head's group of query heads), warps·bn keys per round
+ * of a block's warps; the keys split across blocks as the plan decides. */
+static void decode_sm80_launch(const char *variant, ft_launch_facts *out)
+{
+    out->rows_per_block = 16 * text_int(variant, "mt", 1);
+    out->keys_per_block = text_int(variant, "bn", 64) * text_int(variant, "warps", 4);
+    out->head_dim = text_int(variant, "d", 0);
+    out->split_kv = 1;
+    out->pack_gqa = text_int(variant, "pack", 0);
+}
+
 static const ft_family families[] = {
     {"flash_fwd_sm80", &ft__op_fwd, "flash_fwd_sm80.cuh",
      "FlashAttention-2 forward: mma.sync m16n8k16, ldmatrix, cp.async K/V ring", 80, 0,
-     fwd_sm80_ints, fwd_strings, fwd_string_values, "", 0, fwd_sm80_threads, NULL, NULL, fwd_sm80_launch, NULL},
+     fwd_sm80_ints, fwd_strings, fwd_string_values, "", 0, fwd_sm80_threads, NULL, NULL, fwd_sm80_launch, NULL, 0},
     {"flash_fwd_sm90", &ft__op_fwd, "flash_fwd_sm90.cuh",
      "Hopper forward: TMA K/V ring on mbarriers, wgmma, producer and consumer warpgroups", 90, 90,
      fwd_sm90_ints, fwd_strings, fwd_string_values, "a", 1, fwd_sm90_threads, fwd_sm90_prelude,
-     fwd_sm90_check_values, fwd_sm90_launch, NULL},
+     fwd_sm90_check_values, fwd_sm90_launch, NULL, 0},
     {"flash_bwd_sm80", &ft__op_bwd, "flash_bwd_sm80.cuh",
      "FlashAttention-2 backward (dQ, dK, dV): mma.sync m16n8k16, ldmatrix, cp.async; pre, main and post kernels",
      80, 0, bwd_sm80_ints, bwd_strings, bwd_string_values, "", 0, bwd_sm80_threads, NULL, NULL, bwd_sm80_launch,
-     bwd_entries},
+     bwd_entries, 0},
     {"flash_bwd_sm90", &ft__op_bwd, "flash_bwd_sm90.cuh",
      "Hopper backward (dQ, dK, dV): wgmma for all five products, a producer warpgroup (TMA Q/dO stages on "
      "mbarriers, dQ by bulk reduction); pre, main and post kernels",
      90, 90, bwd_sm90_ints, fwd_strings, fwd_string_values, "a", 1, bwd_sm90_threads, bwd_sm90_prelude,
-     bwd_sm90_check_values, bwd_sm90_launch, bwd_entries},
+     bwd_sm90_check_values, bwd_sm90_launch, bwd_entries, 0},
+    {"flash_decode_sm80", &ft__op_fwd, "flash_decode_sm80.cuh",
+     "forward for short queries (decode): keys split across blocks with a combine kernel, grouped query "
+     "heads packed as rows; mma.sync m16n8k16, a cp.async K/V ring per warp",
+     80, 0, decode_sm80_ints, fwd_strings, fwd_string_values, "", 0, decode_sm80_threads, NULL, NULL,
+     decode_sm80_launch, decode_entries, 1},
 };
 
 const ft_embedded_file *ft__template_file(const char *name)

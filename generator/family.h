@@ -46,6 +46,9 @@ struct ft_family {
      * order the operation's launch plan numbers them (0: the main one, the entry itself; a
      * plan's step names its kernel by that index). NULL: the main one only. */
     const char *const *entries;
+    /* Made for forward calls of few queries (ops/op.h FT_FWD_SHORT_QUERY): the runtime's built-in
+     * defaults of the family serve those calls only, before any other family's. */
+    int short_query;
 };
 
 const ft_family *ft__family_find(const char *name);

@@ -159,7 +159,7 @@ typedef enum ft_dtype { FT_F16 = 0, FT_BF16 = 1 } ft_dtype;
  * defaults). Version 1 (flashtune 0.1) had no version field and began with dtype: a structure
  * whose first int is 0 or 1 (FT_F16, FT_BF16) is read as that version-1 layout, so programs built
  * against 0.1 keep working unchanged. Any other version is FT_ERR_INVALID_ARGUMENT. */
-#define FT_ARGS_VERSION 2
+#define FT_ARGS_VERSION 3
 
 typedef struct ft_attention_args {
     int version;           /* FT_ARGS_VERSION (ft_attention_args_init sets it) */
@@ -177,11 +177,21 @@ typedef struct ft_attention_args {
     int causal;            /* bottom-right aligned: row i sees key j iff j <= i + seqlen_k - seqlen_q;
                               a row that sees no key gets O = 0 and LSE = +inf */
     float softmax_scale;   /* 0: 1/sqrt(head_dim) */
+    /* ---- version 3 ---- */
+    void *workspace;       /* optional device memory for the call's launch plan (NULL: none), 16-byte
+                              aligned (256 recommended); ft_attention_forward_workspace_size says
+                              how much the call can use. Calls with few queries against many keys
+                              split the keys across blocks and need it for their partial results;
+                              without it (or with less) they run unsplit: the same result, slower.
+                              The caller owns it; it must not be touched by anything else until the
+                              call's work on its stream is done. */
+    size_t workspace_bytes;
 } ft_attention_args;
 
-/* Zeroes a and sets a->version = version (FT_ARGS_VERSION through the macro); a must not be
- * NULL and version must be 2 (later headers: up to their FT_ARGS_VERSION), else nothing is
- * written. */
+/* Zeroes a and sets a->version = version (FT_ARGS_VERSION through the macro): only the fields of
+ * that version, so a program built against an older header passes its own smaller structure. a
+ * must not be NULL and version must be 2 or 3 (later headers: up to their FT_ARGS_VERSION), else
+ * nothing is written. */
 FT_API void ft_attention_args_init_version(ft_attention_args *a, int version);
 #define ft_attention_args_init(a) ft_attention_args_init_version((a), FT_ARGS_VERSION)
 
@@ -204,6 +214,15 @@ FT_API ft_status ft_attention_key(const ft_attention_args *args, char *buf, size
  * sizes, pointers or strides, FT_ERR_UNSUPPORTED when no kernel handles the head dim or dtype,
  * FT_ERR_CUDA when the launch fails. Thread-safe. */
 FT_API ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *args, void *stream);
+
+/* The workspace bytes a forward call with these arguments can use (args->workspace is not read):
+ * 0 when its kernel needs none; for few queries against many keys, the partial results of the
+ * split keys (a few MB at most: about splits · batch · heads_q · seqlen_q · (head_dim + 1) · 4
+ * bytes, the splits chosen from the GPU's size). The first call for a kind of problem builds its
+ * kernel, as ft_attention_forward would. Errors as ft_attention_forward's; *bytes is 0 on
+ * failure (bytes must not be NULL). Thread-safe. */
+FT_API ft_status ft_attention_forward_workspace_size(ft_context *ctx, const ft_attention_args *args,
+                                                     size_t *bytes);
 
 /* ---- the backward pass ---------------------------------------------------------------------
  * dQ, dK and dV of O = softmax(scale·Q·Kᵀ)·V by recomputation: the scores are computed again

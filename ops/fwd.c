@@ -84,17 +84,101 @@ static ft_tolerance fwd_tolerance(int bf16)
     return bf16 ? b16 : f16;
 }
 
+/* How many runs the keys of each row block are split into, for blocks row blocks (times heads
+ * and batch) of a kernel the device holds resident blocks of at once, over tiles key tiles of
+ * round tiles each round: 1 when the blocks alone fill at least 80 % of the device; else the
+ * smallest count whose last wave is at least 95 % full relative to the best count's, among the
+ * counts that change the tiles per run (the rule of FlashAttention-3's heuristics.h, with a
+ * fuller last wave: these kernels are bound by memory, and an idle SM is bandwidth lost), at most
+ * 128 and at most half a run of rounds each. */
+static int fwd_splits(long long blocks, long long resident, long long tiles, long long round)
+{
+    const long long rounds = (tiles + round - 1) / round;
+    long long most = rounds / 2 < 128 ? rounds / 2 : 128, s;
+    double best = 0;
+
+    if (blocks <= 0 || resident <= 0 || blocks * 5 >= resident * 4 || most < 2)
+        return 1;
+    for (s = 1; s <= most; s++) {
+        const double waves = (double)(blocks * s) / (double)resident;
+        const double eff = waves / ceil(waves);
+        if (eff > best)
+            best = eff;
+    }
+    for (s = 1; s <= most; s++) {
+        const double waves = (double)(blocks * s) / (double)resident;
+        const int eligible = s == 1 || (rounds + s - 1) / s != (rounds + s - 2) / (s - 1);
+        if (eligible && waves / ceil(waves) >= 0.95 * best)
+            return (int)s;
+    }
+    return 1;
+}
+
+/* Split keys (launch facts split_kv): grid (row blocks · splits, units, batch) with units the K/V
+ * heads (pack_gqa: a block's rows are a group's query heads times the queries) or the query
+ * heads; with more than one split the workspace holds the partial O and LSE of every split and
+ * the combine kernel (entry 1) makes O and the LSE from them, a warp per row. The splits are cut
+ * to what workspace_cap holds (1 without a workspace). */
+static ft_status fwd_plan_split(const ft_launch_facts *f, const ft_problem *p, ft_launch_plan *out, ft_err *err)
+{
+    const long long hpu = f->pack_gqa ? p->heads_q / p->heads_kv : 1;
+    const long long units = f->pack_gqa ? p->heads_kv : p->heads_q;
+    const long long nrb = ((long long)p->seqlen_q * hpu + f->rows_per_block - 1) / f->rows_per_block;
+    const long long rows = (long long)p->batch * p->heads_q * p->seqlen_q;
+    const long long per_split = rows * (p->head_dim + 1) * 4;
+    const long long bn = f->keys_per_block > 0 && f->threads >= 32 ? f->keys_per_block / (f->threads / 32) : 0;
+    long long splits;
+
+    if (bn <= 0)
+        return ft__fail(err, FT_ERR_INTERNAL, "a split-key kernel without keys per tile");
+    if (nrb * units * p->batch == 0)
+        return FT_OK;
+    if (units > 65535 || p->batch > 65535)
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "batch and heads must be at most 65535");
+    splits = fwd_splits(nrb * units * p->batch, f->max_resident, (p->seqlen_k + bn - 1) / bn, f->threads / 32);
+    if (splits > 1 && p->workspace_cap >= 0 && splits * per_split > p->workspace_cap)
+        splits = p->workspace_cap / per_split;
+    if (splits < 2)
+        splits = 1;
+    if (nrb * splits > 0x7fffffff)
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "more than 2^31 - 1 blocks of query rows");
+    out->splits = (int)splits;
+    out->steps[0].kind = FT_STEP_KERNEL;
+    out->steps[0].kernel = 0;
+    out->steps[0].block = (unsigned)f->threads;
+    out->steps[0].smem = (unsigned)f->smem_dynamic;
+    out->steps[0].grid[0] = (unsigned)(nrb * splits);
+    out->steps[0].grid[1] = (unsigned)units;
+    out->steps[0].grid[2] = (unsigned)p->batch;
+    out->nsteps = 1;
+    if (splits == 1)
+        return FT_OK;
+    if ((rows + f->threads / 32 - 1) / (f->threads / 32) > 0x7fffffff)
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "more than 2^31 - 1 blocks of rows to combine");
+    out->steps[1].kind = FT_STEP_KERNEL;
+    out->steps[1].kernel = 1;
+    out->steps[1].block = (unsigned)f->threads;
+    out->steps[1].grid[0] = (unsigned)((rows + f->threads / 32 - 1) / (f->threads / 32));
+    out->steps[1].grid[1] = out->steps[1].grid[2] = 1;
+    out->nsteps = 2;
+    out->workspace_bytes = (size_t)(splits * per_split);
+    return FT_OK;
+}
+
 /* One kernel step. Without TMA: a block per (row block, head, batch). With TMA: the row blocks
  * of every head and batch in one dimension (units of two with pair_blocks), at most
- * max_resident blocks when the kernel is persistent. */
+ * max_resident blocks when the kernel is persistent. Split keys: fwd_plan_split. */
 static ft_status fwd_plan(const ft_launch_facts *f, const ft_problem *p, ft_launch_plan *out, ft_err *err)
 {
     ft_launch_step *s = &out->steps[0];
     long long gx, units;
 
     memset(out, 0, sizeof *out);
+    out->splits = 1;
     if (f->rows_per_block <= 0 || f->threads <= 0)
         return ft__fail(err, FT_ERR_INTERNAL, "a kernel without rows per block or threads");
+    if (f->split_kv)
+        return fwd_plan_split(f, p, out, err);
     gx = ((long long)p->seqlen_q + f->rows_per_block - 1) / f->rows_per_block;
     if (gx <= 0 || p->heads_q <= 0 || p->batch <= 0)
         return FT_OK; /* nothing to compute */

@@ -71,6 +71,10 @@ int ft__key_cmp(const ft_key *a, const ft_key *b);
 void ft__key_of(const ft_op *op, const char *dtype, int head_dim, int causal, int deterministic, int batch,
                 int heads_q, int heads_kv, int seqlen_q, int seqlen_k, ft_key *out);
 
+/* Forward calls of at most this many queries (their key's "sq" bucket) are short-query calls:
+ * decode kernels serve them, and they and other calls never stand in for each other. */
+#define FT_FWD_SHORT_QUERY 16
+
 /* The smallest power of two >= n and >= floor: the buckets of the attention operations' keys. */
 long long ft__pow2_at_least(long long n, long long floor);
 
@@ -116,6 +120,9 @@ typedef struct ft_launch_facts {
     int gqa_atomic;         /* one main block per query head, dK and dV summed in fp32 in the
                                workspace (0: one per K/V head, walking the group's query heads) */
     int deterministic;      /* additions in a fixed order, with counters in the workspace */
+    /* The forward's split-key kernels (flash_decode_sm80): */
+    int split_kv;           /* the keys of a row block split across blocks, a combine kernel after */
+    int pack_gqa;           /* a block's rows: the query heads of one K/V head times the queries */
 } ft_launch_facts;
 
 typedef enum ft_step_kind { FT_STEP_KERNEL = 0, FT_STEP_MEMSET = 1 } ft_step_kind;
@@ -136,6 +143,7 @@ typedef struct ft_launch_plan {
     int nsteps;             /* 0: nothing to compute */
     ft_launch_step steps[FT_MAX_STEPS];
     size_t workspace_bytes; /* device memory the steps use besides the call's tensors */
+    int splits;             /* the forward's split-key kernels: runs of keys per row block (1: none) */
 } ft_launch_plan;
 
 /* ---- the descriptor ------------------------------------------------------------------------ */

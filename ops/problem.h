@@ -20,6 +20,8 @@ typedef struct ft_problem {
     float scale;       /* softmax scale; 0 means 1/sqrt(head_dim) */
     ft_layout layout;
     int deterministic; /* the backward: bitwise reproducible gradients (the forward always is) */
+    long long workspace_cap; /* the forward: workspace bytes the call gives its launch plan (0: none,
+                                so no split keys; -1: whatever the plan asks, to size it) */
 } ft_problem;
 
 /* Strides in elements of one tensor: batch, row (sequence position), head. */

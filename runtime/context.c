@@ -599,18 +599,24 @@ static void build_slot(ft_context *ctx, kernel_slot *slot)
         slot->status = build_variant(ctx, slot, ctx->spec, ctx->variant, "forced", &err);
         tried = 1;
     } else {
+        /* Short-query calls try the defaults of the families made for them first, then the
+         * others; other calls only the others. */
+        const int short_query = slot->key.op == &ft__op_fwd && ft__key_get(&slot->key, "sq", -1) >= 1 &&
+                                ft__key_get(&slot->key, "sq", -1) <= FT_FWD_SHORT_QUERY;
         size_t ndefaults;
         const ft_default_kernel *defaults = ft__default_kernels(&ndefaults);
+        int pass;
         slot->status = FT_ERR_UNSUPPORTED;
-        for (i = 0; i < ndefaults && slot->status != FT_OK; i++) {
-            const ft_family *fam = ft__family_find(defaults[i].family);
-            ft_spec *spec = spec_of_family(ctx, defaults[i].family);
-            if (fam == NULL || fam->op != slot->key.op || spec == NULL || defaults[i].head_dim != head_dim ||
-                (defaults[i].causal >= 0 && defaults[i].causal != causal))
-                continue;
-            slot->status = build_variant(ctx, slot, spec, defaults[i].variant, "built-in default", &err);
-            tried = 1;
-        }
+        for (pass = short_query ? 0 : 1; pass < 2; pass++)
+            for (i = 0; i < ndefaults && slot->status != FT_OK; i++) {
+                const ft_family *fam = ft__family_find(defaults[i].family);
+                ft_spec *spec = spec_of_family(ctx, defaults[i].family);
+                if (fam == NULL || fam->op != slot->key.op || spec == NULL || defaults[i].head_dim != head_dim ||
+                    (defaults[i].causal >= 0 && defaults[i].causal != causal) || fam->short_query != (pass == 0))
+                    continue;
+                slot->status = build_variant(ctx, slot, spec, defaults[i].variant, "built-in default", &err);
+                tried = 1;
+            }
     }
     if (!tried)
         snprintf(slot->error, sizeof slot->error, "no %s kernel for head dim %d (flashtune has 32, 64, 96, 128, 192, 256)",
@@ -782,10 +788,34 @@ ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *given, 
     p.seqlen_q = a->seqlen_q, p.seqlen_k = a->seqlen_k;
     p.scale = a->softmax_scale > 0 ? a->softmax_scale : 1.0f / sqrtf((float)a->head_dim);
     p.scale_log2 = p.scale * 1.4426950408889634f;
+    if (a->workspace != NULL && (uintptr_t)a->workspace % 16 != 0)
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "workspace is not 16-byte aligned");
+    p.ws = a->workspace, p.ws_bytes = a->workspace != NULL ? (int64_t)a->workspace_bytes : 0;
     rc = ft__kernel_launch_fwd(ctx->session.cu, &slot->k, &p, (CUstream)stream, &err);
     if (rc != FT_OK)
         return set_error(ctx, rc, err.msg);
     return FT_OK;
+}
+
+ft_status ft_attention_forward_workspace_size(ft_context *ctx, const ft_attention_args *given, size_t *bytes)
+{
+    const kernel_slot *slot;
+    ft_attention_args a;
+    ft_fwd_params p;
+    ft_status rc;
+    ft_err err;
+
+    if (bytes == NULL)
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "ft_attention_forward_workspace_size: bytes is NULL");
+    *bytes = 0;
+    rc = kernel_for_call(ctx, given, &a, "ft_attention_forward_workspace_size", &slot);
+    if (rc != FT_OK)
+        return rc;
+    memset(&p, 0, sizeof p);
+    p.batch = a.batch, p.heads_q = a.heads_q, p.heads_kv = a.heads_kv;
+    p.seqlen_q = a.seqlen_q, p.seqlen_k = a.seqlen_k;
+    rc = ft__kernel_fwd_workspace(&slot->k, &p, bytes, &err);
+    return rc != FT_OK ? set_error(ctx, rc, err.msg) : FT_OK;
 }
 
 /* ---- the backward ---- */

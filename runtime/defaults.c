@@ -19,6 +19,12 @@
  * family's where it runs (tests/test_defaults.c checks that every entry is kept by its spec and
  * compiles without spills on the targets it is for). */
 static const ft_default_kernel defaults[] = {
+    {"flash_decode_sm80", 32, -1, "bn=32,warps=4,stages=3,mt=1,pack=1"},
+    {"flash_decode_sm80", 64, -1, "bn=32,warps=4,stages=3,mt=1,pack=1"},
+    {"flash_decode_sm80", 96, -1, "bn=32,warps=4,stages=2,mt=1,pack=1"},
+    {"flash_decode_sm80", 128, -1, "bn=32,warps=4,stages=2,mt=1,pack=1"},
+    {"flash_decode_sm80", 192, -1, "bn=16,warps=4,stages=3,mt=1,pack=1"},
+    {"flash_decode_sm80", 256, -1, "bn=16,warps=4,stages=2,mt=1,pack=1"},
     {"flash_fwd_sm90", 64, 0, "bm=128,bn=176,stages=3,pingpong=0,overlap=1,balance=0"},
     {"flash_fwd_sm90", 64, 1, "bm=128,bn=192,stages=2,pingpong=1,overlap=1,balance=1"},
     {"flash_fwd_sm90", 96, -1, "bm=128,bn=128,stages=2,pingpong=1,overlap=1,balance=0"},

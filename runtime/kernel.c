@@ -227,27 +227,43 @@ void ft__fwd_params_problem(const ft_fwd_params *p, ft_problem *out)
     out->batch = p->batch, out->heads_q = p->heads_q, out->heads_kv = p->heads_kv;
     out->seqlen_q = p->seqlen_q, out->seqlen_k = p->seqlen_k;
     out->scale = p->scale;
+    out->workspace_cap = p->ws != NULL ? (long long)p->ws_bytes : 0;
+}
+
+ft_status ft__kernel_fwd_workspace(const ft_kernel *k, const ft_fwd_params *p, size_t *bytes, ft_err *err)
+{
+    ft_launch_plan plan;
+    ft_problem prob;
+    ft_status rc;
+
+    ft__fwd_params_problem(p, &prob);
+    prob.head_dim = k->facts.head_dim;
+    prob.workspace_cap = -1;
+    rc = ft__op_fwd.plan(&k->facts, &prob, &plan, err);
+    *bytes = rc == FT_OK ? plan.workspace_bytes : 0;
+    return rc;
 }
 
 ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd_params *p, ft_launch *l,
                              ft_err *err)
 {
     const ft_launch_facts *f = &k->facts;
-    ft_launch_plan plan;
     ft_problem prob;
     ft_status rc;
 
     memset(l, 0, sizeof *l);
-    l->args[0] = (void *)p;
+    l->params = *p;
+    l->args[0] = &l->params;
     l->args[1] = &l->maps[0];
     l->args[2] = &l->maps[1];
     l->args[3] = &l->maps[2];
     ft__fwd_params_problem(p, &prob);
     prob.head_dim = f->head_dim;
-    rc = ft__op_fwd.plan(f, &prob, &plan, err);
-    if (rc != FT_OK || plan.nsteps == 0)
+    rc = ft__op_fwd.plan(f, &prob, &l->plan, err);
+    if (rc != FT_OK || l->plan.nsteps == 0)
         return rc; /* nothing to compute: grid 0 */
-    memcpy(l->grid, plan.steps[0].grid, sizeof l->grid);
+    l->params.splits = l->plan.splits;
+    memcpy(l->grid, l->plan.steps[0].grid, sizeof l->grid);
     if (!f->tma)
         return FT_OK;
     if (cu->p_cuTensorMapEncodeTiled == NULL) {
@@ -264,16 +280,34 @@ ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd
     return rc;
 }
 
+ft_status ft__kernel_launch_prepared(const ft_cuda *cu, const ft_kernel *k, ft_launch *l, CUstream stream,
+                                     ft_err *err)
+{
+    ft_status rc = FT_OK;
+    int i;
+
+    if (l->grid[0] == 0)
+        return FT_OK;
+    for (i = 0; i < l->plan.nsteps && rc == FT_OK; i++) {
+        const ft_launch_step *s = &l->plan.steps[i];
+        if (s->kind != FT_STEP_KERNEL || s->kernel < 0 || s->kernel >= k->nfns || k->fns[s->kernel] == NULL)
+            return ft__fail(err, FT_ERR_INTERNAL, "a forward plan's step %d names kernel %d of %d loaded", i,
+                            s->kernel, k->nfns);
+        rc = ft__cuda_check(cu,
+                            cu->p_cuLaunchKernel(k->fns[s->kernel], s->grid[0], s->grid[1], s->grid[2], s->block, 1, 1,
+                                                 s->smem, stream, l->args, NULL),
+                            err, "cuLaunchKernel");
+    }
+    return rc;
+}
+
 ft_status ft__kernel_launch_fwd(const ft_cuda *cu, const ft_kernel *k, const ft_fwd_params *p,
                                 CUstream stream, ft_err *err)
 {
     ft_launch l;
     ft_status rc = ft__kernel_prepare(cu, k, p, &l, err);
 
-    if (rc != FT_OK || l.grid[0] == 0)
+    if (rc != FT_OK)
         return rc;
-    return ft__cuda_check(cu,
-                          cu->p_cuLaunchKernel(k->fns[0], l.grid[0], l.grid[1], l.grid[2], (unsigned)k->facts.threads, 1,
-                                               1, (unsigned)k->facts.smem_dynamic, stream, l.args, NULL),
-                          err, "cuLaunchKernel");
+    return ft__kernel_launch_prepared(cu, k, &l, stream, err);
 }

@@ -26,9 +26,13 @@ typedef struct ft_fwd_params {
     float scale;
     float scale_log2;
     int32_t reserved;
+    float *ws;          /* the launch plan's workspace (split-KV families), NULL: none */
+    int64_t ws_bytes;   /* its size: the plan splits the keys only as far as it holds */
+    int32_t splits;     /* set by the launch from the plan */
+    int32_t reserved2;
 } ft_fwd_params;
 
-_Static_assert(sizeof(ft_fwd_params) == 5 * 8 + 12 * 8 + 8 * 4, "ft_fwd_params layout");
+_Static_assert(sizeof(ft_fwd_params) == 5 * 8 + 12 * 8 + 8 * 4 + 3 * 8, "ft_fwd_params layout");
 
 /* The backward kernels' argument block (all three take it); templates/include/ft_params_bwd.cuh
  * declares the same fields in the same order (ft::BwdParams). Strides are in elements. */
@@ -104,19 +108,29 @@ ft_status ft__kernel_run_plan(const ft_cuda *cu, const ft_kernel *k, const ft_la
 /* The sizes of a forward call as the operation's plan reads them. */
 void ft__fwd_params_problem(const ft_fwd_params *p, ft_problem *out);
 
-/* What cuLaunchKernel takes for the kernel step of one forward call: the grid, and the kernel
- * arguments (the params, then for TMA kernels their tensor maps, which live here). */
+/* What cuLaunchKernel takes for the steps of one forward call: the plan, the kernel arguments
+ * (a copy of the params with the plan's splits, then for TMA kernels their tensor maps, which live
+ * here) and the main step's grid. */
 typedef struct ft_launch {
+    ft_fwd_params params;
     CUtensorMap maps[3];
     void *args[4];
+    ft_launch_plan plan;
     unsigned grid[3]; /* grid[0] == 0: nothing to compute */
 } ft_launch;
 
-/* Fills l for a call with params p (which must outlive l's use): the grid of the forward
- * operation's plan for the kernel's launch facts, and the tensor maps (errors as for
- * ft__kernel_launch_fwd). */
+/* Fills l for a call with params p: the forward operation's plan for the kernel's launch facts
+ * (splitting keys only as far as p->ws_bytes of p->ws hold), and the tensor maps (errors as for
+ * ft__kernel_launch_fwd). l must not move before it is launched. */
 ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd_params *p, ft_launch *l,
                              ft_err *err);
+
+/* Enqueues the steps of a prepared launch on stream (nothing when its grid is 0). */
+ft_status ft__kernel_launch_prepared(const ft_cuda *cu, const ft_kernel *k, ft_launch *l, CUstream stream,
+                                     ft_err *err);
+
+/* The workspace bytes the kernel's plan wants for a call with params p's sizes (0: none). */
+ft_status ft__kernel_fwd_workspace(const ft_kernel *k, const ft_fwd_params *p, size_t *bytes, ft_err *err);
 
 /* Runs the forward operation's launch plan for the kernel on stream. For a TMA kernel it
  * encodes the tensor maps first (FT_ERR_UNSUPPORTED when the driver lacks

@@ -119,6 +119,10 @@ void ft__verifier_free(ft_verifier *v)
     if (v->module != NULL)
         v->cu->p_cuModuleUnload(v->module);
     v->module = NULL;
+    if (v->scores != 0)
+        v->cu->p_cuMemFree(v->scores);
+    v->scores = 0;
+    v->scores_bytes = 0;
 }
 
 ft_status ft__tensors_create(const ft_cuda *cu, const ft_problem *p, ft_tensors *t, ft_err *err)
@@ -154,7 +158,7 @@ ft_status ft__tensors_create(const ft_cuda *cu, const ft_problem *p, ft_tensors 
 void ft__tensors_destroy(const ft_cuda *cu, ft_tensors *t)
 {
     CUdeviceptr *all[] = {&t->buf[0], &t->buf[1], &t->buf[2], &t->buf[3], &t->lse, &t->o_ref, &t->lse_ref, &t->stats,
-                          &t->mag_ref};
+                          &t->mag_ref, &t->ws};
     size_t i;
 
     for (i = 0; i < sizeof all / sizeof all[0]; i++) {
@@ -162,6 +166,27 @@ void ft__tensors_destroy(const ft_cuda *cu, ft_tensors *t)
             cu->p_cuMemFree(*all[i]);
         *all[i] = 0;
     }
+    t->ws_bytes = 0;
+}
+
+ft_status ft__tensors_workspace(const ft_cuda *cu, ft_tensors *t, const ft_kernel *k, ft_err *err)
+{
+    ft_fwd_params fp;
+    size_t need = 0;
+    ft_status rc;
+
+    ft__tensors_params(t, &fp);
+    rc = ft__kernel_fwd_workspace(k, &fp, &need, err);
+    if (rc != FT_OK || need <= t->ws_bytes)
+        return rc;
+    if (t->ws != 0)
+        cu->p_cuMemFree(t->ws);
+    t->ws = 0;
+    t->ws_bytes = 0;
+    rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->ws, need), err, "allocating the workspace");
+    if (rc == FT_OK)
+        t->ws_bytes = need;
+    return rc;
 }
 
 static const void *tensor_ptr(const ft_tensors *t, int which)
@@ -192,6 +217,8 @@ void ft__tensors_params(const ft_tensors *t, ft_fwd_params *out)
     out->seqlen_k = p->seqlen_k;
     out->scale = scale;
     out->scale_log2 = scale * 1.4426950408889634f;
+    out->ws = (float *)(uintptr_t)t->ws;
+    out->ws_bytes = (int64_t)t->ws_bytes;
 }
 
 ft_status ft__verify_fill(ft_verifier *v, CUdeviceptr ptr, size_t n, uint64_t seed, float stddev, int bf16,
@@ -236,6 +263,7 @@ typedef struct ref_params {
     int32_t batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
     float scale;
     int32_t causal, bf16, reserved;
+    float *scores;
 } ref_params;
 
 /* The reference's parameter block for inputs fp (q, k, v and their strides) and outputs o
@@ -279,13 +307,31 @@ ft_status ft__reference_forward(ft_verifier *v, const ft_problem *p, const ft_fw
     ref_params rp;
     void *args[] = {&rp};
     size_t smem = (size_t)(p->head_dim + p->seqlen_k + 32) * 4;
+    const size_t scores = (size_t)p->batch * p->heads_q * p->seqlen_q * (size_t)p->seqlen_k * 4;
+    ft_status rc;
 
-    if (smem > (size_t)v->dev.smem_per_block)
-        return ft__fail(err, FT_ERR_UNSUPPORTED, "the GPU reference holds a row of scores in shared memory: "
-                        "seqlen_k %d is too long", p->seqlen_k);
+    if (smem > (size_t)v->dev.smem_per_block) {
+        /* Rows too long for shared memory: their scores in a global buffer of the verifier's. */
+        if (scores > FT_REF_SCORES_MAX)
+            return ft__fail(err, FT_ERR_UNSUPPORTED, "the GPU reference holds the scores of rows of seqlen_k %d in "
+                            "global memory, %.1f GB for this shape: more than %.0f GB", p->seqlen_k, scores / 1e9,
+                            FT_REF_SCORES_MAX / 1e9);
+        if (scores > v->scores_bytes) {
+            if (v->scores != 0)
+                cu->p_cuMemFree(v->scores);
+            v->scores = 0, v->scores_bytes = 0;
+            rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&v->scores, scores), err, "allocating the reference's scores");
+            if (rc != FT_OK)
+                return rc;
+            v->scores_bytes = scores;
+        }
+        smem = (size_t)(p->head_dim + 32) * 4;
+    }
     if (!(in->scale > 0))
         return ft__fail(err, FT_ERR_INTERNAL, "the reference forward's inputs carry no softmax scale");
     ref_block_of(p, in, o, lse, mag, &rp);
+    if (smem < (size_t)(p->head_dim + p->seqlen_k + 32) * 4)
+        rp.scores = (float *)(uintptr_t)v->scores;
     return ft__cuda_check(cu, cu->p_cuLaunchKernel(v->attention, (unsigned)p->seqlen_q, (unsigned)p->heads_q,
                                                 (unsigned)p->batch, 256, 1, 1, (unsigned)smem, NULL, args, NULL),
                           err, "launching the reference");
@@ -334,6 +380,8 @@ static ft_status run_poisoned(ft_verifier *v, const ft_kernel *k, ft_tensors *t,
         rc = ft__cuda_check(cu, cu->p_cuMemsetD16(t->buf[3], 0xffff, t->plan.elems[3]), err, "poisoning O");
     if (rc == FT_OK)
         rc = ft__cuda_check(cu, cu->p_cuMemsetD32(t->lse, 0xffffffffu, rows), err, "poisoning the LSE");
+    if (rc == FT_OK)
+        rc = ft__tensors_workspace(cu, t, k, err);
     if (rc != FT_OK)
         return rc;
     ft__tensors_params(t, fp);

@@ -72,7 +72,14 @@ typedef struct ft_verifier {
     /* the backward's (runtime/verify_bwd.c) */
     CUfunction to_half;
     CUfunction bwd_dsum, bwd_dq, bwd_dkv, bwd_compare;
+    /* the forward reference's scores of rows too long for shared memory, grown as needed */
+    CUdeviceptr scores;
+    size_t scores_bytes;
 } ft_verifier;
+
+/* The most global memory the forward reference takes for scores (rows of seqlen_k past what a
+ * block's shared memory holds): 4 GB. */
+#define FT_REF_SCORES_MAX ((size_t)4 << 30)
 
 ft_status ft__verifier_init(const ft_cuda *cu, const ft_arch *dev, ft_cache *cache, ft_verifier *out,
                             ft_err *err);
@@ -91,13 +98,19 @@ typedef struct ft_tensors {
     CUdeviceptr stats;        /* 8 doubles for the GPU comparison */
     double ref_sumsq;         /* sum of squares of the reference O */
     int have_reference;
+    CUdeviceptr ws;           /* the launch plan's workspace (split-key kernels), ws_bytes of it */
+    size_t ws_bytes;
 } ft_tensors;
 
 ft_status ft__tensors_create(const ft_cuda *cu, const ft_problem *p, ft_tensors *t, ft_err *err);
 void ft__tensors_destroy(const ft_cuda *cu, ft_tensors *t);
 
-/* The kernel argument block for these tensors. */
+/* The kernel argument block for these tensors (with their workspace). */
 void ft__tensors_params(const ft_tensors *t, ft_fwd_params *out);
+
+/* Grows the tensors' workspace to what kernel k's launch plan wants for them (nothing for most
+ * kernels): call before ft__tensors_params for a kernel that may split its keys. */
+ft_status ft__tensors_workspace(const ft_cuda *cu, ft_tensors *t, const ft_kernel *k, ft_err *err);
 
 /* Fills Q and K with N(0, qk_std²) and V with N(0, 1) from a seed (a large qk_std makes
  * scores in the hundreds, to exercise the safe softmax); invalidates the reference. */

@@ -9,7 +9,8 @@
 // ft_ref_attention computes attention in fp32 with the same contract as the flash kernels
 // (layouts, strides, grouped-query heads, bottom-right causal mask, O = 0 and LSE = +inf for
 // a row that sees no key), one thread block per (query row, head, batch), the row's scores
-// held in shared memory: O(seqlen_k) memory per block, nothing clever.
+// held in shared memory (or, for rows too long for it, in global memory the caller gives):
+// O(seqlen_k) memory per block, nothing clever.
 
 namespace ftref {
 
@@ -34,6 +35,7 @@ struct RefParams {
     int causal;
     int bf16;
     int reserved;
+    float *scores; // NULL: each row's scores in shared memory; else [batch][heads_q][seqlen_q][seqlen_k]
 };
 
 __device__ __forceinline__ float to_float(u16 x, int bf16)
@@ -84,15 +86,16 @@ __device__ float block_reduce(float x, float *red, bool is_max)
 
 } // namespace ftref
 
-// Dynamic shared memory: (head_dim + seqlen_k + 32) floats.
+// Dynamic shared memory: (head_dim + seqlen_k + 32) floats, or (head_dim + 32) with p.scores.
 extern "C" __global__ void __launch_bounds__(256) ft_ref_attention(const ftref::RefParams p)
 {
     using namespace ftref;
     extern __shared__ float sm[];
-    float *qs = sm;
-    float *s = sm + p.head_dim;
-    float *red = s + p.seqlen_k;
     const int row = blockIdx.x, head = blockIdx.y, batch = blockIdx.z;
+    float *qs = sm;
+    float *s = p.scores ? p.scores + (((long long)batch * p.heads_q + head) * p.seqlen_q + row) * p.seqlen_k
+                        : sm + p.head_dim;
+    float *red = sm + p.head_dim + (p.scores ? 0 : p.seqlen_k);
     const int kv_head = head / (p.heads_q / p.heads_kv);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
     const int d = p.head_dim;

@@ -46,15 +46,15 @@ static ft_status write_text(const char *path, const char *text, ft_err *err)
 
 /* ---- the built-in specs ------------------------------------------------------------------ */
 
-/* The four specs are built in (the forward's, then the backward's, each in order of preference),
- * each the text of the file in specs/. */
+/* The five specs are built in (the forward's, then the backward's, each in order of preference,
+ * then the short-query forward's), each the text of the file in specs/. */
 static void test_builtin_table(void)
 {
     static const char *const names[] = {"specs/flash_fwd.lua", "specs/flash_fwd_sm90.lua", "specs/flash_bwd.lua",
-                                        "specs/flash_bwd_sm90.lua"};
+                                        "specs/flash_bwd_sm90.lua", "specs/flash_decode.lua"};
     int i;
 
-    for (i = 0; i < 4; i++) {
+    for (i = 0; i < 5; i++) {
         char path[1024];
         char *disk;
         ASSERT_TRUE(ft__builtin_specs[i].name != NULL);
@@ -66,12 +66,12 @@ static void test_builtin_table(void)
         ASSERT_TRUE(strcmp(ft__builtin_specs[i].data, disk) == 0);
         free(disk);
     }
-    ASSERT_TRUE(ft__builtin_specs[4].name == NULL);
+    ASSERT_TRUE(ft__builtin_specs[5].name == NULL);
 }
 
 static void test_load_builtin_index(void)
 {
-    static const int past[] = {4, 5, 1000, -1};
+    static const int past[] = {5, 6, 1000, -1};
     ft_spec *spec = NULL;
     ft_err err;
     size_t i;
@@ -94,6 +94,9 @@ static void test_load_builtin_index(void)
     ft__spec_free(spec);
     ASSERT_OK(ft__spec_load_builtin(3, &spec, &err), &err);
     ASSERT_STREQ(spec->template_name, "flash_bwd_sm90");
+    ft__spec_free(spec);
+    ASSERT_OK(ft__spec_load_builtin(4, &spec, &err), &err);
+    ASSERT_STREQ(spec->template_name, "flash_decode_sm80");
     ft__spec_free(spec);
     for (i = 0; i < sizeof past / sizeof past[0]; i++) {
         spec = (ft_spec *)&err; /* must be reset to NULL */
@@ -134,7 +137,7 @@ static void expect_no_file(const char *name)
     ASSERT_TRUE(spec == NULL);
     ASSERT_CONTAINS(err.msg, "cannot open");
     ASSERT_CONTAINS(err.msg, name);
-    ASSERT_CONTAINS(err.msg, "no built-in spec has that name either (flash_fwd, flash_fwd_sm90, flash_bwd, flash_bwd_sm90)");
+    ASSERT_CONTAINS(err.msg, "no built-in spec has that name either (flash_fwd, flash_fwd_sm90, flash_bwd, flash_bwd_sm90, flash_decode)");
     /* a near miss of a built-in name is suggested, a name far from all of them is not */
     if (strcmp(name, "flash_fwd_sm9") == 0 || strcmp(name, "flash_fwd_sm90.lu") == 0)
         ASSERT_CONTAINS(err.msg, "did you mean flash_fwd_sm90?");

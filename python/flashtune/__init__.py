@@ -23,7 +23,7 @@ __all__ = ["Context", "FlashtuneError", "attention", "check_tensors", "library_p
            "backward_flops"]
 
 FT_OPTIONS_VERSION = 2
-FT_ARGS_VERSION = 2
+FT_ARGS_VERSION = 3
 FT_BWD_ARGS_VERSION = 1
 _DTYPES = {"float16": 0, "bfloat16": 1}
 
@@ -47,7 +47,7 @@ class _Options(ctypes.Structure):
 
 
 class _Args(ctypes.Structure):
-    """ft_attention_args, version 2 (include/flashtune.h)."""
+    """ft_attention_args, version 3 (include/flashtune.h)."""
     _fields_ = [
         ("version", ctypes.c_int),
         ("dtype", ctypes.c_int),
@@ -68,6 +68,9 @@ class _Args(ctypes.Structure):
         ("o_stride", ctypes.c_int64 * 3),
         ("causal", ctypes.c_int),
         ("softmax_scale", ctypes.c_float),
+        # version 3
+        ("workspace", ctypes.c_void_p),
+        ("workspace_bytes", ctypes.c_size_t),
     ]
 
 
@@ -158,6 +161,13 @@ def _load():
         lib.ft_attention_flops.restype = ctypes.c_double
         lib.ft_attention_key.argtypes = [ctypes.POINTER(_Args), ctypes.c_char_p, ctypes.c_size_t]
         lib.ft_attention_key.restype = ctypes.c_int
+        try:  # a library before version 3 of the arguments reads version 2 (no workspace)
+            lib.ft_attention_forward_workspace_size.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Args),
+                                                                ctypes.POINTER(ctypes.c_size_t)]
+            lib.ft_attention_forward_workspace_size.restype = ctypes.c_int
+            lib.flashtune_args_version = FT_ARGS_VERSION
+        except AttributeError:
+            lib.flashtune_args_version = 2
         bwd = ctypes.POINTER(_BwdArgs)
         try:  # a library older than the backward (0.1.0 before it) still runs the forward
             lib.ft_attention_backward.argtypes = [ctypes.c_void_p, bwd, ctypes.c_void_p, ctypes.c_size_t,
@@ -344,7 +354,7 @@ class Context:
         b, sq, hq, d = q.shape
         sk, hkv = k.shape[1], k.shape[2]
         a = _Args()
-        a.version = FT_ARGS_VERSION
+        a.version = self._lib.flashtune_args_version
         a.dtype = _DTYPES[str(q.dtype).split(".")[1]]
         a.batch, a.heads_q, a.heads_kv, a.seqlen_q, a.seqlen_k, a.head_dim = b, hq, hkv, sq, sk, d
         a.q, a.k, a.v, a.o = q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr()
@@ -370,6 +380,21 @@ class Context:
         if return_lse:
             lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32, device=q.device)
         a = self._args(q, k, v, o, lse, causal, scale, checked=True)
+        ws = None
+        if a.version >= 3:
+            # Few queries against many keys split the keys and keep partial results here, from
+            # PyTorch's allocator (stream-ordered); the size is asked once per kind of call.
+            kind = ("fwd", a.dtype, a.batch, a.heads_q, a.heads_kv, a.seqlen_q, a.seqlen_k, a.head_dim, a.causal)
+            size = self._workspace_sizes.get(kind)
+            if size is None:
+                c_size = ctypes.c_size_t()
+                rc = self._lib.ft_attention_forward_workspace_size(self._handle, ctypes.byref(a), ctypes.byref(c_size))
+                if rc != 0:
+                    raise FlashtuneError(self._message(self._handle, rc))
+                size = self._workspace_sizes[kind] = c_size.value
+            if size > 0:
+                ws = torch.empty(size, dtype=torch.uint8, device=q.device)
+                a.workspace, a.workspace_bytes = ws.data_ptr(), size
         s = torch.cuda.current_stream(q.device) if stream is None else stream
         rc = self._lib.ft_attention_forward(self._handle, ctypes.byref(a), ctypes.c_void_p(s.cuda_stream))
         if rc != 0:
@@ -612,7 +637,7 @@ __version__ = _package_version()
 
 def _sizes(batch, heads, seqlen_q, seqlen_k, head_dim, causal, heads_kv=None, dtype="float16"):
     a = _Args()
-    a.version = FT_ARGS_VERSION
+    a.version = _load().flashtune_args_version
     a.dtype = _DTYPES[dtype] if dtype in _DTYPES else {"f16": 0, "bf16": 1}[dtype]
     a.batch, a.heads_q, a.seqlen_q, a.seqlen_k, a.head_dim = batch, heads, seqlen_q, seqlen_k, head_dim
     a.heads_kv = heads if heads_kv is None else heads_kv

@@ -19,6 +19,11 @@ struct FwdParams {
     float scale;      // softmax scale applied to q·k
     float scale_log2; // scale · log2(e)
     int reserved;
+    // Families that split the keys across CTAs (flash_decode_sm80) and need a workspace:
+    float *ws;        // the workspace of the launch plan (its layout: the family's template)
+    long long ws_bytes; // its size: what the plan may use (the host's; kernels do not read it)
+    int splits;       // runs of keys per row block (1: no partial results)
+    int reserved2;
 };
 
 } // namespace ft
