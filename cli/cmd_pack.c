@@ -257,6 +257,7 @@ static ft_status verify_pack(ft_pack *p, int gpu, int quiet, ft_err *err)
         ft_tensors t;
         ft_kernel k;
         ft_check check;
+        char bucket[96];
 
         memset(&prob, 0, sizeof prob);
         memset(&t, 0, sizeof t);
@@ -284,10 +285,11 @@ static ft_status verify_pack(ft_pack *p, int gpu, int quiet, ft_err *err)
                           prob.seqlen_q, prob.seqlen_k, w->r.key.dtype, prob.causal, check.detail);
         else if (rc != FT_OK)
             ft__err_prefix(err, "verifying %s", pk->k.variant);
-        else if (!quiet)
-            printf("  verified %d/%d: %s d=%d causal=%d seqlen<=%lld b*h<=%lld: O relative L2 %.2e, LSE error %.2e\n",
-                   i + 1, p->nwinners, w->r.key.dtype, prob.head_dim, prob.causal, ft__key_get(&w->r.key, "seqlen", 0),
-                   ft__key_get(&w->r.key, "bh", 0), check.o_rel_l2, check.lse_max_err);
+        else if (!quiet) {
+            ft__key_describe(&w->r.key, bucket, sizeof bucket);
+            printf("  verified %d/%d: %s d=%d causal=%d (%s): O relative L2 %.2e, LSE error %.2e\n", i + 1,
+                   p->nwinners, w->r.key.dtype, prob.head_dim, prob.causal, bucket, check.o_rel_l2, check.lse_max_err);
+        }
         ft__kernel_unload(s.cu, &k);
         ft__tensors_destroy(s.cu, &t);
     }

@@ -32,17 +32,41 @@ typedef struct query_ctx {
     int json;
     long long rows;
     const ft_db_filter *f; /* misses: the bucket filters */
+    int write_errno;       /* why writing stdout failed (0: it did not) */
 } query_ctx;
 
-/* The fields of a key that the listings show (every attention operation's key has dtype, d and
- * causal; the forward's also seqlen and bh). */
+/* Stops a listing at the first failed write to stdout, keeping the reason: glibc drops what it
+ * could not write, so at exit the stream may have nothing left to fail on and no reason to give. */
+static int write_failed(query_ctx *q)
+{
+    if (!ferror(stdout))
+        return 0;
+    if (q->write_errno == 0)
+        q->write_errno = errno != 0 ? errno : EIO;
+    return 1;
+}
+
+/* The fields of a key that the listings show (every attention operation's key has dtype, d,
+ * causal, seqlen and bh; the forward's and the backward's group, the forward's sq). group and sq
+ * are text: "-" where the key has no such field (null in JSON). */
 typedef struct shown_key {
     const char *op;
     const char *dtype;
     int head_dim, causal, seqlen_bucket, bh_bucket;
+    char group[24], sq[24];
 } shown_key;
 
-static shown_key show_key(const ft_key *k)
+static void show_field(const ft_key *k, const char *name, const char *none, char *out, size_t cap)
+{
+    long long v = ft__key_get(k, name, -1);
+
+    if (v < 0)
+        snprintf(out, cap, "%s", none);
+    else
+        snprintf(out, cap, "%lld", v);
+}
+
+static shown_key show_key(const ft_key *k, int json)
 {
     shown_key b;
 
@@ -52,13 +76,15 @@ static shown_key show_key(const ft_key *k)
     b.causal = (int)ft__key_get(k, "causal", 0);
     b.seqlen_bucket = (int)ft__key_get(k, "seqlen", 0);
     b.bh_bucket = (int)ft__key_get(k, "bh", 0);
+    show_field(k, "group", json ? "null" : "-", b.group, sizeof b.group);
+    show_field(k, "sq", json ? "null" : "-", b.sq, sizeof b.sq);
     return b;
 }
 
 static int print_miss(void *ud, const ft_db_miss *m)
 {
     query_ctx *q = ud;
-    const shown_key key = show_key(&m->key), *b = &key;
+    const shown_key key = show_key(&m->key, q->json), *b = &key;
     char shape[96];
 
     if ((q->f->dtype != NULL && strcmp(q->f->dtype, b->dtype) != 0) ||
@@ -71,22 +97,23 @@ static int print_miss(void *ud, const ft_db_miss *m)
         ft__json_string(stdout, m->device.name);
         printf(", \"driver_version\": %d, \"nvrtc_version\": ", m->device.driver_version);
         ft__json_string(stdout, m->device.nvrtc_version);
-        printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"d\": %d, \"causal\": %d, \"seqlen_bucket\": %d, "
-               "\"bh_bucket\": %d, \"shape\": \"%s\", \"fallback\": ",
-               b->op, b->dtype, b->head_dim, b->causal, b->seqlen_bucket, b->bh_bucket, shape);
+        printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"d\": %d, \"causal\": %d, \"group\": %s, \"sq_bucket\": %s, "
+               "\"seqlen_bucket\": %d, \"bh_bucket\": %d, \"shape\": \"%s\", \"fallback\": ",
+               b->op, b->dtype, b->head_dim, b->causal, b->group, b->sq, b->seqlen_bucket, b->bh_bucket, shape);
         ft__json_string(stdout, m->fallback);
         printf(", \"count\": %lld, \"first_seen\": \"%s\", \"last_seen\": \"%s\", \"tuned\": %s}\n", m->count,
                m->first_seen, m->last_seen, m->tuned ? "true" : "false");
     } else {
         if (q->rows == 0)
-            printf("%-14s %-4s %4s %6s %7s %6s  %-36s %-8s %6s  %-19s  %-19s  %s\n", "device", "type", "d", "causal",
-                   "seqlen", "b*h", "first shape", "ran", "count", "first seen", "last seen", "tuned now");
-        printf("%-14.14s %-4s %4d %6d %7d %6d  %-36s %-8s %6lld  %-19s  %-19s  %s\n", m->device.name, b->dtype,
-               b->head_dim, b->causal, b->seqlen_bucket, b->bh_bucket, shape, m->fallback, m->count, m->first_seen,
-               m->last_seen, m->tuned ? "yes" : "no");
+            printf("%-14s %-4s %4s %6s %5s %6s %7s %6s  %-36s %-8s %6s  %-19s  %-19s  %s\n", "device", "type", "d",
+                   "causal", "group", "sq", "seqlen", "b*h", "first shape", "ran", "count", "first seen", "last seen",
+                   "tuned now");
+        printf("%-14.14s %-4s %4d %6d %5s %6s %7d %6d  %-36s %-8s %6lld  %-19s  %-19s  %s\n", m->device.name, b->dtype,
+               b->head_dim, b->causal, b->group, b->sq, b->seqlen_bucket, b->bh_bucket, shape, m->fallback, m->count,
+               m->first_seen, m->last_seen, m->tuned ? "yes" : "no");
     }
     q->rows++;
-    return 0;
+    return write_failed(q);
 }
 
 static int print_row(void *ud, const ft_db_row *row)
@@ -94,7 +121,7 @@ static int print_row(void *ud, const ft_db_row *row)
     query_ctx *q = ud;
     const ft_db_result *r = &row->result;
     const char *status = ft__result_status_name(r->status);
-    const shown_key k = show_key(&r->key);
+    const shown_key k = show_key(&r->key, q->json);
     char key[FT_KEY_TEXT_MAX];
 
     ft__key_format(&r->key, key, sizeof key);
@@ -102,10 +129,11 @@ static int print_row(void *ud, const ft_db_row *row)
     if (q->json) {
         printf("{\"device\": ");
         ft__json_string(stdout, row->device.name);
-        printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"d\": %d, \"causal\": %d, \"seqlen_bucket\": %d, "
-               "\"bh_bucket\": %d, \"shape\": \"b=%d,hq=%d,hkv=%d,sq=%d,sk=%d\", \"variant\": ",
-               k.op, k.dtype, k.head_dim, k.causal, k.seqlen_bucket, k.bh_bucket, r->batch, r->heads_q, r->heads_kv,
-               r->seqlen_q, r->seqlen_k);
+        printf(", \"op\": \"%s\", \"dtype\": \"%s\", \"d\": %d, \"causal\": %d, \"group\": %s, \"sq_bucket\": %s, "
+               "\"seqlen_bucket\": %d, \"bh_bucket\": %d, \"shape\": \"b=%d,hq=%d,hkv=%d,sq=%d,sk=%d\", "
+               "\"variant\": ",
+               k.op, k.dtype, k.head_dim, k.causal, k.group, k.sq, k.seqlen_bucket, k.bh_bucket, r->batch, r->heads_q,
+               r->heads_kv, r->seqlen_q, r->seqlen_k);
         ft__json_string(stdout, row->variant);
         printf(", \"status\": \"%s\"", status);
         if (!isnan(r->median_ms))
@@ -123,10 +151,10 @@ static int print_row(void *ud, const ft_db_row *row)
                row->winner ? "true" : "false", row->measured_at);
     } else {
         if (q->rows == 0)
-            printf("%-14s %-3s %-4s %4s %6s %7s %6s  %-70s %-13s %9s %7s  %s\n", "device", "op", "type", "d", "causal",
-                   "seqlen", "b*h", "variant", "status", "ms", "TFLOP/s", "note");
-        printf("%-14.14s %-3s %-4s %4d %6d %7d %6d  %-70s %-13s ", row->device.name, k.op, k.dtype, k.head_dim,
-               k.causal, k.seqlen_bucket, k.bh_bucket, row->variant, status);
+            printf("%-14s %-3s %-4s %4s %6s %5s %6s %7s %6s  %-70s %-13s %9s %7s  %s\n", "device", "op", "type", "d",
+                   "causal", "group", "sq", "seqlen", "b*h", "variant", "status", "ms", "TFLOP/s", "note");
+        printf("%-14.14s %-3s %-4s %4d %6d %5s %6s %7d %6d  %-70s %-13s ", row->device.name, k.op, k.dtype, k.head_dim,
+               k.causal, k.group, k.sq, k.seqlen_bucket, k.bh_bucket, row->variant, status);
         if (!isnan(r->median_ms))
             printf("%9.4f %7.1f  ", r->median_ms, r->tflops);
         else
@@ -134,7 +162,7 @@ static int print_row(void *ud, const ft_db_row *row)
         printf("%s%s%s\n", row->winner ? "winner " : "", row->stale ? "stale " : "", r->reason);
     }
     q->rows++;
-    return 0;
+    return write_failed(q);
 }
 
 int cmd_query(int argc, char **argv)
@@ -193,6 +221,8 @@ int cmd_query(int argc, char **argv)
             status = cli_fail("query", &err);
             goto out;
         }
+        if (q.write_errno != 0)
+            goto write_error;
         if (q.rows == 0)
             fprintf(stderr, "flashtune query: no misses recorded in %s (FLASHTUNE_RECORD_MISSES=1 records them)\n",
                     ft__db_path(db));
@@ -205,11 +235,17 @@ int cmd_query(int argc, char **argv)
         status = cli_fail("query", &err);
         goto out;
     }
+    if (q.write_errno != 0)
+        goto write_error;
     if (q.rows == 0)
         fprintf(stderr, "flashtune query: no %s match in %s\n", f.winners_only ? "winners" : "results", ft__db_path(db));
     else if (!q.json)
         printf("%lld rows from %s\n", q.rows, ft__db_path(db));
     status = 0;
+    goto out;
+write_error:
+    fprintf(stderr, "flashtune query: writing the output failed: %s\n", strerror(q.write_errno));
+    status = 1;
 out:
     ft__db_close(db);
     return status;

@@ -202,8 +202,10 @@ FT_API void ft_attention_args_init_version(ft_attention_args *a, int version);
 FT_API double ft_attention_flops(const ft_attention_args *args);
 
 /* The key of a forward call: the kind of call a tuned winner is chosen for, in the canonical
- * text the tuning database and packs store ({"dtype":"f16","d":128,"causal":1,"seqlen":4096,
- * "bh":64}), written to buf (cap bytes, cut to fit; "" on failure). FT_ERR_INVALID_ARGUMENT
+ * text the tuning database and packs store: the dtype, the head dim, causality, then
+ * heads_q / heads_kv, seqlen_q, max(seqlen_q, seqlen_k) (at least 64) and batch·heads_q, each
+ * rounded up to a power of two ({"dtype":"bf16","d":128,"causal":0,"group":8,"sq":1,
+ * "seqlen":8192,"bh":1024} for a decode step of a grouped-query model), written to buf (cap bytes, cut to fit; "" on failure). FT_ERR_INVALID_ARGUMENT
  * for NULL arguments, cap 0, or sizes that are not positive. The tensors are not read; no
  * context is needed. */
 FT_API ft_status ft_attention_key(const ft_attention_args *args, char *buf, size_t cap);
@@ -313,8 +315,9 @@ FT_API ft_status ft_attention_backward_kernel(ft_context *ctx, const ft_attentio
 #define FT_KERNEL_SET_VERSION 2
 
 typedef struct ft_kernel_set_entry {
-    /* The kind of calls the entry serves (version 2: the set's keys[i] says so exactly; these
-     * fields repeat what every attention operation's key has). */
+    /* The kind of calls the entry serves (version 2: the set's keys[i] says so exactly, the
+     * forward's with its group and query-length buckets too; these fields repeat what every
+     * attention operation's key has). */
     ft_dtype dtype;
     int head_dim;
     int causal;                    /* 0 or 1 */
@@ -351,10 +354,14 @@ struct ft_kernel_set {
     const char *const *ops;        /* count operation names, one per entry ("fwd": the forward) */
     const char *const *keys;       /* count keys, one per entry: what calls its kernel serves, the
                                       canonical text of the operation's key
-                                      ({"dtype":"f16","d":128,"causal":1,"seqlen":4096,"bh":64}) */
+                                      ({"dtype":"f16","d":128,"causal":1,"group":1,"sq":4096,
+                                      "seqlen":4096,"bh":64}; a forward key without group and sq,
+                                      as sets exported before they were fields have, serves
+                                      prefill calls of group 1, sq = seqlen) */
 };
 /* A version-1 set (written by flashtune 0.1) ends before ops: its entries are forward ones, their
- * key their dtype, head_dim, causal, seqlen_bucket and bh_bucket. Both versions are read. */
+ * key their dtype, head_dim, causal, seqlen_bucket and bh_bucket (prefill calls: group 1,
+ * sq = seqlen_bucket). Both versions are read. */
 
 /* Which kernel ft_attention_forward runs for a call with these arguments, and how it was
  * chosen, as one line written to buf (cap bytes, NUL-terminated, cut to fit), e.g.

@@ -195,4 +195,5 @@ const ft_op ft__op_bwd = {
     bwd_bytes,
     bwd_tolerance,
     bwd_plan,
+    NULL, /* the key has had one form */
 };

@@ -2,9 +2,16 @@
  * The forward operation: O = softmax(scale·Q·Kᵀ)·V per (batch, query head), and the LSE of
  * every row.
  *
- * Key: the dtype, the head dim, causality, the sequence length rounded up to a power of two
- * (the longer of seqlen_q and seqlen_k, at least 64) and batch·heads_q rounded up to a power of
- * two. Calls of one key run one kernel.
+ * Key: the dtype, the head dim, causality, the query heads per K/V head ("group"), the query
+ * length ("sq"), the sequence length (the longer of seqlen_q and seqlen_k, at least 64) and
+ * batch·heads_q, each rounded up to a power of two. Calls of one key run one kernel. A decode
+ * call (seqlen_q 1 against a long seqlen_k) and a prefill of the same sequence length differ by
+ * sq; keys of at most FT_FWD_SHORT_QUERY query rows are the decode kernels' (ops/op.h).
+ *
+ * Keys written before group and sq were fields (the database's schema 3, packs, exported kernel
+ * sets) read as prefill keys of one query head per K/V head: group 1, sq = seqlen (fwd_legacy);
+ * where the shape a key was measured on is stored with it, that shape's fields are taken instead
+ * (ft__key_parse_shaped).
  */
 #include <math.h>
 #include <stdint.h>
@@ -21,7 +28,8 @@ static const ft_op_tensor fwd_tensors[] = {
     {"lse", FT_TENSOR_OPTIONAL_OUTPUT, "fp32", "[batch, heads_q, seqlen_q]"},
 };
 
-static const char *const fwd_key_fields[] = {"d", "causal", "seqlen", "bh", NULL};
+static const char *const fwd_key_fields[] = {"d", "causal", "group", "sq", "seqlen", "bh", NULL};
+enum { FWD_D, FWD_CAUSAL, FWD_GROUP, FWD_SQ, FWD_SEQLEN, FWD_BH };
 
 static ft_status fwd_validate(const ft_problem *p, ft_err *err)
 {
@@ -30,36 +38,60 @@ static ft_status fwd_validate(const ft_problem *p, ft_err *err)
 
 static void fwd_key(const ft_problem *p, ft_key *out)
 {
-    long long seqlen = p->seqlen_q > p->seqlen_k ? p->seqlen_q : p->seqlen_k;
+    const long long seqlen = p->seqlen_q > p->seqlen_k ? p->seqlen_q : p->seqlen_k;
+    const long long group = p->heads_kv > 0 ? p->heads_q / p->heads_kv : 1;
+    const long long values[] = {[FWD_D] = p->head_dim,
+                                [FWD_CAUSAL] = p->causal != 0,
+                                [FWD_GROUP] = ft__pow2_at_least(group, 1),
+                                [FWD_SQ] = ft__pow2_at_least(p->seqlen_q, 1),
+                                [FWD_SEQLEN] = ft__pow2_at_least(seqlen, 64),
+                                [FWD_BH] = ft__pow2_at_least((long long)p->batch * p->heads_q, 1)};
     int i;
 
     memset(out, 0, sizeof *out);
     out->op = &ft__op_fwd;
     snprintf(out->dtype, sizeof out->dtype, "%s", p->bf16 ? "bf16" : "f16");
-    for (i = 0; fwd_key_fields[i] != NULL; i++)
+    for (i = 0; fwd_key_fields[i] != NULL; i++) {
         snprintf(out->fields[i].name, sizeof out->fields[i].name, "%s", fwd_key_fields[i]);
+        out->fields[i].value = values[i];
+    }
     out->nfields = i;
-    out->fields[0].value = p->head_dim;
-    out->fields[1].value = p->causal != 0;
-    out->fields[2].value = ft__pow2_at_least(seqlen, 64);
-    out->fields[3].value = ft__pow2_at_least((long long)p->batch * p->heads_q, 1);
 }
 
-/* |log2 of the sequence-length ratio| + 0.5·|log2 of the batch·heads ratio|; a tie goes to the
- * longer sequence (whose kernels amortise their start-up over more tiles): the distances are
- * multiples of 0.5, so a term below 0.5/64 orders equal ones by seqlen without reordering others. */
+/* The key before group and sq were fields ({"dtype","d","causal","seqlen","bh"}): the bucket of
+ * prefill calls, of one query head per K/V head, their query length the sequence length. */
+static int fwd_legacy(ft_key *k, unsigned missing)
+{
+    if (missing != ((1u << FWD_GROUP) | (1u << FWD_SQ)))
+        return 0;
+    k->fields[FWD_GROUP].value = 1;
+    k->fields[FWD_SQ].value = k->fields[FWD_SEQLEN].value;
+    return 1;
+}
+
+/* Only a kernel of the same dtype, head dim and causality can stand in, and a short-query
+ * (decode) key's only for another short-query key (FT_FWD_SHORT_QUERY). Then |log2 of the
+ * sequence-length ratio| + |log2 of the query-length ratio| + 0.5·|log2 of the batch·heads
+ * ratio| + 0.5·|log2 of the group ratio|; a tie goes to the longer sequence (whose kernels
+ * amortise their start-up over more tiles): the distances are multiples of 0.5, so a term below
+ * 0.5/64 orders equal ones by seqlen without reordering others. */
 static double fwd_distance(const ft_key *a, const ft_key *b)
 {
-    double sa, sb, ba, bb;
+    double sa, sb, qa, qb, ba, bb, ga, gb;
 
     if (strcmp(a->dtype, b->dtype) != 0 || ft__key_get(a, "d", -1) != ft__key_get(b, "d", -2) ||
         ft__key_get(a, "causal", -1) != ft__key_get(b, "causal", -2))
         return -1;
     sa = (double)ft__key_get(a, "seqlen", 0), sb = (double)ft__key_get(b, "seqlen", 0);
+    qa = (double)ft__key_get(a, "sq", 0), qb = (double)ft__key_get(b, "sq", 0);
     ba = (double)ft__key_get(a, "bh", 0), bb = (double)ft__key_get(b, "bh", 0);
-    if (sa <= 0 || sb <= 0 || ba <= 0 || bb <= 0)
+    ga = (double)ft__key_get(a, "group", 0), gb = (double)ft__key_get(b, "group", 0);
+    if (sa <= 0 || sb <= 0 || qa <= 0 || qb <= 0 || ba <= 0 || bb <= 0 || ga <= 0 || gb <= 0)
         return -1;
-    return fabs(log2(sb / sa)) + 0.5 * fabs(log2(bb / ba)) + (64.0 - log2(sb)) * (0.5 / 64 / 64);
+    if ((qa <= FT_FWD_SHORT_QUERY) != (qb <= FT_FWD_SHORT_QUERY))
+        return -1;
+    return fabs(log2(sb / sa)) + fabs(log2(qb / qa)) + 0.5 * fabs(log2(bb / ba)) + 0.5 * fabs(log2(gb / ga)) +
+           (64.0 - log2(sb)) * (0.5 / 64 / 64);
 }
 
 /* 4·b·hq·sq·sk·d, halved when causal (the convention of the FlashAttention papers). */
@@ -216,4 +248,5 @@ const ft_op ft__op_fwd = {
     fwd_bytes,
     fwd_tolerance,
     fwd_plan,
+    fwd_legacy,
 };

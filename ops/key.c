@@ -122,12 +122,15 @@ static const char *plain_string(const char *p, char *out, size_t cap)
     return p + 1;
 }
 
-ft_status ft__key_parse(const ft_op *op, const char *text, ft_key *out, ft_err *err)
+/* Parses text into out; *missing gets the bits of the fields (bit i: key_fields[i]) that the
+ * text lacked and the operation's legacy completed (0 for a text of the current form). */
+static ft_status parse(const ft_op *op, const char *text, ft_key *out, unsigned *missing, ft_err *err)
 {
     const char *p = skip_ws(text);
-    unsigned seen = 0;
+    unsigned seen = 0, all;
     int have_dtype = 0, nf = 0, i;
 
+    *missing = 0;
     memset(out, 0, sizeof *out);
     out->op = op;
     for (nf = 0; op->key_fields[nf] != NULL; nf++) {
@@ -176,10 +179,57 @@ ft_status ft__key_parse(const ft_op *op, const char *text, ft_key *out, ft_err *
         else if (*p != '}')
             goto bad;
     }
-    if (*skip_ws(p + 1) != '\0' || !have_dtype || seen != (1u << nf) - 1)
+    all = (1u << nf) - 1;
+    if (*skip_ws(p + 1) != '\0' || !have_dtype)
         goto bad;
+    if (seen != all && (op->legacy == NULL || !op->legacy(out, all & ~seen)))
+        goto bad;
+    *missing = all & ~seen;
     return FT_OK;
 bad:
     return ft__fail(err, FT_ERR_CORRUPT, "'%.200s' is not a key of operation %s (fields dtype, %s...)", text,
                     op->name, op->key_fields[0] != NULL ? op->key_fields[0] : "");
+}
+
+ft_status ft__key_parse(const ft_op *op, const char *text, ft_key *out, ft_err *err)
+{
+    unsigned missing;
+
+    return parse(op, text, out, &missing, err);
+}
+
+ft_status ft__key_parse_shaped(const ft_op *op, const char *text, int batch, int heads_q, int heads_kv, int seqlen_q,
+                               int seqlen_k, ft_key *out, ft_err *err)
+{
+    ft_status rc;
+    unsigned missing;
+    ft_key shape;
+    int i;
+
+    rc = parse(op, text, out, &missing, err);
+    if (rc != FT_OK || missing == 0)
+        goto out;
+    ft__key_of(op, out->dtype, (int)ft__key_get(out, "d", 0), (int)ft__key_get(out, "causal", 0),
+               (int)ft__key_get(out, "det", 0), batch, heads_q, heads_kv, seqlen_q, seqlen_k, &shape);
+    for (i = 0; i < out->nfields; i++)
+        if (missing & (1u << i))
+            out->fields[i].value = shape.fields[i].value;
+out:
+    return rc;
+}
+
+void ft__key_describe(const ft_key *k, char *out, size_t cap)
+{
+    static const char *const buckets[][2] = {{"group", "group"}, {"sq", "sq"}, {"seqlen", "seqlen"}, {"bh", "b*h"}};
+    size_t n = 0, b;
+    int i;
+
+    if (cap == 0)
+        return;
+    out[0] = '\0';
+    for (i = 0; i < k->nfields && n < cap; i++)
+        for (b = 0; b < sizeof buckets / sizeof buckets[0]; b++)
+            if (strcmp(k->fields[i].name, buckets[b][0]) == 0)
+                n += (size_t)snprintf(out + n, cap - n, "%s%s <= %lld", n > 0 ? ", " : "", buckets[b][1],
+                                      k->fields[i].value);
 }

@@ -50,12 +50,26 @@ typedef struct ft_key {
 
 /* The canonical text of a key, as the database and packs store it: a JSON object with the
  * dtype first, then the operation's fields in its order, no spaces:
- * {"dtype":"f16","d":128,"causal":1,"seqlen":4096,"bh":64}. Equal keys have equal texts. */
+ * {"dtype":"f16","d":128,"causal":1,"group":1,"sq":4096,"seqlen":4096,"bh":64}. Equal keys have
+ * equal texts. */
 void ft__key_format(const ft_key *k, char *out, size_t cap);
 
 /* Parses a key text of operation op: exactly the operation's fields, in any order, each once,
- * integers only (and the dtype a string). FT_ERR_CORRUPT naming the text otherwise. */
+ * integers only (and the dtype a string); or a text of an older form of the operation's key,
+ * which lacks some fields that the operation's `legacy` completes. FT_ERR_CORRUPT naming the
+ * text otherwise. */
 ft_status ft__key_parse(const ft_op *op, const char *text, ft_key *out, ft_err *err);
+
+/* As ft__key_parse, but the fields an older form of the key lacks are those of the key of a call
+ * of this shape (and the text's dtype, head dim, causality and determinism), not the
+ * operation's defaults: for keys stored with the shape they were measured on (results, misses,
+ * the winners of packs). A text of the current form is read as it is. */
+ft_status ft__key_parse_shaped(const ft_op *op, const char *text, int batch, int heads_q, int heads_kv, int seqlen_q,
+                               int seqlen_k, ft_key *out, ft_err *err);
+
+/* The bucket fields of a key for people ("group <= 8, sq <= 1, seqlen <= 8192, b*h <= 1024": those
+ * of group, sq, seqlen and bh that the key has, in its order) into out (cap bytes, cut to fit). */
+void ft__key_describe(const ft_key *k, char *out, size_t cap);
 
 /* A field's value, or def when the key has no such field. */
 long long ft__key_get(const ft_key *k, const char *name, long long def);
@@ -63,7 +77,7 @@ long long ft__key_get(const ft_key *k, const char *name, long long def);
 int ft__key_equal(const ft_key *a, const ft_key *b);
 
 /* An order of keys: by operation name, dtype, then the fields in the operation's order (for the
- * forward: head dim, causality, sequence length, batch·heads). */
+ * forward: head dim, causality, group, query length, sequence length, batch·heads). */
 int ft__key_cmp(const ft_key *a, const ft_key *b);
 
 /* The key of a call of `op` with these sizes, causality and determinism (the backward's choice;
@@ -176,7 +190,19 @@ struct ft_op {
     ft_tolerance (*tolerance)(int bf16);
     /* The steps of one call by a kernel with these launch facts. */
     ft_status (*plan)(const ft_launch_facts *facts, const ft_problem *p, ft_launch_plan *out, ft_err *err);
+    /* Completes a key parsed from a text of an older form of the operation's key, which lacked
+     * the fields whose bits are set in missing (bit i: key_fields[i]), with the values that form
+     * meant; 0 when no older form lacks exactly those (the text is refused). NULL: the key never
+     * had another form. */
+    int (*legacy)(ft_key *k, unsigned missing);
 };
+
+/* The forward's keys whose query length bucket ("sq") is at most this are short-query (decode)
+ * keys: the runtime gives their calls kernels of their own, and a short-query key and another
+ * never stand in for each other (the forward's distance is -1 between them). A call of at most
+ * 16 query rows per head (one new token, or a few of speculative decoding) fills at most a
+ * quarter of the smallest row block of the prefill kernels (specs/flash_fwd*.lua: bm >= 64). */
+#define FT_FWD_SHORT_QUERY 16
 
 /* The operations flashtune has, NULL-ended; and one by name (NULL when unknown). */
 extern const ft_op *const ft__ops[];

@@ -404,7 +404,7 @@ static int load_tuned(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
     void *cubin = NULL;
     size_t size = 0;
     int found = 0, exact = 0, ok = 0;
-    char why[400];
+    char why[400], bucket[96];
     ft_err err;
     ft_variant v;
     ft_kernel_source src;
@@ -445,8 +445,8 @@ static int load_tuned(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
             snprintf(how, cap, "database: %s", found ? err.msg : "the nearest bucket lost its winner");
             return 0;
         }
-        snprintf(how, cap, "tuned for the nearest bucket (seqlen <= %lld, b*h <= %lld)",
-                 ft__key_get(&nc->keys[pick], "seqlen", 0), ft__key_get(&nc->keys[pick], "bh", 0));
+        ft__key_describe(&nc->keys[pick], bucket, sizeof bucket);
+        snprintf(how, cap, "tuned for the nearest bucket (%s)", bucket);
     }
     spec = spec_of_family(ctx, row.family);
     if (cubin == NULL)
@@ -482,6 +482,7 @@ static int load_from_set(ft_context *ctx, kernel_slot *slot, char *how, size_t c
     const ft_kernel_set_entry *e;
     const ft_key *got;
     int pick = ft__key_nearest(want, ctx->kset_keys, ctx->kset->count), exact;
+    char bucket[96];
     ft_err err;
 
     if (pick < 0) {
@@ -501,10 +502,11 @@ static int load_from_set(ft_context *ctx, kernel_slot *slot, char *how, size_t c
     if (exact)
         snprintf(how, cap, "%s, tuned for this bucket: %s", ctx->pack != NULL ? "pack" : "kernel set",
                  e->variant != NULL ? e->variant : e->entry);
-    else
-        snprintf(how, cap, "%s, tuned for the nearest bucket (seqlen <= %lld, b*h <= %lld): %s",
-                 ctx->pack != NULL ? "pack" : "kernel set", ft__key_get(got, "seqlen", 0), ft__key_get(got, "bh", 0),
-                 e->variant != NULL ? e->variant : e->entry);
+    else {
+        ft__key_describe(got, bucket, sizeof bucket);
+        snprintf(how, cap, "%s, tuned for the nearest bucket (%s): %s", ctx->pack != NULL ? "pack" : "kernel set",
+                 bucket, e->variant != NULL ? e->variant : e->entry);
+    }
     return 1;
 }
 

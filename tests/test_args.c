@@ -99,7 +99,12 @@ static void test_flops_and_key(void)
     a.head_dim = 128, a.causal = 1;
     ASSERT_TRUE(ft_attention_flops(&a) == 2.0 * 2 * 8 * 1000 * 3000 * 128);
     ASSERT_OK(ft_attention_key(&a, key, sizeof key), &(ft_err){0});
-    ASSERT_STREQ(key, "{\"dtype\":\"bf16\",\"d\":128,\"causal\":1,\"seqlen\":4096,\"bh\":16}");
+    ASSERT_STREQ(key, "{\"dtype\":\"bf16\",\"d\":128,\"causal\":1,\"group\":4,\"sq\":1024,\"seqlen\":4096,\"bh\":16}");
+    /* A decode step of a grouped-query model has a key of its own (the prefill's sq is 8192). */
+    a.batch = 32, a.heads_q = 32, a.heads_kv = 4, a.seqlen_q = 1, a.seqlen_k = 8192, a.causal = 0;
+    ASSERT_OK(ft_attention_key(&a, key, sizeof key), &(ft_err){0});
+    ASSERT_STREQ(key, "{\"dtype\":\"bf16\",\"d\":128,\"causal\":0,\"group\":8,\"sq\":1,\"seqlen\":8192,\"bh\":1024}");
+    a.batch = 2, a.heads_q = 8, a.heads_kv = 2, a.seqlen_q = 1000, a.seqlen_k = 3000, a.causal = 1;
     fill_v1(&old); /* a version-1 caller gets the same */
     ASSERT_TRUE(ft_attention_flops((const ft_attention_args *)(const void *)&old) == 2.0 * 3 * 8 * 1000 * 1001 * 128);
     a.batch = 0;

@@ -267,8 +267,15 @@ static void test_nearest_bucket(void)
     fwd_key("f16", 96, 0, 1, 16, 1024, 1024, &want);   /* nothing with d=96 */
     ASSERT_EQ(ft__key_nearest(&want, c, 5), -1);
     fwd_key("f16", 128, 0, 4, 16, 8192, 8192, &want);  /* equidistant: the longer one */
-    c[0].fields[3].value = c[1].fields[3].value = ft__key_get(&want, "bh", 0); /* bh */
+    fwd_key("f16", 128, 0, 4, 16, 16384, 16384, &c[1]); /* of want's b*h, as c[0] */
+    ASSERT_EQ(ft__key_get(&c[0], "bh", 0), ft__key_get(&want, "bh", 0));
+    ASSERT_EQ(ft__key_get(&c[1], "bh", 0), ft__key_get(&want, "bh", 0));
     ASSERT_EQ(ft__key_nearest(&want, c, 5), 1);
+    /* A decode call (one query row) has no prefill key near it, however close its length. */
+    fwd_key("f16", 128, 0, 4, 16, 1, 4096, &want);
+    ASSERT_EQ(ft__key_nearest(&want, c, 5), -1);
+    fwd_key("f16", 128, 0, 4, 16, 2, 16384, &c[4]);
+    ASSERT_EQ(ft__key_nearest(&want, c, 5), 4);
 }
 
 static void test_problem_parse(void)

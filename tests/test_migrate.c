@@ -1,8 +1,10 @@
 /* A database written by flashtune 0.1 (schema 2, tests/fixtures/tuning-v2.db: a tune of both
  * forward families with the stand-in worker, and two recorded misses) read as it is by a
- * read-only handle and migrated in place to schema 3: every result and miss kept with its id,
- * and every bucket's winner the same kernel with the same cubin before and after, as the
- * runtime library reads them. */
+ * read-only handle and migrated in place to the current schema: every result and miss kept
+ * with its id, and every bucket's winner the same kernel with the same cubin before and after,
+ * as the runtime library reads them. And a schema-3 file of decode, grouped-query and prefill
+ * shapes: its forward keys become those of the shapes (group and sq), read-only or migrated. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +118,7 @@ static void test_read_only_then_migrated_same_winners(void)
     /* A writable open migrates it in place. */
     ASSERT_OK(ft__db_open(path, 0, &db, &err), &err);
     ft__db_close(db);
-    ASSERT_EQ(raw_int(path, "PRAGMA user_version"), 3);
+    ASSERT_EQ(raw_int(path, "PRAGMA user_version"), FT_DB_SCHEMA_VERSION);
     ASSERT_EQ(raw_int(path, "SELECT count(*) FROM results"), 228);
     ASSERT_EQ(raw_int(path, "SELECT count(*) FROM results WHERE op = 'fwd'"), 228);
     ASSERT_EQ(raw_int(path, "SELECT count(*) FROM misses"), 2);
@@ -203,5 +205,203 @@ static void test_misses_kept(void)
     remove_dir(dir);
 }
 
+/* ---- schema 3: the forward's key without group and sq ------------------------------------- */
+
+typedef struct shape {
+    int batch, heads_q, heads_kv, seqlen_q, seqlen_k;
+} shape;
+
+/* A decode step of a grouped-query model, a grouped-query prefill, and a prefill of as many K/V
+ * heads as query heads: each of its own key in schema 3, and of another group or query length. */
+static const shape v3_shapes[3] = {{8, 32, 8, 1, 8192}, {2, 32, 4, 2048, 2048}, {1, 16, 16, 8192, 8192}};
+
+static void shape_key(const shape *s, ft_key *out)
+{
+    ft__key_of(&ft__op_fwd, "bf16", 128, 0, 0, s->batch, s->heads_q, s->heads_kv, s->seqlen_q, s->seqlen_k, out);
+}
+
+/* The key of schema 3 (no group, no sq) from a key text's fields, in SQL. */
+#define V3_KEY(col)                                                                                    \
+    "json_object('dtype', json_extract(" col ", '$.dtype'), 'd', json_extract(" col ", '$.d'), "        \
+    "'causal', json_extract(" col ", '$.causal'), 'seqlen', json_extract(" col ", '$.seqlen'), 'bh', " \
+    "json_extract(" col ", '$.bh'))"
+
+/* A schema-3 file at path: two kernels' results for each shape (kernel 1 the faster), the
+ * misses of the shapes (counted 1, 2, 3 times), and a result whose key is not its shape's (as
+ * anything may have written it): the keys written back in the form of schema 3. *kernels gets
+ * the two kernels' ids. */
+static void make_v3(const char *path, long long *kernels)
+{
+    ft_db_device dev = make_device("H200 stand-in", 13000);
+    ft_db_kernel k[2];
+    ft_db *db = NULL;
+    long long dev_id = 0;
+    ft_err err;
+    char sql[1024];
+    int i, j, n;
+
+    k[0] = make_kernel("d=128,bm=128,bn=64,warps=8", "t");
+    k[1] = make_kernel("d=128,bm=64,bn=64,warps=4", "t");
+    ASSERT_OK(ft__db_open(path, 0, &db, &err), &err);
+    ASSERT_OK(ft__db_device_id(db, &dev, &dev_id, &err), &err);
+    for (j = 0; j < 2; j++)
+        ASSERT_OK(ft__db_kernel_id(db, &k[j], &kernels[j], &err), &err);
+    for (i = 0; i < 3; i++) {
+        const shape *s = &v3_shapes[i];
+        ft_db_miss m;
+        for (j = 0; j < 2; j++) {
+            ft_db_result r = make_result(dev_id, kernels[j], "bf16", 128, 0, 1024, FT_RESULT_OK, 2.0 - j + i);
+            r.batch = s->batch, r.heads_q = s->heads_q, r.heads_kv = s->heads_kv;
+            r.seqlen_q = s->seqlen_q, r.seqlen_k = s->seqlen_k;
+            shape_key(s, &r.key);
+            ASSERT_OK(ft__db_record(db, &r, &err), &err);
+        }
+        memset(&m, 0, sizeof m);
+        m.device_id = dev_id;
+        shape_key(s, &m.key);
+        m.batch = s->batch, m.heads_q = s->heads_q, m.heads_kv = s->heads_kv;
+        m.seqlen_q = s->seqlen_q, m.seqlen_k = s->seqlen_k;
+        snprintf(m.fallback, sizeof m.fallback, "default");
+        for (n = 0; n <= i; n++)
+            ASSERT_OK(ft__db_record_miss(db, &m, &err), &err);
+    }
+    ft__db_close(db);
+    ASSERT_EQ(raw_exec(path, "UPDATE results SET key = " V3_KEY("key") ";\n"
+                             "UPDATE misses SET key = " V3_KEY("key") ";\n"
+                             "PRAGMA user_version = 3;"),
+              SQLITE_OK);
+    /* A row whose key says seqlen 16384 of a shape of 8192 (the prefill's, whose own key kernel 1
+     * has for it): computed from the shape alone, the two would become one key. */
+    snprintf(sql, sizeof sql,
+             "INSERT INTO results (device_id, kernel_id, op, key, batch, heads_q, heads_kv, seqlen_q, seqlen_k, status, "
+             "reason, driver_version, nvrtc_version, template_hash) VALUES (%lld, %lld, 'fwd', "
+             "'{\"dtype\":\"bf16\",\"d\":128,\"causal\":0,\"seqlen\":16384,\"bh\":16}', 1, 16, 16, 8192, 8192, "
+             "'wrong_result', 'odd', 13000, '13.0', 't')",
+             dev_id, kernels[1]);
+    ASSERT_EQ(raw_exec(path, sql), SQLITE_OK);
+}
+
+typedef struct listing {
+    int n;
+    long long kernel_id[16];
+    int seqlen_q[16], winner[16];
+    double median_ms[16];
+    ft_key key[16];
+} listing;
+
+static int collect_result(void *ud, const ft_db_row *row)
+{
+    listing *l = ud;
+    if (l->n < 16) {
+        l->seqlen_q[l->n] = row->result.seqlen_q;
+        l->median_ms[l->n] = row->result.median_ms;
+        l->kernel_id[l->n] = row->result.kernel_id;
+        l->winner[l->n] = row->winner;
+        l->key[l->n] = row->result.key;
+    }
+    l->n++;
+    return 0;
+}
+
+/* Every result, the winner of each shape's key, and the misses, as a handle on path reads them. */
+static void read_v3(const char *path, int read_only, const long long *kernels, listing *all, miss_list *misses)
+{
+    ft_db *db = NULL;
+    ft_db_filter f;
+    ft_err err;
+    int i;
+
+    memset(all, 0, sizeof *all);
+    memset(misses, 0, sizeof *misses);
+    ASSERT_OK(ft__db_open(path, read_only, &db, &err), &err);
+    ft__db_filter_init(&f);
+    f.winners_only = 0;
+    ASSERT_OK(ft__db_query(db, &f, collect_result, all, &err), &err);
+    ASSERT_OK(ft__db_misses(db, NULL, -1, collect_miss, misses, &err), &err);
+    for (i = 0; i < 3; i++) {
+        ft_db_row row;
+        ft_key want;
+        int found = 0;
+        shape_key(&v3_shapes[i], &want);
+        ASSERT_OK(ft__db_winner(db, 1, &want, &row, NULL, NULL, &found, &err), &err);
+        ASSERT_TRUE(found);
+        ASSERT_EQ(row.result.kernel_id, kernels[1]);
+        ASSERT_EQ(row.result.seqlen_q, v3_shapes[i].seqlen_q);
+        ASSERT_EQ(row.result.heads_kv, v3_shapes[i].heads_kv);
+    }
+    ft__db_close(db);
+}
+
+static void test_schema_3_keys_from_shapes(void)
+{
+    static listing ro, rw;
+    static miss_list ro_m, rw_m;
+    char dir[64], path[128], copy[128], sql[512], text[FT_KEY_TEXT_MAX];
+    long long kernels[2], ids, miss_ids, counts;
+    int i;
+
+    ASSERT_TRUE(make_dir(dir, sizeof dir));
+    snprintf(path, sizeof path, "%s/v3.db", dir);
+    snprintf(copy, sizeof copy, "%s/v3-ro.db", dir);
+    make_v3(path, kernels);
+    ASSERT_EQ(raw_int(path, "PRAGMA user_version"), 3);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM results WHERE key LIKE '%\"sq\"%' OR key LIKE '%\"group\"%'"), 0);
+    ASSERT_TRUE(copy_file(path, copy));
+    ids = raw_int(path, "SELECT sum(id) FROM results");
+    miss_ids = raw_int(path, "SELECT sum(id * count) FROM misses");
+    counts = raw_int(path, "SELECT sum(count) FROM misses");
+
+    /* Read-only: the file stays of schema 3, its keys read in the new form. */
+    read_v3(copy, 1, kernels, &ro, &ro_m);
+    ASSERT_EQ(raw_int(copy, "PRAGMA user_version"), 3);
+    /* Migrated: every row keeps its id and count, its key the one of its shape. */
+    read_v3(path, 0, kernels, &rw, &rw_m);
+    ASSERT_EQ(raw_int(path, "PRAGMA user_version"), FT_DB_SCHEMA_VERSION);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM results"), 7);
+    ASSERT_EQ(raw_int(path, "SELECT count(DISTINCT key) FROM results"), 4);
+    ASSERT_EQ(raw_int(path, "SELECT sum(id) FROM results"), ids);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM misses"), 3);
+    ASSERT_EQ(raw_int(path, "SELECT sum(id * count) FROM misses"), miss_ids);
+    ASSERT_EQ(raw_int(path, "SELECT sum(count) FROM misses"), counts);
+    for (i = 0; i < 3; i++) {
+        ft_key want;
+        shape_key(&v3_shapes[i], &want);
+        ft__key_format(&want, text, sizeof text);
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM results WHERE op = 'fwd' AND key = '%s'", text);
+        ASSERT_EQ(raw_int(path, sql), 2);
+        snprintf(sql, sizeof sql, "SELECT count FROM misses WHERE key = '%s'", text);
+        ASSERT_EQ(raw_int(path, sql), i + 1);
+        snprintf(sql, sizeof sql, "SELECT kernel_id FROM v_winners WHERE key = '%s'", text);
+        ASSERT_EQ(raw_int(path, sql), kernels[1]);
+    }
+    ASSERT_STREQ(text, "{\"dtype\":\"bf16\",\"d\":128,\"causal\":0,\"group\":1,\"sq\":8192,\"seqlen\":8192,\"bh\":16}");
+    /* the row whose key was not its shape's keeps its own buckets, and gets group and sq */
+    raw_text(path, "SELECT key FROM results WHERE reason = 'odd'", text, sizeof text);
+    ASSERT_STREQ(text, "{\"dtype\":\"bf16\",\"d\":128,\"causal\":0,\"group\":1,\"sq\":8192,\"seqlen\":16384,\"bh\":16}");
+    /* the views' columns of the new fields: the decode step's group is 32 / 8 */
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM v_winners WHERE sq_bucket = 1 AND group_bucket = 4 "
+                            "AND seqlen_bucket = 8192 AND bh_bucket = 256"), 1);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM v_winners WHERE sq_bucket = 2048 AND group_bucket = 8"), 1);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM v_misses WHERE sq_bucket <= 16"), 1);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM v_results WHERE group_bucket IS NULL OR sq_bucket IS NULL"), 0);
+    /* The read-only handle on the copy saw what the migrated file holds. */
+    ASSERT_EQ(ro.n, 7);
+    ASSERT_EQ(rw.n, 7);
+    for (i = 0; i < 7; i++) {
+        ASSERT_EQ(ro.seqlen_q[i], rw.seqlen_q[i]);
+        ASSERT_TRUE(ro.median_ms[i] == rw.median_ms[i] || (isnan(ro.median_ms[i]) && isnan(rw.median_ms[i])));
+        ASSERT_EQ(ro.kernel_id[i], rw.kernel_id[i]);
+        ASSERT_EQ(ro.winner[i], rw.winner[i]);
+        ASSERT_TRUE(ft__key_equal(&ro.key[i], &rw.key[i]));
+    }
+    ASSERT_EQ(ro_m.n, 3);
+    ASSERT_EQ(rw_m.n, 3);
+    for (i = 0; i < 3; i++) {
+        ASSERT_TRUE(ft__key_equal(&ro_m.m[i].key, &rw_m.m[i].key));
+        ASSERT_EQ(ro_m.m[i].count, rw_m.m[i].count);
+    }
+    remove_dir(dir);
+}
+
 FT_TEST_MAIN(FT_CASE(test_fixture_is_schema_2), FT_CASE(test_read_only_then_migrated_same_winners),
-             FT_CASE(test_misses_kept))
+             FT_CASE(test_misses_kept), FT_CASE(test_schema_3_keys_from_shapes))

@@ -26,19 +26,132 @@ static void test_fwd_key_text(void)
 
     ft__op_fwd.key(&p, &k);
     ft__key_format(&k, text, sizeof text);
-    /* seqlen: max(1000, 3000) rounded up to 4096; bh: 4·16 = 64. */
-    ASSERT_STREQ(text, "{\"dtype\":\"bf16\",\"d\":128,\"causal\":1,\"seqlen\":4096,\"bh\":64}");
+    /* group: 16 / 4; sq: 1000 rounded up to 1024; seqlen: max(1000, 3000) rounded up to 4096;
+     * bh: 4·16 = 64. */
+    ASSERT_STREQ(text, "{\"dtype\":\"bf16\",\"d\":128,\"causal\":1,\"group\":4,\"sq\":1024,\"seqlen\":4096,\"bh\":64}");
     ASSERT_OK(ft__key_parse(&ft__op_fwd, text, &back, &err), &err);
     ASSERT_TRUE(ft__key_equal(&k, &back));
     /* Any order and spacing parses to the same key. */
-    ASSERT_OK(ft__key_parse(&ft__op_fwd, " { \"bh\": 64, \"seqlen\":4096, \"causal\":1, \"d\":128, \"dtype\":\"bf16\" } ",
+    ASSERT_OK(ft__key_parse(&ft__op_fwd,
+                            " { \"bh\": 64, \"seqlen\":4096, \"sq\" : 1024, \"causal\":1, \"group\":4, \"d\":128, "
+                            "\"dtype\":\"bf16\" } ",
                             &back, &err), &err);
     ASSERT_TRUE(ft__key_equal(&k, &back));
-    /* Short sequences share the 64 bucket; batch·heads of 3 rounds to 4. */
+    /* Short sequences share the 64 bucket, the query length has buckets from 1; batch·heads of 3
+     * rounds to 4. */
     p = problem(1, 3, 3, 5, 7, 64, 0, 0);
     ft__op_fwd.key(&p, &k);
     ft__key_format(&k, text, sizeof text);
-    ASSERT_STREQ(text, "{\"dtype\":\"f16\",\"d\":64,\"causal\":0,\"seqlen\":64,\"bh\":4}");
+    ASSERT_STREQ(text, "{\"dtype\":\"f16\",\"d\":64,\"causal\":0,\"group\":1,\"sq\":8,\"seqlen\":64,\"bh\":4}");
+}
+
+/* A decode step of a grouped-query model (one query row against 8192 keys, 32 query heads on 4
+ * K/V heads) and the prefill of the same length are keys apart; a group of 3 rounds to 4. */
+static void test_fwd_key_decode_and_gqa(void)
+{
+    ft_problem p = problem(32, 32, 4, 1, 8192, 128, 0, 1);
+    char text[FT_KEY_TEXT_MAX];
+    ft_key decode, prefill;
+
+    ft__op_fwd.key(&p, &decode);
+    ft__key_format(&decode, text, sizeof text);
+    ASSERT_STREQ(text, "{\"dtype\":\"bf16\",\"d\":128,\"causal\":0,\"group\":8,\"sq\":1,\"seqlen\":8192,\"bh\":1024}");
+    p.seqlen_q = 8192;
+    ft__op_fwd.key(&p, &prefill);
+    ft__key_format(&prefill, text, sizeof text);
+    ASSERT_STREQ(text, "{\"dtype\":\"bf16\",\"d\":128,\"causal\":0,\"group\":8,\"sq\":8192,\"seqlen\":8192,\"bh\":1024}");
+    ASSERT_TRUE(!ft__key_equal(&decode, &prefill));
+    p = problem(2, 12, 4, 5, 300, 64, 1, 0); /* 12 / 4 = 3 query heads per K/V head */
+    ft__op_fwd.key(&p, &decode);
+    ft__key_format(&decode, text, sizeof text);
+    ASSERT_STREQ(text, "{\"dtype\":\"f16\",\"d\":64,\"causal\":1,\"group\":4,\"sq\":8,\"seqlen\":512,\"bh\":32}");
+    /* sq 16 is still short, 17 is not */
+    p.seqlen_q = 16;
+    ft__op_fwd.key(&p, &decode);
+    ASSERT_EQ(ft__key_get(&decode, "sq", 0), FT_FWD_SHORT_QUERY);
+    p.seqlen_q = 17;
+    ft__op_fwd.key(&p, &prefill);
+    ASSERT_EQ(ft__key_get(&prefill, "sq", 0), 32);
+    ASSERT_TRUE(ft__op_fwd.distance(&decode, &prefill) < 0);
+}
+
+/* A key text of the form before "group" and "sq" (packs and kernel sets of earlier versions)
+ * reads as a prefill key of group 1 and sq = seqlen; with the shape it was stored with, those
+ * two are the shape's. Any other missing field is still refused. */
+static void test_fwd_key_legacy_text(void)
+{
+    static const char old[] = "{\"dtype\":\"f16\",\"d\":128,\"causal\":1,\"seqlen\":4096,\"bh\":64}";
+    char text[FT_KEY_TEXT_MAX];
+    ft_key k;
+    ft_err err;
+
+    ASSERT_OK(ft__key_parse(&ft__op_fwd, old, &k, &err), &err);
+    ft__key_format(&k, text, sizeof text);
+    ASSERT_STREQ(text, "{\"dtype\":\"f16\",\"d\":128,\"causal\":1,\"group\":1,\"sq\":4096,\"seqlen\":4096,\"bh\":64}");
+    ASSERT_OK(ft__key_parse(&ft__op_fwd, " {\"bh\":64, \"seqlen\":4096,\"causal\":1,\"d\":128,\"dtype\":\"f16\"}", &k,
+                            &err), &err);
+    ft__key_format(&k, text, sizeof text);
+    ASSERT_STREQ(text, "{\"dtype\":\"f16\",\"d\":128,\"causal\":1,\"group\":1,\"sq\":4096,\"seqlen\":4096,\"bh\":64}");
+    /* Stored with a shape: a decode of 16 query heads on 2 K/V heads (4·16 = 64, 4096 keys). */
+    ASSERT_OK(ft__key_parse_shaped(&ft__op_fwd, old, 4, 16, 2, 1, 4096, &k, &err), &err);
+    ft__key_format(&k, text, sizeof text);
+    ASSERT_STREQ(text, "{\"dtype\":\"f16\",\"d\":128,\"causal\":1,\"group\":8,\"sq\":1,\"seqlen\":4096,\"bh\":64}");
+    /* Only the missing fields come from the shape: the text's own are kept, and a text of the
+     * current form is read as it is. */
+    ASSERT_OK(ft__key_parse_shaped(&ft__op_fwd, old, 1, 1, 1, 100, 100, &k, &err), &err);
+    ft__key_format(&k, text, sizeof text);
+    ASSERT_STREQ(text, "{\"dtype\":\"f16\",\"d\":128,\"causal\":1,\"group\":1,\"sq\":128,\"seqlen\":4096,\"bh\":64}");
+    ASSERT_OK(ft__key_parse_shaped(&ft__op_fwd,
+                                   "{\"dtype\":\"f16\",\"d\":128,\"causal\":1,\"group\":2,\"sq\":4,\"seqlen\":4096,\"bh\":64}",
+                                   4, 16, 2, 1, 4096, &k, &err), &err);
+    ASSERT_EQ(ft__key_get(&k, "group", 0), 2);
+    ASSERT_EQ(ft__key_get(&k, "sq", 0), 4);
+    /* One of the two new fields without the other is no form the key ever had. */
+    ASSERT_EQ(ft__key_parse(&ft__op_fwd, "{\"dtype\":\"f16\",\"d\":128,\"causal\":1,\"group\":1,\"seqlen\":4096,\"bh\":64}",
+                            &k, &err), FT_ERR_CORRUPT);
+    ASSERT_EQ(ft__key_parse(&ft__op_fwd, "{\"dtype\":\"f16\",\"d\":128,\"causal\":1,\"sq\":1,\"seqlen\":4096,\"bh\":64}",
+                            &k, &err), FT_ERR_CORRUPT);
+    ASSERT_EQ(ft__key_parse_shaped(&ft__op_fwd, "{\"dtype\":\"f16\",\"d\":128,\"causal\":1,\"seqlen\":4096}", 4, 16, 2, 1,
+                                   4096, &k, &err), FT_ERR_CORRUPT);
+    ASSERT_CONTAINS(err.msg, "is not a key of operation fwd");
+}
+
+/* The forward's distance: decode and prefill keys never stand in for each other; otherwise the
+ * query length weighs as the sequence length, the group as batch·heads. */
+static void test_fwd_distance(void)
+{
+    ft_problem p = problem(8, 32, 8, 1, 4096, 128, 0, 0);
+    ft_key decode, decode4, decode32k, prefill, gqa1, gqa16;
+
+    ft__op_fwd.key(&p, &decode);
+    p.seqlen_q = 4; /* sq 4: a factor of 4 away */
+    ft__op_fwd.key(&p, &decode4);
+    p.seqlen_q = 1, p.seqlen_k = 32768;
+    ft__op_fwd.key(&p, &decode32k);
+    p.seqlen_q = p.seqlen_k = 4096;
+    ft__op_fwd.key(&p, &prefill);
+    p.seqlen_q = 1, p.seqlen_k = 4096, p.heads_kv = 32; /* group 1 */
+    ft__op_fwd.key(&p, &gqa1);
+    p.heads_kv = 2; /* group 16 */
+    ft__op_fwd.key(&p, &gqa16);
+    ASSERT_TRUE(ft__op_fwd.distance(&decode, &prefill) < 0);
+    ASSERT_TRUE(ft__op_fwd.distance(&prefill, &decode) < 0);
+    ASSERT_TRUE(ft__op_fwd.distance(&decode, &decode) == (64.0 - 12) * (0.5 / 64 / 64));
+    ASSERT_TRUE(ft__op_fwd.distance(&decode, &decode4) == 2.0 + (64.0 - 12) * (0.5 / 64 / 64));
+    ASSERT_TRUE(ft__op_fwd.distance(&decode, &decode32k) == 3.0 + (64.0 - 15) * (0.5 / 64 / 64));
+    ASSERT_TRUE(ft__op_fwd.distance(&decode, &gqa1) == 0.5 * 2 + (64.0 - 12) * (0.5 / 64 / 64));
+    ASSERT_TRUE(ft__op_fwd.distance(&decode, &gqa16) == 0.5 * 2 + (64.0 - 12) * (0.5 / 64 / 64));
+    /* Nearest: the decode key's own group before another group, which is before another query
+     * length; no prefill key for a decode call, whatever else matches. */
+    {
+        ft_key c[4];
+        c[0] = prefill, c[1] = decode4, c[2] = gqa16, c[3] = decode;
+        ASSERT_EQ(ft__key_nearest(&decode, c, 4), 3);
+        ASSERT_EQ(ft__key_nearest(&decode, c, 3), 2);
+        ASSERT_EQ(ft__key_nearest(&decode, c, 2), 1);
+        ASSERT_EQ(ft__key_nearest(&decode, c, 1), -1);
+        ASSERT_EQ(ft__key_nearest(&prefill, c + 1, 3), -1);
+    }
 }
 
 static void test_key_parse_refuses(void)
@@ -67,19 +180,23 @@ static void test_key_parse_refuses(void)
     }
 }
 
-/* The rule dispatch followed before keys existed: same dtype, d and causality; distance
- * |log2 seqlen ratio| + 0.5·|log2 bh ratio|; a tie to the longer sequence. */
-static int old_nearest(const ft_key *want, const ft_key *c, int n)
+/* The forward's nearest key, written out apart from ops/fwd.c: same dtype, d and causality, both
+ * short-query keys or neither; distance |log2 seqlen ratio| + |log2 sq ratio| + 0.5·|log2 bh
+ * ratio| + 0.5·|log2 group ratio|; a tie to the longer sequence, then to the earlier candidate. */
+static int reference_nearest(const ft_key *want, const ft_key *c, int n)
 {
     double best = INFINITY;
     int pick = -1, i;
     for (i = 0; i < n; i++) {
         double d;
         if (strcmp(c[i].dtype, want->dtype) != 0 || ft__key_get(&c[i], "d", 0) != ft__key_get(want, "d", 0) ||
-            ft__key_get(&c[i], "causal", 0) != ft__key_get(want, "causal", 0))
+            ft__key_get(&c[i], "causal", 0) != ft__key_get(want, "causal", 0) ||
+            (ft__key_get(&c[i], "sq", 0) <= 16) != (ft__key_get(want, "sq", 0) <= 16))
             continue;
         d = fabs(log2((double)ft__key_get(&c[i], "seqlen", 0) / ft__key_get(want, "seqlen", 0))) +
-            0.5 * fabs(log2((double)ft__key_get(&c[i], "bh", 0) / ft__key_get(want, "bh", 0)));
+            fabs(log2((double)ft__key_get(&c[i], "sq", 0) / ft__key_get(want, "sq", 0))) +
+            0.5 * fabs(log2((double)ft__key_get(&c[i], "bh", 0) / ft__key_get(want, "bh", 0))) +
+            0.5 * fabs(log2((double)ft__key_get(&c[i], "group", 0) / ft__key_get(want, "group", 0)));
         if (d < best - 1e-9 ||
             (fabs(d - best) <= 1e-9 && ft__key_get(&c[i], "seqlen", 0) > ft__key_get(&c[pick], "seqlen", 0))) {
             best = d;
@@ -89,27 +206,31 @@ static int old_nearest(const ft_key *want, const ft_key *c, int n)
     return pick;
 }
 
-static void test_nearest_matches_the_old_rule(void)
+static void test_nearest_matches_the_reference(void)
 {
     ft_key cands[24], want;
     unsigned seed = 12345;
-    int trial, i;
+    int trial, i, none = 0;
 
-    for (trial = 0; trial < 2000; trial++) {
+    for (trial = 0; trial < 4000; trial++) {
         int n = 1 + trial % 24;
         for (i = 0; i < n + 1; i++) {
             ft_key *k = i < n ? &cands[i] : &want;
+            int hq;
             ft_problem p;
             seed = seed * 1103515245u + 12345u;
-            p = problem(1 << (seed >> 8) % 4, 1 << (seed >> 12) % 6, 1, 64 << (seed >> 16) % 9,
-                        64 << (seed >> 20) % 9, (seed >> 24) % 2 ? 64 : 128, (seed >> 26) % 2,
-                        (seed >> 28) % 4 == 0);
+            hq = 1 << (seed >> 12) % 6;
+            p = problem(1 << (seed >> 8) % 4, hq, hq >> (seed >> 4) % 4 > 0 ? hq >> (seed >> 4) % 4 : 1,
+                        (seed >> 15) % 2 ? 1 << (seed >> 16) % 6 : 64 << (seed >> 16) % 9, 64 << (seed >> 20) % 9,
+                        (seed >> 24) % 2 ? 64 : 128, (seed >> 26) % 2, (seed >> 28) % 4 == 0);
             ft__op_fwd.key(&p, k);
         }
-        if (ft__key_nearest(&want, cands, n) != old_nearest(&want, cands, n))
-            FT_FAIL_("trial %d: nearest %d, the old rule %d", trial, ft__key_nearest(&want, cands, n),
-                     old_nearest(&want, cands, n));
+        none += reference_nearest(&want, cands, n) < 0;
+        if (ft__key_nearest(&want, cands, n) != reference_nearest(&want, cands, n))
+            FT_FAIL_("trial %d: nearest %d, the reference %d", trial, ft__key_nearest(&want, cands, n),
+                     reference_nearest(&want, cands, n));
     }
+    ASSERT_TRUE(none > 0 && none < 4000); /* both outcomes were tried */
 }
 
 static void test_fwd_flops_and_bytes(void)
@@ -269,6 +390,7 @@ static void test_registry(void)
     ASSERT_TRUE(ft__op_find(NULL) == NULL);
 }
 
-FT_TEST_MAIN(FT_CASE(test_fwd_key_text), FT_CASE(test_key_parse_refuses), FT_CASE(test_nearest_matches_the_old_rule),
+FT_TEST_MAIN(FT_CASE(test_fwd_key_text), FT_CASE(test_fwd_key_decode_and_gqa), FT_CASE(test_fwd_key_legacy_text),
+             FT_CASE(test_fwd_distance), FT_CASE(test_key_parse_refuses), FT_CASE(test_nearest_matches_the_reference),
              FT_CASE(test_fwd_flops_and_bytes), FT_CASE(test_fwd_plan_grids), FT_CASE(test_bwd_key),
              FT_CASE(test_bwd_flops_and_bytes), FT_CASE(test_bwd_plan), FT_CASE(test_registry))

@@ -144,7 +144,7 @@ static void sample_pack(ft_pack *p, ft_pack_kernel k[3], ft_pack_winner w[3])
     for (i = 0; i < 3; i++) {
         ft_db_result *r = &w[i].r;
         w[i].kernel = kernel_of[i];
-        fwd_key(i == 1 ? "bf16" : "f16", 64, i == 2, 4, 16, 1024 << i, 1024 << i, &r->key);
+        ft__key_of(&ft__op_fwd, i == 1 ? "bf16" : "f16", 64, i == 2, 0, 4, 16, 16 >> i, 1024 << i, 1024 << i, &r->key);
         r->batch = 4, r->heads_q = 16, r->heads_kv = 16 >> i, r->seqlen_q = 1024 << i, r->seqlen_k = 1024 << i;
         r->status = FT_RESULT_OK;
         r->median_ms = 0.1 + 1.0 / 3.0 * (i + 1);
@@ -738,7 +738,8 @@ static void test_hostile_packs(void)
     expect_refused(data, size, field, to, "is not the sha256 of its source");
     /* A d=64 kernel as the winner of a head_dim 128 bucket, a bf16 one, a causal one. */
     expect_refused(data, size, "\"d\":64", "\"d\":128",
-                   "winner 0 (fwd {\"dtype\":\"f16\",\"d\":128,\"causal\":0,\"seqlen\":1024,\"bh\":64}, kernel 0 (d=64,bm=64,");
+                   "winner 0 (fwd {\"dtype\":\"f16\",\"d\":128,\"causal\":0,\"group\":1,\"sq\":1024,\"seqlen\":1024,\"bh\":64}, "
+                   "kernel 0 (d=64,bm=64,");
     expect_refused(data, size, "\"d\":64", "\"d\":128", "its variant computes d=64 causal=0 f16");
     expect_refused(data, size, "{\"kernel\": 0, \"op\": \"fwd\", \"key\": {\"dtype\":\"f16\"",
                    "{\"kernel\": 0, \"op\": \"fwd\", \"key\": {\"dtype\":\"bf16\"",
@@ -778,7 +779,7 @@ static void test_hostile_packs(void)
     expect_refused(data, size, "\"d\":64", "\"d\":64.0", "its key is not one of operation fwd");
     expect_refused(data, size, "\"op\": \"fwd\"", "\"op\": \"bwd2\"", "its operation 'bwd2' is not one");
     /* A backward winner (a key of its fields, matching its shape) for a forward kernel. */
-    expect_refused(data, size, "\"op\": \"fwd\", \"key\": {\"dtype\":\"f16\",\"d\":64,\"causal\":0,",
+    expect_refused(data, size, "\"op\": \"fwd\", \"key\": {\"dtype\":\"f16\",\"d\":64,\"causal\":0,\"group\":1,\"sq\":1024,",
                    "\"op\": \"bwd\", \"key\": {\"dtype\":\"f16\",\"d\":64,\"causal\":0,\"det\":0,\"group\":1,",
                    "it is a winner of operation bwd, and its kernel's family flash_fwd_sm80 computes fwd");
     expect_refused(data, size, "\"threads\": 128", "\"threads\": 128, \"threads_x\": 1",
@@ -788,8 +789,16 @@ static void test_hostile_packs(void)
                    "the device's name is empty or holds control characters");
     expect_refused(data, size, "\"name\": \"Test", "\"name\": \"\\u009bTest", "control characters");
     expect_refused(data, size, "\"seqlen_q\": 1024", "\"seqlen_q\": 100000",
-                   "its shape (b=4,hq=16,sq=100000,sk=1024) has the key {\"dtype\":\"f16\",\"d\":64,\"causal\":0,\"seqlen\":131072");
-    expect_refused(data, size, "\"seqlen\":1024", "\"seqlen\":1000", "not its own {\"dtype\":\"f16\",\"d\":64,\"causal\":0,\"seqlen\":1000");
+                   "its shape (b=4,hq=16,sq=100000,sk=1024) has the key {\"dtype\":\"f16\",\"d\":64,\"causal\":0,\"group\":1,"
+                   "\"sq\":131072,\"seqlen\":131072");
+    expect_refused(data, size, "\"seqlen\":1024", "\"seqlen\":1000",
+                   "not its own {\"dtype\":\"f16\",\"d\":64,\"causal\":0,\"group\":1,\"sq\":1024,\"seqlen\":1000");
+    /* The group and the query length are checked against the shape as the other buckets are
+     * (winner 1: 16 query heads on 8 K/V heads). */
+    expect_refused(data, size, "\"group\":2,", "\"group\":1,",
+                   "has the key {\"dtype\":\"bf16\",\"d\":64,\"causal\":0,\"group\":2,\"sq\":2048,");
+    expect_refused(data, size, "\"sq\":2048,", "\"sq\":1,", "not its own {\"dtype\":\"bf16\",\"d\":64,\"causal\":0,"
+                   "\"group\":2,\"sq\":1,");
     {
         char median[64];
         snprintf(median, sizeof median, "\"median_ms\": %.17g,", 0.1 + 1.0 / 3.0);
@@ -1179,7 +1188,9 @@ static void test_kernel_set_view(void)
     ft_kernel_set_entry e[2];
     const char *one_op[1] = {"fwd"}, *one_key[1] = {NULL};
     unsigned char sm80[512];
+    char text[FT_KEY_TEXT_MAX];
     ft_pack p;
+    ft_key k;
     ft_err err;
 
     ASSERT_TRUE(data != NULL);
@@ -1230,12 +1241,24 @@ static void test_kernel_set_view(void)
     one_key[0] = "{\"dtype\":\"f16\"}";
     ASSERT_EQ(ft__kernel_set_check(&bad, &err), FT_ERR_INVALID_ARGUMENT);
     ASSERT_CONTAINS(err.msg, "is not a key of operation fwd");
+    /* A forward key of the form before "group" and "sq" (a set exported by an earlier version)
+     * reads as a prefill key: group 1, sq = seqlen, here entry 0's own key. */
+    one_key[0] = "{\"dtype\":\"f16\",\"d\":64,\"causal\":0,\"seqlen\":1024,\"bh\":64}";
+    ASSERT_OK(ft__kernel_set_check(&bad, &err), &err);
+    ASSERT_OK(ft__kernel_set_key(&bad, 0, &k, &err), &err);
+    ft__key_format(&k, text, sizeof text);
+    ASSERT_STREQ(text, s->keys[0]);
+    ASSERT_STREQ(text, "{\"dtype\":\"f16\",\"d\":64,\"causal\":0,\"group\":1,\"sq\":1024,\"seqlen\":1024,\"bh\":64}");
     one_key[0] = s->keys[0];
-    /* A version-1 set (flashtune 0.1) has no keys: its entries' bucket fields are the key. */
+    /* A version-1 set (flashtune 0.1) has no keys: its entries' bucket fields are the key, read
+     * by name as a prefill key. */
     bad.version = 1;
     bad.ops = NULL;
     bad.keys = NULL;
     ASSERT_OK(ft__kernel_set_check(&bad, &err), &err);
+    ASSERT_OK(ft__kernel_set_key(&bad, 0, &k, &err), &err);
+    ft__key_format(&k, text, sizeof text);
+    ASSERT_STREQ(text, s->keys[0]);
     e[0].seqlen_bucket = 1000;
     ASSERT_EQ(ft__kernel_set_check(&bad, &err), FT_ERR_INVALID_ARGUMENT);
     bad.version = 2;
@@ -1267,13 +1290,54 @@ static void test_kernel_set_view(void)
         bad.keys = two_keys;
         bad.count = 2;
         ASSERT_EQ(ft__kernel_set_check(&bad, &err), FT_ERR_INVALID_ARGUMENT);
-        ASSERT_CONTAINS(err.msg, "two entries for fwd {\"dtype\":\"f16\",\"d\":64,\"causal\":0,\"seqlen\":1024,\"bh\":64}");
+        ASSERT_CONTAINS(err.msg, "two entries for fwd {\"dtype\":\"f16\",\"d\":64,\"causal\":0,\"group\":1,\"sq\":1024,\"seqlen\":1024,\"bh\":64}");
         bad.ops = one_op;
         bad.keys = one_key;
     }
     bad.count = FT_PACK_MAX_WINNERS + 1;
     ASSERT_EQ(ft__kernel_set_check(&bad, &err), FT_ERR_INVALID_ARGUMENT);
     ft__pack_free(&p);
+    free(data);
+    unlink(path);
+}
+
+/* A version-2 pack written before the forward's key had "group" and "sq": each winner's key gets
+ * them from the winner's shape (winner 1 has 16 query heads on 8 K/V heads: group 2, where the
+ * defaults would say 1 and the pack's checks refuse it), and reads as the pack written today. */
+static void test_old_form_keys(void)
+{
+    static const char *const added[3] = {"\"group\":1,\"sq\":1024,", "\"group\":2,\"sq\":2048,",
+                                         "\"group\":4,\"sq\":4096,"};
+    char path[64];
+    size_t size = 0, n, m;
+    char *data = sample_file(path, sizeof path, &size), *old, *next;
+    ft_pack now, then;
+    ft_err err;
+    int i;
+
+    ASSERT_TRUE(data != NULL);
+    ASSERT_OK(ft__pack_parse(data, size, "x.ftpack", &now, &err), &err);
+    old = edit_pack(data, size, added[0], "", &n);
+    ASSERT_TRUE(old != NULL);
+    for (i = 1; i < 3; i++) {
+        next = edit_pack(old, n, added[i], "", &m);
+        ASSERT_TRUE(next != NULL);
+        free(old);
+        old = next;
+        n = m;
+    }
+    ASSERT_TRUE(memmem(old, n, "\"sq\":", 5) == NULL);
+    ASSERT_OK(ft__pack_parse(old, n, "old.ftpack", &then, &err), &err);
+    ASSERT_OK(ft__pack_check(&then, &err), &err);
+    ASSERT_EQ(then.nwinners, 3);
+    for (i = 0; i < 3; i++)
+        ASSERT_TRUE(ft__key_equal(&then.winners[i].r.key, &now.winners[i].r.key));
+    ASSERT_EQ(ft__key_get(&then.winners[1].r.key, "group", 0), 2);
+    ASSERT_EQ(ft__key_get(&then.winners[2].r.key, "group", 0), 4);
+    ASSERT_EQ(ft__key_get(&then.winners[2].r.key, "sq", 0), 4096);
+    ft__pack_free(&then);
+    ft__pack_free(&now);
+    free(old);
     free(data);
     unlink(path);
 }
@@ -1524,8 +1588,14 @@ static void test_version_1_pack(void)
     ASSERT_EQ(p.nwinners, 24);
     ASSERT_EQ(p.nkernels, 4);
     for (i = 0; i < p.nwinners; i++) {
-        ASSERT_TRUE(p.winners[i].r.key.op == &ft__op_fwd);
-        ASSERT_TRUE(ft__key_get(&p.winners[i].r.key, "seqlen", 0) >= 512);
+        const ft_db_result *r = &p.winners[i].r;
+        ft_key shape;
+        ASSERT_TRUE(r->key.op == &ft__op_fwd);
+        ASSERT_TRUE(ft__key_get(&r->key, "seqlen", 0) >= 512);
+        /* the key's group and sq are those of the winner's shape */
+        ft__key_of(&ft__op_fwd, r->key.dtype, (int)ft__key_get(&r->key, "d", 0), (int)ft__key_get(&r->key, "causal", 0),
+                   0, r->batch, r->heads_q, r->heads_kv, r->seqlen_q, r->seqlen_k, &shape);
+        ASSERT_TRUE(ft__key_equal(&shape, &r->key));
     }
     ASSERT_OK(ft__pack_kernel_set(&p, &set, &err), &err);
     ASSERT_EQ(set->version, FT_KERNEL_SET_VERSION);
@@ -1559,6 +1629,6 @@ FT_TEST_MAIN(FT_CASE(test_version_1_pack), FT_CASE(test_round_trip), FT_CASE(tes
              FT_CASE(test_variant_checks), FT_CASE(test_db_winner_check), FT_CASE(test_hostile_packs),
              FT_CASE(test_pack_check), FT_CASE(test_import_never_replaces), FT_CASE(test_read_limits),
              FT_CASE(test_blob_amplification), FT_CASE(test_c_export_escapes), FT_CASE(test_c_identifiers),
-             FT_CASE(test_kernel_set_view), FT_CASE(test_import_into_db), FT_CASE(test_context_with_pack),
+             FT_CASE(test_kernel_set_view), FT_CASE(test_old_form_keys), FT_CASE(test_import_into_db), FT_CASE(test_context_with_pack),
              FT_CASE(test_context_with_kernel_set), FT_CASE(test_options_version_1),
              FT_CASE(test_attention_kernel_arguments))

@@ -32,20 +32,21 @@ sql "insert into devices (name, cc, sms, smem_per_block, smem_per_sm, l2_bytes, 
 newer=$(sql "select max(id) - 1 from devices")
 other=$(sql "select max(id) from devices")
 # Misses as rows of the old bucket columns (device, dtype, d, causal, seqlen, bh, the shape, the
-# fallback, the count), stored as the operation and its key.
+# fallback, the count), stored as the operation and its key (a prefill key: group 1, sq = seqlen).
 insert_misses="insert into misses (device_id, op, key, batch, heads_q, heads_kv, seqlen_q, seqlen_k, fallback, count)
-  select column1, 'fwd', json_object('dtype', column2, 'd', column3, 'causal', column4, 'seqlen', column5,
-    'bh', column6), column7, column8, column9, column10, column11, column12, column13 from (values"
-key() { echo "json_object('dtype', '$1', 'd', $2, 'causal', $3, 'seqlen', $4, 'bh', $5)"; }
+  select column1, 'fwd', json_object('dtype', column2, 'd', column3, 'causal', column4, 'group', 1, 'sq', column5,
+    'seqlen', column5, 'bh', column6), column7, column8, column9, column10, column11, column12, column13 from (values"
+# key DTYPE D CAUSAL GROUP SQ SEQLEN BH: the forward's key text, as the runtime records it
+key() { echo "json_object('dtype', '$1', 'd', $2, 'causal', $3, 'group', $4, 'sq', $5, 'seqlen', $6, 'bh', $7)"; }
 sql "insert into misses (device_id, op, key, batch, heads_q,
        heads_kv, seqlen_q, seqlen_k, fallback, count) values
-     ($dev, 'fwd', $(key f16 64 1 256 2), 1, 2, 2, 200, 200, 'nearest', 3),
-     ($newer, 'fwd', $(key f16 64 0 4096 16), 2, 8, 4, 3000, 2500, 'default', 1),
-     ($newer, 'fwd', $(key f16 64 1 256 2), 2, 1, 1, 256, 256, 'nearest', 1),
-     ($other, 'fwd', $(key f16 64 0 1024 8), 1, 8, 8, 1024, 1024, 'default', 7);" || fail "cannot add misses"
+     ($dev, 'fwd', $(key f16 64 1 1 256 256 2), 1, 2, 2, 200, 200, 'nearest', 3),
+     ($newer, 'fwd', $(key f16 64 0 2 4096 4096 16), 2, 8, 4, 3000, 2500, 'default', 1),
+     ($newer, 'fwd', $(key f16 64 1 1 256 256 2), 2, 1, 1, 256, 256, 'nearest', 1),
+     ($other, 'fwd', $(key f16 64 0 1 1024 1024 8), 1, 8, 8, 1024, 1024, 'default', 7);" || fail "cannot add misses"
 "$ft" query --misses --db "$db" > "$dir/out" 2>&1 || fail "query --misses failed"
 grep -q '^4 misses in' "$dir/out" || fail "query --misses: expected 4 misses"
-grep -q 'Fake GPU .*f16 *64 *1 *256 *2 *b=1,hq=2,hkv=2,sq=200,sk=200 *nearest *3 .* no$' "$dir/out" ||
+grep -q 'Fake GPU .*f16 *64 *1 *1 *256 *256 *2 *b=1,hq=2,hkv=2,sq=200,sk=200 *nearest *3 .* no$' "$dir/out" ||
   fail "query --misses: the first miss is not listed as recorded"
 "$ft" query --misses --db "$db" --device other --json > "$dir/out" 2>&1 || fail "query --misses --json failed"
 [ "$(grep -c '"tuned": false' "$dir/out")" = 1 ] || fail "query --misses --device: expected one JSON row"
@@ -89,7 +90,7 @@ grep -q 'tune: 2 missed buckets of Fake GPU (8 recorded misses skipped for an in
 [ "$(grep -c '^flashtune tune: skipping the recorded miss ' "$dir/out")" = 8 ] || fail "tune --misses: expected 8 skipped misses"
 for why in 'f16 d=64 causal=0 b=-5,hq=0,hkv=1,sq=128,sk=128 (driver [0-9]*): every size must be positive' \
            'hq (8) must be a multiple of hkv (3)' 'head dim 100 is not supported' 'no spec has kernels of head dim 40' \
-           'batch 65536 times 65536 heads' 'b=1,hq=4,hkv=4,sq=3000,sk=3000 (driver [0-9]*): the shape is not in the recorded bucket (seqlen <= 256, b\*h <= 4)' \
+           'batch 65536 times 65536 heads' 'b=1,hq=4,hkv=4,sq=3000,sk=3000 (driver [0-9]*): the shape is not in the recorded bucket (group <= 1, sq <= 256, seqlen <= 256, b\*h <= 4)' \
            'f32 d=64 .*: the dtype is neither f16 nor bf16' \
            'b=-1,hq=8,hkv=8,sq=128,sk=128 (driver [0-9]*): every size must be positive'; do
   grep -q "skipping the recorded miss .*$why" "$dir/out" || fail "tune --misses: no message saying '$why'"

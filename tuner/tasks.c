@@ -240,6 +240,7 @@ static ft_status check_miss(const tuner *tu, const ft_db_miss *m, ft_err *err)
     ft_key k;
     ft_status rc;
     long long causal = ft__key_get(&m->key, "causal", -1), det = ft__key_get(&m->key, "det", 0);
+    char recorded[96], own[96];
 
     if (m->key.op == NULL)
         return ft__fail(err, FT_ERR_UNSUPPORTED, "no operation");
@@ -259,12 +260,12 @@ static ft_status check_miss(const tuner *tu, const ft_db_miss *m, ft_err *err)
     if (rc != FT_OK)
         return rc;
     m->key.op->key(&p, &k);
-    if (!ft__key_equal(&k, &m->key))
-        return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
-                        "the shape is not in the recorded bucket (seqlen <= %lld, b*h <= %lld) but in seqlen <= %lld, "
-                        "b*h <= %lld",
-                        ft__key_get(&m->key, "seqlen", 0), ft__key_get(&m->key, "bh", 0), ft__key_get(&k, "seqlen", 0),
-                        ft__key_get(&k, "bh", 0));
+    if (!ft__key_equal(&k, &m->key)) {
+        ft__key_describe(&m->key, recorded, sizeof recorded);
+        ft__key_describe(&k, own, sizeof own);
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "the shape is not in the recorded bucket (%s) but in %s",
+                        recorded, own);
+    }
     if (!spec_has_head_dim(tu, p.head_dim))
         return ft__fail(err, FT_ERR_UNSUPPORTED, "no spec has kernels of head dim %d", p.head_dim);
     return FT_OK;

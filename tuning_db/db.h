@@ -3,7 +3,7 @@
  *
  * A result belongs to a device (its fingerprint), a kernel (a compiled variant), an
  * operation and one of its keys (ops/op.h: for the forward, dtype, head dim, causal, the
- * sequence-length bucket and the batch·heads bucket).
+ * group, query-length, sequence-length and batch·heads buckets).
  * Every measured variant is kept, not only the winner, with its status. A result measured
  * under another driver, NVRTC or template version than the current ones is stale: it is
  * kept and shown, but never chosen as a winner until re-measured.
@@ -20,7 +20,7 @@
 #include "common/error.h"
 #include "ops/op.h"
 
-#define FT_DB_SCHEMA_VERSION 3
+#define FT_DB_SCHEMA_VERSION 4
 /* The oldest schema a read-only handle reads without migrating (its tables of results are
  * those of the current one). */
 #define FT_DB_SCHEMA_OLDEST_READABLE 1
@@ -165,8 +165,8 @@ typedef struct ft_db_filter {
 
 void ft__db_filter_init(ft_db_filter *f);
 
-/* Calls fn for each matching row, ordered by device, dtype, head dim, causal, seqlen
- * bucket, bh bucket (the key's fields), then median time (unmeasured last). fn returning
+/* Calls fn for each matching row, ordered by device, dtype, head dim, causal, group bucket,
+ * sq bucket, seqlen bucket, bh bucket (the key's fields), then median time (unmeasured last). fn returning
  * non-zero stops. */
 ft_status ft__db_query(ft_db *db, const ft_db_filter *f,
                        int (*fn)(void *ud, const ft_db_row *row), void *ud, ft_err *err);
@@ -200,7 +200,7 @@ typedef struct ft_db_miss {
 ft_status ft__db_record_miss(ft_db *db, const ft_db_miss *m, ft_err *err);
 
 /* Calls fn for every recorded miss, ordered by device name, device, dtype, head dim, causal,
- * seqlen bucket and bh bucket; device_name (substring, case-insensitive) and device_id (-1:
+ * group, sq, seqlen and bh buckets; device_name (substring, case-insensitive) and device_id (-1:
  * any) filter. fn returning non-zero stops. A file of an older schema has none. */
 ft_status ft__db_misses(ft_db *db, const char *device_name, long long device_id,
                         int (*fn)(void *ud, const ft_db_miss *m), void *ud, ft_err *err);

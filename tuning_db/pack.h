@@ -24,12 +24,14 @@
  *                    "source": { "offset", "size", "sha256" } }, ... ],
  *     "winners": [ { "kernel" (an index into kernels), "op" (the operation: "fwd"),
  *                    "key" (its key's fields: {"dtype": "f16", "d": 128, "causal": 1,
- *                           "seqlen": 4096, "bh": 64} for the forward),
+ *                           "group": 1, "sq": 4096, "seqlen": 4096, "bh": 64} for the forward),
  *                    "batch", "heads_q", "heads_kv", "seqlen_q", "seqlen_k", "median_ms",
  *                    "iqr_ms", "tflops", "max_error", "repetitions", "measured_at" }, ... ] }
  *
  * Version 1 (flashtune 0.1) had no "op" and "key": its winners are the forward's, their key the
- * fields "dtype", "head_dim", "causal", "seqlen_bucket" and "bh_bucket".
+ * fields "dtype", "head_dim", "causal", "seqlen_bucket" and "bh_bucket". A forward key without
+ * "group" and "sq" (version 1's, and version 2's written before the forward's key had them) is
+ * read with those two of the winner's shape.
  *
  * Numbers that were not measured are null; times are written with 17 significant digits, so
  * an import reproduces the database's values exactly.

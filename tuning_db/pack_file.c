@@ -626,8 +626,10 @@ static int read_kernel(reader *r, const ft_json *n, const unsigned char *blobs, 
 }
 
 /* A winner's key: version 2 names the operation and gives its key as an object of the
- * operation's fields; version 1's winners are the forward's, their bucket five fields. */
-static int read_key(reader *r, const ft_json *n, int version, ft_key *out, const char *in)
+ * operation's fields; version 1's winners are the forward's, their bucket five fields. A key of
+ * an older form of its operation's (version 1's, and the forward's without "group" and "sq") gets
+ * the fields it lacks from the winner's shape, res's (ft__key_parse_shaped). */
+static int read_key(reader *r, const ft_json *n, int version, ft_db_result *res, const char *in)
 {
     ft_strbuf sb = FT_STRBUF_INIT;
     const ft_json *key;
@@ -673,7 +675,8 @@ static int read_key(reader *r, const ft_json *n, int version, ft_key *out, const
         r->rc = ft__fail(r->err, FT_ERR_OUT_OF_MEMORY, "out of memory reading %s", r->name);
         goto out;
     }
-    if (ft__key_parse(op, sb.data, out, &kerr) != FT_OK)
+    if (ft__key_parse_shaped(op, sb.data, res->batch, res->heads_q, res->heads_kv, res->seqlen_q, res->seqlen_k,
+                             &res->key, &kerr) != FT_OK)
         goto bad_key;
     ok = 1;
     goto out;
@@ -693,12 +696,12 @@ static int read_winner(reader *r, const ft_json *n, int nkernels, int version, f
     snprintf(in, sizeof in, "winner %d", index);
     if (!only_keys(r, n, version == 1 ? winner_keys_v1 : winner_keys, in))
         return 0;
-    ok = get_int(r, n, "kernel", 0, nkernels - 1, &w->kernel, in) && read_key(r, n, version, &res->key, in) &&
+    ok = get_int(r, n, "kernel", 0, nkernels - 1, &w->kernel, in) &&
          get_int(r, n, "batch", 1, 1 << 30, &res->batch, in) &&
          get_int(r, n, "heads_q", 1, 1 << 30, &res->heads_q, in) &&
          get_int(r, n, "heads_kv", 1, 1 << 30, &res->heads_kv, in) &&
          get_int(r, n, "seqlen_q", 1, 1 << 30, &res->seqlen_q, in) &&
-         get_int(r, n, "seqlen_k", 1, 1 << 30, &res->seqlen_k, in) &&
+         get_int(r, n, "seqlen_k", 1, 1 << 30, &res->seqlen_k, in) && read_key(r, n, version, res, in) &&
          get_real(r, n, "median_ms", &res->median_ms, in) && get_real(r, n, "iqr_ms", &res->iqr_ms, in) &&
          get_real(r, n, "tflops", &res->tflops, in) && get_real(r, n, "max_error", &res->max_error, in) &&
          get_int(r, n, "repetitions", 0, 1 << 30, &res->repetitions, in) &&

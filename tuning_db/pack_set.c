@@ -93,11 +93,11 @@ ft_status ft__kernel_set_key(const ft_kernel_set *s, int i, ft_key *out, ft_err 
     const ft_kernel_set_entry *e = &s->entries[i];
     const ft_op *op;
 
-    if (s->version < 2) { /* flashtune 0.1: the forward's bucket */
-        ft__key_of(&ft__op_fwd, e->dtype == FT_BF16 ? "bf16" : "f16", e->head_dim, e->causal, 0, 1, 1, 1, 1, 1, out);
-        out->fields[2].value = e->seqlen_bucket;
-        out->fields[3].value = e->bh_bucket;
-        return FT_OK;
+    if (s->version < 2) { /* flashtune 0.1: the forward's bucket, in the key's form of then */
+        char text[FT_KEY_TEXT_MAX];
+        snprintf(text, sizeof text, "{\"dtype\":\"%s\",\"d\":%d,\"causal\":%d,\"seqlen\":%d,\"bh\":%d}",
+                 e->dtype == FT_BF16 ? "bf16" : "f16", e->head_dim, e->causal, e->seqlen_bucket, e->bh_bucket);
+        return ft__key_parse(&ft__op_fwd, text, out, err);
     }
     if (s->ops == NULL || s->keys == NULL || s->ops[i] == NULL || s->keys[i] == NULL)
         return ft__fail(err, FT_ERR_CORRUPT, "entry %d of the kernel set has no operation or key", i);

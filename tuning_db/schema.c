@@ -6,7 +6,7 @@
  * The database is one SQLite file, by default ~/.local/share/flashtune/tuning.db
  * ($FLASHTUNE_DB overrides the path, $XDG_DATA_HOME the directory). It is identified by
  * `PRAGMA application_id` = 0x46544442 ('FTDB') and its schema version is
- * `PRAGMA user_version` (currently 3). It uses a WAL journal, so it may be read while a
+ * `PRAGMA user_version` (currently 4). It uses a WAL journal, so it may be read while a
  * tune is writing to it: `sqlite3 ~/.local/share/flashtune/tuning.db`.
  *
  * Tables (STRICT):
@@ -18,10 +18,13 @@
  *             smem_static, smem_dynamic, threads, compile_ms, created_at.
  *   results   one row per (device, kernel, operation, key): the operation (op: 'fwd') and
  *             its key (key: canonical JSON text, for the forward
- *             {"dtype":"f16","d":128,"causal":1,"seqlen":4096,"bh":64}), the shape measured (batch, heads_q, heads_kv,
- *             seqlen_q, seqlen_k), status (ok, wrong_result, compile_error, over_limits,
- *             launch_failure, fault, timeout), reason, median_ms, iqr_ms, tflops, max_error
- *             (NULL when not measured / not verified), repetitions, measured_at (UTC), and
+ *             {"dtype":"f16","d":128,"causal":1,"group":1,"sq":4096,"seqlen":4096,"bh":64}:
+ *             dtype, head dim, causality, then powers of two: query heads per K/V head, the
+ *             query length, the longer sequence length (at least 64) and batch·heads_q), the
+ *             shape measured (batch, heads_q, heads_kv, seqlen_q, seqlen_k), status (ok,
+ *             wrong_result, compile_error, over_limits, launch_failure, fault, timeout),
+ *             reason, median_ms, iqr_ms, tflops, max_error (NULL when not measured / not
+ *             verified), repetitions, measured_at (UTC), and
  *             the driver_version, nvrtc_version and template_hash it was measured under.
  *             Measuring again replaces the row.
  *   misses    the kinds of call the runtime library had no tuned winner for (recorded when
@@ -35,8 +38,8 @@
  *   v_results  every result joined with its device and kernel, readable columns:
  *              result_id, device_id, kernel_id, device, cc, sms, smem_per_block,
  *              smem_per_sm, l2_bytes, family, variant, arch, op, key, and the key's fields
- *              dtype, head_dim, causal, seqlen_bucket, bh_bucket (NULL where an operation's key
- *              has no such field), batch, heads_q, heads_kv, seqlen_q, seqlen_k,
+ *              dtype, head_dim, causal, group_bucket, sq_bucket, seqlen_bucket, bh_bucket (NULL
+ *              where an operation's key has no such field), batch, heads_q, heads_kv, seqlen_q, seqlen_k,
  *              status, reason, median_ms, iqr_ms, tflops, max_error, repetitions,
  *              measured_at, driver_version, nvrtc_version, template_hash,
  *              stale (1: measured under other versions than the current ones),
@@ -58,14 +61,17 @@
  *
  * Examples:
  *   .mode box
- *   SELECT device, dtype, head_dim, causal, seqlen_bucket, bh_bucket, variant,
- *          round(median_ms, 4) AS ms, round(tflops, 1) AS tflops
- *     FROM v_winners ORDER BY device, dtype, head_dim, causal, seqlen_bucket, bh_bucket;
+ *   SELECT device, dtype, head_dim, causal, group_bucket, sq_bucket, seqlen_bucket, bh_bucket,
+ *          variant, round(median_ms, 4) AS ms, round(tflops, 1) AS tflops
+ *     FROM v_winners ORDER BY device, dtype, head_dim, causal, group_bucket, sq_bucket,
+ *                             seqlen_bucket, bh_bucket;
  *   SELECT status, count(*) FROM v_results GROUP BY status;
  *   SELECT variant, status, reason FROM v_results WHERE status <> 'ok';
  *   SELECT variant, median_ms, stale, winner FROM v_results
  *     WHERE dtype = 'f16' AND head_dim = 128 AND causal = 1 AND seqlen_bucket = 4096
+ *       AND sq_bucket = 4096
  *     ORDER BY median_ms IS NULL, median_ms;
+ *   SELECT variant, median_ms FROM v_winners WHERE op = 'fwd' AND sq_bucket <= 16;  (decode)
  *   SELECT * FROM v_devices;
  *
  * ---- end of the README part ---------------------------------------------------------------
@@ -74,8 +80,12 @@
  * is brought to FT_DB_SCHEMA_VERSION in one BEGIN IMMEDIATE transaction on open, and the
  * views are recreated at the end of every migration. A new version appends a step.
  * Version 3 stores the operation and its key instead of the forward's five bucket columns;
- * the migration keeps every row and its id. A read-only handle reads a file of version 1 or 2
- * as it is, through views of its own that give the old columns the operation 'fwd' and a key.
+ * the migration keeps every row and its id. Version 4 gives the forward's key the group and
+ * query-length buckets: the migration rewrites the key of every forward result and miss from
+ * the shape stored with it (the SQL function ft_key_of, which every connection of flashtune
+ * has: ft__key_parse_shaped and ft__key_format, as the runtime computes keys). A read-only
+ * handle reads a file of version 1, 2 or 3 as it is, through views of its own that give the old
+ * rows the operation 'fwd' and the key of the current form.
  *
  * This file: the schema and opening a file. stmt.c: statements and rows; results.c:
  * devices, kernels, results, queries; misses.c: misses (internal.h says what they share).
@@ -94,9 +104,13 @@
 
 /* ---- schema --------------------------------------------------------------------------- */
 
-/* The forward's key from the bucket columns of schemas 1 and 2. */
+/* The forward's key from the bucket columns of schemas 1 and 2 (the form of schema 3). */
 #define FWD_KEY_OF_COLUMNS \
     "json_object('dtype', dtype, 'd', head_dim, 'causal', causal, 'seqlen', seqlen_bucket, 'bh', bh_bucket)"
+/* A key of an older form (such as FWD_KEY_OF_COLUMNS's) in the current form, completed from the
+ * shape of the row (ft_key_of, registered on every connection: connect_db). */
+#define KEY_OF_SHAPE(op, key) "ft_key_of(" op ", " key ", batch, heads_q, heads_kv, seqlen_q, seqlen_k)"
+#define FWD_KEY_OF_ROW KEY_OF_SHAPE("op", "key")
 
 
 static const char *const migrations[] = {
@@ -256,6 +270,11 @@ static const char *const migrations[] = {
     "  seqlen_k, fallback, count, first_seen, last_seen FROM misses;\n"
     "DROP TABLE misses;\n"
     "ALTER TABLE misses_v3 RENAME TO misses;\n",
+    /* 3 -> 4: the forward's key gains "group" and "sq", from the shape each row keeps. A new key
+     * is never an old one (it has more fields), and it holds the old key's fields with the old
+     * values, so no two rows of one device (and kernel) can end with one key. */
+    "UPDATE results SET key = " FWD_KEY_OF_ROW " WHERE op = 'fwd';\n"
+    "UPDATE misses SET key = " FWD_KEY_OF_ROW " WHERE op = 'fwd';\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FT_DB_SCHEMA_VERSION,
@@ -265,12 +284,16 @@ _Static_assert(sizeof migrations / sizeof migrations[0] == FT_DB_SCHEMA_VERSION,
  * for the sqlite3 shell) and as TEMP views of each connection (the current versions from
  * the connection's temp.ft_current, which ft__db_set_current fills). The first %s is ""
  * or "TEMP ", then the table holding the current versions (three times), where the results come
- * from (RESULTS_V3, or RESULTS_OLD for a file of schema 1 or 2 that a read-only handle reads as
- * it is) and the schema prefix of the tables ("main." for TEMP views; the file's own views may
- * not name a schema). The key's fields are columns of their own, NULL where an operation's key
+ * from (RESULTS_V3, or RESULTS_OLD for a file of schema 1 or 2 and RESULTS_OLD3 for one of
+ * schema 3 that a read-only handle reads as it is) and the schema prefix of the tables ("main."
+ * for TEMP views; the file's own views may not name a schema). The key's fields are columns of their own, NULL where an operation's key
  * has no such field. */
 #define RESULTS_V3 "results"
-#define RESULTS_OLD "(SELECT *, 'fwd' AS op, " FWD_KEY_OF_COLUMNS " AS key FROM main.results)"
+#define RESULTS_OLD "(SELECT *, 'fwd' AS op, " KEY_OF_SHAPE("'fwd'", FWD_KEY_OF_COLUMNS) " AS key FROM main.results)"
+#define RESULTS_OLD3                                                                                      \
+    "(SELECT id, device_id, kernel_id, op, iif(op = 'fwd', " FWD_KEY_OF_ROW ", key) AS key, batch, heads_q, " \
+    "heads_kv, seqlen_q, seqlen_k, status, reason, median_ms, iqr_ms, tflops, max_error, repetitions, "     \
+    "driver_version, nvrtc_version, template_hash, measured_at FROM main.results)"
 
 static const char view_base_fmt[] =
     "CREATE %sVIEW v_results_base AS\n"
@@ -278,6 +301,7 @@ static const char view_base_fmt[] =
     "       d.smem_per_block, d.smem_per_sm, d.l2_bytes, k.family, k.variant, k.arch,\n"
     "       r.op, r.key, json_extract(r.key, '$.dtype') AS dtype,\n"
     "       json_extract(r.key, '$.d') AS head_dim, json_extract(r.key, '$.causal') AS causal,\n"
+    "       json_extract(r.key, '$.group') AS group_bucket, json_extract(r.key, '$.sq') AS sq_bucket,\n"
     "       json_extract(r.key, '$.seqlen') AS seqlen_bucket, json_extract(r.key, '$.bh') AS bh_bucket,\n"
     "       r.batch, r.heads_q, r.heads_kv, r.seqlen_q, r.seqlen_k, r.status, r.reason,\n"
     "       r.median_ms, r.iqr_ms, r.tflops, r.max_error, r.repetitions, r.measured_at,\n"
@@ -325,11 +349,12 @@ static const char view_devices_fmt[] =
     "LEFT JOIN (SELECT device_id, count(*) AS n FROM v_winners GROUP BY device_id) w\n"
     "  ON w.device_id = d.id;\n";
 
-/* The misses with the key's fields as columns: the file's view (schema 3) and the
- * connection's own over the misses of schema 2 (temp.ft_misses; schema 1 has none). */
+/* The misses with the key's fields as columns: the file's view (schema 4) and the
+ * connection's own over the misses of schema 2 or later (temp.ft_misses; schema 1 has none). */
 #define MISS_COLUMNS                                                                              \
     "m.id AS miss_id, m.device_id, m.op, m.key, json_extract(m.key, '$.dtype') AS dtype,\n"     \
     "       json_extract(m.key, '$.d') AS head_dim, json_extract(m.key, '$.causal') AS causal,\n"   \
+    "       json_extract(m.key, '$.group') AS group_bucket, json_extract(m.key, '$.sq') AS sq_bucket,\n" \
     "       json_extract(m.key, '$.seqlen') AS seqlen_bucket, json_extract(m.key, '$.bh') AS bh_bucket,\n" \
     "       m.batch, m.heads_q, m.heads_kv, m.seqlen_q, m.seqlen_k, m.fallback, m.count,\n"        \
     "       m.first_seen, m.last_seen"
@@ -345,7 +370,10 @@ static const char temp_misses_fmt[] =
     "CREATE TEMP VIEW ft_misses AS\n"
     "SELECT " MISS_COLUMNS "\n"
     "FROM %s m;\n";
-#define MISSES_OLD "(SELECT *, 'fwd' AS op, " FWD_KEY_OF_COLUMNS " AS key FROM main.misses)"
+#define MISSES_OLD "(SELECT *, 'fwd' AS op, " KEY_OF_SHAPE("'fwd'", FWD_KEY_OF_COLUMNS) " AS key FROM main.misses)"
+#define MISSES_OLD3                                                                                          \
+    "(SELECT id, device_id, op, iif(op = 'fwd', " FWD_KEY_OF_ROW ", key) AS key, batch, heads_q, heads_kv, " \
+    "seqlen_q, seqlen_k, fallback, count, first_seen, last_seen FROM main.misses)"
 
 static const char drop_views_sql[] =
     "DROP VIEW IF EXISTS v_misses;\n"
@@ -444,8 +472,11 @@ ft_status ft__db_create_views(ft_db *db, int temp, ft_err *err)
     const char *kind = temp ? "TEMP " : "";
     const char *cur = temp ? "temp.ft_current" : "meta";
     const char *schema = temp ? "main." : "";
-    const int old = temp && db->version < 3;
-    const char *results = old ? RESULTS_OLD : temp ? "main." RESULTS_V3 : RESULTS_V3;
+    const int old = temp && db->version < FT_DB_SCHEMA_VERSION;
+    const char *results = !old            ? (temp ? "main." RESULTS_V3 : RESULTS_V3)
+                          : db->version < 3 ? RESULTS_OLD
+                                            : RESULTS_OLD3;
+    const char *misses = !old ? "main.misses" : db->version < 3 ? MISSES_OLD : MISSES_OLD3;
     ft_status rc = FT_OK;
     char *sql[5] = {NULL, NULL, NULL, NULL, NULL};
     int i;
@@ -455,7 +486,7 @@ ft_status ft__db_create_views(ft_db *db, int temp, ft_err *err)
     sql[2] = sqlite3_mprintf(view_winners_fmt, kind);
     sql[3] = sqlite3_mprintf(view_devices_fmt, kind, schema, results);
     if (temp && db->version >= 2)
-        sql[4] = sqlite3_mprintf(temp_misses_fmt, old ? MISSES_OLD : "main.misses");
+        sql[4] = sqlite3_mprintf(temp_misses_fmt, misses);
     for (i = 0; i < 5 && rc == FT_OK; i++) {
         if (sql[i] == NULL && (i < 4 || (temp && db->version >= 2)))
             rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "%s: out of memory", db->path);
@@ -674,7 +705,34 @@ static ft_status check_files(const char *path, int read_only, char *real, size_t
     return FT_OK;
 }
 
-/* Opens (or reopens) the handle's connection to name with flags. */
+/* ft_key_of(op, key, batch, heads_q, heads_kv, seqlen_q, seqlen_k): the key text of operation op
+ * stored with the shape it was measured on, in the current form of the operation's key: a text
+ * of an older form gets the fields it lacks from the shape (ft__key_parse_shaped), the others
+ * keep their values. A text of the current form, of an operation this build does not have, or
+ * one that is not a key of its operation comes back as it is. */
+static void sql_key_of(sqlite3_context *c, int argc, sqlite3_value **argv)
+{
+    const unsigned char *op_name = sqlite3_value_text(argv[0]), *text = sqlite3_value_text(argv[1]);
+    const ft_op *op = op_name != NULL ? ft__op_find((const char *)op_name) : NULL;
+    int shape[5], i;
+    char out[FT_KEY_TEXT_MAX];
+    ft_key k;
+    ft_err err;
+
+    (void)argc;
+    for (i = 0; i < 5; i++)
+        shape[i] = sqlite3_value_int(argv[2 + i]);
+    if (op == NULL || text == NULL ||
+        ft__key_parse_shaped(op, (const char *)text, shape[0], shape[1], shape[2], shape[3], shape[4], &k, &err) !=
+            FT_OK) {
+        sqlite3_result_value(c, argv[1]);
+        return;
+    }
+    ft__key_format(&k, out, sizeof out);
+    sqlite3_result_text(c, out, -1, SQLITE_TRANSIENT);
+}
+
+/* Opens (or reopens) the handle's connection to name with flags, with flashtune's SQL functions. */
 static ft_status connect_db(ft_db *db, const char *name, int flags, ft_err *err)
 {
     ft_status rc = FT_OK;
@@ -689,6 +747,9 @@ static ft_status connect_db(ft_db *db, const char *name, int flags, ft_err *err)
     }
     sqlite3_extended_result_codes(db->sq, 1);
     sqlite3_busy_timeout(db->sq, FT_DB_BUSY_TIMEOUT_MS);
+    if (sqlite3_create_function_v2(db->sq, "ft_key_of", 7, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_key_of, NULL,
+                                   NULL, NULL) != SQLITE_OK)
+        rc = ft__fail(err, FT_ERR_DATABASE, "cannot open tuning database %s: %s", db->path, sqlite3_errmsg(db->sq));
 out:
     return rc;
 }

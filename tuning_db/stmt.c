@@ -114,7 +114,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         "AND (:head_dim < 0 OR head_dim = :head_dim) "
         "AND (:causal < 0 OR causal = :causal) "
         "AND (:winners_only = 0 OR winner = 1) "
-        "ORDER BY device, device_id, op, dtype, head_dim, causal, seqlen_bucket, bh_bucket, "
+        "ORDER BY device, device_id, op, dtype, head_dim, causal, group_bucket, sq_bucket, seqlen_bucket, bh_bucket, "
         "median_ms IS NULL, median_ms, result_id",
     [ST_DEVICES] =
         "SELECT device_id, device, cc, sms, smem_per_block, smem_per_sm, l2_bytes, "
@@ -144,7 +144,8 @@ static const char *const stmt_sql[ST_COUNT] = {
         "FROM temp.ft_misses m JOIN main.devices d ON d.id = m.device_id "
         "WHERE (:device_name IS NULL OR instr(lower(d.name), lower(:device_name)) > 0) "
         "AND (:device_id < 0 OR m.device_id = :device_id) "
-        "ORDER BY d.name, m.device_id, m.op, m.dtype, m.head_dim, m.causal, m.seqlen_bucket, m.bh_bucket",
+        "ORDER BY d.name, m.device_id, m.op, m.dtype, m.head_dim, m.causal, m.group_bucket, m.sq_bucket, "
+        "m.seqlen_bucket, m.bh_bucket",
 };
 
 /* ---- helpers ------------------------------------------------------------------------------ */

@@ -9,12 +9,18 @@ from .testdata import SAMPLE_TUNE_LOG, json_functions, make_db, make_db_file, wa
 
 def selftest_parse(expect, tmp):
 
-    expect(bucket_key("f16", 64, 1, 32, 32, 512, 512) == "f16 d=64 causal=1 seqlen<=512 b*h<=1024", "bucket key")
-    expect(bucket_key("bf16", 128, 0, 1, 16, 3000, 3000) == "bf16 d=128 causal=0 seqlen<=4096 b*h<=16", "bucket rounding")
-    disp = parse_dispatch("noise\nflashtune: f16 d=64 causal=1 seqlen<=512 b*h<=16: tuned for the nearest bucket "
-                          "(seqlen <= 512, b*h <= 1024): d=64,bm=128\n")
-    expect(disp == {"f16 d=64 causal=1 seqlen<=512 b*h<=16":
-                    "tuned for the nearest bucket (seqlen <= 512, b*h <= 1024): d=64,bm=128"}, "dispatch line")
+    expect(bucket_key("f16", 64, 1, 32, 32, 512, 512) ==
+           'fwd {"dtype":"f16","d":64,"causal":1,"group":1,"sq":512,"seqlen":512,"bh":1024}', "bucket key")
+    expect(bucket_key("bf16", 128, 0, 1, 16, 3000, 3000) ==
+           'fwd {"dtype":"bf16","d":128,"causal":0,"group":1,"sq":4096,"seqlen":4096,"bh":16}', "bucket rounding")
+    expect(bucket_key("bf16", 128, 0, 64, 32, 1, 8192, heads_kv=4) ==
+           'fwd {"dtype":"bf16","d":128,"causal":0,"group":8,"sq":1,"seqlen":8192,"bh":2048}', "decode bucket key")
+    disp = parse_dispatch('noise\nflashtune: fwd {"dtype":"f16","d":64,"causal":1,"group":1,"sq":512,"seqlen":512,'
+                          '"bh":16}: tuned for the nearest bucket (group <= 1, sq <= 512, seqlen <= 512, b*h <= 1024): '
+                          'd=64,bm=128\n')
+    expect(disp == {'fwd {"dtype":"f16","d":64,"causal":1,"group":1,"sq":512,"seqlen":512,"bh":16}':
+                    "tuned for the nearest bucket (group <= 1, sq <= 512, seqlen <= 512, b*h <= 1024): d=64,bm=128"},
+           "dispatch line")
     expect([parse_duration(x) for x in ("12.3s", "4m54s", "1h02m", "x")] == [12.3, 294.0, 3720.0, None], "durations")
     log = parse_tune_log(SAMPLE_TUNE_LOG)
     expect(log.get("buckets") == 96 and log.get("variants") == 1560 and log.get("pruned") == 1896, "tune log: counts")

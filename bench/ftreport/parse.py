@@ -5,16 +5,18 @@ import json
 import re
 
 
-def bucket_key(dtype, d, causal, batch, heads, seqlen_q, seqlen_k):
-    """flashtune's dispatch key of a call, from the library (flashtune.key: the one formula), as
-    its FLASHTUNE_DEBUG line prints it."""
+def bucket_key(dtype, d, causal, batch, heads, seqlen_q, seqlen_k, heads_kv=None):
+    """flashtune's dispatch key of a forward call, from the library (flashtune.key: the one
+    formula), as its FLASHTUNE_DEBUG line prints it: the operation, then the key's canonical text
+    ('fwd {"dtype":"f16","d":64,"causal":1,"group":1,"sq":512,"seqlen":512,"bh":1024}')."""
     from flashtune import key
 
-    k = key(dtype, batch, heads, seqlen_q, seqlen_k, d, causal)
-    return "%s d=%d causal=%d seqlen<=%d b*h<=%d" % (k["dtype"], k["d"], k["causal"], k["seqlen"], k["bh"])
+    k = key(dtype, batch, heads, seqlen_q, seqlen_k, d, causal, heads_kv)
+    return "fwd " + json.dumps(k, separators=(",", ":"))
 
 
-DISPATCH_RE = re.compile(r"^flashtune: (\S+ d=\d+ causal=\d seqlen<=\d+ b\*h<=\d+): (.*)$")
+# runtime/context.c: "flashtune: <op> <key text>: <how the kernel was chosen>"
+DISPATCH_RE = re.compile(r"^flashtune: ([a-z]+ \{[^{}]*\}): (.*)$")
 
 
 def parse_dispatch(text):

@@ -653,8 +653,9 @@ def flops(batch, heads, seqlen_q, seqlen_k, head_dim, causal):
 
 def key(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal, heads_kv=None):
     """The key a forward call is dispatched by, from the library, as a dict:
-    {"dtype": "f16", "d": 128, "causal": 1, "seqlen": 4096, "bh": 64}. dtype: "f16", "bf16",
-    "float16" or "bfloat16"."""
+    {"dtype": "bf16", "d": 128, "causal": 0, "group": 8, "sq": 1, "seqlen": 8192, "bh": 1024}
+    (a decode step: heads_q / heads_kv, seqlen_q, max(seqlen_q, seqlen_k) and batch·heads each
+    rounded up to a power of two). dtype: "f16", "bf16", "float16" or "bfloat16"."""
     import json
 
     buf = ctypes.create_string_buffer(256)
