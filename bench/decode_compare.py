@@ -3,12 +3,15 @@
 flashtune's forward against PyTorch's scaled_dot_product_attention with the cuDNN and
 FlashAttention-2 backends forced (K/V heads repeated for grouped-query shapes, as SDPA's math
 needs; the bytes counted are still the cache's) and, where importable, FlashAttention-4's
-(ANCHORS.md says how to install it).
+(ANCHORS.md says how to install it), with its own choice of the number of key splits.
 
 Decode is bound by memory: the figure is the K and V bytes of the cache read per second (TB/s),
-beside the time. Timing as bench/sdpa_compare.py's Timer (CUDA events, L2 flushed before each
-repetition, median); the systems are interleaved, each shape once per system per round, and a
-system's figure is the median of its rounds.
+beside the time. Every shape's cache is larger than the L2 (134 MB and more against 60), so calls
+are timed back to back: CUDA events around a burst of calls, the time per call the burst's over
+its length, the median of several bursts (a call's host work, Python's included, overlaps the
+previous call's kernels, as in a serving loop; --flush instead times each call alone after an L2
+flush, bench/sdpa_compare.py's Timer, where host time shows). The systems are interleaved, each
+shape once per system per round, and a system's figure is the median of its rounds.
 
     python3 bench/decode_compare.py --rounds 3 --json out.json [--spec S --variant V] [--database DB]
 """
@@ -40,6 +43,28 @@ SHAPES = [
     (1, 32, 32, 1, 65536, 0),
     (16, 32, 8, 16, 8192, 1),
 ]
+
+
+class Burst:
+    """Time per call of fn over bursts of back-to-back calls (CUDA events), median of bursts."""
+
+    def __init__(self, calls=20, bursts=7):
+        self.calls, self.bursts = calls, bursts
+
+    def __call__(self, fn):
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(self.bursts):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(self.calls):
+                fn()
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end) / self.calls)
+        return statistics.median(times)
 
 
 def fa4():
@@ -81,8 +106,15 @@ def systems(ctx, fa4_func):
         return make
 
     def fa4_sys(q, k, v, causal):
-        fa4_func(q, k, v, causal=causal)
-        return lambda: fa4_func(q, k, v, causal=causal)
+        # num_splits=0: FA4's own split heuristic (its default, 1, never splits the keys); where
+        # that picks a split its sm90 path refuses ("SplitKV not supported on SM 9.0"): 1.
+        try:
+            fa4_func(q, k, v, causal=causal, num_splits=0)
+            splits = 0
+        except Exception:  # noqa: BLE001
+            fa4_func(q, k, v, causal=causal, num_splits=1)
+            splits = 1
+        return lambda: fa4_func(q, k, v, causal=causal, num_splits=splits)
 
     out = [("flashtune", flashtune_sys), ("cuDNN", sdpa_sys(SDPBackend.CUDNN_ATTENTION)),
            ("FA2", sdpa_sys(SDPBackend.FLASH_ATTENTION))]
@@ -101,11 +133,12 @@ def main():
     ap.add_argument("--variant", default=None, help="flashtune: the (partial) variant of --spec to force")
     ap.add_argument("--systems", default=None, help="comma-separated names to time (default: all)")
     ap.add_argument("--shapes", default=None, help="indices into SHAPES, comma-separated (default: all)")
+    ap.add_argument("--flush", action="store_true", help="time each call alone after an L2 flush")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
 
     ctx = flashtune.Context(database=a.database, spec=a.spec, variant=a.variant)
-    timer = Timer(warmup_ms=10, rep_ms=50, min_reps=10, max_reps=300)
+    timer = Timer(warmup_ms=10, rep_ms=50, min_reps=10, max_reps=300) if a.flush else Burst()
     syss = systems(ctx, fa4())
     if a.systems:
         keep = a.systems.split(",")
@@ -134,7 +167,8 @@ def main():
                     rows.append({"system": name, "dtype": dtype, "d": d, "batch": b, "heads_q": hq, "heads_kv": hkv,
                                  "seqlen_q": sq, "seqlen_k": sk, "causal": causal, "ms": ms,
                                  "tbps": kv_bytes / (ms * 1e-3) / 1e12, "rounds": a.rounds,
-                                 "spread": (max(ts) - min(ts)) / ms, "kernel": how if name == "flashtune" else ""})
+                                 "spread": (max(ts) - min(ts)) / ms, "timing": "flush" if a.flush else "burst",
+                                 "kernel": how if name == "flashtune" else ""})
                     print("%-4s d=%-3d b=%-3d hq=%-2d hkv=%-2d sq=%-2d sk=%-6d causal=%d %-9s %8.4f ms %5.2f TB/s" % (
                         dtype, d, b, hq, hkv, sq, sk, causal, name, ms, rows[-1]["tbps"]), flush=True)
                 print("    flashtune ran: %s" % how, flush=True)

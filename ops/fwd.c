@@ -116,34 +116,34 @@ static ft_tolerance fwd_tolerance(int bf16)
     return bf16 ? b16 : f16;
 }
 
+/* The rounds of tiles of the busiest SM when blocks blocks are split into s runs of rounds rounds
+ * on a device holding resident blocks at once. */
+static long long split_cost(long long blocks, long long resident, long long rounds, long long s)
+{
+    return (blocks * s + resident - 1) / resident * ((rounds + s - 1) / s);
+}
+
 /* How many runs the keys of each row block are split into, for blocks row blocks (times heads
- * and batch) of a kernel the device holds resident blocks of at once, over tiles key tiles of
- * round tiles each round: 1 when the blocks alone fill at least 80 % of the device; else the
- * smallest count whose last wave is at least 95 % full relative to the best count's, among the
- * counts that change the tiles per run (the rule of FlashAttention-3's heuristics.h, with a
- * fuller last wave: these kernels are bound by memory, and an idle SM is bandwidth lost), at most
- * 128 and at most half a run of rounds each. */
+ * and batch) of a kernel the device holds resident blocks of at once, over tiles key tiles taken
+ * round tiles at a time by a block's warps: 1 when the blocks alone fill at least 80 % of the
+ * device (FlashAttention-3's heuristics.h rule); else the fewest runs whose busiest SM's rounds,
+ * ceil(blocks·s / resident) waves of ceil(rounds / s) rounds each, are within 5 % of the least
+ * any count gets (more runs cost partial results and a longer combine), at most 128 and at least
+ * two rounds a run. */
 static int fwd_splits(long long blocks, long long resident, long long tiles, long long round)
 {
     const long long rounds = (tiles + round - 1) / round;
-    long long most = rounds / 2 < 128 ? rounds / 2 : 128, s;
-    double best = 0;
+    const long long most = rounds / 2 < 128 ? rounds / 2 : 128;
+    long long s, least = rounds;
 
     if (blocks <= 0 || resident <= 0 || blocks * 5 >= resident * 4 || most < 2)
         return 1;
-    for (s = 1; s <= most; s++) {
-        const double waves = (double)(blocks * s) / (double)resident;
-        const double eff = waves / ceil(waves);
-        if (eff > best)
-            best = eff;
-    }
-    for (s = 1; s <= most; s++) {
-        const double waves = (double)(blocks * s) / (double)resident;
-        const int eligible = s == 1 || (rounds + s - 1) / s != (rounds + s - 2) / (s - 1);
-        if (eligible && waves / ceil(waves) >= 0.95 * best)
-            return (int)s;
-    }
-    return 1;
+    for (s = 2; s <= most; s++)
+        if (split_cost(blocks, resident, rounds, s) < least)
+            least = split_cost(blocks, resident, rounds, s);
+    for (s = 1; s < most && split_cost(blocks, resident, rounds, s) * 20 > least * 21; s++)
+        ;
+    return (int)s;
 }
 
 /* Split keys (launch facts split_kv): grid (row blocks · splits, units, batch) with units the K/V

@@ -17,13 +17,20 @@
  * at d = 256 the kvsplit variant (the only structure of the spec that fits it). The first entry
  * of the call's operation whose family the context has and that builds wins: the sm_90a
  * family's where it runs (tests/test_defaults.c checks that every entry is kept by its spec and
- * compiles without spills on the targets it is for). */
+ * compiles without spills on the targets it is for). Short-query forward calls (ops/op.h
+ * FT_FWD_SHORT_QUERY) try the flash_decode_sm80 entries first: at d = 64, 128 and 256 the variant
+ * that won most buckets of a bf16 tune of specs/flash_decode.lua on an H200 (2026-12-01), except at
+ * d = 128, where bn=32,warps=4,stages=2 read the serving issue's first two shapes at 3.97 and 3.03
+ * TB/s against 3.75 and 2.65 for the tune's bn=16,warps=4,stages=3 (two runs of the same benchmark
+ * that day, bench/results/h200-2026-12-01-decode);
+ * at 32, 96 and 192 untuned choices of the same kind (d = 192 with two stages: 109 KB, within an
+ * A100's shared memory). */
 static const ft_default_kernel defaults[] = {
     {"flash_decode_sm80", 32, -1, "bn=32,warps=4,stages=3,mt=1,pack=1"},
     {"flash_decode_sm80", 64, -1, "bn=32,warps=4,stages=3,mt=1,pack=1"},
     {"flash_decode_sm80", 96, -1, "bn=32,warps=4,stages=2,mt=1,pack=1"},
     {"flash_decode_sm80", 128, -1, "bn=32,warps=4,stages=2,mt=1,pack=1"},
-    {"flash_decode_sm80", 192, -1, "bn=16,warps=4,stages=3,mt=1,pack=1"},
+    {"flash_decode_sm80", 192, -1, "bn=16,warps=4,stages=2,mt=1,pack=1"},
     {"flash_decode_sm80", 256, -1, "bn=16,warps=4,stages=2,mt=1,pack=1"},
     {"flash_fwd_sm90", 64, 0, "bm=128,bn=176,stages=3,pingpong=0,overlap=1,balance=0"},
     {"flash_fwd_sm90", 64, 1, "bm=128,bn=192,stages=2,pingpong=1,overlap=1,balance=1"},

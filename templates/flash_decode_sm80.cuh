@@ -16,7 +16,8 @@
 //                  takes the tiles of BN keys its rows see (causal: up to the diagonal of its last
 //                  row), split s the s-th of `splits` equal runs of them; warp w of the CTA takes
 //                  tiles w, w + WARPS, ... of its run, each warp with its own cp.async ring of
-//                  STAGES K and V tiles (no barrier of the CTA inside the loop) and its own
+//                  STAGES K and V tiles, STAGES - 1 of them in flight while it computes one (no
+//                  barrier of the CTA inside the loop), and its own
 //                  online softmax (m, l, O in registers; Q's fragments loaded once). At the end the
 //                  warps' (m, l, O) are merged through shared memory, and the CTA writes
 //                  splits = 1: O (element type) and the LSE;
@@ -345,11 +346,13 @@ __device__ __forceinline__ void flash_decode(const FwdParams &p)
             ldmatrix_x4(sq_base + tile_offset(mt * 16 + (lane & 15), 2 * kk + (lane >> 4)), st.qf[mt][kk][0],
                         st.qf[mt][kk][1], st.qf[mt][kk][2], st.qf[mt][kk][3]);
 
-    // The warp's pipeline: before tile j, STAGES - 2 newer groups may be in flight.
+    // The warp's pipeline: tile j + STAGES - 1 is issued into the slot of tile j - 1 before
+    // waiting for tile j, so STAGES - 1 tiles stay in flight while one is computed.
     for (int j = 0; j < n_mine; ++j) {
-        cp_async_wait<STAGES - 2>();
-        __syncwarp(); // every lane's copies of tile j are visible, every lane is done with j - 1
+        __syncwarp(); // every lane is done with tile j - 1
         load(j + STAGES - 1);
+        cp_async_wait<STAGES - 1>();
+        __syncwarp(); // every lane's copies of tile j are visible
         const int tile = first_tile + j * WARPS;
         const u32 slot = ring + (j % STAGES) * 2 * TILE_BYTES;
         if ((tile + 1) * BN > key_min)
@@ -417,6 +420,8 @@ __device__ __forceinline__ void flash_decode(const FwdParams &p)
 }
 
 // One warp per row of every (batch, head, query): the splits' partial results into O and the LSE.
+// The weights exp(LSE_s − LSE) of 32 splits at a time are computed by the lanes, one each, and
+// broadcast; the partial rows' loads do not wait on them, so several are in flight at once.
 __device__ __forceinline__ void flash_decode_combine(const FwdParams &p)
 {
     constexpr int CPL = D / 32; // columns per lane
@@ -446,15 +451,18 @@ __device__ __forceinline__ void flash_decode_combine(const FwdParams &p)
     for (int k = 0; k < CPL; ++k)
         acc[k] = 0.f;
     if (mx != NEG_INF)
-        for (int s = 0; s < splits; ++s) {
-            const float ls = lse_part[(long long)s * nrows];
-            if (ls == NEG_INF)
-                continue;
-            const float w = __expf(ls - lse);
-            const float *o = p.ws + ((long long)s * nrows + row) * D + lane;
+        for (int s0 = 0; s0 < splits; s0 += 32) {
+            // A split that saw no key of the row has LSE_s = -inf (weight 0) and O_s = 0.
+            const float w_lane = s0 + lane < splits ? __expf(lse_part[(long long)(s0 + lane) * nrows] - lse) : 0.f;
+            const int n = min(32, splits - s0);
+            const float *o = p.ws + ((long long)s0 * nrows + row) * D + lane;
+#pragma unroll 8
+            for (int j = 0; j < n; ++j) {
+                const float w = __shfl_sync(0xffffffffu, w_lane, j);
 #pragma unroll
-            for (int k = 0; k < CPL; ++k)
-                acc[k] += w * o[32 * k];
+                for (int k = 0; k < CPL; ++k)
+                    acc[k] += w * o[(long long)j * nrows * D + 32 * k];
+            }
         }
     const int i = (int)(row % p.seqlen_q);
     const long long bh = row / p.seqlen_q;

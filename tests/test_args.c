@@ -86,6 +86,37 @@ static void test_version_2_read(void)
     ASSERT_EQ(ft__attention_args_read(&in, &a, &err), FT_ERR_INVALID_ARGUMENT);
 }
 
+/* Version 3 adds the workspace: a version-2 structure (a program built against the older header)
+ * is written and read only as far as its own fields go. */
+static void test_version_3_workspace(void)
+{
+    ft_attention_args in, a;
+    unsigned char *bytes = (unsigned char *)&in;
+    ft_err err;
+    size_t i;
+
+    memset(&in, 0x5a, sizeof in);
+    ft_attention_args_init_version(&in, 2);
+    ASSERT_EQ(in.version, 2);
+    ASSERT_EQ(in.batch, 0);
+    for (i = FT_ARGS_V2_SIZE; i < sizeof in; i++)
+        ASSERT_EQ(bytes[i], 0x5a); /* past a version-2 structure's end: not its caller's memory */
+    in.batch = 7, in.head_dim = 128;
+    ASSERT_OK(ft__attention_args_read(&in, &a, &err), &err);
+    ASSERT_EQ(a.version, 2);
+    ASSERT_EQ(a.batch, 7);
+    ASSERT_EQ(a.head_dim, 128);
+    ASSERT_TRUE(a.workspace == NULL);
+    ASSERT_EQ(a.workspace_bytes, 0);
+    ft_attention_args_init(&in);
+    ASSERT_EQ(in.version, 3);
+    ASSERT_TRUE(in.workspace == NULL && in.workspace_bytes == 0);
+    in.workspace = (void *)(uintptr_t)0x1000, in.workspace_bytes = 4096;
+    ASSERT_OK(ft__attention_args_read(&in, &a, &err), &err);
+    ASSERT_TRUE(a.workspace == (void *)(uintptr_t)0x1000);
+    ASSERT_EQ(a.workspace_bytes, 4096);
+}
+
 /* The FLOPs and the key of a call, for callers that count TFLOP/s or name buckets (the Python
  * binding, the report) without a formula of their own. */
 static void test_flops_and_key(void)
@@ -179,4 +210,4 @@ static void test_tensors_may_alias(void)
 }
 
 FT_TEST_MAIN(FT_CASE(test_init), FT_CASE(test_backward_args), FT_CASE(test_tensors_may_alias), FT_CASE(test_version_1_read), FT_CASE(test_version_2_read),
-             FT_CASE(test_flops_and_key))
+             FT_CASE(test_version_3_workspace), FT_CASE(test_flops_and_key))

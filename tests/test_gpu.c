@@ -94,6 +94,55 @@ static void test_gpu_reference_matches_cpu(void)
 }
 
 /* The public API: a context, the default kernel of every head dim, checked like any variant. */
+/* Runs ft_attention_forward on tensors t (problem p) through arguments of the given version (with
+ * a workspace from version 3 on), O and the LSE poisoned first, and checks them against the
+ * reference; which gets ft_attention_kernel's line. */
+static void public_forward_check(ft_context *ctx, ft_tensors *t, const ft_problem *p, int version, CUdeviceptr ws,
+                                 size_t ws_bytes, ft_check *check, char *which, size_t cap)
+{
+    ft_fwd_params fp;
+    ft_attention_args a;
+    size_t rows = (size_t)p->batch * p->heads_q * p->seqlen_q;
+    uint16_t *out;
+    float *lse, *oref, *mref, *lref;
+
+    ft__tensors_params(t, &fp);
+    memset(&a, 0xab, sizeof a); /* a version-2 structure's caller has nothing past its fields */
+    ft_attention_args_init_version(&a, version);
+    a.dtype = p->bf16 ? FT_BF16 : FT_F16;
+    a.batch = p->batch, a.heads_q = p->heads_q, a.heads_kv = p->heads_kv;
+    a.seqlen_q = p->seqlen_q, a.seqlen_k = p->seqlen_k, a.head_dim = p->head_dim;
+    a.q = fp.q, a.k = fp.k, a.v = fp.v, a.o = fp.o, a.lse = fp.lse;
+    a.q_stride[0] = fp.q_batch_stride, a.q_stride[1] = fp.q_row_stride, a.q_stride[2] = fp.q_head_stride;
+    a.k_stride[0] = fp.k_batch_stride, a.k_stride[1] = fp.k_row_stride, a.k_stride[2] = fp.k_head_stride;
+    a.v_stride[0] = fp.v_batch_stride, a.v_stride[1] = fp.v_row_stride, a.v_stride[2] = fp.v_head_stride;
+    a.o_stride[0] = fp.o_batch_stride, a.o_stride[1] = fp.o_row_stride, a.o_stride[2] = fp.o_head_stride;
+    a.causal = p->causal;
+    if (version >= 3) {
+        a.workspace = (void *)(uintptr_t)ws;
+        a.workspace_bytes = ws_bytes;
+    }
+    ASSERT_EQ(session.cu->p_cuMemsetD16(t->buf[3], 0xffff, t->plan.elems[3]), CUDA_SUCCESS);
+    ASSERT_EQ(session.cu->p_cuMemsetD32(t->lse, 0xffffffffu, rows), CUDA_SUCCESS);
+    if (ft_attention_forward(ctx, &a, NULL) != FT_OK)
+        FT_FAIL_("forward: %s", ft_last_error(ctx));
+    ASSERT_EQ(ft_attention_kernel(ctx, &a, which, cap), FT_OK);
+    ASSERT_EQ(session.cu->p_cuCtxSynchronize(), CUDA_SUCCESS);
+    out = malloc(t->plan.elems[3] * 2);
+    lse = malloc(rows * 4);
+    oref = malloc(rows * (size_t)p->head_dim * 4);
+    mref = malloc(rows * (size_t)p->head_dim * 4);
+    lref = malloc(rows * 4);
+    ASSERT_TRUE(out && lse && oref && mref && lref);
+    session.cu->p_cuMemcpyDtoH(out, t->buf[3], t->plan.elems[3] * 2);
+    session.cu->p_cuMemcpyDtoH(lse, t->lse, rows * 4);
+    session.cu->p_cuMemcpyDtoH(oref, t->o_ref, rows * (size_t)p->head_dim * 4);
+    session.cu->p_cuMemcpyDtoH(mref, t->mag_ref, rows * (size_t)p->head_dim * 4);
+    session.cu->p_cuMemcpyDtoH(lref, t->lse_ref, rows * 4);
+    ft__check_outputs(p, out, t->plan.strides[3], lse, oref, mref, lref, check);
+    free(out), free(lse), free(oref), free(mref), free(lref);
+}
+
 static void test_public_forward(void)
 {
     static const int dims[] = {32, 64, 96, 128, 192, 256};
@@ -109,14 +158,9 @@ static void test_public_forward(void)
             for (bf16 = 0; bf16 < 2; bf16++) {
                 ft_problem p;
                 ft_tensors t;
-                ft_fwd_params fp;
-                ft_attention_args a;
                 ft_check check;
                 ft_err err;
-                size_t rows;
-                uint16_t *out;
-                float *lse, *oref, *mref, *lref;
-                char shape[96];
+                char shape[96], which[256], want[32];
 
                 memset(&p, 0, sizeof p);
                 p.causal = causal, p.bf16 = bf16;
@@ -125,47 +169,78 @@ static void test_public_forward(void)
                 ASSERT_OK(ft__tensors_create(session.cu, &p, &t, &err), &err);
                 ASSERT_OK(ft__tensors_fill(&session.verifier, &t, 5 + i, 1.f, &err), &err);
                 ASSERT_OK(ft__tensors_reference(&session.verifier, &t, &err), &err);
-                ft__tensors_params(&t, &fp);
-                ft_attention_args_init(&a);
-                a.dtype = bf16 ? FT_BF16 : FT_F16;
-                a.batch = p.batch, a.heads_q = p.heads_q, a.heads_kv = p.heads_kv;
-                a.seqlen_q = p.seqlen_q, a.seqlen_k = p.seqlen_k, a.head_dim = p.head_dim;
-                a.q = fp.q, a.k = fp.k, a.v = fp.v, a.o = fp.o, a.lse = fp.lse;
-                a.q_stride[0] = fp.q_batch_stride, a.q_stride[1] = fp.q_row_stride, a.q_stride[2] = fp.q_head_stride;
-                memcpy(a.k_stride, a.q_stride, sizeof a.q_stride);
-                a.k_stride[0] = fp.k_batch_stride, a.k_stride[1] = fp.k_row_stride, a.k_stride[2] = fp.k_head_stride;
-                memcpy(a.v_stride, a.k_stride, sizeof a.k_stride);
-                memcpy(a.o_stride, a.q_stride, sizeof a.q_stride);
-                a.causal = causal;
-                rows = (size_t)p.batch * p.heads_q * p.seqlen_q;
-                ASSERT_EQ(session.cu->p_cuMemsetD16(t.buf[3], 0xffff, t.plan.elems[3]), CUDA_SUCCESS);
-                ASSERT_EQ(session.cu->p_cuMemsetD32(t.lse, 0xffffffffu, rows), CUDA_SUCCESS);
-                if (ft_attention_forward(ctx, &a, NULL) != FT_OK)
-                    FT_FAIL_("%s: %s", shape, ft_last_error(ctx));
-                {
-                    char which[256], want[32];
-                    ASSERT_EQ(ft_attention_kernel(ctx, &a, which, sizeof which), FT_OK);
-                    snprintf(want, sizeof want, "d=%d,", dims[i]);
-                    ASSERT_CONTAINS(which, want); /* the variant that ran, with its head dim */
-                }
-                ASSERT_EQ(session.cu->p_cuCtxSynchronize(), CUDA_SUCCESS);
-                out = malloc(t.plan.elems[3] * 2);
-                lse = malloc(rows * 4);
-                oref = malloc(rows * (size_t)p.head_dim * 4);
-                mref = malloc(rows * (size_t)p.head_dim * 4);
-                lref = malloc(rows * 4);
-                ASSERT_TRUE(out && lse && oref && mref && lref);
-                session.cu->p_cuMemcpyDtoH(out, t.buf[3], t.plan.elems[3] * 2);
-                session.cu->p_cuMemcpyDtoH(lse, t.lse, rows * 4);
-                session.cu->p_cuMemcpyDtoH(oref, t.o_ref, rows * (size_t)p.head_dim * 4);
-                session.cu->p_cuMemcpyDtoH(mref, t.mag_ref, rows * (size_t)p.head_dim * 4);
-                session.cu->p_cuMemcpyDtoH(lref, t.lse_ref, rows * 4);
-                ft__check_outputs(&p, out, t.plan.strides[3], lse, oref, mref, lref, &check);
+                public_forward_check(ctx, &t, &p, FT_ARGS_VERSION, 0, 0, &check, which, sizeof which);
+                snprintf(want, sizeof want, "d=%d,", dims[i]);
+                ASSERT_CONTAINS(which, want); /* the variant that ran, with its head dim */
                 if (!check.pass)
                     FT_FAIL_("%s causal=%d %s: %s", shape, causal, bf16 ? "bf16" : "f16", check.detail);
                 printf("  forward %s causal=%d %s: pass (O rel L2 %.2e)\n", shape, causal, bf16 ? "bf16" : "f16",
                        check.o_rel_l2);
-                free(out), free(lse), free(oref), free(mref), free(lref);
+                ft__tensors_destroy(session.cu, &t);
+            }
+    ft_context_destroy(ctx);
+}
+
+/* Decode calls (one to a few queries against long keys, grouped-query heads): the short-query
+ * kernels run them (their variants have "pack="), with the workspace ft_attention_forward_workspace_size
+ * asks for (poisoned with NaN first) and without one (version-2 arguments: the keys unsplit); both
+ * pass against the reference. */
+static void test_public_decode(void)
+{
+    static const char *const shapes[] = {"b=2,hq=16,hkv=2,sq=1,sk=5000", "b=3,hq=8,hkv=2,sq=3,sk=2049",
+                                         "b=1,hq=4,sq=16,sk=777"};
+    static const int dims[] = {64, 128, 256};
+    ft_context_options o;
+    ft_context *ctx = NULL;
+    size_t i, j;
+    int causal;
+
+    ft_context_options_init(&o);
+    ASSERT_EQ(ft_context_create(&o, &ctx), FT_OK);
+    for (i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (j = 0; j < sizeof dims / sizeof dims[0]; j++)
+            for (causal = 0; causal < 2; causal++) {
+                ft_problem p;
+                ft_tensors t;
+                ft_check check;
+                ft_err err;
+                ft_attention_args a;
+                ft_fwd_params fp;
+                CUdeviceptr ws = 0;
+                size_t bytes = 0;
+                char shape[96], which[256];
+                int version;
+
+                memset(&p, 0, sizeof p);
+                p.causal = causal, p.bf16 = (int)(i + j) % 2;
+                snprintf(shape, sizeof shape, "%s,d=%d", shapes[i], dims[j]);
+                ASSERT_OK(ft__problem_parse(shape, &p, &err), &err);
+                ASSERT_OK(ft__tensors_create(session.cu, &p, &t, &err), &err);
+                ASSERT_OK(ft__tensors_fill(&session.verifier, &t, 11 + i, 1.f, &err), &err);
+                ASSERT_OK(ft__tensors_reference(&session.verifier, &t, &err), &err);
+                ft__tensors_params(&t, &fp);
+                ft_attention_args_init(&a);
+                a.dtype = p.bf16 ? FT_BF16 : FT_F16;
+                a.batch = p.batch, a.heads_q = p.heads_q, a.heads_kv = p.heads_kv;
+                a.seqlen_q = p.seqlen_q, a.seqlen_k = p.seqlen_k, a.head_dim = p.head_dim, a.causal = causal;
+                a.q = fp.q, a.k = fp.k, a.v = fp.v, a.o = fp.o;
+                ASSERT_EQ(ft_attention_forward_workspace_size(ctx, &a, &bytes), FT_OK);
+                if (i == 0)
+                    ASSERT_TRUE(bytes > 0); /* 4 blocks of rows on a whole GPU: the keys split */
+                if (bytes > 0) {
+                    ASSERT_EQ(session.cu->p_cuMemAlloc(&ws, bytes), CUDA_SUCCESS);
+                    ASSERT_EQ(session.cu->p_cuMemsetD8(ws, 0xff, bytes), CUDA_SUCCESS);
+                }
+                for (version = 3; version >= 2; version--) {
+                    public_forward_check(ctx, &t, &p, version, ws, bytes, &check, which, sizeof which);
+                    ASSERT_CONTAINS(which, "pack=");
+                    if (!check.pass)
+                        FT_FAIL_("%s causal=%d args version %d: %s", shape, causal, version, check.detail);
+                    printf("  decode %s causal=%d %s, %s: pass (O rel L2 %.2e)\n", shape, causal,
+                           p.bf16 ? "bf16" : "f16", version == 3 ? "workspace" : "no workspace", check.o_rel_l2);
+                }
+                if (ws != 0)
+                    session.cu->p_cuMemFree(ws);
                 ft__tensors_destroy(session.cu, &t);
             }
     ft_context_destroy(ctx);
@@ -319,7 +394,7 @@ int ft_test_failed_;
 int main(void)
 {
     static const ft_test_case cases[] = {FT_CASE(test_gpu_reference_matches_cpu), FT_CASE(test_public_forward),
-                                         FT_CASE(test_public_backward), FT_CASE(test_public_bad_arguments)};
+                                         FT_CASE(test_public_decode), FT_CASE(test_public_backward), FT_CASE(test_public_bad_arguments)};
     const ft_cuda *cu;
     ft_err err;
     int failed = 0;

@@ -278,6 +278,78 @@ static void test_fwd_plan_grids(void)
     ASSERT_EQ(ft__op_fwd.plan(&f, &p, &plan, &err), FT_ERR_UNSUPPORTED);
 }
 
+/* The split-key plan: splits from the GPU's size (fwd_splits' rule), a combine step and the
+ * workspace of the partial results when there is more than one, cut to what the call gives. */
+static void test_fwd_plan_split(void)
+{
+    ft_launch_facts f;
+    ft_launch_plan plan;
+    ft_problem p = problem(4, 8, 1, 1, 131072, 128, 0, 0);
+    ft_err err;
+
+    memset(&f, 0, sizeof f);
+    f.threads = 128, f.smem_dynamic = 143616, f.rows_per_block = 16, f.keys_per_block = 128;
+    f.split_kv = 1, f.pack_gqa = 1, f.max_resident = 132;
+    p.workspace_cap = -1;
+    /* 4 blocks of 8 packed rows, 1024 rounds of tiles: 32 runs of 32 rounds fill 128 of 132 SMs
+     * (33 runs would take as many rounds). */
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.splits, 32);
+    ASSERT_EQ(plan.nsteps, 2);
+    ASSERT_EQ(plan.steps[0].kernel, 0);
+    ASSERT_EQ(plan.steps[0].grid[0], 32);
+    ASSERT_EQ(plan.steps[0].grid[1], 1);
+    ASSERT_EQ(plan.steps[0].grid[2], 4);
+    ASSERT_EQ(plan.steps[0].smem, 143616);
+    ASSERT_EQ(plan.steps[1].kernel, 1); /* the combine: a warp per row, 32 rows */
+    ASSERT_EQ(plan.steps[1].grid[0], 8);
+    ASSERT_EQ(plan.steps[1].block, 128);
+    ASSERT_EQ(plan.workspace_bytes, 32 * 32 * 129 * 4);
+    /* A workspace for 5 splits' partial results: 5; none: unsplit, one step. */
+    p.workspace_cap = 5 * 32 * 129 * 4 + 100;
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.splits, 5);
+    ASSERT_EQ(plan.steps[0].grid[0], 5);
+    ASSERT_EQ(plan.workspace_bytes, 5 * 32 * 129 * 4);
+    p.workspace_cap = 0;
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.splits, 1);
+    ASSERT_EQ(plan.nsteps, 1);
+    ASSERT_EQ(plan.workspace_bytes, 0);
+    /* Unpacked: a block per query head, 32 blocks; 4 runs make 128. */
+    p.workspace_cap = -1, f.pack_gqa = 0;
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.splits, 4);
+    ASSERT_EQ(plan.steps[0].grid[0], 4);
+    ASSERT_EQ(plan.steps[0].grid[1], 8);
+    /* Blocks that fill the GPU alone are not split; nor without the device's size. */
+    f.pack_gqa = 1;
+    p = problem(128, 16, 2, 2, 2048, 128, 1, 0);
+    p.workspace_cap = -1;
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.splits, 1);
+    ASSERT_EQ(plan.steps[0].grid[0], 1);
+    ASSERT_EQ(plan.steps[0].grid[1], 2);
+    ASSERT_EQ(plan.steps[0].grid[2], 128);
+    p = problem(4, 8, 1, 1, 131072, 128, 0, 0);
+    p.workspace_cap = -1, f.max_resident = 0;
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.splits, 1);
+    /* 79 rounds of tiles over 4 blocks on 264 places: 27 runs of 3 rounds (the fewest runs that
+     * get there; 26 take 4). */
+    p = problem(2, 16, 2, 1, 5000, 256, 0, 0);
+    p.workspace_cap = -1, f.keys_per_block = 64, f.max_resident = 264;
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.splits, 27);
+    ASSERT_EQ(plan.steps[0].grid[0], 27);
+    /* 40 packed rows (5 queries of a group of 8): three blocks of 16. */
+    p = problem(1, 8, 1, 5, 4096, 128, 1, 0);
+    f.max_resident = 132;
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.steps[0].grid[0] % 3, 0);
+    ASSERT_EQ(plan.steps[0].grid[0] / 3, (unsigned)plan.splits);
+}
+
 static void test_bwd_key(void)
 {
     ft_problem p = problem(4, 16, 4, 1000, 3000, 128, 1, 1);
@@ -392,5 +464,5 @@ static void test_registry(void)
 
 FT_TEST_MAIN(FT_CASE(test_fwd_key_text), FT_CASE(test_fwd_key_decode_and_gqa), FT_CASE(test_fwd_key_legacy_text),
              FT_CASE(test_fwd_distance), FT_CASE(test_key_parse_refuses), FT_CASE(test_nearest_matches_the_reference),
-             FT_CASE(test_fwd_flops_and_bytes), FT_CASE(test_fwd_plan_grids), FT_CASE(test_bwd_key),
+             FT_CASE(test_fwd_flops_and_bytes), FT_CASE(test_fwd_plan_grids), FT_CASE(test_fwd_plan_split), FT_CASE(test_bwd_key),
              FT_CASE(test_bwd_flops_and_bytes), FT_CASE(test_bwd_plan), FT_CASE(test_registry))
