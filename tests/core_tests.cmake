@@ -145,7 +145,9 @@ set(ft_spaces
   # the backward's, likewise
   "specs/flash_bwd.lua sm_80 150 bwd_sm_80" "specs/flash_bwd.lua sm_90 150 bwd_sm_90"
   # the Hopper backward's: a sixth of its 150 kept variants
-  "specs/flash_bwd_sm90.lua sm_90a 24 bwd_sm90a")
+  "specs/flash_bwd_sm90.lua sm_90a 24 bwd_sm90a"
+  # the short-query forward's: 32 of its 880 (sm_80) and 1016 (sm_90) kept variants
+  "specs/flash_decode.lua sm_80 32 decode_sm_80" "specs/flash_decode.lua sm_90 32 decode_sm_90")
 foreach(space ${ft_spaces})
   separate_arguments(space)
   list(GET space 0 spec)
