@@ -134,7 +134,8 @@ static int check_entry(const ft_kernel_set_entry *e, const ft_key *key, int cc, 
         e->smem_dynamic < 0)
         return ft__pack_refuse(why, cap, "it has no cubin, or its threads, rows per block or shared memory are out of range");
     if (!ft__variant_check(e->variant, e->dtype == FT_BF16 ? "bf16" : "f16", e->head_dim, e->causal,
-                           (int)ft__key_get(key, "det", 0), e->rows_per_block, msg, sizeof msg))
+                           (int)ft__key_get(key, "det", 0), 0, msg, sizeof msg) ||
+        !ft__family_rows_check(e->family, e->variant, e->rows_per_block, msg, sizeof msg))
         return ft__pack_refuse(why, cap, "%s", msg);
     fam = ft__family_find(e->family);
     memset(&a, 0, sizeof a);
