@@ -143,6 +143,8 @@ ctx = flashtune.Context(database="")  # built-in defaults: the test must not dep
 cases = [  # b, hq, hkv, sq, sk, d
     (1, 1, 1, 1, 1, 64), (2, 4, 4, 17, 17, 32), (1, 8, 2, 127, 1000, 128), (2, 6, 3, 1000, 127, 96),
     (1, 2, 2, 513, 513, 256), (3, 4, 1, 300, 300, 192), (1, 16, 16, 4096, 4096, 128),
+    # decode: the short-query kernels, split keys (with the workspace from PyTorch's allocator)
+    (2, 16, 2, 1, 5000, 128), (3, 8, 2, 3, 2049, 64), (1, 4, 4, 16, 777, 256),
 ]
 for dtype in (torch.float16, torch.bfloat16):
     for causal in (False, True):
@@ -191,6 +193,11 @@ refused("forward(out=too short) on the GPU", "out must be",
         lambda: ctx.forward(q, kv, kv, out=guard[:2 * 299 * 4 * 128].view(2, 299, 4, 128)))
 torch.cuda.synchronize()
 report(bool((guard == 7.0).all().item()), "a refused out= leaves its memory unwritten")
+# A decode call runs the short-query kernels (their variants have pack=).
+qd = torch.randn(2, 1, 16, 128, device="cuda", dtype=torch.bfloat16)
+kd = torch.randn(2, 5000, 2, 128, device="cuda", dtype=torch.bfloat16)
+which = ctx.kernel(qd, kd, kd)
+report(which.startswith("built-in default") and "pack=" in which, "kernel() of a decode call: %s" % which)
 # Which kernel ran: the built-in default of the head dim (no database), named with its head dim.
 which = ctx.kernel(q, q, q, causal=True)
 report(which.startswith("built-in default") and "d=128," in which and "causal=1" in which, "kernel(): %s" % which)
