@@ -85,10 +85,6 @@ int ft__key_cmp(const ft_key *a, const ft_key *b);
 void ft__key_of(const ft_op *op, const char *dtype, int head_dim, int causal, int deterministic, int batch,
                 int heads_q, int heads_kv, int seqlen_q, int seqlen_k, ft_key *out);
 
-/* Forward calls of at most this many queries (their key's "sq" bucket) are short-query calls:
- * decode kernels serve them, and they and other calls never stand in for each other. */
-#define FT_FWD_SHORT_QUERY 16
-
 /* The smallest power of two >= n and >= floor: the buckets of the attention operations' keys. */
 long long ft__pow2_at_least(long long n, long long floor);
 
