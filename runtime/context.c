@@ -579,7 +579,7 @@ static void log_choice(const kernel_slot *slot, const char *how)
  * compiled through the cache. */
 static void build_slot(ft_context *ctx, kernel_slot *slot)
 {
-    const int head_dim = (int)ft__key_get(&slot->key, "d", 0), causal = (int)ft__key_get(&slot->key, "causal", 0);
+    const int head_dim = (int)ft__key_get(&slot->key, "d", 0);
     const int forced = ctx->variant != NULL && spec_op(ctx->spec) == slot->key.op;
     char *how = slot->how;
     const size_t how_cap = sizeof slot->how;
@@ -601,24 +601,16 @@ static void build_slot(ft_context *ctx, kernel_slot *slot)
         slot->status = build_variant(ctx, slot, ctx->spec, ctx->variant, "forced", &err);
         tried = 1;
     } else {
-        /* Short-query calls try the defaults of the families made for them first, then the
-         * others; other calls only the others. */
-        const int short_query = slot->key.op == &ft__op_fwd && ft__key_get(&slot->key, "sq", -1) >= 1 &&
-                                ft__key_get(&slot->key, "sq", -1) <= FT_FWD_SHORT_QUERY;
-        size_t ndefaults;
-        const ft_default_kernel *defaults = ft__default_kernels(&ndefaults);
-        int pass;
+        const ft_default_kernel *order[FT_DEFAULTS_MAX];
+        const size_t n = ft__default_order(&slot->key, order, FT_DEFAULTS_MAX);
         slot->status = FT_ERR_UNSUPPORTED;
-        for (pass = short_query ? 0 : 1; pass < 2; pass++)
-            for (i = 0; i < ndefaults && slot->status != FT_OK; i++) {
-                const ft_family *fam = ft__family_find(defaults[i].family);
-                ft_spec *spec = spec_of_family(ctx, defaults[i].family);
-                if (fam == NULL || fam->op != slot->key.op || spec == NULL || defaults[i].head_dim != head_dim ||
-                    (defaults[i].causal >= 0 && defaults[i].causal != causal) || fam->short_query != (pass == 0))
-                    continue;
-                slot->status = build_variant(ctx, slot, spec, defaults[i].variant, "built-in default", &err);
-                tried = 1;
-            }
+        for (i = 0; i < n && slot->status != FT_OK; i++) {
+            ft_spec *spec = spec_of_family(ctx, order[i]->family);
+            if (spec == NULL)
+                continue;
+            slot->status = build_variant(ctx, slot, spec, order[i]->variant, "built-in default", &err);
+            tried = 1;
+        }
     }
     if (!tried)
         snprintf(slot->error, sizeof slot->error, "no %s kernel for head dim %d (flashtune has 32, 64, 96, 128, 192, 256)",

@@ -1,5 +1,8 @@
 #include "runtime/defaults.h"
 
+#include "generator/family.h"
+#include "ops/op.h"
+
 /* The built-in choices per kernel family, head dim and causality (-1: either) when nothing
  * better is known. Forward: the variant that won most of the head dim's buckets in a full tune
  * of the family's spec on an H200 (2026-11-30; sm90 d=96 and 192 from the earlier tune, without
@@ -24,49 +27,75 @@
  * TB/s against 3.75 and 2.65 for the tune's bn=16,warps=4,stages=3 (two runs of the same benchmark
  * that day, bench/results/h200-2026-12-01-decode);
  * at 32, 96 and 192 untuned choices of the same kind (d = 192 with two stages: 109 KB, within an
- * A100's shared memory). */
+ * A100's shared memory). Calls of more packed rows than one 16-row block (16 queries of a group of
+ * 4, 4 of a group of 8, ...) take two row tiles a block at d = 64 and 128 (`mt=2`, the K/V read
+ * half as often): the tune's winners of the 16-query bucket, 2.74 TB/s against 1.41 for the mt=1
+ * default at d = 128 (bench/results/h200-2026-12-01-decode). */
 static const ft_default_kernel defaults[] = {
-    {"flash_decode_sm80", 32, -1, "bn=32,warps=4,stages=3,mt=1,pack=1"},
-    {"flash_decode_sm80", 64, -1, "bn=32,warps=4,stages=3,mt=1,pack=1"},
-    {"flash_decode_sm80", 96, -1, "bn=32,warps=4,stages=2,mt=1,pack=1"},
-    {"flash_decode_sm80", 128, -1, "bn=32,warps=4,stages=2,mt=1,pack=1"},
-    {"flash_decode_sm80", 192, -1, "bn=16,warps=4,stages=2,mt=1,pack=1"},
-    {"flash_decode_sm80", 256, -1, "bn=16,warps=4,stages=2,mt=1,pack=1"},
-    {"flash_fwd_sm90", 64, 0, "bm=128,bn=176,stages=3,pingpong=0,overlap=1,balance=0"},
-    {"flash_fwd_sm90", 64, 1, "bm=128,bn=192,stages=2,pingpong=1,overlap=1,balance=1"},
-    {"flash_fwd_sm90", 96, -1, "bm=128,bn=128,stages=2,pingpong=1,overlap=1,balance=0"},
-    {"flash_fwd_sm90", 128, 0, "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=0"},
-    {"flash_fwd_sm90", 128, 1, "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=1"},
-    {"flash_fwd_sm90", 192, -1, "bm=128,bn=96,stages=2,pingpong=1,overlap=1,balance=0"},
-    {"flash_fwd_sm90", 256, 0, "bm=128,bn=80,stages=2,pingpong=0,overlap=1,balance=0"},
-    {"flash_fwd_sm90", 256, 1, "bm=128,bn=80,stages=2,pingpong=1,overlap=1,balance=1"},
-    {"flash_fwd_sm80", 32, -1, "bm=128,bn=128,warps=4,stages=2,qreg=0,overlap=0"},
-    {"flash_fwd_sm80", 64, -1, "bm=128,bn=128,warps=4,stages=1,qreg=0,overlap=0"},
-    {"flash_fwd_sm80", 96, -1, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
-    {"flash_fwd_sm80", 128, -1, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
-    {"flash_fwd_sm80", 192, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
-    {"flash_fwd_sm80", 256, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0"},
-    {"flash_bwd_sm90", 64, 0, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0"},
-    {"flash_bwd_sm90", 64, 1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0"},
-    {"flash_bwd_sm90", 64, -1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1"},
-    {"flash_bwd_sm90", 128, 0, "bm=64,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0"},
-    {"flash_bwd_sm90", 128, 1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0"},
-    {"flash_bwd_sm90", 128, -1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1"},
-    {"flash_bwd_sm90", 256, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0"},
-    {"flash_bwd_sm80", 32, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop"},
-    {"flash_bwd_sm80", 64, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop"},
-    {"flash_bwd_sm80", 96, -1, "bm=64,bn=128,warps=8,split=1,stages=2,gqa=loop"},
-    {"flash_bwd_sm80", 128, 0, "bm=64,bn=128,warps=8,split=2,stages=2,gqa=loop"},
-    {"flash_bwd_sm80", 128, 1, "bm=64,bn=128,warps=8,split=2,stages=1,gqa=loop"},
-    {"flash_bwd_sm80", 128, 0, "bm=64,bn=128,warps=8,split=2,stages=1,gqa=loop"},
-    {"flash_bwd_sm80", 192, -1, "bm=64,bn=64,warps=8,split=2,stages=2,gqa=loop"},
-    {"flash_bwd_sm80", 192, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop"},
-    {"flash_bwd_sm80", 256, -1, "bm=64,bn=64,warps=8,split=2,stages=2,gqa=loop"},
-    {"flash_bwd_sm80", 256, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop"},
+    {"flash_decode_sm80", 64, -1, "bn=32,warps=2,stages=2,mt=2,pack=1", 32},
+    {"flash_decode_sm80", 128, -1, "bn=16,warps=4,stages=2,mt=2,pack=1", 32},
+    {"flash_decode_sm80", 32, -1, "bn=32,warps=4,stages=3,mt=1,pack=1", 0},
+    {"flash_decode_sm80", 64, -1, "bn=32,warps=4,stages=3,mt=1,pack=1", 0},
+    {"flash_decode_sm80", 96, -1, "bn=32,warps=4,stages=2,mt=1,pack=1", 0},
+    {"flash_decode_sm80", 128, -1, "bn=32,warps=4,stages=2,mt=1,pack=1", 0},
+    {"flash_decode_sm80", 192, -1, "bn=16,warps=4,stages=2,mt=1,pack=1", 0},
+    {"flash_decode_sm80", 256, -1, "bn=16,warps=4,stages=2,mt=1,pack=1", 0},
+    {"flash_fwd_sm90", 64, 0, "bm=128,bn=176,stages=3,pingpong=0,overlap=1,balance=0", 0},
+    {"flash_fwd_sm90", 64, 1, "bm=128,bn=192,stages=2,pingpong=1,overlap=1,balance=1", 0},
+    {"flash_fwd_sm90", 96, -1, "bm=128,bn=128,stages=2,pingpong=1,overlap=1,balance=0", 0},
+    {"flash_fwd_sm90", 128, 0, "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=0", 0},
+    {"flash_fwd_sm90", 128, 1, "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=1", 0},
+    {"flash_fwd_sm90", 192, -1, "bm=128,bn=96,stages=2,pingpong=1,overlap=1,balance=0", 0},
+    {"flash_fwd_sm90", 256, 0, "bm=128,bn=80,stages=2,pingpong=0,overlap=1,balance=0", 0},
+    {"flash_fwd_sm90", 256, 1, "bm=128,bn=80,stages=2,pingpong=1,overlap=1,balance=1", 0},
+    {"flash_fwd_sm80", 32, -1, "bm=128,bn=128,warps=4,stages=2,qreg=0,overlap=0", 0},
+    {"flash_fwd_sm80", 64, -1, "bm=128,bn=128,warps=4,stages=1,qreg=0,overlap=0", 0},
+    {"flash_fwd_sm80", 96, -1, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0", 0},
+    {"flash_fwd_sm80", 128, -1, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0", 0},
+    {"flash_fwd_sm80", 192, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0", 0},
+    {"flash_fwd_sm80", 256, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0", 0},
+    {"flash_bwd_sm90", 64, 0, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 64, 1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 64, -1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 128, 0, "bm=64,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 128, 1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 128, -1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 256, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0", 0},
+    {"flash_bwd_sm80", 32, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 64, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 96, -1, "bm=64,bn=128,warps=8,split=1,stages=2,gqa=loop", 0},
+    {"flash_bwd_sm80", 128, 0, "bm=64,bn=128,warps=8,split=2,stages=2,gqa=loop", 0},
+    {"flash_bwd_sm80", 128, 1, "bm=64,bn=128,warps=8,split=2,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 128, 0, "bm=64,bn=128,warps=8,split=2,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 192, -1, "bm=64,bn=64,warps=8,split=2,stages=2,gqa=loop", 0},
+    {"flash_bwd_sm80", 192, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 256, -1, "bm=64,bn=64,warps=8,split=2,stages=2,gqa=loop", 0},
+    {"flash_bwd_sm80", 256, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop", 0},
 };
 
 const ft_default_kernel *ft__default_kernels(size_t *n)
 {
     *n = sizeof defaults / sizeof defaults[0];
     return defaults;
+}
+
+size_t ft__default_order(const ft_key *key, const ft_default_kernel **out, size_t cap)
+{
+    const long long sq = ft__key_get(key, "sq", -1);
+    const int short_query = key->op == &ft__op_fwd && sq >= 1 && sq <= FT_FWD_SHORT_QUERY;
+    const long long rows = ft__key_get(key, "sq", 1) * ft__key_get(key, "group", 1);
+    const long long d = ft__key_get(key, "d", -1), causal = ft__key_get(key, "causal", -1);
+    size_t i, n = 0;
+    int pass;
+
+    for (pass = short_query ? 0 : 1; pass < 2; pass++)
+        for (i = 0; i < sizeof defaults / sizeof defaults[0] && n < cap; i++) {
+            const ft_default_kernel *e = &defaults[i];
+            const ft_family *fam = ft__family_find(e->family);
+            if (fam == NULL || fam->op != key->op || e->head_dim != d || (e->causal >= 0 && e->causal != causal) ||
+                fam->short_query != (pass == 0) || e->min_rows > rows)
+                continue;
+            out[n++] = e;
+        }
+    return n;
 }

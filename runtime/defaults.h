@@ -10,9 +10,21 @@ typedef struct ft_default_kernel {
     int head_dim;
     int causal;          /* 0 or 1, or -1: either */
     const char *variant; /* partial: the call's d, causal, det and dtype complete it */
+    int min_rows;        /* short-query families: only for calls whose key has at least this many
+                            packed rows (its sq bucket times its group bucket); 0: any */
 } ft_default_kernel;
 
-/* Every entry, in the order the runtime tries them (the first that builds wins); *n: how many. */
+/* Every entry, in the table's order; *n: how many. */
 const ft_default_kernel *ft__default_kernels(size_t *n);
+
+/* The entries that can serve calls of key, in the order the runtime tries them (the first whose
+ * family the context has and that builds wins): those of the key's operation, head dim and
+ * causality; for a short-query forward key (ops/op.h FT_FWD_SHORT_QUERY) the short-query
+ * families' first (the ones for more packed rows only where the key has them: min_rows), then the
+ * others, and for any other key the others only. Writes at most cap pointers to out and returns
+ * how many. */
+#define FT_DEFAULTS_MAX 64
+struct ft_key;
+size_t ft__default_order(const struct ft_key *key, const ft_default_kernel **out, size_t cap);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ft_test.h"
+#include "runtime/defaults.h"
 #include "ops/op.h"
 
 static ft_problem problem(int b, int hq, int hkv, int sq, int sk, int d, int causal, int bf16)
@@ -350,6 +351,51 @@ static void test_fwd_plan_split(void)
     ASSERT_EQ(plan.steps[0].grid[0] / 3, (unsigned)plan.splits);
 }
 
+/* The built-in defaults a call tries, in order: a decode call the short-query family's first
+ * (mt=2 where its packed rows fill more than one 16-row block), then the prefill families'; a
+ * prefill call never the short-query family's; the backward only its own. */
+static void test_default_order(void)
+{
+    const ft_default_kernel *order[FT_DEFAULTS_MAX];
+    ft_key k;
+    size_t n, i;
+    int seen_prefill = 0;
+
+    ft__key_of(&ft__op_fwd, "bf16", 128, 0, 0, 32, 32, 4, 1, 8192, &k); /* 8 packed rows */
+    n = ft__default_order(&k, order, FT_DEFAULTS_MAX);
+    ASSERT_TRUE(n >= 3);
+    ASSERT_STREQ(order[0]->family, "flash_decode_sm80");
+    ASSERT_CONTAINS(order[0]->variant, "mt=1");
+    for (i = 0; i < n; i++) {
+        ASSERT_EQ(order[i]->head_dim, 128);
+        if (strcmp(order[i]->family, "flash_decode_sm80") != 0)
+            seen_prefill = 1;
+        else
+            ASSERT_TRUE(!seen_prefill); /* the decode family's entries come first */
+    }
+    ASSERT_TRUE(seen_prefill);
+    ft__key_of(&ft__op_fwd, "bf16", 128, 1, 0, 16, 32, 8, 16, 8192, &k); /* 16 queries x 4: 64 rows */
+    n = ft__default_order(&k, order, FT_DEFAULTS_MAX);
+    ASSERT_TRUE(n >= 2);
+    ASSERT_STREQ(order[0]->family, "flash_decode_sm80");
+    ASSERT_CONTAINS(order[0]->variant, "mt=2");
+    ASSERT_CONTAINS(order[1]->variant, "mt=1");
+    ft__key_of(&ft__op_fwd, "bf16", 128, 0, 0, 4, 32, 4, 4096, 4096, &k); /* prefill */
+    n = ft__default_order(&k, order, FT_DEFAULTS_MAX);
+    ASSERT_TRUE(n >= 1);
+    for (i = 0; i < n; i++)
+        ASSERT_TRUE(strcmp(order[i]->family, "flash_decode_sm80") != 0);
+    ASSERT_STREQ(order[0]->family, "flash_fwd_sm90");
+    ft__key_of(&ft__op_bwd, "bf16", 128, 0, 0, 4, 32, 4, 1, 4096, &k); /* the backward: its families */
+    n = ft__default_order(&k, order, FT_DEFAULTS_MAX);
+    ASSERT_TRUE(n >= 1);
+    for (i = 0; i < n; i++)
+        ASSERT_TRUE(strncmp(order[i]->family, "flash_bwd_", 10) == 0);
+    ft__key_of(&ft__op_fwd, "bf16", 80, 0, 0, 4, 32, 4, 1, 4096, &k); /* no kernel for d = 80 */
+    ASSERT_EQ(ft__default_order(&k, order, FT_DEFAULTS_MAX), 0);
+    ASSERT_EQ(ft__default_order(&k, order, 0), 0);
+}
+
 static void test_bwd_key(void)
 {
     ft_problem p = problem(4, 16, 4, 1000, 3000, 128, 1, 1);
@@ -464,5 +510,5 @@ static void test_registry(void)
 
 FT_TEST_MAIN(FT_CASE(test_fwd_key_text), FT_CASE(test_fwd_key_decode_and_gqa), FT_CASE(test_fwd_key_legacy_text),
              FT_CASE(test_fwd_distance), FT_CASE(test_key_parse_refuses), FT_CASE(test_nearest_matches_the_reference),
-             FT_CASE(test_fwd_flops_and_bytes), FT_CASE(test_fwd_plan_grids), FT_CASE(test_fwd_plan_split), FT_CASE(test_bwd_key),
+             FT_CASE(test_fwd_flops_and_bytes), FT_CASE(test_fwd_plan_grids), FT_CASE(test_fwd_plan_split), FT_CASE(test_default_order), FT_CASE(test_bwd_key),
              FT_CASE(test_bwd_flops_and_bytes), FT_CASE(test_bwd_plan), FT_CASE(test_registry))
