@@ -29,7 +29,7 @@ repack() {
   tail -c +$((hl + 1)) "$1" | head -c "$il" | sed -e "$3" > "$2.index"
   tail -c +$((hl + il + 1)) "$1" > "$2.blobs"
   s=$(cat "$2.index" "$2.blobs" | sha256sum | cut -d' ' -f1)
-  { printf 'FTPACK 2 %s %s %s\n' "$(wc -c < "$2.index" | tr -d ' ')" "$(wc -c < "$2.blobs" | tr -d ' ')" "$s"
+  { printf 'FTPACK 3 %s %s %s\n' "$(wc -c < "$2.index" | tr -d ' ')" "$(wc -c < "$2.blobs" | tr -d ' ')" "$s"
     cat "$2.index" "$2.blobs"; } > "$2"
   rm -f "$2.index" "$2.blobs"
 }
@@ -56,7 +56,7 @@ fi
 "$ft" export --db "$db" --out "$dir/fake.ftpack" > "$dir/out" 2>&1 || fail "export failed"
 grep -q 'exported 12 buckets (.* kernels, .* bytes of cubins) of Fake GPU (cc 9.0, driver 13000, NVRTC' "$dir/out" ||
   fail "export: unexpected summary"
-head -c 9 "$dir/fake.ftpack" | grep -q '^FTPACK 2 ' || fail "the pack does not start with its magic"
+head -c 9 "$dir/fake.ftpack" | grep -q '^FTPACK 3 ' || fail "the pack does not start with its magic"
 "$ft" export --db "$db" --device "no such gpu" --out "$dir/x.ftpack" > "$dir/out" 2>&1 && fail "export of an unknown device succeeded"
 grep -q "no device matching 'no such gpu' has winners" "$dir/out" || fail "export: no clear message for an unknown device"
 [ -e "$dir/x.ftpack" ] && fail "a failed export left a file"
@@ -128,7 +128,7 @@ check_refused "$dir/long.ftpack" "extra bytes at the end" "a pack with a byte ap
 { printf 'XTPACK'; tail -c +7 "$dir/fake.ftpack"; } > "$dir/magic.ftpack"
 check_refused "$dir/magic.ftpack" "is not a flashtune pack" "a wrong magic"
 { printf 'FTPACK 9'; tail -c +9 "$dir/fake.ftpack"; } > "$dir/v9.ftpack"
-check_refused "$dir/v9.ftpack" "format version 9; this flashtune .* reads versions 1 to 2" "an unknown version"
+check_refused "$dir/v9.ftpack" "format version 9; this flashtune .* reads versions 1 to 3" "an unknown version"
 : > "$dir/empty.ftpack"
 check_refused "$dir/empty.ftpack" "is not a flashtune pack" "an empty file"
 check_refused "$dir/none.ftpack" "none.ftpack" "a missing file"

@@ -188,6 +188,8 @@ static char *sample_file(char *path, size_t cap, size_t *size)
 static char *assemble(const char *index, size_t ilen, const void *blobs, size_t blen, size_t *size)
 {
     char header[200], hex[65], *out;
+    const char *at;
+    int version;
     ft_sha256 sh;
     uint8_t d[32];
     size_t hlen;
@@ -197,7 +199,10 @@ static char *assemble(const char *index, size_t ilen, const void *blobs, size_t 
     ft__sha256_update(&sh, blobs, blen);
     ft__sha256_final(&sh, d);
     ft__sha256_hex(d, hex);
-    hlen = (size_t)snprintf(header, sizeof header, "FTPACK %d %zu %zu %s\n", FT_PACK_VERSION, ilen, blen, hex);
+    /* the header repeats the index's format version (a reader refuses them apart) */
+    at = memmem(index, ilen, "\"version\": ", 11);
+    version = at != NULL ? atoi(at + 11) : FT_PACK_VERSION;
+    hlen = (size_t)snprintf(header, sizeof header, "FTPACK %d %zu %zu %s\n", version, ilen, blen, hex);
     out = malloc(hlen + ilen + blen + 1);
     if (out == NULL)
         return NULL;
@@ -218,7 +223,7 @@ static char *edit_pack(const char *data, size_t size, const char *from, const ch
     size_t hlen, flen = strlen(from), tlen = strlen(to), nilen;
     char *index, *out;
 
-    if (nl == NULL || sscanf(data, "FTPACK 2 %llu", &ilen) != 1)
+    if (nl == NULL || sscanf(data, "FTPACK %*d %llu", &ilen) != 1)
         return NULL;
     hlen = (size_t)(nl - data) + 1;
     at = memmem(data + hlen, (size_t)ilen, from, flen);
@@ -341,7 +346,7 @@ static void test_every_damage_refused(void)
         data[i] ^= 0x01;
         rc = ft__pack_parse(data, size, "x.ftpack", &p, &err);
         data[i] ^= 0x01;
-        if (i == 7 && rc == FT_ERR_UNSUPPORTED) /* the version digit: '2' becomes '3', a newer format */
+        if (i == 7 && rc == FT_ERR_UNSUPPORTED) /* the version digit: '3' becomes '2'... */
             continue;
         if (rc != FT_ERR_CORRUPT)
             FT_FAIL_("a flipped byte at offset %zu of %zu gives %s, not FT_ERR_CORRUPT", i, size, ft_status_name(rc));
@@ -379,11 +384,14 @@ static void test_magic_and_version(void)
     ft_err err;
 
     ASSERT_TRUE(data != NULL);
-    ASSERT_TRUE(memcmp(data, "FTPACK 2 ", 9) == 0);
-    data[7] = '3'; /* a newer format */
+    ASSERT_TRUE(memcmp(data, "FTPACK 3 ", 9) == 0);
+    data[7] = '4'; /* a newer format */
     ASSERT_EQ(ft__pack_parse(data, size, "x.ftpack", &p, &err), FT_ERR_UNSUPPORTED);
-    ASSERT_CONTAINS(err.msg, "format version 3");
-    data[7] = '2';
+    ASSERT_CONTAINS(err.msg, "format version 4");
+    data[7] = '2'; /* an older one than the index says */
+    ASSERT_EQ(ft__pack_parse(data, size, "x.ftpack", &p, &err), FT_ERR_CORRUPT);
+    ASSERT_CONTAINS(err.msg, "the index says format version 3, the header 2");
+    data[7] = '3';
     data[0] = 'X';
     ASSERT_EQ(ft__pack_parse(data, size, "x.ftpack", &p, &err), FT_ERR_CORRUPT);
     ASSERT_CONTAINS(err.msg, "x.ftpack is not a flashtune pack");
@@ -831,7 +839,7 @@ static void test_hostile_packs(void)
     expect_refused(data, size, "\"variant\": \"d=64,bm=64,bn=64", "\"variant\": \"d=64 */ x,bm=64,bn=64",
                    "variant string is not comma-separated");
     expect_refused(data, size, "\"nvrtc_version\": \"13.0\"", "\"nvrtc_version\": \"13.0 */\"", "NVRTC version");
-    expect_refused(data, size, "\"version\": 2,", "\"version\": 2.0,", "the integer 'version'");
+    expect_refused(data, size, "\"version\": 3,", "\"version\": 3.0,", "the integer 'version'");
     expect_refused(data, size, "\"cc\": 90", "\"cc\": 9e1", "the integer 'cc'");
     /* Blobs that overlap, leave gaps, or point outside. */
     expect_refused(data, size, "\"cubin\": {\"offset\": 0,", "\"cubin\": {\"offset\": 1,",

@@ -3,7 +3,7 @@
  * `flashtune export` / `flashtune import`, ft_context_options.pack, and the C source that
  * `flashtune export --format c` writes (an ft_kernel_set).
  *
- * ---- The file format (version 2; version 1 is read too) ---------------------------------------
+ * ---- The file format (version 3; versions 1 and 2 are read too) -------------------------------
  *
  *   FTPACK <version> <index bytes> <blob bytes> <sha256>\n     the header line (ASCII)
  *   <index: JSON, exactly <index bytes> long, ending in \n>
@@ -13,7 +13,7 @@
  * the blobs. The file is exactly as long as the header says; anything shorter or longer is
  * corrupt. The index:
  *
- *   { "format": "flashtune-pack", "version": 2, "flashtune": "0.1.0",
+ *   { "format": "flashtune-pack", "version": 3, "flashtune": "0.1.0",
  *     "created": "2026-11-30T08:15:02Z",
  *     "device": { "name", "cc", "sms", "smem_per_block", "smem_per_sm", "l2_bytes",
  *                 "driver_version", "nvrtc_version" },        (the database's fingerprint)
@@ -29,9 +29,10 @@
  *                    "iqr_ms", "tflops", "max_error", "repetitions", "measured_at" }, ... ] }
  *
  * Version 1 (flashtune 0.1) had no "op" and "key": its winners are the forward's, their key the
- * fields "dtype", "head_dim", "causal", "seqlen_bucket" and "bh_bucket". A forward key without
- * "group" and "sq" (version 1's, and version 2's written before the forward's key had them) is
- * read with those two of the winner's shape.
+ * fields "dtype", "head_dim", "causal", "seqlen_bucket" and "bh_bucket". Version 3 is version 2
+ * with the forward's key of "group" and "sq" (a flashtune that reads version 2 only would take
+ * such a key for a corrupt one; version 3 tells it the pack is newer). A forward key without
+ * "group" and "sq" (version 1's and version 2's) is read with those two of the winner's shape.
  *
  * Numbers that were not measured are null; times are written with 17 significant digits, so
  * an import reproduces the database's values exactly.
@@ -55,7 +56,7 @@
 #include "common/error.h"
 #include "tuning_db/db.h"
 
-#define FT_PACK_VERSION 2
+#define FT_PACK_VERSION 3
 #define FT_PACK_MAGIC "FTPACK"
 
 /* The most a pack may hold. A device's full tune has some hundreds of buckets (96 in the

@@ -356,6 +356,7 @@ out:
 typedef struct pack_header {
     size_t hlen;                   /* the header line's bytes, its newline included */
     unsigned long long ilen, blen; /* the index's and the blobs' bytes */
+    int version;                   /* the format version, which the index must repeat */
     char sha256[65];
 } pack_header;
 
@@ -402,6 +403,7 @@ static ft_status parse_header(const char *text, size_t size, const char *name, p
         return ft__fail(err, FT_ERR_UNSUPPORTED, "%s is a flashtune pack of format version %llu; this flashtune (%s) "
                         "reads versions 1 to %d (a newer flashtune wrote it)", name, version, FT_VERSION_STRING,
                         FT_PACK_VERSION);
+    h->version = (int)version;
     p++;
     if (!header_number(&p, nl, &h->ilen) || p == nl || *p != ' ')
         goto malformed;
@@ -712,8 +714,8 @@ static int read_winner(reader *r, const ft_json *n, int nkernels, int version, f
     return 1;
 }
 
-static ft_status read_index(const ft_json *root, const unsigned char *blobs, size_t nblobs, const char *name,
-                            ft_pack *p, ft_err *err)
+static ft_status read_index(const ft_json *root, const unsigned char *blobs, size_t nblobs, int header_version,
+                            const char *name, ft_pack *p, ft_err *err)
 {
     reader r = {name, err, FT_OK};
     const ft_json *dev, *kernels, *winners;
@@ -730,6 +732,10 @@ static ft_status read_index(const ft_json *root, const unsigned char *blobs, siz
         goto out;
     if (strcmp(format, "flashtune-pack") != 0) {
         bad(&r, NULL, "the index's format is '%.20s'", ft__pack_printable(format) ? format : "?");
+        goto out;
+    }
+    if (version != header_version) {
+        bad(&r, NULL, "the index says format version %d, the header %d", version, header_version);
         goto out;
     }
     dev = ft__json_member(root, "device");
@@ -817,7 +823,8 @@ ft_status ft__pack_parse(const void *data, size_t size, const char *name, ft_pac
                       "%zu)", name, je.why, h.hlen + je.at);
         goto out;
     }
-    rc = read_index(&doc.root, (const unsigned char *)text + h.hlen + h.ilen, (size_t)h.blen, name, out, err);
+    rc = read_index(&doc.root, (const unsigned char *)text + h.hlen + h.ilen, (size_t)h.blen, h.version, name, out,
+                    err);
     if (rc != FT_OK)
         goto out;
     rc = ft__pack_check(out, &why);
