@@ -202,9 +202,10 @@ add_test(NAME tune_fake_sm90 COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tune_fake_sm
 set_tests_properties(tune_fake_sm90 PROPERTIES LABELS cli TIMEOUT 600
   ENVIRONMENT "FLASHTUNE_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache")
 
-# bench/report.py's parts that need neither a GPU nor PyTorch (parsers, tables, merging).
+# bench/report.py's parts that need neither a GPU nor PyTorch (parsers, tables, merging). Not in
+# a sanitizer build: Python cannot load its instrumented library (and the script has no C of its own).
 find_package(Python3 COMPONENTS Interpreter)
-if(Python3_FOUND)
+if(Python3_FOUND AND NOT FT_SANITIZE)
   add_test(NAME report_selftest COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/bench/report.py --selftest
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   # Its bucket keys come from the library (flashtune.key): this build's, not whichever the checkout has.
