@@ -270,24 +270,6 @@ const ft_embedded_file *ft__template_file(const char *name)
     return NULL;
 }
 
-int ft__family_rows_check(const char *family, const char *variant, int rows_per_block, char *why, size_t cap)
-{
-    const ft_family *fam = ft__family_find(family);
-    ft_launch_facts f;
-
-    if (fam == NULL) {
-        snprintf(why, cap, "its kernel family '%.64s' is not one this library has", family != NULL ? family : "");
-        return 0;
-    }
-    ft__family_launch(fam, variant, 1, 0, &f);
-    if (f.rows_per_block != rows_per_block) {
-        snprintf(why, cap, "it takes %d rows per block, but a %s kernel of its variant takes %d", rows_per_block,
-                 fam->name, f.rows_per_block);
-        return 0;
-    }
-    return 1;
-}
-
 const ft_family *ft__family_find(const char *name)
 {
     size_t i;

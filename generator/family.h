@@ -53,11 +53,6 @@ struct ft_family {
 
 const ft_family *ft__family_find(const char *name);
 
-/* Whether a kernel of family (by name) and variant takes rows_per_block rows per block, as its
- * family's launch facts say (a pack's or kernel set's record of it must agree); 0 with the reason
- * in why (cap bytes) when not, or when the family is unknown. */
-int ft__family_rows_check(const char *family, const char *variant, int rows_per_block, char *why, size_t cap);
-
 /* The family a spec's `template` names, or NULL with FT_ERR_SPEC naming the spec, the template
  * and the families this build has. */
 const ft_family *ft__spec_family(const ft_spec *spec, ft_err *err);

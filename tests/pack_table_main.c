@@ -19,19 +19,18 @@
 
 extern const ft_kernel_set KERNEL_SET;
 
-static int cmp_entry(const void *a, const void *b)
-{
-    const ft_kernel_set_entry *x = *(const ft_kernel_set_entry *const *)a, *y = *(const ft_kernel_set_entry *const *)b;
+/* An entry with its operation and key, ordered by them, as the import's listing orders them. */
+typedef struct listed {
+    const char *op, *key;
+    const ft_kernel_set_entry *e;
+} listed;
 
-    if (x->dtype != y->dtype)
-        return (int)x->dtype - (int)y->dtype;
-    if (x->head_dim != y->head_dim)
-        return x->head_dim - y->head_dim;
-    if (x->causal != y->causal)
-        return x->causal - y->causal;
-    if (x->seqlen_bucket != y->seqlen_bucket)
-        return x->seqlen_bucket < y->seqlen_bucket ? -1 : 1;
-    return x->bh_bucket < y->bh_bucket ? -1 : x->bh_bucket > y->bh_bucket;
+static int cmp_listed(const void *a, const void *b)
+{
+    const listed *x = a, *y = b;
+    const int c = strcmp(x->op, y->op);
+
+    return c != 0 ? c : strcmp(x->key, y->key);
 }
 
 /* Checks what the table must hold whatever the pack: ELF cubins that contain their entry. */
@@ -58,7 +57,7 @@ static int check_entry(const ft_kernel_set_entry *e)
 static int list(void)
 {
     const ft_kernel_set *s = &KERNEL_SET;
-    const ft_kernel_set_entry **order;
+    listed *order;
     int i, ok = 1;
 
     if (s->version != FT_KERNEL_SET_VERSION || s->count <= 0 || s->entries == NULL) {
@@ -68,21 +67,23 @@ static int list(void)
     order = malloc((size_t)s->count * sizeof *order);
     if (order == NULL)
         return 1;
-    for (i = 0; i < s->count; i++)
-        order[i] = &s->entries[i];
-    qsort(order, (size_t)s->count, sizeof *order, cmp_entry);
+    for (i = 0; i < s->count; i++) {
+        order[i].op = s->ops[i];
+        order[i].key = s->keys[i];
+        order[i].e = &s->entries[i];
+    }
+    qsort(order, (size_t)s->count, sizeof *order, cmp_listed);
     printf("device %s cc %d sms %d driver %d nvrtc %s\n", s->device_name, s->cc, s->sms, s->driver_version,
            s->nvrtc_version);
     for (i = 0; i < s->count; i++) {
-        const ft_kernel_set_entry *e = order[i];
+        const ft_kernel_set_entry *e = order[i].e;
         uint8_t d[32];
         char hex[65];
         ok &= check_entry(e);
         ft__sha256(e->cubin, e->cubin_size, d);
         ft__sha256_hex(d, hex);
-        printf("%s %d %d %d %d %s %s %d %d %lld %zu %s\n", e->dtype == FT_BF16 ? "bf16" : "f16", e->head_dim,
-               e->causal, e->seqlen_bucket, e->bh_bucket, e->variant, e->entry, e->threads, e->rows_per_block,
-               e->smem_dynamic, e->cubin_size, hex);
+        printf("%s %s %s %s %d %d %lld %zu %s\n", order[i].op, order[i].key, e->variant, e->entry, e->threads,
+               e->rows_per_block, e->smem_dynamic, e->cubin_size, hex);
     }
     free(order);
     return ok ? 0 : 1;

@@ -23,7 +23,6 @@
 #include "common/sha256.h"
 #include "common/strbuf.h"
 #include "generator/spec.h"
-#include "generator/family.h"
 #include "generator/variant.h"
 #include "runtime/dispatch.h"
 #include "runtime/driver.h"
@@ -674,15 +673,10 @@ static void test_variant_checks(void)
     ASSERT_CONTAINS(why, "64 rows per block, but its variant has bm=128");
     /* packs and kernel sets compare their record of rows per block with the family's launch facts:
      * bm for the prefill families, 16 per row tile for the decode family (which has no bm) */
-    ASSERT_TRUE(ft__family_rows_check("flash_fwd_sm80", v, 128, why, sizeof why));
-    ASSERT_TRUE(!ft__family_rows_check("flash_fwd_sm80", v, 64, why, sizeof why));
-    ASSERT_TRUE(ft__family_rows_check("flash_decode_sm80", "d=128,bn=32,warps=4,stages=2,mt=2,pack=1,causal=0,dtype=bf16",
-                                      32, why, sizeof why));
-    ASSERT_TRUE(!ft__family_rows_check("flash_decode_sm80", "d=128,bn=32,warps=4,stages=2,mt=2,pack=1,causal=0,dtype=bf16",
-                                       64, why, sizeof why));
-    ASSERT_CONTAINS(why, "it takes 64 rows per block, but a flash_decode_sm80 kernel of its variant takes 32");
-    ASSERT_TRUE(!ft__family_rows_check("flash_next", v, 128, why, sizeof why));
-    ASSERT_CONTAINS(why, "not one this library has");
+    ASSERT_EQ(ft__pack_rows_per_block("flash_fwd_sm80", v), 128);
+    ASSERT_EQ(ft__pack_rows_per_block("flash_decode_sm80", "d=128,bn=32,warps=4,stages=2,mt=2,pack=1,causal=0,dtype=bf16"),
+              32);
+    ASSERT_EQ(ft__pack_rows_per_block("flash_next", v), 0);
     /* determinism: a variant without det serves non-deterministic buckets only */
     ASSERT_TRUE(!ft__variant_check(v, "bf16", 64, 1, 1, 128, why, sizeof why));
     ASSERT_CONTAINS(why, "its variant has det=0, but it serves a deterministic bucket");

@@ -134,9 +134,11 @@ static int check_entry(const ft_kernel_set_entry *e, const ft_key *key, int cc, 
         e->smem_dynamic < 0)
         return ft__pack_refuse(why, cap, "it has no cubin, or its threads, rows per block or shared memory are out of range");
     if (!ft__variant_check(e->variant, e->dtype == FT_BF16 ? "bf16" : "f16", e->head_dim, e->causal,
-                           (int)ft__key_get(key, "det", 0), 0, msg, sizeof msg) ||
-        !ft__family_rows_check(e->family, e->variant, e->rows_per_block, msg, sizeof msg))
+                           (int)ft__key_get(key, "det", 0), 0, msg, sizeof msg))
         return ft__pack_refuse(why, cap, "%s", msg);
+    if (e->rows_per_block != ft__pack_rows_per_block(e->family, e->variant))
+        return ft__pack_refuse(why, cap, "it takes %d rows per block, but a %s kernel of its variant takes %d",
+                               e->rows_per_block, e->family, ft__pack_rows_per_block(e->family, e->variant));
     fam = ft__family_find(e->family);
     memset(&a, 0, sizeof a);
     snprintf(a.name, sizeof a.name, "sm_%d", cc);
@@ -209,39 +211,41 @@ out:
     return rc;
 }
 
-static int cmp_entry(const void *a, const void *b)
-{
-    const ft_kernel_set_entry *x = *(const ft_kernel_set_entry *const *)a, *y = *(const ft_kernel_set_entry *const *)b;
+/* One entry of a listing: its operation and key text (what orders the listing), and the entry. */
+typedef struct listed {
+    const char *op, *key;
+    const ft_kernel_set_entry *e;
+} listed;
 
-    if (x->dtype != y->dtype)
-        return (int)x->dtype - (int)y->dtype;
-    if (x->head_dim != y->head_dim)
-        return x->head_dim - y->head_dim;
-    if (x->causal != y->causal)
-        return x->causal - y->causal;
-    if (x->seqlen_bucket != y->seqlen_bucket)
-        return x->seqlen_bucket < y->seqlen_bucket ? -1 : 1;
-    return x->bh_bucket < y->bh_bucket ? -1 : x->bh_bucket > y->bh_bucket;
+static int cmp_listed(const void *a, const void *b)
+{
+    const listed *x = a, *y = b;
+    const int c = strcmp(x->op, y->op);
+
+    return c != 0 ? c : strcmp(x->key, y->key);
 }
 
 ft_status ft__pack_list(const ft_kernel_set *s, ft_pack_line_fn fn, void *ud, ft_err *err)
 {
-    const ft_kernel_set_entry **order;
+    listed *order;
     int i;
 
     order = malloc((size_t)(s->count > 0 ? s->count : 1) * sizeof *order);
     if (order == NULL)
         return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory listing %d winners", s->count);
-    for (i = 0; i < s->count; i++)
-        order[i] = &s->entries[i];
-    qsort(order, (size_t)s->count, sizeof *order, cmp_entry);
     for (i = 0; i < s->count; i++) {
-        const ft_kernel_set_entry *e = order[i];
-        char line[1200], hex[65];
+        order[i].op = s->version >= 2 && s->ops != NULL && s->ops[i] != NULL ? s->ops[i] : "fwd";
+        order[i].key = s->version >= 2 && s->keys != NULL && s->keys[i] != NULL ? s->keys[i] : "-";
+        order[i].e = &s->entries[i];
+    }
+    qsort(order, (size_t)s->count, sizeof *order, cmp_listed);
+    for (i = 0; i < s->count; i++) {
+        const ft_kernel_set_entry *e = order[i].e;
+        char line[1600], hex[65];
         ft__pack_sha256_hex(e->cubin, e->cubin_size, hex);
-        snprintf(line, sizeof line, "%s %d %d %d %d %s %s %d %d %lld %zu %s", e->dtype == FT_BF16 ? "bf16" : "f16",
-                 e->head_dim, e->causal, e->seqlen_bucket, e->bh_bucket, e->variant ? e->variant : "-", e->entry,
-                 e->threads, e->rows_per_block, e->smem_dynamic, e->cubin_size, hex);
+        snprintf(line, sizeof line, "%s %s %s %s %d %d %lld %zu %s", order[i].op, order[i].key,
+                 e->variant ? e->variant : "-", e->entry, e->threads, e->rows_per_block, e->smem_dynamic,
+                 e->cubin_size, hex);
         fn(ud, line);
     }
     free(order);
