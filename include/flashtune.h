@@ -219,8 +219,9 @@ FT_API ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *
 
 /* The workspace bytes a forward call with these arguments can use (args->workspace is not read):
  * 0 when its kernel needs none; for few queries against many keys, the partial results of the
- * split keys (a few MB at most: about splits · batch · heads_q · seqlen_q · (head_dim + 1) · 4
- * bytes, the splits chosen from the GPU's size). The first call for a kind of problem builds its
+ * split keys: splits · batch · heads_q · seqlen_q · (head_dim + 1) · 4 bytes, the splits chosen
+ * so that about as many blocks run as the GPU holds at once (0.5 MB for 32 splits of 32 query
+ * rows at head dim 128). The first call for a kind of problem builds its
  * kernel, as ft_attention_forward would. Errors as ft_attention_forward's; *bytes is 0 on
  * failure (bytes must not be NULL). Thread-safe. */
 FT_API ft_status ft_attention_forward_workspace_size(ft_context *ctx, const ft_attention_args *args,

@@ -124,15 +124,14 @@ static long long split_cost(long long blocks, long long resident, long long roun
 }
 
 /* How many runs the keys of each row block are split into, for blocks row blocks (times heads
- * and batch) of a kernel the device holds resident blocks of at once, over tiles key tiles taken
- * round tiles at a time by a block's warps: 1 when the blocks alone fill at least 80 % of the
+ * and batch) of a kernel the device holds resident blocks of at once, whose keys take a block
+ * rounds rounds (a round: one tile for each of its warps): 1 when the blocks alone fill at least 80 % of the
  * device (FlashAttention-3's heuristics.h rule); else the fewest runs whose busiest SM's rounds,
  * ceil(blocks·s / resident) waves of ceil(rounds / s) rounds each, are within 5 % of the least
  * any count gets (more runs cost partial results and a longer combine), at most 128 and at least
  * two rounds a run. */
-static int fwd_splits(long long blocks, long long resident, long long tiles, long long round)
+static int fwd_splits(long long blocks, long long resident, long long rounds)
 {
-    const long long rounds = (tiles + round - 1) / round;
     const long long most = rounds / 2 < 128 ? rounds / 2 : 128;
     long long s, least = rounds;
 
@@ -158,16 +157,16 @@ static ft_status fwd_plan_split(const ft_launch_facts *f, const ft_problem *p, f
     const long long nrb = ((long long)p->seqlen_q * hpu + f->rows_per_block - 1) / f->rows_per_block;
     const long long rows = (long long)p->batch * p->heads_q * p->seqlen_q;
     const long long per_split = rows * (p->head_dim + 1) * 4;
-    const long long bn = f->keys_per_block > 0 && f->threads >= 32 ? f->keys_per_block / (f->threads / 32) : 0;
     long long splits;
 
-    if (bn <= 0)
-        return ft__fail(err, FT_ERR_INTERNAL, "a split-key kernel without keys per tile");
+    if (f->keys_per_block <= 0 || f->threads < 32)
+        return ft__fail(err, FT_ERR_INTERNAL, "a split-key kernel without keys per round or warps");
     if (nrb * units * p->batch == 0)
         return FT_OK;
     if (units > 65535 || p->batch > 65535)
         return ft__fail(err, FT_ERR_UNSUPPORTED, "batch and heads must be at most 65535");
-    splits = fwd_splits(nrb * units * p->batch, f->max_resident, (p->seqlen_k + bn - 1) / bn, f->threads / 32);
+    splits = fwd_splits(nrb * units * p->batch, f->max_resident,
+                        ((long long)p->seqlen_k + f->keys_per_block - 1) / f->keys_per_block);
     if (splits > 1 && p->workspace_cap >= 0 && splits * per_split > p->workspace_cap)
         splits = p->workspace_cap / per_split;
     if (splits < 2)

@@ -126,7 +126,8 @@ typedef struct ft_launch_facts {
                                the i-th shortest */
     int max_resident;       /* blocks the device holds at once; set when the kernel is loaded */
     /* The backward's kernels (ops/bwd.c): */
-    int keys_per_block;     /* keys of one K/V head per block of the main kernel */
+    int keys_per_block;     /* keys of one K/V head per block of the main kernel (the split-key
+                               forward's: per round of its warps, one tile each) */
     int gqa_atomic;         /* one main block per query head, dK and dV summed in fp32 in the
                                workspace (0: one per K/V head, walking the group's query heads) */
     int deterministic;      /* additions in a fixed order, with counters in the workspace */

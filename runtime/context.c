@@ -795,7 +795,7 @@ ft_status ft_attention_forward_workspace_size(ft_context *ctx, const ft_attentio
 {
     const kernel_slot *slot;
     ft_attention_args a;
-    ft_fwd_params p;
+    ft_problem p;
     ft_status rc;
     ft_err err;
 
@@ -805,9 +805,7 @@ ft_status ft_attention_forward_workspace_size(ft_context *ctx, const ft_attentio
     rc = kernel_for_call(ctx, given, &a, "ft_attention_forward_workspace_size", &slot);
     if (rc != FT_OK)
         return rc;
-    memset(&p, 0, sizeof p);
-    p.batch = a.batch, p.heads_q = a.heads_q, p.heads_kv = a.heads_kv;
-    p.seqlen_q = a.seqlen_q, p.seqlen_k = a.seqlen_k;
+    ft__fwd_args_problem(&a, &p);
     rc = ft__kernel_fwd_workspace(&slot->k, &p, bytes, &err);
     return rc != FT_OK ? set_error(ctx, rc, err.msg) : FT_OK;
 }

@@ -230,16 +230,23 @@ void ft__fwd_params_problem(const ft_fwd_params *p, ft_problem *out)
     out->workspace_cap = p->ws != NULL ? (long long)p->ws_bytes : 0;
 }
 
-ft_status ft__kernel_fwd_workspace(const ft_kernel *k, const ft_fwd_params *p, size_t *bytes, ft_err *err)
+/* The forward operation's plan of kernel k for a call of p's sizes (its head dim the kernel's). */
+static ft_status fwd_plan_of(const ft_kernel *k, const ft_problem *p, ft_launch_plan *out, ft_err *err)
+{
+    ft_problem prob = *p;
+
+    prob.head_dim = k->facts.head_dim;
+    return ft__op_fwd.plan(&k->facts, &prob, out, err);
+}
+
+ft_status ft__kernel_fwd_workspace(const ft_kernel *k, const ft_problem *p, size_t *bytes, ft_err *err)
 {
     ft_launch_plan plan;
-    ft_problem prob;
+    ft_problem prob = *p;
     ft_status rc;
 
-    ft__fwd_params_problem(p, &prob);
-    prob.head_dim = k->facts.head_dim;
     prob.workspace_cap = -1;
-    rc = ft__op_fwd.plan(&k->facts, &prob, &plan, err);
+    rc = fwd_plan_of(k, &prob, &plan, err);
     *bytes = rc == FT_OK ? plan.workspace_bytes : 0;
     return rc;
 }
@@ -258,8 +265,7 @@ ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd
     l->args[2] = &l->maps[1];
     l->args[3] = &l->maps[2];
     ft__fwd_params_problem(p, &prob);
-    prob.head_dim = f->head_dim;
-    rc = ft__op_fwd.plan(f, &prob, &l->plan, err);
+    rc = fwd_plan_of(k, &prob, &l->plan, err);
     if (rc != FT_OK || l->plan.nsteps == 0)
         return rc; /* nothing to compute: grid 0 */
     l->params.splits = l->plan.splits;

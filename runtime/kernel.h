@@ -129,8 +129,8 @@ ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd
 ft_status ft__kernel_launch_prepared(const ft_cuda *cu, const ft_kernel *k, ft_launch *l, CUstream stream,
                                      ft_err *err);
 
-/* The workspace bytes the kernel's plan wants for a call with params p's sizes (0: none). */
-ft_status ft__kernel_fwd_workspace(const ft_kernel *k, const ft_fwd_params *p, size_t *bytes, ft_err *err);
+/* The workspace bytes the kernel's plan wants for a call of problem p's sizes (0: none). */
+ft_status ft__kernel_fwd_workspace(const ft_kernel *k, const ft_problem *p, size_t *bytes, ft_err *err);
 
 /* Runs the forward operation's launch plan for the kernel on stream. For a TMA kernel it
  * encodes the tensor maps first (FT_ERR_UNSUPPORTED when the driver lacks

@@ -171,12 +171,10 @@ void ft__tensors_destroy(const ft_cuda *cu, ft_tensors *t)
 
 ft_status ft__tensors_workspace(const ft_cuda *cu, ft_tensors *t, const ft_kernel *k, ft_err *err)
 {
-    ft_fwd_params fp;
     size_t need = 0;
     ft_status rc;
 
-    ft__tensors_params(t, &fp);
-    rc = ft__kernel_fwd_workspace(k, &fp, &need, err);
+    rc = ft__kernel_fwd_workspace(k, &t->problem, &need, err);
     if (rc != FT_OK || need <= t->ws_bytes)
         return rc;
     if (t->ws != 0)
@@ -308,9 +306,10 @@ ft_status ft__reference_forward(ft_verifier *v, const ft_problem *p, const ft_fw
     void *args[] = {&rp};
     size_t smem = (size_t)(p->head_dim + p->seqlen_k + 32) * 4;
     const size_t scores = (size_t)p->batch * p->heads_q * p->seqlen_q * (size_t)p->seqlen_k * 4;
+    const int global_scores = smem > (size_t)v->dev.smem_per_block;
     ft_status rc;
 
-    if (smem > (size_t)v->dev.smem_per_block) {
+    if (global_scores) {
         /* Rows too long for shared memory: their scores in a global buffer of the verifier's. */
         if (scores > FT_REF_SCORES_MAX)
             return ft__fail(err, FT_ERR_UNSUPPORTED, "the GPU reference holds the scores of rows of seqlen_k %d in "
@@ -330,7 +329,7 @@ ft_status ft__reference_forward(ft_verifier *v, const ft_problem *p, const ft_fw
     if (!(in->scale > 0))
         return ft__fail(err, FT_ERR_INTERNAL, "the reference forward's inputs carry no softmax scale");
     ref_block_of(p, in, o, lse, mag, &rp);
-    if (smem < (size_t)(p->head_dim + p->seqlen_k + 32) * 4)
+    if (global_scores)
         rp.scores = (float *)(uintptr_t)v->scores;
     return ft__cuda_check(cu, cu->p_cuLaunchKernel(v->attention, (unsigned)p->seqlen_q, (unsigned)p->heads_q,
                                                 (unsigned)p->batch, 256, 1, 1, (unsigned)smem, NULL, args, NULL),

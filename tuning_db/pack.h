@@ -171,7 +171,8 @@ ft_status ft__kernel_set_key(const ft_kernel_set *s, int i, ft_key *out, ft_err 
 /* Query rows per block of a variant string of a family, as the family launches it (0 for a family
  * this build does not have). */
 int ft__pack_rows_per_block(const char *family, const char *variant);
-/* One line per winner, sorted by operation and key text: "op key variant entry threads rows smem
+/* One line per winner of a pack's set (ft__pack_kernel_set: ops and keys filled), sorted by
+ * operation and key text: "op key variant entry threads rows smem
  * cubin_bytes cubin_sha256", the key its canonical text (what `flashtune import --dry-run`
  * prints; tests compare it with tests/pack_table_main.c's listing of the exported C set).
  * FT_ERR_OUT_OF_MEMORY when it cannot sort them (nothing is printed then). */

@@ -234,8 +234,8 @@ ft_status ft__pack_list(const ft_kernel_set *s, ft_pack_line_fn fn, void *ud, ft
     if (order == NULL)
         return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory listing %d winners", s->count);
     for (i = 0; i < s->count; i++) {
-        order[i].op = s->version >= 2 && s->ops != NULL && s->ops[i] != NULL ? s->ops[i] : "fwd";
-        order[i].key = s->version >= 2 && s->keys != NULL && s->keys[i] != NULL ? s->keys[i] : "-";
+        order[i].op = s->ops[i];
+        order[i].key = s->keys[i];
         order[i].e = &s->entries[i];
     }
     qsort(order, (size_t)s->count, sizeof *order, cmp_listed);

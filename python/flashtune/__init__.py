@@ -385,13 +385,7 @@ class Context:
             # Few queries against many keys split the keys and keep partial results here, from
             # PyTorch's allocator (stream-ordered); the size is asked once per kind of call.
             kind = ("fwd", a.dtype, a.batch, a.heads_q, a.heads_kv, a.seqlen_q, a.seqlen_k, a.head_dim, a.causal)
-            size = self._workspace_sizes.get(kind)
-            if size is None:
-                c_size = ctypes.c_size_t()
-                rc = self._lib.ft_attention_forward_workspace_size(self._handle, ctypes.byref(a), ctypes.byref(c_size))
-                if rc != 0:
-                    raise FlashtuneError(self._message(self._handle, rc))
-                size = self._workspace_sizes[kind] = c_size.value
+            size = self._workspace_size(kind, self._lib.ft_attention_forward_workspace_size, a)
             if size > 0:
                 ws = torch.empty(size, dtype=torch.uint8, device=q.device)
                 a.workspace, a.workspace_bytes = ws.data_ptr(), size
@@ -400,6 +394,18 @@ class Context:
         if rc != 0:
             raise FlashtuneError(self._message(self._handle, rc))
         return (o, lse) if return_lse else o
+
+    def _workspace_size(self, kind, query, a):
+        """The workspace bytes of a kind of call (sizes, dtype, causality...: the context keeps one
+        kernel per kind), asked of the library (query: its *_workspace_size) once per kind."""
+        size = self._workspace_sizes.get(kind)
+        if size is None:
+            c_size = ctypes.c_size_t()
+            rc = query(self._handle, ctypes.byref(a), ctypes.byref(c_size))
+            if rc != 0:
+                raise FlashtuneError(self._message(self._handle, rc))
+            size = self._workspace_sizes[kind] = c_size.value
+        return size
 
     def kernel(self, q, k, v, causal=False, scale=None):
         """Which kernel forward() runs for these tensors and how it was chosen, e.g.
@@ -458,14 +464,9 @@ class Context:
         a = self._bwd_args(q, k, v, o, lse, dout, dq, dk, dv, causal, scale, deterministic)
         # The size depends only on the sizes, dtype, causality and determinism (the context keeps
         # one kernel per kind of call): asked once per kind, not on every call.
-        kind = (a.dtype, a.batch, a.heads_q, a.heads_kv, a.seqlen_q, a.seqlen_k, a.head_dim, a.causal, a.deterministic)
-        size = self._workspace_sizes.get(kind)
-        if size is None:
-            c_size = ctypes.c_size_t()
-            rc = self._lib.ft_attention_backward_workspace_size(self._handle, ctypes.byref(a), ctypes.byref(c_size))
-            if rc != 0:
-                raise FlashtuneError(self._message(self._handle, rc))
-            size = self._workspace_sizes[kind] = c_size.value
+        kind = ("bwd", a.dtype, a.batch, a.heads_q, a.heads_kv, a.seqlen_q, a.seqlen_k, a.head_dim, a.causal,
+                a.deterministic)
+        size = self._workspace_size(kind, self._lib.ft_attention_backward_workspace_size, a)
         ws = torch.empty(max(size, 1), dtype=torch.uint8, device=q.device)
         s = torch.cuda.current_stream(q.device) if stream is None else stream
         rc = self._lib.ft_attention_backward(self._handle, ctypes.byref(a), ctypes.c_void_p(ws.data_ptr()),
