@@ -185,5 +185,76 @@ print("losses (flashtune / SDPA): " + ", ".join("%.3f/%.3f" % p for p in list(zi
 report(worst < 0.05 and ft_losses[-1] < 0.8 * ft_losses[0] and all(math.isfinite(x) for x in ft_losses),
        "training: losses within %.1f %% of SDPA's at every step, %.3f -> %.3f" % (100 * worst, ft_losses[0],
                                                                                 ft_losses[-1]))
+
+# The torch.library operators: registered at import, checked by opcheck (schema, fake
+# implementation, autograd registration), kept in one graph by torch.compile(fullgraph=True), and
+# captured by a CUDA graph; each against the eager call's outputs and gradients.
+def ops_checks():
+    if not flashtune._ops_registered():
+        report(False, "torch.library operators registered at import (torch %s)" % torch.__version__)
+        return
+    report(True, "torch.library operators registered at import")
+    torch.manual_seed(3)
+    q = torch.randn(2, 64, 4, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    k = torch.randn(2, 96, 2, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    v = torch.randn(2, 96, 2, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    for causal in (False, True):
+        try:
+            torch.library.opcheck(torch.ops.flashtune.attention_fwd.default, (q, k, v, causal, None, False))
+            report(True, "opcheck flashtune::attention_fwd causal=%d" % causal)
+        except Exception as e:  # noqa: BLE001
+            report(False, "opcheck flashtune::attention_fwd causal=%d: %s" % (causal, str(e).splitlines()[0][:300]))
+    with torch.no_grad():
+        o, lse = torch.ops.flashtune.attention_fwd(q, k, v, True, None, False)
+        do = torch.randn_like(o)
+    try:
+        torch.library.opcheck(torch.ops.flashtune.attention_bwd.default, (do, q.detach(), k.detach(), v.detach(), o, lse,
+                                                                          True, None, False),
+                              test_utils=("test_schema", "test_faketensor"))
+        report(True, "opcheck flashtune::attention_bwd")
+    except Exception as e:  # noqa: BLE001
+        report(False, "opcheck flashtune::attention_bwd: %s" % str(e).splitlines()[0][:300])
+
+    # deterministic: dQ's additions in a fixed order, so that two runs can be compared bit for bit
+    def attn(q, k, v):
+        return flashtune.attention(q, k, v, causal=True, deterministic=True)
+
+    def step(q, k, v, do):
+        out = attn(q, k, v)
+        return torch.autograd.grad(out, (q, k, v), do), out
+
+    (gq, gk, gv), out = step(q, k, v, do)
+    try:
+        compiled = torch.compile(attn, fullgraph=True)
+        cout = compiled(q, k, v)
+        cq, ck, cv = torch.autograd.grad(cout, (q, k, v), do)
+        same = all(torch.equal(a, b) for a, b in ((cout, out), (cq, gq), (ck, gk), (cv, gv)))
+        report(same, "torch.compile(fullgraph=True): one graph, the eager outputs and gradients bit for bit")
+    except Exception as e:  # noqa: BLE001
+        report(False, "torch.compile(fullgraph=True): %s" % str(e).splitlines()[0][:300])
+    try:
+        sq, sk_, sv = (t.detach().clone().requires_grad_(True) for t in (q, k, v))
+        sdo = do.clone()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            step(sq, sk_, sv, sdo)  # warm: the kernels are built before capture
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            (hq, hk, hv), hout = step(sq, sk_, sv, sdo)
+        with torch.no_grad():
+            sq.mul_(0.5)
+        graph.replay()
+        torch.cuda.synchronize()
+        (rq, rk, rv), rout = step(sq, sk_, sv, sdo)
+        same = all(torch.equal(a, b) for a, b in ((hout, rout), (hq, rq), (hk, rk), (hv, rv)))
+        report(same and not torch.equal(hout, out),
+               "CUDA graph: a replay on new inputs gives the eager outputs and gradients bit for bit")
+    except Exception as e:  # noqa: BLE001
+        report(False, "CUDA graph capture and replay: %s" % str(e).splitlines()[0][:300])
+
+
+ops_checks()
 print("python backward: %d failures" % failures)
 sys.exit(1 if failures else 0)

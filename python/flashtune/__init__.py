@@ -16,8 +16,10 @@ else next to this package's repository checkout (build/libflashtune.so), else by
 loader.
 """
 import ctypes
+import importlib.util
 import math
 import os
+from typing import Optional, Tuple
 
 __all__ = ["Context", "FlashtuneError", "attention", "check_tensors", "library_path", "version", "flops", "key",
            "backward_flops"]
@@ -559,6 +561,66 @@ def _autograd():
 _Attention = None
 
 
+def _register_ops():
+    """The custom operators torch.compile and CUDA graphs see (torch.library, PyTorch 2.4 and
+    later): flashtune::attention_fwd (O and the LSE) and flashtune::attention_bwd (dQ, dK, dV),
+    each with a fake implementation giving its outputs' shapes, strides and dtypes without running,
+    the backward registered as the forward's autograd formula. They run on the module's context of
+    the tensors' device. Returns False when this PyTorch has no torch.library.custom_op."""
+    import torch
+
+    if not hasattr(torch.library, "custom_op") or not hasattr(torch.library, "register_fake"):
+        return False
+
+    @torch.library.custom_op("flashtune::attention_fwd", mutates_args=(), device_types="cuda")
+    def attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+                      softmax_scale: Optional[float], deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+        q, k, v = _kernel_layout(q), _kernel_layout(k), _kernel_layout(v)
+        return _context(q.device.index).forward(q, k, v, causal=causal, scale=softmax_scale, return_lse=True)
+
+    @attention_fwd.register_fake
+    def _(q, k, v, causal, softmax_scale, deterministic):
+        o = torch.empty_like(q, memory_format=torch.contiguous_format)
+        return o, q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
+
+    @torch.library.custom_op("flashtune::attention_bwd", mutates_args=(), device_types="cuda")
+    def attention_bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
+                      lse: torch.Tensor, causal: bool, softmax_scale: Optional[float],
+                      deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        q, k, v = _kernel_layout(q), _kernel_layout(k), _kernel_layout(v)
+        return _context(q.device.index).backward(q, k, v, o, lse, _kernel_layout(dout), causal=causal,
+                                                 scale=softmax_scale, deterministic=deterministic)
+
+    @attention_bwd.register_fake
+    def _(dout, q, k, v, o, lse, causal, softmax_scale, deterministic):
+        return tuple(torch.empty_like(t, memory_format=torch.contiguous_format) for t in (q, k, v))
+
+    def setup_context(ctx, inputs, output):
+        q, k, v, causal, softmax_scale, deterministic = inputs
+        o, lse = output
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.flashtune = (causal, softmax_scale, deterministic)
+        ctx.mark_non_differentiable(lse)
+
+    def backward(ctx, dout, dlse):
+        q, k, v, o, lse = ctx.saved_tensors
+        causal, softmax_scale, deterministic = ctx.flashtune
+        dq, dk, dv = torch.ops.flashtune.attention_bwd(dout, q, k, v, o, lse, causal, softmax_scale, deterministic)
+        return dq, dk, dv, None, None, None
+
+    attention_fwd.register_autograd(backward, setup_context=setup_context)
+    return True
+
+
+def _ops_registered():
+    """Whether flashtune's torch.library operators exist (registered at import where PyTorch is)."""
+    try:
+        import torch
+        return hasattr(torch.ops, "flashtune") and hasattr(torch.ops.flashtune, "attention_fwd")
+    except Exception:  # noqa: BLE001 - no PyTorch
+        return False
+
+
 def attention(q, k, v, causal=False, softmax_scale=None, deterministic=False, context=None):
     """softmax(softmax_scale·q·kᵀ)·v, differentiable: autograd runs flashtune's backward, which
     recomputes the scores from q, k, v and the saved log-sum-exp (O(seqlen) memory, no
@@ -568,8 +630,16 @@ def attention(q, k, v, causal=False, softmax_scale=None, deterministic=False, co
     that sees none gives 0). softmax_scale None: 1/sqrt(head_dim). deterministic: the backward
     gives the same bits on every run (slower). context: a Context to run on (default: one per
     device with the tuned kernels). Tensors the kernels cannot read in place (a non-contiguous
-    head dim, strides not multiples of 8) are copied first."""
+    head dim, strides not multiples of 8) are copied first.
+
+    Without a context it calls the operator torch.ops.flashtune.attention_fwd (its backward
+    flashtune::attention_bwd), which torch.compile(fullgraph=True) keeps in one graph and CUDA
+    graphs capture (after a first call of the shape has built its kernel); with a context, a
+    torch.autograd.Function (eager only)."""
     global _Attention
+    if context is None and _ops_registered():
+        import torch
+        return torch.ops.flashtune.attention_fwd(q, k, v, bool(causal), softmax_scale, bool(deterministic))[0]
     if _Attention is None:
         _Attention = _autograd()
     return _Attention.apply(q, k, v, bool(causal), softmax_scale, bool(deterministic), context)
@@ -679,3 +749,9 @@ def backward_flops(batch, heads, seqlen_q, seqlen_k, head_dim, causal):
 
 def default_scale(head_dim):
     return 1.0 / math.sqrt(head_dim)
+
+
+# `import flashtune` registers the operators where PyTorch is installed (a machine without it still
+# has the rest: tune(), key(), the command's lookups).
+if importlib.util.find_spec("torch") is not None:
+    _register_ops()
