@@ -159,7 +159,7 @@ typedef enum ft_dtype { FT_F16 = 0, FT_BF16 = 1 } ft_dtype;
  * defaults). Version 1 (flashtune 0.1) had no version field and began with dtype: a structure
  * whose first int is 0 or 1 (FT_F16, FT_BF16) is read as that version-1 layout, so programs built
  * against 0.1 keep working unchanged. Any other version is FT_ERR_INVALID_ARGUMENT. */
-#define FT_ARGS_VERSION 3
+#define FT_ARGS_VERSION 4
 
 typedef struct ft_attention_args {
     int version;           /* FT_ARGS_VERSION (ft_attention_args_init sets it) */
@@ -186,11 +186,28 @@ typedef struct ft_attention_args {
                               The caller owns it; it must not be touched by anything else until the
                               call's work on its stream is done. */
     size_t workspace_bytes;
+    /* ---- version 4: a KV cache ----
+     * Calls with seqused_k or block_table run the split-key kernels (the decode family, any
+     * seqlen_q; made for 1 to 16 queries). Their device arrays are read by the kernels, not
+     * checked by the library: entries out of range are the caller's error. */
+    const int32_t *seqused_k;   /* optional [batch] int32, device: sequence b attends to its first
+                                   seqused_k[b] keys, 0 to seqlen_k (a cache's current lengths);
+                                   causal: row i sees key j iff j <= i + seqused_k[b] - seqlen_q.
+                                   NULL: seqlen_k keys each */
+    const int32_t *block_table; /* optional [batch, block_table_stride] int32, device: K and V are
+                                   pools of pages, [num_pages, page_size, heads_kv, head_dim] up to
+                                   strides (stride[0]: between pages); key j of sequence b is row
+                                   j % page_size of page block_table[b * block_table_stride +
+                                   j / page_size]. Pages may lie in any order and be shared by
+                                   sequences. seqlen_k is then the most keys a sequence has */
+    int page_size;              /* keys per page, with block_table: a positive multiple of 16 */
+    int block_table_stride;     /* entries per sequence, with block_table: at least
+                                   ceil(seqlen_k / page_size) */
 } ft_attention_args;
 
 /* Zeroes a and sets a->version = version (FT_ARGS_VERSION through the macro): only the fields of
  * that version, so a program built against an older header passes its own smaller structure. a
- * must not be NULL and version must be 2 or 3 (later headers: up to their FT_ARGS_VERSION), else
+ * must not be NULL and version must be 2 to 4 (later headers: up to their FT_ARGS_VERSION), else
  * nothing is written. */
 FT_API void ft_attention_args_init_version(ft_attention_args *a, int version);
 #define ft_attention_args_init(a) ft_attention_args_init_version((a), FT_ARGS_VERSION)

@@ -6,6 +6,12 @@
 
 #include "ops/op.h"
 
+/* The bytes of a structure of version 2 or later: its fields, none of a later version's. */
+static size_t args_size(int version)
+{
+    return version == 2 ? FT_ARGS_V2_SIZE : version == 3 ? FT_ARGS_V3_SIZE : sizeof(ft_attention_args);
+}
+
 ft_status ft__attention_args_read(const ft_attention_args *in, ft_attention_args *out, ft_err *err)
 {
     int first;
@@ -26,20 +32,20 @@ ft_status ft__attention_args_read(const ft_attention_args *in, ft_attention_args
         out->softmax_scale = a->softmax_scale;
         return FT_OK;
     }
-    if (first != 2 && first != FT_ARGS_VERSION)
+    if (first < 2 || first > FT_ARGS_VERSION)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT,
                         "the attention arguments have version %d: set them up with ft_attention_args_init "
                         "(this library reads versions 1 to %d)", first, FT_ARGS_VERSION);
     memset(out, 0, sizeof *out);
-    memcpy(out, in, first == 2 ? FT_ARGS_V2_SIZE : sizeof *out);
+    memcpy(out, in, args_size(first));
     return FT_OK;
 }
 
 void ft_attention_args_init_version(ft_attention_args *a, int version)
 {
-    if (a == NULL || (version != 2 && version != FT_ARGS_VERSION))
+    if (a == NULL || version < 2 || version > FT_ARGS_VERSION)
         return;
-    memset(a, 0, version == 2 ? FT_ARGS_V2_SIZE : sizeof *a);
+    memset(a, 0, args_size(version));
     a->version = version;
 }
 

@@ -10,7 +10,7 @@
 
 /* The call in this version's layout: a structure whose first int is 0 or 1 is flashtune 0.1's
  * version-1 layout (no version field, dtype first) and is copied field by field; one of version
- * 2 or 3 is copied as far as its version has fields (the rest zero). Any other first int is FT_ERR_INVALID_ARGUMENT ("set up by
+ * 2 to 4 is copied as far as its version has fields (the rest zero). Any other first int is FT_ERR_INVALID_ARGUMENT ("set up by
  * ft_attention_args_init"). in must not be NULL. */
 ft_status ft__attention_args_read(const ft_attention_args *in, ft_attention_args *out, ft_err *err);
 
@@ -41,6 +41,7 @@ int ft__tensors_may_alias(const ft_tensor_view *a, const ft_tensor_view *b);
 /* The size of a version-2 ft_attention_args (flashtune 0.1 after the version field): the fields
  * before version 3's workspace. */
 #define FT_ARGS_V2_SIZE offsetof(ft_attention_args, workspace)
+#define FT_ARGS_V3_SIZE offsetof(ft_attention_args, seqused_k)
 
 /* flashtune 0.1's ft_attention_args, field for field (what programs built against it pass). */
 typedef struct ft_attention_args_v1 {

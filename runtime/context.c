@@ -55,6 +55,7 @@ typedef struct nearest_ctx {
 
 typedef struct kernel_slot {
     ft_key key;       /* the kind of calls it serves */
+    int kv_cache;     /* calls with a KV cache (seqused_k, block_table): split-key kernels only */
     int bf16;
     ft_status status; /* FT_OK: k is loaded; otherwise why this key has no kernel */
     const char *fallback; /* NULL: the bucket's own winner (or a forced variant, or a head dim
@@ -574,6 +575,21 @@ static void log_choice(const kernel_slot *slot, const char *how)
     ft__log(FT_LOG_DEBUG, "%s %s: %s", slot->key.op->name, key, slot->status == FT_OK ? how : slot->error);
 }
 
+/* Whether the slot's loaded kernel takes the slot's calls: any kernel a call without a KV cache,
+ * a split-key kernel one with it. Otherwise unloads it, says so in how and returns 0. */
+static int takes_call(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
+{
+    const size_t used = strlen(how);
+
+    if (!slot->kv_cache || slot->k.facts.split_kv)
+        return 1;
+    ft__kernel_unload(ctx->session.cu, &slot->k);
+    memset(&slot->k, 0, sizeof slot->k);
+    slot->fallback = NULL;
+    snprintf(how + used, cap - used, "%s, which takes no KV cache", used ? "" : "a kernel");
+    return 0;
+}
+
 /* Builds the kernel of a slot (under the context's lock): the forced variant (for calls of its
  * spec's operation), else the tuned winner, else the first built-in default that builds,
  * compiled through the cache. */
@@ -589,20 +605,25 @@ static void build_slot(ft_context *ctx, kernel_slot *slot)
 
     how[0] = '\0';
     err.msg[0] = '\0';
-    if (!forced && ctx->kset != NULL && load_from_set(ctx, slot, how, how_cap)) {
+    if (!forced && ctx->kset != NULL && load_from_set(ctx, slot, how, how_cap) && takes_call(ctx, slot, how, how_cap)) {
         slot->status = FT_OK;
         goto out;
     }
-    if (!forced && ctx->db != NULL && ctx->device_id >= 0 && load_tuned(ctx, slot, how, how_cap)) {
+    if (!forced && ctx->db != NULL && ctx->device_id >= 0 && load_tuned(ctx, slot, how, how_cap) &&
+        takes_call(ctx, slot, how, how_cap)) {
         slot->status = FT_OK;
         goto out;
     }
     if (forced) {
         slot->status = build_variant(ctx, slot, ctx->spec, ctx->variant, "forced", &err);
+        if (slot->status == FT_OK && !takes_call(ctx, slot, how, how_cap))
+            slot->status = ft__fail(&err, FT_ERR_UNSUPPORTED, "the forced variant's family (%s) takes no KV cache "
+                                    "(seqused_k, block_table): the split-key family flash_decode_sm80 does",
+                                    ctx->spec->template_name);
         tried = 1;
     } else {
         const ft_default_kernel *order[FT_DEFAULTS_MAX];
-        const size_t n = ft__default_order(&slot->key, order, FT_DEFAULTS_MAX);
+        const size_t n = ft__default_order(&slot->key, slot->kv_cache, order, FT_DEFAULTS_MAX);
         slot->status = FT_ERR_UNSUPPORTED;
         for (i = 0; i < n && slot->status != FT_OK; i++) {
             ft_spec *spec = spec_of_family(ctx, order[i]->family);
@@ -623,14 +644,14 @@ out:
     log_choice(slot, how);
 }
 
-static const kernel_slot *find_kernel(ft_context *ctx, const ft_key *key, const ft_problem *p)
+static const kernel_slot *find_kernel(ft_context *ctx, const ft_key *key, int kv_cache, const ft_problem *p)
 {
     kernel_slot *slot = NULL;
     int i;
 
     pthread_mutex_lock(&ctx->lock);
     for (i = 0; i < ctx->nslots; i++) {
-        if (ft__key_equal(&ctx->slots[i].key, key)) {
+        if (ft__key_equal(&ctx->slots[i].key, key) && ctx->slots[i].kv_cache == kv_cache) {
             slot = &ctx->slots[i];
             break;
         }
@@ -638,6 +659,7 @@ static const kernel_slot *find_kernel(ft_context *ctx, const ft_key *key, const 
     if (slot == NULL && ctx->nslots < MAX_KERNELS) {
         slot = &ctx->slots[ctx->nslots++];
         slot->key = *key;
+        slot->kv_cache = kv_cache;
         slot->bf16 = strcmp(key->dtype, "bf16") == 0;
         build_slot(ctx, slot);
         record_miss(ctx, slot, p);
@@ -691,7 +713,8 @@ static ft_status check_problem(const ft_context *ctx, ft_dtype dtype, const ft_p
 
 /* Makes the context's device context current in the calling thread (where none is), then finds
  * (the first time: builds) the kernel of the call's key. */
-static ft_status slot_for_call(ft_context *ctx, const ft_op *op, const ft_problem *p, const kernel_slot **out)
+static ft_status slot_for_call(ft_context *ctx, const ft_op *op, const ft_problem *p, int kv_cache,
+                               const kernel_slot **out)
 {
     const kernel_slot *slot;
     const ft_cuda *cu = ctx->session.cu;
@@ -706,12 +729,41 @@ static ft_status slot_for_call(ft_context *ctx, const ft_op *op, const ft_proble
                          "the calling thread's current CUDA context is not the primary context of this "
                          "flashtune context's device");
     op->key(p, &key);
-    slot = find_kernel(ctx, &key, p);
+    slot = find_kernel(ctx, &key, kv_cache, p);
     if (slot == NULL)
         return set_error(ctx, FT_ERR_INTERNAL, "too many kinds of calls on one context");
     if (slot->status != FT_OK)
         return set_error(ctx, slot->status, slot->error);
     *out = slot;
+    return FT_OK;
+}
+
+/* The checks of a call's KV cache (version 4): what the library can see of seqused_k and the
+ * block table (their contents live on the device and are the caller's to keep in range). */
+static ft_status check_kv_cache(const ft_context *ctx, const ft_attention_args *a)
+{
+    char msg[256];
+
+    if (a->seqused_k != NULL && (uintptr_t)a->seqused_k % 4 != 0)
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "seqused_k is not 4-byte aligned");
+    if (a->block_table == NULL) {
+        if (a->page_size != 0 || a->block_table_stride != 0)
+            return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "page_size and block_table_stride are set but block_table "
+                             "is NULL");
+        return FT_OK;
+    }
+    if ((uintptr_t)a->block_table % 4 != 0)
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "block_table is not 4-byte aligned");
+    if (a->page_size <= 0 || a->page_size % 16 != 0) {
+        snprintf(msg, sizeof msg, "page_size (%d) must be a positive multiple of 16", a->page_size);
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, msg);
+    }
+    if (a->block_table_stride <= 0 ||
+        (long long)a->block_table_stride * a->page_size < (long long)a->seqlen_k) {
+        snprintf(msg, sizeof msg, "block_table_stride (%d) pages of %d keys cannot hold seqlen_k (%d) keys",
+                 a->block_table_stride, a->page_size, a->seqlen_k);
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, msg);
+    }
     return FT_OK;
 }
 
@@ -742,7 +794,9 @@ static ft_status kernel_for_call(ft_context *ctx, const ft_attention_args *given
         return rc;
     if (a->lse != NULL && (uintptr_t)a->lse % 4 != 0)
         return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "lse is not 4-byte aligned");
-    return slot_for_call(ctx, &ft__op_fwd, &p, out);
+    if ((rc = check_kv_cache(ctx, a)) != FT_OK)
+        return rc;
+    return slot_for_call(ctx, &ft__op_fwd, &p, a->seqused_k != NULL || a->block_table != NULL, out);
 }
 
 ft_status ft_attention_kernel(ft_context *ctx, const ft_attention_args *given, char *buf, size_t cap)
@@ -785,6 +839,8 @@ ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *given, 
     if (a->workspace != NULL && (uintptr_t)a->workspace % 16 != 0)
         return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "workspace is not 16-byte aligned");
     p.ws = a->workspace, p.ws_bytes = a->workspace != NULL ? (int64_t)a->workspace_bytes : 0;
+    p.seqused_k = a->seqused_k, p.block_table = a->block_table;
+    p.page_size = a->page_size, p.block_table_stride = a->block_table_stride;
     rc = ft__kernel_launch_fwd(ctx->session.cu, &slot->k, &p, (CUstream)stream, &err);
     if (rc != FT_OK)
         return set_error(ctx, rc, err.msg);
@@ -863,7 +919,7 @@ static ft_status bwd_kernel_for_call(ft_context *ctx, const ft_attention_bwd_arg
             }
     if (a->lse == NULL || (uintptr_t)a->lse % 4 != 0)
         return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "lse (the forward's, fp32) is NULL or not 4-byte aligned");
-    return slot_for_call(ctx, &ft__op_bwd, p, out);
+    return slot_for_call(ctx, &ft__op_bwd, p, 0, out);
 }
 
 /* The backward operation's launch plan of a call by the slot's kernel. */

@@ -79,16 +79,16 @@ const ft_default_kernel *ft__default_kernels(size_t *n)
     return defaults;
 }
 
-size_t ft__default_order(const ft_key *key, const ft_default_kernel **out, size_t cap)
+size_t ft__default_order(const ft_key *key, int short_only, const ft_default_kernel **out, size_t cap)
 {
     const long long sq = ft__key_get(key, "sq", -1);
-    const int short_query = key->op == &ft__op_fwd && sq >= 1 && sq <= FT_FWD_SHORT_QUERY;
+    const int short_query = key->op == &ft__op_fwd && (short_only || (sq >= 1 && sq <= FT_FWD_SHORT_QUERY));
     const long long rows = ft__key_get(key, "sq", 1) * ft__key_get(key, "group", 1);
     const long long d = ft__key_get(key, "d", -1), causal = ft__key_get(key, "causal", -1);
     size_t i, n = 0;
     int pass;
 
-    for (pass = short_query ? 0 : 1; pass < 2; pass++)
+    for (pass = short_query ? 0 : 1; pass < (short_only ? 1 : 2); pass++)
         for (i = 0; i < sizeof defaults / sizeof defaults[0] && n < cap; i++) {
             const ft_default_kernel *e = &defaults[i];
             const ft_family *fam = ft__family_find(e->family);

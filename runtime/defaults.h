@@ -21,10 +21,11 @@ const ft_default_kernel *ft__default_kernels(size_t *n);
  * family the context has and that builds wins): those of the key's operation, head dim and
  * causality; for a short-query forward key (ops/op.h FT_FWD_SHORT_QUERY) the short-query
  * families' first (the ones for more packed rows only where the key has them: min_rows), then the
- * others, and for any other key the others only. Writes at most cap pointers to out and returns
- * how many. */
+ * others, and for any other key the others only. short_only: the short-query families' entries
+ * only, whatever the key's query length (calls with a KV cache, which only they take). Writes at
+ * most cap pointers to out and returns how many. */
 #define FT_DEFAULTS_MAX 64
 struct ft_key;
-size_t ft__default_order(const struct ft_key *key, const ft_default_kernel **out, size_t cap);
+size_t ft__default_order(const struct ft_key *key, int short_only, const ft_default_kernel **out, size_t cap);
 
 #endif

@@ -24,7 +24,7 @@
     X(cuCtxSynchronize, 2000) X(cuModuleLoadData, 2000) X(cuModuleUnload, 2000)               \
     X(cuModuleGetFunction, 2000) X(cuFuncGetAttribute, 2020) X(cuFuncSetAttribute, 9000)      \
     X(cuLaunchKernel, 4000) X(cuMemAlloc, 3020) X(cuMemFree, 3020) X(cuMemcpyHtoD, 3020)      \
-    X(cuMemcpyDtoH, 3020) X(cuMemcpyDtoHAsync, 3020) X(cuMemsetD8, 3020) X(cuMemsetD16, 3020) \
+    X(cuMemcpyDtoH, 3020) X(cuMemcpyDtoD, 3020) X(cuMemcpyDtoHAsync, 3020) X(cuMemsetD8, 3020) X(cuMemsetD16, 3020) \
     X(cuMemsetD32, 3020) X(cuMemsetD8Async, 3020) X(cuMemGetInfo, 3020)                       \
     X(cuStreamCreate, 2000) X(cuStreamDestroy, 4000) X(cuStreamSynchronize, 2000)             \
     X(cuEventCreate, 2000) X(cuEventRecord, 2000) X(cuEventSynchronize, 2000)                 \

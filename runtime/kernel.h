@@ -30,9 +30,14 @@ typedef struct ft_fwd_params {
     int64_t ws_bytes;   /* its size: the plan splits the keys only as far as it holds */
     int32_t splits;     /* set by the launch from the plan */
     int32_t reserved2;
+    /* A KV cache (ft_attention_args version 4; the split-key families only): */
+    const int32_t *seqused_k;   /* [batch] keys per sequence, NULL: seqlen_k each */
+    const int32_t *block_table; /* [batch][block_table_stride] pages, NULL: K and V dense */
+    int32_t page_size;
+    int32_t block_table_stride;
 } ft_fwd_params;
 
-_Static_assert(sizeof(ft_fwd_params) == 5 * 8 + 12 * 8 + 8 * 4 + 3 * 8, "ft_fwd_params layout");
+_Static_assert(sizeof(ft_fwd_params) == 5 * 8 + 12 * 8 + 8 * 4 + 3 * 8 + 3 * 8, "ft_fwd_params layout");
 
 /* The backward kernels' argument block (all three take it); templates/include/ft_params_bwd.cuh
  * declares the same fields in the same order (ft::BwdParams). Strides are in elements. */

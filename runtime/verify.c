@@ -155,6 +155,19 @@ ft_status ft__tensors_create(const ft_cuda *cu, const ft_problem *p, ft_tensors 
     return rc;
 }
 
+static void kv_free(const ft_cuda *cu, ft_tensors *t)
+{
+    CUdeviceptr *all[] = {&t->kv_pool[0], &t->kv_pool[1], &t->kv_table, &t->kv_used};
+    size_t i;
+
+    for (i = 0; i < sizeof all / sizeof all[0]; i++) {
+        if (*all[i] != 0)
+            cu->p_cuMemFree(*all[i]);
+        *all[i] = 0;
+    }
+    t->kv_page = t->kv_table_stride = 0;
+}
+
 void ft__tensors_destroy(const ft_cuda *cu, ft_tensors *t)
 {
     CUdeviceptr *all[] = {&t->buf[0], &t->buf[1], &t->buf[2], &t->buf[3], &t->lse, &t->o_ref, &t->lse_ref, &t->stats,
@@ -167,6 +180,12 @@ void ft__tensors_destroy(const ft_cuda *cu, ft_tensors *t)
         *all[i] = 0;
     }
     t->ws_bytes = 0;
+    kv_free(cu, t);
+    if (t->kv_twin != NULL) {
+        ft__tensors_destroy(cu, t->kv_twin);
+        free(t->kv_twin);
+        t->kv_twin = NULL;
+    }
 }
 
 ft_status ft__tensors_workspace(const ft_cuda *cu, ft_tensors *t, const ft_kernel *k, ft_err *err)
@@ -217,6 +236,132 @@ void ft__tensors_params(const ft_tensors *t, ft_fwd_params *out)
     out->scale_log2 = scale * 1.4426950408889634f;
     out->ws = (float *)(uintptr_t)t->ws;
     out->ws_bytes = (int64_t)t->ws_bytes;
+    if (t->kv_used != 0) {
+        const int64_t row = (int64_t)p->heads_kv * p->head_dim;
+        out->seqused_k = (const int32_t *)(uintptr_t)t->kv_used;
+        out->block_table = (const int32_t *)(uintptr_t)t->kv_table;
+        out->page_size = t->kv_page, out->block_table_stride = t->kv_table_stride;
+        out->k = (const void *)(uintptr_t)t->kv_pool[0];
+        out->v = (const void *)(uintptr_t)t->kv_pool[1];
+        out->k_batch_stride = out->v_batch_stride = row * t->kv_page;
+        out->k_row_stride = out->v_row_stride = row;
+        out->k_head_stride = out->v_head_stride = p->head_dim;
+    }
+}
+
+/* The reference's inputs for these tensors: the kernels' arguments with the dense K and V (and
+ * the KV cache's lengths, not its pages). */
+static void reference_params(const ft_tensors *t, ft_fwd_params *out)
+{
+    const ft_strides *s = t->plan.strides;
+
+    ft__tensors_params(t, out);
+    out->k = tensor_ptr(t, 1);
+    out->v = tensor_ptr(t, 2);
+    out->k_batch_stride = s[1].batch, out->k_row_stride = s[1].row, out->k_head_stride = s[1].head;
+    out->v_batch_stride = s[2].batch, out->v_row_stride = s[2].row, out->v_head_stride = s[2].head;
+    out->block_table = NULL;
+    out->page_size = out->block_table_stride = 0;
+}
+
+/* A small generator for the KV cache's shuffles and lengths (xorshift64*). */
+static uint64_t kv_next(uint64_t *x)
+{
+    *x ^= *x >> 12, *x ^= *x << 25, *x ^= *x >> 27;
+    return *x * 2685821657736338717ull;
+}
+
+ft_status ft__tensors_kv_cache(ft_verifier *v, ft_tensors *t, int page_size, uint64_t seed, ft_err *err)
+{
+    const ft_cuda *cu = v->cu;
+    const ft_problem *p = &t->problem;
+    const size_t row = (size_t)p->heads_kv * p->head_dim; /* elements per key row */
+    const int per_seq = (p->seqlen_k + page_size - 1) / page_size;
+    const int pages = p->batch * per_seq + 1;             /* and a spare one nobody uses */
+    int32_t *table = NULL, *slot = NULL, used[64];
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    ft_status rc = FT_OK;
+    int b, i, w;
+
+    if (p->layout != FT_LAYOUT_BSHD || page_size <= 0 || page_size % 16 != 0 || p->batch > 64)
+        return ft__fail(err, FT_ERR_INTERNAL, "a KV cache is made of BSHD tensors of at most 64 sequences, in pages "
+                        "of a multiple of 16 keys");
+    kv_free(cu, t);
+    table = malloc(sizeof *table * (size_t)p->batch * per_seq);
+    slot = malloc(sizeof *slot * (size_t)pages);
+    if (table == NULL || slot == NULL) {
+        rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of host memory for a KV cache");
+        goto out;
+    }
+    /* The pages in a shuffled order; sequence 1 shares sequence 0's first page. */
+    for (i = 0; i < pages; i++)
+        slot[i] = i;
+    for (i = pages - 1; i > 0; i--) {
+        const int j = (int)(kv_next(&x) % (uint64_t)(i + 1)), tmp = slot[i];
+        slot[i] = slot[j], slot[j] = tmp;
+    }
+    for (b = 0; b < p->batch; b++)
+        for (i = 0; i < per_seq; i++)
+            table[b * per_seq + i] = slot[b * per_seq + i];
+    if (p->batch > 1)
+        table[per_seq] = table[0];
+    /* The lengths: the whole cache, a page plus one (through the shared page), 0, 1, a page,
+     * then random ones. */
+    for (b = 0; b < p->batch; b++) {
+        const int pick[5] = {p->seqlen_k, page_size + 1, 0, 1, page_size};
+        int n = b < 5 ? pick[b] : (int)(kv_next(&x) % (uint64_t)(p->seqlen_k + 1));
+        used[b] = n > p->seqlen_k ? p->seqlen_k : n;
+        if (b < 4)
+            t->kv_lengths[b] = used[b];
+    }
+    for (w = 0; w < 2 && rc == FT_OK; w++)
+        rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->kv_pool[w], (size_t)pages * page_size * row * 2), err,
+                            "allocating a KV cache");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->kv_table, sizeof *table * (size_t)p->batch * per_seq), err,
+                            "allocating a block table");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->kv_used, sizeof *used * (size_t)p->batch), err,
+                            "allocating the cache's lengths");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuMemcpyHtoD(t->kv_table, table, sizeof *table * (size_t)p->batch * per_seq),
+                            err, "writing the block table");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuMemcpyHtoD(t->kv_used, used, sizeof *used * (size_t)p->batch), err,
+                            "writing the cache's lengths");
+    for (w = 0; w < 2 && rc == FT_OK; w++) {
+        /* NaN everywhere first: the spare page and the rows past each sequence's keys stay so. */
+        const CUdeviceptr dense = t->buf[1 + w];
+        rc = ft__cuda_check(cu, cu->p_cuMemsetD16(t->kv_pool[w], 0xffff, (size_t)pages * page_size * row), err,
+                            "poisoning a KV cache");
+        /* Sequence 1's first page is sequence 0's: its dense rows become sequence 0's. */
+        if (rc == FT_OK && p->batch > 1)
+            rc = ft__cuda_check(cu, cu->p_cuMemcpyDtoD(dense + (size_t)p->seqlen_k * row * 2, dense,
+                                                       (size_t)(page_size < p->seqlen_k ? page_size : p->seqlen_k) *
+                                                           row * 2),
+                                err, "sharing a page");
+        for (b = 0; b < p->batch && rc == FT_OK; b++)
+            for (i = 0; i < per_seq && rc == FT_OK; i++) {
+                const int first = i * page_size, keys = used[b] - first < page_size ? used[b] - first : page_size;
+                if (keys <= 0 || (b == 1 && i == 0))
+                    continue; /* nothing of the sequence there, or the shared page (sequence 0 writes it) */
+                rc = ft__cuda_check(cu, cu->p_cuMemcpyDtoD(t->kv_pool[w] + (size_t)table[b * per_seq + i] * page_size *
+                                                               row * 2,
+                                                           dense + ((size_t)b * p->seqlen_k + first) * row * 2,
+                                                           (size_t)keys * row * 2),
+                                    err, "filling a KV cache");
+            }
+    }
+    if (rc == FT_OK) {
+        t->kv_page = page_size, t->kv_table_stride = per_seq;
+        t->have_reference = 0;
+    }
+out:
+    if (rc != FT_OK)
+        kv_free(cu, t);
+    free(table);
+    free(slot);
+    return rc;
 }
 
 ft_status ft__verify_fill(ft_verifier *v, CUdeviceptr ptr, size_t n, uint64_t seed, float stddev, int bf16,
@@ -262,6 +407,7 @@ typedef struct ref_params {
     float scale;
     int32_t causal, bf16, reserved;
     float *scores;
+    const int32_t *seqused_k;
 } ref_params;
 
 /* The reference's parameter block for inputs fp (q, k, v and their strides) and outputs o
@@ -287,6 +433,7 @@ static void ref_block_of(const ft_problem *p, const ft_fwd_params *in, CUdevicep
     rp->scale = fp.scale;
     rp->causal = p->causal;
     rp->bf16 = p->bf16;
+    rp->seqused_k = fp.seqused_k;
 }
 
 /* The reference's parameter block for these tensors. */
@@ -343,7 +490,7 @@ ft_status ft__tensors_reference(ft_verifier *v, ft_tensors *t, ft_err *err)
     ft_fwd_params fp;
     ft_status rc;
 
-    ft__tensors_params(t, &fp);
+    reference_params(t, &fp);
     rc = ft__reference_forward(v, p, &fp, t->o_ref, t->lse_ref, t->mag_ref, err);
     if (rc == FT_OK)
         rc = ft__cuda_check(cu, cu->p_cuCtxSynchronize(), err, "running the reference");
@@ -388,6 +535,75 @@ static ft_status run_poisoned(ft_verifier *v, const ft_kernel *k, ft_tensors *t,
     if (rc == FT_OK)
         rc = ft__cuda_check(cu, cu->p_cuCtxSynchronize(), err, "running the kernel");
     return rc;
+}
+
+/* The KV-cache twin of t (made at the first call, then kept): BSHD tensors of t's sizes (at most 64
+ * sequences), filled from a seed of their own, with a KV cache of pages of 16, 48, 64 or 256
+ * keys (by the sizes; 256 where smaller pages would number over a thousand per sequence) and
+ * their reference. */
+static ft_status kv_twin(ft_verifier *v, ft_tensors *t, ft_tensors **out, ft_err *err)
+{
+    static const int sizes[4] = {16, 48, 64, 256};
+    ft_problem q = t->problem;
+    ft_tensors *tw;
+    ft_status rc;
+    int page;
+
+    *out = t->kv_twin;
+    if (t->kv_twin != NULL)
+        return FT_OK;
+    q.layout = FT_LAYOUT_BSHD;
+    if (q.batch > 64)
+        q.batch = 64;
+    page = sizes[(q.seqlen_k + q.batch) % 4];
+    if (q.seqlen_k / page > 1024)
+        page = 256;
+    tw = calloc(1, sizeof *tw);
+    if (tw == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of host memory for a KV cache");
+    rc = ft__tensors_create(v->cu, &q, tw, err);
+    if (rc == FT_OK)
+        rc = ft__tensors_fill(v, tw, 4242u + (uint64_t)q.seqlen_k, 1.f, err);
+    if (rc == FT_OK)
+        rc = ft__tensors_kv_cache(v, tw, page, 99u + (uint64_t)q.batch, err);
+    if (rc == FT_OK)
+        rc = ft__tensors_reference(v, tw, err);
+    if (rc != FT_OK) {
+        ft__tensors_destroy(v->cu, tw);
+        free(tw);
+        return rc;
+    }
+    *out = t->kv_twin = tw;
+    return FT_OK;
+}
+
+/* A split-key kernel that passed on t: the same check on t's KV-cache twin, its failure (or
+ * larger error) folded into check. */
+static ft_status kv_check(ft_verifier *v, const ft_kernel *k, ft_tensors *t, ft_check *check, int on_gpu,
+                          ft_err *err)
+{
+    ft_tensors *tw;
+    ft_check c;
+    ft_status rc;
+
+    if (!check->pass || !k->facts.split_kv || t->kv_used != 0)
+        return FT_OK;
+    rc = kv_twin(v, t, &tw, err);
+    if (rc == FT_OK)
+        rc = on_gpu ? ft__verify_kernel_gpu(v, k, tw, &c, err) : ft__verify_kernel(v, k, tw, &c, err);
+    if (rc != FT_OK)
+        return rc;
+    if (c.o_rel_l2 > check->o_rel_l2 || isnan(c.o_rel_l2))
+        check->o_rel_l2 = c.o_rel_l2;
+    if (c.lse_max_err > check->lse_max_err)
+        check->lse_max_err = c.lse_max_err;
+    if (!c.pass) {
+        check->pass = 0;
+        check->nonfinite += c.nonfinite, check->bad += c.bad;
+        snprintf(check->detail, sizeof check->detail, "with a KV cache (pages of %d keys, lengths %d, %d, ...): %.180s",
+                 tw->kv_page, tw->kv_lengths[0], tw->kv_lengths[1], c.detail);
+    }
+    return FT_OK;
 }
 
 ft_status ft__verify_kernel_gpu(ft_verifier *v, const ft_kernel *k, ft_tensors *t, ft_check *check, ft_err *err)
@@ -444,7 +660,7 @@ ft_status ft__verify_kernel_gpu(ft_verifier *v, const ft_kernel *k, ft_tensors *
                  "%lld non-finite, %lld over their bound; O relative L2 %.3g (bound %.3g), max |error| %.3g, "
                  "LSE max error %.3g", check->nonfinite, check->bad, check->o_rel_l2, tol.l2, check->o_max_abs,
                  check->lse_max_err);
-    return FT_OK;
+    return kv_check(v, k, t, check, 1, err);
 }
 
 ft_status ft__verify_kernel(ft_verifier *v, const ft_kernel *k, ft_tensors *t, ft_check *check, ft_err *err)
@@ -484,6 +700,7 @@ ft_status ft__verify_kernel(ft_verifier *v, const ft_kernel *k, ft_tensors *t, f
     if (rc != FT_OK)
         goto out;
     ft__check_outputs(p, o, t->plan.strides[3], lse, o_ref, mag_ref, lse_ref, check);
+    rc = kv_check(v, k, t, check, 0, err);
 out:
     free(mag_ref);
     free(o);

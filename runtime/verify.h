@@ -100,7 +100,27 @@ typedef struct ft_tensors {
     int have_reference;
     CUdeviceptr ws;           /* the launch plan's workspace (split-key kernels), ws_bytes of it */
     size_t ws_bytes;
+    /* A KV cache (ft__tensors_kv_cache): the kernels read K and V from pools of pages in the
+     * order kv_table gives and only the first kv_used[b] keys of sequence b; the reference reads
+     * the dense K and V of buf[1], buf[2] and the same lengths. kv_used 0: none. */
+    int kv_page;              /* keys per page */
+    int kv_table_stride;      /* pages per sequence */
+    CUdeviceptr kv_pool[2];   /* K's and V's pools [pages, kv_page, heads_kv, d] */
+    CUdeviceptr kv_table;     /* int32 [batch][kv_table_stride] */
+    CUdeviceptr kv_used;      /* int32 [batch] */
+    int kv_lengths[4];        /* the first sequences' lengths, for messages */
+    /* The KV-cache twin of these tensors that split-key kernels are verified on as well (made at
+     * the first such kernel, kept for the next ones; NULL until then). */
+    struct ft_tensors *kv_twin;
 } ft_tensors;
+
+/* Makes tensors t (BSHD, filled, no KV cache yet) a KV-cache call: pages of page_size keys (a
+ * multiple of 16) copied from the dense K and V into pools in an order shuffled from seed, with a
+ * spare page of NaN that no sequence uses and NaN past each sequence's last key; sequence 1's first
+ * page is sequence 0's (the dense rows made equal first); the lengths are the whole cache
+ * (sequence 0), a page plus one (sequence 1), 0, 1, a page, then random, each at most seqlen_k.
+ * Invalidates the reference. */
+ft_status ft__tensors_kv_cache(ft_verifier *v, ft_tensors *t, int page_size, uint64_t seed, ft_err *err);
 
 ft_status ft__tensors_create(const ft_cuda *cu, const ft_problem *p, ft_tensors *t, ft_err *err);
 void ft__tensors_destroy(const ft_cuda *cu, ft_tensors *t);
@@ -131,7 +151,9 @@ ft_status ft__tensors_reference(ft_verifier *v, ft_tensors *t, ft_err *err);
 
 /* Poisons O and LSE with NaN, launches the kernel, waits, and compares every element with
  * the reference. A launch or execution error is returned (FT_ERR_CUDA); a wrong result is
- * FT_OK with check->pass = 0. */
+ * FT_OK with check->pass = 0. A split-key kernel (the only ones that take a KV cache) that
+ * passes is checked again on the tensors' KV-cache twin (ft__tensors_kv_cache, made at the first
+ * such kernel): pages of 16, 48, 64 or 256 keys by the problem's size, lengths of their own. */
 ft_status ft__verify_kernel(ft_verifier *v, const ft_kernel *k, ft_tensors *t, ft_check *check,
                             ft_err *err);
 

@@ -92,34 +92,46 @@ __device__ __forceinline__ int tile_offset(int row, int chunk)
     return row * PITCH + chunk * 16;
 }
 
+// A K or V tile's rows in global memory, 16 at a time: where each group of 16 rows starts. Rows of
+// dense K and V follow each other; those of a paged cache lie in the pages its block table names
+// (a page holds a multiple of 16 rows, so a group never straddles two).
+constexpr int GROUPS = BN / 16;
+struct TileSrc {
+    const u16 *group[GROUPS];
+};
+
 // One warp copies BN rows of D elements from src (row stride in elements) into a tile of its ring;
 // rows at or beyond `valid` are zero-filled.
-__device__ __forceinline__ void load_kv_tile(u32 dst, const u16 *src, long long row_stride, int valid, int lane)
+__device__ __forceinline__ void load_kv_tile(u32 dst, const TileSrc &src, long long row_stride, int valid, int lane)
 {
     constexpr int ITERS = BN * NC / 32;
     if (32 % NC == 0) {
-        // Each lane keeps one column chunk and steps down the rows.
+        // Each lane keeps one column chunk and steps down the rows; ROW_STEP divides 16, so the
+        // group of each step is known at compile time.
         constexpr int ROW_STEP = 32 % NC == 0 ? 32 / NC : 1;
-        int row = lane / NC;
+        const int row0 = lane / NC;
         const int chunk = lane % NC;
-        const u16 *g = src + row * row_stride + chunk * 8;
-        u32 s = dst + tile_offset(row, chunk);
 #pragma unroll
         for (int it = 0; it < ITERS; ++it) {
+            const int row = row0 + it * ROW_STEP;
             const bool ok = row < valid;
-            cp_async16(s, ok ? g : src, ok ? 16 : 0);
-            row += ROW_STEP;
-            g += ROW_STEP * row_stride;
-            s += ROW_STEP * PITCH;
+            const u16 *g = src.group[it * ROW_STEP / 16] + (row0 + it * ROW_STEP % 16) * row_stride + chunk * 8;
+            cp_async16(dst + tile_offset(row, chunk), ok ? g : src.group[0], ok ? 16 : 0);
         }
     } else {
-        // Head dims whose chunk count does not divide 32 (96, 192).
+        // Head dims whose chunk count does not divide 32 (96, 160, 192, 224).
 #pragma unroll
         for (int it = 0; it < ITERS; ++it) {
             const int idx = it * 32 + lane;
             const int row = idx / NC, chunk = idx % NC;
             const bool ok = row < valid;
-            cp_async16(dst + tile_offset(row, chunk), ok ? src + row * row_stride + chunk * 8 : src, ok ? 16 : 0);
+            const u16 *base = src.group[0];
+#pragma unroll
+            for (int gi = 1; gi < GROUPS; ++gi)
+                if (row >= 16 * gi)
+                    base = src.group[gi];
+            cp_async16(dst + tile_offset(row, chunk), ok ? base + (row % 16) * row_stride + chunk * 8 : src.group[0],
+                       ok ? 16 : 0);
         }
     }
 }
@@ -279,11 +291,13 @@ __device__ __forceinline__ void flash_decode(const FwdParams &p)
     rows.unit = (int)blockIdx.y;
     const int batch = (int)blockIdx.z;
     const int kv_head = PACK ? rows.unit : rows.unit / group;
-    const int diag = p.seqlen_k - p.seqlen_q;
+    // The sequence's keys: all seqlen_k, or its first seqused_k[batch] (a KV cache's length).
+    const int sk = p.seqused_k ? max(0, min(p.seqlen_k, p.seqused_k[batch])) : p.seqlen_k;
+    const int diag = sk - p.seqlen_q;
 
     // The keys the block's rows see, in tiles of BN, and this split's run of them.
-    const int key_end = CAUSAL ? min(p.seqlen_k, rows.query(rows.count - 1) + diag + 1) : p.seqlen_k;
-    const int key_min = CAUSAL ? min(p.seqlen_k, rows.query(0) + diag + 1) : p.seqlen_k;
+    const int key_end = CAUSAL ? min(sk, rows.query(rows.count - 1) + diag + 1) : sk;
+    const int key_min = CAUSAL ? min(sk, rows.query(0) + diag + 1) : sk;
     const int n_tiles = key_end > 0 ? (key_end + BN - 1) / BN : 0;
     const int per_split = (n_tiles + splits - 1) / splits;
     const int t_begin = min(n_tiles, split * per_split), t_end = min(n_tiles, t_begin + per_split);
@@ -303,22 +317,49 @@ __device__ __forceinline__ void flash_decode(const FwdParams &p)
     const int first_tile = t_begin + warp;
     const int n_mine = t_end > first_tile ? (t_end - first_tile + WARPS - 1) / WARPS : 0;
     const u32 ring = sq_base + Q_BYTES + warp * RING_BYTES;
-    const u16 *kg = (const u16 *)p.k + batch * p.k_batch_stride + kv_head * p.k_head_stride;
-    const u16 *vg = (const u16 *)p.v + batch * p.v_batch_stride + kv_head * p.v_head_stride;
+    // Dense K and V: the sequence's rows from kg, vg. Paged: kg, vg are the pools' starts for the
+    // K/V head, the sequence's pages in bt, and pg holds the page numbers of a tile's row groups,
+    // fetched one load ahead of their use so that the copies do not wait on the table.
+    const bool paged = p.block_table != nullptr;
+    const u16 *kg = (const u16 *)p.k + (paged ? 0 : batch * p.k_batch_stride) + kv_head * p.k_head_stride;
+    const u16 *vg = (const u16 *)p.v + (paged ? 0 : batch * p.v_batch_stride) + kv_head * p.v_head_stride;
+    const int *bt = paged ? p.block_table + (long long)batch * p.block_table_stride : nullptr;
+    int pg[GROUPS];
+    auto fetch_pages = [&](int j) {
+#pragma unroll
+        for (int gi = 0; gi < GROUPS; ++gi) {
+            const int key = (first_tile + j * WARPS) * BN + 16 * gi;
+            pg[gi] = paged && j < n_mine && key < sk ? bt[key / p.page_size] : 0;
+        }
+    };
     auto load = [&](int j) {
         if (j < n_mine) {
             const int tile = first_tile + j * WARPS;
             const u32 slot = ring + (j % STAGES) * 2 * TILE_BYTES;
-            load_kv_tile(slot, kg + (long long)tile * BN * p.k_row_stride, p.k_row_stride, p.seqlen_k - tile * BN,
-                         lane);
-            load_kv_tile(slot + TILE_BYTES, vg + (long long)tile * BN * p.v_row_stride, p.v_row_stride,
-                         p.seqlen_k - tile * BN, lane);
+            TileSrc ks, vs;
+#pragma unroll
+            for (int gi = 0; gi < GROUPS; ++gi) {
+                const int key = tile * BN + 16 * gi;
+                if (paged) {
+                    const int r = key % p.page_size;
+                    ks.group[gi] = kg + pg[gi] * p.k_batch_stride + r * p.k_row_stride;
+                    vs.group[gi] = vg + pg[gi] * p.v_batch_stride + r * p.v_row_stride;
+                } else {
+                    ks.group[gi] = kg + (long long)key * p.k_row_stride;
+                    vs.group[gi] = vg + (long long)key * p.v_row_stride;
+                }
+            }
+            load_kv_tile(slot, ks, p.k_row_stride, sk - tile * BN, lane);
+            load_kv_tile(slot + TILE_BYTES, vs, p.v_row_stride, sk - tile * BN, lane);
         }
         cp_async_commit(); // one group per j, empty or not: the wait counts stay fixed
     };
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s)
+    for (int s = 0; s < STAGES - 1; ++s) {
+        fetch_pages(s);
         load(s);
+    }
+    fetch_pages(STAGES - 1);
 
     State st;
     const int g = lane >> 2, t = lane & 3;
@@ -329,7 +370,7 @@ __device__ __forceinline__ void flash_decode(const FwdParams &p)
             st.m[mt][h] = NEG_INF;
             st.l[mt][h] = 0.f;
             const int r = mt * 16 + g + 8 * h;
-            st.limit[mt][h] = CAUSAL && r < rows.count ? min(p.seqlen_k, rows.query(r) + diag + 1) : p.seqlen_k;
+            st.limit[mt][h] = CAUSAL && r < rows.count ? min(sk, rows.query(r) + diag + 1) : sk;
         }
 #pragma unroll
         for (int dt = 0; dt < DT; ++dt)
@@ -351,6 +392,7 @@ __device__ __forceinline__ void flash_decode(const FwdParams &p)
     for (int j = 0; j < n_mine; ++j) {
         __syncwarp(); // every lane is done with tile j - 1
         load(j + STAGES - 1);
+        fetch_pages(j + STAGES);
         cp_async_wait<STAGES - 1>();
         __syncwarp(); // every lane's copies of tile j are visible
         const int tile = first_tile + j * WARPS;

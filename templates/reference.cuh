@@ -36,6 +36,7 @@ struct RefParams {
     int bf16;
     int reserved;
     float *scores; // NULL: each row's scores in shared memory; else [batch][heads_q][seqlen_q][seqlen_k]
+    const int *seqused_k; // NULL: seqlen_k keys per sequence; else sequence b's first seqused_k[b]
 };
 
 __device__ __forceinline__ float to_float(u16 x, int bf16)
@@ -107,9 +108,10 @@ extern "C" __global__ void __launch_bounds__(256) ft_ref_attention(const ftref::
     float *mag = p.mag + batch * p.o_batch_stride + head * p.o_head_stride + row * p.o_row_stride;
     float *lse = p.lse + ((long long)batch * p.heads_q + head) * p.seqlen_q + row;
 
-    int limit = p.seqlen_k; // keys 0 .. limit-1 are visible
+    const int sk = p.seqused_k ? max(0, min(p.seqlen_k, p.seqused_k[batch])) : p.seqlen_k;
+    int limit = sk; // keys 0 .. limit-1 are visible
     if (p.causal)
-        limit = min(limit, row + p.seqlen_k - p.seqlen_q + 1);
+        limit = min(limit, row + sk - p.seqlen_q + 1);
     if (limit <= 0) {
         for (int i = tid; i < d; i += blockDim.x)
             o[i] = mag[i] = 0.f;
@@ -368,9 +370,10 @@ extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dq(const ftref::Ref
     const long long stat = ((long long)batch * p.heads_q + head) * p.seqlen_q + row;
     const float lse = p.lse[stat], dsum = p.dsum[stat];
 
-    int limit = p.seqlen_k; // keys 0 .. limit-1 are visible
+    const int sk = p.seqused_k ? max(0, min(p.seqlen_k, p.seqused_k[batch])) : p.seqlen_k;
+    int limit = sk; // keys 0 .. limit-1 are visible
     if (p.causal)
-        limit = min(limit, row + p.seqlen_k - p.seqlen_q + 1);
+        limit = min(limit, row + sk - p.seqlen_q + 1);
     if (!(lse < __int_as_float(0x7f800000))) // +inf (no key) or NaN: nothing to add
         limit = 0;
 

@@ -108,13 +108,43 @@ static void test_version_3_workspace(void)
     ASSERT_EQ(a.head_dim, 128);
     ASSERT_TRUE(a.workspace == NULL);
     ASSERT_EQ(a.workspace_bytes, 0);
-    ft_attention_args_init(&in);
+    ft_attention_args_init_version(&in, 3);
     ASSERT_EQ(in.version, 3);
     ASSERT_TRUE(in.workspace == NULL && in.workspace_bytes == 0);
     in.workspace = (void *)(uintptr_t)0x1000, in.workspace_bytes = 4096;
     ASSERT_OK(ft__attention_args_read(&in, &a, &err), &err);
     ASSERT_TRUE(a.workspace == (void *)(uintptr_t)0x1000);
     ASSERT_EQ(a.workspace_bytes, 4096);
+}
+
+/* Version 4 adds the KV cache (seqused_k, block_table, page_size, block_table_stride): a
+ * version-3 structure is written and read only as far as its own fields go. */
+static void test_version_4_kv_cache(void)
+{
+    ft_attention_args in, a;
+    unsigned char *bytes = (unsigned char *)&in;
+    static const int32_t lens[2] = {5, 7};
+    ft_err err;
+    size_t i;
+
+    memset(&in, 0x5a, sizeof in);
+    ft_attention_args_init_version(&in, 3);
+    for (i = FT_ARGS_V3_SIZE; i < sizeof in; i++)
+        ASSERT_EQ(bytes[i], 0x5a);
+    in.workspace_bytes = 64;
+    ASSERT_OK(ft__attention_args_read(&in, &a, &err), &err);
+    ASSERT_EQ(a.workspace_bytes, 64);
+    ASSERT_TRUE(a.seqused_k == NULL && a.block_table == NULL && a.page_size == 0 && a.block_table_stride == 0);
+    ft_attention_args_init(&in);
+    ASSERT_EQ(in.version, 4);
+    ASSERT_TRUE(in.seqused_k == NULL && in.block_table == NULL && in.page_size == 0);
+    in.seqused_k = lens, in.block_table = lens, in.page_size = 64, in.block_table_stride = 3;
+    ASSERT_OK(ft__attention_args_read(&in, &a, &err), &err);
+    ASSERT_TRUE(a.seqused_k == lens && a.block_table == lens);
+    ASSERT_EQ(a.page_size, 64);
+    ASSERT_EQ(a.block_table_stride, 3);
+    in.version = 5; /* a later header's: refused, not misread */
+    ASSERT_EQ(ft__attention_args_read(&in, &a, &err), FT_ERR_INVALID_ARGUMENT);
 }
 
 /* The FLOPs and the key of a call, for callers that count TFLOP/s or name buckets (the Python
@@ -210,4 +240,4 @@ static void test_tensors_may_alias(void)
 }
 
 FT_TEST_MAIN(FT_CASE(test_init), FT_CASE(test_backward_args), FT_CASE(test_tensors_may_alias), FT_CASE(test_version_1_read), FT_CASE(test_version_2_read),
-             FT_CASE(test_version_3_workspace), FT_CASE(test_flops_and_key))
+             FT_CASE(test_version_3_workspace), FT_CASE(test_version_4_kv_cache), FT_CASE(test_flops_and_key))

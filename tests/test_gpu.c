@@ -122,6 +122,10 @@ static void public_forward_check(ft_context *ctx, ft_tensors *t, const ft_proble
         a.workspace = (void *)(uintptr_t)ws;
         a.workspace_bytes = ws_bytes;
     }
+    if (version >= 4) { /* the tensors' KV cache, where they have one (ft__tensors_params gives it) */
+        a.seqused_k = fp.seqused_k, a.block_table = fp.block_table;
+        a.page_size = fp.page_size, a.block_table_stride = fp.block_table_stride;
+    }
     ASSERT_EQ(session.cu->p_cuMemsetD16(t->buf[3], 0xffff, t->plan.elems[3]), CUDA_SUCCESS);
     ASSERT_EQ(session.cu->p_cuMemsetD32(t->lse, 0xffffffffu, rows), CUDA_SUCCESS);
     if (ft_attention_forward(ctx, &a, NULL) != FT_OK)
@@ -246,6 +250,155 @@ static void test_public_decode(void)
     ft_context_destroy(ctx);
 }
 
+/* The GPU reference with per-sequence key counts (a KV cache's lengths) against the fp64 CPU
+ * reference run on each sequence alone. */
+static void test_gpu_reference_kv_lengths(void)
+{
+    ft_problem p, one;
+    ft_tensors t;
+    ft_err err;
+    uint16_t *q, *k, *v;
+    float *o32, *l32;
+    double *o64, *l64;
+    size_t d, i;
+    int b, causal;
+
+    for (causal = 0; causal < 2; causal++) {
+        memset(&p, 0, sizeof p);
+        p.causal = causal, p.bf16 = causal;
+        ASSERT_OK(ft__problem_parse("b=5,hq=4,hkv=2,sq=3,sk=70,d=64", &p, &err), &err);
+        d = (size_t)p.head_dim;
+        ASSERT_OK(ft__tensors_create(session.cu, &p, &t, &err), &err);
+        ASSERT_OK(ft__tensors_fill(&session.verifier, &t, 31, 1.f, &err), &err);
+        ASSERT_OK(ft__tensors_kv_cache(&session.verifier, &t, 16, 7, &err), &err);
+        ASSERT_OK(ft__tensors_reference(&session.verifier, &t, &err), &err);
+        ASSERT_EQ(t.kv_lengths[0], 70);
+        ASSERT_EQ(t.kv_lengths[1], 17);
+        ASSERT_EQ(t.kv_lengths[2], 0);
+        q = read_halves(t.buf[0], t.plan.elems[0]);
+        k = read_halves(t.buf[1], t.plan.elems[1]);
+        v = read_halves(t.buf[2], t.plan.elems[2]);
+        o32 = malloc((size_t)p.batch * p.seqlen_q * p.heads_q * d * 4);
+        l32 = malloc((size_t)p.batch * p.heads_q * p.seqlen_q * 4);
+        o64 = malloc((size_t)p.seqlen_q * p.heads_q * d * sizeof *o64);
+        l64 = malloc((size_t)p.heads_q * p.seqlen_q * sizeof *l64);
+        ASSERT_TRUE(q && k && v && o32 && l32 && o64 && l64);
+        session.cu->p_cuMemcpyDtoH(o32, t.o_ref, (size_t)p.batch * p.seqlen_q * p.heads_q * d * 4);
+        session.cu->p_cuMemcpyDtoH(l32, t.lse_ref, (size_t)p.batch * p.heads_q * p.seqlen_q * 4);
+        for (b = 0; b < p.batch; b++) {
+            int used = 0;
+            ft_strides s[3];
+            memcpy(s, t.plan.strides, sizeof s);
+            ASSERT_EQ(session.cu->p_cuMemcpyDtoH(&used, t.kv_used + (size_t)b * 4, 4), CUDA_SUCCESS);
+            one = p;
+            one.batch = 1, one.seqlen_k = used > 0 ? used : 1;
+            ft__reference_cpu(&one, q + b * s[0].batch, s[0], k + b * s[1].batch, s[1], v + b * s[2].batch, s[2],
+                              o64, NULL, l64);
+            for (i = 0; i < (size_t)p.seqlen_q * p.heads_q * d; i++) {
+                const double want = used > 0 ? o64[i] : 0.0, got = o32[(size_t)b * p.seqlen_q * p.heads_q * d + i];
+                if (!(fabs(got - want) <= 1e-5 + 1e-5 * fabs(want)))
+                    FT_FAIL_("sequence %d of %d keys: O[%zu] GPU %.8g vs CPU %.8g", b, used, i, got, want);
+            }
+            for (i = 0; i < (size_t)p.heads_q * p.seqlen_q; i++) {
+                const double want = used > 0 ? l64[i] : INFINITY, got = l32[(size_t)b * p.heads_q * p.seqlen_q + i];
+                if (isinf(want) ? !(isinf(got) && got > 0) : !(fabs(got - want) <= 1e-5 * (1 + fabs(want))))
+                    FT_FAIL_("sequence %d of %d keys: LSE[%zu] GPU %.8g vs CPU %.8g", b, used, i, got, want);
+            }
+        }
+        printf("  reference with lengths 70, 17, 0, 1, 16 causal=%d: agrees with fp64\n", causal);
+        free(q), free(k), free(v), free(o32), free(l32), free(o64), free(l64);
+        ft__tensors_destroy(session.cu, &t);
+    }
+}
+
+/* Calls with a KV cache through the public API (version-4 arguments): pages of 16, 48, 64 and
+ * 256 keys in a shuffled pool with a shared page and NaN where no key is, lengths 0, 1, a page, a
+ * page plus one and the whole cache, grouped-query ratios 1, 4, 8 and 16, one to 16 queries and a
+ * prefill-length one, causal or not, with and without a workspace (split keys or not): the
+ * default kernels (split-key ones) pass against the reference; then forced variants of the
+ * split-key family's extremes (16- and 64-key tiles, 2 to 8 warps, 2 or 3 stages, one or two row
+ * tiles, packed or not) at the head dims up to 128. */
+static void test_public_kv_cache(void)
+{
+    static const struct {
+        const char *shape;
+        int page;
+    } cases[] = {{"b=5,hq=32,hkv=4,sq=1,sk=3000,d=128", 64},  {"b=6,hq=8,hkv=1,sq=1,sk=1000,d=64", 16},
+                 {"b=5,hq=16,hkv=1,sq=2,sk=700,d=256", 48},   {"b=5,hq=4,hkv=4,sq=16,sk=2100,d=128", 256},
+                 {"b=5,hq=8,hkv=2,sq=100,sk=530,d=96", 48},  {"b=2,hq=2,hkv=2,sq=5,sk=40,d=32", 16}};
+    static const char *const forced[] = {"bn=16,warps=2,stages=2,mt=1,pack=1", "bn=64,warps=2,stages=2,mt=2,pack=1",
+                                         "bn=32,warps=4,stages=3,mt=2,pack=0", "bn=16,warps=8,stages=2,mt=1,pack=0"};
+    ft_context *ctxs[1 + sizeof forced / sizeof forced[0]];
+    size_t c, f;
+    int causal;
+
+    for (f = 0; f < sizeof ctxs / sizeof ctxs[0]; f++) {
+        ft_context_options o;
+        ft_context_options_init(&o);
+        if (f > 0)
+            o.spec = "specs/flash_decode.lua", o.variant = forced[f - 1];
+        ctxs[f] = NULL;
+        ASSERT_EQ(ft_context_create(&o, &ctxs[f]), FT_OK);
+    }
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (causal = 0; causal < 2; causal++)
+            for (f = 0; f < sizeof ctxs / sizeof ctxs[0]; f++) {
+                ft_problem p;
+                ft_tensors t;
+                ft_check check;
+                ft_err err;
+                ft_fwd_params fp;
+                ft_attention_args a;
+                CUdeviceptr ws = 0;
+                size_t bytes = 0;
+                char which[256];
+                int with_ws;
+
+                if (f > 0 && (c % 2 != f % 2 || strstr(cases[c].shape, "d=256") != NULL))
+                    continue; /* each forced variant on half of the shapes, those its shared memory fits */
+                memset(&p, 0, sizeof p);
+                p.causal = causal, p.bf16 = (int)(c + f) % 2;
+                ASSERT_OK(ft__problem_parse(cases[c].shape, &p, &err), &err);
+                ASSERT_OK(ft__tensors_create(session.cu, &p, &t, &err), &err);
+                ASSERT_OK(ft__tensors_fill(&session.verifier, &t, 21 + c, 1.f, &err), &err);
+                ASSERT_OK(ft__tensors_kv_cache(&session.verifier, &t, cases[c].page, 5 + c + causal, &err), &err);
+                ASSERT_OK(ft__tensors_reference(&session.verifier, &t, &err), &err);
+                ft__tensors_params(&t, &fp);
+                ft_attention_args_init(&a);
+                a.dtype = p.bf16 ? FT_BF16 : FT_F16;
+                a.batch = p.batch, a.heads_q = p.heads_q, a.heads_kv = p.heads_kv;
+                a.seqlen_q = p.seqlen_q, a.seqlen_k = p.seqlen_k, a.head_dim = p.head_dim, a.causal = causal;
+                a.q = fp.q, a.k = fp.k, a.v = fp.v, a.o = fp.o;
+                a.k_stride[0] = fp.k_batch_stride, a.k_stride[1] = fp.k_row_stride, a.k_stride[2] = fp.k_head_stride;
+                a.v_stride[0] = fp.v_batch_stride, a.v_stride[1] = fp.v_row_stride, a.v_stride[2] = fp.v_head_stride;
+                a.seqused_k = fp.seqused_k, a.block_table = fp.block_table;
+                a.page_size = fp.page_size, a.block_table_stride = fp.block_table_stride;
+                if (ft_attention_forward_workspace_size(ctxs[f], &a, &bytes) != FT_OK)
+                    FT_FAIL_("%s: workspace size: %s", cases[c].shape, ft_last_error(ctxs[f]));
+                if (bytes > 0) {
+                    ASSERT_EQ(session.cu->p_cuMemAlloc(&ws, bytes), CUDA_SUCCESS);
+                    ASSERT_EQ(session.cu->p_cuMemsetD8(ws, 0xff, bytes), CUDA_SUCCESS);
+                }
+                for (with_ws = bytes > 0; with_ws >= 0; with_ws--) {
+                    public_forward_check(ctxs[f], &t, &p, FT_ARGS_VERSION, with_ws ? ws : 0, with_ws ? bytes : 0,
+                                         &check, which, sizeof which);
+                    ASSERT_CONTAINS(which, "pack=");
+                    if (!check.pass)
+                        FT_FAIL_("%s causal=%d pages of %d, %s, %s: %s", cases[c].shape, causal, cases[c].page,
+                                 f > 0 ? forced[f - 1] : "default", with_ws ? "workspace" : "no workspace",
+                                 check.detail);
+                    printf("  kv cache %s causal=%d pages of %d %s (%s): pass (O rel L2 %.2e)\n", cases[c].shape,
+                           causal, cases[c].page, f > 0 ? forced[f - 1] : "default",
+                           with_ws ? "split" : "unsplit", check.o_rel_l2);
+                }
+                if (ws != 0)
+                    session.cu->p_cuMemFree(ws);
+                ft__tensors_destroy(session.cu, &t);
+            }
+    for (f = 0; f < sizeof ctxs / sizeof ctxs[0]; f++)
+        ft_context_destroy(ctxs[f]);
+}
+
 /* ft_attention_backward for every head dim, both dtypes, causal or not (sq > sk: rows that see
  * no key), grouped-query heads, head-major tensors and a deterministic call: the gradients pass
  * the operation's bounds against the reference (ft__bwd_check_gradients), with the gradients
@@ -359,6 +512,26 @@ static void test_public_bad_arguments(void)
     ASSERT_CONTAINS(ft_last_error(ctx), "16-byte aligned");
     ASSERT_EQ(ft_attention_forward(NULL, &a, NULL), FT_ERR_INVALID_ARGUMENT);
     {
+        /* A KV cache's arguments (the tensors are not read before these checks fail). */
+        static const int32_t lens[4] = {1, 1, 1, 1};
+        a.q = a.k = a.v = a.o = (void *)(uintptr_t)0x1000000;
+        a.seqlen_k = 100, a.block_table = lens, a.page_size = 24, a.block_table_stride = 8;
+        ASSERT_EQ(ft_attention_forward(ctx, &a, NULL), FT_ERR_INVALID_ARGUMENT);
+        ASSERT_CONTAINS(ft_last_error(ctx), "page_size (24) must be a positive multiple of 16");
+        a.page_size = 16, a.block_table_stride = 6;
+        ASSERT_EQ(ft_attention_forward(ctx, &a, NULL), FT_ERR_INVALID_ARGUMENT);
+        ASSERT_CONTAINS(ft_last_error(ctx), "block_table_stride (6) pages of 16 keys cannot hold seqlen_k (100)");
+        a.block_table = NULL;
+        ASSERT_EQ(ft_attention_forward(ctx, &a, NULL), FT_ERR_INVALID_ARGUMENT);
+        ASSERT_CONTAINS(ft_last_error(ctx), "block_table is NULL");
+        a.page_size = a.block_table_stride = 0;
+        a.seqused_k = (const int32_t *)(uintptr_t)0x1000002;
+        ASSERT_EQ(ft_attention_forward(ctx, &a, NULL), FT_ERR_INVALID_ARGUMENT);
+        ASSERT_CONTAINS(ft_last_error(ctx), "seqused_k is not 4-byte aligned");
+        a.seqused_k = NULL, a.seqlen_k = 1;
+        a.q = a.k = a.v = a.o = (void *)(uintptr_t)0x1000008;
+    }
+    {
         char which[8] = "x";
         ASSERT_EQ(ft_attention_kernel(ctx, &a, which, sizeof which), FT_ERR_INVALID_ARGUMENT);
         ASSERT_CONTAINS(ft_last_error(ctx), "16-byte aligned");
@@ -394,7 +567,8 @@ int ft_test_failed_;
 int main(void)
 {
     static const ft_test_case cases[] = {FT_CASE(test_gpu_reference_matches_cpu), FT_CASE(test_public_forward),
-                                         FT_CASE(test_public_decode), FT_CASE(test_public_backward), FT_CASE(test_public_bad_arguments)};
+                                         FT_CASE(test_public_decode), FT_CASE(test_gpu_reference_kv_lengths),
+                                         FT_CASE(test_public_kv_cache), FT_CASE(test_public_backward), FT_CASE(test_public_bad_arguments)};
     const ft_cuda *cu;
     ft_err err;
     int failed = 0;

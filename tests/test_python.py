@@ -125,7 +125,24 @@ def checks():
             lambda: ctx.forward(q, k, v, out=torch.empty(b, sq, hq, d), return_lse=True))
     refused("forward(stream=not a stream)", "stream must be a torch.cuda.Stream, not int",
             lambda: ctx.forward(q, k, v, out=torch.empty(b, sq, hq, d, dtype=f16), stream=7), exc=TypeError)
-    report(ctx._lib.calls == [], "nothing launched for a refused out= or stream= (%s)" % ctx._lib.calls)
+    # A KV cache's index tensors are checked before anything is launched too.
+    pool = torch.empty(10, 32, hkv, d, dtype=f16)
+    table = torch.zeros(b, 3, dtype=torch.int32)
+    refused("forward(cache_seqlens=int64)", "cache_seqlens must be an int32 [batch] tensor",
+            lambda: ctx.forward(q, k, v, cache_seqlens=torch.zeros(b, dtype=torch.int64)))
+    refused("forward(cache_seqlens of another batch)", "not torch.int32 (3,)",
+            lambda: ctx.forward(q, k, v, cache_seqlens=torch.zeros(b + 1, dtype=torch.int32)))
+    refused("forward(block_table 1-dimensional)", "block_table must be an int32 [batch, max_pages] tensor",
+            lambda: ctx.forward(q, pool, pool, block_table=torch.zeros(b, dtype=torch.int32)))
+    refused("forward(pages of 24 keys)", "must hold a multiple of 16 keys, not 24",
+            lambda: ctx.forward(q, pool[:, :24], pool[:, :24], block_table=table))
+    refused("forward(k_cache of another head dim)", "k_cache and v_cache must be [num_pages, page_size",
+            lambda: ctx.forward(q, pool[..., :32], pool[..., :32], block_table=table))
+    refused("attention_with_kvcache(k without v)", "k and v (the new tokens) come together",
+            lambda: flashtune.attention_with_kvcache(q, pool, pool, k=k, block_table=table, context=ctx))
+    refused("attention_with_kvcache(k without cache_seqlens)", "appending k and v needs cache_seqlens",
+            lambda: flashtune.attention_with_kvcache(q, pool, pool, k=k, v=v, block_table=table, context=ctx))
+    report(ctx._lib.calls == [], "nothing launched for a refused out=, stream= or KV cache (%s)" % ctx._lib.calls)
 
 
 checks()
@@ -193,6 +210,65 @@ refused("forward(out=too short) on the GPU", "out must be",
         lambda: ctx.forward(q, kv, kv, out=guard[:2 * 299 * 4 * 128].view(2, 299, 4, 128)))
 torch.cuda.synchronize()
 report(bool((guard == 7.0).all().item()), "a refused out= leaves its memory unwritten")
+# A KV cache: attention_with_kvcache against SDPA on each sequence's keys, dense and paged (pages of
+# 16, 64 and 256 keys in a shuffled pool, one page shared by two sequences where nothing is
+# appended), lengths 0, 1, a page boundary and past it, new tokens appended into the cache first;
+# paged and dense give the same bits.
+def _kv_reference(q, k_rows, v_rows, causal):
+    """SDPA of one sequence (q [1, sq, hq, d], keys [n, hkv, d]), O = 0 where a row sees no key."""
+    sq, hq, n = q.shape[1], q.shape[2], k_rows.shape[0]
+    if n == 0:
+        return torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+    g = hq // k_rows.shape[1]
+    kk = k_rows.repeat_interleave(g, dim=1).transpose(0, 1)[None].float()
+    vv = v_rows.repeat_interleave(g, dim=1).transpose(0, 1)[None].float()
+    mask = None
+    if causal:
+        mask = torch.arange(n, device=q.device)[None, :] <= torch.arange(sq, device=q.device)[:, None] + n - sq
+    ref = F.scaled_dot_product_attention(q.transpose(1, 2).float(), kk, vv, attn_mask=mask)
+    if mask is not None:
+        ref = torch.where(mask.any(-1)[None, None, :, None], ref, torch.zeros_like(ref))
+    return ref.transpose(1, 2)
+
+
+for page, (b, hq, hkv, sq, cap, d), new in ((16, (5, 16, 2, 1, 1008, 128), 1), (64, (5, 8, 8, 4, 704, 64), 0),
+                                            (256, (6, 32, 4, 1, 3072, 128), 2)):  # cap: whole pages
+    for causal in (False, True):
+        dtype = torch.bfloat16 if causal else torch.float16
+        torch.manual_seed(page + b + causal)
+        lens = torch.tensor(([cap - new, 0, 1, page - new, page + 1 - new] + [int(x) for x in torch.randint(
+            0, cap - new, (b,))])[:b], dtype=torch.int32, device="cuda")
+        q = torch.randn(b, sq, hq, d, device="cuda", dtype=dtype)
+        kn = torch.randn(b, new, hkv, d, device="cuda", dtype=dtype) if new else None
+        vn = torch.randn(b, new, hkv, d, device="cuda", dtype=dtype) if new else None
+        dense_k = torch.randn(b, cap, hkv, d, device="cuda", dtype=dtype)
+        dense_v = torch.randn(b, cap, hkv, d, device="cuda", dtype=dtype)
+        per_seq = (cap + page - 1) // page
+        order = torch.randperm(b * per_seq + 1, device="cuda")[:b * per_seq].view(b, per_seq).to(torch.int32)
+        if not new:  # sequence 1 shares sequence 0's first page (read only: no tokens appended)
+            order[1, 0] = order[0, 0]
+            dense_k[1, :page], dense_v[1, :page] = dense_k[0, :page], dense_v[0, :page]
+        pool_k = torch.full((b * per_seq + 1, page, hkv, d), float("nan"), device="cuda", dtype=dtype)
+        pool_v = pool_k.clone()
+        for s in range(b):
+            for p in range(per_seq):
+                rows = dense_k[s, p * page:(p + 1) * page].shape[0]
+                pool_k[order[s, p], :rows] = dense_k[s, p * page:(p + 1) * page]
+                pool_v[order[s, p], :rows] = dense_v[s, p * page:(p + 1) * page]
+        kw = dict(k=kn, v=vn, cache_seqlens=lens, causal=causal, return_softmax_lse=True, context=ctx)
+        o_dense, lse_dense = flashtune.attention_with_kvcache(q, dense_k, dense_v, **kw)
+        o_paged, lse_paged = flashtune.attention_with_kvcache(q, pool_k, pool_v, block_table=order, **kw)
+        worst = 0.0
+        for s in range(b):
+            n = int(lens[s]) + new
+            ref = _kv_reference(q[s:s + 1], dense_k[s, :n], dense_v[s, :n], causal)
+            worst = max(worst, ((o_dense[s:s + 1].float() - ref).norm() / ref.norm().clamp_min(1e-6)).item()
+                        if n else o_dense[s].float().abs().max().item())
+        bound = 2e-3 if dtype == torch.float16 else 1.6e-2
+        same = torch.equal(o_dense, o_paged) and torch.equal(lse_dense, lse_paged)
+        report(math.isfinite(worst) and worst <= bound and same and not torch.isnan(o_dense).any().item(),
+               "kv cache pages of %d, b=%d hq=%d hkv=%d sq=%d keys<=%d +%d new, %s: worst rel L2 %.2e, paged = dense "
+               "bit for bit: %s" % (page, b, hq, hkv, sq, cap, new, "causal" if causal else "full", worst, same))
 # A decode call runs the short-query kernels (their variants have pack=).
 qd = torch.randn(2, 1, 16, 128, device="cuda", dtype=torch.bfloat16)
 kd = torch.randn(2, 5000, 2, 128, device="cuda", dtype=torch.bfloat16)

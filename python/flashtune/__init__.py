@@ -21,11 +21,11 @@ import math
 import os
 from typing import Optional, Tuple
 
-__all__ = ["Context", "FlashtuneError", "attention", "check_tensors", "library_path", "version", "flops", "key",
+__all__ = ["Context", "FlashtuneError", "attention", "attention_with_kvcache", "check_tensors", "library_path", "version", "flops", "key",
            "backward_flops"]
 
 FT_OPTIONS_VERSION = 2
-FT_ARGS_VERSION = 3
+FT_ARGS_VERSION = 4
 FT_BWD_ARGS_VERSION = 1
 _DTYPES = {"float16": 0, "bfloat16": 1}
 
@@ -49,7 +49,7 @@ class _Options(ctypes.Structure):
 
 
 class _Args(ctypes.Structure):
-    """ft_attention_args, version 3 (include/flashtune.h)."""
+    """ft_attention_args, version 4 (include/flashtune.h)."""
     _fields_ = [
         ("version", ctypes.c_int),
         ("dtype", ctypes.c_int),
@@ -73,6 +73,11 @@ class _Args(ctypes.Structure):
         # version 3
         ("workspace", ctypes.c_void_p),
         ("workspace_bytes", ctypes.c_size_t),
+        # version 4
+        ("seqused_k", ctypes.c_void_p),
+        ("block_table", ctypes.c_void_p),
+        ("page_size", ctypes.c_int),
+        ("block_table_stride", ctypes.c_int),
     ]
 
 
@@ -256,11 +261,12 @@ def _check_layout(name, t):
         raise ValueError("%s is not 16-byte aligned (address 0x%x)" % (name, t.data_ptr()))
 
 
-def check_tensors(q, k, v, out=None, device=None):
+def check_tensors(q, k, v, out=None, device=None, paged=False):
     """Checks q, k, v and out (None: allocated by forward) as forward() needs them, before
     anything runs: ValueError (TypeError for what is no tensor) saying which tensor and what is
     wrong. device: the CUDA device index every tensor must be on; None checks only that they are
-    all on q's device (so that the checks run on CPU tensors, without a GPU)."""
+    all on q's device (so that the checks run on CPU tensors, without a GPU). paged: k and v are
+    pools of pages [num_pages, page_size, heads_kv, head_dim], not one row of keys per sequence."""
     import torch
 
     tensors = (("q", q), ("k", k), ("v", v)) + ((("out", out),) if out is not None else ())
@@ -280,7 +286,11 @@ def check_tensors(q, k, v, out=None, device=None):
     for name, t in tensors:
         _check_layout(name, t)
     b, sq, hq, d = q.shape
-    if k.shape[0] != b or k.shape[3] != d or tuple(v.shape) != tuple(k.shape):
+    if paged:
+        if k.shape[3] != d or tuple(v.shape) != tuple(k.shape):
+            raise ValueError("k_cache and v_cache must be [num_pages, page_size, heads_kv, head_dim] with q's head_dim "
+                             "%d, not %s and %s" % (d, tuple(k.shape), tuple(v.shape)))
+    elif k.shape[0] != b or k.shape[3] != d or tuple(v.shape) != tuple(k.shape):
         raise ValueError("k and v must be [batch, seqlen_k, heads_kv, head_dim] matching q %s, not %s and %s"
                          % (tuple(q.shape), tuple(k.shape), tuple(v.shape)))
     if out is None:
@@ -367,11 +377,22 @@ class Context:
         a.softmax_scale = 0.0 if scale is None else float(scale)
         return a
 
-    def forward(self, q, k, v, causal=False, scale=None, return_lse=False, out=None, stream=None):
+    def forward(self, q, k, v, causal=False, scale=None, return_lse=False, out=None, stream=None,
+                cache_seqlens=None, block_table=None):
+        """O (and with return_lse the fp32 [batch, heads_q, seqlen_q] LSE) of q [batch, seqlen_q,
+        heads_q, d] against k, v [batch, seqlen_k, heads_kv, d]. A KV cache: cache_seqlens (int32
+        [batch] on the GPU) the keys each sequence uses, its first ones; block_table (int32
+        [batch, max_pages]) makes k, v pools of pages [num_pages, page_size, heads_kv, d] (page_size
+        a multiple of 16), key j of sequence b at row j % page_size of page block_table[b, j //
+        page_size]. Either runs the split-key kernels."""
         import torch
 
         # out and stream are checked before anything is allocated or launched
-        check_tensors(q, k, v, out, self.device)
+        check_tensors(q, k, v, out, self.device, paged=block_table is not None)
+        _check_cache_index("cache_seqlens", cache_seqlens, (q.shape[0],), q.device)
+        _check_cache_index("block_table", block_table, (q.shape[0], None), q.device)
+        if block_table is not None and k.shape[1] % 16 != 0:
+            raise ValueError("the pages of k_cache and v_cache must hold a multiple of 16 keys, not %d" % k.shape[1])
         if stream is not None:
             if not isinstance(stream, torch.cuda.Stream):
                 raise TypeError("stream must be a torch.cuda.Stream, not %s" % type(stream).__name__)
@@ -382,11 +403,21 @@ class Context:
         if return_lse:
             lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32, device=q.device)
         a = self._args(q, k, v, o, lse, causal, scale, checked=True)
+        if cache_seqlens is not None or block_table is not None:
+            if a.version < 4:
+                raise FlashtuneError("this libflashtune reads no KV cache (version %d arguments)" % a.version)
+            if cache_seqlens is not None:
+                a.seqused_k = cache_seqlens.data_ptr()
+            if block_table is not None:
+                a.block_table = block_table.data_ptr()
+                a.page_size, a.block_table_stride = k.shape[1], block_table.stride(0)
+                a.seqlen_k = block_table.shape[1] * k.shape[1]
         ws = None
         if a.version >= 3:
             # Few queries against many keys split the keys and keep partial results here, from
             # PyTorch's allocator (stream-ordered); the size is asked once per kind of call.
-            kind = ("fwd", a.dtype, a.batch, a.heads_q, a.heads_kv, a.seqlen_q, a.seqlen_k, a.head_dim, a.causal)
+            kind = ("fwd", a.dtype, a.batch, a.heads_q, a.heads_kv, a.seqlen_q, a.seqlen_k, a.head_dim, a.causal,
+                    cache_seqlens is not None, a.page_size)
             size = self._workspace_size(kind, self._lib.ft_attention_forward_workspace_size, a)
             if size > 0:
                 ws = torch.empty(size, dtype=torch.uint8, device=q.device)
@@ -513,6 +544,66 @@ def _check_grad(name, t, like, device):
     if not t.is_cuda or t.device.index != device:
         raise ValueError("%s must be on cuda:%d, not %s" % (name, device, t.device))
     _check_layout(name, t)
+
+
+def _check_cache_index(name, t, shape, device):
+    """cache_seqlens and block_table: None, or contiguous-row int32 tensors of this shape (None:
+    any size) on device."""
+    import torch
+
+    if t is None:
+        return
+    if not isinstance(t, torch.Tensor):
+        raise TypeError("%s must be a torch.Tensor, not %s" % (name, type(t).__name__))
+    if t.dtype != torch.int32 or t.device != device or t.dim() != len(shape) or t.stride(-1) != 1 or \
+            any(want is not None and got != want for got, want in zip(t.shape, shape)):
+        raise ValueError("%s must be an int32 %s tensor on %s with contiguous rows, not %s %s on %s" % (
+            name, "[batch]" if len(shape) == 1 else "[batch, max_pages]", device, t.dtype, tuple(t.shape), t.device))
+
+
+def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, block_table=None,
+                           softmax_scale=None, causal=False, return_softmax_lse=False, context=None):
+    """Attention of new queries against a KV cache, with flash_attn_with_kvcache's arguments:
+    q [batch, seqlen_q, heads_q, d]; k_cache, v_cache [batch, seqlen_cache, heads_kv, d], or with
+    block_table (int32 [batch, max_pages]) pools of pages [num_pages, page_size, heads_kv, d]
+    (page_size a multiple of 16; pages in any order, shared or not). cache_seqlens (an int or an
+    int32 [batch] tensor): the keys each sequence has in the cache (None: all of it). k, v
+    [batch, seqlen_new, heads_kv, d]: new tokens, written into the cache after each sequence's
+    cache_seqlens keys (which must leave room) before the attention, which then sees
+    cache_seqlens + seqlen_new keys; the write is a PyTorch index_put on the cache's stream,
+    the attention one flashtune call. causal: bottom-right aligned to each sequence's keys.
+    Returns O, or (O, LSE) with return_softmax_lse (fp32 [batch, heads_q, seqlen_q]). Not
+    differentiable (inference)."""
+    import torch
+
+    b = q.shape[0]
+    if isinstance(cache_seqlens, int):
+        cache_seqlens = torch.full((b,), cache_seqlens, dtype=torch.int32, device=q.device)
+    if (k is None) != (v is None):
+        raise ValueError("k and v (the new tokens) come together")
+    if k is not None:
+        if cache_seqlens is None:
+            raise ValueError("appending k and v needs cache_seqlens: where each sequence's new tokens go")
+        if k.dim() != 4 or k.shape[0] != b or tuple(v.shape) != tuple(k.shape) or k.shape[2:] != k_cache.shape[2:]:
+            raise ValueError("k and v must be [batch, seqlen_new, heads_kv, head_dim] = [%d, *, %s], not %s and %s"
+                             % (b, ", ".join(str(n) for n in k_cache.shape[2:]), tuple(k.shape), tuple(v.shape)))
+        _check_cache_index("cache_seqlens", cache_seqlens, (b,), q.device)
+        with torch.no_grad():
+            pos = cache_seqlens.long()[:, None] + torch.arange(k.shape[1], device=q.device)[None, :]
+            if block_table is None:
+                rows = torch.arange(b, device=q.device)[:, None].expand_as(pos)
+                k_cache[rows, pos] = k
+                v_cache[rows, pos] = v
+            else:
+                page_size = k_cache.shape[1]
+                pages = torch.gather(block_table.long(), 1, pos // page_size)
+                k_cache[pages, pos % page_size] = k
+                v_cache[pages, pos % page_size] = v
+        cache_seqlens = cache_seqlens + k.shape[1]
+    ctx = context if context is not None else _context(q.device.index)
+    with torch.no_grad():
+        return ctx.forward(q, k_cache, v_cache, causal=causal, scale=softmax_scale, return_lse=return_softmax_lse,
+                           cache_seqlens=cache_seqlens, block_table=block_table)
 
 
 def _kernel_layout(t):

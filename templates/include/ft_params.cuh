@@ -24,6 +24,13 @@ struct FwdParams {
     long long ws_bytes; // its size: what the plan may use (the host's; kernels do not read it)
     int splits;       // runs of keys per row block (1: no partial results)
     int reserved2;
+    // A KV cache (the split-key families read these; NULL: dense K and V of seqlen_k keys):
+    const int *seqused_k;   // [batch]: sequence b's keys are its first seqused_k[b]
+    const int *block_table; // [batch][block_table_stride]: K and V are pools of pages of page_size
+                            // rows, *_batch_stride between pages; key j of sequence b is row
+                            // j % page_size of page block_table[b·block_table_stride + j / page_size]
+    int page_size;          // a multiple of 16
+    int block_table_stride;
 };
 
 } // namespace ft
