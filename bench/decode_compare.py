@@ -14,6 +14,7 @@ flush, bench/sdpa_compare.py's Timer, where host time shows). The systems are in
 shape once per system per round, and a system's figure is the median of its rounds.
 
     python3 bench/decode_compare.py --rounds 3 --json out.json [--spec S --variant V] [--database DB]
+        [--paged 64,256]   flashtune on the same cache in pages too (flashtune-paged64, ...)
 """
 import argparse
 import json
@@ -75,8 +76,9 @@ def fa4():
         return None
 
 
-def systems(ctx, fa4_func):
-    """Each system as (name, make): make(q, k, v, causal) -> a closure that runs the forward."""
+def systems(ctx, fa4_func, paged=()):
+    """Each system as (name, make): make(q, k, v, causal) -> a closure that runs the forward;
+    paged: page sizes of flashtune's paged-cache systems."""
 
     def flashtune_sys(q, k, v, causal):
         out = torch.empty_like(q)
@@ -116,8 +118,24 @@ def systems(ctx, fa4_func):
             splits = 1
         return lambda: fa4_func(q, k, v, causal=causal, num_splits=splits)
 
-    out = [("flashtune", flashtune_sys), ("cuDNN", sdpa_sys(SDPBackend.CUDNN_ATTENTION)),
-           ("FA2", sdpa_sys(SDPBackend.FLASH_ATTENTION))]
+    def paged_sys(page):
+        # The same cache in pages of `page` keys, shuffled in a pool (block_table), every sequence
+        # using all of its keys: the same call as flashtune_sys's on a paged cache.
+        def make(q, k, v, causal):
+            b, sk, hkv, d = k.shape
+            per_seq = sk // page
+            table = torch.randperm(b * per_seq, device=q.device).view(b, per_seq).to(torch.int32)
+            pool_k = torch.empty(b * per_seq, page, hkv, d, device=q.device, dtype=k.dtype)
+            pool_v = torch.empty_like(pool_k)
+            pool_k[table.long().flatten()] = k.reshape(b * per_seq, page, hkv, d)
+            pool_v[table.long().flatten()] = v.reshape(b * per_seq, page, hkv, d)
+            out = torch.empty_like(q)
+            ctx.forward(q, pool_k, pool_v, causal=causal, out=out, block_table=table)
+            return lambda: ctx.forward(q, pool_k, pool_v, causal=causal, out=out, block_table=table)
+        return make
+
+    out = [("flashtune", flashtune_sys)] + [("flashtune-paged%d" % p, paged_sys(p)) for p in paged] + [
+        ("cuDNN", sdpa_sys(SDPBackend.CUDNN_ATTENTION)), ("FA2", sdpa_sys(SDPBackend.FLASH_ATTENTION))]
     if fa4_func is not None:
         out.append(("FA4", fa4_sys))
     return out
@@ -134,12 +152,13 @@ def main():
     ap.add_argument("--systems", default=None, help="comma-separated names to time (default: all)")
     ap.add_argument("--shapes", default=None, help="indices into SHAPES, comma-separated (default: all)")
     ap.add_argument("--flush", action="store_true", help="time each call alone after an L2 flush")
+    ap.add_argument("--paged", default="", help="page sizes: flashtune on the same cache in shuffled pages too")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
 
     ctx = flashtune.Context(database=a.database, spec=a.spec, variant=a.variant)
     timer = Timer(warmup_ms=10, rep_ms=50, min_reps=10, max_reps=300) if a.flush else Burst()
-    syss = systems(ctx, fa4())
+    syss = systems(ctx, fa4(), [int(p) for p in a.paged.split(",") if p])
     if a.systems:
         keep = a.systems.split(",")
         syss = [(n, m) for n, m in syss if any(n.startswith(k) for k in keep)]

@@ -370,10 +370,9 @@ extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dq(const ftref::Ref
     const long long stat = ((long long)batch * p.heads_q + head) * p.seqlen_q + row;
     const float lse = p.lse[stat], dsum = p.dsum[stat];
 
-    const int sk = p.seqused_k ? max(0, min(p.seqlen_k, p.seqused_k[batch])) : p.seqlen_k;
-    int limit = sk; // keys 0 .. limit-1 are visible
+    int limit = p.seqlen_k; // keys 0 .. limit-1 are visible
     if (p.causal)
-        limit = min(limit, row + sk - p.seqlen_q + 1);
+        limit = min(limit, row + p.seqlen_k - p.seqlen_q + 1);
     if (!(lse < __int_as_float(0x7f800000))) // +inf (no key) or NaN: nothing to add
         limit = 0;
 
