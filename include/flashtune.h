@@ -186,10 +186,11 @@ typedef struct ft_attention_args {
                               The caller owns it; it must not be touched by anything else until the
                               call's work on its stream is done. */
     size_t workspace_bytes;
-    /* ---- version 4: a KV cache ----
-     * Calls with seqused_k or block_table run the split-key kernels (the decode family, any
-     * seqlen_q; made for 1 to 16 queries). Their device arrays are read by the kernels, not
-     * checked by the library: entries out of range are the caller's error. */
+    /* ---- version 4: a KV cache and variable-length batches ----
+     * Calls with any of seqused_k, block_table, cu_seqlens_q, cu_seqlens_k run the split-key
+     * kernels (the decode family, any seqlen_q; made for 1 to 16 queries). Their device arrays
+     * are read by the kernels, not checked by the library: entries out of range are the caller's
+     * error. */
     const int32_t *seqused_k;   /* optional [batch] int32, device: sequence b attends to its first
                                    seqused_k[b] keys, 0 to seqlen_k (a cache's current lengths);
                                    causal: row i sees key j iff j <= i + seqused_k[b] - seqlen_q.
@@ -203,6 +204,17 @@ typedef struct ft_attention_args {
     int page_size;              /* keys per page, with block_table: a positive multiple of 16 */
     int block_table_stride;     /* entries per sequence, with block_table: at least
                                    ceil(seqlen_k / page_size) */
+    const int32_t *cu_seqlens_q; /* optional [batch + 1] int32, device: a variable-length batch.
+                                   Sequence b's queries are rows cu_seqlens_q[b] to
+                                   cu_seqlens_q[b + 1] - 1 of q and o, which are then
+                                   [total_q, heads_q, head_dim] (stride[0] is not read;
+                                   cu_seqlens_q[0] = 0, lengths 0 allowed); seqlen_q is the
+                                   longest sequence's (max_seqlen_q), and the LSE is
+                                   [heads_q, total_q] */
+    const int32_t *cu_seqlens_k; /* optional [batch + 1] int32, device: likewise for k and v
+                                   ([total_k, heads_kv, head_dim]; seqlen_k the longest; not with
+                                   block_table; seqused_k may use fewer of them). Causal masks
+                                   align each sequence's last query with its last key */
 } ft_attention_args;
 
 /* Zeroes a and sets a->version = version (FT_ARGS_VERSION through the macro): only the fields of

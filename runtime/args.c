@@ -102,6 +102,11 @@ void ft_attention_bwd_args_init_version(ft_attention_bwd_args *a, int version)
     a->version = version;
 }
 
+int ft__args_split_only(const ft_attention_args *a)
+{
+    return a->seqused_k != NULL || a->block_table != NULL || a->cu_seqlens_q != NULL || a->cu_seqlens_k != NULL;
+}
+
 void ft__fwd_args_problem(const ft_attention_args *a, ft_problem *p)
 {
     memset(p, 0, sizeof *p);

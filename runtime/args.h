@@ -17,6 +17,10 @@ ft_status ft__attention_args_read(const ft_attention_args *in, ft_attention_args
 /* The backward's arguments in this version's layout (version 1 only so far). */
 ft_status ft__attention_bwd_args_read(const ft_attention_bwd_args *in, ft_attention_bwd_args *out, ft_err *err);
 
+/* Whether a forward call needs the split-key kernels: a KV cache (seqused_k, block_table) or a
+ * variable-length batch (cu_seqlens_q, cu_seqlens_k), which only they read. */
+int ft__args_split_only(const ft_attention_args *a);
+
 /* The problem of a forward call (sizes, dtype, causality, scale). */
 void ft__fwd_args_problem(const ft_attention_args *a, ft_problem *p);
 

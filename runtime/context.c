@@ -55,7 +55,7 @@ typedef struct nearest_ctx {
 
 typedef struct kernel_slot {
     ft_key key;       /* the kind of calls it serves */
-    int kv_cache;     /* calls with a KV cache (seqused_k, block_table): split-key kernels only */
+    int kv_cache;     /* calls with a KV cache or a variable-length batch: split-key kernels only */
     int bf16;
     ft_status status; /* FT_OK: k is loaded; otherwise why this key has no kernel */
     const char *fallback; /* NULL: the bucket's own winner (or a forced variant, or a head dim
@@ -586,7 +586,7 @@ static int takes_call(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
     ft__kernel_unload(ctx->session.cu, &slot->k);
     memset(&slot->k, 0, sizeof slot->k);
     slot->fallback = NULL;
-    snprintf(how + used, cap - used, "%s, which takes no KV cache", used ? "" : "a kernel");
+    snprintf(how + used, cap - used, "%s, which takes no KV cache or variable-length batch", used ? "" : "a kernel");
     return 0;
 }
 
@@ -618,7 +618,7 @@ static void build_slot(ft_context *ctx, kernel_slot *slot)
         slot->status = build_variant(ctx, slot, ctx->spec, ctx->variant, "forced", &err);
         if (slot->status == FT_OK && !takes_call(ctx, slot, how, how_cap))
             slot->status = ft__fail(&err, FT_ERR_UNSUPPORTED, "the forced variant's family (%s) takes no KV cache "
-                                    "(seqused_k, block_table): the split-key family flash_decode_sm80 does",
+                                    "or variable-length batch: the split-key family flash_decode_sm80 does",
                                     ctx->spec->template_name);
         tried = 1;
     } else {
@@ -746,6 +746,12 @@ static ft_status check_kv_cache(const ft_context *ctx, const ft_attention_args *
 
     if (a->seqused_k != NULL && (uintptr_t)a->seqused_k % 4 != 0)
         return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "seqused_k is not 4-byte aligned");
+    if ((a->cu_seqlens_q != NULL && (uintptr_t)a->cu_seqlens_q % 4 != 0) ||
+        (a->cu_seqlens_k != NULL && (uintptr_t)a->cu_seqlens_k % 4 != 0))
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "cu_seqlens_q and cu_seqlens_k must be 4-byte aligned");
+    if (a->cu_seqlens_k != NULL && a->block_table != NULL)
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "cu_seqlens_k and block_table both say where the keys are: "
+                         "give one (a paged cache's lengths are seqused_k)");
     if (a->block_table == NULL) {
         if (a->page_size != 0 || a->block_table_stride != 0)
             return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "page_size and block_table_stride are set but block_table "
@@ -796,7 +802,7 @@ static ft_status kernel_for_call(ft_context *ctx, const ft_attention_args *given
         return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "lse is not 4-byte aligned");
     if ((rc = check_kv_cache(ctx, a)) != FT_OK)
         return rc;
-    return slot_for_call(ctx, &ft__op_fwd, &p, a->seqused_k != NULL || a->block_table != NULL, out);
+    return slot_for_call(ctx, &ft__op_fwd, &p, ft__args_split_only(a), out);
 }
 
 ft_status ft_attention_kernel(ft_context *ctx, const ft_attention_args *given, char *buf, size_t cap)
@@ -841,6 +847,7 @@ ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *given, 
     p.ws = a->workspace, p.ws_bytes = a->workspace != NULL ? (int64_t)a->workspace_bytes : 0;
     p.seqused_k = a->seqused_k, p.block_table = a->block_table;
     p.page_size = a->page_size, p.block_table_stride = a->block_table_stride;
+    p.cu_seqlens_q = a->cu_seqlens_q, p.cu_seqlens_k = a->cu_seqlens_k;
     rc = ft__kernel_launch_fwd(ctx->session.cu, &slot->k, &p, (CUstream)stream, &err);
     if (rc != FT_OK)
         return set_error(ctx, rc, err.msg);

@@ -259,8 +259,9 @@ ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd
     ft_status rc;
 
     memset(l, 0, sizeof *l);
-    if ((p->seqused_k != NULL || p->block_table != NULL) && !f->split_kv)
-        return ft__fail(err, FT_ERR_UNSUPPORTED, "a KV cache (seqused_k, block_table) is read by the split-key "
+    if ((p->seqused_k != NULL || p->block_table != NULL || p->cu_seqlens_q != NULL || p->cu_seqlens_k != NULL) &&
+        !f->split_kv)
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "a KV cache or a variable-length batch is read by the split-key "
                         "kernels only, not by this one");
     l->params = *p;
     l->args[0] = &l->params;

@@ -136,6 +136,45 @@ __device__ __forceinline__ void load_kv_tile(u32 dst, const TileSrc &src, long l
     }
 }
 
+// One sequence of the batch: its queries and keys, and where they lie. A variable-length batch
+// (cu_seqlens_q, cu_seqlens_k) packs the sequences' rows one after another ([total, heads, d], the
+// batch stride unused, the LSE [heads_q, total_q]); otherwise each sequence has its batch slot
+// of seqlen_q queries and seqlen_k keys. seqused_k, a KV cache's lengths, may use fewer keys.
+struct Seq {
+    int sq, sk; // queries, keys
+    int q0, k0; // the first query's and key's row in a variable-length batch (else 0)
+    __device__ __forceinline__ long long q_offset(const FwdParams &p, int b) const
+    {
+        return p.cu_seqlens_q ? (long long)q0 * p.q_row_stride : b * p.q_batch_stride;
+    }
+    __device__ __forceinline__ long long o_offset(const FwdParams &p, int b) const
+    {
+        return p.cu_seqlens_q ? (long long)q0 * p.o_row_stride : b * p.o_batch_stride;
+    }
+    __device__ __forceinline__ long long k_offset(const FwdParams &p, int b, long long batch_stride,
+                                                  long long row_stride) const
+    {
+        return p.cu_seqlens_k ? (long long)k0 * row_stride : b * batch_stride;
+    }
+    __device__ __forceinline__ long long lse_index(const FwdParams &p, int b, int head, int i) const
+    {
+        return p.cu_seqlens_q ? (long long)head * p.cu_seqlens_q[p.batch] + q0 + i
+                              : ((long long)b * p.heads_q + head) * p.seqlen_q + i;
+    }
+};
+
+__device__ __forceinline__ Seq sequence(const FwdParams &p, int b)
+{
+    Seq s;
+    s.q0 = p.cu_seqlens_q ? p.cu_seqlens_q[b] : 0;
+    s.sq = p.cu_seqlens_q ? max(0, min(p.seqlen_q, p.cu_seqlens_q[b + 1] - s.q0)) : p.seqlen_q;
+    s.k0 = p.cu_seqlens_k ? p.cu_seqlens_k[b] : 0;
+    s.sk = p.cu_seqlens_k ? max(0, min(p.seqlen_k, p.cu_seqlens_k[b + 1] - s.k0)) : p.seqlen_k;
+    if (p.seqused_k)
+        s.sk = max(0, min(s.sk, p.seqused_k[b]));
+    return s;
+}
+
 // Where a CTA's rows come from: row r of the CTA's block is query `query(r)` of head `head(r)`.
 struct Rows {
     int first;  // the block's first row
@@ -286,14 +325,16 @@ __device__ __forceinline__ void flash_decode(const FwdParams &p)
     rows.hpu = PACK ? group : 1;
     const int nrb = (p.seqlen_q * rows.hpu + ROWS - 1) / ROWS;
     const int split = (int)blockIdx.x / nrb, splits = p.splits > 1 ? p.splits : 1;
-    rows.first = ((int)blockIdx.x % nrb) * ROWS;
-    rows.count = min(ROWS, p.seqlen_q * rows.hpu - rows.first);
-    rows.unit = (int)blockIdx.y;
     const int batch = (int)blockIdx.z;
+    const Seq seq = sequence(p, batch);
+    rows.first = ((int)blockIdx.x % nrb) * ROWS;
+    rows.count = min(ROWS, seq.sq * rows.hpu - rows.first);
+    if (rows.count <= 0)
+        return; // past the sequence's queries (a variable-length batch's shorter ones)
+    rows.unit = (int)blockIdx.y;
     const int kv_head = PACK ? rows.unit : rows.unit / group;
-    // The sequence's keys: all seqlen_k, or its first seqused_k[batch] (a KV cache's length).
-    const int sk = p.seqused_k ? max(0, min(p.seqlen_k, p.seqused_k[batch])) : p.seqlen_k;
-    const int diag = sk - p.seqlen_q;
+    const int sk = seq.sk;
+    const int diag = sk - seq.sq;
 
     // The keys the block's rows see, in tiles of BN, and this split's run of them.
     const int key_end = CAUSAL ? min(sk, rows.query(rows.count - 1) + diag + 1) : sk;
@@ -304,7 +345,7 @@ __device__ __forceinline__ void flash_decode(const FwdParams &p)
 
     // Q of the block's rows, zero-filled past the last, into shared memory; then fragments.
     const u32 sq_base = smem_addr(smem);
-    const u16 *qg = (const u16 *)p.q + batch * p.q_batch_stride;
+    const u16 *qg = (const u16 *)p.q + seq.q_offset(p, batch);
     for (int idx = tid; idx < ROWS * NC; idx += THREADS) {
         const int r = idx / NC, chunk = idx % NC;
         const bool ok = r < rows.count;
@@ -321,8 +362,10 @@ __device__ __forceinline__ void flash_decode(const FwdParams &p)
     // K/V head, the sequence's pages in bt, and pg holds the page numbers of a tile's row groups,
     // fetched one load ahead of their use so that the copies do not wait on the table.
     const bool paged = p.block_table != nullptr;
-    const u16 *kg = (const u16 *)p.k + (paged ? 0 : batch * p.k_batch_stride) + kv_head * p.k_head_stride;
-    const u16 *vg = (const u16 *)p.v + (paged ? 0 : batch * p.v_batch_stride) + kv_head * p.v_head_stride;
+    const u16 *kg = (const u16 *)p.k + (paged ? 0 : seq.k_offset(p, batch, p.k_batch_stride, p.k_row_stride)) +
+                    kv_head * p.k_head_stride;
+    const u16 *vg = (const u16 *)p.v + (paged ? 0 : seq.k_offset(p, batch, p.v_batch_stride, p.v_row_stride)) +
+                    kv_head * p.v_head_stride;
     const int *bt = paged ? p.block_table + (long long)batch * p.block_table_stride : nullptr;
     int pg[GROUPS];
     auto fetch_pages = [&](int j) {
@@ -404,6 +447,8 @@ __device__ __forceinline__ void flash_decode(const FwdParams &p)
     }
     cp_async_wait<0>();
     __syncthreads(); // every warp is done with its ring: the merge area is free
+    const int ob = batch;
+    const Seq &out = seq; // where the rows go
 
     // Each warp's m, l and unnormalised O into the merge area.
     float *mine = (float *)smem + warp * MERGE_WARP;
@@ -445,12 +490,12 @@ __device__ __forceinline__ void flash_decode(const FwdParams &p)
         }
         const float inv = l > 0.f ? 1.f / l : 0.f;
         const int i = rows.query(r), head = rows.head(r);
-        const long long row = ((long long)batch * p.heads_q + head) * p.seqlen_q + i;
+        const long long row = ((long long)ob * p.heads_q + head) * p.seqlen_q + i;
         if (splits == 1) {
-            u16 *o = (u16 *)p.o + batch * p.o_batch_stride + i * p.o_row_stride + head * p.o_head_stride + c;
+            u16 *o = (u16 *)p.o + out.o_offset(p, ob) + i * p.o_row_stride + head * p.o_head_stride + c;
             *(uint2 *)o = make_uint2(pack2(acc.x * inv, acc.y * inv), pack2(acc.z * inv, acc.w * inv));
             if (c == 0 && p.lse)
-                p.lse[row] = row_lse(mx, l, p.scale_log2);
+                p.lse[out.lse_index(p, ob, head, i)] = row_lse(mx, l, p.scale_log2);
         } else {
             float *o = p.ws + ((long long)split * nrows + row) * D + c;
             *(float4 *)o = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
@@ -506,15 +551,21 @@ __device__ __forceinline__ void flash_decode_combine(const FwdParams &p)
                     acc[k] += w * o[(long long)j * nrows * D + 32 * k];
             }
         }
+    // The row's place, after the loop (its 64-bit divisions are calls that would spill live
+    // registers inside it); a row past its sequence's queries (a variable-length batch's shorter
+    // ones) had no partial results and writes nothing.
     const int i = (int)(row % p.seqlen_q);
     const long long bh = row / p.seqlen_q;
     const int head = (int)(bh % p.heads_q), batch = (int)(bh / p.heads_q);
-    u16 *o = (u16 *)p.o + batch * p.o_batch_stride + i * p.o_row_stride + head * p.o_head_stride + lane;
+    const Seq seq = sequence(p, batch);
+    if (i >= seq.sq)
+        return;
+    u16 *o = (u16 *)p.o + seq.o_offset(p, batch) + i * p.o_row_stride + head * p.o_head_stride + lane;
 #pragma unroll
     for (int k = 0; k < CPL; ++k)
         o[32 * k] = (u16)(pack2(acc[k], 0.f) & 0xffffu);
     if (lane == 0 && p.lse)
-        p.lse[row] = lse;
+        p.lse[seq.lse_index(p, batch, head, i)] = lse;
 }
 
 } // namespace ft

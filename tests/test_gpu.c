@@ -399,6 +399,141 @@ static void test_public_kv_cache(void)
         ft_context_destroy(ctxs[f]);
 }
 
+/* A variable-length batch through the public API: packed q, k, v ([total, heads, d]) with
+ * cu_seqlens_q and cu_seqlens_k, sequences of 0 and 1 queries and of 0, 1, a tile and past it
+ * keys, decode, short and prefill-length queries, causal or not, split (a workspace) or not: each
+ * sequence's rows against the fp64 CPU reference of that sequence alone, the LSE in its
+ * [heads_q, total_q] layout, and the rows past the last sequence's left as they were. */
+static void test_public_varlen(void)
+{
+    static const struct {
+        int batch, hq, hkv, d;
+        int sq[6], sk[6];
+    } cases[] = {{6, 16, 2, 128, {1, 1, 1, 1, 1, 1}, {3000, 0, 1, 64, 65, 777}},
+                 {5, 8, 8, 64, {4, 0, 16, 1, 9}, {100, 50, 0, 1000, 9}},
+                 {3, 4, 1, 96, {100, 37, 0}, {130, 37, 5}}};
+    ft_context_options o;
+    ft_context *ctx = NULL;
+    size_t c;
+    int causal, with_ws;
+
+    ft_context_options_init(&o);
+    ASSERT_EQ(ft_context_create(&o, &ctx), FT_OK);
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (causal = 0; causal < 2; causal++) {
+            const int B = cases[c].batch, hq = cases[c].hq, hkv = cases[c].hkv, d = cases[c].d;
+            const int bf16 = (int)(c + causal) % 2, guard = 16;
+            int32_t cu_q[7] = {0}, cu_k[7] = {0};
+            int max_q = 0, max_k = 0, b;
+            size_t total_q, total_k;
+            CUdeviceptr q, k, v, out, lse, dcu_q, dcu_k, ws = 0;
+            uint16_t *hqv, *hk, *hv, *ho;
+            float *hl;
+            ft_attention_args a;
+            size_t bytes = 0;
+            ft_err err;
+
+            for (b = 0; b < B; b++) {
+                cu_q[b + 1] = cu_q[b] + cases[c].sq[b], cu_k[b + 1] = cu_k[b] + cases[c].sk[b];
+                max_q = cases[c].sq[b] > max_q ? cases[c].sq[b] : max_q;
+                max_k = cases[c].sk[b] > max_k ? cases[c].sk[b] : max_k;
+            }
+            total_q = (size_t)cu_q[B], total_k = (size_t)cu_k[B];
+            ASSERT_EQ(session.cu->p_cuMemAlloc(&q, total_q * hq * d * 2), CUDA_SUCCESS);
+            ASSERT_EQ(session.cu->p_cuMemAlloc(&out, (total_q + guard) * hq * d * 2), CUDA_SUCCESS);
+            ASSERT_EQ(session.cu->p_cuMemAlloc(&lse, total_q * hq * 4), CUDA_SUCCESS);
+            ASSERT_EQ(session.cu->p_cuMemAlloc(&k, total_k * hkv * d * 2), CUDA_SUCCESS);
+            ASSERT_EQ(session.cu->p_cuMemAlloc(&v, total_k * hkv * d * 2), CUDA_SUCCESS);
+            ASSERT_EQ(session.cu->p_cuMemAlloc(&dcu_q, sizeof cu_q), CUDA_SUCCESS);
+            ASSERT_EQ(session.cu->p_cuMemAlloc(&dcu_k, sizeof cu_k), CUDA_SUCCESS);
+            ASSERT_EQ(session.cu->p_cuMemcpyHtoD(dcu_q, cu_q, sizeof cu_q), CUDA_SUCCESS);
+            ASSERT_EQ(session.cu->p_cuMemcpyHtoD(dcu_k, cu_k, sizeof cu_k), CUDA_SUCCESS);
+            ASSERT_OK(ft__verify_fill(&session.verifier, q, total_q * hq * d, 3 + c, 1.f, bf16, &err), &err);
+            ASSERT_OK(ft__verify_fill(&session.verifier, k, total_k * hkv * d, 5 + c, 1.f, bf16, &err), &err);
+            ASSERT_OK(ft__verify_fill(&session.verifier, v, total_k * hkv * d, 7 + c, 1.f, bf16, &err), &err);
+            ft_attention_args_init(&a);
+            a.dtype = bf16 ? FT_BF16 : FT_F16;
+            a.batch = B, a.heads_q = hq, a.heads_kv = hkv, a.seqlen_q = max_q, a.seqlen_k = max_k, a.head_dim = d;
+            a.q = (const void *)(uintptr_t)q, a.k = (const void *)(uintptr_t)k, a.v = (const void *)(uintptr_t)v;
+            a.o = (void *)(uintptr_t)out, a.lse = (float *)(uintptr_t)lse;
+            a.q_stride[1] = a.o_stride[1] = (int64_t)hq * d, a.q_stride[2] = a.o_stride[2] = d;
+            a.k_stride[1] = a.v_stride[1] = (int64_t)hkv * d, a.k_stride[2] = a.v_stride[2] = d;
+            a.causal = causal;
+            a.cu_seqlens_q = (const int32_t *)(uintptr_t)dcu_q, a.cu_seqlens_k = (const int32_t *)(uintptr_t)dcu_k;
+            if (ft_attention_forward_workspace_size(ctx, &a, &bytes) != FT_OK)
+                FT_FAIL_("varlen case %zu: workspace size: %s", c, ft_last_error(ctx));
+            if (bytes > 0)
+                ASSERT_EQ(session.cu->p_cuMemAlloc(&ws, bytes), CUDA_SUCCESS);
+            hqv = read_halves(q, total_q * hq * d);
+            hk = read_halves(k, total_k * hkv * d);
+            hv = read_halves(v, total_k * hkv * d);
+            ho = malloc((total_q + guard) * hq * d * 2);
+            hl = malloc(total_q * hq * 4 + 4);
+            ASSERT_TRUE(hqv && hk && hv && ho && hl);
+            for (with_ws = bytes > 0; with_ws >= 0; with_ws--) {
+                double worst = 0;
+                size_t i;
+                a.workspace = with_ws ? (void *)(uintptr_t)ws : NULL, a.workspace_bytes = with_ws ? bytes : 0;
+                ASSERT_EQ(session.cu->p_cuMemsetD16(out, 0xffff, (total_q + guard) * hq * d), CUDA_SUCCESS);
+                ASSERT_EQ(session.cu->p_cuMemsetD32(lse, 0xffffffffu, total_q * hq), CUDA_SUCCESS);
+                if (ft_attention_forward(ctx, &a, NULL) != FT_OK)
+                    FT_FAIL_("varlen case %zu: forward: %s", c, ft_last_error(ctx));
+                ASSERT_EQ(session.cu->p_cuCtxSynchronize(), CUDA_SUCCESS);
+                ASSERT_EQ(session.cu->p_cuMemcpyDtoH(ho, out, (total_q + guard) * hq * d * 2), CUDA_SUCCESS);
+                ASSERT_EQ(session.cu->p_cuMemcpyDtoH(hl, lse, total_q * hq * 4), CUDA_SUCCESS);
+                for (i = total_q * hq * d; i < (total_q + guard) * hq * d; i++)
+                    if (ho[i] != 0xffff)
+                        FT_FAIL_("varlen case %zu: O written past the last sequence (element %zu)", c, i);
+                for (b = 0; b < B; b++) {
+                    const int sq = cases[c].sq[b], sk = cases[c].sk[b];
+                    const size_t rows = (size_t)sq * hq;
+                    ft_problem one;
+                    ft_strides qs = {0, (int64_t)hq * d, d}, ks = {0, (int64_t)hkv * d, d};
+                    double *o64 = malloc(rows * d * sizeof *o64 + 8), *m64 = malloc(rows * d * sizeof *m64 + 8);
+                    double *l64 = malloc(rows * sizeof *l64 + 8);
+                    float *o32 = malloc(rows * d * 4 + 4), *m32 = malloc(rows * d * 4 + 4);
+                    float *l32 = malloc(rows * 4 + 4), *lk = malloc(rows * 4 + 4);
+                    ft_check check;
+                    int h, r;
+                    ASSERT_TRUE(o64 && m64 && l64 && o32 && m32 && l32 && lk);
+                    if (sq == 0) {
+                        free(o64), free(m64), free(l64), free(o32), free(m32), free(l32), free(lk);
+                        continue;
+                    }
+                    memset(&one, 0, sizeof one);
+                    one.batch = 1, one.heads_q = hq, one.heads_kv = hkv, one.seqlen_q = sq, one.head_dim = d;
+                    one.seqlen_k = sk, one.causal = causal, one.bf16 = bf16;
+                    if (sk > 0) /* no keys: O = 0 and LSE = +inf below */
+                        ft__reference_cpu(&one, hqv + (size_t)cu_q[b] * hq * d, qs, hk + (size_t)cu_k[b] * hkv * d,
+                                          ks, hv + (size_t)cu_k[b] * hkv * d, ks, o64, m64, l64);
+                    for (i = 0; i < rows * d; i++)
+                        o32[i] = sk > 0 ? (float)o64[i] : 0.f, m32[i] = sk > 0 ? (float)m64[i] : 0.f;
+                    for (i = 0; i < rows; i++)
+                        l32[i] = sk > 0 ? (float)l64[i] : INFINITY;
+                    for (h = 0; h < hq; h++)
+                        for (r = 0; r < sq; r++)
+                            lk[h * sq + r] = hl[(size_t)h * total_q + cu_q[b] + r];
+                    ft__check_outputs(&one, ho + (size_t)cu_q[b] * hq * d, qs, lk, o32, m32, l32, &check);
+                    if (!check.pass)
+                        FT_FAIL_("varlen case %zu sequence %d (%d queries, %d keys) causal=%d %s: %s", c, b, sq, sk,
+                                 causal, with_ws ? "split" : "unsplit", check.detail);
+                    worst = check.o_rel_l2 > worst ? check.o_rel_l2 : worst;
+                    free(o64), free(m64), free(l64), free(o32), free(m32), free(l32), free(lk);
+                }
+                printf("  varlen %d sequences hq=%d hkv=%d d=%d (<= %d queries, <= %d keys) causal=%d %s %s: pass "
+                       "(worst O rel L2 %.2e)\n", B, hq, hkv, d, max_q, max_k, causal, bf16 ? "bf16" : "f16",
+                       with_ws ? "split" : "unsplit", worst);
+            }
+            free(hqv), free(hk), free(hv), free(ho), free(hl);
+            session.cu->p_cuMemFree(q), session.cu->p_cuMemFree(k), session.cu->p_cuMemFree(v);
+            session.cu->p_cuMemFree(out), session.cu->p_cuMemFree(lse);
+            session.cu->p_cuMemFree(dcu_q), session.cu->p_cuMemFree(dcu_k);
+            if (ws != 0)
+                session.cu->p_cuMemFree(ws);
+        }
+    ft_context_destroy(ctx);
+}
+
 /* ft_attention_backward for every head dim, both dtypes, causal or not (sq > sk: rows that see
  * no key), grouped-query heads, head-major tensors and a deterministic call: the gradients pass
  * the operation's bounds against the reference (ft__bwd_check_gradients), with the gradients
@@ -528,6 +663,10 @@ static void test_public_bad_arguments(void)
         a.seqused_k = (const int32_t *)(uintptr_t)0x1000002;
         ASSERT_EQ(ft_attention_forward(ctx, &a, NULL), FT_ERR_INVALID_ARGUMENT);
         ASSERT_CONTAINS(ft_last_error(ctx), "seqused_k is not 4-byte aligned");
+        a.seqused_k = NULL, a.block_table = lens, a.page_size = 16, a.block_table_stride = 7, a.cu_seqlens_k = lens;
+        ASSERT_EQ(ft_attention_forward(ctx, &a, NULL), FT_ERR_INVALID_ARGUMENT);
+        ASSERT_CONTAINS(ft_last_error(ctx), "cu_seqlens_k and block_table both say where the keys are");
+        a.block_table = NULL, a.page_size = a.block_table_stride = 0, a.cu_seqlens_k = NULL;
         a.seqused_k = NULL, a.seqlen_k = 1;
         a.q = a.k = a.v = a.o = (void *)(uintptr_t)0x1000008;
     }
@@ -568,7 +707,8 @@ int main(void)
 {
     static const ft_test_case cases[] = {FT_CASE(test_gpu_reference_matches_cpu), FT_CASE(test_public_forward),
                                          FT_CASE(test_public_decode), FT_CASE(test_gpu_reference_kv_lengths),
-                                         FT_CASE(test_public_kv_cache), FT_CASE(test_public_backward), FT_CASE(test_public_bad_arguments)};
+                                         FT_CASE(test_public_kv_cache), FT_CASE(test_public_varlen),
+                                         FT_CASE(test_public_backward), FT_CASE(test_public_bad_arguments)};
     const ft_cuda *cu;
     ft_err err;
     int failed = 0;

@@ -269,6 +269,34 @@ for page, (b, hq, hkv, sq, cap, d), new in ((16, (5, 16, 2, 1, 1008, 128), 1), (
         report(math.isfinite(worst) and worst <= bound and same and not torch.isnan(o_dense).any().item(),
                "kv cache pages of %d, b=%d hq=%d hkv=%d sq=%d keys<=%d +%d new, %s: worst rel L2 %.2e, paged = dense "
                "bit for bit: %s" % (page, b, hq, hkv, sq, cap, new, "causal" if causal else "full", worst, same))
+# A variable-length batch: varlen_attention against SDPA on each sequence alone (lengths 0 and 1
+# included), decode and prefill-length, causal or not; the rows of a zero-length sequence's
+# neighbours unaffected.
+for qlens, klens, hq, hkv, d in (([1, 1, 1, 1, 1], [900, 0, 1, 64, 65], 16, 2, 128),
+                                 ([5, 0, 16, 70], [5, 30, 100, 70], 8, 8, 64)):
+    for causal in (False, True):
+        dtype = torch.bfloat16 if causal else torch.float16
+        torch.manual_seed(len(qlens) + d + causal)
+        cu_q = torch.tensor([0] + qlens, device="cuda").cumsum(0).to(torch.int32)
+        cu_k = torch.tensor([0] + klens, device="cuda").cumsum(0).to(torch.int32)
+        q = torch.randn(int(cu_q[-1]), hq, d, device="cuda", dtype=dtype)
+        k = torch.randn(int(cu_k[-1]), hkv, d, device="cuda", dtype=dtype)
+        v = torch.randn(int(cu_k[-1]), hkv, d, device="cuda", dtype=dtype)
+        o, lse = flashtune.varlen_attention(q, k, v, cu_q, cu_k, max(qlens), max(klens), causal=causal,
+                                            return_softmax_lse=True, context=ctx)
+        worst = 0.0
+        for s in range(len(qlens)):
+            if qlens[s] == 0:
+                continue
+            q0, k0 = int(cu_q[s]), int(cu_k[s])
+            ref = _kv_reference(q[None, q0:q0 + qlens[s]], k[k0:k0 + klens[s]], v[k0:k0 + klens[s]], causal)[0]
+            got = o[q0:q0 + qlens[s]].float()
+            worst = max(worst, ((got - ref).norm() / ref.norm().clamp_min(1e-6)).item() if klens[s]
+                        else got.abs().max().item())
+        bound = 2e-3 if dtype == torch.float16 else 1.6e-2
+        report(math.isfinite(worst) and worst <= bound and tuple(lse.shape) == (hq, q.shape[0]),
+               "varlen_attention queries %s keys %s hq=%d hkv=%d d=%d %s: worst rel L2 %.2e" % (
+                   qlens, klens, hq, hkv, d, "causal" if causal else "full", worst))
 # A decode call runs the short-query kernels (their variants have pack=).
 qd = torch.randn(2, 1, 16, 128, device="cuda", dtype=torch.bfloat16)
 kd = torch.randn(2, 5000, 2, 128, device="cuda", dtype=torch.bfloat16)

@@ -21,7 +21,7 @@ import math
 import os
 from typing import Optional, Tuple
 
-__all__ = ["Context", "FlashtuneError", "attention", "attention_with_kvcache", "check_tensors", "library_path", "version", "flops", "key",
+__all__ = ["Context", "FlashtuneError", "attention", "attention_with_kvcache", "varlen_attention", "check_tensors", "library_path", "version", "flops", "key",
            "backward_flops"]
 
 FT_OPTIONS_VERSION = 2
@@ -78,6 +78,8 @@ class _Args(ctypes.Structure):
         ("block_table", ctypes.c_void_p),
         ("page_size", ctypes.c_int),
         ("block_table_stride", ctypes.c_int),
+        ("cu_seqlens_q", ctypes.c_void_p),
+        ("cu_seqlens_k", ctypes.c_void_p),
     ]
 
 
@@ -412,20 +414,62 @@ class Context:
                 a.block_table = block_table.data_ptr()
                 a.page_size, a.block_table_stride = k.shape[1], block_table.stride(0)
                 a.seqlen_k = block_table.shape[1] * k.shape[1]
+        self._launch(a, q.device, stream, ("cache", cache_seqlens is not None, a.page_size))
+        return (o, lse) if return_lse else o
+
+    def _launch(self, a, device, stream, extra):
+        """Runs the forward of arguments a on stream (None: the current one) with the workspace
+        it can use. extra: what besides the sizes makes the call another kind (its kernel)."""
+        import torch
+
         ws = None
         if a.version >= 3:
             # Few queries against many keys split the keys and keep partial results here, from
             # PyTorch's allocator (stream-ordered); the size is asked once per kind of call.
-            kind = ("fwd", a.dtype, a.batch, a.heads_q, a.heads_kv, a.seqlen_q, a.seqlen_k, a.head_dim, a.causal,
-                    cache_seqlens is not None, a.page_size)
+            kind = ("fwd", a.dtype, a.batch, a.heads_q, a.heads_kv, a.seqlen_q, a.seqlen_k, a.head_dim, a.causal) + extra
             size = self._workspace_size(kind, self._lib.ft_attention_forward_workspace_size, a)
             if size > 0:
-                ws = torch.empty(size, dtype=torch.uint8, device=q.device)
+                ws = torch.empty(size, dtype=torch.uint8, device=device)
                 a.workspace, a.workspace_bytes = ws.data_ptr(), size
-        s = torch.cuda.current_stream(q.device) if stream is None else stream
+        s = torch.cuda.current_stream(device) if stream is None else stream
         rc = self._lib.ft_attention_forward(self._handle, ctypes.byref(a), ctypes.c_void_p(s.cuda_stream))
         if rc != 0:
             raise FlashtuneError(self._message(self._handle, rc))
+
+    def varlen_forward(self, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False,
+                       scale=None, return_lse=False, seqused_k=None, stream=None):
+        """A variable-length batch: q [total_q, heads_q, d], k, v [total_k, heads_kv, d], the
+        sequences' rows one after another, sequence b's at cu_seqlens_q[b] .. cu_seqlens_q[b + 1]
+        (int32 [batch + 1] on the GPU; likewise cu_seqlens_k), max_seqlen_q and max_seqlen_k the
+        longest sequences (ints). causal: each sequence's last query aligned with its last key.
+        Returns O [total_q, heads_q, d] (and with return_lse the fp32 [heads_q, total_q] LSE).
+        Runs the split-key kernels."""
+        import torch
+
+        for name, t in (("q", q), ("k", k), ("v", v)):
+            if not isinstance(t, torch.Tensor) or t.dim() != 3:
+                raise ValueError("%s must be a [total, heads, head_dim] tensor, not %s" % (
+                    name, tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__))
+        check_tensors(q[None], k[None], v[None], None, self.device)
+        batch = cu_seqlens_q.shape[0] - 1 if isinstance(cu_seqlens_q, torch.Tensor) and cu_seqlens_q.dim() == 1 else -1
+        _check_cache_index("cu_seqlens_q", cu_seqlens_q, (max(batch, 0) + 1,), q.device, "[batch + 1]")
+        _check_cache_index("cu_seqlens_k", cu_seqlens_k, (max(batch, 0) + 1,), q.device, "[batch + 1]")
+        _check_cache_index("seqused_k", seqused_k, (max(batch, 0),), q.device)
+        if batch < 1:
+            raise ValueError("cu_seqlens_q must hold batch + 1 >= 2 offsets")
+        if int(max_seqlen_q) < 1 or int(max_seqlen_k) < 1:
+            raise ValueError("max_seqlen_q and max_seqlen_k must be positive, not %s and %s" % (max_seqlen_q,
+                                                                                               max_seqlen_k))
+        o = torch.empty_like(q, memory_format=torch.contiguous_format)
+        lse = torch.empty((q.shape[1], q.shape[0]), dtype=torch.float32, device=q.device) if return_lse else None
+        a = self._args(q[None], k[None], v[None], o[None], lse, causal, scale, checked=True)
+        if a.version < 4:
+            raise FlashtuneError("this libflashtune reads no variable-length batch (version %d arguments)" % a.version)
+        a.batch, a.seqlen_q, a.seqlen_k = batch, int(max_seqlen_q), int(max_seqlen_k)
+        a.cu_seqlens_q, a.cu_seqlens_k = cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr()
+        if seqused_k is not None:
+            a.seqused_k = seqused_k.data_ptr()
+        self._launch(a, q.device, stream, ("varlen", seqused_k is not None))
         return (o, lse) if return_lse else o
 
     def _workspace_size(self, kind, query, a):
@@ -546,9 +590,9 @@ def _check_grad(name, t, like, device):
     _check_layout(name, t)
 
 
-def _check_cache_index(name, t, shape, device):
-    """cache_seqlens and block_table: None, or contiguous-row int32 tensors of this shape (None:
-    any size) on device."""
+def _check_cache_index(name, t, shape, device, what=None):
+    """cache_seqlens, block_table, cu_seqlens_*: None, or contiguous-row int32 tensors of this
+    shape (None: any size) on device; what: the shape in words for the message."""
     import torch
 
     if t is None:
@@ -558,7 +602,8 @@ def _check_cache_index(name, t, shape, device):
     if t.dtype != torch.int32 or t.device != device or t.dim() != len(shape) or t.stride(-1) != 1 or \
             any(want is not None and got != want for got, want in zip(t.shape, shape)):
         raise ValueError("%s must be an int32 %s tensor on %s with contiguous rows, not %s %s on %s" % (
-            name, "[batch]" if len(shape) == 1 else "[batch, max_pages]", device, t.dtype, tuple(t.shape), t.device))
+            name, what or ("[batch]" if len(shape) == 1 else "[batch, max_pages]"), device, t.dtype, tuple(t.shape),
+            t.device))
 
 
 def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, block_table=None,
@@ -604,6 +649,23 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
     with torch.no_grad():
         return ctx.forward(q, k_cache, v_cache, causal=causal, scale=softmax_scale, return_lse=return_softmax_lse,
                            cache_seqlens=cache_seqlens, block_table=block_table)
+
+
+def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale=None,
+                     causal=False, return_softmax_lse=False, seqused_k=None, context=None):
+    """Attention over a variable-length batch with flash_attn_varlen_func's arguments: q
+    [total_q, heads_q, d], k, v [total_k, heads_kv, d] packed without padding, cu_seqlens_q and
+    cu_seqlens_k int32 [batch + 1] offsets on the GPU (sequences of length 0 allowed),
+    max_seqlen_q and max_seqlen_k the longest lengths; causal aligned to each sequence's last
+    key (bottom-right). Returns O [total_q, heads_q, d], or (O, LSE fp32 [heads_q, total_q]) with
+    return_softmax_lse. Runs the split-key kernels (fast for short queries; prefill-length
+    sequences correct, not yet fast). Not differentiable (inference)."""
+    import torch
+
+    ctx = context if context is not None else _context(q.device.index)
+    with torch.no_grad():
+        return ctx.varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=causal,
+                                  scale=softmax_scale, return_lse=return_softmax_lse, seqused_k=seqused_k)
 
 
 def _kernel_layout(t):

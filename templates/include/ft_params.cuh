@@ -31,6 +31,9 @@ struct FwdParams {
                             // j % page_size of page block_table[b·block_table_stride + j / page_size]
     int page_size;          // a multiple of 16
     int block_table_stride;
+    // Variable-length batches ([batch + 1] offsets; NULL: each sequence in its batch slot):
+    const int *cu_seqlens_q; // sequence b's queries: rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1
+    const int *cu_seqlens_k; // its keys likewise (not with block_table)
 };
 
 } // namespace ft
