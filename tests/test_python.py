@@ -238,7 +238,7 @@ for page, (b, hq, hkv, sq, cap, d), new in ((16, (5, 16, 2, 1, 1008, 128), 1), (
         torch.manual_seed(page + b + causal)
         lens = torch.tensor(([cap - new, 0, 1, page - new, page + 1 - new] + [int(x) for x in torch.randint(
             0, cap - new, (b,))])[:b], dtype=torch.int32, device="cuda")
-        q = torch.randn(b, sq, hq, d, device="cuda", dtype=dtype)
+        qc = torch.randn(b, sq, hq, d, device="cuda", dtype=dtype)
         kn = torch.randn(b, new, hkv, d, device="cuda", dtype=dtype) if new else None
         vn = torch.randn(b, new, hkv, d, device="cuda", dtype=dtype) if new else None
         dense_k = torch.randn(b, cap, hkv, d, device="cuda", dtype=dtype)
@@ -256,12 +256,12 @@ for page, (b, hq, hkv, sq, cap, d), new in ((16, (5, 16, 2, 1, 1008, 128), 1), (
                 pool_k[order[s, p], :rows] = dense_k[s, p * page:(p + 1) * page]
                 pool_v[order[s, p], :rows] = dense_v[s, p * page:(p + 1) * page]
         kw = dict(k=kn, v=vn, cache_seqlens=lens, causal=causal, return_softmax_lse=True, context=ctx)
-        o_dense, lse_dense = flashtune.attention_with_kvcache(q, dense_k, dense_v, **kw)
-        o_paged, lse_paged = flashtune.attention_with_kvcache(q, pool_k, pool_v, block_table=order, **kw)
+        o_dense, lse_dense = flashtune.attention_with_kvcache(qc, dense_k, dense_v, **kw)
+        o_paged, lse_paged = flashtune.attention_with_kvcache(qc, pool_k, pool_v, block_table=order, **kw)
         worst = 0.0
         for s in range(b):
             n = int(lens[s]) + new
-            ref = _kv_reference(q[s:s + 1], dense_k[s, :n], dense_v[s, :n], causal)
+            ref = _kv_reference(qc[s:s + 1], dense_k[s, :n], dense_v[s, :n], causal)
             worst = max(worst, ((o_dense[s:s + 1].float() - ref).norm() / ref.norm().clamp_min(1e-6)).item()
                         if n else o_dense[s].float().abs().max().item())
         bound = 2e-3 if dtype == torch.float16 else 1.6e-2
@@ -279,22 +279,22 @@ for qlens, klens, hq, hkv, d in (([1, 1, 1, 1, 1], [900, 0, 1, 64, 65], 16, 2, 1
         torch.manual_seed(len(qlens) + d + causal)
         cu_q = torch.tensor([0] + qlens, device="cuda").cumsum(0).to(torch.int32)
         cu_k = torch.tensor([0] + klens, device="cuda").cumsum(0).to(torch.int32)
-        q = torch.randn(int(cu_q[-1]), hq, d, device="cuda", dtype=dtype)
-        k = torch.randn(int(cu_k[-1]), hkv, d, device="cuda", dtype=dtype)
-        v = torch.randn(int(cu_k[-1]), hkv, d, device="cuda", dtype=dtype)
-        o, lse = flashtune.varlen_attention(q, k, v, cu_q, cu_k, max(qlens), max(klens), causal=causal,
+        qc = torch.randn(int(cu_q[-1]), hq, d, device="cuda", dtype=dtype)
+        kc = torch.randn(int(cu_k[-1]), hkv, d, device="cuda", dtype=dtype)
+        vc = torch.randn(int(cu_k[-1]), hkv, d, device="cuda", dtype=dtype)
+        o, lse = flashtune.varlen_attention(qc, kc, vc, cu_q, cu_k, max(qlens), max(klens), causal=causal,
                                             return_softmax_lse=True, context=ctx)
         worst = 0.0
         for s in range(len(qlens)):
             if qlens[s] == 0:
                 continue
             q0, k0 = int(cu_q[s]), int(cu_k[s])
-            ref = _kv_reference(q[None, q0:q0 + qlens[s]], k[k0:k0 + klens[s]], v[k0:k0 + klens[s]], causal)[0]
+            ref = _kv_reference(qc[None, q0:q0 + qlens[s]], kc[k0:k0 + klens[s]], vc[k0:k0 + klens[s]], causal)[0]
             got = o[q0:q0 + qlens[s]].float()
             worst = max(worst, ((got - ref).norm() / ref.norm().clamp_min(1e-6)).item() if klens[s]
                         else got.abs().max().item())
         bound = 2e-3 if dtype == torch.float16 else 1.6e-2
-        report(math.isfinite(worst) and worst <= bound and tuple(lse.shape) == (hq, q.shape[0]),
+        report(math.isfinite(worst) and worst <= bound and tuple(lse.shape) == (hq, qc.shape[0]),
                "varlen_attention queries %s keys %s hq=%d hkv=%d d=%d %s: worst rel L2 %.2e" % (
                    qlens, klens, hq, hkv, d, "causal" if causal else "full", worst))
 # A decode call runs the short-query kernels (their variants have pack=).
