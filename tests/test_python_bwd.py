@@ -255,6 +255,56 @@ def ops_checks():
         report(False, "CUDA graph capture and replay: %s" % str(e).splitlines()[0][:300])
 
 
+# The serving operators (flashtune::kvcache_fwd, flashtune::varlen_fwd): opcheck, and a decode
+# step with new tokens appended to a paged cache under torch.compile(fullgraph=True) against the
+# eager step: the same outputs and caches bit for bit.
+def serving_ops_checks():
+    if not flashtune._ops_registered() or not hasattr(torch.ops.flashtune, "kvcache_fwd"):
+        report(False, "the serving operators registered at import")
+        return
+    torch.manual_seed(5)
+    b, hq, hkv, d, page, pages = 3, 8, 2, 128, 64, 4
+    q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
+    pool_k = torch.randn(b * pages, page, hkv, d, device="cuda", dtype=torch.bfloat16)
+    pool_v = torch.randn_like(pool_k)
+    table = torch.randperm(b * pages, device="cuda").view(b, pages).to(torch.int32)
+    lens = torch.tensor([200, 0, 64], device="cuda", dtype=torch.int32)
+    checks = (("kvcache_fwd paged", torch.ops.flashtune.kvcache_fwd.default, (q, pool_k, pool_v, lens, table, True, None)),
+              ("kvcache_fwd dense", torch.ops.flashtune.kvcache_fwd.default,
+               (q, pool_k.view(b, pages * page, hkv, d)[:, :255], pool_v.view(b, pages * page, hkv, d)[:, :255], lens,
+                None, False, 0.1)))
+    cu_q = torch.tensor([0, 1, 5, 5], device="cuda", dtype=torch.int32)
+    cu_k = torch.tensor([0, 100, 130, 131], device="cuda", dtype=torch.int32)
+    vq = torch.randn(5, hq, d, device="cuda", dtype=torch.float16)
+    vk = torch.randn(131, hkv, d, device="cuda", dtype=torch.float16)
+    vv = torch.randn_like(vk)
+    checks += (("varlen_fwd", torch.ops.flashtune.varlen_fwd.default, (vq, vk, vv, cu_q, cu_k, 4, 100, True, None, None)),)
+    for name, op, args in checks:
+        try:
+            torch.library.opcheck(op, args)
+            report(True, "opcheck flashtune::%s" % name)
+        except Exception as e:  # noqa: BLE001
+            report(False, "opcheck flashtune::%s: %s" % (name, str(e).splitlines()[0][:300]))
+
+    def step(q, kc, vc, kn, vn, lens, table):
+        return flashtune.attention_with_kvcache(q, kc, vc, k=kn, v=vn, cache_seqlens=lens, block_table=table,
+                                                causal=True)
+
+    kn = torch.randn(b, 1, hkv, d, device="cuda", dtype=torch.bfloat16)
+    vn = torch.randn_like(kn)
+    try:
+        ek, ev = pool_k.clone(), pool_v.clone()
+        eager = step(q, ek, ev, kn, vn, lens, table)
+        ck, cv = pool_k.clone(), pool_v.clone()
+        got = torch.compile(step, fullgraph=True)(q, ck, cv, kn, vn, lens, table)
+        same = torch.equal(eager, got) and torch.equal(ek, ck) and torch.equal(ev, cv) and not torch.equal(ek, pool_k)
+        report(same, "torch.compile(fullgraph=True) of a decode step appending to a paged cache: eager's output and "
+               "caches bit for bit")
+    except Exception as e:  # noqa: BLE001
+        report(False, "torch.compile of a decode step: %s" % str(e).splitlines()[0][:300])
+
+
 ops_checks()
+serving_ops_checks()
 print("python backward: %d failures" % failures)
 sys.exit(1 if failures else 0)

@@ -618,7 +618,8 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
     cache_seqlens + seqlen_new keys; the write is a PyTorch index_put on the cache's stream,
     the attention one flashtune call. causal: bottom-right aligned to each sequence's keys.
     Returns O, or (O, LSE) with return_softmax_lse (fp32 [batch, heads_q, seqlen_q]). Not
-    differentiable (inference)."""
+    differentiable (inference). Without a context it calls the operator flashtune::kvcache_fwd,
+    which torch.compile(fullgraph=True) keeps in its graph (the append too, as PyTorch ops)."""
     import torch
 
     b = q.shape[0]
@@ -645,8 +646,12 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
                 k_cache[pages, pos % page_size] = k
                 v_cache[pages, pos % page_size] = v
         cache_seqlens = cache_seqlens + k.shape[1]
-    ctx = context if context is not None else _context(q.device.index)
     with torch.no_grad():
+        if context is None and _ops_registered():
+            o, lse = torch.ops.flashtune.kvcache_fwd(q, k_cache, v_cache, cache_seqlens, block_table, bool(causal),
+                                                     softmax_scale)
+            return (o, lse) if return_softmax_lse else o
+        ctx = context if context is not None else _context(q.device.index)
         return ctx.forward(q, k_cache, v_cache, causal=causal, scale=softmax_scale, return_lse=return_softmax_lse,
                            cache_seqlens=cache_seqlens, block_table=block_table)
 
@@ -659,11 +664,16 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     max_seqlen_q and max_seqlen_k the longest lengths; causal aligned to each sequence's last
     key (bottom-right). Returns O [total_q, heads_q, d], or (O, LSE fp32 [heads_q, total_q]) with
     return_softmax_lse. Runs the split-key kernels (fast for short queries; prefill-length
-    sequences correct, not yet fast). Not differentiable (inference)."""
+    sequences correct, not yet fast). Not differentiable (inference). Without a context it calls the
+    operator flashtune::varlen_fwd (torch.compile keeps it in the graph)."""
     import torch
 
-    ctx = context if context is not None else _context(q.device.index)
     with torch.no_grad():
+        if context is None and _ops_registered():
+            o, lse = torch.ops.flashtune.varlen_fwd(q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q),
+                                                    int(max_seqlen_k), bool(causal), softmax_scale, seqused_k)
+            return (o, lse) if return_softmax_lse else o
+        ctx = context if context is not None else _context(q.device.index)
         return ctx.varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=causal,
                                   scale=softmax_scale, return_lse=return_softmax_lse, seqused_k=seqused_k)
 
@@ -718,8 +728,10 @@ def _register_ops():
     """The custom operators torch.compile and CUDA graphs see (torch.library, PyTorch 2.4 and
     later): flashtune::attention_fwd (O and the LSE) and flashtune::attention_bwd (dQ, dK, dV),
     each with a fake implementation giving its outputs' shapes, strides and dtypes without running,
-    the backward registered as the forward's autograd formula. They run on the module's context of
-    the tensors' device. Returns False when this PyTorch has no torch.library.custom_op."""
+    the backward registered as the forward's autograd formula; and for serving (no autograd)
+    flashtune::kvcache_fwd and flashtune::varlen_fwd (O and the LSE of attention_with_kvcache's and
+    varlen_attention's calls). They run on the module's context of the tensors' device. Returns
+    False when this PyTorch has no torch.library.custom_op."""
     import torch
 
     if not hasattr(torch.library, "custom_op") or not hasattr(torch.library, "register_fake"):
@@ -762,6 +774,33 @@ def _register_ops():
         return dq, dk, dv, None, None, None
 
     attention_fwd.register_autograd(backward, setup_context=setup_context)
+
+    # The serving paths (no autograd): a KV cache and a variable-length batch.
+    @torch.library.custom_op("flashtune::kvcache_fwd", mutates_args=(), device_types="cuda")
+    def kvcache_fwd(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                    cache_seqlens: Optional[torch.Tensor], block_table: Optional[torch.Tensor], causal: bool,
+                    softmax_scale: Optional[float]) -> Tuple[torch.Tensor, torch.Tensor]:
+        return _context(q.device.index).forward(q, k_cache, v_cache, causal=causal, scale=softmax_scale,
+                                                return_lse=True, cache_seqlens=cache_seqlens, block_table=block_table)
+
+    @kvcache_fwd.register_fake
+    def _(q, k_cache, v_cache, cache_seqlens, block_table, causal, softmax_scale):
+        o = torch.empty_like(q, memory_format=torch.contiguous_format)
+        return o, q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
+
+    @torch.library.custom_op("flashtune::varlen_fwd", mutates_args=(), device_types="cuda")
+    def varlen_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                   cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool,
+                   softmax_scale: Optional[float], seqused_k: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
+        return _context(q.device.index).varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                                       max_seqlen_k, causal=causal, scale=softmax_scale,
+                                                       return_lse=True, seqused_k=seqused_k)
+
+    @varlen_fwd.register_fake
+    def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale, seqused_k):
+        o = torch.empty_like(q, memory_format=torch.contiguous_format)
+        return o, q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+
     return True
 
 
