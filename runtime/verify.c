@@ -238,9 +238,13 @@ void ft__tensors_params(const ft_tensors *t, ft_fwd_params *out)
     out->ws_bytes = (int64_t)t->ws_bytes;
     if (t->kv_used != 0) {
         const int64_t row = (int64_t)p->heads_kv * p->head_dim;
-        out->seqused_k = (const int32_t *)(uintptr_t)t->kv_used;
-        out->block_table = (const int32_t *)(uintptr_t)t->kv_table;
-        out->page_size = t->kv_page, out->block_table_stride = t->kv_table_stride;
+        if (t->kv_page > 0) {
+            out->seqused_k = (const int32_t *)(uintptr_t)t->kv_used;
+            out->block_table = (const int32_t *)(uintptr_t)t->kv_table;
+            out->page_size = t->kv_page, out->block_table_stride = t->kv_table_stride;
+        } else {
+            out->cu_seqlens_k = (const int32_t *)(uintptr_t)t->kv_table;
+        }
         out->k = (const void *)(uintptr_t)t->kv_pool[0];
         out->v = (const void *)(uintptr_t)t->kv_pool[1];
         out->k_batch_stride = out->v_batch_stride = row * t->kv_page;
@@ -262,6 +266,8 @@ static void reference_params(const ft_tensors *t, ft_fwd_params *out)
     out->v_batch_stride = s[2].batch, out->v_row_stride = s[2].row, out->v_head_stride = s[2].head;
     out->block_table = NULL;
     out->page_size = out->block_table_stride = 0;
+    out->cu_seqlens_k = NULL;
+    out->seqused_k = (const int32_t *)(uintptr_t)t->kv_used; /* the lengths, however the keys are laid out */
 }
 
 /* A small generator for the KV cache's shuffles and lengths (xorshift64*). */
@@ -269,6 +275,74 @@ static uint64_t kv_next(uint64_t *x)
 {
     *x ^= *x >> 12, *x ^= *x << 25, *x ^= *x >> 27;
     return *x * 2685821657736338717ull;
+}
+
+/* The sequences' key counts of a KV cache or packed keys: the whole cache, a page plus one
+ * (through sequence 0's first page, which sequence 1 shares), 0, 1, a page, then random ones,
+ * each at most seqlen_k; the first four also into t->kv_lengths. */
+static void kv_lengths(ft_tensors *t, int page_size, uint64_t *x, int32_t used[64])
+{
+    const ft_problem *p = &t->problem;
+    int b;
+
+    for (b = 0; b < p->batch; b++) {
+        const int pick[5] = {p->seqlen_k, page_size + 1, 0, 1, page_size};
+        int n = b < 5 ? pick[b] : (int)(kv_next(x) % (uint64_t)(p->seqlen_k + 1));
+        used[b] = n > p->seqlen_k ? p->seqlen_k : n;
+        if (b < 4)
+            t->kv_lengths[b] = used[b];
+    }
+}
+
+ft_status ft__tensors_packed_keys(ft_verifier *v, ft_tensors *t, uint64_t seed, ft_err *err)
+{
+    const ft_cuda *cu = v->cu;
+    const ft_problem *p = &t->problem;
+    const size_t row = (size_t)p->heads_kv * p->head_dim;
+    int32_t used[64], cu_k[65];
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    ft_status rc = FT_OK;
+    size_t rows;
+    int b, w;
+
+    if (p->layout != FT_LAYOUT_BSHD || p->batch > 64)
+        return ft__fail(err, FT_ERR_INTERNAL, "packed keys are made of BSHD tensors of at most 64 sequences");
+    kv_free(cu, t);
+    kv_lengths(t, 64, &x, used);
+    cu_k[0] = 0;
+    for (b = 0; b < p->batch; b++)
+        cu_k[b + 1] = cu_k[b] + used[b];
+    rows = (size_t)cu_k[p->batch] + 16; /* and 16 rows of NaN past the last key */
+    for (w = 0; w < 2 && rc == FT_OK; w++)
+        rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->kv_pool[w], rows * row * 2), err, "allocating packed keys");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->kv_table, sizeof cu_k[0] * (size_t)(p->batch + 1)), err,
+                            "allocating cu_seqlens_k");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->kv_used, sizeof used[0] * (size_t)p->batch), err,
+                            "allocating the lengths");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuMemcpyHtoD(t->kv_table, cu_k, sizeof cu_k[0] * (size_t)(p->batch + 1)), err,
+                            "writing cu_seqlens_k");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuMemcpyHtoD(t->kv_used, used, sizeof used[0] * (size_t)p->batch), err,
+                            "writing the lengths");
+    for (w = 0; w < 2 && rc == FT_OK; w++) {
+        rc = ft__cuda_check(cu, cu->p_cuMemsetD16(t->kv_pool[w], 0xffff, rows * row), err, "poisoning packed keys");
+        for (b = 0; b < p->batch && rc == FT_OK; b++)
+            if (used[b] > 0)
+                rc = ft__cuda_check(cu, cu->p_cuMemcpyDtoD(t->kv_pool[w] + (size_t)cu_k[b] * row * 2,
+                                                           t->buf[1 + w] + (size_t)b * p->seqlen_k * row * 2,
+                                                           (size_t)used[b] * row * 2),
+                                    err, "packing the keys");
+    }
+    if (rc == FT_OK) {
+        t->kv_page = 0, t->kv_table_stride = 0;
+        t->have_reference = 0;
+    } else {
+        kv_free(cu, t);
+    }
+    return rc;
 }
 
 ft_status ft__tensors_kv_cache(ft_verifier *v, ft_tensors *t, int page_size, uint64_t seed, ft_err *err)
@@ -305,15 +379,7 @@ ft_status ft__tensors_kv_cache(ft_verifier *v, ft_tensors *t, int page_size, uin
             table[b * per_seq + i] = slot[b * per_seq + i];
     if (p->batch > 1)
         table[per_seq] = table[0];
-    /* The lengths: the whole cache, a page plus one (through the shared page), 0, 1, a page,
-     * then random ones. */
-    for (b = 0; b < p->batch; b++) {
-        const int pick[5] = {p->seqlen_k, page_size + 1, 0, 1, page_size};
-        int n = b < 5 ? pick[b] : (int)(kv_next(&x) % (uint64_t)(p->seqlen_k + 1));
-        used[b] = n > p->seqlen_k ? p->seqlen_k : n;
-        if (b < 4)
-            t->kv_lengths[b] = used[b];
-    }
+    kv_lengths(t, page_size, &x, used);
     for (w = 0; w < 2 && rc == FT_OK; w++)
         rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&t->kv_pool[w], (size_t)pages * page_size * row * 2), err,
                             "allocating a KV cache");
@@ -537,10 +603,11 @@ static ft_status run_poisoned(ft_verifier *v, const ft_kernel *k, ft_tensors *t,
     return rc;
 }
 
-/* The KV-cache twin of t (made at the first call, then kept): BSHD tensors of t's sizes (at most 64
- * sequences), filled from a seed of their own, with a KV cache of pages of 16, 48, 64 or 256
- * keys (by the sizes; 256 where smaller pages would number over a thousand per sequence) and
- * their reference. */
+/* The KV-cache twin of t (made at the first call, then kept): BSHD tensors of t's sizes (3 to 64
+ * sequences), filled from a seed of their own, with, for an odd seqlen_k, the keys packed as a
+ * variable-length batch's (cu_seqlens_k), else a KV cache of pages of 16, 48, 64 or 256 keys (by
+ * the sizes; 256 where smaller pages would number over a thousand per sequence), and their
+ * reference. */
 static ft_status kv_twin(ft_verifier *v, ft_tensors *t, ft_tensors **out, ft_err *err)
 {
     static const int sizes[4] = {16, 48, 64, 256};
@@ -555,6 +622,8 @@ static ft_status kv_twin(ft_verifier *v, ft_tensors *t, ft_tensors **out, ft_err
     q.layout = FT_LAYOUT_BSHD;
     if (q.batch > 64)
         q.batch = 64;
+    if (q.batch < 3)
+        q.batch = 3; /* lengths full, a page plus one through a shared page, 0 */
     page = sizes[(q.seqlen_k + q.batch) % 4];
     if (q.seqlen_k / page > 1024)
         page = 256;
@@ -565,7 +634,8 @@ static ft_status kv_twin(ft_verifier *v, ft_tensors *t, ft_tensors **out, ft_err
     if (rc == FT_OK)
         rc = ft__tensors_fill(v, tw, 4242u + (uint64_t)q.seqlen_k, 1.f, err);
     if (rc == FT_OK)
-        rc = ft__tensors_kv_cache(v, tw, page, 99u + (uint64_t)q.batch, err);
+        rc = q.seqlen_k % 2 ? ft__tensors_packed_keys(v, tw, 99u + (uint64_t)q.batch, err)
+                            : ft__tensors_kv_cache(v, tw, page, 99u + (uint64_t)q.batch, err);
     if (rc == FT_OK)
         rc = ft__tensors_reference(v, tw, err);
     if (rc != FT_OK) {
@@ -600,8 +670,13 @@ static ft_status kv_check(ft_verifier *v, const ft_kernel *k, ft_tensors *t, ft_
     if (!c.pass) {
         check->pass = 0;
         check->nonfinite += c.nonfinite, check->bad += c.bad;
-        snprintf(check->detail, sizeof check->detail, "with a KV cache (pages of %d keys, lengths %d, %d, ...): %.180s",
-                 tw->kv_page, tw->kv_lengths[0], tw->kv_lengths[1], c.detail);
+        char how[48];
+        if (tw->kv_page > 0)
+            snprintf(how, sizeof how, "a KV cache in pages of %d keys", tw->kv_page);
+        else
+            snprintf(how, sizeof how, "packed keys (cu_seqlens_k)");
+        snprintf(check->detail, sizeof check->detail, "with %s, lengths %d, %d, ...: %.170s", how, tw->kv_lengths[0],
+                 tw->kv_lengths[1], c.detail);
     }
     return FT_OK;
 }

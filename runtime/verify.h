@@ -103,7 +103,7 @@ typedef struct ft_tensors {
     /* A KV cache (ft__tensors_kv_cache): the kernels read K and V from pools of pages in the
      * order kv_table gives and only the first kv_used[b] keys of sequence b; the reference reads
      * the dense K and V of buf[1], buf[2] and the same lengths. kv_used 0: none. */
-    int kv_page;              /* keys per page */
+    int kv_page;              /* keys per page; 0: packed keys (kv_table is then cu_seqlens_k) */
     int kv_table_stride;      /* pages per sequence */
     CUdeviceptr kv_pool[2];   /* K's and V's pools [pages, kv_page, heads_kv, d] */
     CUdeviceptr kv_table;     /* int32 [batch][kv_table_stride] */
@@ -121,6 +121,13 @@ typedef struct ft_tensors {
  * (sequence 0), a page plus one (sequence 1), 0, 1, a page, then random, each at most seqlen_k.
  * Invalidates the reference. */
 ft_status ft__tensors_kv_cache(ft_verifier *v, ft_tensors *t, int page_size, uint64_t seed, ft_err *err);
+
+/* Makes tensors t (BSHD, filled) a call whose keys are packed (a variable-length batch's
+ * cu_seqlens_k; the queries stay in their batch slots): each sequence's first keys, of the
+ * lengths ft__tensors_kv_cache gives for pages of 64, one after another in kv_pool, NaN past the
+ * last; kv_table holds cu_seqlens_k, kv_used the lengths (for the reference). Invalidates the
+ * reference. */
+ft_status ft__tensors_packed_keys(ft_verifier *v, ft_tensors *t, uint64_t seed, ft_err *err);
 
 ft_status ft__tensors_create(const ft_cuda *cu, const ft_problem *p, ft_tensors *t, ft_err *err);
 void ft__tensors_destroy(const ft_cuda *cu, ft_tensors *t);
@@ -153,7 +160,8 @@ ft_status ft__tensors_reference(ft_verifier *v, ft_tensors *t, ft_err *err);
  * the reference. A launch or execution error is returned (FT_ERR_CUDA); a wrong result is
  * FT_OK with check->pass = 0. A split-key kernel (the only ones that take a KV cache) that
  * passes is checked again on the tensors' KV-cache twin (ft__tensors_kv_cache, made at the first
- * such kernel): pages of 16, 48, 64 or 256 keys by the problem's size, lengths of their own. */
+ * such kernel): for an odd seqlen_k the keys packed as a variable-length batch's, else pages of
+ * 16, 48, 64 or 256 keys by the problem's size; at least 3 sequences, lengths of their own. */
 ft_status ft__verify_kernel(ft_verifier *v, const ft_kernel *k, ft_tensors *t, ft_check *check,
                             ft_err *err);
 
