@@ -447,8 +447,6 @@ __device__ __forceinline__ void flash_decode(const FwdParams &p)
     }
     cp_async_wait<0>();
     __syncthreads(); // every warp is done with its ring: the merge area is free
-    const int ob = batch;
-    const Seq &out = seq; // where the rows go
 
     // Each warp's m, l and unnormalised O into the merge area.
     float *mine = (float *)smem + warp * MERGE_WARP;
@@ -490,12 +488,12 @@ __device__ __forceinline__ void flash_decode(const FwdParams &p)
         }
         const float inv = l > 0.f ? 1.f / l : 0.f;
         const int i = rows.query(r), head = rows.head(r);
-        const long long row = ((long long)ob * p.heads_q + head) * p.seqlen_q + i;
+        const long long row = ((long long)batch * p.heads_q + head) * p.seqlen_q + i;
         if (splits == 1) {
-            u16 *o = (u16 *)p.o + out.o_offset(p, ob) + i * p.o_row_stride + head * p.o_head_stride + c;
+            u16 *o = (u16 *)p.o + seq.o_offset(p, batch) + i * p.o_row_stride + head * p.o_head_stride + c;
             *(uint2 *)o = make_uint2(pack2(acc.x * inv, acc.y * inv), pack2(acc.z * inv, acc.w * inv));
             if (c == 0 && p.lse)
-                p.lse[out.lse_index(p, ob, head, i)] = row_lse(mx, l, p.scale_log2);
+                p.lse[seq.lse_index(p, batch, head, i)] = row_lse(mx, l, p.scale_log2);
         } else {
             float *o = p.ws + ((long long)split * nrows + row) * D + c;
             *(float4 *)o = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);

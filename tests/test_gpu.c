@@ -93,6 +93,30 @@ static void test_gpu_reference_matches_cpu(void)
     }
 }
 
+/* The arguments of a call of problem p on tensors t, set up for the given version (up to 3: no
+ * KV cache): sizes, pointers, strides, causality, and from version 4 the tensors' KV cache or
+ * packed keys where they have one (ft__tensors_params gives them); no workspace. */
+static void args_of(const ft_tensors *t, const ft_problem *p, int version, ft_attention_args *a)
+{
+    ft_fwd_params fp;
+
+    ft__tensors_params(t, &fp);
+    ft_attention_args_init_version(a, version);
+    a->dtype = p->bf16 ? FT_BF16 : FT_F16;
+    a->batch = p->batch, a->heads_q = p->heads_q, a->heads_kv = p->heads_kv;
+    a->seqlen_q = p->seqlen_q, a->seqlen_k = p->seqlen_k, a->head_dim = p->head_dim;
+    a->q = fp.q, a->k = fp.k, a->v = fp.v, a->o = fp.o, a->lse = fp.lse;
+    a->q_stride[0] = fp.q_batch_stride, a->q_stride[1] = fp.q_row_stride, a->q_stride[2] = fp.q_head_stride;
+    a->k_stride[0] = fp.k_batch_stride, a->k_stride[1] = fp.k_row_stride, a->k_stride[2] = fp.k_head_stride;
+    a->v_stride[0] = fp.v_batch_stride, a->v_stride[1] = fp.v_row_stride, a->v_stride[2] = fp.v_head_stride;
+    a->o_stride[0] = fp.o_batch_stride, a->o_stride[1] = fp.o_row_stride, a->o_stride[2] = fp.o_head_stride;
+    a->causal = p->causal;
+    if (version >= 4) {
+        a->seqused_k = fp.seqused_k, a->block_table = fp.block_table, a->cu_seqlens_k = fp.cu_seqlens_k;
+        a->page_size = fp.page_size, a->block_table_stride = fp.block_table_stride;
+    }
+}
+
 /* The public API: a context, the default kernel of every head dim, checked like any variant. */
 /* Runs ft_attention_forward on tensors t (problem p) through arguments of the given version (with
  * a workspace from version 3 on), O and the LSE poisoned first, and checks them against the
@@ -100,31 +124,16 @@ static void test_gpu_reference_matches_cpu(void)
 static void public_forward_check(ft_context *ctx, ft_tensors *t, const ft_problem *p, int version, CUdeviceptr ws,
                                  size_t ws_bytes, ft_check *check, char *which, size_t cap)
 {
-    ft_fwd_params fp;
     ft_attention_args a;
     size_t rows = (size_t)p->batch * p->heads_q * p->seqlen_q;
     uint16_t *out;
     float *lse, *oref, *mref, *lref;
 
-    ft__tensors_params(t, &fp);
     memset(&a, 0xab, sizeof a); /* a version-2 structure's caller has nothing past its fields */
-    ft_attention_args_init_version(&a, version);
-    a.dtype = p->bf16 ? FT_BF16 : FT_F16;
-    a.batch = p->batch, a.heads_q = p->heads_q, a.heads_kv = p->heads_kv;
-    a.seqlen_q = p->seqlen_q, a.seqlen_k = p->seqlen_k, a.head_dim = p->head_dim;
-    a.q = fp.q, a.k = fp.k, a.v = fp.v, a.o = fp.o, a.lse = fp.lse;
-    a.q_stride[0] = fp.q_batch_stride, a.q_stride[1] = fp.q_row_stride, a.q_stride[2] = fp.q_head_stride;
-    a.k_stride[0] = fp.k_batch_stride, a.k_stride[1] = fp.k_row_stride, a.k_stride[2] = fp.k_head_stride;
-    a.v_stride[0] = fp.v_batch_stride, a.v_stride[1] = fp.v_row_stride, a.v_stride[2] = fp.v_head_stride;
-    a.o_stride[0] = fp.o_batch_stride, a.o_stride[1] = fp.o_row_stride, a.o_stride[2] = fp.o_head_stride;
-    a.causal = p->causal;
+    args_of(t, p, version, &a);
     if (version >= 3) {
         a.workspace = (void *)(uintptr_t)ws;
         a.workspace_bytes = ws_bytes;
-    }
-    if (version >= 4) { /* the tensors' KV cache, where they have one (ft__tensors_params gives it) */
-        a.seqused_k = fp.seqused_k, a.block_table = fp.block_table;
-        a.page_size = fp.page_size, a.block_table_stride = fp.block_table_stride;
     }
     ASSERT_EQ(session.cu->p_cuMemsetD16(t->buf[3], 0xffff, t->plan.elems[3]), CUDA_SUCCESS);
     ASSERT_EQ(session.cu->p_cuMemsetD32(t->lse, 0xffffffffu, rows), CUDA_SUCCESS);
@@ -222,12 +231,7 @@ static void test_public_decode(void)
                 ASSERT_OK(ft__tensors_create(session.cu, &p, &t, &err), &err);
                 ASSERT_OK(ft__tensors_fill(&session.verifier, &t, 11 + i, 1.f, &err), &err);
                 ASSERT_OK(ft__tensors_reference(&session.verifier, &t, &err), &err);
-                ft__tensors_params(&t, &fp);
-                ft_attention_args_init(&a);
-                a.dtype = p.bf16 ? FT_BF16 : FT_F16;
-                a.batch = p.batch, a.heads_q = p.heads_q, a.heads_kv = p.heads_kv;
-                a.seqlen_q = p.seqlen_q, a.seqlen_k = p.seqlen_k, a.head_dim = p.head_dim, a.causal = causal;
-                a.q = fp.q, a.k = fp.k, a.v = fp.v, a.o = fp.o;
+                args_of(&t, &p, FT_ARGS_VERSION, &a);
                 ASSERT_EQ(ft_attention_forward_workspace_size(ctx, &a, &bytes), FT_OK);
                 if (i == 0)
                     ASSERT_TRUE(bytes > 0); /* 4 blocks of rows on a whole GPU: the keys split */
@@ -363,16 +367,7 @@ static void test_public_kv_cache(void)
                 ASSERT_OK(ft__tensors_fill(&session.verifier, &t, 21 + c, 1.f, &err), &err);
                 ASSERT_OK(ft__tensors_kv_cache(&session.verifier, &t, cases[c].page, 5 + c + causal, &err), &err);
                 ASSERT_OK(ft__tensors_reference(&session.verifier, &t, &err), &err);
-                ft__tensors_params(&t, &fp);
-                ft_attention_args_init(&a);
-                a.dtype = p.bf16 ? FT_BF16 : FT_F16;
-                a.batch = p.batch, a.heads_q = p.heads_q, a.heads_kv = p.heads_kv;
-                a.seqlen_q = p.seqlen_q, a.seqlen_k = p.seqlen_k, a.head_dim = p.head_dim, a.causal = causal;
-                a.q = fp.q, a.k = fp.k, a.v = fp.v, a.o = fp.o;
-                a.k_stride[0] = fp.k_batch_stride, a.k_stride[1] = fp.k_row_stride, a.k_stride[2] = fp.k_head_stride;
-                a.v_stride[0] = fp.v_batch_stride, a.v_stride[1] = fp.v_row_stride, a.v_stride[2] = fp.v_head_stride;
-                a.seqused_k = fp.seqused_k, a.block_table = fp.block_table;
-                a.page_size = fp.page_size, a.block_table_stride = fp.block_table_stride;
+                args_of(&t, &p, FT_ARGS_VERSION, &a);
                 if (ft_attention_forward_workspace_size(ctxs[f], &a, &bytes) != FT_OK)
                     FT_FAIL_("%s: workspace size: %s", cases[c].shape, ft_last_error(ctxs[f]));
                 if (bytes > 0) {
