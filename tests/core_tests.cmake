@@ -211,6 +211,12 @@ if(Python3_FOUND AND NOT FT_SANITIZE)
   # Its bucket keys come from the library (flashtune.key): this build's, not whichever the checkout has.
   set_tests_properties(report_selftest PROPERTIES LABELS unit TIMEOUT 300
     ENVIRONMENT "FLASHTUNE_LIB=$<TARGET_FILE:flashtune_shared>")
+  # bench/op_overhead.py's argument checks, and a short run where PyTorch and a GPU are (else it
+  # says "skipped", which this test shows).
+  add_test(NAME op_overhead_args COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/op_overhead_args.sh ${Python3_EXECUTABLE}
+    ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/test-op-overhead WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+  set_tests_properties(op_overhead_args PROPERTIES LABELS unit TIMEOUT 300
+    ENVIRONMENT "FLASHTUNE_LIB=$<TARGET_FILE:flashtune_shared>;FLASHTUNE_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache")
 endif()
 
 # The file layer: what it refuses to read or replace (directories, FIFOs, devices, huge files,
