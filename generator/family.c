@@ -153,6 +153,7 @@ static void fwd_sm90_launch(const char *variant, ft_launch_facts *out)
     out->tma_rows_kv = text_int(variant, "bn", 64);
     out->pair_blocks = causal && balance;
     out->persistent = !causal || out->pair_blocks;
+    out->packed = 1;
 }
 
 static const char *const gqa_values[] = {"loop", "atomic", NULL};
@@ -234,6 +235,7 @@ static void decode_sm80_launch(const char *variant, ft_launch_facts *out)
     out->head_dim = text_int(variant, "d", 0);
     out->split_kv = 1;
     out->pack_gqa = text_int(variant, "pack", 0);
+    out->packed = 1;
 }
 
 static const ft_family families[] = {

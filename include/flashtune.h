@@ -159,7 +159,7 @@ typedef enum ft_dtype { FT_F16 = 0, FT_BF16 = 1 } ft_dtype;
  * defaults). Version 1 (flashtune 0.1) had no version field and began with dtype: a structure
  * whose first int is 0 or 1 (FT_F16, FT_BF16) is read as that version-1 layout, so programs built
  * against 0.1 keep working unchanged. Any other version is FT_ERR_INVALID_ARGUMENT. */
-#define FT_ARGS_VERSION 4
+#define FT_ARGS_VERSION 5
 
 typedef struct ft_attention_args {
     int version;           /* FT_ARGS_VERSION (ft_attention_args_init sets it) */
@@ -187,10 +187,12 @@ typedef struct ft_attention_args {
                               call's work on its stream is done. */
     size_t workspace_bytes;
     /* ---- version 4: a KV cache and variable-length batches ----
-     * Calls with any of seqused_k, block_table, cu_seqlens_q, cu_seqlens_k run the split-key
-     * kernels (the decode family, any seqlen_q; made for 1 to 16 queries). Their device arrays
-     * are read by the kernels, not checked by the library: entries out of range are the caller's
-     * error. */
+     * Calls with seqused_k or block_table run the split-key kernels (the decode family, any
+     * seqlen_q; made for 1 to 16 queries). Calls with cu_seqlens_q or cu_seqlens_k and neither
+     * of those run them too, unless they give total_q and total_k (version 5): then any kernel
+     * whose family reads packed batches (the sm_90a forward's too) may take them. Their device
+     * arrays are read by the kernels, not checked by the library: entries out of range are the
+     * caller's error. */
     const int32_t *seqused_k;   /* optional [batch] int32, device: sequence b attends to its first
                                    seqused_k[b] keys, 0 to seqlen_k (a cache's current lengths);
                                    causal: row i sees key j iff j <= i + seqused_k[b] - seqlen_q.
@@ -210,16 +212,24 @@ typedef struct ft_attention_args {
                                    [total_q, heads_q, head_dim] (stride[0] is not read;
                                    cu_seqlens_q[0] = 0, lengths 0 allowed); seqlen_q is the
                                    longest sequence's (max_seqlen_q), and the LSE is
-                                   [heads_q, total_q] */
+                                   [heads_q, total_q] (total_q: the field of version 5 where
+                                   given, else cu_seqlens_q[batch]) */
     const int32_t *cu_seqlens_k; /* optional [batch + 1] int32, device: likewise for k and v
                                    ([total_k, heads_kv, head_dim]; seqlen_k the longest; not with
                                    block_table; seqused_k may use fewer of them). Causal masks
                                    align each sequence's last query with its last key */
+    /* ---- version 5 ---- */
+    int total_q;                /* with cu_seqlens_q: the rows of q and o (at least
+                                   cu_seqlens_q[batch]), 0: not given. The tensor-memory-
+                                   accelerator kernels read packed tensors only as far as these
+                                   say, so a variable-length call runs them only when each
+                                   cu_seqlens it gives comes with its total; 0 without them */
+    int total_k;                /* with cu_seqlens_k: the rows of k and v, likewise */
 } ft_attention_args;
 
 /* Zeroes a and sets a->version = version (FT_ARGS_VERSION through the macro): only the fields of
  * that version, so a program built against an older header passes its own smaller structure. a
- * must not be NULL and version must be 2 to 4 (later headers: up to their FT_ARGS_VERSION), else
+ * must not be NULL and version must be 2 to 5 (later headers: up to their FT_ARGS_VERSION), else
  * nothing is written. */
 FT_API void ft_attention_args_init_version(ft_attention_args *a, int version);
 #define ft_attention_args_init(a) ft_attention_args_init_version((a), FT_ARGS_VERSION)

@@ -234,6 +234,11 @@ static ft_status fwd_plan(const ft_launch_facts *f, const ft_problem *p, ft_laun
     return FT_OK;
 }
 
+int ft__facts_take(const ft_launch_facts *f, int needs)
+{
+    return needs == FT_NEEDS_DENSE || f->split_kv || (needs == FT_NEEDS_PACKED && f->packed);
+}
+
 const ft_op ft__op_fwd = {
     "fwd",
     "forward: O = softmax(scale·Q·Kᵀ)·V and the LSE per row",

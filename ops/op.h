@@ -134,7 +134,17 @@ typedef struct ft_launch_facts {
     /* The forward's split-key kernels (flash_decode_sm80): */
     int split_kv;           /* the keys of a row block split across blocks, a combine kernel after */
     int pack_gqa;           /* a block's rows: the query heads of one K/V head times the queries */
+    int packed;             /* reads variable-length batches (cu_seqlens_q, cu_seqlens_k) whose
+                               totals are given (a split-key kernel reads them without) */
 } ft_launch_facts;
+
+/* What a forward call asks of its kernel beyond dense tensors (runtime/args.c ft__args_needs):
+ * nothing, a variable-length batch with its totals, or a KV cache (seqused_k, a block table) or
+ * a variable-length batch without totals, which the split-key kernels alone read. */
+enum { FT_NEEDS_DENSE = 0, FT_NEEDS_PACKED = 1, FT_NEEDS_SPLIT = 2 };
+
+/* Whether a kernel of facts f reads what a call of needs gives it. */
+int ft__facts_take(const ft_launch_facts *f, int needs);
 
 typedef enum ft_step_kind { FT_STEP_KERNEL = 0, FT_STEP_MEMSET = 1 } ft_step_kind;
 

@@ -9,7 +9,10 @@
 /* The bytes of a structure of version 2 or later: its fields, none of a later version's. */
 static size_t args_size(int version)
 {
-    return version == 2 ? FT_ARGS_V2_SIZE : version == 3 ? FT_ARGS_V3_SIZE : sizeof(ft_attention_args);
+    return version == 2   ? FT_ARGS_V2_SIZE
+           : version == 3 ? FT_ARGS_V3_SIZE
+           : version == 4 ? FT_ARGS_V4_SIZE
+                          : sizeof(ft_attention_args);
 }
 
 ft_status ft__attention_args_read(const ft_attention_args *in, ft_attention_args *out, ft_err *err)
@@ -102,9 +105,15 @@ void ft_attention_bwd_args_init_version(ft_attention_bwd_args *a, int version)
     a->version = version;
 }
 
-int ft__args_split_only(const ft_attention_args *a)
+int ft__args_needs(const ft_attention_args *a)
 {
-    return a->seqused_k != NULL || a->block_table != NULL || a->cu_seqlens_q != NULL || a->cu_seqlens_k != NULL;
+    if (a->seqused_k != NULL || a->block_table != NULL)
+        return FT_NEEDS_SPLIT;
+    if (a->cu_seqlens_q == NULL && a->cu_seqlens_k == NULL)
+        return FT_NEEDS_DENSE;
+    if ((a->cu_seqlens_q != NULL && a->total_q <= 0) || (a->cu_seqlens_k != NULL && a->total_k <= 0))
+        return FT_NEEDS_SPLIT;
+    return FT_NEEDS_PACKED;
 }
 
 void ft__fwd_args_problem(const ft_attention_args *a, ft_problem *p)

@@ -10,16 +10,17 @@
 
 /* The call in this version's layout: a structure whose first int is 0 or 1 is flashtune 0.1's
  * version-1 layout (no version field, dtype first) and is copied field by field; one of version
- * 2 to 4 is copied as far as its version has fields (the rest zero). Any other first int is FT_ERR_INVALID_ARGUMENT ("set up by
+ * 2 to 5 is copied as far as its version has fields (the rest zero). Any other first int is FT_ERR_INVALID_ARGUMENT ("set up by
  * ft_attention_args_init"). in must not be NULL. */
 ft_status ft__attention_args_read(const ft_attention_args *in, ft_attention_args *out, ft_err *err);
 
 /* The backward's arguments in this version's layout (version 1 only so far). */
 ft_status ft__attention_bwd_args_read(const ft_attention_bwd_args *in, ft_attention_bwd_args *out, ft_err *err);
 
-/* Whether a forward call needs the split-key kernels: a KV cache (seqused_k, block_table) or a
- * variable-length batch (cu_seqlens_q, cu_seqlens_k), which only they read. */
-int ft__args_split_only(const ft_attention_args *a);
+/* What a forward call asks of its kernel (ops/op.h FT_NEEDS_*): FT_NEEDS_SPLIT with a KV cache
+ * (seqused_k, block_table) or a variable-length batch (cu_seqlens_q, cu_seqlens_k) without the
+ * totals of its packed tensors, FT_NEEDS_PACKED with them, else FT_NEEDS_DENSE. */
+int ft__args_needs(const ft_attention_args *a);
 
 /* The problem of a forward call (sizes, dtype, causality, scale). */
 void ft__fwd_args_problem(const ft_attention_args *a, ft_problem *p);
@@ -46,6 +47,7 @@ int ft__tensors_may_alias(const ft_tensor_view *a, const ft_tensor_view *b);
  * before version 3's workspace. */
 #define FT_ARGS_V2_SIZE offsetof(ft_attention_args, workspace)
 #define FT_ARGS_V3_SIZE offsetof(ft_attention_args, seqused_k)
+#define FT_ARGS_V4_SIZE offsetof(ft_attention_args, total_q)
 
 /* flashtune 0.1's ft_attention_args, field for field (what programs built against it pass). */
 typedef struct ft_attention_args_v1 {

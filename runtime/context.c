@@ -55,7 +55,8 @@ typedef struct nearest_ctx {
 
 typedef struct kernel_slot {
     ft_key key;       /* the kind of calls it serves */
-    int kv_cache;     /* calls with a KV cache or a variable-length batch: split-key kernels only */
+    int needs;        /* what its calls give beyond dense tensors (ops/op.h FT_NEEDS_*): a
+                         variable-length batch or a KV cache, which some kernels read */
     int bf16;
     ft_status status; /* FT_OK: k is loaded; otherwise why this key has no kernel */
     const char *fallback; /* NULL: the bucket's own winner (or a forced variant, or a head dim
@@ -575,18 +576,20 @@ static void log_choice(const kernel_slot *slot, const char *how)
     ft__log(FT_LOG_DEBUG, "%s %s: %s", slot->key.op->name, key, slot->status == FT_OK ? how : slot->error);
 }
 
-/* Whether the slot's loaded kernel takes the slot's calls: any kernel a call without a KV cache,
- * a split-key kernel one with it. Otherwise unloads it, says so in how and returns 0. */
+/* Whether the slot's loaded kernel takes the slot's calls (ft__facts_take): any kernel dense
+ * calls, a kernel that reads packed batches or a split-key kernel the others. Otherwise unloads
+ * it, says so in how and returns 0. */
 static int takes_call(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
 {
     const size_t used = strlen(how);
 
-    if (!slot->kv_cache || slot->k.facts.split_kv)
+    if (ft__facts_take(&slot->k.facts, slot->needs))
         return 1;
     ft__kernel_unload(ctx->session.cu, &slot->k);
     memset(&slot->k, 0, sizeof slot->k);
     slot->fallback = NULL;
-    snprintf(how + used, cap - used, "%s, which takes no KV cache or variable-length batch", used ? "" : "a kernel");
+    snprintf(how + used, cap - used, "%s, which takes no %s", used ? "" : "a kernel",
+             slot->needs == FT_NEEDS_PACKED ? "variable-length batch" : "KV cache or variable-length batch without its totals");
     return 0;
 }
 
@@ -617,13 +620,14 @@ static void build_slot(ft_context *ctx, kernel_slot *slot)
     if (forced) {
         slot->status = build_variant(ctx, slot, ctx->spec, ctx->variant, "forced", &err);
         if (slot->status == FT_OK && !takes_call(ctx, slot, how, how_cap))
-            slot->status = ft__fail(&err, FT_ERR_UNSUPPORTED, "the forced variant's family (%s) takes no KV cache "
-                                    "or variable-length batch: the split-key family flash_decode_sm80 does",
-                                    ctx->spec->template_name);
+            slot->status = ft__fail(&err, FT_ERR_UNSUPPORTED, "the forced variant's family (%s) takes no %s: "
+                                    "the split-key family flash_decode_sm80 does", ctx->spec->template_name,
+                                    slot->needs == FT_NEEDS_PACKED ? "variable-length batch"
+                                                                   : "KV cache or variable-length batch without its totals");
         tried = 1;
     } else {
         const ft_default_kernel *order[FT_DEFAULTS_MAX];
-        const size_t n = ft__default_order(&slot->key, slot->kv_cache, order, FT_DEFAULTS_MAX);
+        const size_t n = ft__default_order(&slot->key, slot->needs, order, FT_DEFAULTS_MAX);
         slot->status = FT_ERR_UNSUPPORTED;
         for (i = 0; i < n && slot->status != FT_OK; i++) {
             ft_spec *spec = spec_of_family(ctx, order[i]->family);
@@ -644,14 +648,14 @@ out:
     log_choice(slot, how);
 }
 
-static const kernel_slot *find_kernel(ft_context *ctx, const ft_key *key, int kv_cache, const ft_problem *p)
+static const kernel_slot *find_kernel(ft_context *ctx, const ft_key *key, int needs, const ft_problem *p)
 {
     kernel_slot *slot = NULL;
     int i;
 
     pthread_mutex_lock(&ctx->lock);
     for (i = 0; i < ctx->nslots; i++) {
-        if (ft__key_equal(&ctx->slots[i].key, key) && ctx->slots[i].kv_cache == kv_cache) {
+        if (ft__key_equal(&ctx->slots[i].key, key) && ctx->slots[i].needs == needs) {
             slot = &ctx->slots[i];
             break;
         }
@@ -659,7 +663,7 @@ static const kernel_slot *find_kernel(ft_context *ctx, const ft_key *key, int kv
     if (slot == NULL && ctx->nslots < MAX_KERNELS) {
         slot = &ctx->slots[ctx->nslots++];
         slot->key = *key;
-        slot->kv_cache = kv_cache;
+        slot->needs = needs;
         slot->bf16 = strcmp(key->dtype, "bf16") == 0;
         build_slot(ctx, slot);
         record_miss(ctx, slot, p);
@@ -713,7 +717,7 @@ static ft_status check_problem(const ft_context *ctx, ft_dtype dtype, const ft_p
 
 /* Makes the context's device context current in the calling thread (where none is), then finds
  * (the first time: builds) the kernel of the call's key. */
-static ft_status slot_for_call(ft_context *ctx, const ft_op *op, const ft_problem *p, int kv_cache,
+static ft_status slot_for_call(ft_context *ctx, const ft_op *op, const ft_problem *p, int needs,
                                const kernel_slot **out)
 {
     const kernel_slot *slot;
@@ -729,7 +733,7 @@ static ft_status slot_for_call(ft_context *ctx, const ft_op *op, const ft_proble
                          "the calling thread's current CUDA context is not the primary context of this "
                          "flashtune context's device");
     op->key(p, &key);
-    slot = find_kernel(ctx, &key, kv_cache, p);
+    slot = find_kernel(ctx, &key, needs, p);
     if (slot == NULL)
         return set_error(ctx, FT_ERR_INTERNAL, "too many kinds of calls on one context");
     if (slot->status != FT_OK)
@@ -752,6 +756,15 @@ static ft_status check_kv_cache(const ft_context *ctx, const ft_attention_args *
     if (a->cu_seqlens_k != NULL && a->block_table != NULL)
         return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "cu_seqlens_k and block_table both say where the keys are: "
                          "give one (a paged cache's lengths are seqused_k)");
+    if (a->total_q < 0 || a->total_k < 0 || (a->total_q > 0 && a->cu_seqlens_q == NULL) ||
+        (a->total_k > 0 && a->cu_seqlens_k == NULL))
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "total_q and total_k are the rows of packed tensors: "
+                         "non-negative, and given only with cu_seqlens_q and cu_seqlens_k");
+    if ((a->total_q > 0 && a->total_q < a->seqlen_q) || (a->total_k > 0 && a->total_k < a->seqlen_k)) {
+        snprintf(msg, sizeof msg, "total_q and total_k (%d, %d) cannot be fewer than the longest sequence's "
+                 "rows (seqlen_q %d, seqlen_k %d)", a->total_q, a->total_k, a->seqlen_q, a->seqlen_k);
+        return set_error(ctx, FT_ERR_INVALID_ARGUMENT, msg);
+    }
     if (a->block_table == NULL) {
         if (a->page_size != 0 || a->block_table_stride != 0)
             return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "page_size and block_table_stride are set but block_table "
@@ -802,7 +815,7 @@ static ft_status kernel_for_call(ft_context *ctx, const ft_attention_args *given
         return set_error(ctx, FT_ERR_INVALID_ARGUMENT, "lse is not 4-byte aligned");
     if ((rc = check_kv_cache(ctx, a)) != FT_OK)
         return rc;
-    return slot_for_call(ctx, &ft__op_fwd, &p, ft__args_split_only(a), out);
+    return slot_for_call(ctx, &ft__op_fwd, &p, ft__args_needs(a), out);
 }
 
 ft_status ft_attention_kernel(ft_context *ctx, const ft_attention_args *given, char *buf, size_t cap)
@@ -848,6 +861,7 @@ ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *given, 
     p.seqused_k = a->seqused_k, p.block_table = a->block_table;
     p.page_size = a->page_size, p.block_table_stride = a->block_table_stride;
     p.cu_seqlens_q = a->cu_seqlens_q, p.cu_seqlens_k = a->cu_seqlens_k;
+    p.total_q = a->cu_seqlens_q != NULL ? a->total_q : 0, p.total_k = a->cu_seqlens_k != NULL ? a->total_k : 0;
     rc = ft__kernel_launch_fwd(ctx->session.cu, &slot->k, &p, (CUstream)stream, &err);
     if (rc != FT_OK)
         return set_error(ctx, rc, err.msg);

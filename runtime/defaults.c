@@ -1,5 +1,7 @@
 #include "runtime/defaults.h"
 
+#include <string.h>
+
 #include "generator/family.h"
 #include "ops/op.h"
 
@@ -79,21 +81,42 @@ const ft_default_kernel *ft__default_kernels(size_t *n)
     return defaults;
 }
 
-size_t ft__default_order(const ft_key *key, int short_only, const ft_default_kernel **out, size_t cap)
+/* Whether the default entry e's kernels read what a call of needs gives them. */
+static int entry_takes(const ft_family *fam, const ft_default_kernel *e, int needs)
 {
+    ft_launch_facts f;
+
+    if (needs == FT_NEEDS_DENSE)
+        return 1;
+    memset(&f, 0, sizeof f);
+    fam->launch(e->variant, &f);
+    return ft__facts_take(&f, needs);
+}
+
+size_t ft__default_order(const ft_key *key, int needs, const ft_default_kernel **out, size_t cap)
+{
+    const int short_only = needs == FT_NEEDS_SPLIT;
     const long long sq = ft__key_get(key, "sq", -1);
     const int short_query = key->op == &ft__op_fwd && (short_only || (sq >= 1 && sq <= FT_FWD_SHORT_QUERY));
     const long long rows = ft__key_get(key, "sq", 1) * ft__key_get(key, "group", 1);
     const long long d = ft__key_get(key, "d", -1), causal = ft__key_get(key, "causal", -1);
+    /* Passes over the table: 0 the short-query families' entries, 1 the others'. A packed
+     * prefill batch falls back to the short-query family, which reads any batch. */
+    int passes[2], npass = 0, k;
     size_t i, n = 0;
-    int pass;
 
-    for (pass = short_query ? 0 : 1; pass < (short_only ? 1 : 2); pass++)
+    if (short_query)
+        passes[npass++] = 0;
+    if (!short_only)
+        passes[npass++] = 1;
+    if (!short_query && needs == FT_NEEDS_PACKED)
+        passes[npass++] = 0;
+    for (k = 0; k < npass; k++)
         for (i = 0; i < sizeof defaults / sizeof defaults[0] && n < cap; i++) {
             const ft_default_kernel *e = &defaults[i];
             const ft_family *fam = ft__family_find(e->family);
             if (fam == NULL || fam->op != key->op || e->head_dim != d || (e->causal >= 0 && e->causal != causal) ||
-                fam->short_query != (pass == 0) || e->min_rows > rows)
+                fam->short_query != (passes[k] == 0) || e->min_rows > rows || !entry_takes(fam, e, needs))
                 continue;
             out[n++] = e;
         }

@@ -21,11 +21,12 @@ const ft_default_kernel *ft__default_kernels(size_t *n);
  * family the context has and that builds wins): those of the key's operation, head dim and
  * causality; for a short-query forward key (ops/op.h FT_FWD_SHORT_QUERY) the short-query
  * families' first (the ones for more packed rows only where the key has them: min_rows), then the
- * others, and for any other key the others only. short_only: the short-query families' entries
- * only, whatever the key's query length (calls with a KV cache, which only they take). Writes at
- * most cap pointers to out and returns how many. */
+ * others, and for any other key the others only. needs (ops/op.h FT_NEEDS_*) keeps the entries
+ * whose kernels read what the calls give: FT_NEEDS_SPLIT the short-query families' only, whatever
+ * the key's query length (calls with a KV cache, which only they take), FT_NEEDS_PACKED those
+ * that read variable-length batches (for a prefill key the short-query family's last). Writes at most cap pointers to out and returns how many. */
 #define FT_DEFAULTS_MAX 64
 struct ft_key;
-size_t ft__default_order(const struct ft_key *key, int short_only, const ft_default_kernel **out, size_t cap);
+size_t ft__default_order(const struct ft_key *key, int needs, const ft_default_kernel **out, size_t cap);
 
 #endif

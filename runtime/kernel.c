@@ -172,6 +172,21 @@ static ft_status encode_map(const ft_cuda *cu, CUtensorMap *map, const void *ptr
     return FT_OK;
 }
 
+/* A forward tensor's map: dense [batch, seqlen, heads, d], or with total > 0 a packed
+ * variable-length one, [total, heads, d] as one batch of total rows (a sequence's tiles start
+ * at its first row; the rows past total read as zeros). */
+static ft_status encode_fwd_map(const ft_cuda *cu, CUtensorMap *map, const void *ptr, int head_dim, int seqlen,
+                                int heads, int batch, int total, int64_t batch_stride, int64_t row_stride,
+                                int64_t head_stride, int rows, const char *what, ft_err *err)
+{
+    if (total <= 0)
+        return encode_map(cu, map, ptr, head_dim, seqlen, heads, batch, batch_stride, row_stride, head_stride, rows,
+                          what, err);
+    /* one batch: its stride is never stepped, any 16-byte multiple will do */
+    return encode_map(cu, map, ptr, head_dim, total, heads, 1, row_stride > 0 ? row_stride * total : 8, row_stride,
+                      head_stride, rows, what, err);
+}
+
 /* The tensor maps of a backward TMA kernel: Q and dO in boxes of rows_per_block rows, K and V in
  * boxes of tma_rows_kv. */
 static ft_status encode_bwd_maps(const ft_cuda *cu, const ft_launch_facts *f, const ft_bwd_params *p,
@@ -259,10 +274,12 @@ ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd
     ft_status rc;
 
     memset(l, 0, sizeof *l);
-    if ((p->seqused_k != NULL || p->block_table != NULL || p->cu_seqlens_q != NULL || p->cu_seqlens_k != NULL) &&
-        !f->split_kv)
-        return ft__fail(err, FT_ERR_UNSUPPORTED, "a KV cache or a variable-length batch is read by the split-key "
-                        "kernels only, not by this one");
+    if ((p->seqused_k != NULL || p->block_table != NULL) && !f->split_kv)
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "a KV cache is read by the split-key kernels only, not by this one");
+    if ((p->cu_seqlens_q != NULL || p->cu_seqlens_k != NULL) && !f->split_kv &&
+        (!f->packed || (p->cu_seqlens_q != NULL && p->total_q <= 0) || (p->cu_seqlens_k != NULL && p->total_k <= 0)))
+        return ft__fail(err, FT_ERR_UNSUPPORTED, f->packed ? "this kernel reads a variable-length batch only with "
+                        "its totals (total_q, total_k)" : "a variable-length batch is not read by this kernel");
     l->params = *p;
     l->args[0] = &l->params;
     l->args[1] = &l->maps[0];
@@ -280,12 +297,15 @@ ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd
         l->grid[0] = 0;
         return ft__fail(err, FT_ERR_UNSUPPORTED, "the CUDA driver has no cuTensorMapEncodeTiled (CUDA 12 or newer)");
     }
-    if ((rc = encode_map(cu, &l->maps[0], p->q, f->head_dim, p->seqlen_q, p->heads_q, p->batch, p->q_batch_stride,
-                         p->q_row_stride, p->q_head_stride, f->rows_per_block, "Q", err)) != FT_OK ||
-        (rc = encode_map(cu, &l->maps[1], p->k, f->head_dim, p->seqlen_k, p->heads_kv, p->batch, p->k_batch_stride,
-                         p->k_row_stride, p->k_head_stride, f->tma_rows_kv, "K", err)) != FT_OK ||
-        (rc = encode_map(cu, &l->maps[2], p->v, f->head_dim, p->seqlen_k, p->heads_kv, p->batch, p->v_batch_stride,
-                         p->v_row_stride, p->v_head_stride, f->tma_rows_kv, "V", err)) != FT_OK)
+    if ((rc = encode_fwd_map(cu, &l->maps[0], p->q, f->head_dim, p->seqlen_q, p->heads_q, p->batch,
+                             p->cu_seqlens_q != NULL ? p->total_q : 0, p->q_batch_stride, p->q_row_stride,
+                             p->q_head_stride, f->rows_per_block, "Q", err)) != FT_OK ||
+        (rc = encode_fwd_map(cu, &l->maps[1], p->k, f->head_dim, p->seqlen_k, p->heads_kv, p->batch,
+                             p->cu_seqlens_k != NULL ? p->total_k : 0, p->k_batch_stride, p->k_row_stride,
+                             p->k_head_stride, f->tma_rows_kv, "K", err)) != FT_OK ||
+        (rc = encode_fwd_map(cu, &l->maps[2], p->v, f->head_dim, p->seqlen_k, p->heads_kv, p->batch,
+                             p->cu_seqlens_k != NULL ? p->total_k : 0, p->v_batch_stride, p->v_row_stride,
+                             p->v_head_stride, f->tma_rows_kv, "V", err)) != FT_OK)
         l->grid[0] = 0;
     return rc;
 }

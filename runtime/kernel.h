@@ -37,9 +37,10 @@ typedef struct ft_fwd_params {
     int32_t block_table_stride;
     const int32_t *cu_seqlens_q; /* variable-length batches: [batch + 1] row offsets, NULL: none */
     const int32_t *cu_seqlens_k;
+    int32_t total_q, total_k; /* rows of the packed tensors where cu_seqlens_* are given (0: not known) */
 } ft_fwd_params;
 
-_Static_assert(sizeof(ft_fwd_params) == 5 * 8 + 12 * 8 + 8 * 4 + 3 * 8 + 3 * 8 + 2 * 8, "ft_fwd_params layout");
+_Static_assert(sizeof(ft_fwd_params) == 5 * 8 + 12 * 8 + 8 * 4 + 3 * 8 + 3 * 8 + 2 * 8 + 2 * 4, "ft_fwd_params layout");
 
 /* The backward kernels' argument block (all three take it); templates/include/ft_params_bwd.cuh
  * declares the same fields in the same order (ft::BwdParams). Strides are in elements. */

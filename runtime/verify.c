@@ -165,7 +165,7 @@ static void kv_free(const ft_cuda *cu, ft_tensors *t)
             cu->p_cuMemFree(*all[i]);
         *all[i] = 0;
     }
-    t->kv_page = t->kv_table_stride = 0;
+    t->kv_page = t->kv_table_stride = t->kv_total = 0;
 }
 
 void ft__tensors_destroy(const ft_cuda *cu, ft_tensors *t)
@@ -181,10 +181,13 @@ void ft__tensors_destroy(const ft_cuda *cu, ft_tensors *t)
     }
     t->ws_bytes = 0;
     kv_free(cu, t);
-    if (t->kv_twin != NULL) {
-        ft__tensors_destroy(cu, t->kv_twin);
-        free(t->kv_twin);
-        t->kv_twin = NULL;
+    for (i = 0; i < 2; i++) {
+        ft_tensors **twin = i == 0 ? &t->kv_twin : &t->packed_twin;
+        if (*twin != NULL) {
+            ft__tensors_destroy(cu, *twin);
+            free(*twin);
+            *twin = NULL;
+        }
     }
 }
 
@@ -244,6 +247,7 @@ void ft__tensors_params(const ft_tensors *t, ft_fwd_params *out)
             out->page_size = t->kv_page, out->block_table_stride = t->kv_table_stride;
         } else {
             out->cu_seqlens_k = (const int32_t *)(uintptr_t)t->kv_table;
+            out->total_k = t->kv_total;
         }
         out->k = (const void *)(uintptr_t)t->kv_pool[0];
         out->v = (const void *)(uintptr_t)t->kv_pool[1];
@@ -267,6 +271,7 @@ static void reference_params(const ft_tensors *t, ft_fwd_params *out)
     out->block_table = NULL;
     out->page_size = out->block_table_stride = 0;
     out->cu_seqlens_k = NULL;
+    out->total_k = 0;
     out->seqused_k = (const int32_t *)(uintptr_t)t->kv_used; /* the lengths, however the keys are laid out */
 }
 
@@ -337,7 +342,7 @@ ft_status ft__tensors_packed_keys(ft_verifier *v, ft_tensors *t, uint64_t seed, 
                                     err, "packing the keys");
     }
     if (rc == FT_OK) {
-        t->kv_page = 0, t->kv_table_stride = 0;
+        t->kv_page = 0, t->kv_table_stride = 0, t->kv_total = cu_k[p->batch];
         t->have_reference = 0;
     } else {
         kv_free(cu, t);
@@ -604,20 +609,21 @@ static ft_status run_poisoned(ft_verifier *v, const ft_kernel *k, ft_tensors *t,
 }
 
 /* The KV-cache twin of t (made at the first call, then kept): BSHD tensors of t's sizes (3 to 64
- * sequences), filled from a seed of their own, with, for an odd seqlen_k, the keys packed as a
- * variable-length batch's (cu_seqlens_k), else a KV cache of pages of 16, 48, 64 or 256 keys (by
- * the sizes; 256 where smaller pages would number over a thousand per sequence), and their
- * reference. */
-static ft_status kv_twin(ft_verifier *v, ft_tensors *t, ft_tensors **out, ft_err *err)
+ * sequences), filled from a seed of their own, with, for an odd seqlen_k or packed_only, the keys
+ * packed as a variable-length batch's (cu_seqlens_k), else a KV cache of pages of 16, 48, 64 or
+ * 256 keys (by the sizes; 256 where smaller pages would number over a thousand per sequence),
+ * and their reference. packed_only: t's packed-keys twin (another one). */
+static ft_status kv_twin(ft_verifier *v, ft_tensors *t, int packed_only, ft_tensors **out, ft_err *err)
 {
     static const int sizes[4] = {16, 48, 64, 256};
+    ft_tensors **kept = packed_only ? &t->packed_twin : &t->kv_twin;
     ft_problem q = t->problem;
     ft_tensors *tw;
     ft_status rc;
     int page;
 
-    *out = t->kv_twin;
-    if (t->kv_twin != NULL)
+    *out = *kept;
+    if (*kept != NULL)
         return FT_OK;
     q.layout = FT_LAYOUT_BSHD;
     if (q.batch > 64)
@@ -634,7 +640,7 @@ static ft_status kv_twin(ft_verifier *v, ft_tensors *t, ft_tensors **out, ft_err
     if (rc == FT_OK)
         rc = ft__tensors_fill(v, tw, 4242u + (uint64_t)q.seqlen_k, 1.f, err);
     if (rc == FT_OK)
-        rc = q.seqlen_k % 2 ? ft__tensors_packed_keys(v, tw, 99u + (uint64_t)q.batch, err)
+        rc = packed_only || q.seqlen_k % 2 ? ft__tensors_packed_keys(v, tw, 99u + (uint64_t)q.batch, err)
                             : ft__tensors_kv_cache(v, tw, page, 99u + (uint64_t)q.batch, err);
     if (rc == FT_OK)
         rc = ft__tensors_reference(v, tw, err);
@@ -643,12 +649,13 @@ static ft_status kv_twin(ft_verifier *v, ft_tensors *t, ft_tensors **out, ft_err
         free(tw);
         return rc;
     }
-    *out = t->kv_twin = tw;
+    *out = *kept = tw;
     return FT_OK;
 }
 
-/* A split-key kernel that passed on t: the same check on t's KV-cache twin, its failure (or
- * larger error) folded into check. */
+/* A split-key kernel that passed on t: the same check on t's KV-cache twin, another kernel that
+ * reads variable-length batches on t's packed-keys twin; the failure (or larger error) folded
+ * into check. */
 static ft_status kv_check(ft_verifier *v, const ft_kernel *k, ft_tensors *t, ft_check *check, int on_gpu,
                           ft_err *err)
 {
@@ -656,9 +663,9 @@ static ft_status kv_check(ft_verifier *v, const ft_kernel *k, ft_tensors *t, ft_
     ft_check c;
     ft_status rc;
 
-    if (!check->pass || !k->facts.split_kv || t->kv_used != 0)
+    if (!check->pass || !(k->facts.split_kv || k->facts.packed) || t->kv_used != 0)
         return FT_OK;
-    rc = kv_twin(v, t, &tw, err);
+    rc = kv_twin(v, t, !k->facts.split_kv, &tw, err);
     if (rc == FT_OK)
         rc = on_gpu ? ft__verify_kernel_gpu(v, k, tw, &c, err) : ft__verify_kernel(v, k, tw, &c, err);
     if (rc != FT_OK)

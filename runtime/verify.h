@@ -109,9 +109,12 @@ typedef struct ft_tensors {
     CUdeviceptr kv_table;     /* int32 [batch][kv_table_stride] */
     CUdeviceptr kv_used;      /* int32 [batch] */
     int kv_lengths[4];        /* the first sequences' lengths, for messages */
-    /* The KV-cache twin of these tensors that split-key kernels are verified on as well (made at
-     * the first such kernel, kept for the next ones; NULL until then). */
+    int kv_total;             /* packed keys: their rows (cu_seqlens_k[batch]), passed as total_k */
+    /* The KV-cache twin of these tensors that split-key kernels are verified on as well, and the
+     * packed-keys twin of kernels that read variable-length batches (each made at the first such
+     * kernel, kept for the next ones; NULL until then). */
     struct ft_tensors *kv_twin;
+    struct ft_tensors *packed_twin;
 } ft_tensors;
 
 /* Makes tensors t (BSHD, filled, no KV cache yet) a KV-cache call: pages of page_size keys (a
@@ -161,7 +164,9 @@ ft_status ft__tensors_reference(ft_verifier *v, ft_tensors *t, ft_err *err);
  * FT_OK with check->pass = 0. A split-key kernel (the only ones that take a KV cache) that
  * passes is checked again on the tensors' KV-cache twin (ft__tensors_kv_cache, made at the first
  * such kernel): for an odd seqlen_k the keys packed as a variable-length batch's, else pages of
- * 16, 48, 64 or 256 keys by the problem's size; at least 3 sequences, lengths of their own. */
+ * 16, 48, 64 or 256 keys by the problem's size; at least 3 sequences, lengths of their own. Any
+ * other kernel that reads variable-length batches (launch facts packed) is checked again on
+ * packed keys likewise, given their total. */
 ft_status ft__verify_kernel(ft_verifier *v, const ft_kernel *k, ft_tensors *t, ft_check *check,
                             ft_err *err);
 

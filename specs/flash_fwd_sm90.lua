@@ -50,12 +50,12 @@ return {
   },
 
   -- 1 KiB to align the tiles to 1024 bytes, Q, `stages` K and V tiles, the mbarriers and four
-  -- 16-byte slots that announce the blocks to the consumers; and a second Q buffer where it fits
+  -- 32-byte slots that announce the blocks to the consumers; and a second Q buffer where it fits
   -- (the next block's Q then loads while this one computes; the template reads the choice
   -- from this size).
   smem = function(v, arch)
     local q = v.bm * v.d * 2
-    local one_q = 1024 + q + 2 * v.stages * v.bn * v.d * 2 + 8 * (8 + 4 * v.stages) + 64
+    local one_q = 1024 + q + 2 * v.stages * v.bn * v.d * 2 + 8 * (8 + 4 * v.stages) + 128
     if one_q + q <= arch.smem_per_block then
       return one_q + q
     end

@@ -136,45 +136,6 @@ __device__ __forceinline__ void load_kv_tile(u32 dst, const TileSrc &src, long l
     }
 }
 
-// One sequence of the batch: its queries and keys, and where they lie. A variable-length batch
-// (cu_seqlens_q, cu_seqlens_k) packs the sequences' rows one after another ([total, heads, d], the
-// batch stride unused, the LSE [heads_q, total_q]); otherwise each sequence has its batch slot
-// of seqlen_q queries and seqlen_k keys. seqused_k, a KV cache's lengths, may use fewer keys.
-struct Seq {
-    int sq, sk; // queries, keys
-    int q0, k0; // the first query's and key's row in a variable-length batch (else 0)
-    __device__ __forceinline__ long long q_offset(const FwdParams &p, int b) const
-    {
-        return p.cu_seqlens_q ? (long long)q0 * p.q_row_stride : b * p.q_batch_stride;
-    }
-    __device__ __forceinline__ long long o_offset(const FwdParams &p, int b) const
-    {
-        return p.cu_seqlens_q ? (long long)q0 * p.o_row_stride : b * p.o_batch_stride;
-    }
-    __device__ __forceinline__ long long k_offset(const FwdParams &p, int b, long long batch_stride,
-                                                  long long row_stride) const
-    {
-        return p.cu_seqlens_k ? (long long)k0 * row_stride : b * batch_stride;
-    }
-    __device__ __forceinline__ long long lse_index(const FwdParams &p, int b, int head, int i) const
-    {
-        return p.cu_seqlens_q ? (long long)head * p.cu_seqlens_q[p.batch] + q0 + i
-                              : ((long long)b * p.heads_q + head) * p.seqlen_q + i;
-    }
-};
-
-__device__ __forceinline__ Seq sequence(const FwdParams &p, int b)
-{
-    Seq s;
-    s.q0 = p.cu_seqlens_q ? p.cu_seqlens_q[b] : 0;
-    s.sq = p.cu_seqlens_q ? max(0, min(p.seqlen_q, p.cu_seqlens_q[b + 1] - s.q0)) : p.seqlen_q;
-    s.k0 = p.cu_seqlens_k ? p.cu_seqlens_k[b] : 0;
-    s.sk = p.cu_seqlens_k ? max(0, min(p.seqlen_k, p.cu_seqlens_k[b + 1] - s.k0)) : p.seqlen_k;
-    if (p.seqused_k)
-        s.sk = max(0, min(s.sk, p.seqused_k[b]));
-    return s;
-}
-
 // Where a CTA's rows come from: row r of the CTA's block is query `query(r)` of head `head(r)`.
 struct Rows {
     int first;  // the block's first row

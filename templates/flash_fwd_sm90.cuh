@@ -33,6 +33,9 @@
 // Q, O [batch, seqlen_q, heads_q, D], K, V [batch, seqlen_k, heads_kv, D] up to strides (in
 // elements, multiples of 8; base pointers 16-byte aligned), grouped-query heads, bottom-right
 // causal alignment, O = 0 and LSE = +inf for a row that sees no key, LSE fp32 natural log.
+// Variable-length batches (cu_seqlens_q, cu_seqlens_k, given with the packed tensors' rows) are
+// read through tensor maps of the packed tensors (see Block); a block's sequence comes to the
+// consumers in its slot.
 //
 // Shared memory: tiles are stored as D/CH column blocks of [rows][CH] elements, rows of
 // CH·2 bytes swizzled as TMA's SWIZZLE_128B (CH = 64) or SWIZZLE_64B (CH = 32) writes them,
@@ -84,7 +87,8 @@ constexpr int NCB = D / CH;               // column blocks of a tile
 constexpr int Q_BYTES = BM * D * 2;
 constexpr int KV_BYTES = BN * D * 2; // one K or one V tile
 constexpr int NSLOTS = 4;            // block slots (see block_slot)
-constexpr int BAR_BYTES = 8 * (8 + 4 * STAGES) + 16 * NSLOTS; // the mbarriers and the block slots
+constexpr int SLOT_BYTES = 32;      // one block slot (see block_slot)
+constexpr int BAR_BYTES = 8 * (8 + 4 * STAGES) + SLOT_BYTES * NSLOTS; // the mbarriers and the block slots
 constexpr int SMEM_ONE_Q = 1024 + Q_BYTES + 2 * STAGES * KV_BYTES + BAR_BYTES;
 // Two Q buffers where they fit (the spec decides, from the target's shared memory per block,
 // and FT_SMEM_BYTES says which): the next block's Q then loads while this block computes.
@@ -146,36 +150,54 @@ __device__ __forceinline__ u64 v_desc(u32 tile, int kb)
 }
 
 // ---- blocks of query rows and the order of a CTA's blocks -------------------------------------
-// One block of query rows: which rows, of which head, and how many K/V tiles they need.
+// One block of query rows: which rows of which sequence, of which head, and how many K/V tiles
+// they need. A variable-length batch (cu_seqlens_q, cu_seqlens_k; see Seq) is read through
+// tensor maps of the packed tensors as one batch: a block's tiles start at its sequence's first
+// row (q0, k0) and run on into the next sequence's rows, which the mask and the stores leave out.
 struct Block {
-    int q_first, q_valid;
+    int q_first, q_valid; // in the sequence
     int head, kv_head, batch;
-    int n_tiles; // 0: every row sees no key
+    int n_tiles;          // 0: every row sees no key
+    int sq, sk, q0, k0;   // the sequence (Seq)
 };
+
+// Row blocks of the batch's longest sequence: the walk numbers the blocks of each (batch, head)
+// by it, and skips those a shorter sequence of a variable-length batch does not have.
+__device__ __forceinline__ int max_blocks(const FwdParams &p) { return (p.seqlen_q + BM - 1) / BM; }
+
+__device__ __forceinline__ int seq_blocks(const FwdParams &p, int b)
+{
+    if (p.cu_seqlens_q == nullptr)
+        return max_blocks(p);
+    return (max(0, min(p.seqlen_q, p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b])) + BM - 1) / BM;
+}
 
 // Blocks of one (batch, head) are numbered consecutively, so the CTAs working at the same time
 // share few heads' K and V in the L2 cache; the longest causal rows come first in each head.
+// item = (batch · heads_q + head) · max_blocks + k, k < the sequence's row blocks.
 __device__ __forceinline__ Block block_of(const FwdParams &p, int item)
 {
-    const int m_blocks = (p.seqlen_q + BM - 1) / BM;
-    const int hb = item / m_blocks;
+    const int hb = item / max_blocks(p), k = item % max_blocks(p);
     Block b;
-    b.q_first = (m_blocks - 1 - item % m_blocks) * BM;
-    b.q_valid = min(BM, p.seqlen_q - b.q_first);
     b.head = hb % p.heads_q;
     b.batch = hb / p.heads_q;
     b.kv_head = b.head / (p.heads_q / p.heads_kv);
+    const Seq s = sequence(p, b.batch);
+    b.sq = s.sq, b.sk = s.sk, b.q0 = s.q0, b.k0 = s.k0;
+    b.q_first = ((s.sq + BM - 1) / BM - 1 - k) * BM;
+    b.q_valid = min(BM, s.sq - b.q_first);
     // Keys the block needs: all of them, or (causal) up to the diagonal of its last row.
-    const int key_end = keys_seen<CAUSAL>(b.q_first, b.q_valid, p.seqlen_k, p.seqlen_k - p.seqlen_q);
+    const int key_end = keys_seen<CAUSAL>(b.q_first, b.q_valid, s.sk, s.sk - s.sq);
     b.n_tiles = key_end > 0 ? (key_end + BN - 1) / BN : 0;
     return b;
 }
 
 // The blocks a CTA works on, in order (see the top of the file), walked by the producer: a unit
-// is one block, or with BALANCE the blocks k = i and k = m_blocks - 1 - i of one head (k counts
-// from the longest, as block_of numbers them), the longer first; an odd count leaves the middle
-// block alone. Without BALANCE the walk's position is the unit; with it, 2·unit, plus 1 when
-// the unit's second block comes next (the producer runs on PRODUCER_REGS registers).
+// is one block, or with BALANCE the blocks k = i and k = m - 1 - i of one head (k counts from
+// the longest, as block_of numbers them; m the sequence's row blocks), the longer first; an odd
+// count leaves the middle block alone. Without BALANCE the walk's position is the unit; with
+// it, 2·unit, plus 1 when the unit's second block comes next (the producer runs on
+// PRODUCER_REGS registers).
 struct Walk {
     int pos;
     int units; // without BALANCE: units of the whole grid
@@ -183,28 +205,40 @@ struct Walk {
 
 __device__ __forceinline__ Walk walk_begin(const FwdParams &p)
 {
-    const int m_blocks = (p.seqlen_q + BM - 1) / BM;
     if (BALANCE)
         return Walk{2 * (int)blockIdx.x, 0};
-    return Walk{(int)blockIdx.x, m_blocks * p.heads_q * p.batch};
+    return Walk{(int)blockIdx.x, max_blocks(p) * p.heads_q * p.batch};
 }
 
 // The next block's number for block_of, or -1 when the CTA is done.
 __device__ __forceinline__ int walk_next(const FwdParams &p, Walk &w)
 {
+    const int m = max_blocks(p);
     if (!BALANCE) {
-        const int item = w.pos;
-        w.pos += (int)gridDim.x;
-        return item < w.units ? item : -1;
+        for (;;) {
+            const int item = w.pos;
+            w.pos += (int)gridDim.x;
+            if (item >= w.units)
+                return -1;
+            if (p.cu_seqlens_q == nullptr || item % m < seq_blocks(p, item / m / p.heads_q))
+                return item;
+        }
     }
-    const int m_blocks = (p.seqlen_q + BM - 1) / BM, per_head = (m_blocks + 1) / 2;
-    const int unit = w.pos >> 1;
-    if (unit >= per_head * p.heads_q * p.batch)
-        return -1;
-    const int hb = unit / per_head, i = unit % per_head, partner = m_blocks - 1 - i;
-    const bool second = (w.pos & 1) != 0;
-    w.pos = !second && partner != i ? w.pos | 1 : 2 * (unit + (int)gridDim.x);
-    return hb * m_blocks + (second ? partner : i);
+    const int per_head = (m + 1) / 2;
+    for (;;) {
+        const int unit = w.pos >> 1;
+        if (unit >= per_head * p.heads_q * p.batch)
+            return -1;
+        const int hb = unit / per_head, i = unit % per_head;
+        const int mb = p.cu_seqlens_q == nullptr ? m : seq_blocks(p, hb / p.heads_q), partner = mb - 1 - i;
+        if (i >= (mb + 1) / 2) { // a unit a shorter sequence does not have
+            w.pos = 2 * (unit + (int)gridDim.x);
+            continue;
+        }
+        const bool second = (w.pos & 1) != 0;
+        w.pos = !second && partner != i ? w.pos | 1 : 2 * (unit + (int)gridDim.x);
+        return hb * m + (second ? partner : i);
+    }
 }
 
 // ---- the consumer's state and steps ----------------------------------------------------------
@@ -222,18 +256,20 @@ __device__ __forceinline__ u32 k_empty(u32 bars, int s) { return bars + 32 + 16 
 __device__ __forceinline__ u32 v_empty(u32 bars, int s) { return bars + 32 + 24 * STAGES + 8 * s; }
 
 // After them, NSLOTS slots in which the producer announces the CTA's blocks to the consumers:
-// block qi in slot qi % NSLOTS, four ints, each slot with its own mbarrier that the producer's
+// block qi in slot qi % NSLOTS, eight ints (the block's rows, tiles, head and batch, its
+// sequence's queries and keys and first query row), each slot with its own mbarrier that the producer's
 // store completes (release) and the consumers wait on (acquire). The consumers read the fields
 // where they need them, so no block state stays in their registers. The producer announces
 // block qi once block qi - Q_BUFS is released, when the consumers are done with block
 // qi - Q_BUFS - 1 and before: so 2 + Q_BUFS slots are enough.
 constexpr int SLOT_Q_FIRST = 0, SLOT_N_TILES = 4, SLOT_HEAD = 8, SLOT_BATCH = 12; // byte offsets
+constexpr int SLOT_SQ = 16, SLOT_SK = 20, SLOT_Q0 = 24;
 static_assert(NSLOTS >= 2 + Q_BUFS && (NSLOTS & (NSLOTS - 1)) == 0, "slots for the blocks in flight");
 __device__ __forceinline__ u32 slot_full(u32 bars, int qi) { return bars + 32 + 32 * STAGES + 8 * (qi % NSLOTS); }
 __device__ __forceinline__ u32 slot_parity(int qi) { return (u32)(qi / NSLOTS) & 1; }
 __device__ __forceinline__ u32 block_slot(u32 bars, int qi)
 {
-    return bars + 32 + 32 * STAGES + 8 * NSLOTS + 16 * (qi % NSLOTS);
+    return bars + 32 + 32 * STAGES + 8 * NSLOTS + SLOT_BYTES * (qi % NSLOTS);
 }
 
 // Ring position r (counted over the CTA's life): slot r % STAGES, in its (r / STAGES)-th use.
@@ -272,8 +308,10 @@ struct Consumer {
     __device__ __forceinline__ u32 sk() const { return base + K_RING; }
     __device__ __forceinline__ u32 sv() const { return base + V_RING; }
     __device__ __forceinline__ u32 bars() const { return base + BARS; }
-    __device__ __forceinline__ int seqlen_k() const { return prm->seqlen_k; }
-    __device__ __forceinline__ int diag() const { return prm->seqlen_k - prm->seqlen_q; }
+    // The current block's sequence, from its slot (shared memory, not registers).
+    __device__ __forceinline__ u32 slot() const { return block_slot(bars(), qi); }
+    __device__ __forceinline__ int seqlen_k() const { return ld_shared(slot() + SLOT_SK); }
+    __device__ __forceinline__ int diag() const { return seqlen_k() - ld_shared(slot() + SLOT_SQ); }
     __device__ __forceinline__ float scale_log2() const { return prm->scale_log2; }
 };
 
@@ -326,11 +364,18 @@ __device__ __forceinline__ void issue_o(const Consumer &c, int s, float (&o)[ON]
 template <int NS> __device__ __forceinline__ void apply_mask(const Consumer &c, int n, float (&acc)[SN])
 {
     const int col0 = n * BN + 2 * (c.lane() & 3);
+    // One past the last key that each of the thread's two rows sees (the end of its sequence's
+    // keys, or the causal diagonal): two registers over the loop.
+    int limit[2];
+    {
+        const int seqlen_k = c.seqlen_k(), diag = c.diag();
+        limit[0] = CAUSAL ? min(seqlen_k, c.row0 + diag + 1) : seqlen_k;
+        limit[1] = CAUSAL ? min(seqlen_k, c.row0 + 8 + diag + 1) : seqlen_k;
+    }
 #pragma unroll
     for (int i = 0; i < NS; ++i) {
         const int col = col0 + 8 * (i >> 2) + (i & 1);
-        const int row = c.row0 + 8 * ((i >> 1) & 1);
-        if (col >= c.seqlen_k() || (CAUSAL && col > row + c.diag()))
+        if (col >= limit[(i >> 1) & 1])
             acc[i] = NEG_INF;
     }
 }
@@ -497,6 +542,15 @@ template <bool NARROW_P> __device__ __forceinline__ void last_step(const Consume
         mbar_arrive(v_empty(c.bars(), slot_of(last)));
 }
 
+// The sequence of the block in a slot, as far as the consumers need it (its queries and keys
+// and its first query row).
+__device__ __forceinline__ Seq slot_seq(u32 slot)
+{
+    Seq s;
+    s.sq = ld_shared(slot + SLOT_SQ), s.sk = ld_shared(slot + SLOT_SK), s.q0 = ld_shared(slot + SLOT_Q0), s.k0 = 0;
+    return s;
+}
+
 // One block of rows for this consumer warpgroup, whose Q tile has arrived.
 __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm, u32 slot)
 {
@@ -536,17 +590,17 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
     // Normalise, write the LSE and O (each quad of threads writes 16 contiguous bytes per row).
     const int t = c.lane() & 3;
     const int batch = ld_shared(slot + SLOT_BATCH), head = ld_shared(slot + SLOT_HEAD);
-    u16 *out = (u16 *)prm.o + batch * prm.o_batch_stride + head * prm.o_head_stride;
+    const Seq seq = slot_seq(slot);
+    u16 *out = (u16 *)prm.o + seq.o_offset(prm, batch) + head * prm.o_head_stride;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const float lsum = quad_sum(l[h]);
         const float inv = lsum > 0.f ? 1.f / lsum : 0.f;
         const int row = c.row0 + 8 * h;
-        if (row >= prm.seqlen_q)
+        if (row >= seq.sq)
             continue;
         if (prm.lse != nullptr && t == 0)
-            prm.lse[((long long)batch * prm.heads_q + head) * prm.seqlen_q + row] =
-                row_lse(m[h], lsum, c.scale_log2());
+            prm.lse[seq.lse_index(prm, batch, head, row)] = row_lse(m[h], lsum, c.scale_log2());
         u16 *orow = out + (long long)row * prm.o_row_stride + 2 * t;
 #pragma unroll
         for (int nb = 0; nb < D / 8; ++nb)
@@ -557,16 +611,17 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
 // A block whose rows see no key: O = 0 and LSE = +inf for this warpgroup's 64 rows.
 __device__ __forceinline__ void write_empty(const FwdParams &p, u32 slot, int w, int tid)
 {
-    const int first = ld_shared(slot + SLOT_Q_FIRST) + 64 * w, rows = min(64, p.seqlen_q - first);
+    const Seq seq = slot_seq(slot);
+    const int first = ld_shared(slot + SLOT_Q_FIRST) + 64 * w, rows = min(64, seq.sq - first);
     const int batch = ld_shared(slot + SLOT_BATCH), head = ld_shared(slot + SLOT_HEAD);
-    u16 *o = (u16 *)p.o + batch * p.o_batch_stride + head * p.o_head_stride;
+    u16 *o = (u16 *)p.o + seq.o_offset(p, batch) + head * p.o_head_stride;
     for (int idx = tid; idx < rows * (D / 8); idx += 128) {
         const int row = first + idx / (D / 8), col = (idx % (D / 8)) * 8;
-        *(uint4 *)(o + row * p.o_row_stride + col) = make_uint4(0, 0, 0, 0);
+        *(uint4 *)(o + (long long)row * p.o_row_stride + col) = make_uint4(0, 0, 0, 0);
     }
     if (p.lse != nullptr)
         for (int row = tid; row < rows; row += 128)
-            p.lse[((long long)batch * p.heads_q + head) * p.seqlen_q + first + row] = POS_INF;
+            p.lse[seq.lse_index(p, batch, head, first + row)] = POS_INF;
 }
 
 // ---- the producer -------------------------------------------------------------------------------
@@ -578,15 +633,21 @@ __device__ __forceinline__ void produce(const FwdParams &p, u32 sq, u32 sk, u32 
     // Each block qi, and the end (n_tiles -1), is announced in its slot once the consumers have
     // released block qi - Q_BUFS: its Q buffer, the one block qi takes, is free then, and so
     // are the slots of the blocks before it (see NSLOTS).
+    // (The producer runs on PRODUCER_REGS registers: it waits before it works out the block, so
+    // that little is live across the wait.)
     for (int qi = 0;; ++qi) {
-        const int item = walk_next(p, walk);
-        const Block blk = block_of(p, item < 0 ? 0 : item);
         if (qi >= Q_BUFS)
             mbar_wait(released(bars, qi - Q_BUFS), block_parity(qi - Q_BUFS));
-        st_shared4(block_slot(bars, qi), blk.q_first, item < 0 ? -1 : blk.n_tiles, blk.head, blk.batch);
-        mbar_arrive(slot_full(bars, qi));
-        if (item < 0)
+        const int item = walk_next(p, walk);
+        if (item < 0) {
+            st_shared4(block_slot(bars, qi), 0, -1, 0, 0);
+            mbar_arrive(slot_full(bars, qi));
             return;
+        }
+        const Block blk = block_of(p, item);
+        st_shared4(block_slot(bars, qi) + SLOT_SQ, blk.sq, blk.sk, blk.q0, 0);
+        st_shared4(block_slot(bars, qi), blk.q_first, blk.n_tiles, blk.head, blk.batch);
+        mbar_arrive(slot_full(bars, qi));
         if (blk.n_tiles == 0) {
             mbar_arrive(q_full(bars, qi)); // nothing to load: the phase completes as it is
             continue;
@@ -595,21 +656,24 @@ __device__ __forceinline__ void produce(const FwdParams &p, u32 sq, u32 sk, u32 
         mbar_expect_tx(q_full(bars, qi), Q_BYTES);
 #pragma unroll
         for (int b = 0; b < NCB; ++b)
-            tma_load(q_buf + b * BM * SWB, tq, b * CH, blk.q_first, blk.head, blk.batch, q_full(bars, qi));
-        for (int j = 0; j < blk.n_tiles; ++j, ++r) {
-            const int s = slot_of(r), n = blk.n_tiles - 1 - j;
+            tma_load(q_buf + b * BM * SWB, tq, b * CH, blk.q0 + blk.q_first, blk.head,
+                     p.cu_seqlens_q != nullptr ? 0 : blk.batch, q_full(bars, qi));
+        const int k_batch = p.cu_seqlens_k != nullptr ? 0 : blk.batch; // packed keys: one batch
+        // The tiles from the last to the first: krow, the tile's first key row in the tensor.
+        for (int left = blk.n_tiles, krow = blk.k0 + (blk.n_tiles - 1) * BN; left > 0; --left, krow -= BN, ++r) {
+            const int s = slot_of(r);
             if (r >= STAGES)
                 mbar_wait(k_empty(bars, s), parity_of(r - STAGES));
             mbar_expect_tx(k_full(bars, s), KV_BYTES);
 #pragma unroll
             for (int b = 0; b < NCB; ++b)
-                tma_load(sk + s * KV_BYTES + b * BN * SWB, tk, b * CH, n * BN, blk.kv_head, blk.batch, k_full(bars, s));
+                tma_load(sk + s * KV_BYTES + b * BN * SWB, tk, b * CH, krow, blk.kv_head, k_batch, k_full(bars, s));
             if (r >= STAGES)
                 mbar_wait(v_empty(bars, s), parity_of(r - STAGES));
             mbar_expect_tx(v_full(bars, s), KV_BYTES);
 #pragma unroll
             for (int b = 0; b < NCB; ++b)
-                tma_load(sv + s * KV_BYTES + b * BN * SWB, tv, b * CH, n * BN, blk.kv_head, blk.batch, v_full(bars, s));
+                tma_load(sv + s * KV_BYTES + b * BN * SWB, tv, b * CH, krow, blk.kv_head, k_batch, v_full(bars, s));
         }
     }
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ft_test.h"
+#include "ops/op.h"
 #include "runtime/args.h"
 
 static void fill_v1(ft_attention_args_v1 *a)
@@ -135,16 +136,59 @@ static void test_version_4_kv_cache(void)
     ASSERT_OK(ft__attention_args_read(&in, &a, &err), &err);
     ASSERT_EQ(a.workspace_bytes, 64);
     ASSERT_TRUE(a.seqused_k == NULL && a.block_table == NULL && a.page_size == 0 && a.block_table_stride == 0);
-    ft_attention_args_init(&in);
+    memset(&in, 0x5a, sizeof in);
+    ft_attention_args_init_version(&in, 4);
     ASSERT_EQ(in.version, 4);
     ASSERT_TRUE(in.seqused_k == NULL && in.block_table == NULL && in.page_size == 0);
+    for (i = FT_ARGS_V4_SIZE; i < sizeof in; i++)
+        ASSERT_EQ(bytes[i], 0x5a);
     in.seqused_k = lens, in.block_table = lens, in.page_size = 64, in.block_table_stride = 3;
     ASSERT_OK(ft__attention_args_read(&in, &a, &err), &err);
     ASSERT_TRUE(a.seqused_k == lens && a.block_table == lens);
     ASSERT_EQ(a.page_size, 64);
     ASSERT_EQ(a.block_table_stride, 3);
-    in.version = 5; /* a later header's: refused, not misread */
+    ASSERT_EQ(a.total_q, 0); /* version 5's, not read from a version-4 structure */
+    ASSERT_EQ(a.total_k, 0);
+}
+
+/* Version 5 adds the rows of packed tensors (total_q, total_k). */
+static void test_version_5_totals(void)
+{
+    ft_attention_args in, a;
+    ft_err err;
+
+    ft_attention_args_init(&in);
+    ASSERT_EQ(in.version, 5);
+    ASSERT_TRUE(in.total_q == 0 && in.total_k == 0);
+    in.total_q = 300, in.total_k = 4000;
+    ASSERT_OK(ft__attention_args_read(&in, &a, &err), &err);
+    ASSERT_EQ(a.total_q, 300);
+    ASSERT_EQ(a.total_k, 4000);
+    in.version = 6; /* a later header's: refused, not misread */
     ASSERT_EQ(ft__attention_args_read(&in, &a, &err), FT_ERR_INVALID_ARGUMENT);
+}
+
+/* What a call asks of its kernel: packed batches with their totals may run any kernel that reads
+ * them; without the totals, or with a KV cache, the split-key ones. */
+static void test_call_needs(void)
+{
+    static const int32_t cu[3] = {0, 5, 9};
+    ft_attention_args a;
+
+    ft_attention_args_init(&a);
+    ASSERT_EQ(ft__args_needs(&a), FT_NEEDS_DENSE);
+    a.cu_seqlens_q = cu, a.cu_seqlens_k = cu;
+    ASSERT_EQ(ft__args_needs(&a), FT_NEEDS_SPLIT);
+    a.total_q = 9;
+    ASSERT_EQ(ft__args_needs(&a), FT_NEEDS_SPLIT); /* total_k missing */
+    a.total_k = 9;
+    ASSERT_EQ(ft__args_needs(&a), FT_NEEDS_PACKED);
+    a.cu_seqlens_k = NULL, a.total_k = 0; /* packed queries, keys in their batch slots */
+    ASSERT_EQ(ft__args_needs(&a), FT_NEEDS_PACKED);
+    a.seqused_k = cu;
+    ASSERT_EQ(ft__args_needs(&a), FT_NEEDS_SPLIT);
+    a.seqused_k = NULL, a.cu_seqlens_q = NULL, a.total_q = 0, a.block_table = cu;
+    ASSERT_EQ(ft__args_needs(&a), FT_NEEDS_SPLIT);
 }
 
 /* The FLOPs and the key of a call, for callers that count TFLOP/s or name buckets (the Python
@@ -240,4 +284,5 @@ static void test_tensors_may_alias(void)
 }
 
 FT_TEST_MAIN(FT_CASE(test_init), FT_CASE(test_backward_args), FT_CASE(test_tensors_may_alias), FT_CASE(test_version_1_read), FT_CASE(test_version_2_read),
-             FT_CASE(test_version_3_workspace), FT_CASE(test_version_4_kv_cache), FT_CASE(test_flops_and_key))
+             FT_CASE(test_version_3_workspace), FT_CASE(test_version_4_kv_cache), FT_CASE(test_version_5_totals), FT_CASE(test_call_needs),
+             FT_CASE(test_flops_and_key))

@@ -396,9 +396,12 @@ static void test_public_kv_cache(void)
 
 /* A variable-length batch through the public API: packed q, k, v ([total, heads, d]) with
  * cu_seqlens_q and cu_seqlens_k, sequences of 0 and 1 queries and of 0, 1, a tile and past it
- * keys, decode, short and prefill-length queries, causal or not, split (a workspace) or not: each
- * sequence's rows against the fp64 CPU reference of that sequence alone, the LSE in its
- * [heads_q, total_q] layout, and the rows past the last sequence's left as they were. */
+ * keys, decode, short and prefill-length queries, causal or not (rows that see no key among
+ * them), split (a workspace) or not, without and with the tensors' totals (with them prefill-
+ * length batches run the sm_90a forward on compute capability 9.0): each sequence's rows against
+ * the fp64 CPU reference of that sequence alone, the LSE in its [heads_q, total_q] layout, and
+ * the rows past the last sequence's left as they were. There, with the totals, forced sm_90a
+ * variants too: one, two and three consumer warpgroups, ping-pong, two and three stages. */
 static void test_public_varlen(void)
 {
     static const struct {
@@ -406,19 +409,31 @@ static void test_public_varlen(void)
         int sq[6], sk[6];
     } cases[] = {{6, 16, 2, 128, {1, 1, 1, 1, 1, 1}, {3000, 0, 1, 64, 65, 777}},
                  {5, 8, 8, 64, {4, 0, 16, 1, 9}, {100, 50, 0, 1000, 9}},
-                 {3, 4, 1, 96, {100, 37, 0}, {130, 37, 5}}};
-    ft_context_options o;
-    ft_context *ctx = NULL;
-    size_t c;
-    int causal, with_ws;
+                 {3, 4, 1, 96, {100, 37, 0}, {130, 37, 5}},
+                 {4, 8, 2, 128, {300, 1, 0, 700}, {300, 1000, 5, 650}},
+                 {5, 4, 4, 64, {129, 64, 1, 200, 17}, {129, 200, 0, 64, 3000}}};
+    static const char *const forced[] = {"bm=64,bn=128,stages=2,pingpong=0,overlap=0,balance=0",
+                                         "bm=192,bn=64,stages=2,pingpong=0,overlap=1,balance=0",
+                                         "bm=128,bn=96,stages=3,pingpong=1,overlap=1,balance=0"};
+    ft_context *ctxs[1 + sizeof forced / sizeof forced[0]];
+    size_t c, f;
+    int mode, with_ws;
 
-    ft_context_options_init(&o);
-    ASSERT_EQ(ft_context_create(&o, &ctx), FT_OK);
+    for (f = 0; f < sizeof ctxs / sizeof ctxs[0]; f++) {
+        ft_context_options o;
+        ft_context_options_init(&o);
+        if (f > 0)
+            o.spec = "specs/flash_fwd_sm90.lua", o.variant = forced[f - 1];
+        ctxs[f] = NULL;
+        ASSERT_EQ(ft_context_create(&o, &ctxs[f]), FT_OK);
+    }
     for (c = 0; c < sizeof cases / sizeof cases[0]; c++)
-        for (causal = 0; causal < 2; causal++) {
+        for (mode = 0; mode < 4; mode++) {
+            const int causal = mode & 1, totals = mode >> 1;
             const int B = cases[c].batch, hq = cases[c].hq, hkv = cases[c].hkv, d = cases[c].d;
             const int bf16 = (int)(c + causal) % 2, guard = 16;
             int32_t cu_q[7] = {0}, cu_k[7] = {0};
+            char how[512];
             int max_q = 0, max_k = 0, b;
             size_t total_q, total_k;
             CUdeviceptr q, k, v, out, lse, dcu_q, dcu_k, ws = 0;
@@ -455,8 +470,16 @@ static void test_public_varlen(void)
             a.k_stride[1] = a.v_stride[1] = (int64_t)hkv * d, a.k_stride[2] = a.v_stride[2] = d;
             a.causal = causal;
             a.cu_seqlens_q = (const int32_t *)(uintptr_t)dcu_q, a.cu_seqlens_k = (const int32_t *)(uintptr_t)dcu_k;
-            if (ft_attention_forward_workspace_size(ctx, &a, &bytes) != FT_OK)
-                FT_FAIL_("varlen case %zu: workspace size: %s", c, ft_last_error(ctx));
+            if (totals)
+                a.total_q = (int)total_q, a.total_k = (int)total_k;
+            if (ft_attention_kernel(ctxs[0], &a, how, sizeof how) != FT_OK)
+                FT_FAIL_("varlen case %zu: kernel: %s", c, ft_last_error(ctxs[0]));
+            /* a prefill-length batch with its totals: a prefill kernel (block rows "bm"), where
+             * the device has one that reads such batches (the sm_90a forward) */
+            if (totals && max_q > 16 && session.arch.cc >= 90 && session.arch.cc < 100 && strstr(how, "bm=") == NULL)
+                FT_FAIL_("varlen case %zu with totals: %s", c, how);
+            if (ft_attention_forward_workspace_size(ctxs[0], &a, &bytes) != FT_OK)
+                FT_FAIL_("varlen case %zu: workspace size: %s", c, ft_last_error(ctxs[0]));
             if (bytes > 0)
                 ASSERT_EQ(session.cu->p_cuMemAlloc(&ws, bytes), CUDA_SUCCESS);
             hqv = read_halves(q, total_q * hq * d);
@@ -465,14 +488,19 @@ static void test_public_varlen(void)
             ho = malloc((total_q + guard) * hq * d * 2);
             hl = malloc(total_q * hq * 4 + 4);
             ASSERT_TRUE(hqv && hk && hv && ho && hl);
-            for (with_ws = bytes > 0; with_ws >= 0; with_ws--) {
+            for (f = 0; f < sizeof ctxs / sizeof ctxs[0]; f++)
+            for (with_ws = f == 0 && bytes > 0; with_ws >= 0; with_ws--) {
+                ft_context *ctx = ctxs[f];
                 double worst = 0;
                 size_t i;
+                if (f > 0 && (!totals || max_q <= 16 || d > 128 || session.arch.cc != 90))
+                    break; /* the forced sm_90a variants: prefill-length batches with totals on an H100/H200 */
                 a.workspace = with_ws ? (void *)(uintptr_t)ws : NULL, a.workspace_bytes = with_ws ? bytes : 0;
                 ASSERT_EQ(session.cu->p_cuMemsetD16(out, 0xffff, (total_q + guard) * hq * d), CUDA_SUCCESS);
                 ASSERT_EQ(session.cu->p_cuMemsetD32(lse, 0xffffffffu, total_q * hq), CUDA_SUCCESS);
                 if (ft_attention_forward(ctx, &a, NULL) != FT_OK)
-                    FT_FAIL_("varlen case %zu: forward: %s", c, ft_last_error(ctx));
+                    FT_FAIL_("varlen case %zu %s: forward: %s", c, f > 0 ? forced[f - 1] : "default",
+                             ft_last_error(ctx));
                 ASSERT_EQ(session.cu->p_cuCtxSynchronize(), CUDA_SUCCESS);
                 ASSERT_EQ(session.cu->p_cuMemcpyDtoH(ho, out, (total_q + guard) * hq * d * 2), CUDA_SUCCESS);
                 ASSERT_EQ(session.cu->p_cuMemcpyDtoH(hl, lse, total_q * hq * 4), CUDA_SUCCESS);
@@ -510,14 +538,14 @@ static void test_public_varlen(void)
                             lk[h * sq + r] = hl[(size_t)h * total_q + cu_q[b] + r];
                     ft__check_outputs(&one, ho + (size_t)cu_q[b] * hq * d, qs, lk, o32, m32, l32, &check);
                     if (!check.pass)
-                        FT_FAIL_("varlen case %zu sequence %d (%d queries, %d keys) causal=%d %s: %s", c, b, sq, sk,
-                                 causal, with_ws ? "split" : "unsplit", check.detail);
+                        FT_FAIL_("varlen case %zu sequence %d (%d queries, %d keys) causal=%d %s %s: %s", c, b, sq,
+                                 sk, causal, with_ws ? "split" : "unsplit", f > 0 ? forced[f - 1] : how, check.detail);
                     worst = check.o_rel_l2 > worst ? check.o_rel_l2 : worst;
                     free(o64), free(m64), free(l64), free(o32), free(m32), free(l32), free(lk);
                 }
-                printf("  varlen %d sequences hq=%d hkv=%d d=%d (<= %d queries, <= %d keys) causal=%d %s %s: pass "
-                       "(worst O rel L2 %.2e)\n", B, hq, hkv, d, max_q, max_k, causal, bf16 ? "bf16" : "f16",
-                       with_ws ? "split" : "unsplit", worst);
+                printf("  varlen %d sequences hq=%d hkv=%d d=%d (<= %d queries, <= %d keys) causal=%d %s %s%s: pass "
+                       "(worst O rel L2 %.2e; %s)\n", B, hq, hkv, d, max_q, max_k, causal, bf16 ? "bf16" : "f16",
+                       with_ws ? "split" : "unsplit", totals ? ", totals" : "", worst, f > 0 ? forced[f - 1] : how);
             }
             free(hqv), free(hk), free(hv), free(ho), free(hl);
             session.cu->p_cuMemFree(q), session.cu->p_cuMemFree(k), session.cu->p_cuMemFree(v);
@@ -526,7 +554,8 @@ static void test_public_varlen(void)
             if (ws != 0)
                 session.cu->p_cuMemFree(ws);
         }
-    ft_context_destroy(ctx);
+    for (f = 0; f < sizeof ctxs / sizeof ctxs[0]; f++)
+        ft_context_destroy(ctxs[f]);
 }
 
 /* ft_attention_backward for every head dim, both dtypes, causal or not (sq > sk: rows that see
@@ -661,8 +690,17 @@ static void test_public_bad_arguments(void)
         a.seqused_k = NULL, a.block_table = lens, a.page_size = 16, a.block_table_stride = 7, a.cu_seqlens_k = lens;
         ASSERT_EQ(ft_attention_forward(ctx, &a, NULL), FT_ERR_INVALID_ARGUMENT);
         ASSERT_CONTAINS(ft_last_error(ctx), "cu_seqlens_k and block_table both say where the keys are");
-        a.block_table = NULL, a.page_size = a.block_table_stride = 0, a.cu_seqlens_k = NULL;
-        a.seqused_k = NULL, a.seqlen_k = 1;
+        a.block_table = NULL, a.page_size = a.block_table_stride = 0;
+        a.total_k = 50; /* fewer rows than the longest sequence's keys */
+        ASSERT_EQ(ft_attention_forward(ctx, &a, NULL), FT_ERR_INVALID_ARGUMENT);
+        ASSERT_CONTAINS(ft_last_error(ctx), "cannot be fewer than the longest sequence's rows");
+        a.cu_seqlens_k = NULL; /* a total without its cu_seqlens */
+        ASSERT_EQ(ft_attention_forward(ctx, &a, NULL), FT_ERR_INVALID_ARGUMENT);
+        ASSERT_CONTAINS(ft_last_error(ctx), "given only with cu_seqlens_q and cu_seqlens_k");
+        a.total_k = 0, a.total_q = -1;
+        ASSERT_EQ(ft_attention_forward(ctx, &a, NULL), FT_ERR_INVALID_ARGUMENT);
+        ASSERT_CONTAINS(ft_last_error(ctx), "non-negative");
+        a.total_q = 0, a.seqused_k = NULL, a.seqlen_k = 1;
         a.q = a.k = a.v = a.o = (void *)(uintptr_t)0x1000008;
     }
     {

@@ -362,7 +362,7 @@ static void test_default_order(void)
     int seen_prefill = 0;
 
     ft__key_of(&ft__op_fwd, "bf16", 128, 0, 0, 32, 32, 4, 1, 8192, &k); /* 8 packed rows */
-    n = ft__default_order(&k, 0, order, FT_DEFAULTS_MAX);
+    n = ft__default_order(&k, FT_NEEDS_DENSE, order, FT_DEFAULTS_MAX);
     ASSERT_TRUE(n >= 3);
     ASSERT_STREQ(order[0]->family, "flash_decode_sm80");
     ASSERT_CONTAINS(order[0]->variant, "mt=1");
@@ -375,36 +375,44 @@ static void test_default_order(void)
     }
     ASSERT_TRUE(seen_prefill);
     ft__key_of(&ft__op_fwd, "bf16", 128, 1, 0, 16, 32, 8, 16, 8192, &k); /* 16 queries x 4: 64 rows */
-    n = ft__default_order(&k, 0, order, FT_DEFAULTS_MAX);
+    n = ft__default_order(&k, FT_NEEDS_DENSE, order, FT_DEFAULTS_MAX);
     ASSERT_TRUE(n >= 2);
     ASSERT_STREQ(order[0]->family, "flash_decode_sm80");
     ASSERT_CONTAINS(order[0]->variant, "mt=2");
     ASSERT_CONTAINS(order[1]->variant, "mt=1");
     ft__key_of(&ft__op_fwd, "bf16", 128, 0, 0, 4, 32, 4, 4096, 4096, &k); /* prefill */
-    n = ft__default_order(&k, 0, order, FT_DEFAULTS_MAX);
+    n = ft__default_order(&k, FT_NEEDS_DENSE, order, FT_DEFAULTS_MAX);
     ASSERT_TRUE(n >= 1);
     for (i = 0; i < n; i++)
         ASSERT_TRUE(strcmp(order[i]->family, "flash_decode_sm80") != 0);
     ASSERT_STREQ(order[0]->family, "flash_fwd_sm90");
     /* A call with a KV cache: the short-query family's entries only, prefill-length or not. */
-    n = ft__default_order(&k, 1, order, FT_DEFAULTS_MAX);
+    n = ft__default_order(&k, FT_NEEDS_SPLIT, order, FT_DEFAULTS_MAX);
     ASSERT_TRUE(n >= 1);
     for (i = 0; i < n; i++)
         ASSERT_STREQ(order[i]->family, "flash_decode_sm80");
     ASSERT_CONTAINS(order[0]->variant, "mt=2"); /* 4096 rows */
+    /* A variable-length prefill batch with its totals: the sm_90a forward first, then the
+     * split-key family; never the sm80 prefill family, which reads no packed batches. */
+    n = ft__default_order(&k, FT_NEEDS_PACKED, order, FT_DEFAULTS_MAX);
+    ASSERT_TRUE(n >= 2);
+    ASSERT_STREQ(order[0]->family, "flash_fwd_sm90");
+    for (i = 0; i < n; i++)
+        ASSERT_TRUE(strcmp(order[i]->family, "flash_fwd_sm80") != 0);
+    ASSERT_STREQ(order[n - 1]->family, "flash_decode_sm80");
     ft__key_of(&ft__op_fwd, "bf16", 128, 0, 0, 32, 32, 4, 1, 8192, &k);
-    n = ft__default_order(&k, 1, order, FT_DEFAULTS_MAX);
+    n = ft__default_order(&k, FT_NEEDS_SPLIT, order, FT_DEFAULTS_MAX);
     ASSERT_TRUE(n >= 1);
     for (i = 0; i < n; i++)
         ASSERT_STREQ(order[i]->family, "flash_decode_sm80");
     ft__key_of(&ft__op_bwd, "bf16", 128, 0, 0, 4, 32, 4, 1, 4096, &k); /* the backward: its families */
-    n = ft__default_order(&k, 0, order, FT_DEFAULTS_MAX);
+    n = ft__default_order(&k, FT_NEEDS_DENSE, order, FT_DEFAULTS_MAX);
     ASSERT_TRUE(n >= 1);
     for (i = 0; i < n; i++)
         ASSERT_TRUE(strncmp(order[i]->family, "flash_bwd_", 10) == 0);
     ft__key_of(&ft__op_fwd, "bf16", 80, 0, 0, 4, 32, 4, 1, 4096, &k); /* no kernel for d = 80 */
-    ASSERT_EQ(ft__default_order(&k, 0, order, FT_DEFAULTS_MAX), 0);
-    ASSERT_EQ(ft__default_order(&k, 0, order, 0), 0);
+    ASSERT_EQ(ft__default_order(&k, FT_NEEDS_DENSE, order, FT_DEFAULTS_MAX), 0);
+    ASSERT_EQ(ft__default_order(&k, FT_NEEDS_DENSE, order, 0), 0);
 }
 
 static void test_bwd_key(void)

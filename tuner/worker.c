@@ -280,7 +280,7 @@ static int do_measure(ft_session *s, const char *line, unsigned long long id, sh
 {
     char hex[80], entry[FT_ENTRY_MAX], family[64], detail[256] = "";
     long long threads = 0, rows = 0, smem = 0, verify_it = 1, budget = 30, tma_kv = 0, persistent = 0, pair = 0;
-    long long keys = 0, gqa_atomic = 0, det = 0, split = 0, pack = 0;
+    long long keys = 0, gqa_atomic = 0, det = 0, split = 0, pack = 0, packed = 0;
     const ft_family *fam = NULL;
     ft_launch_facts facts;
     uint8_t key[32];
@@ -304,7 +304,8 @@ static int do_measure(ft_session *s, const char *line, unsigned long long id, sh
         !field_int(line, "verify", 0, 1, &verify_it) || !field_int(line, "budget", 1, 1000000, &budget) ||
         !field_int(line, "tma_kv", 0, 1 << 20, &tma_kv) || !field_int(line, "persistent", 0, 1, &persistent) ||
         !field_int(line, "pair", 0, 1, &pair) || !field_int(line, "split", 0, 1, &split) ||
-        !field_int(line, "pack", 0, 1, &pack) || !field_int(line, "keys", 0, 1 << 20, &keys) ||
+        !field_int(line, "pack", 0, 1, &pack) || !field_int(line, "packed", 0, 1, &packed) ||
+        !field_int(line, "keys", 0, 1 << 20, &keys) ||
         !field_int(line, "gqa_atomic", 0, 1, &gqa_atomic) || !field_int(line, "det", 0, 1, &det) ||
         st->op == NULL || fam->op != st->op) {
         printf("result id=%llu status=error median=0 q1=0 q3=0 reps=0 l2=0 lse=0 regs=0 local=0 verify_ms=0 "
@@ -322,7 +323,7 @@ static int do_measure(ft_session *s, const char *line, unsigned long long id, sh
     facts.tma = tma_kv > 0, facts.tma_rows_kv = (int)tma_kv;
     facts.persistent = (int)persistent, facts.pair_blocks = (int)pair;
     facts.keys_per_block = (int)keys, facts.gqa_atomic = (int)gqa_atomic, facts.deterministic = (int)det;
-    facts.split_kv = (int)split, facts.pack_gqa = (int)pack;
+    facts.split_kv = (int)split, facts.pack_gqa = (int)pack, facts.packed = (int)packed;
     t0 = ft__now_ms();
     t1 = t2 = t0;
     if (!ft__cache_get(s->cache, key, &c)) {

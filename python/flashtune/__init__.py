@@ -25,7 +25,7 @@ __all__ = ["Context", "FlashtuneError", "attention", "attention_with_kvcache", "
            "backward_flops"]
 
 FT_OPTIONS_VERSION = 2
-FT_ARGS_VERSION = 4
+FT_ARGS_VERSION = 5
 FT_BWD_ARGS_VERSION = 1
 _DTYPES = {"float16": 0, "bfloat16": 1}
 
@@ -49,7 +49,7 @@ class _Options(ctypes.Structure):
 
 
 class _Args(ctypes.Structure):
-    """ft_attention_args, version 4 (include/flashtune.h)."""
+    """ft_attention_args, version 5 (include/flashtune.h)."""
     _fields_ = [
         ("version", ctypes.c_int),
         ("dtype", ctypes.c_int),
@@ -80,6 +80,9 @@ class _Args(ctypes.Structure):
         ("block_table_stride", ctypes.c_int),
         ("cu_seqlens_q", ctypes.c_void_p),
         ("cu_seqlens_k", ctypes.c_void_p),
+        # version 5
+        ("total_q", ctypes.c_int),
+        ("total_k", ctypes.c_int),
     ]
 
 
@@ -443,7 +446,8 @@ class Context:
         (int32 [batch + 1] on the GPU; likewise cu_seqlens_k), max_seqlen_q and max_seqlen_k the
         longest sequences (ints). causal: each sequence's last query aligned with its last key.
         Returns O [total_q, heads_q, d] (and with return_lse the fp32 [heads_q, total_q] LSE).
-        Runs the split-key kernels."""
+        Without seqused_k, prefill-length batches run the sm_90a forward where there is one (the
+        tensors' rows are passed as the library's total_q and total_k), else the split-key kernels."""
         import torch
 
         for name, t in (("q", q), ("k", k), ("v", v)):
@@ -467,6 +471,8 @@ class Context:
             raise FlashtuneError("this libflashtune reads no variable-length batch (version %d arguments)" % a.version)
         a.batch, a.seqlen_q, a.seqlen_k = batch, int(max_seqlen_q), int(max_seqlen_k)
         a.cu_seqlens_q, a.cu_seqlens_k = cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr()
+        if a.version >= 5:
+            a.total_q, a.total_k = q.shape[0], k.shape[0]
         if seqused_k is not None:
             a.seqused_k = seqused_k.data_ptr()
         self._launch(a, q.device, stream, ("varlen", seqused_k is not None))
