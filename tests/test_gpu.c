@@ -315,6 +315,21 @@ static void test_gpu_reference_kv_lengths(void)
     }
 }
 
+/* ctxs[0] a context of the defaults, ctxs[1 + i] one that runs spec's variant forced[i]. */
+static void forced_contexts(const char *spec, const char *const *forced, size_t n, ft_context **ctxs)
+{
+    size_t f;
+
+    for (f = 0; f <= n; f++) {
+        ft_context_options o;
+        ft_context_options_init(&o);
+        if (f > 0)
+            o.spec = spec, o.variant = forced[f - 1];
+        ctxs[f] = NULL;
+        ASSERT_EQ(ft_context_create(&o, &ctxs[f]), FT_OK);
+    }
+}
+
 /* Calls with a KV cache through the public API (version-4 arguments): pages of 16, 48, 64 and
  * 256 keys in a shuffled pool with a shared page and NaN where no key is, lengths 0, 1, a page, a
  * page plus one and the whole cache, grouped-query ratios 1, 4, 8 and 16, one to 16 queries and a
@@ -336,14 +351,7 @@ static void test_public_kv_cache(void)
     size_t c, f;
     int causal;
 
-    for (f = 0; f < sizeof ctxs / sizeof ctxs[0]; f++) {
-        ft_context_options o;
-        ft_context_options_init(&o);
-        if (f > 0)
-            o.spec = "specs/flash_decode.lua", o.variant = forced[f - 1];
-        ctxs[f] = NULL;
-        ASSERT_EQ(ft_context_create(&o, &ctxs[f]), FT_OK);
-    }
+    forced_contexts("specs/flash_decode.lua", forced, sizeof forced / sizeof forced[0], ctxs);
     for (c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (causal = 0; causal < 2; causal++)
             for (f = 0; f < sizeof ctxs / sizeof ctxs[0]; f++) {
@@ -419,14 +427,7 @@ static void test_public_varlen(void)
     size_t c, f;
     int mode, with_ws;
 
-    for (f = 0; f < sizeof ctxs / sizeof ctxs[0]; f++) {
-        ft_context_options o;
-        ft_context_options_init(&o);
-        if (f > 0)
-            o.spec = "specs/flash_fwd_sm90.lua", o.variant = forced[f - 1];
-        ctxs[f] = NULL;
-        ASSERT_EQ(ft_context_create(&o, &ctxs[f]), FT_OK);
-    }
+    forced_contexts("specs/flash_fwd_sm90.lua", forced, sizeof forced / sizeof forced[0], ctxs);
     for (c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (mode = 0; mode < 4; mode++) {
             const int causal = mode & 1, totals = mode >> 1;
