@@ -118,5 +118,14 @@ for name in liblua libsqlite3; do
   [ -n "$path" ] && [ "$(cd "$(dirname "$path")" && pwd -P)" = "$carried" ] ||
     { cat "$work/ldd.log"; fail "the installed library takes $name from elsewhere than $carried"; }
 done
+# the package's own tests that need neither a GPU nor PyTorch, run on the installed package
+# (the GPU ones say "skipped" there): the log route, and flashtune.tune with its command
+# (the installed one) and the build's stand-in worker where there is one
+(cd "$work" && env -u FLASHTUNE_LIB FLASHTUNE_TEST_INSTALLED=1 "$py" "$src/tests/test_python_log.py") \
+  > "$work/pytest_log.txt" 2>&1 || { tail -n 20 "$work/pytest_log.txt"; fail "test_python_log.py on the installed package"; }
+(cd "$work" && env -u FLASHTUNE_LIB FLASHTUNE_TEST_INSTALLED=1 "$py" "$src/tests/test_python.py" --checks) \
+  > "$work/pytest_py.txt" 2>&1
+case $? in 0|77) ;; *) tail -n 20 "$work/pytest_py.txt"; fail "test_python.py --checks on the installed package";; esac
+echo "pip wheel: the installed package: $(tail -n 1 "$work/pytest_log.txt"); test_python.py: $(tail -n 1 "$work/pytest_py.txt")"
 echo "pip wheel: ok ($(basename "$whl"), repaired as $(basename "$fixed"): package, library and command at $want;" \
   "$elves ELF files needing only glibc and what the wheel carries)"

@@ -19,7 +19,8 @@ try:
 except ImportError:
     print("skipped: no PyTorch")
     sys.exit(77)
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+if not os.environ.get("FLASHTUNE_TEST_INSTALLED"):  # else the installed package (tests/pip_wheel.sh)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import flashtune  # noqa: E402
 
 failures = 0

@@ -8,7 +8,8 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+if not os.environ.get("FLASHTUNE_TEST_INSTALLED"):  # else the installed package (tests/pip_wheel.sh)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import flashtune  # noqa: E402
 from pycheck import Checks  # noqa: E402
 
@@ -38,8 +39,9 @@ report(keep.records[:1] == [("flashtune", logging.DEBUG, 'fwd {"d": 64}: built-i
 report(len(keep.records) == 2 and keep.records[1][1] == logging.WARNING and keep.records[1][2].startswith(
     "FLASHTUNE_RECORD_MISSES: gone"), "level 1 as WARNING, bytes that are not UTF-8 replaced")
 code = "import flashtune; flashtune._load(); print(flashtune._log_callback is None)"
-env = dict(os.environ, FLASHTUNE_DEBUG="1", PYTHONPATH=os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                                     "..", "python"))
+env = dict(os.environ, FLASHTUNE_DEBUG="1")
+if not os.environ.get("FLASHTUNE_TEST_INSTALLED"):
+    env["PYTHONPATH"] = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python")
 out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
 report(out.returncode == 0 and out.stdout.strip() == "True", "FLASHTUNE_DEBUG=1: no handler (%s)" %
        (out.stdout.strip() or out.stderr.strip()[-200:]))

@@ -8,7 +8,8 @@ import sqlite3
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+if not os.environ.get("FLASHTUNE_TEST_INSTALLED"):  # else the installed package (tests/pip_wheel.sh)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import flashtune  # noqa: E402
 from pycheck import Checks  # noqa: E402
 
