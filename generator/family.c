@@ -139,6 +139,7 @@ static void fwd_sm80_launch(const char *variant, ft_launch_facts *out)
 {
     out->rows_per_block = text_int(variant, "bm", 64);
     out->head_dim = text_int(variant, "d", 0);
+    out->packed = 1;
 }
 
 /* Tensor maps of Q (bm rows) and K, V (bn rows); a persistent grid when not causal, or causal

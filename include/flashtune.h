@@ -190,7 +190,7 @@ typedef struct ft_attention_args {
      * Calls with seqused_k or block_table run the split-key kernels (the decode family, any
      * seqlen_q; made for 1 to 16 queries). Calls with cu_seqlens_q or cu_seqlens_k and neither
      * of those run them too, unless they give total_q and total_k (version 5): then any kernel
-     * whose family reads packed batches (the sm_90a forward's too) may take them. Their device
+     * whose family reads packed batches (the prefill families' too) may take them. Their device
      * arrays are read by the kernels, not checked by the library: entries out of range are the
      * caller's error. */
     const int32_t *seqused_k;   /* optional [batch] int32, device: sequence b attends to its first

@@ -18,6 +18,10 @@
 //   * A row that sees no key gets O = 0 and LSE = +inf, so that exp(s - lse) is 0 for it.
 //   * LSE (optional, may be null) is fp32 [batch, heads_q, seqlen_q], natural logarithm,
 //     in the units of scale·s.
+//   * Variable-length batches (cu_seqlens_q, cu_seqlens_k): each block finds its sequence's
+//     rows and lengths (Seq, ft_params.cuh); the grid is sized by the longest sequence, and a
+//     block past a shorter one's rows returns at once. Keys past a sequence's last are never
+//     read (the loads stop at its length).
 //
 // Compile-time parameters, defined by the generated prelude:
 //   FTP_D        head dimension (a multiple of 32)
@@ -451,24 +455,28 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p)
 {
     extern __shared__ __align__(128) unsigned char smem[];
 
-    const int m_block = (int)(gridDim.x - 1 - blockIdx.x); // the longest causal rows start first
     const int head = (int)blockIdx.y;
     const int batch = (int)blockIdx.z;
+    // The block's sequence (Seq: in its batch slot, or one of a variable-length batch, whose
+    // shorter sequences leave the grid's last blocks without rows).
+    const Seq seq = sequence(p, batch);
+    const int m_block = (seq.sq + BM - 1) / BM - 1 - (int)blockIdx.x; // the longest causal rows start first
+    if (m_block < 0)
+        return;
     const int kv_head = head / (p.heads_q / p.heads_kv);
     const int tid = (int)threadIdx.x;
     const int lane = tid & 31;
     const int warp = tid >> 5;
-    const int diag = p.seqlen_k - p.seqlen_q;
+    const int diag = seq.sk - seq.sq;
     const int q_first = m_block * BM;
-    const int q_valid = min(BM, p.seqlen_q - q_first);
+    const int q_valid = min(BM, seq.sq - q_first);
 
-    const u16 *q = (const u16 *)p.q + batch * p.q_batch_stride + head * p.q_head_stride +
-                   q_first * p.q_row_stride;
-    u16 *o = (u16 *)p.o + batch * p.o_batch_stride + head * p.o_head_stride + q_first * p.o_row_stride;
-    float *lse = p.lse ? p.lse + ((long long)batch * p.heads_q + head) * p.seqlen_q + q_first : nullptr;
+    const u16 *q = (const u16 *)p.q + seq.q_offset(p, batch) + head * p.q_head_stride + q_first * p.q_row_stride;
+    u16 *o = (u16 *)p.o + seq.o_offset(p, batch) + head * p.o_head_stride + q_first * p.o_row_stride;
+    float *lse = p.lse ? p.lse + seq.lse_index(p, batch, head, q_first) : nullptr;
 
     // Keys this block needs: all of them, or (causal) up to the diagonal of its last row.
-    const int key_end = keys_seen<CAUSAL>(q_first, q_valid, p.seqlen_k, diag);
+    const int key_end = keys_seen<CAUSAL>(q_first, q_valid, seq.sk, diag);
     const int n_tiles = key_end > 0 ? (key_end + BN - 1) / BN : 0;
 
     if (n_tiles == 0) { // every row of the block sees no key
@@ -486,11 +494,11 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p)
     c.sq_base = smem_addr(smem);
     c.sk_base = c.sq_base + Q_BYTES;
     c.sv_base = c.sk_base + STAGES * KV_BYTES;
-    c.k_base = (const u16 *)p.k + batch * p.k_batch_stride + kv_head * p.k_head_stride;
-    c.v_base = (const u16 *)p.v + batch * p.v_batch_stride + kv_head * p.v_head_stride;
+    c.k_base = (const u16 *)p.k + seq.k_offset(p, batch, p.k_batch_stride, p.k_row_stride) + kv_head * p.k_head_stride;
+    c.v_base = (const u16 *)p.v + seq.k_offset(p, batch, p.v_batch_stride, p.v_row_stride) + kv_head * p.v_head_stride;
     c.k_row_stride = p.k_row_stride;
     c.v_row_stride = p.v_row_stride;
-    c.seqlen_k = p.seqlen_k;
+    c.seqlen_k = seq.sk;
     c.n_tiles = n_tiles;
     c.row0 = q_first + warp * WARP_ROWS;
     c.diag = diag;

@@ -315,8 +315,13 @@ static void test_gpu_reference_kv_lengths(void)
     }
 }
 
-/* ctxs[0] a context of the defaults, ctxs[1 + i] one that runs spec's variant forced[i]. */
-static void forced_contexts(const char *spec, const char *const *forced, size_t n, ft_context **ctxs)
+/* A variant of a spec that a context runs for every call of its operation. */
+typedef struct forced_variant {
+    const char *spec, *variant;
+} forced_variant;
+
+/* ctxs[0] a context of the defaults, ctxs[1 + i] one that runs forced[i]. */
+static void forced_contexts(const forced_variant *forced, size_t n, ft_context **ctxs)
 {
     size_t f;
 
@@ -324,7 +329,7 @@ static void forced_contexts(const char *spec, const char *const *forced, size_t 
         ft_context_options o;
         ft_context_options_init(&o);
         if (f > 0)
-            o.spec = spec, o.variant = forced[f - 1];
+            o.spec = forced[f - 1].spec, o.variant = forced[f - 1].variant;
         ctxs[f] = NULL;
         ASSERT_EQ(ft_context_create(&o, &ctxs[f]), FT_OK);
     }
@@ -345,13 +350,15 @@ static void test_public_kv_cache(void)
     } cases[] = {{"b=5,hq=32,hkv=4,sq=1,sk=3000,d=128", 64},  {"b=6,hq=8,hkv=1,sq=1,sk=1000,d=64", 16},
                  {"b=5,hq=16,hkv=1,sq=2,sk=700,d=256", 48},   {"b=5,hq=4,hkv=4,sq=16,sk=2100,d=128", 256},
                  {"b=5,hq=8,hkv=2,sq=100,sk=530,d=96", 48},  {"b=2,hq=2,hkv=2,sq=5,sk=40,d=32", 16}};
-    static const char *const forced[] = {"bn=16,warps=2,stages=2,mt=1,pack=1", "bn=64,warps=2,stages=2,mt=2,pack=1",
-                                         "bn=32,warps=4,stages=3,mt=2,pack=0", "bn=16,warps=8,stages=2,mt=1,pack=0"};
+    static const forced_variant forced[] = {{"specs/flash_decode.lua", "bn=16,warps=2,stages=2,mt=1,pack=1"},
+                                            {"specs/flash_decode.lua", "bn=64,warps=2,stages=2,mt=2,pack=1"},
+                                            {"specs/flash_decode.lua", "bn=32,warps=4,stages=3,mt=2,pack=0"},
+                                            {"specs/flash_decode.lua", "bn=16,warps=8,stages=2,mt=1,pack=0"}};
     ft_context *ctxs[1 + sizeof forced / sizeof forced[0]];
     size_t c, f;
     int causal;
 
-    forced_contexts("specs/flash_decode.lua", forced, sizeof forced / sizeof forced[0], ctxs);
+    forced_contexts(forced, sizeof forced / sizeof forced[0], ctxs);
     for (c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (causal = 0; causal < 2; causal++)
             for (f = 0; f < sizeof ctxs / sizeof ctxs[0]; f++) {
@@ -388,10 +395,10 @@ static void test_public_kv_cache(void)
                     ASSERT_CONTAINS(which, "pack=");
                     if (!check.pass)
                         FT_FAIL_("%s causal=%d pages of %d, %s, %s: %s", cases[c].shape, causal, cases[c].page,
-                                 f > 0 ? forced[f - 1] : "default", with_ws ? "workspace" : "no workspace",
+                                 f > 0 ? forced[f - 1].variant : "default", with_ws ? "workspace" : "no workspace",
                                  check.detail);
                     printf("  kv cache %s causal=%d pages of %d %s (%s): pass (O rel L2 %.2e)\n", cases[c].shape,
-                           causal, cases[c].page, f > 0 ? forced[f - 1] : "default",
+                           causal, cases[c].page, f > 0 ? forced[f - 1].variant : "default",
                            with_ws ? "split" : "unsplit", check.o_rel_l2);
                 }
                 if (ws != 0)
@@ -408,8 +415,9 @@ static void test_public_kv_cache(void)
  * them), split (a workspace) or not, without and with the tensors' totals (with them prefill-
  * length batches run the sm_90a forward on compute capability 9.0): each sequence's rows against
  * the fp64 CPU reference of that sequence alone, the LSE in its [heads_q, total_q] layout, and
- * the rows past the last sequence's left as they were. There, with the totals, forced sm_90a
- * variants too: one, two and three consumer warpgroups, ping-pong, two and three stages. */
+ * the rows past the last sequence's left as they were. There, with the totals, forced variants
+ * too: of the sm_90a forward one, two and three consumer warpgroups, ping-pong, two and three
+ * stages; of the sm80 forward two ring depths, Q in registers or not, overlapped or not. */
 static void test_public_varlen(void)
 {
     static const struct {
@@ -420,14 +428,17 @@ static void test_public_varlen(void)
                  {3, 4, 1, 96, {100, 37, 0}, {130, 37, 5}},
                  {4, 8, 2, 128, {300, 1, 0, 700}, {300, 1000, 5, 650}},
                  {5, 4, 4, 64, {129, 64, 1, 200, 17}, {129, 200, 0, 64, 3000}}};
-    static const char *const forced[] = {"bm=64,bn=128,stages=2,pingpong=0,overlap=0,balance=0",
-                                         "bm=192,bn=64,stages=2,pingpong=0,overlap=1,balance=0",
-                                         "bm=128,bn=96,stages=3,pingpong=1,overlap=1,balance=0"};
+    static const forced_variant forced[] = {
+        {"specs/flash_fwd_sm90.lua", "bm=64,bn=128,stages=2,pingpong=0,overlap=0,balance=0"},
+        {"specs/flash_fwd_sm90.lua", "bm=192,bn=64,stages=2,pingpong=0,overlap=1,balance=0"},
+        {"specs/flash_fwd_sm90.lua", "bm=128,bn=96,stages=3,pingpong=1,overlap=1,balance=0"},
+        {"specs/flash_fwd.lua", "bm=128,bn=64,warps=4,stages=2,qreg=0,overlap=1"},
+        {"specs/flash_fwd.lua", "bm=64,bn=64,warps=4,stages=1,qreg=1,overlap=0"}};
     ft_context *ctxs[1 + sizeof forced / sizeof forced[0]];
     size_t c, f;
     int mode, with_ws;
 
-    forced_contexts("specs/flash_fwd_sm90.lua", forced, sizeof forced / sizeof forced[0], ctxs);
+    forced_contexts(forced, sizeof forced / sizeof forced[0], ctxs);
     for (c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (mode = 0; mode < 4; mode++) {
             const int causal = mode & 1, totals = mode >> 1;
@@ -494,13 +505,14 @@ static void test_public_varlen(void)
                 ft_context *ctx = ctxs[f];
                 double worst = 0;
                 size_t i;
-                if (f > 0 && (!totals || max_q <= 16 || d > 128 || session.arch.cc != 90))
-                    break; /* the forced sm_90a variants: prefill-length batches with totals on an H100/H200 */
+                const int sm90 = f > 0 && strstr(forced[f - 1].spec, "sm90") != NULL;
+                if (f > 0 && (!totals || max_q <= 16 || d > 128 || (sm90 && session.arch.cc != 90)))
+                    break; /* the forced variants: prefill-length batches with totals (sm_90a on an H100/H200) */
                 a.workspace = with_ws ? (void *)(uintptr_t)ws : NULL, a.workspace_bytes = with_ws ? bytes : 0;
                 ASSERT_EQ(session.cu->p_cuMemsetD16(out, 0xffff, (total_q + guard) * hq * d), CUDA_SUCCESS);
                 ASSERT_EQ(session.cu->p_cuMemsetD32(lse, 0xffffffffu, total_q * hq), CUDA_SUCCESS);
                 if (ft_attention_forward(ctx, &a, NULL) != FT_OK)
-                    FT_FAIL_("varlen case %zu %s: forward: %s", c, f > 0 ? forced[f - 1] : "default",
+                    FT_FAIL_("varlen case %zu %s: forward: %s", c, f > 0 ? forced[f - 1].variant : "default",
                              ft_last_error(ctx));
                 ASSERT_EQ(session.cu->p_cuCtxSynchronize(), CUDA_SUCCESS);
                 ASSERT_EQ(session.cu->p_cuMemcpyDtoH(ho, out, (total_q + guard) * hq * d * 2), CUDA_SUCCESS);
@@ -540,13 +552,13 @@ static void test_public_varlen(void)
                     ft__check_outputs(&one, ho + (size_t)cu_q[b] * hq * d, qs, lk, o32, m32, l32, &check);
                     if (!check.pass)
                         FT_FAIL_("varlen case %zu sequence %d (%d queries, %d keys) causal=%d %s %s: %s", c, b, sq,
-                                 sk, causal, with_ws ? "split" : "unsplit", f > 0 ? forced[f - 1] : how, check.detail);
+                                 sk, causal, with_ws ? "split" : "unsplit", f > 0 ? forced[f - 1].variant : how, check.detail);
                     worst = check.o_rel_l2 > worst ? check.o_rel_l2 : worst;
                     free(o64), free(m64), free(l64), free(o32), free(m32), free(l32), free(lk);
                 }
                 printf("  varlen %d sequences hq=%d hkv=%d d=%d (<= %d queries, <= %d keys) causal=%d %s %s%s: pass "
                        "(worst O rel L2 %.2e; %s)\n", B, hq, hkv, d, max_q, max_k, causal, bf16 ? "bf16" : "f16",
-                       with_ws ? "split" : "unsplit", totals ? ", totals" : "", worst, f > 0 ? forced[f - 1] : how);
+                       with_ws ? "split" : "unsplit", totals ? ", totals" : "", worst, f > 0 ? forced[f - 1].variant : how);
             }
             free(hqv), free(hk), free(hv), free(ho), free(hl);
             session.cu->p_cuMemFree(q), session.cu->p_cuMemFree(k), session.cu->p_cuMemFree(v);
