@@ -576,6 +576,12 @@ static void log_choice(const kernel_slot *slot, const char *how)
     ft__log(FT_LOG_DEBUG, "%s %s: %s", slot->key.op->name, key, slot->status == FT_OK ? how : slot->error);
 }
 
+/* What a slot's calls give that not every kernel reads, for messages. */
+static const char *needs_text(int needs)
+{
+    return needs == FT_NEEDS_PACKED ? "variable-length batch" : "KV cache or variable-length batch without its totals";
+}
+
 /* Whether the slot's loaded kernel takes the slot's calls (ft__facts_take): any kernel dense
  * calls, a kernel that reads packed batches or a split-key kernel the others. Otherwise unloads
  * it, says so in how and returns 0. */
@@ -588,8 +594,7 @@ static int takes_call(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
     ft__kernel_unload(ctx->session.cu, &slot->k);
     memset(&slot->k, 0, sizeof slot->k);
     slot->fallback = NULL;
-    snprintf(how + used, cap - used, "%s, which takes no %s", used ? "" : "a kernel",
-             slot->needs == FT_NEEDS_PACKED ? "variable-length batch" : "KV cache or variable-length batch without its totals");
+    snprintf(how + used, cap - used, "%s, which takes no %s", used ? "" : "a kernel", needs_text(slot->needs));
     return 0;
 }
 
@@ -622,8 +627,7 @@ static void build_slot(ft_context *ctx, kernel_slot *slot)
         if (slot->status == FT_OK && !takes_call(ctx, slot, how, how_cap))
             slot->status = ft__fail(&err, FT_ERR_UNSUPPORTED, "the forced variant's family (%s) takes no %s: "
                                     "the split-key family flash_decode_sm80 does", ctx->spec->template_name,
-                                    slot->needs == FT_NEEDS_PACKED ? "variable-length batch"
-                                                                   : "KV cache or variable-length batch without its totals");
+                                    needs_text(slot->needs));
         tried = 1;
     } else {
         const ft_default_kernel *order[FT_DEFAULTS_MAX];
