@@ -144,6 +144,18 @@ def checks():
     refused("attention_with_kvcache(k without cache_seqlens)", "appending k and v needs cache_seqlens",
             lambda: flashtune.attention_with_kvcache(q, pool, pool, k=k, v=v, block_table=table, context=ctx))
     report(ctx._lib.calls == [], "nothing launched for a refused out=, stream= or KV cache (%s)" % ctx._lib.calls)
+    # The SDPA-like call refuses what it does not compute, before anything runs.
+    qh, kh = torch.empty(2, 8, 64, 64, dtype=f16), torch.empty(2, 2, 96, 64, dtype=f16)
+    sdpa = flashtune.scaled_dot_product_attention
+    refused("scaled_dot_product_attention(attn_mask=)", "attn_mask is not supported",
+            lambda: sdpa(qh, qh, qh, attn_mask=torch.ones(64, 64, dtype=torch.bool)))
+    refused("scaled_dot_product_attention(dropout_p=0.1)", "dropout_p must be 0", lambda: sdpa(qh, qh, qh, dropout_p=0.1))
+    refused("scaled_dot_product_attention(8 query heads, 2 key heads)", "need enable_gqa=True",
+            lambda: sdpa(qh, kh, kh))
+    refused("scaled_dot_product_attention(is_causal, 64 queries, 96 keys)", "SDPA aligns its mask to the top left",
+            lambda: sdpa(qh, kh, kh, is_causal=True, enable_gqa=True))
+    refused("scaled_dot_product_attention(3-dimensional)", "must be a [batch, heads, seqlen, head_dim] tensor",
+            lambda: sdpa(qh[0], qh[0], qh[0]))
 
 
 checks()
@@ -298,6 +310,36 @@ for qlens, klens, hq, hkv, d in (([1, 1, 1, 1, 1], [900, 0, 1, 64, 65], 16, 2, 1
         report(math.isfinite(worst) and worst <= bound and tuple(lse.shape) == (hq, qc.shape[0]),
                "varlen_attention queries %s keys %s hq=%d hkv=%d d=%d %s: worst rel L2 %.2e" % (
                    qlens, klens, hq, hkv, d, "causal" if causal else "full", worst))
+# The SDPA-like call on [batch, heads, seqlen, head_dim] tensors against SDPA itself: not causal
+# with seqlen_q != seqlen_k, causal with them equal, grouped-query heads (enable_gqa), a scale;
+# gradients too. And attention(return_lse=True): the LSE that Context.forward gives, not
+# differentiable.
+for b, hq, hkv, sq, sk, d, causal, scale in ((2, 8, 8, 100, 300, 64, False, None), (1, 16, 4, 257, 257, 128, True, 0.1),
+                                             (2, 4, 2, 64, 64, 96, False, None)):
+    torch.manual_seed(b + hq + sq + d)
+    qh = torch.randn(b, hq, sq, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    kh = torch.randn(b, hkv, sk, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    vh = torch.randn(b, hkv, sk, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    got = flashtune.scaled_dot_product_attention(qh, kh, vh, is_causal=causal, scale=scale, enable_gqa=hq != hkv)
+    grads = torch.autograd.grad(got.float().square().sum(), (qh, kh, vh))
+    qf, kf, vf = (t.detach().double().requires_grad_() for t in (qh, kh, vh))
+    want = F.scaled_dot_product_attention(qf, kf.repeat_interleave(hq // hkv, 1), vf.repeat_interleave(hq // hkv, 1),
+                                          is_causal=causal, scale=scale)
+    wgrads = torch.autograd.grad(want.square().sum(), (qf, kf, vf))
+    errs = [((x.double() - y).norm() / y.norm()).item() for x, y in zip((got,) + grads, (want,) + wgrads)]
+    report(tuple(got.shape) == (b, hq, sq, d) and all(math.isfinite(e) and e < 3e-2 for e in errs),
+           "scaled_dot_product_attention b=%d hq=%d hkv=%d sq=%d sk=%d d=%d causal=%d: rel L2 of O, dQ, dK, dV %s" % (
+               b, hq, hkv, sq, sk, d, causal, ", ".join("%.1e" % e for e in errs)))
+qa = torch.randn(2, 300, 8, 64, device="cuda", dtype=torch.float16, requires_grad=True)
+o_lse, lse_a = flashtune.attention(qa, qa, qa, causal=True, return_lse=True)
+o_ref, lse_ref = ctx.forward(qa.detach(), qa.detach(), qa.detach(), causal=True, return_lse=True)
+# (the operator runs on the module's context, which may hold tuned kernels: close, not the same bits)
+report(torch.allclose(o_lse, o_ref, rtol=0, atol=4e-3) and torch.allclose(lse_a, lse_ref, rtol=0, atol=2e-3) and
+       not lse_a.requires_grad and o_lse.requires_grad,
+       "attention(return_lse=True): O and the LSE of Context.forward, the LSE not differentiable")
+o_ctx, lse_ctx = flashtune.attention(qa, qa, qa, causal=True, return_lse=True, context=ctx)
+report(torch.equal(o_ctx, o_ref) and torch.equal(lse_ctx, lse_ref) and not lse_ctx.requires_grad,
+       "attention(return_lse=True, context=): likewise through the autograd.Function")
 # A decode call runs the short-query kernels (their variants have pack=).
 qd = torch.randn(2, 1, 16, 128, device="cuda", dtype=torch.bfloat16)
 kd = torch.randn(2, 5000, 2, 128, device="cuda", dtype=torch.bfloat16)

@@ -22,7 +22,7 @@ import os
 from typing import Optional, Tuple
 
 __all__ = ["Context", "FlashtuneError", "attention", "attention_with_kvcache", "varlen_attention", "check_tensors", "library_path", "version", "flops", "key",
-           "backward_flops"]
+           "backward_flops", "scaled_dot_product_attention"]
 
 FT_OPTIONS_VERSION = 2
 FT_ARGS_VERSION = 5
@@ -714,10 +714,11 @@ def _autograd():
             o, lse = ctx.forward(q, k, v, causal=causal, scale=softmax_scale, return_lse=True)
             fctx.save_for_backward(q, k, v, o, lse)
             fctx.flashtune = (ctx, causal, softmax_scale, deterministic)
-            return o
+            fctx.mark_non_differentiable(lse)
+            return o, lse
 
         @staticmethod
-        def backward(fctx, do):
+        def backward(fctx, do, dlse):
             q, k, v, o, lse = fctx.saved_tensors
             ctx, causal, softmax_scale, deterministic = fctx.flashtune
             dq, dk, dv = ctx.backward(q, k, v, o, lse, _kernel_layout(do), causal=causal, scale=softmax_scale,
@@ -819,7 +820,7 @@ def _ops_registered():
         return False
 
 
-def attention(q, k, v, causal=False, softmax_scale=None, deterministic=False, context=None):
+def attention(q, k, v, causal=False, softmax_scale=None, deterministic=False, context=None, return_lse=False):
     """softmax(softmax_scale·q·kᵀ)·v, differentiable: autograd runs flashtune's backward, which
     recomputes the scores from q, k, v and the saved log-sum-exp (O(seqlen) memory, no
     seqlen_q × seqlen_k matrix is kept). q is [batch, seqlen_q, heads_q, head_dim], k and v
@@ -828,7 +829,9 @@ def attention(q, k, v, causal=False, softmax_scale=None, deterministic=False, co
     that sees none gives 0). softmax_scale None: 1/sqrt(head_dim). deterministic: the backward
     gives the same bits on every run (slower). context: a Context to run on (default: one per
     device with the tuned kernels). Tensors the kernels cannot read in place (a non-contiguous
-    head dim, strides not multiples of 8) are copied first.
+    head dim, strides not multiples of 8) are copied first. return_lse: (O, LSE), the LSE fp32
+    [batch, heads_q, seqlen_q] in natural log (+inf for a row that sees no key), as
+    flash_attn_func's return_lse; it is not differentiable (no gradient flows through it).
 
     Without a context it calls the operator torch.ops.flashtune.attention_fwd (its backward
     flashtune::attention_bwd), which torch.compile(fullgraph=True) keeps in one graph and CUDA
@@ -837,10 +840,45 @@ def attention(q, k, v, causal=False, softmax_scale=None, deterministic=False, co
     global _Attention
     if context is None and _ops_registered():
         import torch
-        return torch.ops.flashtune.attention_fwd(q, k, v, bool(causal), softmax_scale, bool(deterministic))[0]
-    if _Attention is None:
-        _Attention = _autograd()
-    return _Attention.apply(q, k, v, bool(causal), softmax_scale, bool(deterministic), context)
+        o, lse = torch.ops.flashtune.attention_fwd(q, k, v, bool(causal), softmax_scale, bool(deterministic))
+    else:
+        if _Attention is None:
+            _Attention = _autograd()
+        o, lse = _Attention.apply(q, k, v, bool(causal), softmax_scale, bool(deterministic), context)
+    return (o, lse) if return_lse else o
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """torch.nn.functional.scaled_dot_product_attention's call for [batch, heads, seqlen, head_dim]
+    tensors, run by flashtune.attention on [batch, seqlen, heads, head_dim] views of them (no copy
+    where the kernels can read the view) and differentiable like it. Where it differs from SDPA:
+    is_causal aligns SDPA's mask to the top left (row i sees keys j <= i) and flashtune's to the
+    bottom right (j <= i + seqlen_k - seqlen_q); the two agree when seqlen_q == seqlen_k, and a
+    causal call of other lengths is refused (flashtune.attention(..., causal=True) is the
+    bottom-right one). attn_mask and dropout are not offered (ValueError); fewer key heads than
+    query heads need enable_gqa=True, as in SDPA. Returns [batch, heads, seqlen_q, head_dim] (a
+    view of a [batch, seqlen_q, heads, head_dim] tensor)."""
+    import torch
+
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, torch.Tensor) or t.dim() != 4:
+            raise ValueError("%s must be a [batch, heads, seqlen, head_dim] tensor, not %s" % (
+                name, tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__))
+    if attn_mask is not None:
+        raise ValueError("attn_mask is not supported: flashtune computes full or causal attention (is_causal)")
+    if dropout_p:
+        raise ValueError("dropout_p must be 0: flashtune has no attention dropout")
+    if query.shape[1] != key.shape[1] and not enable_gqa:
+        raise ValueError("query has %d heads and key %d: grouped-query heads need enable_gqa=True (as in SDPA)" % (
+            query.shape[1], key.shape[1]))
+    if is_causal and query.shape[2] != key.shape[2]:
+        raise ValueError("is_causal with seqlen_q (%d) != seqlen_k (%d): SDPA aligns its mask to the top left, "
+                         "flashtune to the bottom right; flashtune.attention(q, k, v, causal=True) on [batch, "
+                         "seqlen, heads, head_dim] tensors is the bottom-right one" % (query.shape[2], key.shape[2]))
+    o = attention(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2), causal=bool(is_causal),
+                  softmax_scale=scale)
+    return o.transpose(1, 2)
 
 
 def command_path():
