@@ -234,6 +234,17 @@ static ft_status fwd_plan(const ft_launch_facts *f, const ft_problem *p, ft_laun
     return FT_OK;
 }
 
+int ft__fwd_needs(int kv_cache, const void *cu_seqlens_q, int total_q, const void *cu_seqlens_k, int total_k)
+{
+    if (kv_cache)
+        return FT_NEEDS_SPLIT;
+    if (cu_seqlens_q == NULL && cu_seqlens_k == NULL)
+        return FT_NEEDS_DENSE;
+    if ((cu_seqlens_q != NULL && total_q <= 0) || (cu_seqlens_k != NULL && total_k <= 0))
+        return FT_NEEDS_SPLIT;
+    return FT_NEEDS_PACKED;
+}
+
 int ft__facts_take(const ft_launch_facts *f, int needs)
 {
     return needs == FT_NEEDS_DENSE || f->split_kv || (needs == FT_NEEDS_PACKED && f->packed);

@@ -143,6 +143,11 @@ typedef struct ft_launch_facts {
  * a variable-length batch without totals, which the split-key kernels alone read. */
 enum { FT_NEEDS_DENSE = 0, FT_NEEDS_PACKED = 1, FT_NEEDS_SPLIT = 2 };
 
+/* What a call asks for (FT_NEEDS_*), from what it gives: a KV cache (seqused_k or a block table),
+ * packed queries or keys (their cu_seqlens, non-NULL) and the packed tensors' rows (total_q,
+ * total_k; 0: not given). The API's arguments and the kernels' parameters both ask here. */
+int ft__fwd_needs(int kv_cache, const void *cu_seqlens_q, int total_q, const void *cu_seqlens_k, int total_k);
+
 /* Whether a kernel of facts f reads what a call of needs gives it. */
 int ft__facts_take(const ft_launch_facts *f, int needs);
 

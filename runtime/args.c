@@ -107,13 +107,8 @@ void ft_attention_bwd_args_init_version(ft_attention_bwd_args *a, int version)
 
 int ft__args_needs(const ft_attention_args *a)
 {
-    if (a->seqused_k != NULL || a->block_table != NULL)
-        return FT_NEEDS_SPLIT;
-    if (a->cu_seqlens_q == NULL && a->cu_seqlens_k == NULL)
-        return FT_NEEDS_DENSE;
-    if ((a->cu_seqlens_q != NULL && a->total_q <= 0) || (a->cu_seqlens_k != NULL && a->total_k <= 0))
-        return FT_NEEDS_SPLIT;
-    return FT_NEEDS_PACKED;
+    return ft__fwd_needs(a->seqused_k != NULL || a->block_table != NULL, a->cu_seqlens_q, a->total_q, a->cu_seqlens_k,
+                         a->total_k);
 }
 
 void ft__fwd_args_problem(const ft_attention_args *a, ft_problem *p)

@@ -24,7 +24,8 @@ const ft_default_kernel *ft__default_kernels(size_t *n);
  * others, and for any other key the others only. needs (ops/op.h FT_NEEDS_*) keeps the entries
  * whose kernels read what the calls give: FT_NEEDS_SPLIT the short-query families' only, whatever
  * the key's query length (calls with a KV cache, which only they take), FT_NEEDS_PACKED those
- * that read variable-length batches (for a prefill key the short-query family's last). Writes at most cap pointers to out and returns how many. */
+ * that read variable-length batches (for a prefill key the short-query family's last). Writes at
+ * most cap pointers to out and returns how many. */
 #define FT_DEFAULTS_MAX 64
 struct ft_key;
 size_t ft__default_order(const struct ft_key *key, int needs, const ft_default_kernel **out, size_t cap);

@@ -270,16 +270,17 @@ ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd
                              ft_err *err)
 {
     const ft_launch_facts *f = &k->facts;
+    const int needs = ft__fwd_needs(p->seqused_k != NULL || p->block_table != NULL, p->cu_seqlens_q, p->total_q,
+                                    p->cu_seqlens_k, p->total_k);
     ft_problem prob;
     ft_status rc;
 
     memset(l, 0, sizeof *l);
-    if ((p->seqused_k != NULL || p->block_table != NULL) && !f->split_kv)
-        return ft__fail(err, FT_ERR_UNSUPPORTED, "a KV cache is read by the split-key kernels only, not by this one");
-    if ((p->cu_seqlens_q != NULL || p->cu_seqlens_k != NULL) && !f->split_kv &&
-        (!f->packed || (p->cu_seqlens_q != NULL && p->total_q <= 0) || (p->cu_seqlens_k != NULL && p->total_k <= 0)))
-        return ft__fail(err, FT_ERR_UNSUPPORTED, f->packed ? "this kernel reads a variable-length batch only with "
-                        "its totals (total_q, total_k)" : "a variable-length batch is not read by this kernel");
+    if (!ft__facts_take(f, needs))
+        return ft__fail(err, FT_ERR_UNSUPPORTED, "%s", needs == FT_NEEDS_PACKED
+                            ? "this kernel reads no variable-length batch"
+                            : "a KV cache, or a variable-length batch without its totals (total_q, total_k), is read "
+                              "by the split-key kernels only");
     l->params = *p;
     l->args[0] = &l->params;
     l->args[1] = &l->maps[0];

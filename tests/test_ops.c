@@ -414,6 +414,32 @@ static void test_default_order(void)
     ASSERT_EQ(ft__default_order(&k, FT_NEEDS_DENSE, order, 0), 0);
 }
 
+/* Which kernels take which calls: dense calls any, a packed batch with its totals those that
+ * read packed batches (and the split-key ones), a KV cache or a packed batch without totals the
+ * split-key ones only. */
+static void test_facts_take(void)
+{
+    static const int cu[2] = {0, 9};
+    ft_launch_facts plain, packed, split;
+
+    memset(&plain, 0, sizeof plain);
+    packed = plain, split = plain;
+    packed.packed = 1;
+    split.split_kv = split.packed = 1;
+    ASSERT_EQ(ft__fwd_needs(0, NULL, 0, NULL, 0), FT_NEEDS_DENSE);
+    ASSERT_EQ(ft__fwd_needs(0, cu, 9, cu, 9), FT_NEEDS_PACKED);
+    ASSERT_EQ(ft__fwd_needs(0, cu, 9, NULL, 0), FT_NEEDS_PACKED);
+    ASSERT_EQ(ft__fwd_needs(0, cu, 0, NULL, 0), FT_NEEDS_SPLIT);
+    ASSERT_EQ(ft__fwd_needs(0, NULL, 0, cu, 0), FT_NEEDS_SPLIT);
+    ASSERT_EQ(ft__fwd_needs(1, NULL, 0, NULL, 0), FT_NEEDS_SPLIT);
+    ASSERT_TRUE(ft__facts_take(&plain, FT_NEEDS_DENSE) && !ft__facts_take(&plain, FT_NEEDS_PACKED) &&
+                !ft__facts_take(&plain, FT_NEEDS_SPLIT));
+    ASSERT_TRUE(ft__facts_take(&packed, FT_NEEDS_DENSE) && ft__facts_take(&packed, FT_NEEDS_PACKED) &&
+                !ft__facts_take(&packed, FT_NEEDS_SPLIT));
+    ASSERT_TRUE(ft__facts_take(&split, FT_NEEDS_DENSE) && ft__facts_take(&split, FT_NEEDS_PACKED) &&
+                ft__facts_take(&split, FT_NEEDS_SPLIT));
+}
+
 static void test_bwd_key(void)
 {
     ft_problem p = problem(4, 16, 4, 1000, 3000, 128, 1, 1);
@@ -528,5 +554,5 @@ static void test_registry(void)
 
 FT_TEST_MAIN(FT_CASE(test_fwd_key_text), FT_CASE(test_fwd_key_decode_and_gqa), FT_CASE(test_fwd_key_legacy_text),
              FT_CASE(test_fwd_distance), FT_CASE(test_key_parse_refuses), FT_CASE(test_nearest_matches_the_reference),
-             FT_CASE(test_fwd_flops_and_bytes), FT_CASE(test_fwd_plan_grids), FT_CASE(test_fwd_plan_split), FT_CASE(test_default_order), FT_CASE(test_bwd_key),
+             FT_CASE(test_fwd_flops_and_bytes), FT_CASE(test_fwd_plan_grids), FT_CASE(test_fwd_plan_split), FT_CASE(test_default_order), FT_CASE(test_facts_take), FT_CASE(test_bwd_key),
              FT_CASE(test_bwd_flops_and_bytes), FT_CASE(test_bwd_plan), FT_CASE(test_registry))

@@ -210,12 +210,32 @@ def compiled_training_check(sdpa_losses, steps=10):
     if not flashtune._ops_registered():
         print("torch.compile training: left out (no torch.library operators, reported below)")
         return
+    # Count the forward and backward calls that reach flashtune's library, so that a compiled
+    # model that ran some other attention cannot pass.
+    calls = {"forward": 0, "backward": 0}
+    originals = {name: getattr(flashtune.Context, name) for name in calls}
+
+    def counting(name):
+        def call(self, *args, **kwargs):
+            calls[name] += 1
+            return originals[name](self, *args, **kwargs)
+        return call
+
     try:
+        for name in calls:
+            setattr(flashtune.Context, name, counting(name))
         losses = train(True, steps=steps, compiled=True)
     except Exception as e:  # noqa: BLE001
         report(False, "torch.compile(model, fullgraph=True) training: %s: %s" % (
             type(e).__name__, (str(e).splitlines() or [""])[0][:300]))
         return
+    finally:
+        for name, fn in originals.items():
+            setattr(flashtune.Context, name, fn)
+    # two blocks: at least two forward and two backward calls a step
+    report(calls["forward"] >= 2 * steps and calls["backward"] >= 2 * steps,
+           "torch.compile training ran flashtune's kernels: %d forward and %d backward calls in %d steps" % (
+               calls["forward"], calls["backward"], steps))
     worst = max(abs(a - b) / b for a, b in zip(losses, sdpa_losses))
     print("losses (compiled flashtune / eager SDPA): " + ", ".join(
         "%.3f/%.3f" % p for p in list(zip(losses, sdpa_losses))[::3]))
