@@ -126,7 +126,7 @@ int cmd_gen(int argc, char **argv)
         return cli_usage_error("gen", "--variant is required");
     if (ft__arch_builtin(arch_name, &arch, &err) != FT_OK ||
         ft__spec_load_default(optind < argc ? argv[optind] : NULL, &spec, &err) != FT_OK ||
-        ft__variant_parse(spec, variant, &v, &err) != FT_OK) {
+        ft__spec_add_values(spec, variant, &err) != FT_OK || ft__variant_parse(spec, variant, &v, &err) != FT_OK) {
         status = cli_fail("gen", &err);
         goto out;
     }

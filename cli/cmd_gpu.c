@@ -115,7 +115,9 @@ static ft_status resolve_variant(ft_spec *spec, const char *text, int causal_fla
     int di = ft__spec_param_index(spec, "dtype");
     ft_status rc;
 
-    rc = ft__variant_filter_parse(spec, text, &partial, &mask, err);
+    rc = ft__spec_add_values(spec, text, err);
+    if (rc == FT_OK)
+        rc = ft__variant_filter_parse(spec, text, &partial, &mask, err);
     if (rc != FT_OK)
         return rc;
     snprintf(full, sizeof full, "%s", text);

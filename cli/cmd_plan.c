@@ -337,7 +337,8 @@ int cmd_plan(int argc, char **argv)
         status = cli_fail("plan", &err);
         goto out;
     }
-    if (o.only != NULL && ft__variant_filter_parse(spec, o.only, &filter, &mask, &err) != FT_OK) {
+    if (o.only != NULL && (ft__spec_add_values(spec, o.only, &err) != FT_OK ||
+                           ft__variant_filter_parse(spec, o.only, &filter, &mask, &err) != FT_OK)) {
         status = cli_fail("plan", &err);
         goto out;
     }

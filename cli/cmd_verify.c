@@ -230,7 +230,8 @@ int cmd_verify(int argc, char **argv)
     if (optind != argc)
         return cli_usage_error("verify", "unexpected argument '%s'", argv[optind]);
     if (ft__spec_load_default(spec_path, &spec, &err) != FT_OK || (fam = family_of(spec, &err)) == NULL ||
-        (only != NULL && ft__variant_filter_parse(spec, only, &filter, &mask, &err) != FT_OK) ||
+        (only != NULL && (ft__spec_add_values(spec, only, &err) != FT_OK ||
+                          ft__variant_filter_parse(spec, only, &filter, &mask, &err) != FT_OK)) ||
         ft__session_open((int)device, cache_dir, 1, &s, &err) != FT_OK ||
         ft__plan_build(spec, &s.arch, &filter, mask, &plan, &err) != FT_OK) {
         status = cli_fail("verify", &err);

@@ -8,7 +8,10 @@
  *     template    = "flash_fwd_sm80",            -- kernel family (generator/family.h), required
  *     description = "...",                       -- string, optional
  *     params = {                                 -- list, required, in variant-string order
- *       { name = "d", values = { 64, 128 }, doc = "head dimension" },
+ *       { name = "d", values = { 64, 128 }, doc = "head dimension",
+ *         open = true },                     -- optional: values it does not list may be
+ *                                            --   asked for (ft__spec_add_value); the
+ *                                            --   constraints say which are kept
  *       { name = "dtype", values = { "f16", "bf16" } },
  *     },
  *     constraints = {                            -- list, optional; evaluated in order
@@ -65,7 +68,12 @@ typedef struct ft_param {
     char *doc;           /* NULL when the spec gives none */
     ft_param_kind kind;  /* all values of a parameter have one kind */
     int nvalues;         /* 1 .. FT_MAX_VALUES, all distinct */
-    long long *ints;     /* kind FT_PARAM_INT: nvalues non-negative integers */
+    long long *ints;     /* kind FT_PARAM_INT: nvalues non-negative integers, room for
+                          * FT_MAX_VALUES (the array does not move when an open one grows) */
+    int nlisted;         /* how many of the values the spec lists (the rest were added) */
+    int open;            /* `open = true` (integer parameters only): a value the list lacks
+                          * joins it when a variant or filter asks for it; the list is what
+                          * plan and tune cover when nobody asks for more */
     char **strings;      /* kind FT_PARAM_STRING: nvalues identifiers */
 } ft_param;
 
@@ -162,6 +170,21 @@ ft_status ft__spec_load_builtin(int i, ft_spec **out, ft_err *err);
 
 /* Index of a parameter by name, or -1. */
 int ft__spec_param_index(const ft_spec *spec, const char *name);
+
+/* Adds value to the values of open parameter pi, last, unless it has it already. A variant
+ * made before keeps its meaning (the indices of the values it has do not change); the space
+ * grows (nvariants). FT_ERR_INVALID_ARGUMENT, with the spec unchanged, when the parameter is
+ * not open (the message lists its values), the value is negative, the parameter has
+ * FT_MAX_VALUES values, or the space would pass FT_MAX_VARIANTS variants or its longest
+ * variant string FT_VARIANT_STR_MAX. Not thread-safe per spec: callers that share a spec
+ * hold their lock. */
+ft_status ft__spec_add_value(ft_spec *spec, int pi, long long value, ft_err *err);
+
+/* ft__spec_add_value for every name=value item of text (a variant string or a filter, as
+ * --only takes) that names an open parameter with an integer value it lacks. The rest of the
+ * text is left to ft__variant_parse and ft__variant_filter_parse, which report what is
+ * wrong with it. */
+ft_status ft__spec_add_values(ft_spec *spec, const char *text, ft_err *err);
 
 /* The length of a parameter's longest value as a variant string writes it. */
 size_t ft__param_longest_value(const ft_param *p);

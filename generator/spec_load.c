@@ -3,6 +3,8 @@
  */
 #include "generator/spec_internal.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,7 +27,7 @@
 static const char *const top_fields[] = {"name",        "template", "description",
                                          "params",      "constraints", "smem",
                                          "registers",   "workloads",   "spills", NULL};
-static const char *const param_fields[] = {"name", "values", "doc", NULL};
+static const char *const param_fields[] = {"name", "values", "doc", "open", NULL};
 static const char *const workload_fields[] = {"b", "hq", "hkv", "sq", "sk", "d", NULL};
 
 
@@ -335,15 +337,17 @@ static ft_status load_values(load_ctx *c, lua_State *L, int t, int pi)
     }
     p->kind = lua_rawgeti(L, t, 1) == LUA_TSTRING ? FT_PARAM_STRING : FT_PARAM_INT;
     lua_pop(L, 1);
+    /* room for every value an open parameter may gain (ft__spec_add_value): the array never
+     * moves once loaded */
     if (p->kind == FT_PARAM_INT)
-        p->ints = calloc((size_t)n, sizeof *p->ints);
+        p->ints = calloc(FT_MAX_VALUES, sizeof *p->ints);
     else
         p->strings = calloc((size_t)n, sizeof *p->strings);
     if (p->ints == NULL && p->strings == NULL) {
         rc = out_of_memory(c);
         goto out;
     }
-    p->nvalues = (int)n;
+    p->nvalues = p->nlisted = (int)n;
     for (j = 1; j <= n; j++) {
         int type = lua_rawgeti(L, t, j);
         int i = (int)j - 1;
@@ -467,6 +471,22 @@ static ft_status load_param(load_ctx *c, lua_State *L, int t, int pi)
         goto out;
     }
     rc = load_values(c, L, lua_gettop(L), pi);
+    if (rc != FT_OK)
+        goto out;
+    rc = FT_ERR_SPEC;
+    lua_pop(L, 1);
+    snprintf(label, sizeof label, "%s.open", where);
+    type = raw_field(L, t, "open");
+    if (type != LUA_TNIL && type != LUA_TBOOLEAN) {
+        spec_error(c, "%s must be true or false, not %s", label, ft__spec_describe(L, -1, buf, sizeof buf));
+        goto out;
+    }
+    p->open = type == LUA_TBOOLEAN && lua_toboolean(L, -1);
+    if (p->open && p->kind != FT_PARAM_INT) {
+        spec_error(c, "%s: only a parameter of integer values can be open", label);
+        goto out;
+    }
+    rc = FT_OK;
 out:
     lua_settop(L, top);
     return rc;
@@ -1141,3 +1161,91 @@ int ft__spec_param_index(const ft_spec *spec, const char *name)
     return -1;
 }
 
+
+ft_status ft__spec_add_value(ft_spec *spec, int pi, long long value, ft_err *err)
+{
+    ft_param *p;
+    size_t len = 0;
+    char digits[32];
+    int i;
+
+    if (spec == NULL || pi < 0 || pi >= spec->nparams)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "no parameter %d to add a value to", pi);
+    p = &spec->params[pi];
+    if (p->kind == FT_PARAM_INT)
+        for (i = 0; i < p->nvalues; i++)
+            if (p->ints[i] == value)
+                return FT_OK;
+    if (!p->open || p->kind != FT_PARAM_INT) {
+        char vals[512];
+        size_t n = 0;
+        vals[0] = '\0';
+        for (i = 0; i < p->nvalues && n + 1 < sizeof vals; i++)
+            n += p->kind == FT_PARAM_INT
+                     ? (size_t)snprintf(vals + n, sizeof vals - n, "%s%lld", i ? ", " : "", p->ints[i])
+                     : (size_t)snprintf(vals + n, sizeof vals - n, "%s%s", i ? ", " : "", p->strings[i]);
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "'%lld' is not a value of parameter '%s' (spec %s allows: %s)",
+                        value, p->name, spec->name, vals);
+    }
+    if (value < 0)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "parameter '%s' of spec %s takes no negative value (%lld)",
+                        p->name, spec->name, value);
+    if (p->nvalues >= FT_MAX_VALUES)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "parameter '%s' of spec %s has %d values, the most it can have: "
+                        "%lld is not added", p->name, spec->name, p->nvalues, value);
+    if (spec->nvariants / p->nvalues * (p->nvalues + 1) > FT_MAX_VARIANTS)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "with %s=%lld spec %s would have more than %d variants", p->name,
+                        value, spec->name, FT_MAX_VARIANTS);
+    for (i = 0; i < spec->nparams; i++) {
+        const ft_param *q = &spec->params[i];
+        size_t longest = ft__param_longest_value(q);
+        if (i == pi && (size_t)snprintf(digits, sizeof digits, "%lld", value) > longest)
+            longest = strlen(digits);
+        len += (i > 0 ? 1 : 0) + strlen(q->name) + 1 + longest;
+    }
+    if (len >= FT_VARIANT_STR_MAX)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "with %s=%lld the variant strings of spec %s would pass %d "
+                        "characters", p->name, value, spec->name, FT_VARIANT_STR_MAX - 1);
+    p->ints[p->nvalues] = value;
+    p->nvalues++;
+    spec->nvariants = spec->nvariants / (p->nvalues - 1) * p->nvalues;
+    return FT_OK;
+}
+
+ft_status ft__spec_add_values(ft_spec *spec, const char *text, ft_err *err)
+{
+    const char *s = text;
+
+    while (s != NULL && *s != '\0') {
+        const char *end = strchr(s, ','), *eq = strchr(s, '=');
+        const size_t n = end != NULL ? (size_t)(end - s) : strlen(s);
+        if (eq != NULL && eq < s + n) {
+            char name[64], val[64], *stop;
+            const char *a = s, *b = eq;
+            long long x;
+            int pi;
+            while (a < b && isspace((unsigned char)*a))
+                a++;
+            while (b > a && isspace((unsigned char)b[-1]))
+                b--;
+            if ((size_t)(b - a) < sizeof name && (size_t)(s + n - eq - 1) < sizeof val) {
+                memcpy(name, a, (size_t)(b - a));
+                name[b - a] = '\0';
+                memcpy(val, eq + 1, (size_t)(s + n - eq - 1));
+                val[s + n - eq - 1] = '\0';
+                pi = ft__spec_param_index(spec, name);
+                errno = 0;
+                x = strtoll(val, &stop, 10);
+                while (isspace((unsigned char)*stop))
+                    stop++;
+                if (pi >= 0 && spec->params[pi].open && errno == 0 && stop != val && *stop == '\0' && x >= 0) {
+                    ft_status rc = ft__spec_add_value(spec, pi, x, err);
+                    if (rc != FT_OK)
+                        return rc;
+                }
+            }
+        }
+        s = end != NULL ? end + 1 : NULL;
+    }
+    return FT_OK;
+}

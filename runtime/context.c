@@ -325,7 +325,9 @@ ft_status ft_context_create(const ft_context_options *options, ft_context **out)
         unsigned mask;
         ctx->variant = ft__strdup(options->variant);
         rc = ctx->variant == NULL ? ft__fail(&err, FT_ERR_OUT_OF_MEMORY, "out of memory")
-                                  : ft__variant_filter_parse(ctx->spec, options->variant, &v, &mask, &err);
+                                  : ft__spec_add_values(ctx->spec, options->variant, &err);
+        if (rc == FT_OK)
+            rc = ft__variant_filter_parse(ctx->spec, options->variant, &v, &mask, &err);
     }
     if (rc == FT_OK)
         rc = ft__session_open(options->device, options->cache_dir, 0, &ctx->session, &err);
@@ -387,6 +389,55 @@ static ft_spec *spec_of_family(const ft_context *ctx, const char *family)
         if (strcmp(ctx->more[i]->template_name, family) == 0)
             return ctx->more[i];
     return NULL;
+}
+
+/* Whether spec's d lists head_dim or is open (its constraints then decide), or it has no d. */
+static int spec_takes_dim(const ft_spec *spec, long long head_dim)
+{
+    const int di = ft__spec_param_index(spec, "d");
+    int i;
+
+    if (di < 0 || spec->params[di].open)
+        return 1;
+    for (i = 0; i < spec->params[di].nvalues; i++)
+        if (spec->params[di].ints[i] == head_dim)
+            return 1;
+    return 0;
+}
+
+/* The head dims the context's specs of op take, for messages: "32, 64, 96 and any multiple of
+ * 16 ... the specs' constraints keep" is too long to say, so the listed ones, and "and more"
+ * when a spec is open. */
+static void dims_text(const ft_context *ctx, const ft_op *op, char *buf, size_t cap)
+{
+    long long dims[FT_MAX_VALUES];
+    int n = 0, open = 0, i, j, k;
+    size_t len = 0;
+
+    buf[0] = '\0';
+    for (i = -1; i < ctx->nmore; i++) {
+        const ft_spec *s = i < 0 ? ctx->spec : ctx->more[i];
+        const int di = ft__spec_param_index(s, "d");
+        if (spec_op(s) != op || di < 0)
+            continue;
+        open |= s->params[di].open;
+        for (j = 0; j < s->params[di].nlisted; j++) {
+            for (k = 0; k < n && dims[k] != s->params[di].ints[j]; k++)
+                ;
+            if (k == n && n < FT_MAX_VALUES)
+                dims[n++] = s->params[di].ints[j];
+        }
+    }
+    for (i = 1; i < n; i++) /* insertion sort: a handful */
+        for (j = i; j > 0 && dims[j - 1] > dims[j]; j--) {
+            long long t = dims[j];
+            dims[j] = dims[j - 1];
+            dims[j - 1] = t;
+        }
+    for (i = 0; i < n && len + 1 < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%lld", i ? ", " : "", dims[i]);
+    if (open && len + 1 < cap)
+        snprintf(buf + len, cap - len, " and others their constraints keep");
 }
 
 static int collect_key(void *ud, const ft_db_row *row)
@@ -456,7 +507,7 @@ static int load_tuned(ft_context *ctx, kernel_slot *slot, char *how, size_t cap)
     else if (spec == NULL)
         snprintf(how, cap, "the winner %s is of family %s, which this context does not load", row.variant,
                  row.family);
-    else if (ft__variant_parse(spec, row.variant, &v, &err) != FT_OK ||
+    else if (ft__spec_add_values(spec, row.variant, &err) != FT_OK || ft__variant_parse(spec, row.variant, &v, &err) != FT_OK ||
              ft__emit(spec, ft__family_find(spec->template_name), &v, &ctx->session.arch, &src, &err) != FT_OK)
         snprintf(how, cap, "the winner %s cannot be used: %s", row.variant, err.msg);
     else if (!ft__db_winner_check(spec, &v, row.family, row.arch, &want, cubin, size, src.entry,
@@ -525,8 +576,10 @@ static ft_status complete_variant(ft_spec *spec, const char *base, const kernel_
     unsigned mask;
     size_t n, i;
     int idx;
-    ft_status rc = ft__variant_filter_parse(spec, base, &part, &mask, err);
+    ft_status rc = ft__spec_add_values(spec, base, err);
 
+    if (rc == FT_OK)
+        rc = ft__variant_filter_parse(spec, base, &part, &mask, err);
     if (rc != FT_OK)
         return rc;
     n = (size_t)snprintf(text, cap, "%s", base);
@@ -537,7 +590,10 @@ static ft_status complete_variant(ft_spec *spec, const char *base, const kernel_
         n += (size_t)snprintf(text + n, cap - n, ",dtype=%s", slot->key.dtype);
     if (n >= cap)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "the variant '%.200s' is too long", base);
-    rc = ft__variant_parse(spec, text, v, err);
+    /* the call's head dim where the spec's list lacks it and takes more (open) */
+    rc = ft__spec_add_values(spec, text, err);
+    if (rc == FT_OK)
+        rc = ft__variant_parse(spec, text, v, err);
     if (rc != FT_OK)
         return rc;
     memset(&p, 0, sizeof p);
@@ -550,6 +606,17 @@ static ft_status complete_variant(ft_spec *spec, const char *base, const kernel_
     return FT_OK;
 }
 
+/* Whether v has a value that an open parameter of spec does not list but was given. */
+static int added_value(const ft_spec *spec, const ft_variant *v)
+{
+    int i;
+
+    for (i = 0; i < spec->nparams; i++)
+        if (spec->params[i].open && v->idx[i] >= spec->params[i].nlisted)
+            return 1;
+    return 0;
+}
+
 /* Builds one variant text for the slot through the cache: FT_OK with the kernel loaded and
  * what ran in how, or the status with the reason in err. */
 static ft_status build_variant(ft_context *ctx, kernel_slot *slot, ft_spec *spec, const char *base, const char *label,
@@ -558,8 +625,16 @@ static ft_status build_variant(ft_context *ctx, kernel_slot *slot, ft_spec *spec
     char text[1024];
     const size_t used = strlen(slot->how);
     ft_variant v;
+    char why[256];
+    int keep = 1;
     ft_status rc = complete_variant(spec, base, slot, text, sizeof text, &v, err);
 
+    /* A value an open parameter took for this call (a head dim no list has) may be one the
+     * template lacks: the spec's constraints say. (Listed values are built as given, a forced
+     * variant that the spec would prune too.) */
+    if (rc == FT_OK && added_value(spec, &v) &&
+        (rc = ft__spec_check(spec, &v, &ctx->session.arch, &keep, why, sizeof why, err)) == FT_OK && !keep)
+        rc = ft__fail(err, FT_ERR_UNSUPPORTED, "%s prunes %s: %s", spec->name, text, why);
     if (rc == FT_OK)
         rc = ft__session_build(&ctx->session, spec, &v, &slot->k, NULL, err);
     if (rc == FT_OK)
@@ -635,15 +710,18 @@ static void build_slot(ft_context *ctx, kernel_slot *slot)
         slot->status = FT_ERR_UNSUPPORTED;
         for (i = 0; i < n && slot->status != FT_OK; i++) {
             ft_spec *spec = spec_of_family(ctx, order[i]->family);
-            if (spec == NULL)
+            if (spec == NULL || !spec_takes_dim(spec, head_dim))
                 continue;
             slot->status = build_variant(ctx, slot, spec, order[i]->variant, "built-in default", &err);
             tried = 1;
         }
     }
-    if (!tried)
-        snprintf(slot->error, sizeof slot->error, "no %s kernel for head dim %d (flashtune has 32, 64, 96, 128, 192, 256)",
-                 slot->key.op->name, head_dim);
+    if (!tried) {
+        char dims[256];
+        dims_text(ctx, slot->key.op, dims, sizeof dims);
+        snprintf(slot->error, sizeof slot->error, "no %s kernel for head dim %d (the specs' head dims: %s)",
+                 slot->key.op->name, head_dim, dims);
+    }
     else if (slot->status != FT_OK)
         snprintf(slot->error, sizeof slot->error, "%s", err.msg);
     if (!forced)

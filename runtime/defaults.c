@@ -93,6 +93,20 @@ static int entry_takes(const ft_family *fam, const ft_default_kernel *e, int nee
     return ft__facts_take(&f, needs);
 }
 
+/* The head dim whose entries of family serve calls of head dim d: d where the table has it for
+ * the family, else the nearest above it, else -1. */
+static long long entry_dim(const char *family, long long d)
+{
+    long long best = -1;
+    size_t i;
+
+    for (i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
+        if (strcmp(defaults[i].family, family) == 0 && defaults[i].head_dim >= d &&
+            (best < 0 || defaults[i].head_dim < best))
+            best = defaults[i].head_dim;
+    return best;
+}
+
 size_t ft__default_order(const ft_key *key, int needs, const ft_default_kernel **out, size_t cap)
 {
     const int short_only = needs == FT_NEEDS_SPLIT;
@@ -115,7 +129,8 @@ size_t ft__default_order(const ft_key *key, int needs, const ft_default_kernel *
         for (i = 0; i < sizeof defaults / sizeof defaults[0] && n < cap; i++) {
             const ft_default_kernel *e = &defaults[i];
             const ft_family *fam = ft__family_find(e->family);
-            if (fam == NULL || fam->op != key->op || e->head_dim != d || (e->causal >= 0 && e->causal != causal) ||
+            if (fam == NULL || fam->op != key->op || e->head_dim != entry_dim(e->family, d) ||
+                (e->causal >= 0 && e->causal != causal) ||
                 fam->short_query != (passes[k] == 0) || e->min_rows > rows || !entry_takes(fam, e, needs))
                 continue;
             out[n++] = e;

@@ -19,7 +19,9 @@ const ft_default_kernel *ft__default_kernels(size_t *n);
 
 /* The entries that can serve calls of key, in the order the runtime tries them (the first whose
  * family the context has and that builds wins): those of the key's operation, head dim and
- * causality; for a short-query forward key (ops/op.h FT_FWD_SHORT_QUERY) the short-query
+ * causality (for a head dim the table lacks, each family's entries of the nearest head dim above
+ * it: a kernel's tiles for a larger head dim fit a smaller one's shared memory and registers;
+ * the spec's open d then takes the call's); for a short-query forward key (ops/op.h FT_FWD_SHORT_QUERY) the short-query
  * families' first (the ones for more packed rows only where the key has them: min_rows), then the
  * others, and for any other key the others only. needs (ops/op.h FT_NEEDS_*) keeps the entries
  * whose kernels read what the calls give: FT_NEEDS_SPLIT the short-query families' only, whatever

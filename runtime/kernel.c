@@ -146,13 +146,14 @@ ft_status ft__fwd_launch_fn(void *launch, CUstream stream, ft_err *err)
 /* A rank-4 map of one 16-bit tensor, (element, position, head, batch) from the fastest
  * dimension out, whose boxes are `rows` positions of one head by the swizzle span of the
  * head dim (64 elements, 128-byte swizzle, when the head dim is a multiple of 64; else 32,
- * 64-byte swizzle), as templates/flash_fwd_sm90.cuh reads them. Positions past seqlen read
+ * 64-byte swizzle, when it is one of 32; else 16, 32-byte swizzle), as
+ * templates/flash_fwd_sm90.cuh reads them. Positions past seqlen read
  * as zeros. */
 static ft_status encode_map(const ft_cuda *cu, CUtensorMap *map, const void *ptr, int head_dim, int seqlen,
                             int heads, int batch, int64_t batch_stride, int64_t row_stride, int64_t head_stride,
                             int rows, const char *what, ft_err *err)
 {
-    const int span = head_dim % 64 == 0 ? 64 : 32;
+    const int span = head_dim % 64 == 0 ? 64 : head_dim % 32 == 0 ? 32 : 16;
     cuuint64_t dims[4] = {(cuuint64_t)head_dim, (cuuint64_t)seqlen, (cuuint64_t)heads, (cuuint64_t)batch};
     cuuint64_t strides[3] = {(cuuint64_t)row_stride * 2, (cuuint64_t)head_stride * 2, (cuuint64_t)batch_stride * 2};
     cuuint32_t box[4] = {(cuuint32_t)span, (cuuint32_t)rows, 1, 1};
@@ -161,7 +162,9 @@ static ft_status encode_map(const ft_cuda *cu, CUtensorMap *map, const void *ptr
 
     r = cu->p_cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, (void *)ptr, dims, strides, box,
                                      estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                     span == 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
+                                     span == 64   ? CU_TENSOR_MAP_SWIZZLE_128B
+                                     : span == 32 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                  : CU_TENSOR_MAP_SWIZZLE_32B,
                                      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) {
         ft_status rc = ft__cuda_check(cu, r, err, "cuTensorMapEncodeTiled");

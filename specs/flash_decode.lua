@@ -35,7 +35,8 @@ return {
   description = "forward for short queries: split keys, packed query heads (mma.sync, sm_80 and newer)",
 
   params = {
-    { name = "d",      values = { 32, 64, 96, 128, 192, 256 }, doc = "head dimension" },
+    { name = "d",      values = { 32, 64, 80, 96, 128, 160, 192, 256 }, open = true,
+      doc = "head dimension (a call or --only d=N adds any other multiple of 16 up to 256)" },
     { name = "bn",     values = { 16, 32, 64 },   doc = "keys per K/V tile of one warp" },
     { name = "warps",  values = { 2, 4, 8 },      doc = "warps per block, each on its own tiles of the block's keys" },
     { name = "stages", values = { 2, 3 },         doc = "depth of each warp's cp.async K/V ring" },
@@ -46,6 +47,8 @@ return {
   },
 
   constraints = {
+    { "head dims are multiples of 16 from 32 to 256",
+      function(v) return v.d % 16 == 0 and v.d >= 32 and v.d <= 256 end },
     { "a tile's 16-byte chunks spread evenly over a warp's lanes",
       function(v) return (v.bn * v.d // 8) % 32 == 0 end },
     { "the warps' results merge over their rings",

@@ -19,7 +19,8 @@ return {
   description = "FlashAttention-2 forward on mma.sync m16n8k16 (sm_80 and newer)",
 
   params = {
-    { name = "d",      values = { 32, 64, 96, 128, 192, 256 }, doc = "head dimension" },
+    { name = "d",      values = { 32, 64, 80, 96, 128, 160, 192, 256 }, open = true,
+      doc = "head dimension (a call or --only d=N adds any other multiple of 16 up to 256)" },
     { name = "bm",     values = { 64, 128 },      doc = "query rows per thread block" },
     { name = "bn",     values = { 32, 64, 128 },  doc = "keys per K/V tile" },
     { name = "warps",  values = { 4, 8 },         doc = "warps per thread block" },
@@ -31,6 +32,8 @@ return {
   },
 
   constraints = {
+    { "head dims are multiples of 16 from 32 to 256",
+      function(v) return v.d % 16 == 0 and v.d >= 32 and v.d <= 256 end },
     { "each warp owns a multiple of 16 query rows",
       function(v) return v.bm % (16 * v.warps) == 0 end },
     { "at most two m16 tiles per warp",

@@ -29,7 +29,8 @@ return {
   description = "Hopper forward: TMA, wgmma, producer/consumer warpgroups (sm_90a)",
 
   params = {
-    { name = "d",        values = { 64, 96, 128, 192, 256 }, doc = "head dimension" },
+    { name = "d",        values = { 64, 80, 96, 128, 160, 192, 256 }, open = true,
+      doc = "head dimension (a call or --only d=N adds any other multiple of 16 from 32 to 256)" },
     { name = "bm",       values = { 64, 128, 192 },   doc = "query rows per thread block (64 per consumer warpgroup)" },
     { name = "bn",       values = { 64, 80, 96, 128, 176, 192 }, doc = "keys per K/V tile" },
     { name = "stages",   values = { 2, 3 },           doc = "depth of the TMA K/V ring" },
@@ -41,6 +42,8 @@ return {
   },
 
   constraints = {
+    { "head dims are multiples of 16 from 32 to 256",
+      function(v) return v.d % 16 == 0 and v.d >= 32 and v.d <= 256 end },
     { "ping-pong takes two consumer warpgroups",
       function(v) return v.pingpong == 0 or v.bm == 128 end },
     { "balanced units pair causal row blocks",

@@ -32,7 +32,7 @@
 //   lse_part float [splits][R]
 //
 // Compile-time parameters, defined by the generated prelude:
-//   FTP_D       head dimension (a multiple of 32, at most 256)
+//   FTP_D       head dimension (a multiple of 16 from 32 to 256)
 //   FTP_BN      keys per tile (a multiple of 16)     FTP_WARPS  warps per CTA (each its own keys)
 //   FTP_STAGES  depth of each warp's K/V ring (2..4) FTP_MT     m16 row tiles per CTA (1 or 2)
 //   FTP_PACK    1: a CTA's rows are the group's query heads × queries, 0: one query head's queries
@@ -78,7 +78,7 @@ constexpr int OP = D + 4;
 constexpr int MERGE_WARP = ROWS * (OP + 2); // floats
 constexpr int MERGE_BYTES = WARPS * MERGE_WARP * 4;
 
-static_assert(D % 32 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 32, at most 256");
+static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 16 from 32 to 256");
 static_assert(BN % 16 == 0 && BN >= 16 && BN <= 128, "keys per tile: a multiple of 16, at most 128");
 static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 stages per warp");
 static_assert(MT == 1 || MT == 2, "one or two m16 row tiles");
@@ -470,7 +470,9 @@ __device__ __forceinline__ void flash_decode(const FwdParams &p)
 // broadcast; the partial rows' loads do not wait on them, so several are in flight at once.
 __device__ __forceinline__ void flash_decode_combine(const FwdParams &p)
 {
-    constexpr int CPL = D / 32; // columns per lane
+    // Columns per lane: lane + 32·k; the last k of a head dim that is not a multiple of 32 (80,
+    // 112, ...) has columns for the first half of the lanes only.
+    constexpr int CPL = (D + 31) / 32;
     const int lane = (int)threadIdx.x & 31;
     const long long nrows = (long long)p.batch * p.heads_q * p.seqlen_q;
     const long long row = (long long)blockIdx.x * WARPS + ((int)threadIdx.x >> 5);
@@ -507,7 +509,8 @@ __device__ __forceinline__ void flash_decode_combine(const FwdParams &p)
                 const float w = __shfl_sync(0xffffffffu, w_lane, j);
 #pragma unroll
                 for (int k = 0; k < CPL; ++k)
-                    acc[k] += w * o[(long long)j * nrows * D + 32 * k];
+                    if (D % 32 == 0 || lane + 32 * k < D)
+                        acc[k] += w * o[(long long)j * nrows * D + 32 * k];
             }
         }
     // The row's place, after the loop (its 64-bit divisions are calls that would spill live
@@ -522,7 +525,8 @@ __device__ __forceinline__ void flash_decode_combine(const FwdParams &p)
     u16 *o = (u16 *)p.o + seq.o_offset(p, batch) + i * p.o_row_stride + head * p.o_head_stride + lane;
 #pragma unroll
     for (int k = 0; k < CPL; ++k)
-        o[32 * k] = (u16)(pack2(acc[k], 0.f) & 0xffffu);
+        if (D % 32 == 0 || lane + 32 * k < D)
+            o[32 * k] = (u16)(pack2(acc[k], 0.f) & 0xffffu);
     if (lane == 0 && p.lse)
         p.lse[seq.lse_index(p, batch, head, i)] = lse;
 }

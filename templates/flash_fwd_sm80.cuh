@@ -24,7 +24,7 @@
 //     read (the loads stop at its length).
 //
 // Compile-time parameters, defined by the generated prelude:
-//   FTP_D        head dimension (a multiple of 32)
+//   FTP_D        head dimension (a multiple of 16 from 32 to 256)
 //   FTP_BM       query rows per CTA            FTP_BN      keys per K/V tile
 //   FTP_WARPS    warps per CTA                 FTP_STAGES  depth of the K/V ring (1..4)
 //   FTP_CAUSAL   0 or 1                        FTP_QREG    1: keep Q fragments in registers
@@ -74,7 +74,7 @@ constexpr int Q_BYTES = BM * (D + 8) * 2;
 constexpr int KV_BYTES = BN * (D + 8) * 2; // one K or one V tile
 constexpr int SMEM_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES;
 
-static_assert(D % 32 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 32, at most 256");
+static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 16 from 32 to 256");
 static_assert(BM % (16 * WARPS) == 0, "each warp owns a multiple of 16 query rows");
 static_assert(BN % 16 == 0 && BN >= 16, "key tile must be a multiple of 16");
 static_assert(STAGES >= 1 && STAGES <= 4, "1 to 4 pipeline stages");

@@ -38,11 +38,12 @@
 // consumers in its slot.
 //
 // Shared memory: tiles are stored as D/CH column blocks of [rows][CH] elements, rows of
-// CH·2 bytes swizzled as TMA's SWIZZLE_128B (CH = 64) or SWIZZLE_64B (CH = 32) writes them,
+// CH·2 bytes swizzled as TMA's SWIZZLE_128B (CH = 64), SWIZZLE_64B (CH = 32) or SWIZZLE_32B
+// (CH = 16: head dims that are odd multiples of 16, such as 80 and 112) writes them,
 // which is also wgmma's canonical K-major layout (Q, K) and MN-major layout (V).
 //
 // Compile-time parameters, defined by the generated prelude:
-//   FTP_D        head dimension (64, 96, 128, 192, 256; a multiple of 32)
+//   FTP_D        head dimension (a multiple of 16 from 32 to 256)
 //   FTP_BM       query rows per CTA: 64 per consumer warpgroup (64, 128, 192)
 //   FTP_BN       keys per K/V tile (a multiple of 16, at most 256)
 //   FTP_STAGES   depth of the K/V ring (2..4)
@@ -81,8 +82,8 @@ constexpr bool BALANCE = FTP_BALANCE != 0;
 
 constexpr int NWG = BM / 64;             // consumer warpgroups
 constexpr int THREADS = 128 * (NWG + 1); // plus the producer warpgroup
-constexpr int CH = D % 64 == 0 ? 64 : 32; // elements per swizzled row of a column block
-constexpr int SWB = CH * 2;               // its bytes: the swizzle span (128 or 64)
+constexpr int CH = D % 64 == 0 ? 64 : D % 32 == 0 ? 32 : 16; // elements per swizzled row of a column block
+constexpr int SWB = CH * 2;               // its bytes: the swizzle span (128, 64 or 32)
 constexpr int NCB = D / CH;               // column blocks of a tile
 constexpr int Q_BYTES = BM * D * 2;
 constexpr int KV_BYTES = BN * D * 2; // one K or one V tile
@@ -106,7 +107,7 @@ constexpr int NARROW = (BN / 2 + 15) / 16 * 16;
 constexpr bool USE_NARROW = CAUSAL && NARROW < BN;
 constexpr int SNN = NARROW / 2;
 
-static_assert(D % 32 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 32, at most 256");
+static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 16 from 32 to 256");
 static_assert(BM % 64 == 0 && NWG >= 1 && NWG <= 3, "64 query rows per consumer warpgroup, 1 to 3 warpgroups");
 static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "key tile must be a multiple of 16, at most 256");
 static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 pipeline stages");
@@ -125,8 +126,8 @@ constexpr int BAR_TURN = 1; // BAR_TURN + w: consumer w may issue its wgmmas
 // ---- shared-memory matrix descriptors (PTX ISA, "Matrix Descriptor Format") --------------------
 // Start address >> 4 in bits 0–13, leading byte offset >> 4 in 16–29, stride byte offset >> 4
 // in 32–45, base offset 0 (every swizzle pattern starts on a 1024-byte boundary), swizzle mode
-// in 62–63: 1 = 128 B, 2 = 64 B.
-constexpr u64 SWIZZLE_MODE = SWB == 128 ? 1ull : 2ull;
+// in 62–63: 1 = 128 B, 2 = 64 B, 3 = 32 B.
+constexpr u64 SWIZZLE_MODE = SWB == 128 ? 1ull : SWB == 64 ? 2ull : 3ull;
 
 __device__ __forceinline__ u64 make_desc(u32 addr, u32 lbo, u32 sbo)
 {

@@ -71,8 +71,14 @@ ft_cli_test(plan_missing_file fail "cannot open tests/specs/no_such_spec.lua"
   plan tests/specs/no_such_spec.lua)
 ft_cli_test(gen_unknown_param fail "unknown parameter 'tile' in variant"
   gen specs/flash_fwd.lua --variant "d=128,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,overlap=0,tile=2")
-ft_cli_test(gen_bad_value fail "'100' is not a value of parameter 'd'"
-  gen specs/flash_fwd.lua --variant "d=100,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,overlap=0")
+ft_cli_test(gen_bad_value fail "'100' is not a value of parameter 'bm' \\(spec flash_fwd allows: 64, 128\\)"
+  gen specs/flash_fwd.lua --variant "d=128,bm=100,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,overlap=0")
+# An open parameter (d of the forward specs) takes a value it does not list: plan compiles it,
+# the constraints prune what the templates lack
+ft_cli_test(plan_open_head_dim ok "d=112,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,overlap=0 +compiled"
+  plan specs/flash_fwd.lua --arch sm_80 --only "d=112,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,overlap=0" -j 2)
+ft_cli_test(plan_open_head_dim_pruned fail "all 1 variants of .* are pruned"
+  plan specs/flash_fwd.lua --arch sm_80 --only "d=100,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,overlap=0" -j 2)
 ft_cli_test(gen_source ok "FT_DEFINE_KERNEL\\(ft_flash_fwd_sm80_d128_bm128_bn64_warps4_stages2_causal1_dtypef16_qreg0_overlap0\\)"
   gen specs/flash_fwd.lua --variant "d=128,bm=128,bn=64,warps=4,stages=2,causal=1,dtype=f16,qreg=0,overlap=0")
 # The Hopper family: a plan refuses a GPU other than compute capability 9.0, builds for sm_90a

@@ -571,6 +571,123 @@ static void test_public_varlen(void)
         ft_context_destroy(ctxs[f]);
 }
 
+/* The backward's arguments of a call of problem p on tensors t. */
+static void bwd_args_of(const ft_bwd_tensors *t, const ft_problem *p, ft_attention_bwd_args *a)
+{
+    ft_bwd_params bp;
+
+    ft__bwd_tensors_params(t, &bp);
+    ft_attention_bwd_args_init(a);
+    a->dtype = p->bf16 ? FT_BF16 : FT_F16;
+    a->batch = p->batch, a->heads_q = p->heads_q, a->heads_kv = p->heads_kv;
+    a->seqlen_q = p->seqlen_q, a->seqlen_k = p->seqlen_k, a->head_dim = p->head_dim;
+    a->q = bp.q, a->k = bp.k, a->v = bp.v, a->o = bp.o, a->dout = bp.dout, a->lse = bp.lse;
+    a->dq = bp.dq, a->dk = bp.dk, a->dv = bp.dv;
+    a->q_stride[0] = t->sq.batch, a->q_stride[1] = t->sq.row, a->q_stride[2] = t->sq.head;
+    a->k_stride[0] = t->sk.batch, a->k_stride[1] = t->sk.row, a->k_stride[2] = t->sk.head;
+    memcpy(a->o_stride, a->q_stride, sizeof a->q_stride);
+    memcpy(a->dout_stride, a->q_stride, sizeof a->q_stride);
+    memcpy(a->dq_stride, a->q_stride, sizeof a->q_stride);
+    memcpy(a->v_stride, a->k_stride, sizeof a->k_stride);
+    memcpy(a->dk_stride, a->k_stride, sizeof a->k_stride);
+    memcpy(a->dv_stride, a->k_stride, sizeof a->k_stride);
+    a->causal = p->causal, a->deterministic = p->deterministic;
+}
+
+/* Head dims that are multiples of 16 beyond the six of the first kernels: listed ones (80, 160)
+ * and ones no spec lists (48, 112, 224: the specs' open d takes them, the defaults of the next
+ * head dim above serve them), prefill and decode, each against the reference; on compute
+ * capability 9.0 the sm_90a family runs the prefill calls (80 and 112 with 32-byte swizzled
+ * tiles). The sm80 family on the same head dims, forced. A head dim no template takes (72) and
+ * the backward of one it lacks (80) are FT_ERR_UNSUPPORTED, saying so. */
+static void test_public_head_dims(void)
+{
+    static const int dims[] = {48, 80, 112, 160, 224};
+    static const forced_variant sm80[] = {{"specs/flash_fwd.lua", "bm=128,bn=64,warps=4,stages=2,qreg=0,overlap=1"}};
+    ft_context *ctxs[2], *ctx, *forced;
+    size_t i;
+    int causal, run;
+
+    forced_contexts(sm80, 1, ctxs);
+    ctx = ctxs[0], forced = ctxs[1];
+    for (i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        for (causal = 0; causal < 2; causal++)
+            for (run = 0; run < 3; run++) { /* prefill, decode, prefill on the forced sm80 variant */
+                ft_problem p;
+                ft_tensors t;
+                ft_check check;
+                ft_err err;
+                char shape[96], which[256], want[32];
+
+                memset(&p, 0, sizeof p);
+                p.causal = causal, p.bf16 = (int)(i + causal) % 2;
+                if (run == 1)
+                    snprintf(shape, sizeof shape, "b=3,hq=8,hkv=2,sq=2,sk=3001,d=%d", dims[i]);
+                else
+                    snprintf(shape, sizeof shape, "b=2,hq=4,hkv=2,sq=%d,sk=333,d=%d", 257 + causal * 77, dims[i]);
+                ASSERT_OK(ft__problem_parse(shape, &p, &err), &err);
+                ASSERT_OK(ft__tensors_create(session.cu, &p, &t, &err), &err);
+                ASSERT_OK(ft__tensors_fill(&session.verifier, &t, 31 + i, 1.f, &err), &err);
+                ASSERT_OK(ft__tensors_reference(&session.verifier, &t, &err), &err);
+                public_forward_check(run == 2 ? forced : ctx, &t, &p, FT_ARGS_VERSION, 0, 0, &check, which,
+                                     sizeof which);
+                snprintf(want, sizeof want, "d=%d,", dims[i]);
+                ASSERT_CONTAINS(which, want);
+                if (run == 1)
+                    ASSERT_CONTAINS(which, "pack=");
+                else if (run == 0 && session.arch.cc == 90)
+                    ASSERT_CONTAINS(which, "pingpong=");
+                else if (run == 2)
+                    ASSERT_CONTAINS(which, "qreg=");
+                if (!check.pass)
+                    FT_FAIL_("%s causal=%d %s: %s: %s", shape, causal, p.bf16 ? "bf16" : "f16", which, check.detail);
+                printf("  head dim %s causal=%d %s: pass (O rel L2 %.2e): %s\n", shape, causal, p.bf16 ? "bf16" : "f16",
+                       check.o_rel_l2, which);
+                ft__tensors_destroy(session.cu, &t);
+            }
+    {
+        /* no template takes 72; the backward's specs do not take 80 */
+        ft_problem p;
+        ft_tensors t;
+        ft_attention_args a;
+        ft_attention_bwd_args b;
+        ft_err err;
+        memset(&p, 0, sizeof p);
+        ASSERT_OK(ft__problem_parse("b=1,hq=2,sq=64,sk=64,d=72", &p, &err), &err);
+        ASSERT_OK(ft__tensors_create(session.cu, &p, &t, &err), &err);
+        args_of(&t, &p, FT_ARGS_VERSION, &a);
+        ASSERT_EQ(ft_attention_forward(ctx, &a, NULL), FT_ERR_UNSUPPORTED);
+        ASSERT_CONTAINS(ft_last_error(ctx), "head dims are multiples of 16");
+        printf("  head dim 72: %s\n", ft_last_error(ctx));
+        ft__tensors_destroy(session.cu, &t);
+        {
+            /* [1, 64, 2, 80] tensors: the inputs share one buffer, each gradient has its own */
+            const int64_t stride[3] = {64 * 2 * 80, 2 * 80, 80};
+            CUdeviceptr buf[5];
+            size_t bytes = 0;
+            int k;
+            for (k = 0; k < 5; k++)
+                ASSERT_EQ(session.cu->p_cuMemAlloc(&buf[k], 64 * 2 * 80 * 2), CUDA_SUCCESS);
+            ft_attention_bwd_args_init(&b);
+            b.dtype = FT_F16, b.batch = 1, b.heads_q = b.heads_kv = 2, b.seqlen_q = b.seqlen_k = 64, b.head_dim = 80;
+            b.q = b.k = b.v = b.o = b.dout = (void *)(uintptr_t)buf[0];
+            b.dq = (void *)(uintptr_t)buf[1], b.dk = (void *)(uintptr_t)buf[2], b.dv = (void *)(uintptr_t)buf[3];
+            b.lse = (float *)(uintptr_t)buf[4];
+            memcpy(b.q_stride, stride, sizeof stride), memcpy(b.k_stride, stride, sizeof stride);
+            memcpy(b.v_stride, stride, sizeof stride), memcpy(b.o_stride, stride, sizeof stride);
+            memcpy(b.dout_stride, stride, sizeof stride), memcpy(b.dq_stride, stride, sizeof stride);
+            memcpy(b.dk_stride, stride, sizeof stride), memcpy(b.dv_stride, stride, sizeof stride);
+            ASSERT_EQ(ft_attention_backward_workspace_size(ctx, &b, &bytes), FT_ERR_UNSUPPORTED);
+            ASSERT_CONTAINS(ft_last_error(ctx), "head dim 80");
+            printf("  backward head dim 80: %s\n", ft_last_error(ctx));
+            for (k = 0; k < 5; k++)
+                session.cu->p_cuMemFree(buf[k]);
+        }
+    }
+    ft_context_destroy(forced);
+    ft_context_destroy(ctx);
+}
+
 /* ft_attention_backward for every head dim, both dtypes, causal or not (sq > sk: rows that see
  * no key), grouped-query heads, head-major tensors and a deterministic call: the gradients pass
  * the operation's bounds against the reference (ft__bwd_check_gradients), with the gradients
@@ -591,7 +708,6 @@ static void test_public_backward(void)
                 const int det = i == 3 && causal && bf16;
                 ft_problem p;
                 ft_bwd_tensors t;
-                ft_bwd_params bp;
                 ft_attention_bwd_args a;
                 ft_bwd_check check;
                 ft_err err;
@@ -607,22 +723,7 @@ static void test_public_backward(void)
                 ASSERT_OK(ft__problem_parse(shape, &p, &err), &err);
                 ASSERT_OK(ft__bwd_tensors_create(session.cu, &p, &t, &err), &err);
                 ASSERT_OK(ft__bwd_tensors_prepare(&session.verifier, &t, 11 + i, 1.f, &err), &err);
-                ft__bwd_tensors_params(&t, &bp);
-                ft_attention_bwd_args_init(&a);
-                a.dtype = bf16 ? FT_BF16 : FT_F16;
-                a.batch = p.batch, a.heads_q = p.heads_q, a.heads_kv = p.heads_kv;
-                a.seqlen_q = p.seqlen_q, a.seqlen_k = p.seqlen_k, a.head_dim = p.head_dim;
-                a.q = bp.q, a.k = bp.k, a.v = bp.v, a.o = bp.o, a.dout = bp.dout, a.lse = bp.lse;
-                a.dq = bp.dq, a.dk = bp.dk, a.dv = bp.dv;
-                a.q_stride[0] = t.sq.batch, a.q_stride[1] = t.sq.row, a.q_stride[2] = t.sq.head;
-                a.k_stride[0] = t.sk.batch, a.k_stride[1] = t.sk.row, a.k_stride[2] = t.sk.head;
-                memcpy(a.o_stride, a.q_stride, sizeof a.q_stride);
-                memcpy(a.dout_stride, a.q_stride, sizeof a.q_stride);
-                memcpy(a.dq_stride, a.q_stride, sizeof a.q_stride);
-                memcpy(a.v_stride, a.k_stride, sizeof a.k_stride);
-                memcpy(a.dk_stride, a.k_stride, sizeof a.k_stride);
-                memcpy(a.dv_stride, a.k_stride, sizeof a.k_stride);
-                a.causal = causal, a.deterministic = det;
+                bwd_args_of(&t, &p, &a);
                 if (ft_attention_backward_workspace_size(ctx, &a, &bytes) != FT_OK)
                     FT_FAIL_("%s: %s", shape, ft_last_error(ctx));
                 ASSERT_TRUE(bytes > 0 && bytes % 256 == 0);
@@ -752,7 +853,7 @@ int ft_test_failed_;
 int main(void)
 {
     static const ft_test_case cases[] = {FT_CASE(test_gpu_reference_matches_cpu), FT_CASE(test_public_forward),
-                                         FT_CASE(test_public_decode), FT_CASE(test_gpu_reference_kv_lengths),
+                                         FT_CASE(test_public_decode), FT_CASE(test_public_head_dims), FT_CASE(test_gpu_reference_kv_lengths),
                                          FT_CASE(test_public_kv_cache), FT_CASE(test_public_varlen),
                                          FT_CASE(test_public_backward), FT_CASE(test_public_bad_arguments)};
     const ft_cuda *cu;

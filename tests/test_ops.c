@@ -409,7 +409,20 @@ static void test_default_order(void)
     ASSERT_TRUE(n >= 1);
     for (i = 0; i < n; i++)
         ASSERT_TRUE(strncmp(order[i]->family, "flash_bwd_", 10) == 0);
-    ft__key_of(&ft__op_fwd, "bf16", 80, 0, 0, 4, 32, 4, 1, 4096, &k); /* no kernel for d = 80 */
+    /* A head dim the table lacks: each family's entries of the nearest one above it (the
+     * spec's open d takes the call's); none above 256. */
+    ft__key_of(&ft__op_fwd, "bf16", 80, 0, 0, 4, 32, 4, 4096, 4096, &k);
+    n = ft__default_order(&k, FT_NEEDS_DENSE, order, FT_DEFAULTS_MAX);
+    ASSERT_TRUE(n >= 2);
+    ASSERT_STREQ(order[0]->family, "flash_fwd_sm90");
+    for (i = 0; i < n; i++)
+        ASSERT_EQ(order[i]->head_dim, 96);
+    ft__key_of(&ft__op_fwd, "bf16", 224, 1, 0, 4, 32, 4, 4096, 4096, &k);
+    n = ft__default_order(&k, FT_NEEDS_DENSE, order, FT_DEFAULTS_MAX);
+    ASSERT_TRUE(n >= 2);
+    for (i = 0; i < n; i++)
+        ASSERT_EQ(order[i]->head_dim, 256);
+    ft__key_of(&ft__op_fwd, "bf16", 272, 0, 0, 4, 32, 4, 1, 4096, &k); /* no kernel for d = 272 */
     ASSERT_EQ(ft__default_order(&k, FT_NEEDS_DENSE, order, FT_DEFAULTS_MAX), 0);
     ASSERT_EQ(ft__default_order(&k, FT_NEEDS_DENSE, order, 0), 0);
 }

@@ -582,7 +582,7 @@ static void test_sm90_pruning(void)
     ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
     ASSERT_OK(ft__plan_build(spec, &arch, NULL, 0, &plan, &err), &err);
     ASSERT_EQ(plan->nitems, spec->nvariants);
-    ASSERT_EQ(spec->nvariants, 5 * 3 * 6 * 2 * 2 * 2 * 2 * 2 * 2);
+    ASSERT_EQ(spec->nvariants, 7 * 3 * 6 * 2 * 2 * 2 * 2 * 2 * 2);
     for (i = 0; i < plan->nitems; i++) {
         const ft_plan_item *it = &plan->items[i];
         long long d = ft__variant_int(spec, &it->variant, "d", 0);

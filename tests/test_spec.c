@@ -385,6 +385,86 @@ static void test_params_rules(void)
                "params describe 16777216 variants");
 }
 
+/* An open parameter: a value it does not list joins it when asked for (last, so the variants
+ * made before keep their meaning), the space grows, and the constraints still decide; a closed
+ * one, a string one and bad input are refused with the spec unchanged. */
+static void test_open_param(void)
+{
+    static const char text[] = "return { name = 'open', template = 'flash_fwd_sm80',\n"
+                               "  params = { { name = 'd', values = { 64, 128 }, open = true },\n"
+                               "             { name = 'bm', values = { 64, 128 } },\n"
+                               "             { name = 'dtype', values = { 'f16' } } },\n"
+                               "  constraints = { { 'd a multiple of 16', function(v) return v.d % 16 == 0 end } },\n"
+                               "  smem = function(v) return v.d * v.bm end }\n";
+    ft_spec *spec = NULL;
+    ft_variant v, before;
+    unsigned mask;
+    char out[256];
+    ft_arch arch;
+    int keep = 0;
+    ft_err err;
+    int i;
+
+    ASSERT_OK(ft__spec_load_text("open.lua", text, NULL, &spec, &err), &err);
+    ASSERT_TRUE(spec->params[0].open);
+    ASSERT_TRUE(!spec->params[1].open);
+    ASSERT_EQ(spec->params[0].nlisted, 2);
+    ASSERT_EQ(spec->nvariants, 4);
+    ASSERT_OK(ft__variant_parse(spec, "d=128,bm=128,dtype=f16", &before, &err), &err);
+    /* not listed: the parse refuses it until it is added */
+    ASSERT_EQ(ft__variant_parse(spec, "d=80,bm=64,dtype=f16", &v, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "'80' is not a value of parameter 'd'");
+    ASSERT_OK(ft__spec_add_values(spec, " d = 80 ,bm=64,dtype=f16", &err), &err);
+    ASSERT_EQ(spec->params[0].nvalues, 3);
+    ASSERT_EQ(spec->params[0].nlisted, 2);
+    ASSERT_EQ(spec->params[0].ints[2], 80);
+    ASSERT_EQ(spec->nvariants, 6);
+    ASSERT_OK(ft__variant_parse(spec, "d=80,bm=64,dtype=f16", &v, &err), &err);
+    ft__variant_format(spec, &v, out, sizeof out);
+    ASSERT_STREQ(out, "d=80,bm=64,dtype=f16");
+    ft__variant_format(spec, &before, out, sizeof out);
+    ASSERT_STREQ(out, "d=128,bm=128,dtype=f16");
+    /* again: nothing changes; a filter adds too */
+    ASSERT_OK(ft__spec_add_values(spec, "d=80", &err), &err);
+    ASSERT_EQ(spec->params[0].nvalues, 3);
+    ASSERT_OK(ft__spec_add_values(spec, "d=72", &err), &err);
+    ASSERT_OK(ft__variant_filter_parse(spec, "d=72", &v, &mask, &err), &err);
+    ASSERT_EQ(spec->nvariants, 8);
+    /* the constraints decide what an added value keeps */
+    ASSERT_OK(ft__arch_builtin("sm_80", &arch, &err), &err);
+    ASSERT_OK(ft__variant_parse(spec, "d=72,bm=64,dtype=f16", &v, &err), &err);
+    ASSERT_OK(ft__spec_check(spec, &v, &arch, &keep, out, sizeof out, &err), &err);
+    ASSERT_TRUE(!keep);
+    ASSERT_STREQ(out, "d a multiple of 16");
+    /* a closed parameter, a negative or malformed value: left to the parse, which refuses */
+    ASSERT_OK(ft__spec_add_values(spec, "bm=96,d=-16,d=x,junk", &err), &err);
+    ASSERT_EQ(spec->params[1].nvalues, 2);
+    ASSERT_EQ(spec->params[0].nvalues, 4);
+    ASSERT_EQ(ft__spec_add_value(spec, 1, 96, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "'96' is not a value of parameter 'bm' (spec open allows: 64, 128)");
+    ASSERT_EQ(ft__spec_add_value(spec, 0, -16, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_EQ(ft__spec_add_value(spec, 2, 1, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_EQ(ft__spec_add_value(spec, 7, 1, &err), FT_ERR_INVALID_ARGUMENT);
+    /* FT_MAX_VALUES at most */
+    for (i = 0; spec->params[0].nvalues < FT_MAX_VALUES; i++)
+        ASSERT_OK(ft__spec_add_value(spec, 0, 1000 + i, &err), &err);
+    ASSERT_EQ(ft__spec_add_value(spec, 0, 5000, &err), FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "has 64 values, the most it can have");
+    ASSERT_EQ(spec->nvariants, 2 * FT_MAX_VALUES);
+    ft__spec_free(spec);
+    spec = NULL;
+    /* open is a boolean, of integer parameters only */
+    ASSERT_EQ(ft__spec_load_text("o.lua", "return { name = 'o', template = 'flash_fwd_sm80', params = {"
+                                 " { name = 'dtype', values = { 'f16' }, open = true } }, smem = function() return 0 end }",
+                                 NULL, &spec, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "params[1].open: only a parameter of integer values can be open");
+    ASSERT_EQ(ft__spec_load_text("o.lua", "return { name = 'o', template = 'flash_fwd_sm80', params = {"
+                                 " { name = 'd', values = { 64 }, open = 1 } }, smem = function() return 0 end }",
+                                 NULL, &spec, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "params[1].open must be true or false, not");
+    ASSERT_TRUE(spec == NULL);
+}
+
 static void test_workload_rules(void)
 {
     load_fails("workload_not_multiple.lua", "workload_not_multiple.lua: ",
@@ -1142,7 +1222,7 @@ FT_TEST_MAIN(FT_CASE(test_require), FT_CASE(test_valid_spec_loads), FT_CASE(test
              FT_CASE(test_pcall_still_works), FT_CASE(test_bad_return_values),
              FT_CASE(test_syntax_error), FT_CASE(test_runtime_error),
              FT_CASE(test_error_without_position), FT_CASE(test_missing_field),
-             FT_CASE(test_mistyped_fields), FT_CASE(test_params_rules),
+             FT_CASE(test_mistyped_fields), FT_CASE(test_params_rules), FT_CASE(test_open_param),
              FT_CASE(test_workload_rules), FT_CASE(test_unknown_field), FT_CASE(test_spills_field), FT_CASE(test_not_a_table),
              FT_CASE(test_endless_loop), FT_CASE(test_memory_cap), FT_CASE(test_sandbox_removes),
              FT_CASE(test_binary_chunk_and_missing_file), FT_CASE(test_constraint_error),

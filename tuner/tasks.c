@@ -172,13 +172,16 @@ static void workload_problem(const ft_workload *wl, ft_problem *p)
 
 /* The spec's workloads crossed with its dtypes, causal values and (the backward's) det values,
  * buckets of the operation its family computes; a workload the tuner cannot set up is an error
- * naming the spec. */
-static ft_status spec_targets(const ft_spec *spec, target_list *l, ft_err *err)
+ * naming the spec. only: the tune's filter (--only), or NULL. */
+static ft_status spec_targets(const ft_spec *spec, const char *only, target_list *l, ft_err *err)
 {
+    ft_variant f;
+    unsigned mask = 0;
+    ft_err ferr;
     int di = ft__spec_param_index(spec, "dtype"), ci = ft__spec_param_index(spec, "causal");
     int ei = ft__spec_param_index(spec, "det");
     int ndt = di >= 0 ? spec->params[di].nvalues : 1, nc = ci >= 0 ? spec->params[ci].nvalues : 1;
-    int ne = ei >= 0 ? spec->params[ei].nvalues : 1;
+    int ne = ei >= 0 ? spec->params[ei].nvalues : 1, hi = ft__spec_param_index(spec, "d");
     const ft_family *fam = ft__spec_family(spec, err);
     ft_status rc = FT_OK;
     int w, dt, c, e;
@@ -204,6 +207,34 @@ static ft_status spec_targets(const ft_spec *spec, target_list *l, ft_err *err)
                     rc = target_add(l, fam->op, &spec->workloads[w], di >= 0 ? spec->params[di].strings[dt] : "f16",
                                     ci >= 0 ? (int)spec->params[ci].ints[c] : 0,
                                     ei >= 0 ? (int)spec->params[ei].ints[e] : 0, err);
+    /* A head dim that the filter asks for (--only d=80) and no workload has: the workloads of
+     * the nearest head dim they have, above it where there is one. */
+    if (rc == FT_OK && hi >= 0 && only != NULL && ft__variant_filter_parse(spec, only, &f, &mask, &ferr) == FT_OK &&
+        (mask & (1u << hi))) {
+        const int want = (int)spec->params[hi].ints[f.idx[hi]];
+        int above = -1, below = -1, has = 0, base;
+        for (w = 0; w < spec->nworkloads; w++) {
+            const int d = spec->workloads[w].d;
+            has |= d == want;
+            if (d > want && (above < 0 || d < above))
+                above = d;
+            if (d < want && d > below)
+                below = d;
+        }
+        base = has ? -1 : above >= 0 ? above : below;
+        for (w = 0; w < spec->nworkloads && base >= 0 && rc == FT_OK; w++) {
+            ft_workload wl = spec->workloads[w];
+            if (wl.d != base)
+                continue;
+            wl.d = want;
+            for (dt = 0; dt < ndt && rc == FT_OK; dt++)
+                for (c = 0; c < nc && rc == FT_OK; c++)
+                    for (e = 0; e < ne && rc == FT_OK; e++)
+                        rc = target_add(l, fam->op, &wl, di >= 0 ? spec->params[di].strings[dt] : "f16",
+                                        ci >= 0 ? (int)spec->params[ci].ints[c] : 0,
+                                        ei >= 0 ? (int)spec->params[ei].ints[e] : 0, err);
+        }
+    }
     return rc;
 }
 
@@ -412,7 +443,7 @@ ft_status ft__tuner_make_tasks(tuner *tu, const target_list *given, ft_err *err)
     for (s = 0; s < tu->nspecs && rc == FT_OK; s++) {
         if (l == &own) {
             own.n = 0;
-            rc = spec_targets(tu->specs[s], &own, err);
+            rc = spec_targets(tu->specs[s], tu->o->only, &own, err);
         }
         for (i = 0; i < l->n && rc == FT_OK; i++)
             rc = add_task(tu, s, &l->v[i], err);
