@@ -2,7 +2,7 @@
 # The README's test command and CI's (.ci/run): installs what is missing, then runs three
 # phases and prints how long each took:
 #   build  build/ (-DFT_WERROR=ON) and its ctest, every label but full: unit, cli, install,
-#          gpu (reported "skipped" without a GPU) and slow (a sample of about a sixth of each
+#          gpu (reported "skipped" without a GPU) and slow (a sample of about an eighth of each
 #          built-in space compiled by NVRTC, flashtune plan --sample)
 #   asan   build-asan/ (-DFT_SANITIZE=ON: ASan and UBSan) and its tests but the slow ones:
 #          unit, cli, install and gpu (skipped without a GPU); the compile cache of build/'s
@@ -13,7 +13,7 @@
 # (build 8-11, asan 1.5-2, fuzz 1-2; the sampled spaces 6.5 of them, sm_90a alone 2.3).
 #
 # FT_TEST_LABELS replaces the build phase's selection of labels (default '-LE full'):
-#   FT_TEST_LABELS='-L full'   the whole spaces, every kept variant (about 57 minutes)
+#   FT_TEST_LABELS='-L full'   the whole spaces, every kept variant (about 72 minutes)
 #   FT_TEST_LABELS='-LE slow'  neither the sampled nor the whole spaces
 # FT_TEST_PHASES picks the phases (default 'build asan fuzz'). Every phase runs even when one
 # before it failed; the script fails if any did.

@@ -92,3 +92,14 @@ n0=$(grep -c '^\[0\] measure' "$dir/log"); n1=$(grep -c '^\[1\] measure' "$dir/l
 FAKE_ODD_DEVICE=1 tune --device all && fail "--device all with two models should fail"
 grep -q 'needs identical GPUs' "$dir/out" || fail "--device all: no clear message for different GPUs"
 echo "--device all ($n0 + $n1 measurements): ok"
+
+# 8. A head dim the spec does not list (its d is open): --only d=112 adds it, and the tune
+#    measures it on the workloads of the nearest head dim they have above it (d = 128's six).
+rm -f "$db"
+"$ft" tune flash_fwd --db "$db" --only 'd=112,bm=64,bn=64,warps=4,dtype=f16' -q -j 2 > "$dir/out" 2>&1 ||
+  fail "tune --only d=112 failed"
+grep -q 'tuned Fake GPU: 12 buckets, 20 variants' "$dir/out" || fail "tune --only d=112: expected 12 buckets of 20 variants"
+[ "$(count "select count(*) from results r join kernels k on k.id = r.kernel_id where k.variant like 'd=112,%' and r.status = 'ok'")" = 120 ] ||
+  fail "tune --only d=112: expected 120 results of d=112 kernels"
+[ "$(count "select count(distinct seqlen_q) from results")" = 6 ] || fail "tune --only d=112: expected d=128's six sequence lengths"
+echo "a head dim the spec does not list (d=112): ok"

@@ -114,3 +114,19 @@ grep -q 'tune: no valid misses recorded for Fake GPU in .* (1 skipped for an inv
   fail "tune --misses: an invalid miss only should say that nothing is left"
 [ "$(sql 'select count(*) from results')" = 0 ] || fail "tune --misses: measured an invalid miss"
 echo "only invalid misses: ok"
+
+# 6. A miss of a head dim no spec lists: the open d takes it (112, a multiple of 16: its
+#    variants are compiled and the miss tuned); one the constraints prune (72) is skipped, said so.
+db=$dir/open.db
+"$ft" tune specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses on a new database failed"
+dev=$(sql "select id from devices where name = 'Fake GPU'")
+sql "insert into misses (device_id, op, key, batch, heads_q, heads_kv, seqlen_q, seqlen_k, fallback, count) values
+     ($dev, 'fwd', $(key f16 112 0 1 1024 1024 8), 1, 8, 8, 1000, 1000, 'default', 2),
+     ($dev, 'fwd', $(key f16 72 0 1 1024 1024 8), 1, 8, 8, 1000, 1000, 'failed', 1);" || fail "cannot add the misses"
+"$ft" tune specs/flash_fwd.lua --misses --db "$db" --only 'bm=64,bn=64,warps=4,stages=1,dtype=f16,qreg=0,overlap=0' -q -j 2 \
+  > "$dir/out" 2>&1 || fail "tune --misses of d=112 failed"
+grep -q 'skipping the recorded miss .*d=72 .*no spec has kernels of head dim 72' "$dir/out" || fail "the d=72 miss was not skipped"
+grep -q 'measured 1, already in the database 0: 1 ok' "$dir/out" || fail "the d=112 miss was not measured"
+[ "$(sql "select count(*) from results r join kernels k on k.id = r.kernel_id where k.variant like 'd=112,%' and r.seqlen_q = 1000")" = 1 ] ||
+  fail "no result of a d=112 kernel on the missed shape"
+echo "a missed head dim no spec lists: ok"

@@ -245,21 +245,45 @@ typedef struct miss_collect {
     ft_err *err;
 } miss_collect;
 
-/* Whether some spec of the tune has a variant of head dim d (or no head dim parameter). */
+/* Whether spec's open d keeps a variant of head dim d on the tune's GPU once d joins it (it
+ * joins, kept or not: a pruned value is compiled by nobody). */
+static int open_head_dim(const tuner *tu, ft_spec *spec, int di, int d)
+{
+    ft_variant v;
+    ft_err err;
+    long long n;
+    char why[256];
+    int keep = 0;
+
+    if (ft__spec_add_value(spec, di, d, &err) != FT_OK)
+        return 0;
+    for (n = 0; n < spec->nvariants && !keep; n++) {
+        ft__variant_nth(spec, n, &v);
+        if (spec->params[di].ints[v.idx[di]] == d && ft__spec_check(spec, &v, &tu->arch, &keep, why, sizeof why, &err) != FT_OK)
+            return 0;
+    }
+    return keep;
+}
+
+/* Whether some spec of the tune has a variant of head dim d (or no head dim parameter): one its
+ * d lists, or an open d whose constraints keep one (the value joins the list, for the tune to
+ * compile its variants). */
 static int spec_has_head_dim(const tuner *tu, int d)
 {
-    int s, i;
+    int s, i, found = 0;
 
     for (s = 0; s < tu->nspecs; s++) {
-        const ft_spec *spec = tu->specs[s];
+        ft_spec *spec = tu->specs[s];
         int di = ft__spec_param_index(spec, "d");
         if (di < 0 || spec->params[di].kind != FT_PARAM_INT)
             return 1;
         for (i = 0; i < spec->params[di].nvalues; i++)
             if (spec->params[di].ints[i] == d)
-                return 1;
+                found = 1;
+        if (!found && spec->params[di].open)
+            found = open_head_dim(tu, spec, di, d);
     }
-    return 0;
+    return found;
 }
 
 /* A recorded miss is used only if its shape passes the checks a call's arguments pass (and

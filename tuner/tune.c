@@ -150,18 +150,6 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
         rc = ft__tuner_miss_targets(&tu, &misses, err);
         if (rc != FT_OK || misses.n == 0)
             goto out; /* no misses: nothing to compile or measure */
-        /* A missed head dim that a spec does not list joins its open d. One it cannot take (d
-         * not open, or full) leaves that spec without variants for the miss, as before. */
-        for (i = 0; i < misses.n; i++) {
-            int s;
-            for (s = 0; s < tu.nspecs; s++) {
-                const ft_family *fam = ft__family_find(tu.specs[s]->template_name);
-                const int di = ft__spec_param_index(tu.specs[s], "d");
-                ft_err ignored;
-                if (fam != NULL && fam->op == misses.v[i].op && di >= 0 && tu.specs[s]->params[di].open)
-                    (void)ft__spec_add_value(tu.specs[s], di, misses.v[i].wl.d, &ignored);
-            }
-        }
     }
     if (rc == FT_OK)
         rc = ft__tuner_compile_all(&tu, filter, masks, err);
