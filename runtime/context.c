@@ -405,9 +405,8 @@ static int spec_takes_dim(const ft_spec *spec, long long head_dim)
     return 0;
 }
 
-/* The head dims the context's specs of op take, for messages: "32, 64, 96 and any multiple of
- * 16 ... the specs' constraints keep" is too long to say, so the listed ones, and "and more"
- * when a spec is open. */
+/* For messages: the head dims that the context's specs of op list, in order, followed by " and
+ * others their constraints keep" when one of those specs has an open d. */
 static void dims_text(const ft_context *ctx, const ft_op *op, char *buf, size_t cap)
 {
     long long dims[FT_MAX_VALUES];

@@ -267,23 +267,24 @@ static int open_head_dim(const tuner *tu, ft_spec *spec, int di, int d)
 
 /* Whether some spec of the tune has a variant of head dim d (or no head dim parameter): one its
  * d lists, or an open d whose constraints keep one (the value joins the list, for the tune to
- * compile its variants). */
-static int spec_has_head_dim(const tuner *tu, int d)
+ * compile its variants). An open d of a spec of another operation than op is left alone. */
+static int spec_has_head_dim(const tuner *tu, const ft_op *op, int d)
 {
-    int s, i, found = 0;
+    int s, i, any = 0;
 
     for (s = 0; s < tu->nspecs; s++) {
         ft_spec *spec = tu->specs[s];
-        int di = ft__spec_param_index(spec, "d");
+        const ft_family *fam = ft__family_find(spec->template_name);
+        int di = ft__spec_param_index(spec, "d"), has = 0;
         if (di < 0 || spec->params[di].kind != FT_PARAM_INT)
             return 1;
         for (i = 0; i < spec->params[di].nvalues; i++)
-            if (spec->params[di].ints[i] == d)
-                found = 1;
-        if (!found && spec->params[di].open)
-            found = open_head_dim(tu, spec, di, d);
+            has |= spec->params[di].ints[i] == d;
+        if (!has && spec->params[di].open && fam != NULL && fam->op == op)
+            has = open_head_dim(tu, spec, di, d);
+        any |= has;
     }
-    return found;
+    return any;
 }
 
 /* A recorded miss is used only if its shape passes the checks a call's arguments pass (and
@@ -321,7 +322,7 @@ static ft_status check_miss(const tuner *tu, const ft_db_miss *m, ft_err *err)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "the shape is not in the recorded bucket (%s) but in %s",
                         recorded, own);
     }
-    if (!spec_has_head_dim(tu, p.head_dim))
+    if (!spec_has_head_dim(tu, m->key.op, p.head_dim))
         return ft__fail(err, FT_ERR_UNSUPPORTED, "no spec has kernels of head dim %d", p.head_dim);
     return FT_OK;
 }
