@@ -103,3 +103,14 @@ grep -q 'tuned Fake GPU: 12 buckets, 20 variants' "$dir/out" || fail "tune --onl
   fail "tune --only d=112: expected 120 results of d=112 kernels"
 [ "$(count "select count(distinct seqlen_q) from results")" = 6 ] || fail "tune --only d=112: expected d=128's six sequence lengths"
 echo "a head dim the spec does not list (d=112): ok"
+
+# 9. Only what some bucket measures is compiled: the spec lists d = 80 and 160, which its
+#    workloads do not have, so of the 16 variants this filter keeps (8 head dims x 2 causal)
+#    the 12 of d = 32, 64, 96, 128, 192 and 256 are compiled and measured.
+rm -f "$db"
+"$ft" tune flash_fwd --db "$db" --only 'bm=64,bn=64,warps=4,stages=1,dtype=f16,qreg=0,overlap=0' -q -j 2 > "$dir/out" 2>&1 ||
+  fail "the tune of six head dims failed"
+grep -q 'tuned Fake GPU: 48 buckets, 12 variants' "$dir/out" || fail "expected 48 buckets of 12 variants (no d=80 or 160)"
+[ "$(count "select count(*) from kernels where variant like 'd=80,%' or variant like 'd=160,%'")" = 0 ] ||
+  fail "variants no bucket measures reached the database"
+echo "only the variants the buckets measure are compiled: ok"

@@ -127,6 +127,7 @@ sql "insert into misses (device_id, op, key, batch, heads_q, heads_kv, seqlen_q,
   > "$dir/out" 2>&1 || fail "tune --misses of d=112 failed"
 grep -q 'skipping the recorded miss .*d=72 .*no spec has kernels of head dim 72' "$dir/out" || fail "the d=72 miss was not skipped"
 grep -q 'measured 1, already in the database 0: 1 ok' "$dir/out" || fail "the d=112 miss was not measured"
+grep -q 'tuned Fake GPU: 1 buckets, 1 variants' "$dir/out" || fail "tune --misses compiled more than the missed bucket's variant"
 [ "$(sql "select count(*) from results r join kernels k on k.id = r.kernel_id where k.variant like 'd=112,%' and r.seqlen_q = 1000")" = 1 ] ||
   fail "no result of a d=112 kernel on the missed shape"
 echo "a missed head dim no spec lists: ok"

@@ -197,7 +197,7 @@ ft_status ft__tuner_run_workers(tuner *tu, ft_err *err);
 ft_status ft__tuner_start_workers(tuner *tu, ft_err *err);
 
 /* Plans and compiles every spec's variants that fit the GPU. */
-ft_status ft__tuner_compile_all(tuner *tu, ft_variant *filter, unsigned *masks, ft_err *err);
+ft_status ft__tuner_compile_all(tuner *tu, ft_variant *filter, unsigned *masks, const target_list *given, ft_err *err);
 
 /* One task per bucket and spec (the given targets, else the specs' workloads). */
 ft_status ft__tuner_make_tasks(tuner *tu, const target_list *given, ft_err *err);

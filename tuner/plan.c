@@ -174,6 +174,20 @@ static int new_values(const ft_plan *plan, const ft_plan_item *it, unsigned char
     return gain;
 }
 
+int ft__plan_leave_out(ft_plan *plan, int (*needed)(const ft_plan_item *it, void *ud), void *ud)
+{
+    int i, n = 0;
+
+    for (i = 0; i < plan->nitems; i++) {
+        ft_plan_item *it = &plan->items[i];
+        if (it->status == FT_PLAN_PENDING && !needed(it, ud)) {
+            set_status(plan, it, FT_PLAN_NOT_SAMPLED);
+            n++;
+        }
+    }
+    return n;
+}
+
 ft_status ft__plan_sample(ft_plan *plan, int n, unsigned long long seed, ft_plan_sample_info *info,
                           ft_err *err)
 {

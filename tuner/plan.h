@@ -18,7 +18,8 @@ typedef enum ft_plan_status {
     FT_PLAN_COMPILED,
     FT_PLAN_COMPILE_ERROR,
     FT_PLAN_OVER_LIMITS,   /* compiled, but the resource report exceeds the target's limits */
-    FT_PLAN_NOT_SAMPLED    /* kept by pruning, left out of a sample (ft__plan_sample) */
+    FT_PLAN_NOT_SAMPLED    /* kept by pruning, left out of a sample (ft__plan_sample) or of
+                            * what a tune needs (ft__plan_leave_out): not compiled */
 } ft_plan_status;
 
 const char *ft__plan_status_name(ft_plan_status s); /* "compiled", "pruned", ... */
@@ -57,6 +58,11 @@ typedef struct ft_plan {
  * shared memory per block, and the registers estimate against the per-thread limit. */
 ft_status ft__plan_build(ft_spec *spec, const ft_arch *arch, const ft_variant *filter,
                          unsigned mask, ft_plan **out, ft_err *err);
+
+/* Marks FT_PLAN_NOT_SAMPLED the items that pruning kept and needed(item, ud) turns down, so
+ * that ft__plan_compile leaves them out (a tune compiles only the variants some bucket of it
+ * measures); returns how many. On a plan not compiled yet. */
+int ft__plan_leave_out(ft_plan *plan, int (*needed)(const ft_plan_item *it, void *ud), void *ud);
 
 /* What a sample covers (ft__plan_sample). */
 typedef struct ft_plan_sample_info {

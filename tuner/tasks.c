@@ -75,23 +75,68 @@ static const char *param_value(const ft_spec *spec, const ft_variant *v, const c
     return buf;
 }
 
-/* Compiles every spec's plan and registers the kernels in the database. */
-ft_status ft__tuner_compile_all(tuner *tu, ft_variant *filter, unsigned *masks, ft_err *err)
+/* Whether variant v of spec computes target tg's bucket: its operation, and the head dim,
+ * dtype, causality and determinism of the variant where it has them. */
+static int computes(const ft_spec *spec, const ft_op *op, const ft_variant *v, const target *tg)
+{
+    char b1[32], b2[32], b3[32], b4[32];
+    const char *vd = param_value(spec, v, "d", b1, sizeof b1);
+    const char *vdt = param_value(spec, v, "dtype", b2, sizeof b2);
+    const char *vc = param_value(spec, v, "causal", b3, sizeof b3);
+    const char *ve = param_value(spec, v, "det", b4, sizeof b4);
+
+    return op == tg->op && !(vd && atoi(vd) != tg->wl.d) && !(vdt && strcmp(vdt, tg->dtype) != 0) &&
+           !(vc && atoi(vc) != tg->causal) && !(ve && atoi(ve) != tg->det);
+}
+
+typedef struct needed_ctx {
+    const ft_spec *spec;
+    const ft_op *op;
+    const target_list *l;
+} needed_ctx;
+
+static int needed(const ft_plan_item *it, void *ud)
+{
+    const needed_ctx *c = ud;
+    int i;
+
+    for (i = 0; i < c->l->n; i++)
+        if (computes(c->spec, c->op, &it->variant, &c->l->v[i]))
+            return 1;
+    return 0;
+}
+
+static ft_status spec_targets(const ft_spec *spec, const char *only, target_list *l, ft_err *err);
+
+/* Compiles the variants of every spec's plan that some bucket of the tune measures (those of
+ * the given targets, the misses, or else the spec's own workloads: a head dim, dtype or
+ * causality no bucket has is not compiled) and registers the kernels in the database. */
+ft_status ft__tuner_compile_all(tuner *tu, ft_variant *filter, unsigned *masks, const target_list *given, ft_err *err)
 {
     ft_status rc = FT_OK;
+    target_list own;
     int s, i;
     double t0 = ft__now_ms();
 
+    memset(&own, 0, sizeof own);
     tu->plans = calloc((size_t)tu->nspecs, sizeof *tu->plans);
     if (tu->plans == NULL)
         return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
     for (s = 0; s < tu->nspecs && rc == FT_OK; s++) {
         ft_plan *plan;
         char th[65];
+        const ft_family *fam = ft__family_find(tu->specs[s]->template_name);
+        needed_ctx nc;
         rc = ft__plan_build(tu->specs[s], &tu->arch, &filter[s], masks[s], &tu->plans[s], err);
+        if (rc == FT_OK && given->n == 0) {
+            own.n = 0;
+            rc = spec_targets(tu->specs[s], tu->o->only, &own, err);
+        }
         if (rc != FT_OK)
             break;
         plan = tu->plans[s];
+        nc.spec = tu->specs[s], nc.op = fam != NULL ? fam->op : NULL, nc.l = given->n > 0 ? given : &own;
+        ft__plan_leave_out(plan, needed, &nc);
         ft__family_hash(plan->family, th);
         rc = ft__db_set_current(tu->db, tu->dev.driver_version, tu->dev.nvrtc_version, plan->family->name, th, err);
         if (rc != FT_OK)
@@ -100,8 +145,9 @@ ft_status ft__tuner_compile_all(tuner *tu, ft_variant *filter, unsigned *masks, 
             tu->progress(tu->ud, 0, plan->count[FT_PLAN_PENDING], "compiling");
         rc = ft__plan_compile(plan, tu->cache, tu->o->jobs, NULL, NULL, tu->o->stop, err);
         tu->sum->pruned += plan->count[FT_PLAN_PRUNED];
-        tu->sum->variants += plan->nitems - plan->count[FT_PLAN_PRUNED];
+        tu->sum->variants += plan->nitems - plan->count[FT_PLAN_PRUNED] - plan->count[FT_PLAN_NOT_SAMPLED];
     }
+    free(own.v);
     tu->sum->compile_ms = ft__now_ms() - t0;
     if (rc != FT_OK)
         return rc;
@@ -119,7 +165,7 @@ ft_status ft__tuner_compile_all(tuner *tu, ft_variant *filter, unsigned *masks, 
             ft_plan_item *it = &plan->items[i];
             kernel_ref *kr = &tu->kernels[tu->nkernels];
             ft_db_kernel dk;
-            if (it->status == FT_PLAN_PRUNED)
+            if (it->status == FT_PLAN_PRUNED || it->status == FT_PLAN_NOT_SAMPLED)
                 continue;
             ft__tuner_kernel_row(plan, it, th, &dk);
             kr->spec = s;
@@ -403,15 +449,8 @@ static ft_status add_task(tuner *tu, int s, const target *tg, ft_err *err)
     for (k = 0; k < tu->nkernels && rc == FT_OK; k++) {
         const kernel_ref *kr = &tu->kernels[k];
         const ft_plan_item *it = &tu->plans[kr->spec]->items[kr->item];
-        const ft_spec *ks = tu->specs[kr->spec];
-        char b1[32], b2[32], b3[32], b4[32];
-        const char *vd = param_value(ks, &it->variant, "d", b1, sizeof b1);
-        const char *vdt = param_value(ks, &it->variant, "dtype", b2, sizeof b2);
-        const char *vc = param_value(ks, &it->variant, "causal", b3, sizeof b3);
-        const char *ve = param_value(ks, &it->variant, "det", b4, sizeof b4);
         int has = 0;
-        if (kr->spec != s || (vd && atoi(vd) != wl->d) || (vdt && strcmp(vdt, dtype) != 0) ||
-            (vc && atoi(vc) != causal) || (ve && atoi(ve) != tg->det))
+        if (kr->spec != s || !computes(tu->specs[s], fam->op, &it->variant, tg))
             continue;
         matched = 1;
         if (!tu->o->remeasure)

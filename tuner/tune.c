@@ -152,7 +152,7 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
             goto out; /* no misses: nothing to compile or measure */
     }
     if (rc == FT_OK)
-        rc = ft__tuner_compile_all(&tu, filter, masks, err);
+        rc = ft__tuner_compile_all(&tu, filter, masks, &misses, err);
     if (rc == FT_OK)
         rc = ft__tuner_make_tasks(&tu, &misses, err);
     if (rc != FT_OK)
