@@ -27,6 +27,9 @@ static const char usage[] =
     "  --only FILTER     only the variants matching, e.g. 'd=128,causal=1'\n"
     "  -j, --jobs N      parallel compilations (default: the number of cores)\n"
     "  --budget MS       timing budget per measurement (default 30)\n"
+    "  --search HOW      exhaustive (default): every variant at the whole budget; halving: every\n"
+    "                    variant at a quarter of it (5 ms at least), the fastest quarter of each\n"
+    "                    bucket's (4 at least) again at the whole budget\n"
     "  --remeasure       measure again what the database already has\n"
     "  --misses          instead of the specs' workloads, the buckets that applications ran\n"
     "                    without a tuned winner on this GPU model (recorded with\n"
@@ -60,7 +63,7 @@ static void on_progress(void *ud, long long done, long long total, const char *w
 }
 
 /* --json: the run's summary in one line (times in milliseconds). */
-static void print_json_summary(const ft_tune_summary *s, int misses)
+static void print_json_summary(const ft_tune_summary *s, int misses, int halving)
 {
     int i;
 
@@ -70,6 +73,9 @@ static void print_json_summary(const ft_tune_summary *s, int misses)
     ft__json_string(stdout, s->db_path);
     if (misses)
         printf(", \"misses\": %d, \"misses_invalid\": %d", s->misses, s->misses_invalid);
+    printf(", \"search\": \"%s\"", halving ? "halving" : "exhaustive");
+    if (halving)
+        printf(", \"screened\": %lld, \"kept\": %lld", s->screened, s->kept);
     printf(", \"buckets\": %d, \"variants\": %d, \"pruned\": %d, \"measured\": %lld, \"resumed\": %lld, "
            "\"results\": {",
            s->buckets, s->variants, s->pruned, s->measured, s->resumed);
@@ -91,6 +97,7 @@ int cmd_tune(int argc, char **argv)
         {"arch", required_argument, NULL, 'a'},   {"cache-dir", required_argument, NULL, 'C'},
         {"quiet", no_argument, NULL, 'q'},        {"timeout", required_argument, NULL, 'T'},
         {"misses", no_argument, NULL, 'M'},       {"json", no_argument, NULL, 'J'},
+        {"search", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     ft_tune_opts o;
     ft_tune_summary s;
@@ -132,6 +139,11 @@ int cmd_tune(int argc, char **argv)
             break;
         case 'R': o.remeasure = 1; break;
         case 'M': o.misses = 1; break;
+        case 'S':
+            if (strcmp(optarg, "halving") != 0 && strcmp(optarg, "exhaustive") != 0)
+                return cli_usage_error("tune", "--search takes exhaustive or halving, not '%s'", optarg);
+            o.halving = strcmp(optarg, "halving") == 0;
+            break;
         case 'J': json = 1; break;
         case 'T':
             if (!cli_parse_int("tune", "--timeout", optarg, 1, 86400, &v))
@@ -215,7 +227,7 @@ int cmd_tune(int argc, char **argv)
     if (tp.started)
         cli_progress_finish(&tp.bar);
     if (json) {
-        print_json_summary(&s, o.misses);
+        print_json_summary(&s, o.misses, o.halving);
         status = 0;
         goto out;
     }
@@ -246,6 +258,9 @@ int cmd_tune(int argc, char **argv)
            s.by_status[FT_RESULT_LAUNCH_FAILURE], s.by_status[FT_RESULT_FAULT], s.by_status[FT_RESULT_TIMEOUT]);
     printf("winners: %d buckets (%d near-ties re-measured interleaved); worker restarts: %d; protocol errors: %d\n",
            s.winners, s.races, s.worker_restarts, s.protocol_errors);
+    if (o.halving)
+        printf("search: halving: %lld variants screened, %lld of them measured again at the whole budget\n",
+               s.screened, s.kept);
     printf("time: %s wall; compiling %s, verifying %s, timing %s\n", w, a, b, c);
     printf("database: %s  (flashtune query shows the winners)\n", s.db_path);
     status = 0;

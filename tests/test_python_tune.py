@@ -28,6 +28,11 @@ with tempfile.TemporaryDirectory() as tmp:
     report(n == s.get("measured"), "tune: the database holds every measurement (%d)" % n)
     again = flashtune.tune(["specs/flash_fwd.lua"], database=db, only=only, jobs=2)
     report(again.get("measured") == 0 and again.get("winners") == 12, "tune again: nothing measured twice")
+    halved = flashtune.tune("specs/flash_fwd.lua", database=os.path.join(tmp, "h.db"), only=only, jobs=2,
+                            search="halving")
+    report(halved.get("search") == "halving" and halved.get("screened") == 120 and halved.get("kept") == 48 and
+           halved.get("winners") == 12, "tune(search='halving'): %s" % {
+               k: halved.get(k) for k in ("search", "screened", "kept", "winners")})
     try:
         flashtune.tune("specs/flash_fwd.lua", database=db, only="nonsense=1")
         report(False, "a bad filter: no error")

@@ -114,3 +114,25 @@ grep -q 'tuned Fake GPU: 48 buckets, 12 variants' "$dir/out" || fail "expected 4
 [ "$(count "select count(*) from kernels where variant like 'd=80,%' or variant like 'd=160,%'")" = 0 ] ||
   fail "variants no bucket measures reached the database"
 echo "only the variants the buckets measure are compiled: ok"
+
+# 10. --search halving: every variant screened at a quarter of the budget (verified), the
+#     fastest quarter of each bucket's (4 at least) measured again at the whole budget; the
+#     winners are the exhaustive tune's (the stand-in worker's times do not depend on the budget).
+rm -f "$db"
+tune || fail "the exhaustive tune for the comparison failed"
+count "select key, variant from v_winners order by key" > "$dir/exhaustive"
+rm -f "$db"
+FAKE_LOG="$dir/log" tune --search halving --budget 40 || fail "tune --search halving failed"
+grep -q 'measured 168, already in the database 0: 168 ok' "$dir/out" || fail "halving: expected 120 screening and 48 whole measurements"
+grep -q 'search: halving: 120 variants screened, 48 of them measured again at the whole budget' "$dir/out" ||
+  fail "halving: no search line"
+[ "$(grep -c '^\[0\] measure .* verify=1 budget=10 ' "$dir/log")" = 120 ] || fail "halving: expected 120 verified screenings at 10 ms"
+[ "$(grep -c '^\[0\] measure .* verify=0 budget=40 ' "$dir/log")" -ge 48 ] || fail "halving: expected 48 measurements at 40 ms"
+[ "$(count 'select count(*) from results')" = 120 ] || fail "halving: every variant keeps a result"
+count "select key, variant from v_winners order by key" > "$dir/halving"
+cmp -s "$dir/exhaustive" "$dir/halving" || fail "halving picked other winners than the exhaustive tune"
+tune --search halving --json || fail "tune --search halving --json failed"
+grep -q '"search": "halving", "screened": 0, "kept": 0' "$dir/out" || fail "halving --json: no search fields"
+"$ft" tune flash_fwd --search fast > "$dir/out" 2>&1 && fail "--search fast should be a usage error"
+grep -q "search takes exhaustive or halving, not 'fast'" "$dir/out" || fail "--search: no clear message"
+echo "--search halving (the exhaustive tune's winners): ok"

@@ -51,6 +51,8 @@ typedef struct task {
     int shape_ready; /* the worker has the shape's inputs and reference */
     int shape_retried;
     int dirty;       /* something was measured: the winner may have changed */
+    int stage;       /* halving: 0 while screening, 1 once the fastest are measured again */
+    double *screen;  /* halving: per job, its screening median (NAN unless ok) */
     int failed;      /* the shape could not be set up */
     /* the race of the leaders */
     int race_started;

@@ -68,6 +68,54 @@ static void skip_bucket(tuner *tu, task *t, const char *why)
     t->redo = -1;
 }
 
+/* Halving: the screening budget, a quarter of the whole (FT_TUNE_SCREEN_MS at least, the
+ * whole at most). */
+static int screen_budget(const tuner *tu)
+{
+    const int b = tu->o->budget_ms, q = b / 4 > FT_TUNE_SCREEN_MS ? b / 4 : FT_TUNE_SCREEN_MS;
+    return q < b ? q : b;
+}
+
+/* Halving: the end of a bucket's screening. Its jobs become the fastest quarter of those that
+ * screened ok (FT_TUNE_KEEP at least, all of them when fewer), fastest first, to be measured
+ * again at the whole budget; the rest keep their screening results. Without memory for the
+ * ranking every job is measured again. */
+static void keep_fastest(tuner *tu, task *t)
+{
+    int *order = malloc(((size_t)t->njobs + 1) * sizeof *order);
+    int n = 0, keep, j, k;
+
+    tu->sum->screened += t->njobs;
+    if (order == NULL) {
+        keep = t->njobs;
+    } else {
+        for (j = 0; j < t->njobs; j++)
+            if (isfinite(t->screen[j]))
+                order[n++] = j;
+        for (j = 1; j < n; j++) { /* insertion sort by screening median, ties by job */
+            const int x = order[j];
+            for (k = j; k > 0 && (t->screen[order[k - 1]] > t->screen[x] ||
+                                  (t->screen[order[k - 1]] == t->screen[x] && order[k - 1] > x)); k--)
+                order[k] = order[k - 1];
+            order[k] = x;
+        }
+        keep = (n + 3) / 4 > FT_TUNE_KEEP ? (n + 3) / 4 : FT_TUNE_KEEP;
+        if (keep > n)
+            keep = n;
+        for (j = 0; j < keep; j++)
+            order[j] = t->jobs[order[j]];
+        for (j = 0; j < keep; j++)
+            t->jobs[j] = order[j];
+        free(order);
+    }
+    memset(t->retried, 0, (size_t)keep);
+    t->njobs = keep;
+    t->next = 0;
+    t->stage = 1;
+    tu->sum->kept += keep;
+    tu->planned += keep;
+}
+
 /* Sends the worker its next command; returns 0 when it has nothing left to do, -1 when the
  * command could not be sent. */
 static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
@@ -95,11 +143,21 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
             const ft_plan_item *it;
             t->redo = -1;
             w->id = ++w->ids;
-            it = measure_line(tu, &tu->kernels[t->jobs[job]], w->id, 1, tu->o->budget_ms, line, sizeof line);
+            /* halving: screening at a quarter of the budget, verified; then the fastest at the
+             * whole budget, verified already */
+            if (t->screen != NULL && t->stage == 0)
+                it = measure_line(tu, &tu->kernels[t->jobs[job]], w->id, 1, screen_budget(tu), line, sizeof line);
+            else
+                it = measure_line(tu, &tu->kernels[t->jobs[job]], w->id, t->screen == NULL, tu->o->budget_ms, line,
+                                  sizeof line);
             w->waiting = P_MEASURE;
             w->job = job;
             ft__tuner_progress(tu, it->variant_str);
             return ft__tuner_worker_send(tu, w, line, tu->o->timeout_s * 1e3) ? 1 : -1;
+        }
+        if (t->screen != NULL && t->stage == 0) {
+            keep_fastest(tu, t);
+            continue;
         }
         if (t->dirty && !t->race_started) {
             t->race_started = 1;

@@ -69,6 +69,8 @@ ft_status ft__tuner_on_result(tuner *tu, task *t, int j, const ft_tune_reply *re
     tu->sum->verify_ms += rep->verify_ms;
     tu->sum->time_ms += rep->time_ms;
     tu->sum->measured++;
+    if (t->screen != NULL && t->stage == 0)
+        t->screen[j] = rep->status == FT_RESULT_OK ? rep->median_ms : NAN;
     t->dirty = 1;
     return ft__tuner_record(tu, &r, err);
 }

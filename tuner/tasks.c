@@ -441,11 +441,15 @@ static ft_status add_task(tuner *tu, int s, const target *tg, ft_err *err)
     t->redo = -1;
     t->jobs = calloc((size_t)tu->nkernels + 1, sizeof *t->jobs);
     t->retried = calloc((size_t)tu->nkernels + 1, 1);
-    if (t->jobs == NULL || t->retried == NULL) {
+    t->screen = tu->o->halving ? malloc(((size_t)tu->nkernels + 1) * sizeof *t->screen) : NULL;
+    if (t->jobs == NULL || t->retried == NULL || (tu->o->halving && t->screen == NULL)) {
         free(t->jobs);
         free(t->retried);
+        free(t->screen);
         return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
     }
+    for (k = 0; t->screen != NULL && k <= tu->nkernels; k++)
+        t->screen[k] = NAN;
     for (k = 0; k < tu->nkernels && rc == FT_OK; k++) {
         const kernel_ref *kr = &tu->kernels[k];
         const ft_plan_item *it = &tu->plans[kr->spec]->items[kr->item];
@@ -475,6 +479,7 @@ static ft_status add_task(tuner *tu, int s, const target *tg, ft_err *err)
     if (rc != FT_OK || (t->njobs == 0 && !matched)) {
         free(t->jobs); /* on success: no variant computes this bucket */
         free(t->retried);
+        free(t->screen);
         return rc;
     }
     tu->planned += t->njobs;

@@ -189,6 +189,7 @@ out:
     for (i = 0; i < tu.ntasks; i++) {
         free(tu.tasks[i].jobs);
         free(tu.tasks[i].retried);
+        free(tu.tasks[i].screen);
     }
     free(tu.tasks);
     free(tu.kernels);

@@ -27,7 +27,14 @@ typedef struct ft_tune_opts {
                                 built-in set: the sm_90a family only on compute capability 9.0) */
     int misses;              /* tune the buckets the runtime library recorded as misses on this
                                 GPU model (ft__db_misses) instead of the specs' workloads */
+    int halving;             /* search by successive halving: every variant of a bucket timed
+                                at a quarter of the budget (FT_TUNE_SCREEN_MS at least), the
+                                fastest quarter of them (FT_TUNE_KEEP at least) again at the
+                                whole budget; 0: every variant at the whole budget */
 } ft_tune_opts;
+
+#define FT_TUNE_SCREEN_MS 5 /* the screening budget's floor (ms) */
+#define FT_TUNE_KEEP 4      /* variants a bucket's screening keeps at least */
 
 typedef struct ft_tune_summary {
     int buckets;
@@ -40,6 +47,8 @@ typedef struct ft_tune_summary {
     long long by_status[FT_RESULT_TIMEOUT + 1];
     int winners;
     int races;               /* buckets whose leaders were re-measured interleaved */
+    long long screened;      /* halving: measurements at the screening budget ... */
+    long long kept;          /* ... and the ones measured again at the whole budget */
     int worker_restarts;
     int protocol_errors;     /* replies that broke the worker protocol (each one restarts the worker) */
     double compile_ms, verify_ms, time_ms, wall_ms;

@@ -887,14 +887,16 @@ def command_path():
     return _locate("FLASHTUNE_CMD", os.path.join("bin", "flashtune"), "flashtune", "flashtune")
 
 
-def tune(specs=(), database=None, only=None, device=None, misses=False, jobs=None, budget_ms=None, quiet=True):
+def tune(specs=(), database=None, only=None, device=None, misses=False, jobs=None, budget_ms=None, quiet=True,
+         search=None):
     """Tunes this machine's GPU as `flashtune tune` does (the command is command_path()): every
     variant of the specs (default: the built-in ones for the GPU) on every workload bucket they
     name, or with misses=True the buckets applications ran without a tuned winner; the results go
     to database (default: $FLASHTUNE_DB, else ~/.local/share/flashtune/tuning.db), where Context
     finds them. only filters the variants ("d=128,causal=1"); device is an ordinal, a part of a
     GPU's name or "all"; jobs the parallel compilations; budget_ms the timing budget per
-    measurement. quiet=False shows the command's progress on stderr. Returns the tune's summary
+    measurement; search "exhaustive" (the default) or "halving" (every variant screened at a
+    quarter of the budget, the fastest quarter of each bucket's measured again). quiet=False shows the command's progress on stderr. Returns the tune's summary
     (the command's --json line) as a dict; raises FlashtuneError with the command's message when
     it fails. Without a GPU the command runs a compile-only plan instead: then the dict is the
     plan's summary with "compile_only": True and the reason there is no GPU in "no_gpu"."""
@@ -904,7 +906,7 @@ def tune(specs=(), database=None, only=None, device=None, misses=False, jobs=Non
     cmd = [command_path(), "tune"] + [os.fspath(x) for x in ([specs] if isinstance(specs, (str, os.PathLike))
                                                           else list(specs))]
     for flag, value in (("--db", database), ("--only", only), ("--device", device), ("-j", jobs),
-                        ("--budget", budget_ms)):
+                        ("--budget", budget_ms), ("--search", search)):
         if value is not None:
             cmd += [flag, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
     cmd += ["--json"] + (["--misses"] if misses else []) + (["-q"] if quiet else [])
