@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""The tuner's search against the exhaustive oracle, on the GPU machine: for each --only filter
+(a sample of buckets), `flashtune tune SPEC --search halving` into one database and the
+exhaustive tune into another (the compile cache shared, so the second compiles nothing), then
+each bucket's two winners re-measured interleaved in this process on the bucket's own shape
+(flashtune.Context(spec=SPEC, variant=V), CUDA events, a 256 MiB buffer cleared before each
+repetition, --rounds rounds alternating which goes first, the median of all repetitions). Also
+each tuner's recorded median against the independent one.
+
+    python3 bench/tune_quality.py --flashtune .dev/run/flashtune --spec specs/flash_fwd_sm90.lua \\
+        --only d=64,dtype=bf16 --only d=128,dtype=bf16 --only d=256,dtype=bf16 --out /tmp/quality
+
+Writes OUT/quality.json and OUT/quality.md; prints the table. Needs PyTorch with CUDA.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+
+
+def run_tune(ft, spec, db, only, search, extra):
+    cmd = [ft, "tune", spec, "--db", db, "--only", only, "--search", search, "--json", "-q"] + extra
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    lines = [x for x in p.stdout.splitlines() if x.startswith("{")]
+    if p.returncode != 0 or not lines:
+        sys.exit("tune_quality: %s failed (%d): %s" % (" ".join(cmd), p.returncode, p.stderr[-2000:]))
+    return json.loads(lines[-1])
+
+
+def winners(ft, db):
+    p = subprocess.run([ft, "query", "--db", db, "--json"], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("tune_quality: flashtune query --db %s failed: %s" % (db, p.stderr[-1000:]))
+    out = {}
+    for line in p.stdout.splitlines():
+        if line.startswith("{"):
+            r = json.loads(line)
+            if r.get("winner") and r.get("status") == "ok":
+                out[(r["op"], r["key"])] = r
+    return out
+
+
+def shape_of(text):
+    return {k: int(v) for k, v in (kv.split("=") for kv in text.split(","))}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--flashtune", default="build/flashtune")
+    ap.add_argument("--spec", required=True)
+    ap.add_argument("--only", action="append", required=True, help="a tune filter; each one tuned both ways")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=20, help="repetitions per system and round")
+    ap.add_argument("--tune-arg", action="append", default=[], help="an extra argument for both tunes")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    dbs = {s: os.path.join(a.out, s + ".db") for s in ("halving", "exhaustive")}
+    tunes = {s: [] for s in dbs}
+    for only in a.only:
+        for s in ("halving", "exhaustive"):
+            t = run_tune(a.flashtune, a.spec, dbs[s], only, s, a.tune_arg)
+            tunes[s].append(t)
+            print("tune %-10s --only %s: %.1f s wall, compiling %.1f s, verifying %.1f s, timing %.1f s, %d measured"
+                  % (s, only, t["wall_ms"] / 1e3, t["compile_ms"] / 1e3, t["verify_ms"] / 1e3, t["time_ms"] / 1e3,
+                     t["measured"]), flush=True)
+    wh, we = winners(a.flashtune, dbs["halving"]), winners(a.flashtune, dbs["exhaustive"])
+
+    import torch
+    import flashtune
+
+    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    contexts = {}
+
+    def ctx(variant):
+        if variant not in contexts:
+            contexts[variant] = flashtune.Context(spec=a.spec, variant=variant)
+        return contexts[variant]
+
+    rows = []
+    for key in sorted(set(wh) & set(we)):
+        h, e = wh[key], we[key]
+        sh = shape_of(e["shape"])
+        dt = torch.bfloat16 if e["dtype"] == "bf16" else torch.float16
+        q = torch.randn(sh["b"], sh["sq"], sh["hq"], e["d"], device="cuda", dtype=dt)
+        k = torch.randn(sh["b"], sh["sk"], sh["hkv"], e["d"], device="cuda", dtype=dt)
+        v = torch.randn_like(k)
+        causal = bool(e["causal"])
+        times = {"halving": [], "exhaustive": []}
+        calls = {"halving": lambda: ctx(h["variant"]).forward(q, k, v, causal=causal),
+                 "exhaustive": lambda: ctx(e["variant"]).forward(q, k, v, causal=causal)}
+        for fn in calls.values():
+            fn()
+        torch.cuda.synchronize()
+        for r in range(a.rounds):
+            for s in ("halving", "exhaustive") if r % 2 == 0 else ("exhaustive", "halving"):
+                for _ in range(a.reps):
+                    flush.zero_()
+                    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    e0.record()
+                    calls[s]()
+                    e1.record()
+                    torch.cuda.synchronize()
+                    times[s].append(e0.elapsed_time(e1))
+        mh, me = statistics.median(times["halving"]), statistics.median(times["exhaustive"])
+        rows.append({"key": key[1], "shape": e["shape"], "halving": h["variant"], "exhaustive": e["variant"],
+                     "halving_ms": mh, "exhaustive_ms": me, "oracle_over_search": me / mh,
+                     "halving_recorded_ms": h["median_ms"], "exhaustive_recorded_ms": e["median_ms"],
+                     "recorded_over_measured": [h["median_ms"] / mh, e["median_ms"] / me]})
+        print("%-70s %s  search %.4f ms, oracle %.4f ms: %.3f" % (key[1], e["shape"], mh, me, me / mh), flush=True)
+    sums = {s: {k: sum(t[k] for t in tunes[s]) for k in ("wall_ms", "compile_ms", "verify_ms", "time_ms", "measured")}
+            for s in tunes}
+    with open(os.path.join(a.out, "quality.json"), "w") as f:
+        json.dump({"spec": a.spec, "only": a.only, "rounds": a.rounds, "reps": a.reps, "tunes": tunes, "sums": sums,
+                   "rows": rows}, f, indent=1)
+    with open(os.path.join(a.out, "quality.md"), "w") as f:
+        f.write("| bucket | shape | search's winner | oracle's winner | oracle ms / search ms |\n|---|---|---|---|---|\n")
+        for r in rows:
+            f.write("| %s | %s | %s | %s | %.3f |\n" % (r["key"], r["shape"], r["halving"], r["exhaustive"],
+                                                    r["oracle_over_search"]))
+        f.write("\nTuning time (s): " + ", ".join("%s: wall %.1f, timing %.1f, %d measured" % (
+            s, v["wall_ms"] / 1e3, v["time_ms"] / 1e3, v["measured"]) for s, v in sums.items()) + "\n")
+    worst = min((r["oracle_over_search"] for r in rows), default=float("nan"))
+    print("buckets %d; worst oracle/search %.3f (1.0: the search's winner as fast as the oracle's); timing %.1f s "
+          "halving against %.1f s exhaustive" % (len(rows), worst, sums["halving"]["time_ms"] / 1e3,
+                                                 sums["exhaustive"]["time_ms"] / 1e3))
+
+
+if __name__ == "__main__":
+    main()
