@@ -156,6 +156,31 @@ static void public_forward_check(ft_context *ctx, ft_tensors *t, const ft_proble
     free(out), free(lse), free(oref), free(mref), free(lref);
 }
 
+/* One forward call of shape (with causal and bf16) through ctx on fresh random inputs (seed),
+ * checked against the reference by public_forward_check; which gets the kernel line, which must
+ * name the shape's head dim. Fails the test when the output does not pass. */
+static void forward_case(ft_context *ctx, const char *shape, int causal, int bf16, int seed, ft_check *check,
+                         char *which, size_t cap)
+{
+    ft_problem p;
+    ft_tensors t;
+    ft_err err;
+    char want[32];
+
+    memset(&p, 0, sizeof p);
+    p.causal = causal, p.bf16 = bf16;
+    ASSERT_OK(ft__problem_parse(shape, &p, &err), &err);
+    ASSERT_OK(ft__tensors_create(session.cu, &p, &t, &err), &err);
+    ASSERT_OK(ft__tensors_fill(&session.verifier, &t, seed, 1.f, &err), &err);
+    ASSERT_OK(ft__tensors_reference(&session.verifier, &t, &err), &err);
+    public_forward_check(ctx, &t, &p, FT_ARGS_VERSION, 0, 0, check, which, cap);
+    snprintf(want, sizeof want, "d=%d,", p.head_dim);
+    ASSERT_CONTAINS(which, want); /* the variant that ran, with its head dim */
+    if (!check->pass)
+        FT_FAIL_("%s causal=%d %s: %s: %s", shape, causal, bf16 ? "bf16" : "f16", which, check->detail);
+    ft__tensors_destroy(session.cu, &t);
+}
+
 static void test_public_forward(void)
 {
     static const int dims[] = {32, 64, 96, 128, 192, 256};
@@ -169,27 +194,12 @@ static void test_public_forward(void)
     for (i = 0; i < sizeof dims / sizeof dims[0]; i++)
         for (causal = 0; causal < 2; causal++)
             for (bf16 = 0; bf16 < 2; bf16++) {
-                ft_problem p;
-                ft_tensors t;
                 ft_check check;
-                ft_err err;
-                char shape[96], which[256], want[32];
-
-                memset(&p, 0, sizeof p);
-                p.causal = causal, p.bf16 = bf16;
+                char shape[96], which[256];
                 snprintf(shape, sizeof shape, "b=2,hq=4,hkv=2,sq=%d,sk=%d,d=%d", 300 + causal * 77, 300, dims[i]);
-                ASSERT_OK(ft__problem_parse(shape, &p, &err), &err);
-                ASSERT_OK(ft__tensors_create(session.cu, &p, &t, &err), &err);
-                ASSERT_OK(ft__tensors_fill(&session.verifier, &t, 5 + i, 1.f, &err), &err);
-                ASSERT_OK(ft__tensors_reference(&session.verifier, &t, &err), &err);
-                public_forward_check(ctx, &t, &p, FT_ARGS_VERSION, 0, 0, &check, which, sizeof which);
-                snprintf(want, sizeof want, "d=%d,", dims[i]);
-                ASSERT_CONTAINS(which, want); /* the variant that ran, with its head dim */
-                if (!check.pass)
-                    FT_FAIL_("%s causal=%d %s: %s", shape, causal, bf16 ? "bf16" : "f16", check.detail);
+                forward_case(ctx, shape, causal, bf16, 5 + (int)i, &check, which, sizeof which);
                 printf("  forward %s causal=%d %s: pass (O rel L2 %.2e)\n", shape, causal, bf16 ? "bf16" : "f16",
                        check.o_rel_l2);
-                ft__tensors_destroy(session.cu, &t);
             }
     ft_context_destroy(ctx);
 }
@@ -613,37 +623,22 @@ static void test_public_head_dims(void)
     for (i = 0; i < sizeof dims / sizeof dims[0]; i++)
         for (causal = 0; causal < 2; causal++)
             for (run = 0; run < 3; run++) { /* prefill, decode, prefill on the forced sm80 variant */
-                ft_problem p;
-                ft_tensors t;
+                const int bf16 = (int)(i + causal) % 2;
                 ft_check check;
-                ft_err err;
-                char shape[96], which[256], want[32];
-
-                memset(&p, 0, sizeof p);
-                p.causal = causal, p.bf16 = (int)(i + causal) % 2;
+                char shape[96], which[256];
                 if (run == 1)
                     snprintf(shape, sizeof shape, "b=3,hq=8,hkv=2,sq=2,sk=3001,d=%d", dims[i]);
                 else
                     snprintf(shape, sizeof shape, "b=2,hq=4,hkv=2,sq=%d,sk=333,d=%d", 257 + causal * 77, dims[i]);
-                ASSERT_OK(ft__problem_parse(shape, &p, &err), &err);
-                ASSERT_OK(ft__tensors_create(session.cu, &p, &t, &err), &err);
-                ASSERT_OK(ft__tensors_fill(&session.verifier, &t, 31 + i, 1.f, &err), &err);
-                ASSERT_OK(ft__tensors_reference(&session.verifier, &t, &err), &err);
-                public_forward_check(run == 2 ? forced : ctx, &t, &p, FT_ARGS_VERSION, 0, 0, &check, which,
-                                     sizeof which);
-                snprintf(want, sizeof want, "d=%d,", dims[i]);
-                ASSERT_CONTAINS(which, want);
+                forward_case(run == 2 ? forced : ctx, shape, causal, bf16, 31 + (int)i, &check, which, sizeof which);
                 if (run == 1)
                     ASSERT_CONTAINS(which, "pack=");
                 else if (run == 0 && session.arch.cc == 90)
                     ASSERT_CONTAINS(which, "pingpong=");
                 else if (run == 2)
                     ASSERT_CONTAINS(which, "qreg=");
-                if (!check.pass)
-                    FT_FAIL_("%s causal=%d %s: %s: %s", shape, causal, p.bf16 ? "bf16" : "f16", which, check.detail);
-                printf("  head dim %s causal=%d %s: pass (O rel L2 %.2e): %s\n", shape, causal, p.bf16 ? "bf16" : "f16",
+                printf("  head dim %s causal=%d %s: pass (O rel L2 %.2e): %s\n", shape, causal, bf16 ? "bf16" : "f16",
                        check.o_rel_l2, which);
-                ft__tensors_destroy(session.cu, &t);
             }
     {
         /* no template takes 72; the backward's specs do not take 80 */
