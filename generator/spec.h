@@ -171,10 +171,13 @@ ft_status ft__spec_load_builtin(int i, ft_spec **out, ft_err *err);
 /* Index of a parameter by name, or -1. */
 int ft__spec_param_index(const ft_spec *spec, const char *name);
 
+/* Whether integer parameter p has value among its values (0 for a string parameter). */
+int ft__param_has_int(const ft_param *p, long long value);
+
 /* Adds value to the values of open parameter pi, last, unless it has it already. A variant
  * made before keeps its meaning (the indices of the values it has do not change); the space
  * grows (nvariants). FT_ERR_INVALID_ARGUMENT, with the spec unchanged, when the parameter is
- * not open (the message lists its values), the value is negative, the parameter has
+ * not open (the load refuses `open` on a string parameter), the value is negative, the parameter has
  * FT_MAX_VALUES values, or the space would pass FT_MAX_VARIANTS variants or its longest
  * variant string FT_VARIANT_STR_MAX. Not thread-safe per spec: callers that share a spec
  * hold their lock. */

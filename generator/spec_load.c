@@ -643,18 +643,27 @@ size_t ft__param_longest_value(const ft_param *p)
     return longest;
 }
 
+/* The length of the spec's longest variant string, parameter pi's longest value taken to be at
+ * least `at_least` characters long. */
+static size_t longest_variant(const ft_spec *spec, int pi, size_t at_least)
+{
+    size_t len = 0;
+    int i;
+
+    for (i = 0; i < spec->nparams; i++) {
+        const ft_param *p = &spec->params[i];
+        const size_t longest = ft__param_longest_value(p);
+        len += (i > 0 ? 1 : 0) + strlen(p->name) + 1 + (i == pi && at_least > longest ? at_least : longest);
+    }
+    return len;
+}
+
 /* The longest variant string must fit the buffers that hold one (FT_VARIANT_STR_MAX), or
  * two variants could be cut to the same text. */
 static ft_status check_variant_length(load_ctx *c)
 {
-    const ft_spec *spec = c->spec;
-    size_t len = 0;
-    int pi;
+    const size_t len = longest_variant(c->spec, -1, 0);
 
-    for (pi = 0; pi < spec->nparams; pi++) {
-        const ft_param *p = &spec->params[pi];
-        len += (pi > 0 ? 1 : 0) + strlen(p->name) + 1 + ft__param_longest_value(p);
-    }
     if (len >= FT_VARIANT_STR_MAX)
         return spec_error(c, "the longest variant string of these params has %zu characters; "
                              "at most %d fit (use shorter names or values)",
@@ -1162,31 +1171,29 @@ int ft__spec_param_index(const ft_spec *spec, const char *name)
 }
 
 
+int ft__param_has_int(const ft_param *p, long long value)
+{
+    int i;
+
+    for (i = 0; p->kind == FT_PARAM_INT && i < p->nvalues; i++)
+        if (p->ints[i] == value)
+            return 1;
+    return 0;
+}
+
 ft_status ft__spec_add_value(ft_spec *spec, int pi, long long value, ft_err *err)
 {
     ft_param *p;
-    size_t len = 0;
     char digits[32];
-    int i;
 
     if (spec == NULL || pi < 0 || pi >= spec->nparams)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "no parameter %d to add a value to", pi);
     p = &spec->params[pi];
-    if (p->kind == FT_PARAM_INT)
-        for (i = 0; i < p->nvalues; i++)
-            if (p->ints[i] == value)
-                return FT_OK;
-    if (!p->open || p->kind != FT_PARAM_INT) {
-        char vals[512];
-        size_t n = 0;
-        vals[0] = '\0';
-        for (i = 0; i < p->nvalues && n + 1 < sizeof vals; i++)
-            n += p->kind == FT_PARAM_INT
-                     ? (size_t)snprintf(vals + n, sizeof vals - n, "%s%lld", i ? ", " : "", p->ints[i])
-                     : (size_t)snprintf(vals + n, sizeof vals - n, "%s%s", i ? ", " : "", p->strings[i]);
-        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "'%lld' is not a value of parameter '%s' (spec %s allows: %s)",
-                        value, p->name, spec->name, vals);
-    }
+    if (ft__param_has_int(p, value))
+        return FT_OK;
+    if (!p->open)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "parameter '%s' of spec %s is not open: %lld is not added",
+                        p->name, spec->name, value);
     if (value < 0)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "parameter '%s' of spec %s takes no negative value (%lld)",
                         p->name, spec->name, value);
@@ -1196,14 +1203,7 @@ ft_status ft__spec_add_value(ft_spec *spec, int pi, long long value, ft_err *err
     if (spec->nvariants / p->nvalues * (p->nvalues + 1) > FT_MAX_VARIANTS)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "with %s=%lld spec %s would have more than %d variants", p->name,
                         value, spec->name, FT_MAX_VARIANTS);
-    for (i = 0; i < spec->nparams; i++) {
-        const ft_param *q = &spec->params[i];
-        size_t longest = ft__param_longest_value(q);
-        if (i == pi && (size_t)snprintf(digits, sizeof digits, "%lld", value) > longest)
-            longest = strlen(digits);
-        len += (i > 0 ? 1 : 0) + strlen(q->name) + 1 + longest;
-    }
-    if (len >= FT_VARIANT_STR_MAX)
+    if (longest_variant(spec, pi, (size_t)snprintf(digits, sizeof digits, "%lld", value)) >= FT_VARIANT_STR_MAX)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "with %s=%lld the variant strings of spec %s would pass %d "
                         "characters", p->name, value, spec->name, FT_VARIANT_STR_MAX - 1);
     p->ints[p->nvalues] = value;

@@ -395,14 +395,8 @@ static ft_spec *spec_of_family(const ft_context *ctx, const char *family)
 static int spec_takes_dim(const ft_spec *spec, long long head_dim)
 {
     const int di = ft__spec_param_index(spec, "d");
-    int i;
 
-    if (di < 0 || spec->params[di].open)
-        return 1;
-    for (i = 0; i < spec->params[di].nvalues; i++)
-        if (spec->params[di].ints[i] == head_dim)
-            return 1;
-    return 0;
+    return di < 0 || spec->params[di].open || ft__param_has_int(&spec->params[di], head_dim);
 }
 
 /* For messages: the head dims that the context's specs of op list, in order, followed by " and

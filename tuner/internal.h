@@ -85,6 +85,20 @@ typedef struct worker {
     ft_db_device dev;          /* ... and its fingerprint */
 } worker;
 
+/* A bucket to tune: a shape with its dtype and causality. */
+typedef struct target {
+    const ft_op *op;  /* the operation whose bucket it is */
+    ft_workload wl;
+    char dtype[8];
+    int causal;
+    int det;          /* the backward: deterministic gradients */
+} target;
+
+typedef struct target_list {
+    target *v;
+    int n, cap;
+} target_list;
+
 typedef struct tuner {
     const ft_tune_opts *o;     /* NULL for a probe */
     ft_spec *const *specs;
@@ -95,6 +109,7 @@ typedef struct tuner {
     ft_arch arch;
     ft_db_device dev;
     long long device_id;
+    target_list *targets;      /* per spec: its buckets (ft__tuner_targets) */
     kernel_ref *kernels;
     int nkernels;
     task *tasks;
@@ -109,19 +124,6 @@ typedef struct tuner {
     long long planned, done;
 } tuner;
 
-/* A bucket to tune: a shape with its dtype and causality. */
-typedef struct target {
-    const ft_op *op;  /* the operation whose bucket it is */
-    ft_workload wl;
-    char dtype[8];
-    int causal;
-    int det;          /* the backward: deterministic gradients */
-} target;
-
-typedef struct target_list {
-    target *v;
-    int n, cap;
-} target_list;
 
 
 /* Whether the stop flag (a signal) is set. */
@@ -198,11 +200,17 @@ ft_status ft__tuner_run_workers(tuner *tu, ft_err *err);
 /* Starts one worker per GPU and shares the tasks among them. */
 ft_status ft__tuner_start_workers(tuner *tu, ft_err *err);
 
-/* Plans and compiles every spec's variants that fit the GPU. */
-ft_status ft__tuner_compile_all(tuner *tu, ft_variant *filter, unsigned *masks, const target_list *given, ft_err *err);
+/* Each spec's buckets into tu->targets: the misses when there are any, else the spec's
+ * workloads crossed with its dtypes, causal and det values (and, for a head dim that --only asks
+ * for and no workload has, the workloads of the nearest one). */
+ft_status ft__tuner_targets(tuner *tu, const target_list *misses, ft_err *err);
 
-/* One task per bucket and spec (the given targets, else the specs' workloads). */
-ft_status ft__tuner_make_tasks(tuner *tu, const target_list *given, ft_err *err);
+/* Plans and compiles the variants of every spec that fit the GPU and compute one of its
+ * buckets (tu->targets). */
+ft_status ft__tuner_compile_all(tuner *tu, ft_variant *filter, unsigned *masks, ft_err *err);
+
+/* One task per bucket and spec (tu->targets). */
+ft_status ft__tuner_make_tasks(tuner *tu, ft_err *err);
 
 /* The buckets the runtime library recorded as misses on this GPU model. */
 ft_status ft__tuner_miss_targets(tuner *tu, target_list *l, ft_err *err);

@@ -106,19 +106,15 @@ static int needed(const ft_plan_item *it, void *ud)
     return 0;
 }
 
-static ft_status spec_targets(const ft_spec *spec, const char *only, target_list *l, ft_err *err);
-
-/* Compiles the variants of every spec's plan that some bucket of the tune measures (those of
- * the given targets, the misses, or else the spec's own workloads: a head dim, dtype or
- * causality no bucket has is not compiled) and registers the kernels in the database. */
-ft_status ft__tuner_compile_all(tuner *tu, ft_variant *filter, unsigned *masks, const target_list *given, ft_err *err)
+/* Compiles the variants of every spec's plan that some bucket of the tune measures (a head dim,
+ * dtype or causality that none of tu->targets has is not compiled) and registers the kernels in
+ * the database. */
+ft_status ft__tuner_compile_all(tuner *tu, ft_variant *filter, unsigned *masks, ft_err *err)
 {
     ft_status rc = FT_OK;
-    target_list own;
     int s, i;
     double t0 = ft__now_ms();
 
-    memset(&own, 0, sizeof own);
     tu->plans = calloc((size_t)tu->nspecs, sizeof *tu->plans);
     if (tu->plans == NULL)
         return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
@@ -128,14 +124,10 @@ ft_status ft__tuner_compile_all(tuner *tu, ft_variant *filter, unsigned *masks, 
         const ft_family *fam = ft__family_find(tu->specs[s]->template_name);
         needed_ctx nc;
         rc = ft__plan_build(tu->specs[s], &tu->arch, &filter[s], masks[s], &tu->plans[s], err);
-        if (rc == FT_OK && given->n == 0) {
-            own.n = 0;
-            rc = spec_targets(tu->specs[s], tu->o->only, &own, err);
-        }
         if (rc != FT_OK)
             break;
         plan = tu->plans[s];
-        nc.spec = tu->specs[s], nc.op = fam != NULL ? fam->op : NULL, nc.l = given->n > 0 ? given : &own;
+        nc.spec = tu->specs[s], nc.op = fam != NULL ? fam->op : NULL, nc.l = &tu->targets[s];
         ft__plan_leave_out(plan, needed, &nc);
         ft__family_hash(plan->family, th);
         rc = ft__db_set_current(tu->db, tu->dev.driver_version, tu->dev.nvrtc_version, plan->family->name, th, err);
@@ -147,7 +139,6 @@ ft_status ft__tuner_compile_all(tuner *tu, ft_variant *filter, unsigned *masks, 
         tu->sum->pruned += plan->count[FT_PLAN_PRUNED];
         tu->sum->variants += plan->nitems - plan->count[FT_PLAN_PRUNED] - plan->count[FT_PLAN_NOT_SAMPLED];
     }
-    free(own.v);
     tu->sum->compile_ms = ft__now_ms() - t0;
     if (rc != FT_OK)
         return rc;
@@ -216,21 +207,37 @@ static void workload_problem(const ft_workload *wl, ft_problem *p)
     p->seqlen_q = wl->sq, p->seqlen_k = wl->sk, p->head_dim = wl->d;
 }
 
+/* Workload wl crossed with spec's dtypes, causal and det values (where it has them), into l. */
+static ft_status add_crossed(const ft_spec *spec, const ft_op *op, const ft_workload *wl, target_list *l, ft_err *err)
+{
+    const int di = ft__spec_param_index(spec, "dtype"), ci = ft__spec_param_index(spec, "causal");
+    const int ei = ft__spec_param_index(spec, "det");
+    const int ndt = di >= 0 ? spec->params[di].nvalues : 1, nc = ci >= 0 ? spec->params[ci].nvalues : 1;
+    const int ne = ei >= 0 ? spec->params[ei].nvalues : 1;
+    ft_status rc = FT_OK;
+    int dt, c, e;
+
+    for (dt = 0; dt < ndt && rc == FT_OK; dt++)
+        for (c = 0; c < nc && rc == FT_OK; c++)
+            for (e = 0; e < ne && rc == FT_OK; e++)
+                rc = target_add(l, op, wl, di >= 0 ? spec->params[di].strings[dt] : "f16",
+                                ci >= 0 ? (int)spec->params[ci].ints[c] : 0, ei >= 0 ? (int)spec->params[ei].ints[e] : 0,
+                                err);
+    return rc;
+}
+
 /* The spec's workloads crossed with its dtypes, causal values and (the backward's) det values,
  * buckets of the operation its family computes; a workload the tuner cannot set up is an error
  * naming the spec. only: the tune's filter (--only), or NULL. */
 static ft_status spec_targets(const ft_spec *spec, const char *only, target_list *l, ft_err *err)
 {
+    const int hi = ft__spec_param_index(spec, "d");
+    const ft_family *fam = ft__spec_family(spec, err);
     ft_variant f;
     unsigned mask = 0;
     ft_err ferr;
-    int di = ft__spec_param_index(spec, "dtype"), ci = ft__spec_param_index(spec, "causal");
-    int ei = ft__spec_param_index(spec, "det");
-    int ndt = di >= 0 ? spec->params[di].nvalues : 1, nc = ci >= 0 ? spec->params[ci].nvalues : 1;
-    int ne = ei >= 0 ? spec->params[ei].nvalues : 1, hi = ft__spec_param_index(spec, "d");
-    const ft_family *fam = ft__spec_family(spec, err);
     ft_status rc = FT_OK;
-    int w, dt, c, e;
+    int w;
 
     if (fam == NULL)
         return FT_ERR_SPEC;
@@ -247,12 +254,7 @@ static ft_status spec_targets(const ft_spec *spec, const char *only, target_list
         }
     }
     for (w = 0; w < spec->nworkloads && rc == FT_OK; w++)
-        for (dt = 0; dt < ndt && rc == FT_OK; dt++)
-            for (c = 0; c < nc && rc == FT_OK; c++)
-                for (e = 0; e < ne && rc == FT_OK; e++)
-                    rc = target_add(l, fam->op, &spec->workloads[w], di >= 0 ? spec->params[di].strings[dt] : "f16",
-                                    ci >= 0 ? (int)spec->params[ci].ints[c] : 0,
-                                    ei >= 0 ? (int)spec->params[ei].ints[e] : 0, err);
+        rc = add_crossed(spec, fam->op, &spec->workloads[w], l, err);
     /* A head dim that the filter asks for (--only d=80) and no workload has: the workloads of
      * the nearest head dim they have, above it where there is one. */
     if (rc == FT_OK && hi >= 0 && only != NULL && ft__variant_filter_parse(spec, only, &f, &mask, &ferr) == FT_OK &&
@@ -273,12 +275,7 @@ static ft_status spec_targets(const ft_spec *spec, const char *only, target_list
             if (wl.d != base)
                 continue;
             wl.d = want;
-            for (dt = 0; dt < ndt && rc == FT_OK; dt++)
-                for (c = 0; c < nc && rc == FT_OK; c++)
-                    for (e = 0; e < ne && rc == FT_OK; e++)
-                        rc = target_add(l, fam->op, &wl, di >= 0 ? spec->params[di].strings[dt] : "f16",
-                                        ci >= 0 ? (int)spec->params[ci].ints[c] : 0,
-                                        ei >= 0 ? (int)spec->params[ei].ints[e] : 0, err);
+            rc = add_crossed(spec, fam->op, &wl, l, err);
         }
     }
     return rc;
@@ -316,16 +313,15 @@ static int open_head_dim(const tuner *tu, ft_spec *spec, int di, int d)
  * compile its variants). An open d of a spec of another operation than op is left alone. */
 static int spec_has_head_dim(const tuner *tu, const ft_op *op, int d)
 {
-    int s, i, any = 0;
+    int s, any = 0;
 
     for (s = 0; s < tu->nspecs; s++) {
         ft_spec *spec = tu->specs[s];
         const ft_family *fam = ft__family_find(spec->template_name);
-        int di = ft__spec_param_index(spec, "d"), has = 0;
+        int di = ft__spec_param_index(spec, "d"), has;
         if (di < 0 || spec->params[di].kind != FT_PARAM_INT)
             return 1;
-        for (i = 0; i < spec->params[di].nvalues; i++)
-            has |= spec->params[di].ints[i] == d;
+        has = ft__param_has_int(&spec->params[di], d);
         if (!has && spec->params[di].open && fam != NULL && fam->op == op)
             has = open_head_dim(tu, spec, di, d);
         any |= has;
@@ -501,23 +497,32 @@ ft_status ft__tuner_miss_targets(tuner *tu, target_list *l, ft_err *err)
 
 /* One task per bucket and spec: the spec's workloads crossed with its dtypes and causal
  * values, or the given targets (misses) when there are any. */
-ft_status ft__tuner_make_tasks(tuner *tu, const target_list *given, ft_err *err)
+ft_status ft__tuner_targets(tuner *tu, const target_list *misses, ft_err *err)
 {
     ft_status rc = FT_OK;
-    target_list own;
-    const target_list *l = given->n > 0 ? given : &own;
     int s, i;
 
-    memset(&own, 0, sizeof own);
+    tu->targets = calloc((size_t)tu->nspecs, sizeof *tu->targets);
+    if (tu->targets == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
     for (s = 0; s < tu->nspecs && rc == FT_OK; s++) {
-        if (l == &own) {
-            own.n = 0;
-            rc = spec_targets(tu->specs[s], tu->o->only, &own, err);
-        }
-        for (i = 0; i < l->n && rc == FT_OK; i++)
-            rc = add_task(tu, s, &l->v[i], err);
+        if (misses->n == 0)
+            rc = spec_targets(tu->specs[s], tu->o->only, &tu->targets[s], err);
+        for (i = 0; i < misses->n && rc == FT_OK; i++)
+            rc = target_add(&tu->targets[s], misses->v[i].op, &misses->v[i].wl, misses->v[i].dtype,
+                            misses->v[i].causal, misses->v[i].det, err);
     }
-    free(own.v);
+    return rc;
+}
+
+ft_status ft__tuner_make_tasks(tuner *tu, ft_err *err)
+{
+    ft_status rc = FT_OK;
+    int s, i;
+
+    for (s = 0; s < tu->nspecs && rc == FT_OK; s++)
+        for (i = 0; i < tu->targets[s].n && rc == FT_OK; i++)
+            rc = add_task(tu, s, &tu->targets[s].v[i], err);
     for (i = 0; i < tu->ntasks; i++)
         tu->sum->buckets += ft__tuner_first_of_bucket(tu, i);
     return rc;

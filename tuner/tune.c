@@ -152,9 +152,11 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
             goto out; /* no misses: nothing to compile or measure */
     }
     if (rc == FT_OK)
-        rc = ft__tuner_compile_all(&tu, filter, masks, &misses, err);
+        rc = ft__tuner_targets(&tu, &misses, err);
     if (rc == FT_OK)
-        rc = ft__tuner_make_tasks(&tu, &misses, err);
+        rc = ft__tuner_compile_all(&tu, filter, masks, err);
+    if (rc == FT_OK)
+        rc = ft__tuner_make_tasks(&tu, err);
     if (rc != FT_OK)
         goto out;
     /* Share the buckets among the GPUs, largest first so the tail stays short. */
@@ -178,6 +180,9 @@ out:
     }
     free(tu.workers);
     free(misses.v);
+    for (i = 0; tu.targets != NULL && i < tu.nspecs; i++)
+        free(tu.targets[i].v);
+    free(tu.targets);
     for (i = 0; i < tu.ntasks; i++) { /* the buckets that have a winner now */
         ft_db_row row;
         ft_err ignored;
