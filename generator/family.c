@@ -77,22 +77,61 @@ static void fwd_sm90_prelude(ft_strbuf *sb, const ft_spec *spec, const ft_varian
     emit_wgmma(sb, "ft_wgmma_o", (int)ft__variant_int(spec, v, "d", 64), type, 1, 0, 1);
 }
 
+/* The swizzle span (elements per swizzled row of a column block: 64, 32 or 16) of the forward's
+ * Q, K and V tiles: the widest that divides the head dim (templates/flash_fwd_sm90.cuh CH). */
+static int fwd_sm90_span(int d)
+{
+    return d % 64 == 0 ? 64 : d % 32 == 0 ? 32 : 16;
+}
+
+/* How flash_bwd_sm90 cuts a variant's columns (its template's DC, DKV, PW and CH): each consumer
+ * warpgroup computes dC = d (bm = 128: the warpgroups split dQ's rows) or d / warpgroups columns of
+ * dQ's partial, in the fewest passes of equal width, a multiple of 16 and at most 112 (the
+ * pass's accumulators, width/2 per thread, live beside dK and dV); and dK and dV for d (or, with
+ * kvsplit, d/2) columns. The Q, dO, K and V tiles are column blocks of the widest span of 64, 32
+ * or 16 elements that all of these are multiples of, as the pass and warpgroup offsets must start
+ * on a block. *width and *span are 0 when no pass width exists (the spec's constraints keep no
+ * such variant). */
+static void bwd_sm90_cut(int d, int bm, int bn, int kvsplit, int *width, int *span)
+{
+    const int nwg = kvsplit ? 2 : bn / 64;
+    const int dc = bm > 64 || nwg < 1 ? d : d / nwg, dkv = kvsplit ? d / 2 : d;
+    int passes, s;
+
+    *width = *span = 0;
+    for (passes = 1; passes <= dc / 16; passes++)
+        if (dc % passes == 0 && (dc / passes) % 16 == 0 && dc / passes <= 112) {
+            *width = dc / passes;
+            break;
+        }
+    for (s = 64; s >= 16 && *width > 0; s /= 2)
+        if (d % s == 0 && dkv % s == 0 && *width % s == 0) {
+            *span = s;
+            break;
+        }
+}
+
 /* flash_bwd_sm90's products: Sᵀ and dPᵀ (n = bm, both operands K-major), dV and dK (n = d, A
- * from registers, B MN-major), dQ by 64 columns (both MN-major). With kvsplit two warpgroups
- * share the keys: Sᵀ and dPᵀ take half of the queries each (n = bm/2), dV and dK half of the
- * columns (n = d/2) with A, K-major, from shared memory (ft_wgmma_kvs). Both dK/dV wrappers are
- * emitted at the variant's width, as the template's code names both (one of them unused). */
+ * from registers, B MN-major), dQ by passes of the cut's width (both MN-major). With kvsplit two
+ * warpgroups share the keys: Sᵀ and dPᵀ take half of the queries each (n = bm/2), dV and dK half
+ * of the columns (n = d/2) with A, K-major, from shared memory (ft_wgmma_kvs). Both dK/dV wrappers
+ * are emitted at the variant's width, as the template's code names both (one of them unused).
+ * Before them the cut itself (FTP_SPAN, FTP_DQ_WIDTH), which the runtime's tensor maps share
+ * through the launch facts. */
 static void bwd_sm90_prelude(ft_strbuf *sb, const ft_spec *spec, const ft_variant *v)
 {
     const char *dtype = ft__variant_str(spec, v, "dtype");
     const char *type = dtype != NULL && strcmp(dtype, "bf16") == 0 ? "bf16" : "f16";
     const int split = ft__variant_int(spec, v, "kvsplit", 0) != 0;
     const int bm = (int)ft__variant_int(spec, v, "bm", 64), d = (int)ft__variant_int(spec, v, "d", 64);
+    int width, span;
 
+    bwd_sm90_cut(d, bm, (int)ft__variant_int(spec, v, "bn", 64), split, &width, &span);
+    ft__sb_printf(sb, "#define FTP_SPAN %d\n#define FTP_DQ_WIDTH %d\n\n", span, width);
     emit_wgmma(sb, "ft_wgmma_st", split ? bm / 2 : bm, type, 0, 0, 0);
     emit_wgmma(sb, "ft_wgmma_kv", split ? d / 2 : d, type, 1, 0, 1);
     emit_wgmma(sb, "ft_wgmma_kvs", split ? d / 2 : d, type, 0, 0, 1);
-    emit_wgmma(sb, "ft_wgmma_dq", 64, type, 0, 1, 1);
+    emit_wgmma(sb, "ft_wgmma_dq", width > 0 ? width : 64, type, 0, 1, 1);
 }
 
 /* Each of the named parameters gives the n of a generated wgmma wrapper, one accumulator operand
@@ -152,6 +191,7 @@ static void fwd_sm90_launch(const char *variant, ft_launch_facts *out)
     out->head_dim = text_int(variant, "d", 0);
     out->tma = 1;
     out->tma_rows_kv = text_int(variant, "bn", 64);
+    out->tma_span = fwd_sm90_span(out->head_dim);
     out->pair_blocks = causal && balance;
     out->persistent = !causal || out->pair_blocks;
     out->packed = 1;
@@ -201,16 +241,21 @@ static int bwd_sm90_threads(const ft_spec *spec, const ft_variant *v)
  * of Q and dO (bm rows) and K and V (bn rows). */
 static void bwd_sm90_launch(const char *variant, ft_launch_facts *out)
 {
+    int width;
+
     out->rows_per_block = text_int(variant, "bm", 64);
     out->keys_per_block = text_int(variant, "bn", 64);
     out->head_dim = text_int(variant, "d", 0);
     out->tma = 1;
     out->tma_rows_kv = out->keys_per_block;
+    bwd_sm90_cut(out->head_dim, out->rows_per_block, out->keys_per_block, text_int(variant, "kvsplit", 0),
+                 &width, &out->tma_span);
     out->deterministic = text_int(variant, "det", 0);
 }
 
 /* flash_bwd_sm90: Sᵀ and dPᵀ (n = bm, or bm/2), dV and dK (n = d, or d/2); bn sizes the grid's
- * warpgroups (the template's static_asserts take d 64, 128 or 256, bm 64 or 128, bn 64 or 128). */
+ * warpgroups (the template's static_asserts take d a multiple of 16 from 32 to 256, bm 64 or
+ * 128, bn 64 or 128). */
 static ft_status bwd_sm90_check_values(const ft_family *fam, const ft_spec *spec, ft_err *err)
 {
     static const char *const names[] = {"bm", "d", "bn", NULL};

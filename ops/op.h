@@ -121,6 +121,8 @@ typedef struct ft_launch_facts {
                                tma_rows_kv rows), walks the row blocks from blockIdx.x in steps of
                                gridDim.x */
     int tma_rows_kv;
+    int tma_span;           /* elements per swizzled row of the maps' boxes: 64 (128-byte swizzle),
+                               32 (64-byte) or 16 (32-byte), as the kernel's tiles are laid out */
     int persistent;         /* a TMA kernel whose grid is at most max_resident blocks */
     int pair_blocks;        /* a unit of work is two row blocks of a head, the i-th longest and
                                the i-th shortest */

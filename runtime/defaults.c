@@ -19,7 +19,14 @@
  * non-causal at d = 64 and 128 the dq_red variant that won every such bucket of a bf16 tune on an H200 (2026-12-01,
  * bench/results/h200-2026-12-01-bwd-sm90-d256), causal the earlier defaults (0.99–1.10 of cuDNN,
  * bench/results/h200-2026-12-01-bwd-sm90; the tune split their buckets between dq_red 0 and 1),
- * at d = 256 the kvsplit variant (the only structure of the spec that fits it). The first entry
+ * at d = 256 the kvsplit variant (the only structure of the spec that fits it). At the other head
+ * dims the sm_90a backward takes (2026-12-03, untuned; chosen by the structures the spec keeps
+ * without spills): d = 32 d = 64's structure, 96 d = 128's, 160, 192 and 224 d = 256's (kvsplit;
+ * with its det=1 variant at 160 and 192), 80, 112 and 144 the one consumer warpgroup of 64 keys
+ * (bm=64,bn=64: the only structure whose dQ passes and registers fit those head dims; at 144
+ * only non-causal, whose variants alone compile without spills); 176, 208 and 240 have no
+ * sm_90a variant (their halves are no multiple of 16 and their whole rows too many registers)
+ * and run the sm80 family's. The first entry
  * of the call's operation whose family the context has and that builds wins: the sm_90a
  * family's where it runs (tests/test_defaults.c checks that every entry is kept by its spec and
  * compiles without spills on the targets it is for). Short-query forward calls (ops/op.h
@@ -63,6 +70,25 @@ static const ft_default_kernel defaults[] = {
     {"flash_bwd_sm90", 128, 1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
     {"flash_bwd_sm90", 128, -1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
     {"flash_bwd_sm90", 256, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 32, 0, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 32, 1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 32, -1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 80, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 80, 1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 80, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 96, 0, "bm=64,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 96, 1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 96, -1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 112, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 112, 1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 112, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 144, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 144, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 160, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 160, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 192, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 192, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 224, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0", 0},
     {"flash_bwd_sm80", 32, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop", 0},
     {"flash_bwd_sm80", 64, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop", 0},
     {"flash_bwd_sm80", 96, -1, "bm=64,bn=128,warps=8,split=1,stages=2,gqa=loop", 0},

@@ -144,22 +144,22 @@ ft_status ft__fwd_launch_fn(void *launch, CUstream stream, ft_err *err)
 }
 
 /* A rank-4 map of one 16-bit tensor, (element, position, head, batch) from the fastest
- * dimension out, whose boxes are `rows` positions of one head by the swizzle span of the
- * head dim (64 elements, 128-byte swizzle, when the head dim is a multiple of 64; else 32,
- * 64-byte swizzle, when it is one of 32; else 16, 32-byte swizzle), as
- * templates/flash_fwd_sm90.cuh reads them. Positions past seqlen read
- * as zeros. */
-static ft_status encode_map(const ft_cuda *cu, CUtensorMap *map, const void *ptr, int head_dim, int seqlen,
-                            int heads, int batch, int64_t batch_stride, int64_t row_stride, int64_t head_stride,
-                            int rows, const char *what, ft_err *err)
+ * dimension out, whose boxes are `rows` positions of one head by `span` elements (the kernel's
+ * launch facts say: 64, 128-byte swizzle; 32, 64-byte swizzle; 16, 32-byte swizzle), as the
+ * sm_90a templates read them. Positions past seqlen read as zeros. */
+static ft_status encode_map(const ft_cuda *cu, CUtensorMap *map, const void *ptr, const ft_launch_facts *f,
+                            int seqlen, int heads, int batch, int64_t batch_stride, int64_t row_stride,
+                            int64_t head_stride, int rows, const char *what, ft_err *err)
 {
-    const int span = head_dim % 64 == 0 ? 64 : head_dim % 32 == 0 ? 32 : 16;
-    cuuint64_t dims[4] = {(cuuint64_t)head_dim, (cuuint64_t)seqlen, (cuuint64_t)heads, (cuuint64_t)batch};
+    const int span = f->tma_span;
+    cuuint64_t dims[4] = {(cuuint64_t)f->head_dim, (cuuint64_t)seqlen, (cuuint64_t)heads, (cuuint64_t)batch};
     cuuint64_t strides[3] = {(cuuint64_t)row_stride * 2, (cuuint64_t)head_stride * 2, (cuuint64_t)batch_stride * 2};
     cuuint32_t box[4] = {(cuuint32_t)span, (cuuint32_t)rows, 1, 1};
     cuuint32_t estrides[4] = {1, 1, 1, 1};
     CUresult r;
 
+    if (span != 64 && span != 32 && span != 16)
+        return ft__fail(err, FT_ERR_INTERNAL, "a TMA kernel whose launch facts give no swizzle span (%d)", span);
     r = cu->p_cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, (void *)ptr, dims, strides, box,
                                      estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                      span == 64   ? CU_TENSOR_MAP_SWIZZLE_128B
@@ -178,15 +178,15 @@ static ft_status encode_map(const ft_cuda *cu, CUtensorMap *map, const void *ptr
 /* A forward tensor's map: dense [batch, seqlen, heads, d], or with total > 0 a packed
  * variable-length one, [total, heads, d] as one batch of total rows (a sequence's tiles start
  * at its first row; the rows past total read as zeros). */
-static ft_status encode_fwd_map(const ft_cuda *cu, CUtensorMap *map, const void *ptr, int head_dim, int seqlen,
+static ft_status encode_fwd_map(const ft_cuda *cu, CUtensorMap *map, const void *ptr, const ft_launch_facts *f, int seqlen,
                                 int heads, int batch, int total, int64_t batch_stride, int64_t row_stride,
                                 int64_t head_stride, int rows, const char *what, ft_err *err)
 {
     if (total <= 0)
-        return encode_map(cu, map, ptr, head_dim, seqlen, heads, batch, batch_stride, row_stride, head_stride, rows,
+        return encode_map(cu, map, ptr, f, seqlen, heads, batch, batch_stride, row_stride, head_stride, rows,
                           what, err);
     /* one batch: its stride is never stepped, any 16-byte multiple will do */
-    return encode_map(cu, map, ptr, head_dim, total, heads, 1, row_stride > 0 ? row_stride * total : 8, row_stride,
+    return encode_map(cu, map, ptr, f, total, heads, 1, row_stride > 0 ? row_stride * total : 8, row_stride,
                       head_stride, rows, what, err);
 }
 
@@ -199,15 +199,15 @@ static ft_status encode_bwd_maps(const ft_cuda *cu, const ft_launch_facts *f, co
 
     if (cu->p_cuTensorMapEncodeTiled == NULL)
         return ft__fail(err, FT_ERR_UNSUPPORTED, "the CUDA driver has no cuTensorMapEncodeTiled (CUDA 12 or newer)");
-    if ((rc = encode_map(cu, &maps[0], p->q, f->head_dim, p->seqlen_q, p->heads_q, p->batch, p->q_batch_stride,
+    if ((rc = encode_map(cu, &maps[0], p->q, f, p->seqlen_q, p->heads_q, p->batch, p->q_batch_stride,
                          p->q_row_stride, p->q_head_stride, f->rows_per_block, "Q", err)) != FT_OK ||
-        (rc = encode_map(cu, &maps[1], p->dout, f->head_dim, p->seqlen_q, p->heads_q, p->batch,
+        (rc = encode_map(cu, &maps[1], p->dout, f, p->seqlen_q, p->heads_q, p->batch,
                          p->dout_batch_stride, p->dout_row_stride, p->dout_head_stride, f->rows_per_block, "dO",
                          err)) != FT_OK ||
-        (rc = encode_map(cu, &maps[2], p->k, f->head_dim, p->seqlen_k, p->heads_kv, p->batch, p->k_batch_stride,
+        (rc = encode_map(cu, &maps[2], p->k, f, p->seqlen_k, p->heads_kv, p->batch, p->k_batch_stride,
                          p->k_row_stride, p->k_head_stride, f->tma_rows_kv, "K", err)) != FT_OK)
         return rc;
-    return encode_map(cu, &maps[3], p->v, f->head_dim, p->seqlen_k, p->heads_kv, p->batch, p->v_batch_stride,
+    return encode_map(cu, &maps[3], p->v, f, p->seqlen_k, p->heads_kv, p->batch, p->v_batch_stride,
                       p->v_row_stride, p->v_head_stride, f->tma_rows_kv, "V", err);
 }
 
@@ -301,13 +301,13 @@ ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd
         l->grid[0] = 0;
         return ft__fail(err, FT_ERR_UNSUPPORTED, "the CUDA driver has no cuTensorMapEncodeTiled (CUDA 12 or newer)");
     }
-    if ((rc = encode_fwd_map(cu, &l->maps[0], p->q, f->head_dim, p->seqlen_q, p->heads_q, p->batch,
+    if ((rc = encode_fwd_map(cu, &l->maps[0], p->q, f, p->seqlen_q, p->heads_q, p->batch,
                              p->cu_seqlens_q != NULL ? p->total_q : 0, p->q_batch_stride, p->q_row_stride,
                              p->q_head_stride, f->rows_per_block, "Q", err)) != FT_OK ||
-        (rc = encode_fwd_map(cu, &l->maps[1], p->k, f->head_dim, p->seqlen_k, p->heads_kv, p->batch,
+        (rc = encode_fwd_map(cu, &l->maps[1], p->k, f, p->seqlen_k, p->heads_kv, p->batch,
                              p->cu_seqlens_k != NULL ? p->total_k : 0, p->k_batch_stride, p->k_row_stride,
                              p->k_head_stride, f->tma_rows_kv, "K", err)) != FT_OK ||
-        (rc = encode_fwd_map(cu, &l->maps[2], p->v, f->head_dim, p->seqlen_k, p->heads_kv, p->batch,
+        (rc = encode_fwd_map(cu, &l->maps[2], p->v, f, p->seqlen_k, p->heads_kv, p->batch,
                              p->cu_seqlens_k != NULL ? p->total_k : 0, p->v_batch_stride, p->v_row_stride,
                              p->v_head_stride, f->tma_rows_kv, "V", err)) != FT_OK)
         l->grid[0] = 0;

@@ -20,6 +20,25 @@ local function consumers(v)
   return v.bn // 64
 end
 
+-- The columns of dQ's partial that each consumer warpgroup computes: all d when two warpgroups
+-- split its rows (bm = 128), else d / warpgroups.
+local function dq_columns(v)
+  if v.bm > 64 then return v.d end
+  return v.d // consumers(v)
+end
+
+-- The width of one pass over those columns: the fewest passes of equal width, a multiple of 16
+-- and at most 112, that make them up (nil when none does). generator/family.c (bwd_sm90_cut)
+-- computes the same, and the swizzle span of the tiles from it; the template checks both.
+local function dq_width(v)
+  local dc = dq_columns(v)
+  for passes = 1, dc // 16 do
+    local w = dc // passes
+    if dc % passes == 0 and w % 16 == 0 and w <= 112 then return w end
+  end
+  return nil
+end
+
 -- Per consumer thread: see `registers` below. With two consumers the producer gives its
 -- registers to them (setmaxnreg; specs/lib/hopper.lua says how many).
 local function consumer_registers(v)
@@ -28,7 +47,9 @@ local function consumer_registers(v)
     -- packings (bm/4 + bm/8 each), or the dQ partial's passes, all in flight at once (d/4).
     return v.d // 2 + math.max(3 * v.bm // 4, v.d // 4) + 24
   end
-  return v.d + v.bm + 24
+  -- dK and dV (d/2 each), then the larger of Sᵀ and dPᵀ (bm/2 each) and a pass of dQ's partial
+  -- (width/2) beside Pᵀ and dSᵀ packed (bm/4 each).
+  return v.d + math.max(v.bm, v.bm // 2 + (dq_width(v) or 64) // 2) + 24
 end
 
 local function register_limit(v)
@@ -44,7 +65,8 @@ return {
   description = "Hopper backward (dQ, dK, dV) on wgmma (sm_90a)",
 
   params = {
-    { name = "d",      values = { 64, 128, 256 },  doc = "head dimension" },
+    { name = "d",      values = { 64, 80, 96, 128, 160, 192, 256 }, open = true,
+      doc = "head dimension (a call or --only d=N adds any other multiple of 16 from 32 to 256)" },
     { name = "bm",     values = { 64, 128 },       doc = "query rows per block of the CTA's loop (128: two consumer warpgroups split dQ by rows)" },
     { name = "bn",     values = { 64, 128 },       doc = "keys per thread block: 64 per consumer warpgroup" },
     { name = "causal", values = { 0, 1 },          doc = "bottom-right causal mask" },
@@ -57,6 +79,8 @@ return {
   },
 
   constraints = {
+    { "head dims are multiples of 16 from 32 to 256",
+      function(v) return v.d % 16 == 0 and v.d >= 32 and v.d <= 256 end },
     { "the launch order by walk length is for causal masks",
       function(v) return v.lpt == 0 or v.causal == 1 end },
     { "128 query rows per block take two consumer warpgroups of 64 keys each",
@@ -67,8 +91,8 @@ return {
       function(v) return v.kvsplit == 0 or v.early_dv == 0 end },
     { "the fixed order of dQ's additions is kept by the producer's bulk reductions, in the launch order",
       function(v) return v.det == 0 or (v.dq_red == 0 and v.lpt == 0) end },
-    { "each warpgroup's share of dK's, dV's and dQ's columns is whole blocks of 64",
-      function(v) return v.bm == 128 or (v.d // consumers(v)) % 64 == 0 end },
+    { "each warpgroup's dQ columns go in passes of a multiple of 16 columns (at most 112), its dK and dV columns are a multiple of 16",
+      function(v) return dq_width(v) ~= nil and (v.kvsplit == 0 or (v.d // 2) % 16 == 0) end },
     { "consumer registers within what setmaxnreg gives them",
       function(v) return consumer_registers(v) <= register_limit(v) end },
   },

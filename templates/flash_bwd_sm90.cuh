@@ -64,10 +64,13 @@
 // [BN][BM] (block i writes buffer i % 2, so one barrier per block keeps a block's dS from
 // overwriting the one a slower warpgroup still reads), KVSPLIT two Pᵀ buffers likewise, the dQ
 // staging buffer [BM·D] floats (not with DQ_RED), two stages of LSE·log2(e) and D [BM], and
-// the mbarriers. Tiles are column blocks of 64 elements, rows of 128 bytes whose 16-byte chunks
-// are XOR-swizzled by the row (chunk c of row r at c ^ (r & 7)), written so by the TMA loads:
-// wgmma's 128-byte-swizzle canonical layout, read K-major (along D) and MN-major (along the
-// rows) alike.
+// the mbarriers. The Q, dO, K and V tiles are column blocks of CH (FTP_SPAN) elements, rows of
+// CH·2 bytes swizzled as TMA's SWIZZLE_128B (CH = 64), SWIZZLE_64B (32) or SWIZZLE_32B (16)
+// writes them: wgmma's canonical layout of that swizzle, read K-major (along D) and MN-major
+// (along the rows) alike; the variant's span is the widest that its head dim, its warpgroups'
+// dK/dV columns and its dQ passes are multiples of (the generator works it out and tells the
+// runtime, which encodes the tensor maps' boxes alike). The dSᵀ and Pᵀ tiles [BN][BM] are column
+// blocks of 64 queries with the 128-byte swizzle (chunk c of row r at c ^ (r & 7)).
 //
 // A consumer, per query block: wait for its stage; Sᵀ and dPᵀ issued (two wgmma groups); once
 // Sᵀ is done, Pᵀ in registers (the masks only on blocks that need them) and, EARLY_DV, dV issued;
@@ -78,10 +81,9 @@
 // and every pass of dQ issued at once, each pass added to the workspace once done.
 //
 // Compile-time parameters, defined by the generated prelude:
-//   FTP_D       head dimension (64, 128, or 256 with KVSPLIT)
+//   FTP_D       head dimension: a multiple of 16 from 32 to 256
 //   FTP_BM      query rows per block of the loop: 64, or 128 with two consumer warpgroups
-//   FTP_BN      keys per CTA: 64 per consumer warpgroup (64, 128), or 64 with KVSPLIT; with
-//               BM = 64, D/NWG a multiple of 64
+//   FTP_BN      keys per CTA: 64 per consumer warpgroup (64, 128), or 64 with KVSPLIT
 //   FTP_KVSPLIT 1: two consumer warpgroups share the 64 keys (BM = 64, not EARLY_DV)
 //   FTP_DQ_RED  1: dQ's partials added from registers, 0: staged and bulk-reduced
 //   FTP_DET     1: the bulk reductions into each dQ tile in a fixed order of key blocks (not
@@ -89,14 +91,17 @@
 //   FTP_CAUSAL  0 or 1      FTP_DTYPE_F16 or FTP_DTYPE_BF16      FT_SMEM_BYTES
 //   FTP_EARLY_DV 1: dV's product issued while dPᵀ's runs (more registers live), 0: after it
 //   FTP_LPT     1: the grid's linear index walks key blocks slowest (longest causal walks first)
+//   FTP_SPAN    CH, elements per swizzled row of a Q, dO, K or V column block (64, 32 or 16)
+//   FTP_DQ_WIDTH PW, columns per pass of a warpgroup's dQ partial (a multiple of CH, at most 112)
 // and the generated wgmma wrappers ft_wgmma_st (m64n{SQ}k16, both operands K-major in shared
 // memory), ft_wgmma_kv (m64n{D}k16, A from registers, B MN-major; KVSPLIT: ft_wgmma_kvs,
-// m64n{D/2}k16, A K-major in shared memory) and ft_wgmma_dq (m64n64k16, A and B MN-major in
+// m64n{D/2}k16, A K-major in shared memory) and ft_wgmma_dq (m64n{PW}k16, A and B MN-major in
 // shared memory).
 
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_CAUSAL) || !defined(FTP_EARLY_DV) || \
-    !defined(FTP_LPT) || !defined(FTP_KVSPLIT) || !defined(FTP_DQ_RED) || !defined(FTP_DET) || !defined(FT_SMEM_BYTES)
-#error "flash_bwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_CAUSAL, FTP_EARLY_DV, FTP_LPT, FTP_KVSPLIT, FTP_DQ_RED, FTP_DET and FT_SMEM_BYTES"
+    !defined(FTP_LPT) || !defined(FTP_KVSPLIT) || !defined(FTP_DQ_RED) || !defined(FTP_DET) || !defined(FTP_SPAN) ||  \
+    !defined(FTP_DQ_WIDTH) || !defined(FT_SMEM_BYTES)
+#error "flash_bwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_CAUSAL, FTP_EARLY_DV, FTP_LPT, FTP_KVSPLIT, FTP_DQ_RED, FTP_DET, FTP_SPAN, FTP_DQ_WIDTH and FT_SMEM_BYTES"
 #endif
 #if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
 #error "flash_bwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
@@ -127,9 +132,13 @@ constexpr int THREADS = CT + 128;  // and the producer warpgroup (warpgroup 0)
 // rows 64·w.. of every column).
 constexpr bool ROWSPLIT = BM > 64;
 constexpr int DC = ROWSPLIT ? D : D / NWG; // dQ columns per consumer warpgroup
-constexpr int DQ_PASSES = DC / 64;         // of 64 columns each
-constexpr int ROW = 128;           // bytes per row of a 64-column block
+constexpr int PW = FTP_DQ_WIDTH;           // dQ columns per pass
+constexpr int DQ_PASSES = DC / PW;
+constexpr int CH = FTP_SPAN;       // elements per swizzled row of a Q, dO, K or V column block
+constexpr int SWB = CH * 2;        // its bytes: the swizzle span (128, 64 or 32)
+constexpr int ROW = 128;           // bytes per row of a 64-query block of the dSᵀ and Pᵀ tiles
 constexpr int CPR = D / 8;         // 16-byte chunks per row of a tile
+constexpr int LPR = CPR <= 4 ? 4 : CPR <= 8 ? 8 : CPR <= 16 ? 16 : 32; // lanes per row in pre
 constexpr int SQ = KVSPLIT ? BM / 2 : BM; // queries of a warpgroup's Sᵀ (and dPᵀ)
 constexpr int DKV = KVSPLIT ? D / 2 : D;  // columns of a warpgroup's dK (and dV)
 constexpr int SN = SQ / 2;         // Sᵀ (and dPᵀ) accumulators per thread
@@ -149,13 +158,19 @@ constexpr u32 OFF_STAT = OFF_DQ + (DQ_RED ? 0 : BM * D * 4); // stage s: BM floa
 constexpr u32 OFF_BAR = OFF_STAT + 2 * 2 * BM * 4;
 constexpr u32 BAR_BYTES = 64;                  // five mbarriers, 8 bytes each
 constexpr int SMEM_BYTES = 1024 + OFF_BAR + BAR_BYTES;
+// At the end dK and dV go out through shared memory from OFF_K on: rows of D elements padded by
+// 16 bytes (D/8 + 1 chunks, an odd number: a warp's stores of eight rows hit eight bank groups).
+constexpr u32 OUT_PITCH = (D + 8) * 2;
 
-static_assert(D == 64 || D == 128 || (D == 256 && KVSPLIT), "head dimension 64 or 128, or 256 with shared keys");
+static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dimension: a multiple of 16 from 32 to 256");
+static_assert(CH == 64 || CH == 32 || CH == 16, "column blocks of 64, 32 or 16 elements");
+static_assert(D % CH == 0 && DKV % CH == 0 && PW % CH == 0 && DC == PW * DQ_PASSES && PW <= 112,
+              "the head dim, each warpgroup's dK/dV columns and each dQ pass are whole column blocks");
+static_assert(2 * BN * OUT_PITCH <= OFF_BAR, "dK and dV leave through the tiles' space");
 static_assert(BM == 64 || (BM == 128 && NWG == 2 && !KVSPLIT),
               "64 query rows per block, or 128 with two consumer warpgroups of 64 keys each");
 static_assert(BN == 64 || (BN == 128 && !KVSPLIT), "64 keys per consumer warpgroup, one or two warpgroups, or 64 shared");
 static_assert(!KVSPLIT || !EARLY_DV, "with shared keys dV's product waits for both warpgroups' Pᵀ");
-static_assert(DC % 64 == 0 && DKV % 64 == 0, "each warpgroup's dQ, dK and dV columns are whole 64-column blocks");
 static_assert(!KVSPLIT || DQ_PASSES <= 2, "KVSPLIT keeps every pass of dQ in flight at once: at most two");
 static_assert(!DET || (!DQ_RED && !LPT), "the fixed order of dQ's additions is kept by producer warp 1, in the launch order");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
@@ -243,27 +258,36 @@ __device__ __forceinline__ float2 unpack2(u32 x)
 
 // ---- shared-memory matrix descriptors (PTX ISA, "Matrix Descriptor Format"): start >> 4 in bits
 // 0–13, leading byte offset >> 4 in 16–29, stride byte offset >> 4 in 32–45, base offset 0
-// (every tile starts on a 1024-byte boundary), 128-byte swizzle (1) in 62–63.
-__device__ __forceinline__ u64 make_desc(u32 addr, u32 lbo, u32 sbo)
-{
-    return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (1ull << 62);
-}
+// (every tile starts on a 1024-byte boundary), swizzle mode in 62–63: 1 = 128 B, 2 = 64 B,
+// 3 = 32 B. A tile of column blocks whose swizzled rows are SPAN bytes (Tile<SWB> the Q, dO, K
+// and V tiles, Tile<ROW> the dSᵀ and Pᵀ tiles):
+template <int SPAN> struct Tile {
+    static constexpr u64 MODE = SPAN == 128 ? 1ull : SPAN == 64 ? 2ull : 3ull;
+    static constexpr int KK_PER_BLOCK = SPAN / 32; // k16 steps per column block
 
-// K-major operand: a tile of `rows` rows from row r0 (a multiple of 8), k16 step kk along D (32
-// bytes inside a column block; the next block starts rows·128 bytes further); 8-row groups 1024
-// bytes apart.
-__device__ __forceinline__ u64 kmajor(u32 tile, int rows, int r0, int kk)
-{
-    return make_desc(tile + (kk / 4) * rows * ROW + r0 * ROW + (kk % 4) * 32, 16, 8 * ROW);
-}
+    static __device__ __forceinline__ u64 desc(u32 addr, u32 lbo, u32 sbo)
+    {
+        return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (MODE << 62);
+    }
 
-// MN-major operand: the tile's rows are the k dimension (16 rows per step kb), its 64-column
-// blocks the m or n dimension from block cb0 on (rows·128 bytes apart: LBO); 8-row groups 1024
-// bytes apart (SBO).
-__device__ __forceinline__ u64 mnmajor(u32 tile, int rows, int cb0, int kb)
-{
-    return make_desc(tile + cb0 * rows * ROW + kb * 16 * ROW, rows * ROW, 8 * ROW);
-}
+    // K-major operand: `rows` rows from row r0 (a multiple of 8), k16 step kk along the columns
+    // (32 bytes inside a column block; the next block starts rows·SPAN bytes further); 8-row
+    // groups 8·SPAN bytes apart.
+    static __device__ __forceinline__ u64 kmajor(u32 tile, int rows, int r0, int kk)
+    {
+        return desc(tile + (kk / KK_PER_BLOCK) * rows * SPAN + r0 * SPAN + (kk % KK_PER_BLOCK) * 32, 16, 8 * SPAN);
+    }
+
+    // MN-major operand: the tile's rows are the k dimension (16 rows per step kb), its column
+    // blocks the m or n dimension from block cb0 on (rows·SPAN bytes apart: LBO); 8-row groups
+    // 8·SPAN bytes apart (SBO).
+    static __device__ __forceinline__ u64 mnmajor(u32 tile, int rows, int cb0, int kb)
+    {
+        return desc(tile + cb0 * rows * SPAN + kb * 16 * SPAN, rows * SPAN, 8 * SPAN);
+    }
+};
+using DT = Tile<SWB>; // Q, dO, K, V
+using ST = Tile<ROW>; // dSᵀ, Pᵀ
 
 // ---- the workspace -----------------------------------------------------------------------------
 struct Workspace {
@@ -305,8 +329,8 @@ __device__ __forceinline__ void bulk_load(u32 dst, const void *src, u32 bytes, u
                  : "memory");
 }
 
-// The tensor maps of Q, dO, K and V: boxes of 64 elements (one column block, 128-byte swizzle)
-// by BM rows (Q, dO) or BN rows (K, V) of one head; rows past seqlen read as zeros.
+// The tensor maps of Q, dO, K and V: boxes of CH elements (one column block, swizzled as the
+// tiles are) by BM rows (Q, dO) or BN rows (K, V) of one head; rows past seqlen read as zeros.
 struct Maps {
     const TensorMap *q, *dout, *k, *v;
 };
@@ -315,8 +339,8 @@ struct Maps {
 __device__ __forceinline__ void load_tile(u32 dst, const TensorMap *map, int rows, int r0, int head, int batch, u32 bar)
 {
 #pragma unroll
-    for (int b = 0; b < D / 64; ++b)
-        tma_load(dst + b * rows * ROW, map, b * 64, r0, head, batch, bar);
+    for (int b = 0; b < D / CH; ++b)
+        tma_load(dst + b * rows * SWB, map, b * CH, r0, head, batch, bar);
 }
 
 // The CTA's walk: `total` query blocks, block `it` of query head first_head + it / per_head,
@@ -489,7 +513,7 @@ __device__ __forceinline__ void issue_dv(float (&dv)[KN], const u32 (&pf)[SN / 2
     wgmma_fence();
 #pragma unroll
     for (int kb = 0; kb < BM / 16; ++kb)
-        ft_wgmma_kv(dv, pf[4 * kb], pf[4 * kb + 1], pf[4 * kb + 2], pf[4 * kb + 3], mnmajor(dot, BM, 0, kb));
+        ft_wgmma_kv(dv, pf[4 * kb], pf[4 * kb + 1], pf[4 * kb + 2], pf[4 * kb + 3], DT::mnmajor(dot, BM, 0, kb));
     wgmma_commit();
 }
 
@@ -501,33 +525,33 @@ __device__ __forceinline__ void issue_dkv_shared(float (&dk)[KN], float (&dv)[KN
     wgmma_fence();
 #pragma unroll
     for (int kb = 0; kb < BM / 16; ++kb)
-        ft_wgmma_kvs(dv, kmajor(pt, BN, 0, kb), mnmajor(dot, BM, cw * (DKV / 64), kb), 1);
+        ft_wgmma_kvs(dv, ST::kmajor(pt, BN, 0, kb), DT::mnmajor(dot, BM, cw * (DKV / CH), kb), 1);
     wgmma_commit();
 #pragma unroll
     for (int kb = 0; kb < BM / 16; ++kb)
-        ft_wgmma_kvs(dk, kmajor(ds, BN, 0, kb), mnmajor(qt, BM, cw * (DKV / 64), kb), 1);
+        ft_wgmma_kvs(dk, ST::kmajor(ds, BN, 0, kb), DT::mnmajor(qt, BM, cw * (DKV / CH), kb), 1);
     wgmma_commit();
 }
 
-// One pass of dQ's partial (m64n64 over the BN keys): the warpgroup's rows (ROWSPLIT) or its
-// column block `pass` of its DC columns; one wgmma group.
-__device__ __forceinline__ void issue_dq(float (&dq)[32], u32 ds, u32 kt, int cw, int pass)
+// One pass of dQ's partial (m64n{PW} over the BN keys): the warpgroup's rows (ROWSPLIT) or its
+// columns pass·PW.. of its DC columns; one wgmma group.
+__device__ __forceinline__ void issue_dq(float (&dq)[PW / 2], u32 ds, u32 kt, int cw, int pass)
 {
     wgmma_fence();
 #pragma unroll
     for (int kb = 0; kb < BN / 16; ++kb)
-        ft_wgmma_dq(dq, mnmajor(ds, BN, ROWSPLIT ? cw : 0, kb),
-                    mnmajor(kt, BN, ROWSPLIT ? pass : cw * DQ_PASSES + pass, kb), kb > 0);
+        ft_wgmma_dq(dq, ST::mnmajor(ds, BN, ROWSPLIT ? cw : 0, kb),
+                    DT::mnmajor(kt, BN, ((ROWSPLIT ? 0 : cw * DC) + pass * PW) / CH, kb), kb > 0);
     wgmma_commit();
 }
 
-// One pass of a consumer thread's dQ partial (32 accumulators) into the staging buffer or, DQ_RED,
-// added into the block's workspace tile.
-__device__ __forceinline__ void emit_dq(const float (&dq)[32], u32 base, float *tile, int ct, int pass)
+// One pass of a consumer thread's dQ partial (PW/2 accumulators) into the staging buffer or,
+// DQ_RED, added into the block's workspace tile.
+__device__ __forceinline__ void emit_dq(const float (&dq)[PW / 2], u32 base, float *tile, int ct, int pass)
 {
 #pragma unroll
-    for (int i = 0; i < 32; i += 4) {
-        const int at = dq_index(ct, pass * 32 + i);
+    for (int i = 0; i < PW / 2; i += 4) {
+        const int at = dq_index(ct, pass * (PW / 2) + i);
         if (DQ_RED)
             red_add4(tile + at, dq[i], dq[i + 1], dq[i + 2], dq[i + 3]);
         else
@@ -593,11 +617,11 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk)
-            ft_wgmma_st(s, kmajor(base + OFF_K, BN, kw, kk), kmajor(qt, BM, q0c, kk), kk > 0);
+            ft_wgmma_st(s, DT::kmajor(base + OFF_K, BN, kw, kk), DT::kmajor(qt, BM, q0c, kk), kk > 0);
         wgmma_commit();
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk)
-            ft_wgmma_st(dp, kmajor(base + OFF_V, BN, kw, kk), kmajor(dot, BM, q0c, kk), kk > 0);
+            ft_wgmma_st(dp, DT::kmajor(base + OFF_V, BN, kw, kk), DT::kmajor(dot, BM, q0c, kk), kk > 0);
         wgmma_commit();
         if (EARLY_DV)
             wgmma_wait<1>();
@@ -636,7 +660,7 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
         if (KVSPLIT) {
             // dV, dK and every pass of dQ's partial in flight at once; each pass, once done, out.
             issue_dkv_shared(dk, dv, pt, ds, qt, dot, cw);
-            float dq[DQ_PASSES][32];
+            float dq[DQ_PASSES][PW / 2];
 #pragma unroll
             for (int pass = 0; pass < DQ_PASSES; ++pass)
                 issue_dq(dq[pass], ds, base + OFF_K, cw, pass);
@@ -652,18 +676,18 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
                 emit_dq(dq[pass], base, dq_tile, ct, pass);
             }
         } else {
-            // dQ's partial (this warpgroup's DC columns of its rows, 64 per pass) = dS·K over all
+            // dQ's partial (this warpgroup's DC columns of its rows, PW per pass) = dS·K over all
             // BN keys, and with the last pass dK += dSᵀ·Q; each pass out once done (staged once
             // the producer has taken the last block's), the last while dK's product runs.
 #pragma unroll
             for (int pass = 0; pass < DQ_PASSES; ++pass) {
-                float dq[32];
+                float dq[PW / 2];
                 issue_dq(dq, ds, base + OFF_K, cw, pass);
                 if (pass == DQ_PASSES - 1) {
 #pragma unroll
                     for (int kb = 0; kb < BM / 16; ++kb)
                         ft_wgmma_kv(dk, dsf[4 * kb], dsf[4 * kb + 1], dsf[4 * kb + 2], dsf[4 * kb + 3],
-                                    mnmajor(qt, BM, 0, kb));
+                                    DT::mnmajor(qt, BM, 0, kb));
                     wgmma_commit();
                 }
                 if (pass == 0 && !DQ_RED)
@@ -685,26 +709,26 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
     }
 
     // dK (scaled) and dV of this thread's keys (columns c0 + 8·(i >> 2) + 2·t4, two at a time)
-    // into the K and V tiles, free once every consumer's last products are done: rows of D
-    // elements, 16-byte chunk c of row r at c ^ (r & 7); then written out a 16-byte chunk per
-    // thread.
+    // into shared memory from OFF_K on, free once every consumer's last products are done: dK's
+    // BN rows, then dV's, OUT_PITCH bytes apart; then written out a 16-byte chunk per thread.
     named_sync(BAR_DS, CT);
+    const u32 out_k = base + OFF_K, out_v = out_k + BN * OUT_PITCH;
 #pragma unroll
     for (int i = 0; i < KN; i += 2) {
         const int r = k0 + 8 * ((i >> 1) & 1);
-        const u32 off = (u32)(r * D * 2 + (((c0 / 8 + (i >> 2)) ^ (r & 7)) * 16) + 4 * t4);
-        st_shared(base + OFF_K + off, pack2(dk[i] * p.scale, dk[i + 1] * p.scale));
-        st_shared(base + OFF_V + off, pack2(dv[i], dv[i + 1]));
+        const u32 off = (u32)(r * OUT_PITCH + (c0 + 8 * (i >> 2)) * 2 + 4 * t4);
+        st_shared(out_k + off, pack2(dk[i] * p.scale, dk[i + 1] * p.scale));
+        st_shared(out_v + off, pack2(dv[i], dv[i + 1]));
     }
     named_sync(BAR_DS, CT);
     u16 *dkp = (u16 *)p.dk + w.batch * p.dk_batch_stride + w.kv_head * p.dk_head_stride;
     u16 *dvp = (u16 *)p.dv + w.batch * p.dv_batch_stride + w.kv_head * p.dv_head_stride;
     for (int k = ct; k < BN * CPR; k += CT) {
         const int r = k / CPR, c = k % CPR, key = w.n0 + r;
-        const u32 off = (u32)(r * D * 2 + ((c ^ (r & 7)) * 16));
+        const u32 off = (u32)(r * OUT_PITCH + c * 16);
         if (key < p.seqlen_k) {
-            *(uint4 *)(dkp + key * p.dk_row_stride + c * 8) = ld_shared4(base + OFF_K + off);
-            *(uint4 *)(dvp + key * p.dv_row_stride + c * 8) = ld_shared4(base + OFF_V + off);
+            *(uint4 *)(dkp + key * p.dk_row_stride + c * 8) = ld_shared4(out_k + off);
+            *(uint4 *)(dvp + key * p.dv_row_stride + c * 8) = ld_shared4(out_v + off);
         }
     }
 }
@@ -750,16 +774,16 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p, const Maps &maps)
 }
 
 // ---- the preprocessing kernel ---------------------------------------------------------------------
-// D and LSE·log2(e) of query block blockIdx.x: CPR lanes per row, one 16-byte chunk of dO and O
-// each, reduced with xor shuffles; then the block's dQ accumulator tile zeroed (DET: and its
-// counter).
+// D and LSE·log2(e) of query block blockIdx.x: LPR lanes per row (CPR of them reading one
+// 16-byte chunk of dO and O each), reduced with xor shuffles; then the block's dQ accumulator
+// tile zeroed (DET: and its counter).
 __device__ __forceinline__ void bwd_pre(const BwdParams &p)
 {
     const int m = (int)blockIdx.x, head = (int)blockIdx.y, batch = (int)blockIdx.z;
     const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const Workspace ws = workspace(p);
-    constexpr int RPW = 32 / CPR; // rows per warp and pass
-    const int sub = lane / CPR, c = lane % CPR;
+    constexpr int RPW = 32 / LPR; // rows per warp and pass
+    const int sub = lane / LPR, c = lane % LPR;
     const long long bh = (long long)batch * p.heads_q + head;
     const long long row0 = bh * (ws.mbq * BM) + m * BM;
     const u16 *dout = (const u16 *)p.dout + batch * p.dout_batch_stride + head * p.dout_head_stride;
@@ -769,7 +793,7 @@ __device__ __forceinline__ void bwd_pre(const BwdParams &p)
         const int row = r + sub;
         const int q_row = m * BM + row;
         float acc = 0.f;
-        if (q_row < p.seqlen_q) {
+        if (q_row < p.seqlen_q && c < CPR) {
             const uint4 a = *(const uint4 *)(dout + q_row * p.dout_row_stride + c * 8);
             const uint4 b = *(const uint4 *)(o + q_row * p.o_row_stride + c * 8);
             const u32 av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
@@ -781,7 +805,7 @@ __device__ __forceinline__ void bwd_pre(const BwdParams &p)
             }
         }
 #pragma unroll
-        for (int off = CPR / 2; off > 0; off >>= 1)
+        for (int off = LPR / 2; off > 0; off >>= 1)
             acc += __shfl_xor_sync(0xffffffffu, acc, off);
         if (c == 0) {
             const bool real = q_row < p.seqlen_q;

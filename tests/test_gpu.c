@@ -608,8 +608,9 @@ static void bwd_args_of(const ft_bwd_tensors *t, const ft_problem *p, ft_attenti
  * and ones no spec lists (48, 112, 224: the specs' open d takes them, the defaults of the next
  * head dim above serve them), prefill and decode, each against the reference; on compute
  * capability 9.0 the sm_90a family runs the prefill calls (80 and 112 with 32-byte swizzled
- * tiles). The sm80 family on the same head dims, forced. A head dim no template takes (72) and
- * the backward of one it lacks (80) are FT_ERR_UNSUPPORTED, saying so. */
+ * tiles). The sm80 family on the same head dims, forced. A head dim no template takes (72) is
+ * FT_ERR_UNSUPPORTED, forward and backward, saying so (test_public_backward has the backward at
+ * the new head dims). */
 static void test_public_head_dims(void)
 {
     static const int dims[] = {48, 80, 112, 160, 224};
@@ -641,7 +642,7 @@ static void test_public_head_dims(void)
                        check.o_rel_l2, which);
             }
     {
-        /* no template takes 72; the backward's specs do not take 80 */
+        /* no template takes 72, forward or backward */
         ft_problem p;
         ft_tensors t;
         ft_attention_args a;
@@ -656,15 +657,15 @@ static void test_public_head_dims(void)
         printf("  head dim 72: %s\n", ft_last_error(ctx));
         ft__tensors_destroy(session.cu, &t);
         {
-            /* [1, 64, 2, 80] tensors: the inputs share one buffer, each gradient has its own */
-            const int64_t stride[3] = {64 * 2 * 80, 2 * 80, 80};
+            /* [1, 64, 2, 72] tensors: the inputs share one buffer, each gradient has its own */
+            const int64_t stride[3] = {64 * 2 * 72, 2 * 72, 72};
             CUdeviceptr buf[5];
             size_t bytes = 0;
             int k;
             for (k = 0; k < 5; k++)
-                ASSERT_EQ(session.cu->p_cuMemAlloc(&buf[k], 64 * 2 * 80 * 2), CUDA_SUCCESS);
+                ASSERT_EQ(session.cu->p_cuMemAlloc(&buf[k], 64 * 2 * 72 * 2), CUDA_SUCCESS);
             ft_attention_bwd_args_init(&b);
-            b.dtype = FT_F16, b.batch = 1, b.heads_q = b.heads_kv = 2, b.seqlen_q = b.seqlen_k = 64, b.head_dim = 80;
+            b.dtype = FT_F16, b.batch = 1, b.heads_q = b.heads_kv = 2, b.seqlen_q = b.seqlen_k = 64, b.head_dim = 72;
             b.q = b.k = b.v = b.o = b.dout = (void *)(uintptr_t)buf[0];
             b.dq = (void *)(uintptr_t)buf[1], b.dk = (void *)(uintptr_t)buf[2], b.dv = (void *)(uintptr_t)buf[3];
             b.lse = (float *)(uintptr_t)buf[4];
@@ -673,8 +674,8 @@ static void test_public_head_dims(void)
             memcpy(b.dout_stride, stride, sizeof stride), memcpy(b.dq_stride, stride, sizeof stride);
             memcpy(b.dk_stride, stride, sizeof stride), memcpy(b.dv_stride, stride, sizeof stride);
             ASSERT_EQ(ft_attention_backward_workspace_size(ctx, &b, &bytes), FT_ERR_UNSUPPORTED);
-            ASSERT_CONTAINS(ft_last_error(ctx), "head dim 80");
-            printf("  backward head dim 80: %s\n", ft_last_error(ctx));
+            ASSERT_CONTAINS(ft_last_error(ctx), "head dims are multiples of 16");
+            printf("  backward head dim 72: %s\n", ft_last_error(ctx));
             for (k = 0; k < 5; k++)
                 session.cu->p_cuMemFree(buf[k]);
         }
@@ -683,13 +684,16 @@ static void test_public_head_dims(void)
     ft_context_destroy(ctx);
 }
 
-/* ft_attention_backward for every head dim, both dtypes, causal or not (sq > sk: rows that see
- * no key), grouped-query heads, head-major tensors and a deterministic call: the gradients pass
- * the operation's bounds against the reference (ft__bwd_check_gradients), with the gradients
- * and the caller's workspace poisoned first; a workspace too small or misaligned is refused. */
+/* ft_attention_backward for every head dim of the first kernels and the multiples of 16 between
+ * (48, 80, 112, 144, 160, 176, 224: some listed by the specs, some taken by their open d), both
+ * dtypes, causal or not (sq > sk: rows that see no key), grouped-query heads, head-major tensors
+ * and a deterministic call: the gradients pass the operation's bounds against the reference
+ * (ft__bwd_check_gradients), with the gradients and the caller's workspace poisoned first; a
+ * workspace too small or misaligned is refused. On compute capability 9.0 the sm_90a family
+ * runs every call its defaults serve (all but d = 176, and 144 causal: runtime/defaults.c). */
 static void test_public_backward(void)
 {
-    static const int dims[] = {32, 64, 96, 128, 192, 256};
+    static const int dims[] = {32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256};
     ft_context_options o;
     ft_context *ctx = NULL;
     size_t i;
@@ -700,7 +704,8 @@ static void test_public_backward(void)
     for (i = 0; i < sizeof dims / sizeof dims[0]; i++)
         for (causal = 0; causal < 2; causal++)
             for (bf16 = 0; bf16 < 2; bf16++) {
-                const int det = i == 3 && causal && bf16;
+                const int det = dims[i] == 128 && causal && bf16;
+                const int sm90 = session.arch.cc == 90 && dims[i] != 176 && !(dims[i] == 144 && causal);
                 ft_problem p;
                 ft_bwd_tensors t;
                 ft_attention_bwd_args a;
@@ -740,11 +745,13 @@ static void test_public_backward(void)
                     char want[32];
                     snprintf(want, sizeof want, "d=%d,", dims[i]);
                     ASSERT_CONTAINS(which, want);
-                    /* the deterministic kernel when asked for (the sm_90a family has none) */
+                    /* the deterministic kernel when asked for */
                     if (det)
                         ASSERT_CONTAINS(which, "det=1");
                     else
                         ASSERT_TRUE(strstr(which, "det=1") == NULL);
+                    if (sm90)
+                        ASSERT_CONTAINS(which, "kvsplit=");
                 }
                 if (!check.pass)
                     FT_FAIL_("%s causal=%d %s det=%d: %s", shape, causal, bf16 ? "bf16" : "f16", det, check.detail);

@@ -13,7 +13,7 @@
  *                       with the reference forward's O and LSE)
  *   worker -> parent   ok id=N  |  error id=N <message>
  *   parent -> worker   measure id=N key=<sha256 hex> family=<name> entry=<name> threads=.. rows=.. smem=..
- *                            verify=0|1 budget=<ms> tma_kv=.. persistent=0|1 pair=0|1 split=0|1 pack=0|1 keys=..
+ *                            verify=0|1 budget=<ms> tma_kv=.. span=.. persistent=0|1 pair=0|1 split=0|1 pack=0|1 keys=..
  *                            gqa_atomic=0|1 det=0|1
  *                      (the kernel's family, which must compute the shape's operation, and its launch
  *                       facts, from the family: ft__family_launch)
@@ -279,7 +279,7 @@ static ft_status time_kernel(ft_session *s, const ft_kernel *k, shape_state *st,
 static int do_measure(ft_session *s, const char *line, unsigned long long id, shape_state *st)
 {
     char hex[80], entry[FT_ENTRY_MAX], family[64], detail[256] = "";
-    long long threads = 0, rows = 0, smem = 0, verify_it = 1, budget = 30, tma_kv = 0, persistent = 0, pair = 0;
+    long long threads = 0, rows = 0, smem = 0, verify_it = 1, budget = 30, tma_kv = 0, span = 0, persistent = 0, pair = 0;
     long long keys = 0, gqa_atomic = 0, det = 0, split = 0, pack = 0, packed = 0;
     const ft_family *fam = NULL;
     ft_launch_facts facts;
@@ -302,7 +302,8 @@ static int do_measure(ft_session *s, const char *line, unsigned long long id, sh
         !field_str(line, "entry", entry, sizeof entry) || !field_int(line, "threads", 1, 1 << 20, &threads) ||
         !field_int(line, "rows", 1, 1 << 20, &rows) || !field_int(line, "smem", 0, 1LL << 32, &smem) ||
         !field_int(line, "verify", 0, 1, &verify_it) || !field_int(line, "budget", 1, 1000000, &budget) ||
-        !field_int(line, "tma_kv", 0, 1 << 20, &tma_kv) || !field_int(line, "persistent", 0, 1, &persistent) ||
+        !field_int(line, "tma_kv", 0, 1 << 20, &tma_kv) || !field_int(line, "span", 0, 64, &span) ||
+        !field_int(line, "persistent", 0, 1, &persistent) ||
         !field_int(line, "pair", 0, 1, &pair) || !field_int(line, "split", 0, 1, &split) ||
         !field_int(line, "pack", 0, 1, &pack) || !field_int(line, "packed", 0, 1, &packed) ||
         !field_int(line, "keys", 0, 1 << 20, &keys) ||
@@ -320,7 +321,7 @@ static int do_measure(ft_session *s, const char *line, unsigned long long id, sh
     memset(&facts, 0, sizeof facts);
     facts.threads = (int)threads, facts.smem_dynamic = smem, facts.rows_per_block = (int)rows;
     facts.head_dim = st->op == &ft__op_bwd ? st->bwd.problem.head_dim : st->fwd.problem.head_dim;
-    facts.tma = tma_kv > 0, facts.tma_rows_kv = (int)tma_kv;
+    facts.tma = tma_kv > 0, facts.tma_rows_kv = (int)tma_kv, facts.tma_span = (int)span;
     facts.persistent = (int)persistent, facts.pair_blocks = (int)pair;
     facts.keys_per_block = (int)keys, facts.gqa_atomic = (int)gqa_atomic, facts.deterministic = (int)det;
     facts.split_kv = (int)split, facts.pack_gqa = (int)pack, facts.packed = (int)packed;
