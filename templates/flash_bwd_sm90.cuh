@@ -73,8 +73,9 @@
 // blocks of 64 queries with the 128-byte swizzle (chunk c of row r at c ^ (r & 7)).
 //
 // A consumer, per query block: wait for its stage; Sᵀ and dPᵀ issued (two wgmma groups); once
-// Sᵀ is done, Pᵀ in registers (the masks only on blocks that need them) and, EARLY_DV, dV issued;
-// once dPᵀ is done, dSᵀ in registers and to shared memory (and dV issued if not yet); barrier of
+// Sᵀ is done (EARLY_DV, EXP_UNDER_DP; else once both are), Pᵀ in registers (the masks only on
+// blocks that need them) and, EARLY_DV, dV issued; once dPᵀ is done, dSᵀ in registers (and
+// EXP_UNDER_DP, Pᵀ packed for dV) and to shared memory (and dV issued if not yet); barrier of
 // the consumers; dQ's partial by passes of 64 columns, and dK issued with the last;
 // each pass, once done, to the staging buffer (the last while dK runs); the stage released once
 // every product is done. KVSPLIT: Pᵀ and dSᵀ both to shared memory; after the barrier dV, dK
@@ -89,7 +90,9 @@
 //   FTP_DET     1: the bulk reductions into each dQ tile in a fixed order of key blocks (not
 //               with DQ_RED or LPT): the same bits on every run
 //   FTP_CAUSAL  0 or 1      FTP_DTYPE_F16 or FTP_DTYPE_BF16      FT_SMEM_BYTES
-//   FTP_EARLY_DV 1: dV's product issued while dPᵀ's runs (more registers live), 0: after it
+//   FTP_EARLY_DV 1: dV's product issued while dPᵀ's runs (more registers live), 0: after it;
+//               2: Pᵀ's exponentials while dPᵀ's product runs (Pᵀ kept in fp32 until dSᵀ is
+//               made, then packed), dV after dSᵀ (the order FlashAttention-3/4 use)
 //   FTP_LPT     1: the grid's linear index walks key blocks slowest (longest causal walks first)
 //   FTP_SPAN    CH, elements per swizzled row of a Q, dO, K or V column block (64, 32 or 16)
 //   FTP_DQ_WIDTH PW, columns per pass of a warpgroup's dQ partial (a multiple of CH, at most 112)
@@ -118,7 +121,9 @@ constexpr int D = FTP_D;
 constexpr int BM = FTP_BM;
 constexpr int BN = FTP_BN;
 constexpr bool CAUSAL = FTP_CAUSAL != 0;
-constexpr bool EARLY_DV = FTP_EARLY_DV != 0;
+constexpr bool EARLY_DV = FTP_EARLY_DV == 1;
+constexpr bool EXP_UNDER_DP = FTP_EARLY_DV == 2;
+constexpr bool S_FIRST = EARLY_DV || EXP_UNDER_DP; // Pᵀ made before dPᵀ's product is done
 constexpr bool LPT = FTP_LPT != 0;
 constexpr bool KVSPLIT = FTP_KVSPLIT != 0;
 constexpr bool DQ_RED = FTP_DQ_RED != 0;
@@ -170,6 +175,7 @@ static_assert(2 * BN * OUT_PITCH <= OFF_BAR, "dK and dV leave through the tiles'
 static_assert(BM == 64 || (BM == 128 && NWG == 2 && !KVSPLIT),
               "64 query rows per block, or 128 with two consumer warpgroups of 64 keys each");
 static_assert(BN == 64 || (BN == 128 && !KVSPLIT), "64 keys per consumer warpgroup, one or two warpgroups, or 64 shared");
+static_assert(FTP_EARLY_DV >= 0 && FTP_EARLY_DV <= 2, "early_dv is 0, 1 or 2");
 static_assert(!KVSPLIT || !EARLY_DV, "with shared keys dV's product waits for both warpgroups' Pᵀ");
 static_assert(!KVSPLIT || DQ_PASSES <= 2, "KVSPLIT keeps every pass of dQ in flight at once: at most two");
 static_assert(!DET || (!DQ_RED && !LPT), "the fixed order of dQ's additions is kept by producer warp 1, in the launch order");
@@ -460,8 +466,9 @@ __device__ __forceinline__ void produce_dq(const BwdParams &p, const Workspace &
 // holds elements i and i + 1 (the A operand's order). Element i is key key0 + 8·((i >> 1) & 1),
 // query column q0c + 8·(i >> 2) + 2·t4 + (i & 1). MASK: keys past seqlen_k, and causal keys past
 // the row's last (row + delta), give 0. FUSED: dSᵀ = Pᵀ ∘ (dPᵀ − D) too, packed alike (dPᵀ
-// done); else Pᵀ replaces Sᵀ in fp32 for grads (dPᵀ may still be running).
-template <bool MASK, bool FUSED>
+// done); else Pᵀ replaces Sᵀ in fp32 for grads (dPᵀ may still be running), and only PACK_P
+// packs it now (else it is packed after grads, so fewer registers are live meanwhile).
+template <bool MASK, bool FUSED, bool PACK_P>
 __device__ __forceinline__ void probs(float (&s)[SN], const float (&dp)[SN], u32 (&pf)[SN / 2], u32 (&dsf)[SN / 2],
                                       u32 stat, float scale_log2, int key0, int last0, int seqlen_k, int q0c, int t4)
 {
@@ -482,7 +489,8 @@ __device__ __forceinline__ void probs(float (&s)[SN], const float (&dp)[SN], u32
                 if (key >= seqlen_k || (CAUSAL && key > last0 + col + 1))
                     x1 = 0.f;
             }
-            pf[i / 2] = pack2(x0, x1);
+            if (PACK_P || FUSED)
+                pf[i / 2] = pack2(x0, x1);
             if (FUSED)
                 dsf[i / 2] = pack2(x0 * (dp[i] - dd.x), x1 * (dp[i + 1] - dd.y));
             else
@@ -612,7 +620,8 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
         const u32 stat = base + OFF_STAT + stage * 2 * BM * 4;
         float *const dq_tile = ws.dq + (((long long)w.batch * p.heads_q + head) * ws.mbq + m) * (BM * D);
         // Sᵀ and dPᵀ, two groups. EARLY_DV: Pᵀ, and dV's product (which takes only Pᵀ), while
-        // dPᵀ runs; else both waited for first (fewer registers live at once).
+        // dPᵀ runs; EXP_UNDER_DP: Pᵀ's exponentials while dPᵀ runs; else both waited for first
+        // (fewer registers live at once).
         float s[SN], dp[SN];
         wgmma_fence();
 #pragma unroll
@@ -623,7 +632,7 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
         for (int kk = 0; kk < D / 16; ++kk)
             ft_wgmma_st(dp, DT::kmajor(base + OFF_V, BN, kw, kk), DT::kmajor(dot, BM, q0c, kk), kk > 0);
         wgmma_commit();
-        if (EARLY_DV)
+        if (S_FIRST)
             wgmma_wait<1>();
         else
             wgmma_wait<0>();
@@ -633,17 +642,25 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
         // the block's first row's last (the same for every thread of the CTA).
         const int last0 = m * BM + delta;
         u32 pf[SN / 2], dsf[SN / 2];
-        if (!EARLY_DV)
+        if (!S_FIRST)
             fence_regs(dp);
         if (w.n0 + BN > p.seqlen_k || (CAUSAL && w.n0 + BN - 1 > last0))
-            probs<true, !EARLY_DV>(s, dp, pf, dsf, stat, p.scale_log2, key0, last0, p.seqlen_k, q0c, t4);
+            probs<true, !S_FIRST, EARLY_DV>(s, dp, pf, dsf, stat, p.scale_log2, key0, last0, p.seqlen_k, q0c, t4);
         else
-            probs<false, !EARLY_DV>(s, dp, pf, dsf, stat, p.scale_log2, key0, last0, p.seqlen_k, q0c, t4);
+            probs<false, !S_FIRST, EARLY_DV>(s, dp, pf, dsf, stat, p.scale_log2, key0, last0, p.seqlen_k, q0c, t4);
         if (EARLY_DV) {
             issue_dv(dv, pf, dot);
             wgmma_wait<1>(); // dPᵀ
             fence_regs(dp);
             grads(s, dp, dsf, stat, q0c, t4);
+        }
+        if (EXP_UNDER_DP) {
+            wgmma_wait<0>(); // dPᵀ
+            fence_regs(dp);
+            grads(s, dp, dsf, stat, q0c, t4);
+#pragma unroll
+            for (int i = 0; i < SN; i += 2)
+                pf[i / 2] = pack2(s[i], s[i + 1]);
         }
 
         // dSᵀ (KVSPLIT: and Pᵀ) to shared memory for the products that read it there.

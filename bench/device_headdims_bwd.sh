@@ -1,0 +1,82 @@
+#!/bin/bash
+# The backward at head dims that are multiples of 16, on the GPU machine, as it was run:
+#   bash bench/device_headdims_bwd.sh verify   flashtune verify of the sm_90a backward's variants,
+#                                              bf16: the spec's listed head dims at once, then 32, 48,
+#                                              112, 144 and 224 (taken by its open d); f16 at 80 and
+#                                              192; the sm80 family at 80 and 144 (VERIFY_SM80)
+#   bash bench/device_headdims_bwd.sh tests    test_gpu (the public backward at 13 head dims) and
+#                                              test_python_bwd
+#   bash bench/device_headdims_bwd.sh bench    bench/bwd_compare.py at the new head dims (HD_DIMS,
+#                                              HD_SEQLENS), flashtune's defaults against SDPA's
+#                                              FlashAttention-2 and cuDNN (and FA4 where it imports),
+#                                              then the sm80 family forced (HD_SM80_VARIANT) beside them
+#   bash bench/device_headdims_bwd.sh bar      bwd_compare at d = 64, 128, 256 on the whole grid
+#                                              (BAR_ARGS), every system interleaved
+# Expects bench/stage_run.sh's folder in $RUN (default .dev/run). Logs and JSON go to $OUT, one
+# line each to $OUT/summary.txt.
+set -u
+RUN=$(cd "${RUN:-.dev/run}" && pwd)
+OUT=${OUT:-/tmp/ft-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$RUN:$RUN/deps:${LD_LIBRARY_PATH:-}
+export FLASHTUNE_CACHE_DIR=${FLASHTUNE_CACHE_DIR:-/tmp/ft-cache} FLASHTUNE_LIB=$RUN/libflashtune.so PYTHONUNBUFFERED=1
+ft=$RUN/flashtune
+summary=$OUT/summary.txt
+note() { echo "$*" | tee -a "$summary"; }
+since() { echo $(( $(date +%s) - $1 )); }
+verify() { # verify NAME SPEC FILTER: one flashtune verify, its last lines in the summary
+  local t0
+  t0=$(date +%s)
+  timeout "${VERIFY_LIMIT:-150}" "$ft" verify "$2" -q --only "$3" > "$OUT/verify_$1.txt" 2>&1
+  note "verify $2 --only $3: exit $? in $(since "$t0") s: $(grep -E '^summary' "$OUT/verify_$1.txt" | tail -1)"
+  grep -E ' FAIL ' "$OUT/verify_$1.txt" | head -n 5 | tee -a "$summary"
+}
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader > "$OUT/gpu.txt"
+git rev-parse HEAD > "$OUT/commit.txt" 2>/dev/null
+for mode in "$@"; do
+  t0=$(date +%s)
+  case $mode in
+  verify)
+    verify sm90_listed specs/flash_bwd_sm90.lua dtype=bf16
+    for d in 32 48 112 144 224; do
+      verify "sm90_d$d" specs/flash_bwd_sm90.lua "d=$d,dtype=bf16"
+    done
+    verify sm90_d80_f16 specs/flash_bwd_sm90.lua d=80,dtype=f16
+    verify sm90_d192_f16 specs/flash_bwd_sm90.lua d=192,dtype=f16
+    for f in ${VERIFY_SM80:-d=80,dtype=bf16,gqa=loop,det=0 d=144,dtype=f16,gqa=loop,det=0}; do
+      verify "sm80_${f%%,*}" specs/flash_bwd.lua "$f"
+    done
+    ;;
+  tests)
+    "$RUN/tests/test_gpu" > "$OUT/test_gpu.txt" 2>&1
+    note "test_gpu: exit $? in $(since "$t0") s ($(grep -c '^ok' "$OUT/test_gpu.txt") ok, $(grep -c '^FAIL' "$OUT/test_gpu.txt") FAIL)"
+    grep -E '^FAIL|FAIL ' "$OUT/test_gpu.txt" | head -n 5 | tee -a "$summary"
+    t0=$(date +%s)
+    python3 tests/test_python_bwd.py > "$OUT/test_python_bwd.txt" 2>&1
+    note "test_python_bwd: exit $? in $(since "$t0") s ($(tail -1 "$OUT/test_python_bwd.txt"))"
+    ;;
+  bench)
+    args="--head-dims ${HD_DIMS:-80,96,112,160,192} --seqlens ${HD_SEQLENS:-1024,4096} --dtypes bf16 --rounds 2"
+    python3 bench/bwd_compare.py $args --json "$OUT/hd_default.json" > "$OUT/hd_default.txt" 2> "$OUT/hd_default.err"
+    note "bwd_compare $args (defaults): exit $? in $(since "$t0") s"
+    sed -n '/^type/,$p' "$OUT/hd_default.txt" | tee -a "$summary"
+    t0=$(date +%s)
+    python3 bench/bwd_compare.py $args --systems flashtune --spec specs/flash_bwd.lua \
+      --variant "${HD_SM80_VARIANT:-bm=64,bn=128,warps=4,split=1,stages=2,gqa=loop}" --json "$OUT/hd_sm80.json" \
+      > "$OUT/hd_sm80.txt" 2> "$OUT/hd_sm80.err"
+    note "bwd_compare (sm80 family forced): exit $? in $(since "$t0") s"
+    sed -n '/^type/,$p' "$OUT/hd_sm80.txt" | grep flashtune | tee -a "$summary"
+    ;;
+  bar)
+    args=${BAR_ARGS:---head-dims 64,128,256 --dtypes bf16 --rounds 2}
+    python3 bench/bwd_compare.py $args --json "$OUT/bar.json" > "$OUT/bar.txt" 2> "$OUT/bar.err"
+    note "bwd_compare $args: exit $? in $(since "$t0") s"
+    sed -n '/^type/,$p' "$OUT/bar.txt" | tee -a "$summary"
+    ;;
+  *)
+    echo "device_headdims_bwd.sh: unknown mode $mode" >&2
+    exit 2
+    ;;
+  esac
+done
