@@ -293,12 +293,14 @@ static void compare(data *x, int which, double *rel_l2, double *worst)
 
 static void test_reference_against_differences(void)
 {
-    /* GQA, causal with fewer and with more queries than keys (rows that see no key), bf16. */
+    /* GQA, causal with fewer and with more queries than keys (rows that see no key), bf16, and
+     * a head dim that is not a multiple of 32 (80, GQA and causal, rows that see no key). */
     static const case_ cases[] = {
         {1, 2, 2, 5, 5, 32, 0, 0},
         {2, 4, 2, 6, 9, 32, 1, 0},
         {1, 2, 1, 9, 4, 32, 1, 1},
         {1, 3, 3, 7, 3, 64, 0, 1},
+        {1, 4, 2, 6, 5, 80, 1, 0},
     };
     size_t i;
     int w;
