@@ -43,7 +43,8 @@ return {
   description = "FlashAttention-2 backward (dQ, dK, dV) on mma.sync m16n8k16 (sm_80 and newer)",
 
   params = {
-    { name = "d",      values = { 32, 64, 96, 128, 192, 256 }, doc = "head dimension" },
+    { name = "d",      values = { 32, 64, 80, 96, 128, 160, 192, 256 }, open = true,
+      doc = "head dimension (a call or --only d=N adds any other multiple of 16 up to 256)" },
     { name = "bm",     values = { 32, 64, 128 },   doc = "query rows per block of the CTA's loop" },
     { name = "bn",     values = { 32, 64, 128 },   doc = "keys per thread block" },
     { name = "warps",  values = { 4, 8 },          doc = "warps per thread block" },
@@ -61,6 +62,8 @@ return {
   },
 
   constraints = {
+    { "head dims are multiples of 16 from 32 to 256",
+      function(v) return v.d % 16 == 0 and v.d >= 32 and v.d <= 256 end },
     { "each warp owns one or two m16 tiles of keys",
       function(v)
         return v.bn % (16 * key_groups(v)) == 0 and key_tiles(v) >= 1 and key_tiles(v) <= 2
@@ -71,6 +74,9 @@ return {
       function(v) return dq_rows_warps(v) > 0 end },
     { "split = 2 is for head dims whose dK and dV do not fit one warp's registers (d >= 128)",
       function(v) return v.split == 1 or v.d >= 128 end },
+    -- Q and dO are read for dK and dV 16 columns at a time (ldmatrix.x4.trans, two n8 tiles).
+    { "split = 2 halves dK and dV into parts of a multiple of 16 columns: d a multiple of 32",
+      function(v) return v.split == 1 or (v.d // v.split) % 16 == 0 end },
   },
 
   -- K and V tiles, `stages` Q and dO tiles (rows padded by 8 elements, 16 bytes), the dSᵀ tile

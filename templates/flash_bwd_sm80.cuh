@@ -95,7 +95,7 @@
 // With KVACC the dK/dV additions wait the same way for the query heads of the group in order.
 // Measured on an H200 (tests/bwd/README.md): about −20 % at d = 128, causal or not.
 // Compile-time parameters, defined by the generated prelude:
-//   FTP_D        head dimension (32, 64, 96, 128, 192, 256)
+//   FTP_D        head dimension (a multiple of 16 from 32 to 256; with FTP_SPLIT = 2 a multiple of 32)
 //   FTP_BM       query rows per block of the loop    FTP_BN     keys per CTA
 //   FTP_WARPS    4 or 8                               FTP_SPLIT  1 or 2 parts per key group
 //   FTP_STAGES   1 or 2 buffers of Q/dO/LSE/D         FTP_CAUSAL 0 or 1
@@ -156,7 +156,9 @@ constexpr int SCH = NTQ < 4 ? NTQ : 4; // n8 tiles of Sᵀ computed at a time (3
 // The dQ product's warp grid: WMQ warps along the BM query rows, WARPS/WMQ along the D columns,
 // each tile a multiple of 16 both ways (ldmatrix.x4 loads), the squarest one (fewest shared-memory
 // loads per mma: a TMQ × TDQ tile takes TMQ/16 + TDQ/16 loads per 2·(TMQ/16)·(TDQ/16) mmas);
-// among equals the one with more warps along the rows. 0 when none exists.
+// among equals the one with more warps along the rows. 0 when none exists. A head dim that is an
+// odd multiple of 16 (80, 112, ...) leaves no column split: all WARPS warps along the rows, so
+// BM must be a multiple of 16·WARPS.
 __host__ __device__ constexpr int dq_cost(int wm)
 {
     return (WARPS % wm != 0 || BM % (16 * wm) != 0 || D % (16 * (WARPS / wm)) != 0) ? 1 << 30
@@ -183,8 +185,9 @@ constexpr int FR = MTQ * NTD;                // m16n8 fragments of dQ per warp
 // ---- shared-memory layout ------------------------------------------------------------------
 // K, V, Q and dO tiles are row-major with a pitch of D + 8 elements, the dS and P tiles
 // [key][query] with a pitch of BM + 8: one spare 16-byte chunk per row, so that the eight rows
-// of one ldmatrix phase start an odd number of chunks apart (D/8 + 1 and BM/8 + 1 are odd) and
-// fall in eight different bank groups, and every address is a per-lane base plus a constant.
+// of one ldmatrix phase start an odd number of chunks apart (D/8 + 1 and BM/8 + 1 are odd: D and
+// BM are multiples of 16) and fall in eight different bank groups, and every address is a
+// per-lane base plus a constant.
 // The same pitches make the fragment stores (8 rows × 4 words per warp) conflict-free.
 constexpr int PITCH = (D + 8) * 2;   // bytes per row of K, V, Q, dO
 constexpr int SPITCH = (BM + 8) * 2; // bytes per row of dS and P
@@ -201,9 +204,13 @@ constexpr int OFF_LSE = OFF_P + (SPLIT > 1 ? S_TILE : 0); // STAGES × BM floats
 constexpr int OFF_DSUM = OFF_LSE + STAGES * BM * 4;       // STAGES × BM floats: D
 constexpr int SMEM_BYTES = OFF_DSUM + STAGES * BM * 4;
 
-static_assert(D % 32 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 32, at most 256");
+static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 16 from 32 to 256");
 static_assert(WARPS == 4 || WARPS == 8, "4 or 8 warps");
 static_assert(SPLIT == 1 || SPLIT == 2, "1 or 2 parts per key group");
+// dK and dV take their B operands, Q and dO, 16 columns at a time (ldmatrix.x4.trans: two n8
+// tiles per load), so each part's D/SPLIT columns are a multiple of 16: with SPLIT = 2 the head
+// dim is a multiple of 32.
+static_assert(DS % 16 == 0, "each part's dK/dV columns must be a multiple of 16: split = 2 needs d % 32 == 0");
 static_assert(STAGES == 1 || STAGES == 2, "1 or 2 Q/dO buffers");
 static_assert(BN % (16 * WN) == 0 && (MK == 1 || MK == 2), "each warp owns one or two m16 tiles of keys");
 static_assert(BM % (16 * SPLIT) == 0 && BM >= 16 && BM <= 128, "each part owns a multiple of 16 query rows");
@@ -319,7 +326,8 @@ __device__ __forceinline__ void load_rows(u32 dst, const u16 *src, long long row
             sp += ROW_STEP * PITCH;
         }
     } else {
-        // Head dims whose chunk count does not divide the thread count (96, 192).
+        // Head dims whose chunk count is not a power of two, so does not divide the thread count
+        // (48, 80, 96, 112, 144, ...).
 #pragma unroll
         for (int it = 0; it < ITERS; ++it) {
             const int idx = it * THREADS + (int)threadIdx.x;
@@ -735,7 +743,8 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p)
 
 // ---- the preprocessing kernel ---------------------------------------------------------------------
 // D and LSE·log2(e) of query block blockIdx.x: LPR lanes per row (the power of two at or above
-// the row's D/8 chunks), one 16-byte chunk of dO and O each, reduced with xor shuffles.
+// the row's D/8 chunks), one 16-byte chunk of dO and O each, reduced with xor shuffles; where
+// D/8 is not a power of two (48, 80, 96, ...) the row's last LPR − D/8 lanes add 0.
 __device__ __forceinline__ void bwd_pre(const BwdParams &p)
 {
     const int m = (int)blockIdx.x, head = (int)blockIdx.y, batch = (int)blockIdx.z;
