@@ -74,9 +74,6 @@ return {
       function(v) return dq_rows_warps(v) > 0 end },
     { "split = 2 is for head dims whose dK and dV do not fit one warp's registers (d >= 128)",
       function(v) return v.split == 1 or v.d >= 128 end },
-    -- Q and dO are read for dK and dV 16 columns at a time (ldmatrix.x4.trans, two n8 tiles).
-    { "split = 2 halves dK and dV into parts of a multiple of 16 columns: d a multiple of 32",
-      function(v) return v.split == 1 or (v.d // v.split) % 16 == 0 end },
   },
 
   -- K and V tiles, `stages` Q and dO tiles (rows padded by 8 elements, 16 bytes), the dSᵀ tile

@@ -95,7 +95,7 @@
 // With KVACC the dK/dV additions wait the same way for the query heads of the group in order.
 // Measured on an H200 (tests/bwd/README.md): about −20 % at d = 128, causal or not.
 // Compile-time parameters, defined by the generated prelude:
-//   FTP_D        head dimension (a multiple of 16 from 32 to 256; with FTP_SPLIT = 2 a multiple of 32)
+//   FTP_D        head dimension (a multiple of 16 from 32 to 256)
 //   FTP_BM       query rows per block of the loop    FTP_BN     keys per CTA
 //   FTP_WARPS    4 or 8                               FTP_SPLIT  1 or 2 parts per key group
 //   FTP_STAGES   1 or 2 buffers of Q/dO/LSE/D         FTP_CAUSAL 0 or 1
@@ -208,9 +208,10 @@ static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dimension must be a mult
 static_assert(WARPS == 4 || WARPS == 8, "4 or 8 warps");
 static_assert(SPLIT == 1 || SPLIT == 2, "1 or 2 parts per key group");
 // dK and dV take their B operands, Q and dO, 16 columns at a time (ldmatrix.x4.trans: two n8
-// tiles per load), so each part's D/SPLIT columns are a multiple of 16: with SPLIT = 2 the head
-// dim is a multiple of 32.
-static_assert(DS % 16 == 0, "each part's dK/dV columns must be a multiple of 16: split = 2 needs d % 32 == 0");
+// tiles per load); with SPLIT = 2 at a head dim that is an odd multiple of 16 (144, 176, ...)
+// each part has an odd number of n8 tiles, whose last one gemm_kv_smem loads alone (.x2).
+static_assert(DS % 8 == 0 && (SPLIT == 2 || NTK % 2 == 0), "each part's dK/dV columns: whole n8 tiles, "
+                                                            "in pairs unless split = 2");
 static_assert(STAGES == 1 || STAGES == 2, "1 or 2 Q/dO buffers");
 static_assert(BN % (16 * WN) == 0 && (MK == 1 || MK == 2), "each warp owns one or two m16 tiles of keys");
 static_assert(BM % (16 * SPLIT) == 0 && BM >= 16 && BM <= 128, "each part owns a multiple of 16 query rows");
@@ -239,6 +240,13 @@ __device__ __forceinline__ float2 unpack2(u32 x)
             : "r"(x));
     }
     return make_float2(lo, hi);
+}
+
+// Two 8×8 matrices of 16-bit elements, transposed: the addresses of lanes 0–15 (rows 0–7 of the
+// first, then of the second), as ldmatrix_x4_trans's first half (ft_sm80.cuh).
+__device__ __forceinline__ void ldmatrix_x2_trans(u32 addr, u32 &r0, u32 &r1)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
 }
 
 // ---- the workspace -----------------------------------------------------------------------------
@@ -385,7 +393,7 @@ __device__ __forceinline__ void gemm_keys_queries(u32 a_tile, u32 b_tile, int la
 // accumulator tiles 2kb and 2kb+1 of those queries packed) and B those query rows of one stage's
 // Q or dO tile, [query][d] = k × n row-major, read with ldmatrix.trans: lane L at query
 // q_first + 16·kb + L%16, column 8·(2·dp + L/16); registers {0,1} are the B fragment of columns
-// 16·dp.., {2,3} of 16·dp + 8...
+// 16·dp.., {2,3} of 16·dp + 8... SPLIT = 1 only: all D columns, an even number of n8 tiles.
 template <int KB>
 __device__ __forceinline__ void gemm_kv_regs(const u32 (&a)[MK][KB][4], u32 b_tile, int lane, int q_first,
                                              float (&acc)[MK][NTK][4])
@@ -407,7 +415,9 @@ __device__ __forceinline__ void gemm_kv_regs(const u32 (&a)[MK][KB][4], u32 b_ti
 
 // The same with A from a [key][query] tile in shared memory (SPLIT = 2: the other part's
 // queries come from there too): A rows key0 + 16·mk + L%16, column 8·(2·kb + L/16), no .trans;
-// B columns d0.. of the Q or dO tile.
+// B columns d0.. of the Q or dO tile. An odd NTK (DS = 72, 88, ...: head dims that are odd
+// multiples of 16) leaves a last n8 tile, loaded with ldmatrix.x2.trans from lanes 0–15's
+// addresses, which are those of the .x4 loads' registers {0,1}.
 __device__ __forceinline__ void gemm_kv_smem(u32 a_tile, u32 b_tile, int lane, int key0, int d0,
                                              float (&acc)[MK][NTK][4])
 {
@@ -428,6 +438,13 @@ __device__ __forceinline__ void gemm_kv_smem(u32 a_tile, u32 b_tile, int lane, i
                 mma16816(acc[mk][2 * dp], a[mk], b[0], b[1]);
                 mma16816(acc[mk][2 * dp + 1], a[mk], b[2], b[3]);
             }
+        }
+        if constexpr (NTK % 2 == 1) {
+            u32 b0, b1;
+            ldmatrix_x2_trans(b_lane + kb * 16 * PITCH + (NTK / 2) * 32, b0, b1);
+#pragma unroll
+            for (int mk = 0; mk < MK; ++mk)
+                mma16816(acc[mk][NTK - 1], a[mk], b0, b1);
         }
     }
 }
