@@ -154,15 +154,19 @@ constexpr int NC = D / 8;          // 16-byte chunks per row of Q, K, V, dO
 constexpr int SCH = NTQ < 4 ? NTQ : 4; // n8 tiles of Sᵀ computed at a time (32 queries)
 
 // The dQ product's warp grid: WMQ warps along the BM query rows, WARPS/WMQ along the D columns,
-// each tile a multiple of 16 both ways (ldmatrix.x4 loads), the squarest one (fewest shared-memory
+// each tile a multiple of 16 rows and of DQ_COLS columns, the squarest one (fewest shared-memory
 // loads per mma: a TMQ × TDQ tile takes TMQ/16 + TDQ/16 loads per 2·(TMQ/16)·(TDQ/16) mmas);
-// among equals the one with more warps along the rows. 0 when none exists. A head dim that is an
-// odd multiple of 16 (80, 112, ...) leaves no column split: all WARPS warps along the rows, so
-// BM must be a multiple of 16·WARPS.
+// among equals the one with more warps along the rows. 0 when none exists. DQ_COLS is 16 (pairs
+// of n8 tiles, ldmatrix.x4), except at head dims that are odd multiples of 16 (80, 112, ...),
+// which no split of the columns in 16s divides: there 8, so that two warps can share the
+// columns, each an odd number of n8 tiles (gemm_dq loads the last one alone), and BM = 64 takes
+// 8 warps. (At multiples of 32 the grids stay those of 16, and the spaces those they were.)
+constexpr int DQ_COLS = D % 32 == 0 ? 16 : 8;
 __host__ __device__ constexpr int dq_cost(int wm)
 {
-    return (WARPS % wm != 0 || BM % (16 * wm) != 0 || D % (16 * (WARPS / wm)) != 0) ? 1 << 30
-                                                                                      : BM / wm + D / (WARPS / wm);
+    return (WARPS % wm != 0 || BM % (16 * wm) != 0 || D % (DQ_COLS * (WARPS / wm)) != 0)
+               ? 1 << 30
+               : BM / wm + D / (WARPS / wm);
 }
 __host__ __device__ constexpr int dq_layout()
 {
@@ -216,7 +220,7 @@ static_assert(STAGES == 1 || STAGES == 2, "1 or 2 Q/dO buffers");
 static_assert(BN % (16 * WN) == 0 && (MK == 1 || MK == 2), "each warp owns one or two m16 tiles of keys");
 static_assert(BM % (16 * SPLIT) == 0 && BM >= 16 && BM <= 128, "each part owns a multiple of 16 query rows");
 static_assert(BM / 2 <= THREADS, "one thread per 16 bytes of LSE and D");
-static_assert(WMQ > 0, "no warp grid for dQ: BM and D leave no tile of 16 × 16 per warp");
+static_assert(WMQ > 0, "no warp grid for dQ: BM and D leave no tile of 16 rows by DQ_COLS columns per warp");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
 
 // sm_90 adds vector reductions: four floats per red instruction.
@@ -455,7 +459,8 @@ __device__ __forceinline__ void gemm_kv_smem(u32 a_tile, u32 b_tile, int lane, i
 //   layout. Matrix i = L/8 (registers a0..a3 = rows 0–7/8–15 × k 0–7, then × k 8–15) is read
 //   at key 16·kb + 8·(i/2) + L%8, query m0 + 16·mq + 8·(i%2).
 //   B = K [key][d] = k × n row-major: ldmatrix.trans as in gemm_kv_regs.
-// acc[mq][nd][e] is query m0 + 16·mq + g + 8·(e>>1), column d0 + 8·nd + 2t + (e&1).
+// acc[mq][nd][e] is query m0 + 16·mq + g + 8·(e>>1), column d0 + 8·nd + 2t + (e&1). An odd NTD
+// (DQ_COLS = 8) leaves a last n8 tile, loaded with ldmatrix.x2.trans as in gemm_kv_smem.
 __device__ __forceinline__ void gemm_dq(u32 ds_tile, u32 k_tile, int lane, int m0, int d0, float (&acc)[MTQ][NTD][4])
 {
 #pragma unroll
@@ -483,6 +488,13 @@ __device__ __forceinline__ void gemm_dq(u32 ds_tile, u32 k_tile, int lane, int m
                 mma16816(acc[mq][2 * np], a[mq], b[0], b[1]);
                 mma16816(acc[mq][2 * np + 1], a[mq], b[2], b[3]);
             }
+        }
+        if constexpr (NTD % 2 == 1) {
+            u32 b0, b1;
+            ldmatrix_x2_trans(b_lane + kb * 16 * PITCH + (NTD / 2) * 32, b0, b1);
+#pragma unroll
+            for (int mq = 0; mq < MTQ; ++mq)
+                mma16816(acc[mq][NTD - 1], a[mq], b0, b1);
         }
     }
 }

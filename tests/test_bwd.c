@@ -97,9 +97,11 @@ static void test_emit(void)
 
 /* The spec's head dims: d is open, so 112 (listed by no spec) joins when asked for and the
  * constraints decide: every multiple of 16 from 32 to 256 (72 and 272 pruned with the first
- * constraint's words), at an odd multiple of 16 the dQ grid puts every warp along the rows
- * (bm = 64 with 8 warps has none), and split = 2 takes them too (parts of an odd number of n8
- * tiles: 72 columns at d = 144). A d = 80 variant's source has the spec's shared memory, which the template
+ * constraint's words). At an odd multiple of 16 the dQ grid's tiles are 8·k columns wide, so
+ * bm = 64 takes 8 warps (two along the columns) but bm = 32 does not (four would be 20 columns
+ * wide at d = 80); at multiples of 32 they stay 16·k wide (d = 96, bm = 32, 8 warps: no grid,
+ * as before). split = 2 takes them too (parts of an odd number of n8 tiles: 72 columns at
+ * d = 144). A d = 80 variant's source has the spec's shared memory, which the template
  * static_asserts against its layout. */
 static void test_head_dims(void)
 {
@@ -114,8 +116,11 @@ static void test_head_dims(void)
          "head dims are multiples of 16 from 32 to 256"},
         {"d=272,bm=64,bn=64,warps=4,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0",
          "head dims are multiples of 16 from 32 to 256"},
-        {"d=80,bm=64,bn=128,warps=8,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0",
-         "the dQ product needs a warp grid of tiles of 16 × 16 or more"},
+        {"d=80,bm=64,bn=128,warps=8,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0", NULL},
+        {"d=80,bm=32,bn=128,warps=8,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0",
+         "the dQ product needs a warp grid of tiles of 16 × 16 or more (16 × 8 at odd multiples of 16)"},
+        {"d=96,bm=32,bn=128,warps=8,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0",
+         "the dQ product needs a warp grid of tiles of 16 × 16 or more (16 × 8 at odd multiples of 16)"},
         {"d=144,bm=128,bn=64,warps=8,split=2,stages=1,causal=0,dtype=f16,gqa=loop,det=0", NULL},
     };
     const ft_family *fam = ft__family_find("flash_bwd_sm80");
