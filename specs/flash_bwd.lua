@@ -15,14 +15,16 @@ local function warp_queries(v) return v.bm // v.split end
 local function warp_columns(v) return v.d // v.split end
 
 -- The dQ product's warp grid, as the template picks it (dq_layout): wm warps along the bm
--- rows and warps/wm along the d columns, both tiles multiples of 16, the squarest (smallest
+-- rows and warps/wm along the d columns, tiles of a multiple of 16 rows and of 16 columns (8 at
+-- head dims that are odd multiples of 16, which 16s split no further), the squarest (smallest
 -- tm + td), among equals the one with more warps along the rows. 0 when none exists.
 local function dq_rows_warps(v)
   local best, cost = 0, math.huge
+  local cols = v.d % 32 == 0 and 16 or 8
   local wm = v.warps
   while wm >= 1 do
     local wd = v.warps // wm
-    if v.bm % (16 * wm) == 0 and v.d % (16 * wd) == 0 then
+    if v.bm % (16 * wm) == 0 and v.d % (cols * wd) == 0 then
       local c = v.bm // wm + v.d // wd
       if c < cost then
         best, cost = wm, c
@@ -43,7 +45,8 @@ return {
   description = "FlashAttention-2 backward (dQ, dK, dV) on mma.sync m16n8k16 (sm_80 and newer)",
 
   params = {
-    { name = "d",      values = { 32, 64, 96, 128, 192, 256 }, doc = "head dimension" },
+    { name = "d",      values = { 32, 64, 80, 96, 128, 160, 192, 256 }, open = true,
+      doc = "head dimension (a call or --only d=N adds any other multiple of 16 up to 256)" },
     { name = "bm",     values = { 32, 64, 128 },   doc = "query rows per block of the CTA's loop" },
     { name = "bn",     values = { 32, 64, 128 },   doc = "keys per thread block" },
     { name = "warps",  values = { 4, 8 },          doc = "warps per thread block" },
@@ -61,13 +64,15 @@ return {
   },
 
   constraints = {
+    { "head dims are multiples of 16 from 32 to 256",
+      function(v) return v.d % 16 == 0 and v.d >= 32 and v.d <= 256 end },
     { "each warp owns one or two m16 tiles of keys",
       function(v)
         return v.bn % (16 * key_groups(v)) == 0 and key_tiles(v) >= 1 and key_tiles(v) <= 2
       end },
     { "each part owns a multiple of 16 query rows",
       function(v) return v.bm % (16 * v.split) == 0 end },
-    { "the dQ product needs a warp grid of tiles of 16 × 16 or more",
+    { "the dQ product needs a warp grid of tiles of 16 × 16 or more (16 × 8 at odd multiples of 16)",
       function(v) return dq_rows_warps(v) > 0 end },
     { "split = 2 is for head dims whose dK and dV do not fit one warp's registers (d >= 128)",
       function(v) return v.split == 1 or v.d >= 128 end },

@@ -95,7 +95,7 @@
 // With KVACC the dK/dV additions wait the same way for the query heads of the group in order.
 // Measured on an H200 (tests/bwd/README.md): about −20 % at d = 128, causal or not.
 // Compile-time parameters, defined by the generated prelude:
-//   FTP_D        head dimension (32, 64, 96, 128, 192, 256)
+//   FTP_D        head dimension (a multiple of 16 from 32 to 256)
 //   FTP_BM       query rows per block of the loop    FTP_BN     keys per CTA
 //   FTP_WARPS    4 or 8                               FTP_SPLIT  1 or 2 parts per key group
 //   FTP_STAGES   1 or 2 buffers of Q/dO/LSE/D         FTP_CAUSAL 0 or 1
@@ -154,13 +154,19 @@ constexpr int NC = D / 8;          // 16-byte chunks per row of Q, K, V, dO
 constexpr int SCH = NTQ < 4 ? NTQ : 4; // n8 tiles of Sᵀ computed at a time (32 queries)
 
 // The dQ product's warp grid: WMQ warps along the BM query rows, WARPS/WMQ along the D columns,
-// each tile a multiple of 16 both ways (ldmatrix.x4 loads), the squarest one (fewest shared-memory
+// each tile a multiple of 16 rows and of DQ_COLS columns, the squarest one (fewest shared-memory
 // loads per mma: a TMQ × TDQ tile takes TMQ/16 + TDQ/16 loads per 2·(TMQ/16)·(TDQ/16) mmas);
-// among equals the one with more warps along the rows. 0 when none exists.
+// among equals the one with more warps along the rows. 0 when none exists. DQ_COLS is 16 (pairs
+// of n8 tiles, ldmatrix.x4), except at head dims that are odd multiples of 16 (80, 112, ...),
+// which no split of the columns in 16s divides: there 8, so that two warps can share the
+// columns, each an odd number of n8 tiles (gemm_dq loads the last one alone), and BM = 64 takes
+// 8 warps. (At multiples of 32 the grids stay those of 16, and the spaces those they were.)
+constexpr int DQ_COLS = D % 32 == 0 ? 16 : 8;
 __host__ __device__ constexpr int dq_cost(int wm)
 {
-    return (WARPS % wm != 0 || BM % (16 * wm) != 0 || D % (16 * (WARPS / wm)) != 0) ? 1 << 30
-                                                                                      : BM / wm + D / (WARPS / wm);
+    return (WARPS % wm != 0 || BM % (16 * wm) != 0 || D % (DQ_COLS * (WARPS / wm)) != 0)
+               ? 1 << 30
+               : BM / wm + D / (WARPS / wm);
 }
 __host__ __device__ constexpr int dq_layout()
 {
@@ -183,8 +189,9 @@ constexpr int FR = MTQ * NTD;                // m16n8 fragments of dQ per warp
 // ---- shared-memory layout ------------------------------------------------------------------
 // K, V, Q and dO tiles are row-major with a pitch of D + 8 elements, the dS and P tiles
 // [key][query] with a pitch of BM + 8: one spare 16-byte chunk per row, so that the eight rows
-// of one ldmatrix phase start an odd number of chunks apart (D/8 + 1 and BM/8 + 1 are odd) and
-// fall in eight different bank groups, and every address is a per-lane base plus a constant.
+// of one ldmatrix phase start an odd number of chunks apart (D/8 + 1 and BM/8 + 1 are odd: D and
+// BM are multiples of 16) and fall in eight different bank groups, and every address is a
+// per-lane base plus a constant.
 // The same pitches make the fragment stores (8 rows × 4 words per warp) conflict-free.
 constexpr int PITCH = (D + 8) * 2;   // bytes per row of K, V, Q, dO
 constexpr int SPITCH = (BM + 8) * 2; // bytes per row of dS and P
@@ -201,14 +208,19 @@ constexpr int OFF_LSE = OFF_P + (SPLIT > 1 ? S_TILE : 0); // STAGES × BM floats
 constexpr int OFF_DSUM = OFF_LSE + STAGES * BM * 4;       // STAGES × BM floats: D
 constexpr int SMEM_BYTES = OFF_DSUM + STAGES * BM * 4;
 
-static_assert(D % 32 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 32, at most 256");
+static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 16 from 32 to 256");
 static_assert(WARPS == 4 || WARPS == 8, "4 or 8 warps");
 static_assert(SPLIT == 1 || SPLIT == 2, "1 or 2 parts per key group");
+// dK and dV take their B operands, Q and dO, 16 columns at a time (ldmatrix.x4.trans: two n8
+// tiles per load); with SPLIT = 2 at a head dim that is an odd multiple of 16 (144, 176, ...)
+// each part has an odd number of n8 tiles, whose last one gemm_kv_smem loads alone (.x2).
+static_assert(DS % 8 == 0 && (SPLIT == 2 || NTK % 2 == 0), "each part's dK/dV columns: whole n8 tiles, "
+                                                            "in pairs unless split = 2");
 static_assert(STAGES == 1 || STAGES == 2, "1 or 2 Q/dO buffers");
 static_assert(BN % (16 * WN) == 0 && (MK == 1 || MK == 2), "each warp owns one or two m16 tiles of keys");
 static_assert(BM % (16 * SPLIT) == 0 && BM >= 16 && BM <= 128, "each part owns a multiple of 16 query rows");
 static_assert(BM / 2 <= THREADS, "one thread per 16 bytes of LSE and D");
-static_assert(WMQ > 0, "no warp grid for dQ: BM and D leave no tile of 16 × 16 per warp");
+static_assert(WMQ > 0, "no warp grid for dQ: BM and D leave no tile of 16 rows by DQ_COLS columns per warp");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
 
 // sm_90 adds vector reductions: four floats per red instruction.
@@ -232,6 +244,13 @@ __device__ __forceinline__ float2 unpack2(u32 x)
             : "r"(x));
     }
     return make_float2(lo, hi);
+}
+
+// Two 8×8 matrices of 16-bit elements, transposed: the addresses of lanes 0–15 (rows 0–7 of the
+// first, then of the second), as ldmatrix_x4_trans's first half (ft_sm80.cuh).
+__device__ __forceinline__ void ldmatrix_x2_trans(u32 addr, u32 &r0, u32 &r1)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
 }
 
 // ---- the workspace -----------------------------------------------------------------------------
@@ -319,7 +338,8 @@ __device__ __forceinline__ void load_rows(u32 dst, const u16 *src, long long row
             sp += ROW_STEP * PITCH;
         }
     } else {
-        // Head dims whose chunk count does not divide the thread count (96, 192).
+        // Head dims whose chunk count is not a power of two, so does not divide the thread count
+        // (48, 80, 96, 112, 144, ...).
 #pragma unroll
         for (int it = 0; it < ITERS; ++it) {
             const int idx = it * THREADS + (int)threadIdx.x;
@@ -377,7 +397,7 @@ __device__ __forceinline__ void gemm_keys_queries(u32 a_tile, u32 b_tile, int la
 // accumulator tiles 2kb and 2kb+1 of those queries packed) and B those query rows of one stage's
 // Q or dO tile, [query][d] = k × n row-major, read with ldmatrix.trans: lane L at query
 // q_first + 16·kb + L%16, column 8·(2·dp + L/16); registers {0,1} are the B fragment of columns
-// 16·dp.., {2,3} of 16·dp + 8...
+// 16·dp.., {2,3} of 16·dp + 8... SPLIT = 1 only: all D columns, an even number of n8 tiles.
 template <int KB>
 __device__ __forceinline__ void gemm_kv_regs(const u32 (&a)[MK][KB][4], u32 b_tile, int lane, int q_first,
                                              float (&acc)[MK][NTK][4])
@@ -399,7 +419,9 @@ __device__ __forceinline__ void gemm_kv_regs(const u32 (&a)[MK][KB][4], u32 b_ti
 
 // The same with A from a [key][query] tile in shared memory (SPLIT = 2: the other part's
 // queries come from there too): A rows key0 + 16·mk + L%16, column 8·(2·kb + L/16), no .trans;
-// B columns d0.. of the Q or dO tile.
+// B columns d0.. of the Q or dO tile. An odd NTK (DS = 72, 88, ...: head dims that are odd
+// multiples of 16) leaves a last n8 tile, loaded with ldmatrix.x2.trans from lanes 0–15's
+// addresses, which are those of the .x4 loads' registers {0,1}.
 __device__ __forceinline__ void gemm_kv_smem(u32 a_tile, u32 b_tile, int lane, int key0, int d0,
                                              float (&acc)[MK][NTK][4])
 {
@@ -421,6 +443,13 @@ __device__ __forceinline__ void gemm_kv_smem(u32 a_tile, u32 b_tile, int lane, i
                 mma16816(acc[mk][2 * dp + 1], a[mk], b[2], b[3]);
             }
         }
+        if constexpr (NTK % 2 == 1) {
+            u32 b0, b1;
+            ldmatrix_x2_trans(b_lane + kb * 16 * PITCH + (NTK / 2) * 32, b0, b1);
+#pragma unroll
+            for (int mk = 0; mk < MK; ++mk)
+                mma16816(acc[mk][NTK - 1], a[mk], b0, b1);
+        }
     }
 }
 
@@ -430,7 +459,8 @@ __device__ __forceinline__ void gemm_kv_smem(u32 a_tile, u32 b_tile, int lane, i
 //   layout. Matrix i = L/8 (registers a0..a3 = rows 0–7/8–15 × k 0–7, then × k 8–15) is read
 //   at key 16·kb + 8·(i/2) + L%8, query m0 + 16·mq + 8·(i%2).
 //   B = K [key][d] = k × n row-major: ldmatrix.trans as in gemm_kv_regs.
-// acc[mq][nd][e] is query m0 + 16·mq + g + 8·(e>>1), column d0 + 8·nd + 2t + (e&1).
+// acc[mq][nd][e] is query m0 + 16·mq + g + 8·(e>>1), column d0 + 8·nd + 2t + (e&1). An odd NTD
+// (DQ_COLS = 8) leaves a last n8 tile, loaded with ldmatrix.x2.trans as in gemm_kv_smem.
 __device__ __forceinline__ void gemm_dq(u32 ds_tile, u32 k_tile, int lane, int m0, int d0, float (&acc)[MTQ][NTD][4])
 {
 #pragma unroll
@@ -458,6 +488,13 @@ __device__ __forceinline__ void gemm_dq(u32 ds_tile, u32 k_tile, int lane, int m
                 mma16816(acc[mq][2 * np], a[mq], b[0], b[1]);
                 mma16816(acc[mq][2 * np + 1], a[mq], b[2], b[3]);
             }
+        }
+        if constexpr (NTD % 2 == 1) {
+            u32 b0, b1;
+            ldmatrix_x2_trans(b_lane + kb * 16 * PITCH + (NTD / 2) * 32, b0, b1);
+#pragma unroll
+            for (int mq = 0; mq < MTQ; ++mq)
+                mma16816(acc[mq][NTD - 1], a[mq], b0, b1);
         }
     }
 }
@@ -735,7 +772,8 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p)
 
 // ---- the preprocessing kernel ---------------------------------------------------------------------
 // D and LSE·log2(e) of query block blockIdx.x: LPR lanes per row (the power of two at or above
-// the row's D/8 chunks), one 16-byte chunk of dO and O each, reduced with xor shuffles.
+// the row's D/8 chunks), one 16-byte chunk of dO and O each, reduced with xor shuffles; where
+// D/8 is not a power of two (48, 80, 96, ...) the row's last LPR − D/8 lanes add 0.
 __device__ __forceinline__ void bwd_pre(const BwdParams &p)
 {
     const int m = (int)blockIdx.x, head = (int)blockIdx.y, batch = (int)blockIdx.z;

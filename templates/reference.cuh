@@ -318,7 +318,9 @@ struct RefBwdParams {
     long long v_batch_stride, v_row_stride, v_head_stride;
     long long o_batch_stride, o_row_stride, o_head_stride;
     long long dout_batch_stride, dout_row_stride, dout_head_stride;
-    int batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim; // head_dim: a multiple of 32, <= 256
+    // head_dim: at most 256 (eight elements a lane), a multiple of 8 (ft_ref_bwd_compare reads
+    // eight a thread); runtime/verify_bwd.c passes the kernels' multiples of 16 from 32 to 256.
+    int batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
     float scale;
     int causal;
     int bf16;
@@ -351,17 +353,18 @@ extern "C" __global__ void __launch_bounds__(32) ft_ref_bwd_dsum(const ftref::Re
 }
 
 // dQ of one query row: grid (seqlen_q, heads_q, batch), 256 threads. One warp per key (lanes
-// across the head dimension, lane c holding elements c, c + 32, ...), the warps' partial sums
-// added in shared memory at the end.
+// across the head dimension, lane c holding elements c, c + 32, ... below head_dim: per_lane of
+// them, which differs between lanes where head_dim is not a multiple of 32 — at 80 lanes 0–15
+// hold three, 16–31 two), the warps' partial sums added in shared memory at the end.
 extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dq(const ftref::RefBwdParams p)
 {
     using namespace ftref;
-    constexpr int WARPS = 8, R = 8; // R: elements per lane, head_dim / 32 <= 8
+    constexpr int WARPS = 8, R = 8; // R: the most elements a lane holds, 256 / 32
     __shared__ float red[3][WARPS][256];
     const int row = blockIdx.x, head = blockIdx.y, batch = blockIdx.z;
     const int kv_head = head / (p.heads_q / p.heads_kv);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int d = p.head_dim, per_lane = d / 32;
+    const int d = p.head_dim, per_lane = (d - lane + 31) / 32; // elements lane + 32·r < d
     const u16 *q = (const u16 *)p.q + batch * p.q_batch_stride + head * p.q_head_stride + row * p.q_row_stride;
     const u16 *dout = (const u16 *)p.dout + batch * p.dout_batch_stride + head * p.dout_head_stride +
                       row * p.dout_row_stride;
@@ -444,7 +447,7 @@ extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dkv(const ftref::Re
     const int key = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
     const int group = p.heads_q / p.heads_kv;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int d = p.head_dim, per_lane = d / 32;
+    const int d = p.head_dim, per_lane = (d - lane + 31) / 32; // elements lane + 32·r < d
     const u16 *kj = (const u16 *)p.k + batch * p.k_batch_stride + kv_head * p.k_head_stride + key * p.k_row_stride;
     const u16 *vj = (const u16 *)p.v + batch * p.v_batch_stride + kv_head * p.v_head_stride + key * p.v_row_stride;
 

@@ -95,6 +95,68 @@ static void test_emit(void)
     ft__spec_free(spec);
 }
 
+/* The spec's head dims: d is open, so 112 (listed by no spec) joins when asked for and the
+ * constraints decide: every multiple of 16 from 32 to 256 (72 and 272 pruned with the first
+ * constraint's words). At an odd multiple of 16 the dQ grid's tiles are 8·k columns wide, so
+ * bm = 64 takes 8 warps (two along the columns) but bm = 32 does not (four would be 20 columns
+ * wide at d = 80); at multiples of 32 they stay 16·k wide (d = 96, bm = 32, 8 warps: no grid,
+ * as before). split = 2 takes them too (parts of an odd number of n8 tiles: 72 columns at
+ * d = 144). A d = 80 variant's source has the spec's shared memory, which the template
+ * static_asserts against its layout. */
+static void test_head_dims(void)
+{
+    static const struct {
+        const char *variant;
+        const char *reason; /* NULL: kept */
+    } cases[] = {
+        {"d=80,bm=128,bn=128,warps=8,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0", NULL},
+        {"d=112,bm=64,bn=64,warps=4,split=1,stages=2,causal=1,dtype=bf16,gqa=atomic,det=1", NULL},
+        {"d=160,bm=64,bn=64,warps=8,split=2,stages=2,causal=0,dtype=bf16,gqa=loop,det=0", NULL},
+        {"d=72,bm=64,bn=64,warps=4,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0",
+         "head dims are multiples of 16 from 32 to 256"},
+        {"d=272,bm=64,bn=64,warps=4,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0",
+         "head dims are multiples of 16 from 32 to 256"},
+        {"d=80,bm=64,bn=128,warps=8,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0", NULL},
+        {"d=80,bm=32,bn=128,warps=8,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0",
+         "the dQ product needs a warp grid of tiles of 16 × 16 or more (16 × 8 at odd multiples of 16)"},
+        {"d=96,bm=32,bn=128,warps=8,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0",
+         "the dQ product needs a warp grid of tiles of 16 × 16 or more (16 × 8 at odd multiples of 16)"},
+        {"d=144,bm=128,bn=64,warps=8,split=2,stages=1,causal=0,dtype=f16,gqa=loop,det=0", NULL},
+    };
+    const ft_family *fam = ft__family_find("flash_bwd_sm80");
+    ft_spec *spec = NULL;
+    ft_variant v;
+    ft_arch arch;
+    ft_kernel_source ks;
+    char why[256];
+    int keep, di;
+    size_t i;
+    ft_err err;
+
+    ASSERT_OK(ft__spec_load(FT_SOURCE_DIR "/specs/flash_bwd.lua", NULL, &spec, &err), &err);
+    ASSERT_OK(ft__arch_builtin("sm_80", &arch, &err), &err);
+    di = ft__spec_param_index(spec, "d");
+    ASSERT_TRUE(di >= 0 && spec->params[di].open);
+    ASSERT_TRUE(ft__param_has_int(&spec->params[di], 80) && ft__param_has_int(&spec->params[di], 160));
+    ASSERT_TRUE(!ft__param_has_int(&spec->params[di], 112));
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ASSERT_OK(ft__spec_add_values(spec, cases[i].variant, &err), &err);
+        ASSERT_OK(ft__variant_parse(spec, cases[i].variant, &v, &err), &err);
+        ASSERT_OK(ft__spec_check(spec, &v, &arch, &keep, why, sizeof why, &err), &err);
+        if (cases[i].reason == NULL ? !keep : keep || strcmp(why, cases[i].reason) != 0)
+            FT_FAIL_("%s: %s, want %s", cases[i].variant, keep ? "kept" : why,
+                     cases[i].reason ? cases[i].reason : "kept");
+    }
+    ASSERT_OK(ft__variant_parse(spec, cases[0].variant, &v, &err), &err);
+    ASSERT_OK(ft__emit(spec, fam, &v, &arch, &ks, &err), &err);
+    ASSERT_EQ(ks.threads, 256);
+    /* K, V (pitch 88), two stages of Q and dO, dSᵀ (pitch bm + 8), LSE and D */
+    ASSERT_EQ(ks.smem_dynamic, 2 * 128 * 88 * 2 + 2 * 2 * 128 * 88 * 2 + 128 * 136 * 2 + 2 * 2 * 128 * 4);
+    ASSERT_EQ(ft_test_count(ks.text, "#define FTP_D 80\n"), 1);
+    ft__kernel_source_free(&ks);
+    ft__spec_free(spec);
+}
+
 /* ---- the CPU reference against central differences ---------------------------------------- */
 
 typedef struct case_ {
@@ -293,12 +355,14 @@ static void compare(data *x, int which, double *rel_l2, double *worst)
 
 static void test_reference_against_differences(void)
 {
-    /* GQA, causal with fewer and with more queries than keys (rows that see no key), bf16. */
+    /* GQA, causal with fewer and with more queries than keys (rows that see no key), bf16, and
+     * a head dim that is not a multiple of 32 (80, GQA and causal, rows that see no key). */
     static const case_ cases[] = {
         {1, 2, 2, 5, 5, 32, 0, 0},
         {2, 4, 2, 6, 9, 32, 1, 0},
         {1, 2, 1, 9, 4, 32, 1, 1},
         {1, 3, 3, 7, 3, 64, 0, 1},
+        {1, 4, 2, 6, 5, 80, 1, 0},
     };
     size_t i;
     int w;
@@ -349,5 +413,6 @@ static void test_differences_catch_a_wrong_gradient(void)
     ASSERT_TRUE(l2 > 0.5);
 }
 
-FT_TEST_MAIN(FT_CASE(test_family), FT_CASE(test_emit), FT_CASE(test_reference_against_differences),
+FT_TEST_MAIN(FT_CASE(test_family), FT_CASE(test_emit), FT_CASE(test_head_dims),
+             FT_CASE(test_reference_against_differences),
              FT_CASE(test_differences_catch_a_wrong_gradient))
