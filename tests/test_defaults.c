@@ -113,7 +113,8 @@ static ft_plan_status plan_one(ft_spec *spec, const char *text, const char *arch
     unsigned mask;
 
     reason[0] = '\0';
-    if (ft__variant_parse(spec, text, &v, &err) != FT_OK) {
+    /* a head dim the spec's open d does not list joins it, as the runtime adds it for a call */
+    if (ft__spec_add_values(spec, text, &err) != FT_OK || ft__variant_parse(spec, text, &v, &err) != FT_OK) {
         snprintf(reason, cap, "does not parse: %s", err.msg);
         return FT_PLAN_COMPILE_ERROR;
     }
