@@ -40,11 +40,10 @@ def fa4():
         return None
 
 
-def systems(ctx, fa4_func, deterministic):
-    """Each system as (name, make): make(q, k, v, do, causal) -> (bwd(), fwdbwd()), closures on
-    the inputs, q, k, v [b, s, h, d]."""
+def flashtune_system(ctx, deterministic):
+    """flashtune through the context ctx (its tuned, forced or default kernels) as a system's make."""
 
-    def flashtune_sys(q, k, v, do, causal):
+    def make(q, k, v, do, causal):
         o, lse = ctx.forward(q, k, v, causal=causal, return_lse=True)
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
@@ -55,6 +54,12 @@ def systems(ctx, fa4_func, deterministic):
             o2, lse2 = ctx.forward(q, k, v, causal=causal, return_lse=True)
             ctx.backward(q, k, v, o2, lse2, do, causal=causal, dq=dq, dk=dk, dv=dv, deterministic=deterministic)
         return bwd, fwdbwd
+    return make
+
+
+def systems(ctx, fa4_func, deterministic):
+    """Each system as (name, make): make(q, k, v, do, causal) -> (bwd(), fwdbwd()), closures on
+    the inputs, q, k, v [b, s, h, d]."""
 
     def sdpa_sys(backend):
         def make(q, k, v, do, causal):
@@ -87,7 +92,7 @@ def systems(ctx, fa4_func, deterministic):
             torch.autograd.grad(o2, (qf, kf, vf), do)
         return bwd, fwdbwd
 
-    out = [("flashtune", flashtune_sys), ("FA2 (SDPA)", sdpa_sys(SDPBackend.FLASH_ATTENTION)),
+    out = [("flashtune", flashtune_system(ctx, deterministic)), ("FA2 (SDPA)", sdpa_sys(SDPBackend.FLASH_ATTENTION)),
            ("cuDNN (SDPA)", sdpa_sys(SDPBackend.CUDNN_ATTENTION))]
     if fa4_func is not None:
         out.append(("FA4", fa4_sys))
@@ -106,6 +111,10 @@ def main():
     ap.add_argument("--spec", default=None, help="flashtune: a backward spec whose --variant every call runs")
     ap.add_argument("--variant", default=None, help="flashtune: the (partial) variant of --spec to force")
     ap.add_argument("--systems", default=None, help="comma-separated names to time (default: all)")
+    ap.add_argument("--alt", action="append", default=[],
+                    help="D/CAUSAL=VARIANT: also time this (partial) variant of --alt-spec as system "
+                         "'flashtune alt' on the shapes of head dim D and that causality (repeatable)")
+    ap.add_argument("--alt-spec", default="specs/flash_bwd_sm90.lua", help="the spec of the --alt variants")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
 
@@ -115,6 +124,11 @@ def main():
     if a.systems:
         keep = a.systems.split(",")
         syss = [(n, m) for n, m in syss if any(n.startswith(k) for k in keep)]
+    alts = {}
+    for alt in a.alt:
+        group, variant = alt.split("=", 1)
+        d, c = (int(x) for x in group.split("/"))
+        alts[(d, c)] = flashtune_system(flashtune.Context(spec=a.alt_spec, variant=variant), a.deterministic)
     rows = []
     for dtype in a.dtypes.split(","):
         for d in (int(x) for x in a.head_dims.split(",")):
@@ -126,7 +140,8 @@ def main():
                     fwd_flops = flashtune.flops(b, h, s, s, d, causal)
                     times = {}
                     made = {}
-                    for name, make in syss:
+                    shape_systems = syss + ([("flashtune alt", alts[(d, causal)])] if (d, causal) in alts else [])
+                    for name, make in shape_systems:
                         try:
                             made[name] = make(q, k, v, do, bool(causal))
                         except Exception as e:  # noqa: BLE001 - a system that cannot run this shape

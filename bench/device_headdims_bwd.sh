@@ -10,6 +10,12 @@
 #                                              HD_SEQLENS), flashtune's defaults against SDPA's
 #                                              FlashAttention-2 and cuDNN (and FA4 where it imports),
 #                                              then the sm80 family forced (HD_SM80_VARIANT) beside them
+#   bash bench/device_headdims_bwd.sh ab       bwd_compare at d = 64 and 128 on the whole grid, the
+#                                              defaults, SDPA's FA2 and cuDNN, and early_dv=2 twins of
+#                                              the defaults ('flashtune alt'), all interleaved
+#   bash bench/device_headdims_bwd.sh sanitize compute-sanitizer memcheck, racecheck and synccheck
+#                                              on flashtune verify of SANITIZE_ONLY (default: a d = 80
+#                                              early_dv=2 causal variant, 32-byte swizzled tiles)
 #   bash bench/device_headdims_bwd.sh bar      bwd_compare at d = 64, 128, 256 on the whole grid
 #                                              (BAR_ARGS), every system interleaved
 # Expects bench/stage_run.sh's folder in $RUN (default .dev/run). Logs and JSON go to $OUT, one
@@ -62,11 +68,30 @@ for mode in "$@"; do
     note "bwd_compare $args (defaults): exit $? in $(since "$t0") s"
     sed -n '/^type/,$p' "$OUT/hd_default.txt" | tee -a "$summary"
     t0=$(date +%s)
-    python3 bench/bwd_compare.py $args --systems flashtune --spec specs/flash_bwd.lua \
-      --variant "${HD_SM80_VARIANT:-bm=64,bn=128,warps=4,split=1,stages=2,gqa=loop}" --json "$OUT/hd_sm80.json" \
+    python3 bench/bwd_compare.py $args --systems flashtune --spec specs/flash_bwd.lua --json "$OUT/hd_sm80.json" \
       > "$OUT/hd_sm80.txt" 2> "$OUT/hd_sm80.err"
-    note "bwd_compare (sm80 family forced): exit $? in $(since "$t0") s"
+    note "bwd_compare (the sm80 family's defaults, as on an A100): exit $? in $(since "$t0") s"
     sed -n '/^type/,$p' "$OUT/hd_sm80.txt" | grep flashtune | tee -a "$summary"
+    ;;
+  ab)
+    alt="--alt 64/0=bm=128,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=1,det=0
+         --alt 64/1=bm=128,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0
+         --alt 128/0=bm=64,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=1,det=0
+         --alt 128/1=bm=64,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0"
+    python3 bench/bwd_compare.py --head-dims 64,128 --dtypes bf16 --rounds ${AB_ROUNDS:-2} $alt --json "$OUT/ab.json" \
+      > "$OUT/ab.txt" 2> "$OUT/ab.err"
+    note "bwd_compare d=64,128 with the early_dv=2 twins: exit $? in $(since "$t0") s"
+    sed -n '/^type/,$p' "$OUT/ab.txt" | tee -a "$summary"
+    ;;
+  sanitize)
+    for only in ${SANITIZE_ONLY:-d=80,bm=64,bn=64,causal=1,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0,dtype=bf16}; do
+      for tool in memcheck racecheck synccheck; do
+        t0=$(date +%s)
+        timeout "${SANITIZE_LIMIT:-100}" compute-sanitizer --tool "$tool" "$ft" verify specs/flash_bwd_sm90.lua -q \
+          --only "$only" > "$OUT/sanitize_$tool.txt" 2>&1
+        note "compute-sanitizer $tool verify --only $only: exit $? in $(since "$t0") s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|hazard' "$OUT/sanitize_$tool.txt" | tail -1)"
+      done
+    done
     ;;
   bar)
     args=${BAR_ARGS:---head-dims 64,128,256 --dtypes bf16 --rounds 2}
