@@ -567,6 +567,9 @@ static bool reference_checks()
         {{1, 8, 1, 70, 20, BHSD, 1.f}, 32, 1, 0},   {{1, 2, 2, 20, 90, BSHD, 1.f}, 128, 1, 1},
         {{1, 3, 3, 65, 65, BSHD, 10.f}, 96, 0, 1},  {{1, 2, 1, 40, 40, BHSD, 1.f}, 256, 1, 0},
         {{1, 2, 2, 17, 17, BSHD, 10.f}, 192, 1, 0},
+        // head dims that are not multiples of 32: lanes that hold fewer elements than others
+        {{2, 4, 2, 37, 29, BSHD, 1.f}, 80, 1, 0},   {{1, 2, 1, 33, 41, BHSD, 1.f}, 48, 0, 1},
+        {{1, 2, 2, 23, 19, BSHD, 10.f}, 144, 1, 1}, {{1, 3, 1, 17, 17, BHSD, 1.f}, 240, 0, 0},
     };
     bool all = true;
     say("(a) GPU reference (fp32) against the CPU reference (fp64)\n");
