@@ -26,7 +26,11 @@
  * (bm=64,bn=64: the only structure whose dQ passes and registers fit those head dims; at 144
  * only non-causal, whose variants alone compile without spills); 176, 208 and 240 have no
  * sm_90a variant (their halves are no multiple of 16 and their whole rows too many registers)
- * and run the sm80 family's. The first entry
+ * and run the sm80 family's. The sm80 backward's entries at 48, 80, 112, 144, 160, 176, 208, 224
+ * and 240 (2026-12-03, untuned): for each a shape the spec keeps there that compiles without
+ * spills on sm_80 and sm_90 in both dtypes, causal or not, deterministic or not (d = 160 with a
+ * one-stage second choice for GPUs with less shared memory); at 240 only causal variants do,
+ * so a non-causal backward call of head dim 240 has no kernel. The first entry
  * of the call's operation whose family the context has and that builds wins: the sm_90a
  * family's where it runs (tests/test_defaults.c checks that every entry is kept by its spec and
  * compiles without spills on the targets it is for). Short-query forward calls (ops/op.h
@@ -97,6 +101,16 @@ static const ft_default_kernel defaults[] = {
     {"flash_bwd_sm80", 128, 0, "bm=64,bn=128,warps=8,split=2,stages=1,gqa=loop", 0},
     {"flash_bwd_sm80", 192, -1, "bm=64,bn=64,warps=8,split=2,stages=2,gqa=loop", 0},
     {"flash_bwd_sm80", 192, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 48, -1, "bm=64,bn=128,warps=8,split=1,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 80, -1, "bm=64,bn=128,warps=8,split=1,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 112, -1, "bm=64,bn=128,warps=8,split=1,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 144, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 160, -1, "bm=64,bn=64,warps=8,split=2,stages=2,gqa=loop", 0},
+    {"flash_bwd_sm80", 160, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 176, -1, "bm=64,bn=32,warps=4,split=2,stages=2,gqa=loop", 0},
+    {"flash_bwd_sm80", 208, -1, "bm=64,bn=32,warps=4,split=2,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 224, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 240, 1, "bm=32,bn=32,warps=4,split=2,stages=1,gqa=loop", 0},
     {"flash_bwd_sm80", 256, -1, "bm=64,bn=64,warps=8,split=2,stages=2,gqa=loop", 0},
     {"flash_bwd_sm80", 256, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop", 0},
 };

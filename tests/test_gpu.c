@@ -25,6 +25,7 @@ static const shape_case small_cases[] = {
     {"b=1,hq=2,sq=40,sk=13,d=96", 1, 1, FT_LAYOUT_BSHD},
     {"b=2,hq=8,hkv=1,sq=33,sk=29,d=64", 0, 0, FT_LAYOUT_BSHD},
     {"b=1,hq=2,sq=21,sk=21,d=256", 1, 0, FT_LAYOUT_QKV_PACKED},
+    {"b=1,hq=2,hkv=1,sq=19,sk=23,d=80", 1, 1, FT_LAYOUT_BSHD},
 };
 
 /* Reads a device buffer of n halves into new host memory. */
@@ -90,6 +91,88 @@ static void test_gpu_reference_matches_cpu(void)
             free(buf[b]);
         free(o64), free(m64), free(l64), free(o32), free(m32), free(l32);
         ft__tensors_destroy(session.cu, &t);
+    }
+}
+
+/* The backward's GPU reference (templates/reference.cuh: ft_ref_bwd_dsum, _dq, _dkv) against the
+ * fp64 CPU reference (ft__reference_cpu_bwd) on the same 16-bit inputs, O and LSE: dQ, dK and dV
+ * within 1e-5 of their terms' magnitude (the CPU's mag, plus for dQ and dK the GPU's cmag, the
+ * scale of the fp32 rounding in dP − D), at head dims that are not multiples of 32 (48, 80,
+ * 144, 240: lanes that hold fewer elements than others) beside 64; grouped heads, causal with
+ * rows that see no key (sq > sk), both layouts. Rows that see no key have dQ exactly 0. */
+static void test_gpu_bwd_reference_matches_cpu(void)
+{
+    static const shape_case cases[] = {
+        {"b=2,hq=4,hkv=2,sq=37,sk=29,d=80", 1, 0, FT_LAYOUT_BSHD},
+        {"b=1,hq=2,hkv=1,sq=33,sk=41,d=48", 0, 1, FT_LAYOUT_BHSD},
+        {"b=1,hq=2,hkv=2,sq=23,sk=19,d=144", 1, 1, FT_LAYOUT_BSHD},
+        {"b=1,hq=3,hkv=1,sq=17,sk=17,d=240", 0, 0, FT_LAYOUT_BHSD},
+        {"b=1,hq=2,hkv=2,sq=31,sk=31,d=64", 1, 0, FT_LAYOUT_BSHD},
+    };
+    size_t c;
+
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const shape_case *sc = &cases[c];
+        ft_problem p;
+        ft_bwd_tensors t;
+        ft_err err;
+        uint16_t *in[5];
+        ft_strides st[5];
+        float *lse, *gpu[3], *cmag[2];
+        double *cpu[3], *mag[3], worst = 0;
+        size_t rows, n[3], i;
+        int g;
+
+        memset(&p, 0, sizeof p);
+        p.causal = sc->causal, p.bf16 = sc->bf16, p.layout = sc->layout;
+        ASSERT_OK(ft__problem_parse(sc->shape, &p, &err), &err);
+        ASSERT_OK(ft__bwd_tensors_create(session.cu, &p, &t, &err), &err);
+        ASSERT_OK(ft__bwd_tensors_prepare(&session.verifier, &t, 5 + c, 1.f, &err), &err);
+        rows = (size_t)p.batch * p.heads_q * p.seqlen_q;
+        n[0] = t.nq, n[1] = n[2] = t.nk;
+        in[0] = read_halves(t.q, t.nq), in[1] = read_halves(t.k, t.nk), in[2] = read_halves(t.v, t.nk);
+        in[3] = read_halves(t.o, t.nq), in[4] = read_halves(t.dout, t.nq);
+        st[0] = st[3] = st[4] = t.sq, st[1] = st[2] = t.sk;
+        lse = malloc(rows * sizeof *lse);
+        ASSERT_TRUE(in[0] && in[1] && in[2] && in[3] && in[4] && lse);
+        ASSERT_EQ(session.cu->p_cuMemcpyDtoH(lse, t.lse, rows * 4), CUDA_SUCCESS);
+        for (g = 0; g < 3; g++) {
+            gpu[g] = malloc(n[g] * sizeof *gpu[g]);
+            cpu[g] = malloc(n[g] * sizeof *cpu[g]);
+            mag[g] = malloc(n[g] * sizeof *mag[g]);
+            ASSERT_TRUE(gpu[g] && cpu[g] && mag[g]);
+            ASSERT_EQ(session.cu->p_cuMemcpyDtoH(gpu[g], t.ref[g], n[g] * 4), CUDA_SUCCESS);
+            if (g < 2) {
+                cmag[g] = malloc(n[g] * sizeof *cmag[g]);
+                ASSERT_TRUE(cmag[g] != NULL);
+                ASSERT_EQ(session.cu->p_cuMemcpyDtoH(cmag[g], t.cmag[g], n[g] * 4), CUDA_SUCCESS);
+            }
+        }
+        ft__reference_cpu_bwd(&p, (const uint16_t *const *)in, st, lse, cpu, mag);
+        for (g = 0; g < 3; g++)
+            for (i = 0; i < n[g]; i++) {
+                const double diff = fabs(gpu[g][i] - cpu[g][i]);
+                const double scale = mag[g][i] + (g < 2 ? cmag[g][i] : 0) + 1e-3;
+                if (!(diff <= 1e-5 * scale))
+                    FT_FAIL_("%s: %s[%zu] (column %zu) GPU %.8g vs CPU %.8g, terms' magnitude %.3g", sc->shape,
+                             g == 0 ? "dQ" : g == 1 ? "dK" : "dV", i, i % (size_t)p.head_dim, gpu[g][i], cpu[g][i],
+                             scale);
+                worst = fmax(worst, diff / scale);
+            }
+        /* causal, sq > sk: rows 0 .. sq-sk-1 see no key ([b, sq, hq, d], contiguous) */
+        if (p.causal && p.seqlen_q > p.seqlen_k)
+            for (i = 0; i < (size_t)p.batch * p.seqlen_q * p.heads_q * p.head_dim; i++)
+                if ((int)(i / ((size_t)p.heads_q * p.head_dim) % p.seqlen_q) < p.seqlen_q - p.seqlen_k &&
+                    gpu[0][i] != 0.f)
+                    FT_FAIL_("%s: dQ[%zu] of a row that sees no key is %.8g, not 0", sc->shape, i, gpu[0][i]);
+        printf("  backward reference %s causal=%d %s %s: agrees with fp64 (worst %.2g of 1e-5)\n", sc->shape,
+               sc->causal, sc->bf16 ? "bf16" : "f16", ft__layout_name(sc->layout), worst / 1e-5);
+        for (g = 0; g < 5; g++)
+            free(in[g]);
+        for (g = 0; g < 3; g++)
+            free(gpu[g]), free(cpu[g]), free(mag[g]);
+        free(cmag[0]), free(cmag[1]), free(lse);
+        ft__bwd_tensors_destroy(session.cu, &t);
     }
 }
 
@@ -854,7 +937,7 @@ int ft_test_failed_;
 
 int main(void)
 {
-    static const ft_test_case cases[] = {FT_CASE(test_gpu_reference_matches_cpu), FT_CASE(test_public_forward),
+    static const ft_test_case cases[] = {FT_CASE(test_gpu_reference_matches_cpu), FT_CASE(test_gpu_bwd_reference_matches_cpu), FT_CASE(test_public_forward),
                                          FT_CASE(test_public_decode), FT_CASE(test_public_head_dims), FT_CASE(test_gpu_reference_kv_lengths),
                                          FT_CASE(test_public_kv_cache), FT_CASE(test_public_varlen),
                                          FT_CASE(test_public_backward), FT_CASE(test_public_bad_arguments)};
