@@ -110,8 +110,10 @@ static double bwd_bytes(const ft_problem *p)
  *   reference's by the fp32 error of its score — about 2u·mag in all;
  *   dK and dQ: dS is rounded to 16 bits (u·|dS|) and inherits P's relative error — about 2u·mag;
  *   dP − D cancels where the softmax saturates or a row sees one key (then dP = D exactly), and
- *   is the difference of two fp32 sums of d products, off by about d·2^-24·(|dP| + |D|) on either
- *   side: ctol·cmag, cmag = scale·Σ P·(|dP| + |D|)·|k| (or |q|);
+ *   is the difference of two fp32 sums of d products, off by about d·2^-24 times the sum of
+ *   their products' magnitudes on either side (|dP|₁ = Σ|dO_c v_c|, |D|₁ = Σ|dO_c O_c|; a bound
+ *   on |dP| + |D| alone fails where those sums cancel, seen at d = 144 with one key):
+ *   ctol·cmag, cmag = scale·Σ P·(|dP|₁ + |D|₁)·|k| (or |q|);
  *   the output is rounded once more (u·|ref|).
  * The bounds allow about twice that: l2 = rtol = ptol = 4u, ctol = 2^-18 (16 ulps of fp32 on
  * both sums); atol, in units of the tensor's rms, covers elements whose reference and mags all

@@ -203,7 +203,8 @@ typedef struct ft_bwd_tensors {
     ft_strides sq, sk;        /* of Q, O, dO, dQ and of K, V, dK, dV */
     size_t nq, nk;            /* elements of each */
     CUdeviceptr q, k, v, o, dout, dq, dk, dv, lse;
-    CUdeviceptr o32, mag_o, dsum;        /* the reference forward's O (fp32), its mag; D */
+    CUdeviceptr o32, mag_o, dsum;        /* the reference forward's O (fp32), its mag; D, then
+                                            |D|₁ = Σ|dO ∘ O| (fp32 [2][b·hq·sq]) */
     CUdeviceptr ref[3], mag[3], cmag[2]; /* fp32, contiguous [b, s, h, d]: dQ, dK, dV */
     CUdeviceptr stats;        /* 8 doubles for the GPU comparison */
     CUdeviceptr ws;           /* the kernels' workspace, ws_cap bytes, grown as needed */

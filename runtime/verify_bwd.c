@@ -10,14 +10,14 @@
 typedef struct ref_bwd_params {
     const void *q, *k, *v, *o, *dout;
     const float *lse;
-    float *dsum, *dq, *dk, *dv, *mag_dq, *mag_dk, *mag_dv, *cmag_dq, *cmag_dk;
+    float *dsum, *dsum_abs, *dq, *dk, *dv, *mag_dq, *mag_dk, *mag_dv, *cmag_dq, *cmag_dk;
     int64_t qb, qr, qh, kb, kr, kh, vb, vr, vh, ob, orow, oh, db, dr, dh;
     int32_t batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
     float scale;
     int32_t causal, bf16, reserved;
 } ref_bwd_params;
 
-_Static_assert(sizeof(ref_bwd_params) == 15 * 8 + 15 * 8 + 10 * 4, "ref_bwd_params layout");
+_Static_assert(sizeof(ref_bwd_params) == 16 * 8 + 15 * 8 + 10 * 4, "ref_bwd_params layout");
 
 static const char *const grad_names[3] = {"dQ", "dK", "dV"};
 
@@ -59,7 +59,7 @@ ft_status ft__bwd_tensors_create(const ft_cuda *cu, const ft_problem *p, ft_bwd_
 #define BUF(field, size) (bufs[n].ptr = &t->field, bufs[n].bytes = (size), n++)
     BUF(q, t->nq * 2), BUF(o, t->nq * 2), BUF(dout, t->nq * 2), BUF(dq, t->nq * 2);
     BUF(k, t->nk * 2), BUF(v, t->nk * 2), BUF(dk, t->nk * 2), BUF(dv, t->nk * 2);
-    BUF(lse, rows * 4), BUF(dsum, rows * 4), BUF(o32, t->nq * 4), BUF(mag_o, t->nq * 4);
+    BUF(lse, rows * 4), BUF(dsum, rows * 8), BUF(o32, t->nq * 4), BUF(mag_o, t->nq * 4);
     BUF(ref[0], t->nq * 4), BUF(mag[0], t->nq * 4), BUF(cmag[0], t->nq * 4);
     BUF(ref[1], t->nk * 4), BUF(mag[1], t->nk * 4), BUF(cmag[1], t->nk * 4);
     BUF(ref[2], t->nk * 4), BUF(mag[2], t->nk * 4);
@@ -115,10 +115,11 @@ void ft__bwd_tensors_params(const ft_bwd_tensors *t, ft_bwd_params *out)
 static void ref_bwd_block(const ft_bwd_tensors *t, ref_bwd_params *r)
 {
     const ft_problem *p = &t->problem;
+    const size_t rows = (size_t)p->batch * p->heads_q * p->seqlen_q;
 
     memset(r, 0, sizeof *r);
     r->q = dev(t->q), r->k = dev(t->k), r->v = dev(t->v), r->o = dev(t->o), r->dout = dev(t->dout);
-    r->lse = dev(t->lse), r->dsum = dev(t->dsum);
+    r->lse = dev(t->lse), r->dsum = dev(t->dsum), r->dsum_abs = dev(t->dsum + rows * 4);
     r->dq = dev(t->ref[0]), r->dk = dev(t->ref[1]), r->dv = dev(t->ref[2]);
     r->mag_dq = dev(t->mag[0]), r->mag_dk = dev(t->mag[1]), r->mag_dv = dev(t->mag[2]);
     r->cmag_dq = dev(t->cmag[0]), r->cmag_dk = dev(t->cmag[1]);

@@ -288,8 +288,11 @@ extern "C" __global__ void ft_ref_sumsq(const float *x, long long n, double *out
 // errors a flash kernel makes (it rounds P and dS to 16 bits before the products):
 //   mag_dv = Σ_i P |dO_i|,  mag_dk = scale·Σ_i |dS| |q_i|,  mag_dq = scale·Σ_j |dS| |k_j|,
 // and for dQ and dK the scale of the fp32 rounding in dP − D, which cancels where the softmax is
-// saturated or a row sees one key (dS is then far smaller than the fp32 error of either term):
-//   cmag_dk = scale·Σ_i P (|dP| + |D|) |q_i|,  cmag_dq = scale·Σ_j P (|dP| + |D|) |k_j|.
+// saturated or a row sees one key (dS is then far smaller than the fp32 error of either term);
+// each is a sum of d products, whose rounding scales with the sum of the products' magnitudes,
+// |dP|₁ = Σ_c |dO_c v_c| and |D|₁ = Σ_c |dO_c O_c| (not with |dP| and |D|, which can cancel
+// to far less):
+//   cmag_dk = scale·Σ_i P (|dP|₁ + |D|₁) |q_i|,  cmag_dq = scale·Σ_j P (|dP|₁ + |D|₁) |k_j|.
 // A row that sees no key (LSE = +inf) contributes nothing and gets dQ = 0.
 // Kernels, in launch order: ft_ref_bwd_dsum (D), then ft_ref_bwd_dq and ft_ref_bwd_dkv in any
 // order; ft_ref_bwd_compare compares one gradient of a kernel with the reference.
@@ -305,6 +308,7 @@ struct RefBwdParams {
     const void *dout;
     const float *lse; // [batch, heads_q, seqlen_q]
     float *dsum;      // [batch, heads_q, seqlen_q]: D, written by ft_ref_bwd_dsum
+    float *dsum_abs;  // [batch, heads_q, seqlen_q]: |D|₁ = Σ|dO ∘ O|, written by ft_ref_bwd_dsum
     float *dq;        // fp32 [batch, seqlen_q, heads_q, head_dim], contiguous
     float *dk;        // fp32 [batch, seqlen_k, heads_kv, head_dim], contiguous
     float *dv;
@@ -344,12 +348,19 @@ extern "C" __global__ void __launch_bounds__(32) ft_ref_bwd_dsum(const ftref::Re
     const u16 *dout = (const u16 *)p.dout + batch * p.dout_batch_stride + head * p.dout_head_stride +
                       row * p.dout_row_stride;
     const u16 *o = (const u16 *)p.o + batch * p.o_batch_stride + head * p.o_head_stride + row * p.o_row_stride;
-    float acc = 0.f;
-    for (int c = lane; c < p.head_dim; c += 32)
-        acc += to_float(dout[c], p.bf16) * to_float(o[c], p.bf16);
+    float acc = 0.f, abs_acc = 0.f;
+    for (int c = lane; c < p.head_dim; c += 32) {
+        const float x = to_float(dout[c], p.bf16) * to_float(o[c], p.bf16);
+        acc += x;
+        abs_acc += fabsf(x);
+    }
     acc = warp_sum(acc);
-    if (lane == 0)
-        p.dsum[((long long)batch * p.heads_q + head) * p.seqlen_q + row] = acc;
+    abs_acc = warp_sum(abs_acc);
+    if (lane == 0) {
+        const long long at = ((long long)batch * p.heads_q + head) * p.seqlen_q + row;
+        p.dsum[at] = acc;
+        p.dsum_abs[at] = abs_acc;
+    }
 }
 
 // dQ of one query row: grid (seqlen_q, heads_q, batch), 256 threads. One warp per key (lanes
@@ -371,7 +382,7 @@ extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dq(const ftref::Ref
     const u16 *k = (const u16 *)p.k + batch * p.k_batch_stride + kv_head * p.k_head_stride;
     const u16 *v = (const u16 *)p.v + batch * p.v_batch_stride + kv_head * p.v_head_stride;
     const long long stat = ((long long)batch * p.heads_q + head) * p.seqlen_q + row;
-    const float lse = p.lse[stat], dsum = p.dsum[stat];
+    const float lse = p.lse[stat], dsum = p.dsum[stat], dsum_abs = p.dsum_abs[stat];
 
     int limit = p.seqlen_k; // keys 0 .. limit-1 are visible
     if (p.causal)
@@ -390,20 +401,23 @@ extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dq(const ftref::Ref
     for (int j = warp; j < limit; j += WARPS) {
         const u16 *kj = k + j * p.k_row_stride, *vj = v + j * p.v_row_stride;
         double s = 0;
-        float dp = 0.f;
+        float dp = 0.f, dp_abs = 0.f;
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             if (r >= per_lane)
                 break;
             const int c = lane + 32 * r;
+            const float x = dov[r] * to_float(vj[c], p.bf16);
             s += (double)qv[r] * to_float(kj[c], p.bf16);
-            dp += dov[r] * to_float(vj[c], p.bf16);
+            dp += x;
+            dp_abs += fabsf(x);
         }
         s = warp_sum_f64(s);
         dp = warp_sum(dp);
+        dp_abs = warp_sum(dp_abs);
         const float pj = expf((float)(s * p.scale - lse));
         const float ds = pj * (dp - dsum);
-        const float cs = pj * (fabsf(dp) + fabsf(dsum));
+        const float cs = pj * (dp_abs + dsum_abs);
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             if (r >= per_lane)
@@ -475,7 +489,7 @@ extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dkv(const ftref::Re
                          row * p.dout_row_stride;
         float qf[R], df[R];
         double s = 0;
-        float dp = 0.f;
+        float dp = 0.f, dp_abs = 0.f;
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             if (r >= per_lane)
@@ -485,13 +499,15 @@ extern "C" __global__ void __launch_bounds__(256) ft_ref_bwd_dkv(const ftref::Re
             df[r] = to_float(doi[c], p.bf16);
             s += (double)qf[r] * kv[r];
             dp += df[r] * vv[r];
+            dp_abs += fabsf(df[r] * vv[r]);
         }
         s = warp_sum_f64(s);
         dp = warp_sum(dp);
+        dp_abs = warp_sum(dp_abs);
         const float pij = expf((float)(s * p.scale - lse));
         const float dsum = p.dsum[stat];
         const float ds = pij * (dp - dsum);
-        const float cs = pij * (fabsf(dp) + fabsf(dsum));
+        const float cs = pij * (dp_abs + p.dsum_abs[stat]);
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             if (r >= per_lane)
