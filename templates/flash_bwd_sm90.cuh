@@ -76,7 +76,7 @@
 // Sᵀ is done (EARLY_DV, EXP_UNDER_DP; else once both are), Pᵀ in registers (the masks only on
 // blocks that need them) and, EARLY_DV, dV issued; once dPᵀ is done, dSᵀ in registers (and
 // EXP_UNDER_DP, Pᵀ packed for dV) and to shared memory (and dV issued if not yet); barrier of
-// the consumers; dQ's partial by passes of 64 columns, and dK issued with the last;
+// the consumers; dQ's partial by passes of PW columns, and dK issued with the last;
 // each pass, once done, to the staging buffer (the last while dK runs); the stage released once
 // every product is done. KVSPLIT: Pᵀ and dSᵀ both to shared memory; after the barrier dV, dK
 // and every pass of dQ issued at once, each pass added to the workspace once done.
