@@ -54,6 +54,8 @@ grep -q '^42 rows from' "$dir/out" || fail "cc 9.0: query --all: expected 42 row
 grep 'entry=ft_flash_fwd_sm90' "$dir/log90" > "$dir/sm90" || fail "cc 9.0: no sm90 kernel measured"
 grep -v -q -E 'tma_kv=64( |$)' "$dir/sm90" && fail "cc 9.0: an sm90 measurement without tma_kv=64"
 grep -v -q 'threads=256 ' "$dir/sm90" && fail "cc 9.0: an sm90 measurement without threads=256"
+grep -v -q 'span=64 ' "$dir/sm90" && fail "cc 9.0: an sm90 measurement at d=64 without its tensor maps' span=64"
+grep 'entry=ft_flash_fwd_sm80' "$dir/log90" | grep -q 'span=[1-9]' && fail "cc 9.0: an sm80 kernel given a swizzle span"
 grep 'entry=ft_flash_fwd_sm80' "$dir/log90" | grep -q 'tma_kv=[1-9]' && fail "cc 9.0: an sm80 kernel given tensor maps"
 echo "cc 9.0, built-in specs: both families: ok"
 
