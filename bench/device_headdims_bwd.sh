@@ -18,6 +18,13 @@
 #                                              early_dv=2 causal variant, 32-byte swizzled tiles)
 #   bash bench/device_headdims_bwd.sh bar      bwd_compare at d = 64, 128, 256 on the whole grid
 #                                              (BAR_ARGS), every system interleaved
+#   bash bench/device_headdims_bwd.sh bound    the backward's bound on fp16 d = 144 (both families'
+#                                              variants, causal), then bwd_compare at d = 80 with a
+#                                              forced two-consumer variant beside the defaults
+#   bash bench/device_headdims_bwd.sh profile  Nsight Compute's full set on one backward call of
+#                                              each PROFILE_SHAPES entry (D/SEQLEN/CAUSAL, the grid's
+#                                              batch and heads), its details page and the SASS
+#                                              source page with stall samples (gzipped CSV)
 # Expects bench/stage_run.sh's folder in $RUN (default .dev/run). Logs and JSON go to $OUT, one
 # line each to $OUT/summary.txt.
 set -u
@@ -98,6 +105,32 @@ for mode in "$@"; do
     python3 bench/bwd_compare.py $args --json "$OUT/bar.json" > "$OUT/bar.txt" 2> "$OUT/bar.err"
     note "bwd_compare $args: exit $? in $(since "$t0") s"
     sed -n '/^type/,$p' "$OUT/bar.txt" | tee -a "$summary"
+    ;;
+  bound)
+    verify sm90_d144_f16 specs/flash_bwd_sm90.lua d=144,dtype=f16
+    verify sm80_d144_f16 specs/flash_bwd.lua d=144,dtype=f16,gqa=loop,det=0,causal=1
+    t0=$(date +%s)
+    two="bm=128,bn=128,early_dv=2,lpt=0,kvsplit=0,det=0"
+    python3 bench/bwd_compare.py --head-dims 80 --seqlens 1024,4096,16384 --systems flashtune,cuDNN --rounds 3 \
+      --alt "80/0=$two,dq_red=1" --alt "80/1=$two,dq_red=0" --json "$OUT/d80.json" > "$OUT/d80.txt" 2> "$OUT/d80.err"
+    note "bwd_compare d=80, defaults and $two ('flashtune alt'): exit $? in $(since "$t0") s"
+    sed -n '/^type/,$p' "$OUT/d80.txt" | tee -a "$summary"
+    ;;
+  profile)
+    for shape in ${PROFILE_SHAPES:-128/8192/1 64/8192/1}; do
+      IFS=/ read -r d s c <<< "$shape"
+      t0=$(date +%s)
+      rep=$OUT/prof_d${d}_s${s}_c$c
+      timeout "${PROFILE_LIMIT:-240}" ncu --clock-control none --set full --import-source no --kernel-name regex:bwd \
+        --launch-skip 3 --launch-count 3 -f -o "$rep" python3 bench/bwd_profile.py --head-dim "$d" --seqlen "$s" \
+        --causal "$c" > "$rep.log" 2>&1
+      note "ncu d=$d s=$s causal=$c: exit $? in $(since "$t0") s: $(grep -E '^ft|calls' "$rep.log" | tail -1)"
+      ncu -i "$rep.ncu-rep" --page details > "$rep.details.txt" 2>&1
+      ncu -i "$rep.ncu-rep" --page source --csv --print-source sass --kernel-name regex:'^(?!.*_p(re|ost)$)' \
+        2> /dev/null | gzip > "$rep.sass.csv.gz"
+      grep -E 'Duration|Compute \(SM\) Throughput|Memory Throughput|Shared|Registers Per|Issue Slots Busy|No Eligible' \
+        "$rep.details.txt" | head -n 24 | tee -a "$summary"
+    done
     ;;
   *)
     echo "device_headdims_bwd.sh: unknown mode $mode" >&2

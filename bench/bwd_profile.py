@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""One backward shape run a few times, for a profiler to watch (Nsight Compute on the GPU machine):
+a warm-up call, then --calls calls of flashtune's backward (the built-in defaults, or one forced
+variant of a backward spec), each its pre, main and post kernels.
+
+    ncu --clock-control none --kernel-name regex:bwd --launch-skip 3 --launch-count 3 \
+        --section SpeedOfLight --section WarpStateStats python3 bench/bwd_profile.py --head-dim 128 \
+        --seqlen 8192 --causal 1 [--spec specs/flash_bwd_sm90.lua --variant bm=64,...]
+"""
+import argparse
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import flashtune  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--head-dim", type=int, default=128)
+    ap.add_argument("--seqlen", type=int, default=8192)
+    ap.add_argument("--causal", type=int, default=1)
+    ap.add_argument("--dtype", default="bf16", choices=("bf16", "f16"))
+    ap.add_argument("--calls", type=int, default=2)
+    ap.add_argument("--spec", default=None)
+    ap.add_argument("--variant", default=None)
+    a = ap.parse_args()
+    ctx = flashtune.Context(spec=a.spec, variant=a.variant)
+    d, s, causal = a.head_dim, a.seqlen, bool(a.causal)
+    b, h = max(1, 16384 // s), 2048 // d  # the grid's shapes: 16k tokens, hidden 2048
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[a.dtype]
+    q, k, v, do = (torch.randn(b, s, h, d, device="cuda", dtype=dtype) for _ in range(4))
+    o, lse = ctx.forward(q, k, v, causal=causal, return_lse=True)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    for _ in range(1 + a.calls):
+        ctx.backward(q, k, v, o, lse, do, causal=causal, dq=dq, dk=dk, dv=dv)
+    torch.cuda.synchronize()
+    print("%s: b=%d h=%d s=%d d=%d causal=%d, %d calls" % (
+        ctx.backward_kernel(q, k, v, causal=causal), b, h, s, d, causal, 1 + a.calls))
+
+
+if __name__ == "__main__":
+    main()
