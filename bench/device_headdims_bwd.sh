@@ -126,7 +126,7 @@ for mode in "$@"; do
         --causal "$c" > "$rep.log" 2>&1
       note "ncu d=$d s=$s causal=$c: exit $? in $(since "$t0") s: $(grep -E '^ft|calls' "$rep.log" | tail -1)"
       ncu -i "$rep.ncu-rep" --page details > "$rep.details.txt" 2>&1
-      ncu -i "$rep.ncu-rep" --page source --csv --print-source sass --kernel-name regex:'^(?!.*_p(re|ost)$)' \
+      ncu -i "$rep.ncu-rep" --page source --csv --print-source sass \
         2> /dev/null | gzip > "$rep.sass.csv.gz"
       grep -E 'Duration|Compute \(SM\) Throughput|Memory Throughput|Shared|Registers Per|Issue Slots Busy|No Eligible' \
         "$rep.details.txt" | head -n 24 | tee -a "$summary"
