@@ -21,6 +21,8 @@
 #   bash bench/device_headdims_bwd.sh bound    the backward's bound on fp16 d = 144 (both families'
 #                                              variants, causal), then bwd_compare at d = 80 with a
 #                                              forced two-consumer variant beside the defaults
+#   bash bench/device_headdims_bwd.sh lpt      bwd_compare causal at d = 64 and 128 on the whole grid:
+#                                              the defaults, cuDNN, and lpt=1 twins of the defaults
 #   bash bench/device_headdims_bwd.sh profile  Nsight Compute's full set on one backward call of
 #                                              each PROFILE_SHAPES entry (D/SEQLEN/CAUSAL, the grid's
 #                                              batch and heads), its details page and the SASS
@@ -115,6 +117,14 @@ for mode in "$@"; do
       --alt "80/0=$two,dq_red=1" --alt "80/1=$two,dq_red=0" --json "$OUT/d80.json" > "$OUT/d80.txt" 2> "$OUT/d80.err"
     note "bwd_compare d=80, defaults and $two ('flashtune alt'): exit $? in $(since "$t0") s"
     sed -n '/^type/,$p' "$OUT/d80.txt" | tee -a "$summary"
+    ;;
+  lpt)
+    python3 bench/bwd_compare.py --head-dims 64,128 --causal 1 --dtypes bf16 --rounds ${AB_ROUNDS:-2} \
+      --systems flashtune,cuDNN --alt 64/1=bm=128,bn=128,early_dv=0,lpt=1,kvsplit=0,dq_red=0,det=0 \
+      --alt 128/1=bm=64,bn=128,early_dv=1,lpt=1,kvsplit=0,dq_red=0,det=0 --json "$OUT/lpt.json" \
+      > "$OUT/lpt.txt" 2> "$OUT/lpt.err"
+    note "bwd_compare causal d=64,128 with lpt=1 twins: exit $? in $(since "$t0") s"
+    sed -n '/^type/,$p' "$OUT/lpt.txt" | tee -a "$summary"
     ;;
   profile)
     for shape in ${PROFILE_SHAPES:-128/8192/1 64/8192/1}; do

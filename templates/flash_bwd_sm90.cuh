@@ -28,7 +28,8 @@
 //                and its dQ accumulator tile (DET: and its counter) zeroed. The host zeroes
 //                nothing.
 //   name         grid (NBK, heads_kv, batch), FT_SMEM_BYTES of dynamic shared memory (LPT: the
-//                grid's linear index names the key block, slowest, then head and batch). One CTA
+//                grid's linear index names a section of heads whose query tiles fit in L2,
+//                slowest, then the key block, then the head in the section). One CTA
 //                per key block of one K/V head walks every query head of the K/V group and, in
 //                each, the query blocks that see the block (causal: from the first row that sees
 //                its first key); DET with causal masking, key block NBK-1-blockIdx.x (the
@@ -93,7 +94,8 @@
 //   FTP_EARLY_DV 1: dV's product issued while dPᵀ's runs (more registers live), 0: after it;
 //               2: Pᵀ's exponentials while dPᵀ's product runs (Pᵀ kept in fp32 until dSᵀ is
 //               made, then packed), dV after dSᵀ (the order FlashAttention-3/4 use)
-//   FTP_LPT     1: the grid's linear index walks key blocks slowest (longest causal walks first)
+//   FTP_LPT     1: the grid's linear index walks key blocks slowest within sections of heads that
+//               share L2 (longest causal walks first)
 //   FTP_SPAN    CH, elements per swizzled row of a Q, dO, K or V column block (64, 32 or 16)
 //   FTP_DQ_WIDTH PW, columns per pass of a warpgroup's dQ partial (a multiple of CH, at most 112)
 // and the generated wgmma wrappers ft_wgmma_st (m64n{SQ}k16, both operands K-major in shared
@@ -180,6 +182,10 @@ static_assert(!KVSPLIT || !EARLY_DV, "with shared keys dV's product waits for bo
 static_assert(!KVSPLIT || DQ_PASSES <= 2, "KVSPLIT keeps every pass of dQ in flight at once: at most two");
 static_assert(!DET || (!DQ_RED && !LPT), "the fixed order of dQ's additions is kept by producer warp 1, in the launch order");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
+
+// LPT: the bytes of query-side tiles (Q, dO, dQ accumulators) that the resident CTAs should
+// share in L2 (50 MiB on the H100, 60 MiB on the H200; K, V and the write-backs take the rest).
+constexpr long long L2_BUDGET = 40ll << 20;
 
 // Registers per thread after setmaxnreg, with two consumer warpgroups: the producer gives its
 // registers to the consumers (128·24 + 256·240 ≤ 64K). With one, every thread has 255 at launch.
@@ -359,13 +365,22 @@ __device__ __forceinline__ Walk walk_of(const BwdParams &p, const Workspace &ws)
 {
     Walk w;
     if (LPT) {
-        // Key blocks slowest: the CTAs launched first take key block 0 of every head (the
-        // longest walks, causal), the last ones the shortest.
-        const int heads = (int)(gridDim.y * gridDim.z);
+        // Sections of SW heads (K/V heads of a batch element), SW the largest power of two whose
+        // query blocks' Q, dO and dQ accumulator tiles (8·D bytes a row, every query head of the
+        // group) fit in L2_BUDGET; within a section key blocks slowest: the CTAs launched first
+        // take key block 0 of each of its heads (the longest walks, causal), the last ones the
+        // shortest, and the CTAs resident at once share few heads' tiles in L2.
+        const int heads = (int)(gridDim.y * gridDim.z), nb = (int)gridDim.x;
         const int linear = (int)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
-        w.n0 = linear / heads * BN;
-        w.kv_head = linear % heads % (int)gridDim.y;
-        w.batch = linear % heads / (int)gridDim.y;
+        const long long head_bytes = (long long)(p.heads_q / p.heads_kv) * p.seqlen_q * (8 * D);
+        int sw = 1;
+        while (2 * sw <= heads && 2 * sw * head_bytes <= L2_BUDGET)
+            sw *= 2;
+        const int first = linear / (sw * nb) * sw, in_section = min(sw, heads - first);
+        const int within = linear - first * nb, hb = first + within % in_section;
+        w.n0 = within / in_section * BN;
+        w.kv_head = hb % (int)gridDim.y;
+        w.batch = hb / (int)gridDim.y;
     } else {
         // DET, causal: key blocks in descending order (the shortest walks first), the order in
         // which they add into each dQ tile.
