@@ -119,6 +119,14 @@ for mode in "$@"; do
     sed -n '/^type/,$p' "$OUT/d80.txt" | tee -a "$summary"
     ;;
   lpt)
+    for d in 64 128; do
+      t0=$(date +%s)
+      timeout 200 "$ft" verify specs/flash_bwd_sm90.lua -q --shapes full --only "d=$d,causal=1,lpt=1,dtype=bf16,early_dv=0" \
+        > "$OUT/verify_lpt_d$d.txt" 2>&1
+      note "verify --shapes full lpt=1 d=$d: exit $? in $(since "$t0") s: $(grep -E '^summary' "$OUT/verify_lpt_d$d.txt" | tail -1)"
+      grep -E ' FAIL ' "$OUT/verify_lpt_d$d.txt" | head -n 5 | tee -a "$summary"
+    done
+    t0=$(date +%s)
     python3 bench/bwd_compare.py --head-dims 64,128 --causal 1 --dtypes bf16 --rounds ${AB_ROUNDS:-2} \
       --systems flashtune,cuDNN --alt 64/1=bm=128,bn=128,early_dv=0,lpt=1,kvsplit=0,dq_red=0,det=0 \
       --alt 128/1=bm=64,bn=128,early_dv=1,lpt=1,kvsplit=0,dq_red=0,det=0 --json "$OUT/lpt.json" \
