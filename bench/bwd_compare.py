@@ -40,6 +40,27 @@ def fa4():
         return None
 
 
+def base_module(lib):
+    """A second copy of the flashtune module bound to the library at lib (its own compile cache:
+    the two libraries' templates may differ under the same variant names)."""
+    import importlib.util
+    flashtune.version()  # the first copy's library loaded before the environment changes
+    spec = importlib.util.spec_from_file_location(
+        "flashtune_base", os.path.join(os.path.dirname(flashtune.__file__), "__init__.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    saved = os.environ.get("FLASHTUNE_LIB")
+    os.environ["FLASHTUNE_LIB"] = os.path.abspath(lib)
+    try:
+        print("flashtune base: %s (%s)" % (mod.version(), lib), file=sys.stderr)
+    finally:
+        if saved is None:
+            del os.environ["FLASHTUNE_LIB"]
+        else:
+            os.environ["FLASHTUNE_LIB"] = saved
+    return mod
+
+
 def flashtune_system(ctx, deterministic):
     """flashtune through the context ctx (its tuned, forced or default kernels) as a system's make."""
 
@@ -115,6 +136,9 @@ def main():
                     help="D/CAUSAL=VARIANT: also time this (partial) variant of --alt-spec as system "
                          "'flashtune alt' on the shapes of head dim D and that causality (repeatable)")
     ap.add_argument("--alt-spec", default="specs/flash_bwd_sm90.lua", help="the spec of the --alt variants")
+    ap.add_argument("--base-lib", default=None,
+                    help="also time the built-in defaults of this other libflashtune (e.g. a build of the "
+                         "commit before a change) as system 'flashtune base', interleaved with the rest")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
 
@@ -124,6 +148,9 @@ def main():
     if a.systems:
         keep = a.systems.split(",")
         syss = [(n, m) for n, m in syss if any(n.startswith(k) for k in keep)]
+    if a.base_lib:
+        syss.append(("flashtune base", flashtune_system(base_module(a.base_lib).Context(
+            cache_dir=os.path.join(os.environ.get("FLASHTUNE_CACHE_DIR", "/tmp"), "base")), a.deterministic)))
     alts = {}
     for alt in a.alt:
         group, variant = alt.split("=", 1)

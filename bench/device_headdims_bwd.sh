@@ -23,6 +23,10 @@
 #                                              forced two-consumer variant beside the defaults
 #   bash bench/device_headdims_bwd.sh lpt      bwd_compare causal at d = 64 and 128 on the whole grid:
 #                                              the defaults, cuDNN, and lpt=1 twins of the defaults
+#   bash bench/device_headdims_bwd.sh base     verify the sm_90a backward's d = 64 and 128 bf16 variants, then
+#                                              bwd_compare at d = 64, 128 (BASE_DIMS) on the whole grid:
+#                                              this build's defaults against BASE_LIB's (another build,
+#                                              e.g. of the commit before a change) and cuDNN, interleaved
 #   bash bench/device_headdims_bwd.sh profile  Nsight Compute's full set on one backward call of
 #                                              each PROFILE_SHAPES entry (D/SEQLEN/CAUSAL, the grid's
 #                                              batch and heads), its details page and the SASS
@@ -133,6 +137,15 @@ for mode in "$@"; do
       > "$OUT/lpt.txt" 2> "$OUT/lpt.err"
     note "bwd_compare causal d=64,128 with lpt=1 twins: exit $? in $(since "$t0") s"
     sed -n '/^type/,$p' "$OUT/lpt.txt" | tee -a "$summary"
+    ;;
+  base)
+    verify sm90_d64 specs/flash_bwd_sm90.lua d=64,dtype=bf16
+    verify sm90_d128 specs/flash_bwd_sm90.lua d=128,dtype=bf16
+    t0=$(date +%s)
+    python3 bench/bwd_compare.py --head-dims "${BASE_DIMS:-64,128}" --dtypes bf16 --rounds ${AB_ROUNDS:-2} \
+      --systems flashtune,cuDNN --base-lib "$BASE_LIB" --json "$OUT/base.json" > "$OUT/base.txt" 2> "$OUT/base.err"
+    note "bwd_compare against $BASE_LIB: exit $? in $(since "$t0") s"
+    sed -n '/^type/,$p' "$OUT/base.txt" | tee -a "$summary"
     ;;
   profile)
     for shape in ${PROFILE_SHAPES:-128/8192/1 64/8192/1}; do

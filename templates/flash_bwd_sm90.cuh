@@ -40,10 +40,11 @@
 //                  completing the stage's "full" mbarrier; it refills a stage once the
 //                  consumers' "empty" mbarrier says they are done);
 //                  warp 1 of the producer adds each block's dQ partial, staged in shared memory
-//                  by the consumers, into the workspace with one bulk reduction
-//                  (cp.reduce.async.bulk .add.f32), named barriers handing the staging buffer
-//                  back and forth (DET: each reduction waits for the tile's counter to reach
-//                  this key block's place, and counts on once complete);
+//                  by the consumers, into the workspace with one bulk reduction per consumer
+//                  warpgroup's share (cp.reduce.async.bulk .add.f32), a pair of named barriers
+//                  per warpgroup handing its part of the staging buffer back and forth (DET:
+//                  a block's first reduction waits for the tile's counter to reach this key
+//                  block's place, and its last counts on once complete);
 //                  each consumer warpgroup owns 64 keys (or half of the queries and columns of
 //                  64 shared ones, KVSPLIT): Sᵀ, dPᵀ, Pᵀ, dSᵀ, its keys' dK and dV (in
 //                  registers for the whole kernel, written at the end through the K and V
@@ -134,6 +135,11 @@ constexpr bool DET = FTP_DET != 0;
 constexpr int NWG = KVSPLIT ? 2 : BN / 64; // consumer warpgroups: 64 keys each, or two sharing 64
 constexpr int CT = 128 * NWG;      // consumer threads
 constexpr int THREADS = CT + 128;  // and the producer warpgroup (warpgroup 0)
+// Each consumer warpgroup hands its share of a block's dQ partial to the producer through its own
+// part of the staging buffer, with its own pair of barriers, so that neither waits for the
+// other's share to be read: HANDS hand-offs a block.
+constexpr int HANDS = NWG;
+constexpr int HAND_THREADS = 128 + 32; // a hand-off's barrier: its warpgroup and producer warp 1
 // dQ's partial of a block is split among the consumers by columns (BM = 64: warpgroup w owns DC
 // = D/NWG columns of every row) or, with BM = 128 and two consumers, by rows (warpgroup w owns
 // rows 64·w.. of every column).
@@ -192,11 +198,11 @@ constexpr long long L2_BUDGET = 40ll << 20;
 constexpr int PRODUCER_REGS = 24;
 constexpr int CONSUMER_REGS = 240;
 
-// Named barriers (0 is __syncthreads): the consumers' dSᵀ written; the dQ staging buffer full
-// (consumers → producer warp 1) and empty again (back).
+// Named barriers (0 is __syncthreads): the consumers' dSᵀ written; hand-off h's part of the dQ
+// staging buffer full (consumers → producer warp 1) and empty again (back).
 constexpr int BAR_DS = 1;
-constexpr int BAR_DQ_FULL = 2;
-constexpr int BAR_DQ_EMPTY = 3;
+__device__ __forceinline__ int bar_dq_full(int h) { return 2 + 2 * h; }
+__device__ __forceinline__ int bar_dq_empty(int h) { return 3 + 2 * h; }
 
 // The mbarriers: K and V loaded; stage s full (the producer's loads done); stage s empty (every
 // consumer thread done with it).
@@ -323,14 +329,15 @@ __device__ __forceinline__ Workspace workspace(const BwdParams &p)
 }
 
 // Where consumer thread `t` (0..CT-1; warpgroup w = t / 128) keeps dQ accumulator i of a tile,
-// in the staging buffer and the workspace alike: groups of four (two rows, two columns) of one
-// thread are adjacent, and the threads' groups i / 4 follow each other, so that a warp's
-// 16-byte accesses cover 512 contiguous bytes. Accumulator i is row (ROWSPLIT ? 64·w : 0) +
-// 16·warp + g + 8·((i >> 1) & 1), column (ROWSPLIT ? 0 : w·DC) + 8·(i >> 2) + 2·(lane & 3) +
-// (i & 1) (warp and lane within the warpgroup, g = lane >> 2): the wgmma accumulator layout.
+// in the staging buffer and the workspace alike: each warpgroup's 64·DC accumulators one after
+// the other; in them, groups of four (two rows, two columns) of one thread are adjacent, and the
+// threads' groups i / 4 follow each other, so that a warp's 16-byte accesses cover 512
+// contiguous bytes. Accumulator i is row (ROWSPLIT ? 64·w : 0) + 16·warp + g + 8·((i >> 1) & 1),
+// column (ROWSPLIT ? 0 : w·DC) + 8·(i >> 2) + 2·(lane & 3) + (i & 1) (warp and lane within the
+// warpgroup, g = lane >> 2): the wgmma accumulator layout.
 __device__ __forceinline__ int dq_index(int t, int i)
 {
-    return (i >> 2) * (CT * 4) + t * 4 + (i & 3);
+    return (t / 128) * (64 * DC) + (i >> 2) * (128 * 4) + (t % 128) * 4 + (i & 3);
 }
 
 // One bulk copy of `bytes` (a multiple of 16) from global into shared memory, completing on bar.
@@ -450,27 +457,33 @@ __device__ __forceinline__ void dq_pass_turn(int *sem)
 // or done.
 __device__ __forceinline__ void produce_dq(const BwdParams &p, const Workspace &ws, const Walk &w, u32 base, int lane)
 {
-    named_arrive(BAR_DQ_EMPTY, CT + 32); // the buffer starts empty
+    constexpr int PART = BM * D / HANDS; // floats of a hand-off
+#pragma unroll
+    for (int h = 0; h < HANDS; ++h)
+        named_arrive(bar_dq_empty(h), HAND_THREADS); // the buffer starts empty
     const int nb = w.n0 / BN;
     for (int it = 0; it < w.total; ++it) {
         const int head = w.first_head + it / w.per_head, m = w.m_begin + it % w.per_head;
         const long long tile = ((long long)w.batch * p.heads_q + head) * ws.mbq + m;
-        named_sync(BAR_DQ_FULL, CT + 32);
-        if (lane == 0) {
-            int *sem = DET ? ws.dq_sem + tile : nullptr;
-            if (DET) {
-                // The key blocks that see query block m: those below key_end (its last padded
-                // row's keys), counted down from the last.
-                const int key_end = min(p.seqlen_k, m * BM + BM + p.seqlen_k - p.seqlen_q);
-                dq_turn(sem, CAUSAL ? (key_end + BN - 1) / BN - 1 - nb : nb);
+        int *sem = DET ? ws.dq_sem + tile : nullptr;
+#pragma unroll
+        for (int h = 0; h < HANDS; ++h) {
+            named_sync(bar_dq_full(h), HAND_THREADS);
+            if (lane == 0) {
+                if (DET && h == 0) {
+                    // The key blocks that see query block m: those below key_end (its last
+                    // padded row's keys), counted down from the last.
+                    const int key_end = min(p.seqlen_k, m * BM + BM + p.seqlen_k - p.seqlen_q);
+                    dq_turn(sem, CAUSAL ? (key_end + BN - 1) / BN - 1 - nb : nb);
+                }
+                bulk_reduce_add(ws.dq + tile * (BM * D) + h * PART, base + OFF_DQ + h * PART * 4, PART * 4);
+                if (DET && h == HANDS - 1)
+                    dq_pass_turn(sem);
             }
-            bulk_reduce_add(ws.dq + tile * (BM * D), base + OFF_DQ, BM * D * 4);
-            if (DET)
-                dq_pass_turn(sem);
+            __syncwarp();
+            if (it + 1 < w.total)
+                named_arrive(bar_dq_empty(h), HAND_THREADS);
         }
-        __syncwarp();
-        if (it + 1 < w.total)
-            named_arrive(BAR_DQ_EMPTY, CT + 32);
     }
     if (lane == 0)
         bulk_wait_all();
@@ -697,7 +710,7 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
             for (int pass = 0; pass < DQ_PASSES; ++pass)
                 issue_dq(dq[pass], ds, base + OFF_K, cw, pass);
             if (!DQ_RED)
-                named_sync(BAR_DQ_EMPTY, CT + 32);
+                named_sync(bar_dq_empty(cw), HAND_THREADS);
 #pragma unroll
             for (int pass = 0; pass < DQ_PASSES; ++pass) {
                 if (pass + 1 < DQ_PASSES)
@@ -723,7 +736,7 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
                     wgmma_commit();
                 }
                 if (pass == 0 && !DQ_RED)
-                    named_sync(BAR_DQ_EMPTY, CT + 32);
+                    named_sync(bar_dq_empty(cw), HAND_THREADS);
                 if (pass == DQ_PASSES - 1)
                     wgmma_wait<1>();
                 else
@@ -734,7 +747,7 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
         }
         if (!DQ_RED) {
             fence_proxy_async();
-            named_arrive(BAR_DQ_FULL, CT + 32);
+            named_arrive(bar_dq_full(cw), HAND_THREADS);
         }
         wgmma_wait<0>();
         release_stage(bars, stage, dk, dv, pf, dsf);
