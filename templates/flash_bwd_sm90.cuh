@@ -186,6 +186,7 @@ static_assert(BN == 64 || (BN == 128 && !KVSPLIT), "64 keys per consumer warpgro
 static_assert(FTP_EARLY_DV >= 0 && FTP_EARLY_DV <= 2, "early_dv is 0, 1 or 2");
 static_assert(!KVSPLIT || !EARLY_DV, "with shared keys dV's product waits for both warpgroups' Pᵀ");
 static_assert(!KVSPLIT || DQ_PASSES <= 2, "KVSPLIT keeps every pass of dQ in flight at once: at most two");
+static_assert(NWG <= 2, "one or two consumer warpgroups");
 static_assert(!DET || (!DQ_RED && !LPT), "the fixed order of dQ's additions is kept by producer warp 1, in the launch order");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
 
@@ -243,15 +244,21 @@ __device__ __forceinline__ float2 ld_shared_f2(u32 addr)
     return v;
 }
 
-// Adds `bytes` of fp32 from shared memory into global memory (one bulk reduction), then waits
-// until the source has been read (the buffer may be written again), not for the additions.
+// Adds `bytes` of fp32 from shared memory into global memory: one bulk reduction, its own bulk
+// group.
 __device__ __forceinline__ void bulk_reduce_add(float *dst, u32 src, u32 bytes)
 {
     asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n"
                  ::"l"(dst), "r"(src), "r"(bytes)
                  : "memory");
     asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+
+// Waits until at most N of the thread's latest bulk groups still read their sources (the older
+// ones' buffers may be written again), not for their additions.
+template <int N> __device__ __forceinline__ void bulk_wait_read()
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
 }
 
 __device__ __forceinline__ void bulk_wait_all()
@@ -466,6 +473,7 @@ __device__ __forceinline__ void produce_dq(const BwdParams &p, const Workspace &
         const int head = w.first_head + it / w.per_head, m = w.m_begin + it % w.per_head;
         const long long tile = ((long long)w.batch * p.heads_q + head) * ws.mbq + m;
         int *sem = DET ? ws.dq_sem + tile : nullptr;
+        // Each share's reduction once its warpgroup has staged it (the two in flight at once) ...
 #pragma unroll
         for (int h = 0; h < HANDS; ++h) {
             named_sync(bar_dq_full(h), HAND_THREADS);
@@ -477,8 +485,18 @@ __device__ __forceinline__ void produce_dq(const BwdParams &p, const Workspace &
                     dq_turn(sem, CAUSAL ? (key_end + BN - 1) / BN - 1 - nb : nb);
                 }
                 bulk_reduce_add(ws.dq + tile * (BM * D) + h * PART, base + OFF_DQ + h * PART * 4, PART * 4);
-                if (DET && h == HANDS - 1)
-                    dq_pass_turn(sem);
+            }
+        }
+        if (DET && lane == 0)
+            dq_pass_turn(sem);
+        // ... and each part of the buffer handed back once its reduction has read it.
+#pragma unroll
+        for (int h = 0; h < HANDS; ++h) {
+            if (lane == 0) {
+                if (h + 1 < HANDS)
+                    bulk_wait_read<1>(); // HANDS is one or two
+                else
+                    bulk_wait_read<0>();
             }
             __syncwarp();
             if (it + 1 < w.total)
