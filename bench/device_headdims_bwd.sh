@@ -23,7 +23,8 @@
 #                                              forced two-consumer variant beside the defaults
 #   bash bench/device_headdims_bwd.sh lpt      bwd_compare causal at d = 64 and 128 on the whole grid:
 #                                              the defaults, cuDNN, and lpt=1 twins of the defaults
-#   bash bench/device_headdims_bwd.sh base     verify the sm_90a backward's d = 64 and 128 bf16 variants, then
+#   bash bench/device_headdims_bwd.sh base     verify the sm_90a backward's d = 64 and 128 bf16 variants (and
+#                                              d = 192's kvsplit ones with staged dQ), then
 #                                              bwd_compare at d = 64, 128 (BASE_DIMS) on the whole grid:
 #                                              this build's defaults against BASE_LIB's (another build,
 #                                              e.g. of the commit before a change) and cuDNN, interleaved
@@ -141,6 +142,7 @@ for mode in "$@"; do
   base)
     verify sm90_d64 specs/flash_bwd_sm90.lua d=64,dtype=bf16
     verify sm90_d128 specs/flash_bwd_sm90.lua d=128,dtype=bf16
+    verify sm90_d192_kvsplit specs/flash_bwd_sm90.lua d=192,dtype=bf16,kvsplit=1,dq_red=0
     t0=$(date +%s)
     python3 bench/bwd_compare.py --head-dims "${BASE_DIMS:-64,128}" --dtypes bf16 --rounds ${AB_ROUNDS:-2} \
       --systems flashtune,cuDNN --base-lib "$BASE_LIB" --json "$OUT/base.json" > "$OUT/base.txt" 2> "$OUT/base.err"
