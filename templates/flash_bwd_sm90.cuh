@@ -336,14 +336,18 @@ __device__ __forceinline__ Workspace workspace(const BwdParams &p)
 }
 
 // Where consumer thread `t` (0..CT-1; warpgroup w = t / 128) keeps dQ accumulator i of a tile,
-// in the staging buffer and the workspace alike: each warpgroup's 64·DC accumulators one after
-// the other; in them, groups of four (two rows, two columns) of one thread are adjacent, and the
-// threads' groups i / 4 follow each other, so that a warp's 16-byte accesses cover 512
-// contiguous bytes. Accumulator i is row (ROWSPLIT ? 64·w : 0) + 16·warp + g + 8·((i >> 1) & 1),
+// in the staging buffer and the workspace alike: groups of four (two rows, two columns) of one
+// thread are adjacent, and the threads' groups i / 4 follow each other, so that a warp's 16-byte
+// accesses cover 512 contiguous bytes; staged, each warpgroup's 64·DC accumulators one after the
+// other (its hand-off's part), DQ_RED the two warpgroups' groups i / 4 in turn (a warpgroup's
+// after the other's measured 5–7 % slower at d = 128 on 5 of 6 shapes, H200, 2026-12-03).
+// Accumulator i is row (ROWSPLIT ? 64·w : 0) + 16·warp + g + 8·((i >> 1) & 1),
 // column (ROWSPLIT ? 0 : w·DC) + 8·(i >> 2) + 2·(lane & 3) + (i & 1) (warp and lane within the
 // warpgroup, g = lane >> 2): the wgmma accumulator layout.
 __device__ __forceinline__ int dq_index(int t, int i)
 {
+    if (DQ_RED)
+        return (i >> 2) * (CT * 4) + t * 4 + (i & 3);
     return (t / 128) * (64 * DC) + (i >> 2) * (128 * 4) + (t % 128) * 4 + (i & 3);
 }
 
@@ -508,6 +512,25 @@ __device__ __forceinline__ void produce_dq(const BwdParams &p, const Workspace &
 }
 
 // ---- the consumers ------------------------------------------------------------------------------
+// A thread's LSE·log2(e) or D values (the pair of query columns q0c + 8·jj + 2·t4 for each jj),
+// read from the stage into registers ahead of their use where that costs at most 16 registers
+// (SQ ≤ 64: the loads' latency then hides under a product still running), else read where used.
+constexpr bool PRELOAD = SQ <= 64;
+struct Stats {
+    float2 v[PRELOAD ? SQ / 8 : 1];
+
+    __device__ __forceinline__ void load(u32 at, int q0c, int t4)
+    {
+        if (PRELOAD) {
+#pragma unroll
+            for (int jj = 0; jj < SQ / 8; ++jj)
+                v[jj] = ld_shared_f2(at + 4 * (q0c + 8 * jj + 2 * t4));
+        }
+    }
+    // Pair jj, which lies at `addr` in the stage.
+    __device__ __forceinline__ float2 get(int jj, u32 addr) const { return PRELOAD ? v[jj] : ld_shared_f2(addr); }
+};
+
 // Pᵀ = exp2(Sᵀ·scale·log2(e) − LSE·log2(e)), packed in pairs of adjacent query columns: pf[i/2]
 // holds elements i and i + 1 (the A operand's order). Element i is key key0 + 8·((i >> 1) & 1),
 // query column q0c + 8·(i >> 2) + 2·t4 + (i & 1). MASK: keys past seqlen_k, and causal keys past
@@ -516,13 +539,14 @@ __device__ __forceinline__ void produce_dq(const BwdParams &p, const Workspace &
 // packs it now (else it is packed after grads, so fewer registers are live meanwhile).
 template <bool MASK, bool FUSED, bool PACK_P>
 __device__ __forceinline__ void probs(float (&s)[SN], const float (&dp)[SN], u32 (&pf)[SN / 2], u32 (&dsf)[SN / 2],
-                                      u32 stat, float scale_log2, int key0, int last0, int seqlen_k, int q0c, int t4)
+                                      const Stats &lse, const Stats &dsum, u32 stat, float scale_log2, int key0,
+                                      int last0, int seqlen_k, int q0c, int t4)
 {
 #pragma unroll
     for (int jj = 0; jj < SQ / 8; ++jj) {
         const int col = q0c + 8 * jj + 2 * t4;
-        const float2 l2 = ld_shared_f2(stat + 4 * col);
-        const float2 dd = FUSED ? ld_shared_f2(stat + 4 * (BM + col)) : make_float2(0.f, 0.f);
+        const float2 l2 = lse.get(jj, stat + 4 * col);
+        const float2 dd = FUSED ? dsum.get(jj, stat + 4 * (BM + col)) : make_float2(0.f, 0.f);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int i = 4 * jj + 2 * h;
@@ -546,13 +570,13 @@ __device__ __forceinline__ void probs(float (&s)[SN], const float (&dp)[SN], u32
 }
 
 // dSᵀ = Pᵀ ∘ (dPᵀ − D), packed as probs packs Pᵀ.
-__device__ __forceinline__ void grads(const float (&pt)[SN], const float (&dp)[SN], u32 (&dsf)[SN / 2], u32 stat,
-                                      int q0c, int t4)
+__device__ __forceinline__ void grads(const float (&pt)[SN], const float (&dp)[SN], u32 (&dsf)[SN / 2],
+                                      const Stats &dsum, u32 stat, int q0c, int t4)
 {
 #pragma unroll
     for (int jj = 0; jj < SQ / 8; ++jj) {
         const int col = q0c + 8 * jj + 2 * t4;
-        const float2 dd = ld_shared_f2(stat + 4 * (BM + col));
+        const float2 dd = dsum.get(jj, stat + 4 * (BM + col));
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int i = 4 * jj + 2 * h;
@@ -678,6 +702,11 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
         for (int kk = 0; kk < D / 16; ++kk)
             ft_wgmma_st(dp, DT::kmajor(base + OFF_V, BN, kw, kk), DT::kmajor(dot, BM, q0c, kk), kk > 0);
         wgmma_commit();
+        // LSE·log2(e) while Sᵀ runs; D while dPᵀ runs (S_FIRST), else with LSE.
+        Stats lse, dsum;
+        lse.load(stat, q0c, t4);
+        if (!S_FIRST)
+            dsum.load(stat + 4 * BM, q0c, t4);
         if (S_FIRST)
             wgmma_wait<1>();
         else
@@ -691,19 +720,21 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
         if (!S_FIRST)
             fence_regs(dp);
         if (w.n0 + BN > p.seqlen_k || (CAUSAL && w.n0 + BN - 1 > last0))
-            probs<true, !S_FIRST, EARLY_DV>(s, dp, pf, dsf, stat, p.scale_log2, key0, last0, p.seqlen_k, q0c, t4);
+            probs<true, !S_FIRST, EARLY_DV>(s, dp, pf, dsf, lse, dsum, stat, p.scale_log2, key0, last0, p.seqlen_k, q0c, t4);
         else
-            probs<false, !S_FIRST, EARLY_DV>(s, dp, pf, dsf, stat, p.scale_log2, key0, last0, p.seqlen_k, q0c, t4);
+            probs<false, !S_FIRST, EARLY_DV>(s, dp, pf, dsf, lse, dsum, stat, p.scale_log2, key0, last0, p.seqlen_k, q0c, t4);
+        if (S_FIRST)
+            dsum.load(stat + 4 * BM, q0c, t4);
         if (EARLY_DV) {
             issue_dv(dv, pf, dot);
             wgmma_wait<1>(); // dPᵀ
             fence_regs(dp);
-            grads(s, dp, dsf, stat, q0c, t4);
+            grads(s, dp, dsf, dsum, stat, q0c, t4);
         }
         if (EXP_UNDER_DP) {
             wgmma_wait<0>(); // dPᵀ
             fence_regs(dp);
-            grads(s, dp, dsf, stat, q0c, t4);
+            grads(s, dp, dsf, dsum, stat, q0c, t4);
 #pragma unroll
             for (int i = 0; i < SN; i += 2)
                 pf[i / 2] = pack2(s[i], s[i + 1]);
