@@ -19,10 +19,13 @@
 #   bash bench/device_headdims_bwd.sh bar      bwd_compare at d = 64, 128, 256 on the whole grid
 #                                              (BAR_ARGS), every system interleaved
 #   bash bench/device_headdims_bwd.sh bound    the backward's bound on fp16 d = 144 (both families'
-#                                              variants, causal), then bwd_compare at d = 80 with a
-#                                              forced two-consumer variant beside the defaults
-#   bash bench/device_headdims_bwd.sh lpt      bwd_compare causal at d = 64 and 128 on the whole grid:
-#                                              the defaults, cuDNN, and lpt=1 twins of the defaults
+#                                              variants, causal), then (unless BOUND_BENCH=0)
+#                                              bwd_compare at d = 80 with a forced two-consumer
+#                                              variant beside the defaults
+#   bash bench/device_headdims_bwd.sh lpt      verify lpt=1 variants at d = 64 and 128 on the full
+#                                              shapes, then (unless LPT_BENCH=0) bwd_compare causal at
+#                                              d = 64 and 128 on the whole grid: the defaults, cuDNN,
+#                                              and lpt=1 twins of the defaults
 #   bash bench/device_headdims_bwd.sh base     verify the sm_90a backward's d = 64 and 128 bf16 variants (and
 #                                              d = 192's kvsplit ones with staged dQ), then
 #                                              bwd_compare at d = 64, 128 (BASE_DIMS) on the whole grid:
@@ -116,6 +119,7 @@ for mode in "$@"; do
   bound)
     verify sm90_d144_f16 specs/flash_bwd_sm90.lua d=144,dtype=f16
     verify sm80_d144_f16 specs/flash_bwd.lua d=144,dtype=f16,gqa=loop,det=0,causal=1
+    [ "${BOUND_BENCH:-1}" = 1 ] || continue
     t0=$(date +%s)
     two="bm=128,bn=128,early_dv=2,lpt=0,kvsplit=0,det=0"
     python3 bench/bwd_compare.py --head-dims 80 --seqlens 1024,4096,16384 --systems flashtune,cuDNN --rounds 3 \
@@ -131,6 +135,7 @@ for mode in "$@"; do
       note "verify --shapes full lpt=1 d=$d: exit $? in $(since "$t0") s: $(grep -E '^summary' "$OUT/verify_lpt_d$d.txt" | tail -1)"
       grep -E ' FAIL ' "$OUT/verify_lpt_d$d.txt" | head -n 5 | tee -a "$summary"
     done
+    [ "${LPT_BENCH:-1}" = 1 ] || continue
     t0=$(date +%s)
     python3 bench/bwd_compare.py --head-dims 64,128 --causal 1 --dtypes bf16 --rounds ${AB_ROUNDS:-2} \
       --systems flashtune,cuDNN --alt 64/1=bm=128,bn=128,early_dv=0,lpt=1,kvsplit=0,dq_red=0,det=0 \
