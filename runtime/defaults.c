@@ -16,9 +16,13 @@
  * tune's shapes had no grouped heads, where loop and atomic are the same kernel's work). On
  * compute capability 9.0 the sm_90a backward first at d = 64, 128 and 256 (deterministic calls
  * at d = 64 and 128 its det=1 variant of the causal default; at 256 the sm80 family's):
- * non-causal at d = 64 and 128 the dq_red variant that won every such bucket of a bf16 tune on an H200 (2026-12-01,
+ * non-causal at d = 64 the dq_red variant that won every such bucket of a bf16 tune on an H200 (2026-12-01,
  * bench/results/h200-2026-12-01-bwd-sm90-d256), causal the earlier defaults (0.99–1.10 of cuDNN,
- * bench/results/h200-2026-12-01-bwd-sm90; the tune split their buckets between dq_red 0 and 1),
+ * bench/results/h200-2026-12-01-bwd-sm90; the tune split their buckets between dq_red 0 and 1);
+ * since 2026-12-03 (bench/results/h200-2026-12-03-bwd-bar, after the per-warpgroup dQ hand-off
+ * and the LSE/D preload): d = 128 non-causal the causal default's twin (early_dv=1, staged dQ:
+ * 1.03–1.07 of the dq_red one on each of the grid's six shapes) and d = 64 causal early_dv=2
+ * (1.005–1.027 of early_dv=0 on each), three rounds interleaved with FA4 and cuDNN;
  * at d = 256 the kvsplit variant (the only structure of the spec that fits it). At the other head
  * dims the sm_90a backward takes (2026-12-03, untuned; chosen by the structures the spec keeps
  * without spills): d = 32 d = 64's structure, 96 d = 128's, 160, 192 and 224 d = 256's (kvsplit;
@@ -68,9 +72,9 @@ static const ft_default_kernel defaults[] = {
     {"flash_fwd_sm80", 192, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0", 0},
     {"flash_fwd_sm80", 256, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0", 0},
     {"flash_bwd_sm90", 64, 0, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
-    {"flash_bwd_sm90", 64, 1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 64, 1, "bm=128,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
     {"flash_bwd_sm90", 64, -1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
-    {"flash_bwd_sm90", 128, 0, "bm=64,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 128, 0, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
     {"flash_bwd_sm90", 128, 1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
     {"flash_bwd_sm90", 128, -1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
     {"flash_bwd_sm90", 256, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0", 0},
