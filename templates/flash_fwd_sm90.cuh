@@ -37,13 +37,18 @@
 // read through tensor maps of the packed tensors (see Block); a block's sequence comes to the
 // consumers in its slot.
 //
-// Shared memory: tiles are stored as D/CH column blocks of [rows][CH] elements, rows of
+// Shared memory: tiles are stored as DK/CH column blocks of [rows][CH] elements, rows of
 // CH·2 bytes swizzled as TMA's SWIZZLE_128B (CH = 64), SWIZZLE_64B (CH = 32) or SWIZZLE_32B
-// (CH = 16: head dims that are odd multiples of 16, such as 80 and 112) writes them,
-// which is also wgmma's canonical K-major layout (Q, K) and MN-major layout (V).
+// (CH = 16: DK an odd multiple of 16, such as 80 and 112) writes them, which is also wgmma's
+// canonical K-major layout (Q, K) and MN-major layout (V). DK is D rounded up to whole k16
+// steps of Q·Kᵀ: at a head dim that is an odd multiple of 8 (72, 88, 120, ...) a tile's last
+// 8 columns lie past the tensors' head dim, which the tensor maps' innermost extent is, so TMA
+// fills them with zeros (the last k16 step of S adds 0·0) and reads nothing past the tensor.
+// P·V reads only V's first D columns (m64n{D}k16: wgmma's n is any multiple of 8), and O,
+// its stores and the LSE cover D columns exactly.
 //
 // Compile-time parameters, defined by the generated prelude:
-//   FTP_D        head dimension (a multiple of 16 from 32 to 256)
+//   FTP_D        head dimension (a multiple of 8 from 32 to 256)
 //   FTP_BM       query rows per CTA: 64 per consumer warpgroup (64, 128, 192)
 //   FTP_BN       keys per K/V tile (a multiple of 16, at most 256)
 //   FTP_STAGES   depth of the K/V ring (2..4)
@@ -82,11 +87,12 @@ constexpr bool BALANCE = FTP_BALANCE != 0;
 
 constexpr int NWG = BM / 64;             // consumer warpgroups
 constexpr int THREADS = 128 * (NWG + 1); // plus the producer warpgroup
-constexpr int CH = D % 64 == 0 ? 64 : D % 32 == 0 ? 32 : 16; // elements per swizzled row of a column block
+constexpr int DK = (D + 15) / 16 * 16;    // columns of a tile in shared memory (see above)
+constexpr int CH = DK % 64 == 0 ? 64 : DK % 32 == 0 ? 32 : 16; // elements per swizzled row of a column block
 constexpr int SWB = CH * 2;               // its bytes: the swizzle span (128, 64 or 32)
-constexpr int NCB = D / CH;               // column blocks of a tile
-constexpr int Q_BYTES = BM * D * 2;
-constexpr int KV_BYTES = BN * D * 2; // one K or one V tile
+constexpr int NCB = DK / CH;              // column blocks of a tile
+constexpr int Q_BYTES = BM * DK * 2;
+constexpr int KV_BYTES = BN * DK * 2; // one K or one V tile
 constexpr int NSLOTS = 4;            // block slots (see block_slot)
 constexpr int SLOT_BYTES = 32;      // one block slot (see block_slot)
 constexpr int BAR_BYTES = 8 * (8 + 4 * STAGES) + SLOT_BYTES * NSLOTS; // the mbarriers and the block slots
@@ -107,7 +113,7 @@ constexpr int NARROW = (BN / 2 + 15) / 16 * 16;
 constexpr bool USE_NARROW = CAUSAL && NARROW < BN;
 constexpr int SNN = NARROW / 2;
 
-static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 16 from 32 to 256");
+static_assert(D % 8 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 8 from 32 to 256");
 static_assert(BM % 64 == 0 && NWG >= 1 && NWG <= 3, "64 query rows per consumer warpgroup, 1 to 3 warpgroups");
 static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "key tile must be a multiple of 16, at most 256");
 static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 pipeline stages");
@@ -345,7 +351,7 @@ __device__ __forceinline__ void issue_s(const Consumer &c, int s, float (&acc)[S
 {
     const u32 q_tile = c.sq(), k_tile = c.sk() + s * KV_BYTES;
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
+    for (int kk = 0; kk < DK / 16; ++kk)
         ft_wgmma_s(acc, kmajor_desc(q_tile, BM, kk), kmajor_desc(k_tile, BN, kk), kk > 0);
 }
 
