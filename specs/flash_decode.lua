@@ -55,8 +55,6 @@ return {
   constraints = {
     { "head dims are multiples of 8 from 32 to 256",
       function(v) return v.d % 8 == 0 and v.d >= 32 and v.d <= 256 end },
-    { "a tile's 16-byte chunks spread evenly over a warp's lanes",
-      function(v) return (v.bn * v.d // 8) % 32 == 0 end },
     { "the warps' results merge over their rings",
       function(v)
         local rings = v.warps * v.stages * 2 * v.bn * pitch(v) * 2

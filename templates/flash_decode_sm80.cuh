@@ -86,7 +86,6 @@ static_assert(BN % 16 == 0 && BN >= 16 && BN <= 128, "keys per tile: a multiple 
 static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 stages per warp");
 static_assert(MT == 1 || MT == 2, "one or two m16 row tiles");
 static_assert(WARPS >= 1 && WARPS <= 8, "1 to 8 warps");
-static_assert((BN * NC) % 32 == 0, "a tile's chunks spread evenly over a warp's lanes");
 static_assert(MERGE_BYTES <= SMEM_BYTES, "the warps' merge must fit in the shared memory of the loop");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
 
@@ -107,7 +106,8 @@ struct TileSrc {
 // rows at or beyond `valid` are zero-filled.
 __device__ __forceinline__ void load_kv_tile(u32 dst, const TileSrc &src, long long row_stride, int valid, int lane)
 {
-    constexpr int ITERS = BN * NC / 32;
+    constexpr int CHUNKS = BN * NC;
+    constexpr int ITERS = (CHUNKS + 31) / 32;
     if (32 % NC == 0) {
         // Each lane keeps one column chunk and steps down the rows; ROW_STEP divides 16, so the
         // group of each step is known at compile time.
@@ -122,10 +122,13 @@ __device__ __forceinline__ void load_kv_tile(u32 dst, const TileSrc &src, long l
             cp_async16(dst + tile_offset(row, chunk), ok ? g : src.group[0], ok ? 16 : 0);
         }
     } else {
-        // Head dims whose chunk count does not divide 32 (96, 160, 192, 224, the odd multiples of 8).
+        // Head dims whose chunk count does not divide 32 (96, 160, 192, 224, the odd multiples of 8;
+        // at those the lanes of the last step that are past the tile's chunks copy nothing).
 #pragma unroll
         for (int it = 0; it < ITERS; ++it) {
             const int idx = it * 32 + lane;
+            if (CHUNKS % 32 != 0 && idx >= CHUNKS)
+                break;
             const int row = idx / NC, chunk = idx % NC;
             const bool ok = row < valid;
             const u16 *base = src.group[0];
