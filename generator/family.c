@@ -74,7 +74,8 @@ static void fwd_sm90_prelude(ft_strbuf *sb, const ft_spec *spec, const ft_varian
     const char *type = dtype != NULL && strcmp(dtype, "bf16") == 0 ? "bf16" : "f16";
 
     emit_wgmma(sb, "ft_wgmma_s", (int)ft__variant_int(spec, v, "bn", 64), type, 0, 0, 0);
-    emit_wgmma(sb, "ft_wgmma_o", (int)ft__variant_int(spec, v, "d", 64), type, 1, 0, 1);
+    /* P·V over the tiles' whole width: the head dim rounded up to 16 (the template's DK) */
+    emit_wgmma(sb, "ft_wgmma_o", ((int)ft__variant_int(spec, v, "d", 64) + 15) / 16 * 16, type, 1, 0, 1);
 }
 
 /* The swizzle span (elements per swizzled row of a column block: 64, 32 or 16) of the forward's

@@ -13,10 +13,12 @@ local function register_limit(v)
   return hopper.consumer_register_limit(v.bm // 64)
 end
 
--- Per consumer thread: O (d/2 fp32), S (bn/2 fp32), P (bn/4 packed pairs), and about 40 for
--- addresses, row statistics and loop state. A lower bound: ptxas reports spills after compiling.
+-- Per consumer thread: O (d/2 fp32, d rounded up to 16), S (bn/2 fp32), P (bn/4 packed pairs),
+-- and about 40 for addresses, row statistics and loop state. A lower bound: ptxas reports spills
+-- after compiling.
 local function consumer_registers(v)
-  return v.d // 2 + v.bn // 2 + v.bn // 4 + 40
+  local width = (v.d + 15) // 16 * 16 -- O over the tiles' width: d rounded up to 16
+  return width // 2 + v.bn // 2 + v.bn // 4 + 40
 end
 
 -- The tuner's workloads: the same grid as specs/flash_fwd.lua (specs/lib/workloads.lua), so both

@@ -44,8 +44,9 @@
 // steps of Q·Kᵀ: at a head dim that is an odd multiple of 8 (72, 88, 120, ...) a tile's last
 // 8 columns lie past the tensors' head dim, which the tensor maps' innermost extent is, so TMA
 // fills them with zeros (the last k16 step of S adds 0·0) and reads nothing past the tensor.
-// P·V reads only V's first D columns (m64n{D}k16: wgmma's n is any multiple of 8), and O,
-// its stores and the LSE cover D columns exactly.
+// P·V is m64n{DK}k16 too: an MN-major operand's swizzled layout repeats in whole column blocks,
+// so V is read as whole blocks and O's DK − D columns past the head dim are zeros that are
+// never stored (4 accumulators a thread); O's stores and the LSE cover D columns exactly.
 //
 // Compile-time parameters, defined by the generated prelude:
 //   FTP_D        head dimension (a multiple of 8 from 32 to 256)
@@ -57,7 +58,7 @@
 //   FTP_BALANCE  1: (causal) persistent grid, units of a long and a short block
 //   FTP_DTYPE_F16 or FTP_DTYPE_BF16      FT_SMEM_BYTES  dynamic shared memory
 // and the generated wgmma wrappers ft_wgmma_s (m64n{BN}k16, both operands from shared memory)
-// and ft_wgmma_o (m64n{D}k16, A from registers). The shared device headers below are written
+// and ft_wgmma_o (m64n{DK}k16, A from registers). The shared device headers below are written
 // into the generated source in place of their #include lines.
 
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_STAGES) ||              \
@@ -102,7 +103,7 @@ constexpr int SMEM_ONE_Q = 1024 + Q_BYTES + 2 * STAGES * KV_BYTES + BAR_BYTES;
 constexpr int Q_BUFS = FT_SMEM_BYTES == SMEM_ONE_Q + Q_BYTES ? 2 : 1;
 constexpr int SMEM_BYTES = SMEM_ONE_Q + (Q_BUFS - 1) * Q_BYTES;
 constexpr int SN = BN / 2; // S accumulators per thread
-constexpr int ON = D / 2;  // O accumulators per thread
+constexpr int ON = DK / 2; // O accumulators per thread (columns past D: zeros)
 // Causal: a consumer warpgroup whose rows see only the first NARROW keys of its first tile
 // (the diagonal tile of the upper warpgroups, whose rows end before the block's last row)
 // takes the softmax of those keys only (the first SNN accumulators of S) and P·V over them:
