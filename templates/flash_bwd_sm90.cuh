@@ -514,10 +514,11 @@ __device__ __forceinline__ void produce_dq(const BwdParams &p, const Workspace &
 // ---- the consumers ------------------------------------------------------------------------------
 // A thread's LSE·log2(e) or D values (the pair of query columns q0c + 8·jj + 2·t4 for each jj),
 // read from the stage into registers ahead of their use where that costs at most 16 registers
-// and dK, dV leave them (SQ ≤ 64, and D ≤ 128 with two consumers' 240 registers, ≤ 96 with one's
-// 255 and D/2 of dK and dV more each; measured: past those, variants that fitted spill), so that
-// the loads' latency hides under a product still running; else read where used.
-constexpr bool PRELOAD = SQ <= 64 && (D <= 96 || (D <= 128 && NWG == 2));
+// and dK, dV leave them (SQ ≤ 64, and KVSPLIT's halves, D ≤ 128 with two consumers' 240
+// registers, ≤ 96 with one's 255 and D/2 of dK and dV more each; past those, variants that
+// fitted spill), so that the loads' latency hides under a product still running; else read
+// where used.
+constexpr bool PRELOAD = SQ <= 64 && (KVSPLIT || D <= 96 || (D <= 128 && NWG == 2));
 struct Stats {
     float2 v[PRELOAD ? SQ / 8 : 1];
 
