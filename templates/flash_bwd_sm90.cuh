@@ -28,8 +28,7 @@
 //                and its dQ accumulator tile (DET: and its counter) zeroed. The host zeroes
 //                nothing.
 //   name         grid (NBK, heads_kv, batch), FT_SMEM_BYTES of dynamic shared memory (LPT: the
-//                grid's linear index names a section of heads whose query tiles fit in L2,
-//                slowest, then the key block, then the head in the section). One CTA
+//                grid's linear index names the key block, slowest, then head and batch). One CTA
 //                per key block of one K/V head walks every query head of the K/V group and, in
 //                each, the query blocks that see the block (causal: from the first row that sees
 //                its first key); DET with causal masking, key block NBK-1-blockIdx.x (the
@@ -95,8 +94,7 @@
 //   FTP_EARLY_DV 1: dV's product issued while dPᵀ's runs (more registers live), 0: after it;
 //               2: Pᵀ's exponentials while dPᵀ's product runs (Pᵀ kept in fp32 until dSᵀ is
 //               made, then packed), dV after dSᵀ (the order FlashAttention-3/4 use)
-//   FTP_LPT     1: the grid's linear index walks key blocks slowest within sections of heads that
-//               share L2 (longest causal walks first)
+//   FTP_LPT     1: the grid's linear index walks key blocks slowest (longest causal walks first)
 //   FTP_SPAN    CH, elements per swizzled row of a Q, dO, K or V column block (64, 32 or 16)
 //   FTP_DQ_WIDTH PW, columns per pass of a warpgroup's dQ partial (a multiple of CH, at most 112)
 // and the generated wgmma wrappers ft_wgmma_st (m64n{SQ}k16, both operands K-major in shared
@@ -136,10 +134,9 @@ constexpr int NWG = KVSPLIT ? 2 : BN / 64; // consumer warpgroups: 64 keys each,
 constexpr int CT = 128 * NWG;      // consumer threads
 constexpr int THREADS = CT + 128;  // and the producer warpgroup (warpgroup 0)
 // Each consumer warpgroup hands its share of a block's dQ partial to the producer through its own
-// part of the staging buffer, with its own pair of barriers, so that neither waits for the
-// other's share to be read: HANDS hand-offs a block.
-constexpr int HANDS = NWG;
-constexpr int HAND_THREADS = 128 + 32; // a hand-off's barrier: its warpgroup and producer warp 1
+// part of the staging buffer, with its own pair of barriers (HAND_THREADS: the warpgroup and
+// producer warp 1), so that neither waits for the other's share to be read.
+constexpr int HAND_THREADS = 128 + 32;
 // dQ's partial of a block is split among the consumers by columns (BM = 64: warpgroup w owns DC
 // = D/NWG columns of every row) or, with BM = 128 and two consumers, by rows (warpgroup w owns
 // rows 64·w.. of every column).
@@ -189,10 +186,6 @@ static_assert(!KVSPLIT || DQ_PASSES <= 2, "KVSPLIT keeps every pass of dQ in fli
 static_assert(NWG <= 2, "one or two consumer warpgroups");
 static_assert(!DET || (!DQ_RED && !LPT), "the fixed order of dQ's additions is kept by producer warp 1, in the launch order");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
-
-// LPT: the bytes of query-side tiles (Q, dO, dQ accumulators) that the resident CTAs should
-// share in L2 (50 MiB on the H100, 60 MiB on the H200; K, V and the write-backs take the rest).
-constexpr long long L2_BUDGET = 40ll << 20;
 
 // Registers per thread after setmaxnreg, with two consumer warpgroups: the producer gives its
 // registers to the consumers (128·24 + 256·240 ≤ 64K). With one, every thread has 255 at launch.
@@ -340,7 +333,7 @@ __device__ __forceinline__ Workspace workspace(const BwdParams &p)
 // thread are adjacent, and the threads' groups i / 4 follow each other, so that a warp's 16-byte
 // accesses cover 512 contiguous bytes; staged, each warpgroup's 64·DC accumulators one after the
 // other (its hand-off's part), DQ_RED the two warpgroups' groups i / 4 in turn (a warpgroup's
-// after the other's measured 5–7 % slower at d = 128 on 5 of 6 shapes, H200, 2026-12-03).
+// after the other's measured 5–9 % slower at d = 128 on 5 of 6 shapes, H200, 2026-12-03).
 // Accumulator i is row (ROWSPLIT ? 64·w : 0) + 16·warp + g + 8·((i >> 1) & 1),
 // column (ROWSPLIT ? 0 : w·DC) + 8·(i >> 2) + 2·(lane & 3) + (i & 1) (warp and lane within the
 // warpgroup, g = lane >> 2): the wgmma accumulator layout.
@@ -383,22 +376,15 @@ __device__ __forceinline__ Walk walk_of(const BwdParams &p, const Workspace &ws)
 {
     Walk w;
     if (LPT) {
-        // Sections of SW heads (K/V heads of a batch element), SW the largest power of two whose
-        // query blocks' Q, dO and dQ accumulator tiles (8·D bytes a row, every query head of the
-        // group) fit in L2_BUDGET; within a section key blocks slowest: the CTAs launched first
-        // take key block 0 of each of its heads (the longest walks, causal), the last ones the
-        // shortest, and the CTAs resident at once share few heads' tiles in L2.
-        const int heads = (int)(gridDim.y * gridDim.z), nb = (int)gridDim.x;
+        // Key blocks slowest: the CTAs launched first take key block 0 of every head (the
+        // longest walks, causal), the last ones the shortest. (Sections of heads whose query
+        // tiles share L2, as FA4 orders its deterministic mode, were tried: their causal twins of
+        // the lpt=0 defaults ran 0.97–1.00 of them on the H200, 2026-12-03.)
+        const int heads = (int)(gridDim.y * gridDim.z);
         const int linear = (int)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
-        const long long head_bytes = (long long)(p.heads_q / p.heads_kv) * p.seqlen_q * (8 * D);
-        int sw = 1;
-        while (2 * sw <= heads && 2 * sw * head_bytes <= L2_BUDGET)
-            sw *= 2;
-        const int first = linear / (sw * nb) * sw, in_section = min(sw, heads - first);
-        const int within = linear - first * nb, hb = first + within % in_section;
-        w.n0 = within / in_section * BN;
-        w.kv_head = hb % (int)gridDim.y;
-        w.batch = hb / (int)gridDim.y;
+        w.n0 = linear / heads * BN;
+        w.kv_head = linear % heads % (int)gridDim.y;
+        w.batch = linear % heads / (int)gridDim.y;
     } else {
         // DET, causal: key blocks in descending order (the shortest walks first), the order in
         // which they add into each dQ tile.
@@ -468,9 +454,9 @@ __device__ __forceinline__ void dq_pass_turn(int *sem)
 // or done.
 __device__ __forceinline__ void produce_dq(const BwdParams &p, const Workspace &ws, const Walk &w, u32 base, int lane)
 {
-    constexpr int PART = BM * D / HANDS; // floats of a hand-off
+    constexpr int PART = BM * D / NWG; // floats of a warpgroup's hand-off
 #pragma unroll
-    for (int h = 0; h < HANDS; ++h)
+    for (int h = 0; h < NWG; ++h)
         named_arrive(bar_dq_empty(h), HAND_THREADS); // the buffer starts empty
     const int nb = w.n0 / BN;
     for (int it = 0; it < w.total; ++it) {
@@ -479,7 +465,7 @@ __device__ __forceinline__ void produce_dq(const BwdParams &p, const Workspace &
         int *sem = DET ? ws.dq_sem + tile : nullptr;
         // Each share's reduction once its warpgroup has staged it (the two in flight at once) ...
 #pragma unroll
-        for (int h = 0; h < HANDS; ++h) {
+        for (int h = 0; h < NWG; ++h) {
             named_sync(bar_dq_full(h), HAND_THREADS);
             if (lane == 0) {
                 if (DET && h == 0) {
@@ -495,10 +481,10 @@ __device__ __forceinline__ void produce_dq(const BwdParams &p, const Workspace &
             dq_pass_turn(sem);
         // ... and each part of the buffer handed back once its reduction has read it.
 #pragma unroll
-        for (int h = 0; h < HANDS; ++h) {
+        for (int h = 0; h < NWG; ++h) {
             if (lane == 0) {
-                if (h + 1 < HANDS)
-                    bulk_wait_read<1>(); // HANDS is one or two
+                if (h + 1 < NWG)
+                    bulk_wait_read<1>(); // NWG is one or two
                 else
                     bulk_wait_read<0>();
             }
