@@ -72,7 +72,7 @@ return {
     { name = "causal", values = { 0, 1 },          doc = "bottom-right causal mask" },
     { name = "early_dv", values = { 0, 1, 2 },
       doc = "1: dV's product issued while dPᵀ's runs (more registers live at once); 2: Pᵀ's exponentials while dPᵀ's runs, dV after dSᵀ; 0: both after dPᵀ" },
-    { name = "lpt",    values = { 0, 1 },          doc = "causal, 1: key blocks launched longest walk first (the first block of each head of a section whose query tiles fit in L2, then the next)" },
+    { name = "lpt",    values = { 0, 1 },          doc = "causal, 1: key blocks launched longest walk first (all heads' first block, then the next)" },
     { name = "kvsplit", values = { 0, 1 },         doc = "1: two consumer warpgroups share 64 keys, each with half of dK's and dV's columns (Pᵀ and dSᵀ through shared memory)" },
     { name = "dq_red", values = { 0, 1 },          doc = "1: the consumers add dQ's partials to the workspace from registers (red.global.add), no staging buffer" },
     { name = "det",    values = { 0, 1 },          doc = "1: deterministic: the bulk reductions into each dQ tile in a fixed order of key blocks (counters in the workspace)" },
