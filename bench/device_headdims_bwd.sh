@@ -38,15 +38,7 @@
 # Expects bench/stage_run.sh's folder in $RUN (default .dev/run). Logs and JSON go to $OUT, one
 # line each to $OUT/summary.txt.
 set -u
-RUN=$(cd "${RUN:-.dev/run}" && pwd)
-OUT=${OUT:-/tmp/ft-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$RUN:$RUN/deps:${LD_LIBRARY_PATH:-}
-export FLASHTUNE_CACHE_DIR=${FLASHTUNE_CACHE_DIR:-/tmp/ft-cache} FLASHTUNE_LIB=$RUN/libflashtune.so PYTHONUNBUFFERED=1
-ft=$RUN/flashtune
-summary=$OUT/summary.txt
-note() { echo "$*" | tee -a "$summary"; }
-since() { echo $(( $(date +%s) - $1 )); }
+. "$(dirname "$0")/device_common.sh"
 verify() { # verify NAME SPEC FILTER: one flashtune verify, its last lines in the summary
   local t0
   t0=$(date +%s)
@@ -54,9 +46,6 @@ verify() { # verify NAME SPEC FILTER: one flashtune verify, its last lines in th
   note "verify $2 --only $3: exit $? in $(since "$t0") s: $(grep -E '^summary' "$OUT/verify_$1.txt" | tail -1)"
   grep -E ' FAIL ' "$OUT/verify_$1.txt" | head -n 5 | tee -a "$summary"
 }
-
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader > "$OUT/gpu.txt"
-git rev-parse HEAD > "$OUT/commit.txt" 2>/dev/null
 for mode in "$@"; do
   t0=$(date +%s)
   case $mode in

@@ -18,18 +18,7 @@
 # attention, tests/test_gpu, tests/fake_worker, deps/). Logs go to $OUT, one line each to
 # $OUT/summary.txt.
 set -u
-RUN=$(cd "${RUN:-.dev/run}" && pwd)
-OUT=${OUT:-/tmp/ft-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$RUN:$RUN/deps:${LD_LIBRARY_PATH:-}
-export FLASHTUNE_CACHE_DIR=${FLASHTUNE_CACHE_DIR:-/tmp/ft-cache} FLASHTUNE_LIB=$RUN/libflashtune.so PYTHONUNBUFFERED=1
-ft=$RUN/flashtune
-summary=$OUT/summary.txt
-note() { echo "$*" | tee -a "$summary"; }
-since() { echo $(( $(date +%s) - $1 )); }
-
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader > "$OUT/gpu.txt"
-git rev-parse HEAD > "$OUT/commit.txt" 2>/dev/null
+. "$(dirname "$0")/device_common.sh"
 for mode in "$@"; do
   t0=$(date +%s)
   case $mode in
