@@ -74,14 +74,18 @@ static void fwd_sm90_prelude(ft_strbuf *sb, const ft_spec *spec, const ft_varian
     const char *type = dtype != NULL && strcmp(dtype, "bf16") == 0 ? "bf16" : "f16";
 
     emit_wgmma(sb, "ft_wgmma_s", (int)ft__variant_int(spec, v, "bn", 64), type, 0, 0, 0);
-    emit_wgmma(sb, "ft_wgmma_o", (int)ft__variant_int(spec, v, "d", 64), type, 1, 0, 1);
+    /* P·V over the tiles' whole width: the head dim rounded up to 16 (the template's DK) */
+    emit_wgmma(sb, "ft_wgmma_o", ((int)ft__variant_int(spec, v, "d", 64) + 15) / 16 * 16, type, 1, 0, 1);
 }
 
 /* The swizzle span (elements per swizzled row of a column block: 64, 32 or 16) of the forward's
- * Q, K and V tiles: the widest that divides the head dim (templates/flash_fwd_sm90.cuh CH). */
+ * Q, K and V tiles: the widest that divides the head dim rounded up to a multiple of 16, the
+ * tiles' width in shared memory (templates/flash_fwd_sm90.cuh CH and DK; at d = 72 the tiles are
+ * 80 wide in blocks of 16, at 120 128 wide in blocks of 64, the boxes past d filled with zeros). */
 static int fwd_sm90_span(int d)
 {
-    return d % 64 == 0 ? 64 : d % 32 == 0 ? 32 : 16;
+    const int dk = (d + 15) / 16 * 16;
+    return dk % 64 == 0 ? 64 : dk % 32 == 0 ? 32 : 16;
 }
 
 /* How flash_bwd_sm90 cuts a variant's columns (its template's DC, DKV, PW and CH): each consumer

@@ -8,6 +8,12 @@
 -- with its own ring of `stages` K and V tiles. How many runs the keys are split into is decided
 -- per call from the GPU's size (ops/fwd.c), not by the variant.
 
+-- Elements per row of a shared-memory tile: the head dim rounded up to whole k16 steps of Q·Kᵀ,
+-- plus one spare 16-byte chunk (no bank conflicts; see flash_fwd_sm80).
+local function pitch(v)
+  return (v.d + 15) // 16 * 16 + 8
+end
+
 local function registers(v)
   -- O (fp32), Q's fragments, S, and about 40 for addresses, row statistics and loop state: a lower
   -- bound; ptxas reports the real count after compiling.
@@ -36,7 +42,7 @@ return {
 
   params = {
     { name = "d",      values = { 32, 64, 80, 96, 128, 160, 192, 256 }, open = true,
-      doc = "head dimension (a call or --only d=N adds any other multiple of 16 up to 256)" },
+      doc = "head dimension (a call or --only d=N adds any other multiple of 8 from 32 to 256)" },
     { name = "bn",     values = { 16, 32, 64 },   doc = "keys per K/V tile of one warp" },
     { name = "warps",  values = { 2, 4, 8 },      doc = "warps per block, each on its own tiles of the block's keys" },
     { name = "stages", values = { 2, 3 },         doc = "depth of each warp's cp.async K/V ring" },
@@ -47,22 +53,20 @@ return {
   },
 
   constraints = {
-    { "head dims are multiples of 16 from 32 to 256",
-      function(v) return v.d % 16 == 0 and v.d >= 32 and v.d <= 256 end },
-    { "a tile's 16-byte chunks spread evenly over a warp's lanes",
-      function(v) return (v.bn * v.d // 8) % 32 == 0 end },
+    { "head dims are multiples of 8 from 32 to 256",
+      function(v) return v.d % 8 == 0 and v.d >= 32 and v.d <= 256 end },
     { "the warps' results merge over their rings",
       function(v)
-        local rings = v.warps * v.stages * 2 * v.bn * (v.d + 8) * 2
-        return v.warps * 16 * v.mt * (v.d + 6) * 4 <= 16 * v.mt * (v.d + 8) * 2 + rings
+        local rings = v.warps * v.stages * 2 * v.bn * pitch(v) * 2
+        return v.warps * 16 * v.mt * (v.d + 6) * 4 <= 16 * v.mt * pitch(v) * 2 + rings
       end },
     { "registers within the 255 a thread can have",
       function(v) return registers(v) <= 255 end },
   },
 
-  -- Q's rows, then each warp's ring of `stages` K and V tiles, rows padded by 8 elements.
+  -- Q's rows, then each warp's ring of `stages` K and V tiles, rows of `pitch` elements.
   smem = function(v)
-    return (16 * v.mt + v.warps * v.stages * 2 * v.bn) * (v.d + 8) * 2
+    return (16 * v.mt + v.warps * v.stages * 2 * v.bn) * pitch(v) * 2
   end,
 
   registers = registers,

@@ -13,10 +13,12 @@ local function register_limit(v)
   return hopper.consumer_register_limit(v.bm // 64)
 end
 
--- Per consumer thread: O (d/2 fp32), S (bn/2 fp32), P (bn/4 packed pairs), and about 40 for
--- addresses, row statistics and loop state. A lower bound: ptxas reports spills after compiling.
+-- Per consumer thread: O (d/2 fp32, d rounded up to 16), S (bn/2 fp32), P (bn/4 packed pairs),
+-- and about 40 for addresses, row statistics and loop state. A lower bound: ptxas reports spills
+-- after compiling.
 local function consumer_registers(v)
-  return v.d // 2 + v.bn // 2 + v.bn // 4 + 40
+  local width = (v.d + 15) // 16 * 16 -- O over the tiles' width: d rounded up to 16
+  return width // 2 + v.bn // 2 + v.bn // 4 + 40
 end
 
 -- The tuner's workloads: the same grid as specs/flash_fwd.lua (specs/lib/workloads.lua), so both
@@ -30,7 +32,7 @@ return {
 
   params = {
     { name = "d",        values = { 64, 80, 96, 128, 160, 192, 256 }, open = true,
-      doc = "head dimension (a call or --only d=N adds any other multiple of 16 from 32 to 256)" },
+      doc = "head dimension (a call or --only d=N adds any other multiple of 8 from 32 to 256)" },
     { name = "bm",       values = { 64, 128, 192 },   doc = "query rows per thread block (64 per consumer warpgroup)" },
     { name = "bn",       values = { 64, 80, 96, 128, 176, 192 }, doc = "keys per K/V tile" },
     { name = "stages",   values = { 2, 3 },           doc = "depth of the TMA K/V ring" },
@@ -42,8 +44,8 @@ return {
   },
 
   constraints = {
-    { "head dims are multiples of 16 from 32 to 256",
-      function(v) return v.d % 16 == 0 and v.d >= 32 and v.d <= 256 end },
+    { "head dims are multiples of 8 from 32 to 256",
+      function(v) return v.d % 8 == 0 and v.d >= 32 and v.d <= 256 end },
     { "ping-pong takes two consumer warpgroups",
       function(v) return v.pingpong == 0 or v.bm == 128 end },
     { "balanced units pair causal row blocks",
@@ -55,10 +57,12 @@ return {
   -- 1 KiB to align the tiles to 1024 bytes, Q, `stages` K and V tiles, the mbarriers and four
   -- 32-byte slots that announce the blocks to the consumers; and a second Q buffer where it fits
   -- (the next block's Q then loads while this one computes; the template reads the choice
-  -- from this size).
+  -- from this size). Tiles are the head dim rounded up to a multiple of 16 wide (d = 72: 80,
+  -- the last 8 columns zeros that TMA writes).
   smem = function(v, arch)
-    local q = v.bm * v.d * 2
-    local one_q = 1024 + q + 2 * v.stages * v.bn * v.d * 2 + 8 * (8 + 4 * v.stages) + 128
+    local dk = (v.d + 15) // 16 * 16
+    local q = v.bm * dk * 2
+    local one_q = 1024 + q + 2 * v.stages * v.bn * dk * 2 + 8 * (8 + 4 * v.stages) + 128
     if one_q + q <= arch.smem_per_block then
       return one_q + q
     end

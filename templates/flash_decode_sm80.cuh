@@ -32,7 +32,7 @@
 //   lse_part float [splits][R]
 //
 // Compile-time parameters, defined by the generated prelude:
-//   FTP_D       head dimension (a multiple of 16 from 32 to 256)
+//   FTP_D       head dimension (a multiple of 8 from 32 to 256)
 //   FTP_BN      keys per tile (a multiple of 16)     FTP_WARPS  warps per CTA (each its own keys)
 //   FTP_STAGES  depth of each warp's K/V ring (2..4) FTP_MT     m16 row tiles per CTA (1 or 2)
 //   FTP_PACK    1: a CTA's rows are the group's query heads × queries, 0: one query head's queries
@@ -64,10 +64,13 @@ constexpr bool CAUSAL = FTP_CAUSAL != 0;
 constexpr int THREADS = WARPS * 32;
 constexpr int ROWS = 16 * MT;            // rows per CTA
 constexpr int NC = D / 8;                // 16-byte chunks per row
-constexpr int KSTEPS = D / 16;           // k16 steps of Q·Kᵀ
+constexpr int KSTEPS = (D + 15) / 16;    // k16 steps of Q·Kᵀ
+// An odd multiple of 8 (72, 88, ...): as in flash_fwd_sm80, the last k16 step of Q·Kᵀ loads its
+// first 8 columns alone and takes zeros for the rest, and P·V loads O's last n8 tile alone.
+constexpr bool HALF_K = D % 16 != 0;
 constexpr int NT = BN / 8;               // n8 tiles of S
 constexpr int DT = D / 8;                // n8 tiles of O
-constexpr int PITCH = (D + 8) * 2;       // bytes per tile row (see flash_fwd_sm80: no bank conflicts)
+constexpr int PITCH = (16 * KSTEPS + 8) * 2; // bytes per tile row (see flash_fwd_sm80: no bank conflicts)
 constexpr int Q_BYTES = ROWS * PITCH;
 constexpr int TILE_BYTES = BN * PITCH;   // one K or one V tile
 constexpr int RING_BYTES = STAGES * 2 * TILE_BYTES; // one warp's ring
@@ -78,12 +81,11 @@ constexpr int OP = D + 4;
 constexpr int MERGE_WARP = ROWS * (OP + 2); // floats
 constexpr int MERGE_BYTES = WARPS * MERGE_WARP * 4;
 
-static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 16 from 32 to 256");
+static_assert(D % 8 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 8 from 32 to 256");
 static_assert(BN % 16 == 0 && BN >= 16 && BN <= 128, "keys per tile: a multiple of 16, at most 128");
 static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 stages per warp");
 static_assert(MT == 1 || MT == 2, "one or two m16 row tiles");
 static_assert(WARPS >= 1 && WARPS <= 8, "1 to 8 warps");
-static_assert((BN * NC) % 32 == 0, "a tile's chunks spread evenly over a warp's lanes");
 static_assert(MERGE_BYTES <= SMEM_BYTES, "the warps' merge must fit in the shared memory of the loop");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
 
@@ -104,7 +106,8 @@ struct TileSrc {
 // rows at or beyond `valid` are zero-filled.
 __device__ __forceinline__ void load_kv_tile(u32 dst, const TileSrc &src, long long row_stride, int valid, int lane)
 {
-    constexpr int ITERS = BN * NC / 32;
+    constexpr int CHUNKS = BN * NC;
+    constexpr int ITERS = (CHUNKS + 31) / 32;
     if (32 % NC == 0) {
         // Each lane keeps one column chunk and steps down the rows; ROW_STEP divides 16, so the
         // group of each step is known at compile time.
@@ -119,10 +122,13 @@ __device__ __forceinline__ void load_kv_tile(u32 dst, const TileSrc &src, long l
             cp_async16(dst + tile_offset(row, chunk), ok ? g : src.group[0], ok ? 16 : 0);
         }
     } else {
-        // Head dims whose chunk count does not divide 32 (96, 160, 192, 224).
+        // Head dims whose chunk count does not divide 32 (96, 160, 192, 224, the odd multiples of 8;
+        // at those the lanes of the last step that are past the tile's chunks copy nothing).
 #pragma unroll
         for (int it = 0; it < ITERS; ++it) {
             const int idx = it * 32 + lane;
+            if (CHUNKS % 32 != 0 && idx >= CHUNKS)
+                break;
             const int row = idx / NC, chunk = idx % NC;
             const bool ok = row < valid;
             const u16 *base = src.group[0];
@@ -170,9 +176,14 @@ __device__ __forceinline__ void scores(const State &st, u32 kst, int lane, float
 #pragma unroll
         for (int np = 0; np < NT / 2; ++np) {
             u32 b0, b1, b2, b3;
-            const int krow = np * 16 + ((lane >> 4) << 3) + (lane & 7);
-            const int kchunk = 2 * kk + ((lane >> 3) & 1);
-            ldmatrix_x4(kst + tile_offset(krow, kchunk), b0, b1, b2, b3);
+            if (HALF_K && kk == KSTEPS - 1) {
+                ldmatrix_x2<false>(kst + tile_offset(np * 16 + (lane & 15), 2 * kk), b0, b2);
+                b1 = b3 = 0u;
+            } else {
+                const int krow = np * 16 + ((lane >> 4) << 3) + (lane & 7);
+                const int kchunk = 2 * kk + ((lane >> 3) & 1);
+                ldmatrix_x4(kst + tile_offset(krow, kchunk), b0, b1, b2, b3);
+            }
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt) {
                 mma16816(s[mt][2 * np], st.qf[mt][kk], b0, b1);
@@ -261,6 +272,13 @@ __device__ __forceinline__ void pv(State &st, u32 vst, int lane, const float (&s
                 mma16816(st.o[mt][2 * dp], p[mt], b0, b1);
                 mma16816(st.o[mt][2 * dp + 1], p[mt], b2, b3);
             }
+        }
+        if (HALF_K) { // the last n8 tile of O
+            u32 b0, b1;
+            ldmatrix_x2<true>(vst + tile_offset(kb * 16 + (lane & 15), DT - 1), b0, b1);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+                mma16816(st.o[mt][DT - 1], p[mt], b0, b1);
         }
     }
 }
@@ -387,9 +405,16 @@ __device__ __forceinline__ void flash_decode(const FwdParams &p)
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int kk = 0; kk < KSTEPS; ++kk)
-            ldmatrix_x4(sq_base + tile_offset(mt * 16 + (lane & 15), 2 * kk + (lane >> 4)), st.qf[mt][kk][0],
-                        st.qf[mt][kk][1], st.qf[mt][kk][2], st.qf[mt][kk][3]);
+        for (int kk = 0; kk < KSTEPS; ++kk) {
+            if (HALF_K && kk == KSTEPS - 1) { // columns past D are zeros
+                ldmatrix_x2<false>(sq_base + tile_offset(mt * 16 + (lane & 15), 2 * kk), st.qf[mt][kk][0],
+                                   st.qf[mt][kk][1]);
+                st.qf[mt][kk][2] = st.qf[mt][kk][3] = 0u;
+            } else {
+                ldmatrix_x4(sq_base + tile_offset(mt * 16 + (lane & 15), 2 * kk + (lane >> 4)), st.qf[mt][kk][0],
+                            st.qf[mt][kk][1], st.qf[mt][kk][2], st.qf[mt][kk][3]);
+            }
+        }
 
     // The warp's pipeline: tile j + STAGES - 1 is issued into the slot of tile j - 1 before
     // waiting for tile j, so STAGES - 1 tiles stay in flight while one is computed.

@@ -24,7 +24,7 @@
 //     read (the loads stop at its length).
 //
 // Compile-time parameters, defined by the generated prelude:
-//   FTP_D        head dimension (a multiple of 16 from 32 to 256)
+//   FTP_D        head dimension (a multiple of 8 from 32 to 256)
 //   FTP_BM       query rows per CTA            FTP_BN      keys per K/V tile
 //   FTP_WARPS    warps per CTA                 FTP_STAGES  depth of the K/V ring (1..4)
 //   FTP_CAUSAL   0 or 1                        FTP_QREG    1: keep Q fragments in registers
@@ -67,14 +67,19 @@ constexpr int THREADS = WARPS * 32;
 constexpr int WARP_ROWS = BM / WARPS; // query rows per warp
 constexpr int MT = WARP_ROWS / 16;    // m16 tiles per warp
 constexpr int NC = D / 8;             // 16-byte chunks per row
-constexpr int KSTEPS = D / 16;        // k16 steps of Q·Kᵀ
+constexpr int KSTEPS = (D + 15) / 16; // k16 steps of Q·Kᵀ
+// An odd multiple of 8 (72, 88, ...): the last k16 step of Q·Kᵀ has real columns in its first
+// half only, which it loads alone (ldmatrix_x2) and pairs with zeros in registers for the second
+// half; P·V's last n8 tile of O is loaded alone too. Nothing reads past column D of a tile.
+constexpr bool HALF_K = D % 16 != 0;
 constexpr int NT = BN / 8;            // n8 tiles of S
 constexpr int DT = D / 8;             // n8 tiles of O
-constexpr int Q_BYTES = BM * (D + 8) * 2;
-constexpr int KV_BYTES = BN * (D + 8) * 2; // one K or one V tile
+constexpr int PITCH = (16 * KSTEPS + 8) * 2; // bytes per tile row (see the layout below)
+constexpr int Q_BYTES = BM * PITCH;
+constexpr int KV_BYTES = BN * PITCH; // one K or one V tile
 constexpr int SMEM_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES;
 
-static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 16 from 32 to 256");
+static_assert(D % 8 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 8 from 32 to 256");
 static_assert(BM % (16 * WARPS) == 0, "each warp owns a multiple of 16 query rows");
 static_assert(BN % 16 == 0 && BN >= 16, "key tile must be a multiple of 16");
 static_assert(STAGES >= 1 && STAGES <= 4, "1 to 4 pipeline stages");
@@ -82,11 +87,11 @@ static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees wi
 
 // ---- shared-memory layout ------------------------------------------------------------------
 // Tiles are stored row-major with a pitch of D + 8 elements (one spare 16-byte chunk per
-// row). Eight consecutive rows read at the same column, as one ldmatrix phase does, then
-// start (D/8 + 1) chunks apart, an odd number, so they fall in 8 different 16-byte bank
-// groups: no bank conflicts, and every address is a per-lane base plus a compile-time
-// offset (a swizzle would cost a register per k-step for its XOR terms).
-constexpr int PITCH = (D + 8) * 2; // bytes per tile row
+// row; D + 16 at an odd multiple of 8, two spare chunks). Eight consecutive rows read at the
+// same column, as one ldmatrix phase does, then start 2·KSTEPS + 1 chunks apart, an odd
+// number, so they fall in 8 different 16-byte bank groups: no bank conflicts, and every
+// address is a per-lane base plus a compile-time offset (a swizzle would cost a register per
+// k-step for its XOR terms). The spare chunks are never written nor read.
 
 __device__ __forceinline__ int tile_offset(int row, int chunk)
 {
@@ -120,7 +125,8 @@ __device__ __forceinline__ void load_tile(u32 dst, const u16 *src, long long row
             s += ROW_STEP * PITCH;
         }
     } else {
-        // Head dims whose chunk count does not divide the thread count (96, 192).
+        // Head dims whose chunk count does not divide the thread count (96, 192, and the odd
+        // multiples of 8).
 #pragma unroll
         for (int it = 0; it < ITERS; ++it) {
             int idx = it * THREADS + (int)threadIdx.x;
@@ -156,10 +162,16 @@ struct Ctx {
     float scale_log2;
 };
 
-// Loads Q fragments (m-tile mt, k-step kk) from the shared Q tile.
+// Loads Q fragments (m-tile mt, k-step kk) from the shared Q tile; with HALF_K the last
+// step's columns 8–15 (past D) are zeros.
 __device__ __forceinline__ void load_q_frag(const Ctx &c, int mt, int kk, u32 (&a)[4])
 {
     int row = c.warp * WARP_ROWS + mt * 16 + (c.lane & 15);
+    if (HALF_K && kk == KSTEPS - 1) {
+        ldmatrix_x2<false>(c.sq_base + tile_offset(row, 2 * kk), a[0], a[1]);
+        a[2] = a[3] = 0u;
+        return;
+    }
     int chunk = 2 * kk + (c.lane >> 4);
     ldmatrix_x4(c.sq_base + tile_offset(row, chunk), a[0], a[1], a[2], a[3]);
 }
@@ -227,9 +239,15 @@ __device__ __forceinline__ void scores(const Ctx &c, const State &st, int j, flo
 #pragma unroll
         for (int np = 0; np < NT / 2; ++np) {
             u32 b0, b1, b2, b3;
-            int krow = np * 16 + ((c.lane >> 4) << 3) + (c.lane & 7);
-            int kchunk = 2 * kk + ((c.lane >> 3) & 1);
-            ldmatrix_x4(kst + tile_offset(krow, kchunk), b0, b1, b2, b3);
+            if (HALF_K && kk == KSTEPS - 1) {
+                // Keys np·16 + 0..7 and + 8..15 at the step's first 8 columns; zeros beyond D.
+                ldmatrix_x2<false>(kst + tile_offset(np * 16 + (c.lane & 15), 2 * kk), b0, b2);
+                b1 = b3 = 0u;
+            } else {
+                int krow = np * 16 + ((c.lane >> 4) << 3) + (c.lane & 7);
+                int kchunk = 2 * kk + ((c.lane >> 3) & 1);
+                ldmatrix_x4(kst + tile_offset(krow, kchunk), b0, b1, b2, b3);
+            }
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt) {
                 mma16816(s[mt][2 * np], a[mt], b0, b1);
@@ -335,6 +353,13 @@ __device__ __forceinline__ void pv_kblock(const Ctx &c, State &st, int j, int kb
             mma16816(st.o[mt][2 * dp], p[mt], b0, b1);
             mma16816(st.o[mt][2 * dp + 1], p[mt], b2, b3);
         }
+    }
+    if (HALF_K) { // the last n8 tile of O: columns D - 8 .. D - 1
+        u32 b0, b1;
+        ldmatrix_x2<true>(vst + tile_offset(kb * 16 + (c.lane & 15), DT - 1), b0, b1);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+            mma16816(st.o[mt][DT - 1], p[mt], b0, b1);
     }
 }
 

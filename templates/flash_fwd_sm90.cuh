@@ -37,13 +37,19 @@
 // read through tensor maps of the packed tensors (see Block); a block's sequence comes to the
 // consumers in its slot.
 //
-// Shared memory: tiles are stored as D/CH column blocks of [rows][CH] elements, rows of
+// Shared memory: tiles are stored as DK/CH column blocks of [rows][CH] elements, rows of
 // CH·2 bytes swizzled as TMA's SWIZZLE_128B (CH = 64), SWIZZLE_64B (CH = 32) or SWIZZLE_32B
-// (CH = 16: head dims that are odd multiples of 16, such as 80 and 112) writes them,
-// which is also wgmma's canonical K-major layout (Q, K) and MN-major layout (V).
+// (CH = 16: DK an odd multiple of 16, such as 80 and 112) writes them, which is also wgmma's
+// canonical K-major layout (Q, K) and MN-major layout (V). DK is D rounded up to whole k16
+// steps of Q·Kᵀ: at a head dim that is an odd multiple of 8 (72, 88, 120, ...) a tile's last
+// 8 columns lie past the tensors' head dim, which the tensor maps' innermost extent is, so TMA
+// fills them with zeros (the last k16 step of S adds 0·0) and reads nothing past the tensor.
+// P·V is m64n{DK}k16 too: an MN-major operand's swizzled layout repeats in whole column blocks,
+// so V is read as whole blocks and O's DK − D columns past the head dim are zeros that are
+// never stored (4 accumulators a thread); O's stores and the LSE cover D columns exactly.
 //
 // Compile-time parameters, defined by the generated prelude:
-//   FTP_D        head dimension (a multiple of 16 from 32 to 256)
+//   FTP_D        head dimension (a multiple of 8 from 32 to 256)
 //   FTP_BM       query rows per CTA: 64 per consumer warpgroup (64, 128, 192)
 //   FTP_BN       keys per K/V tile (a multiple of 16, at most 256)
 //   FTP_STAGES   depth of the K/V ring (2..4)
@@ -52,7 +58,7 @@
 //   FTP_BALANCE  1: (causal) persistent grid, units of a long and a short block
 //   FTP_DTYPE_F16 or FTP_DTYPE_BF16      FT_SMEM_BYTES  dynamic shared memory
 // and the generated wgmma wrappers ft_wgmma_s (m64n{BN}k16, both operands from shared memory)
-// and ft_wgmma_o (m64n{D}k16, A from registers). The shared device headers below are written
+// and ft_wgmma_o (m64n{DK}k16, A from registers). The shared device headers below are written
 // into the generated source in place of their #include lines.
 
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_STAGES) ||              \
@@ -82,11 +88,12 @@ constexpr bool BALANCE = FTP_BALANCE != 0;
 
 constexpr int NWG = BM / 64;             // consumer warpgroups
 constexpr int THREADS = 128 * (NWG + 1); // plus the producer warpgroup
-constexpr int CH = D % 64 == 0 ? 64 : D % 32 == 0 ? 32 : 16; // elements per swizzled row of a column block
+constexpr int DK = (D + 15) / 16 * 16;    // columns of a tile in shared memory (see above)
+constexpr int CH = DK % 64 == 0 ? 64 : DK % 32 == 0 ? 32 : 16; // elements per swizzled row of a column block
 constexpr int SWB = CH * 2;               // its bytes: the swizzle span (128, 64 or 32)
-constexpr int NCB = D / CH;               // column blocks of a tile
-constexpr int Q_BYTES = BM * D * 2;
-constexpr int KV_BYTES = BN * D * 2; // one K or one V tile
+constexpr int NCB = DK / CH;              // column blocks of a tile
+constexpr int Q_BYTES = BM * DK * 2;
+constexpr int KV_BYTES = BN * DK * 2; // one K or one V tile
 constexpr int NSLOTS = 4;            // block slots (see block_slot)
 constexpr int SLOT_BYTES = 32;      // one block slot (see block_slot)
 constexpr int BAR_BYTES = 8 * (8 + 4 * STAGES) + SLOT_BYTES * NSLOTS; // the mbarriers and the block slots
@@ -96,7 +103,7 @@ constexpr int SMEM_ONE_Q = 1024 + Q_BYTES + 2 * STAGES * KV_BYTES + BAR_BYTES;
 constexpr int Q_BUFS = FT_SMEM_BYTES == SMEM_ONE_Q + Q_BYTES ? 2 : 1;
 constexpr int SMEM_BYTES = SMEM_ONE_Q + (Q_BUFS - 1) * Q_BYTES;
 constexpr int SN = BN / 2; // S accumulators per thread
-constexpr int ON = D / 2;  // O accumulators per thread
+constexpr int ON = DK / 2; // O accumulators per thread (columns past D: zeros)
 // Causal: a consumer warpgroup whose rows see only the first NARROW keys of its first tile
 // (the diagonal tile of the upper warpgroups, whose rows end before the block's last row)
 // takes the softmax of those keys only (the first SNN accumulators of S) and P·V over them:
@@ -107,7 +114,7 @@ constexpr int NARROW = (BN / 2 + 15) / 16 * 16;
 constexpr bool USE_NARROW = CAUSAL && NARROW < BN;
 constexpr int SNN = NARROW / 2;
 
-static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 16 from 32 to 256");
+static_assert(D % 8 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 8 from 32 to 256");
 static_assert(BM % 64 == 0 && NWG >= 1 && NWG <= 3, "64 query rows per consumer warpgroup, 1 to 3 warpgroups");
 static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "key tile must be a multiple of 16, at most 256");
 static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 pipeline stages");
@@ -345,7 +352,7 @@ __device__ __forceinline__ void issue_s(const Consumer &c, int s, float (&acc)[S
 {
     const u32 q_tile = c.sq(), k_tile = c.sk() + s * KV_BYTES;
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
+    for (int kk = 0; kk < DK / 16; ++kk)
         ft_wgmma_s(acc, kmajor_desc(q_tile, BM, kk), kmajor_desc(k_tile, BN, kk), kk > 0);
 }
 

@@ -18,6 +18,7 @@
 #include "generator/family.h"
 #include "generator/spec.h"
 #include "generator/variant.h"
+#include "ops/op.h"
 #include "runtime/compile.h"
 #include "runtime/defaults.h"
 #include "tuner/plan.h"
@@ -45,20 +46,27 @@ static int names(const char *variant, const char *name)
     return ft__variant_text_value(variant, name, v, sizeof v) == 1;
 }
 
-/* The entry's variant for one call, as the runtime writes it: the entry's text, then the call's
- * d, causal, det (when the spec has it) and dtype where the text leaves them out. */
-static void complete(const ft_spec *spec, const ft_default_kernel *e, int causal, int det, const char *dtype,
-                     char *out, size_t cap)
+/* The entry's variant for a call of head dim d, as the runtime writes it: the entry's text, then
+ * the call's d, causal, det (when the spec has it) and dtype where the text leaves them out. */
+static void complete_at(const ft_spec *spec, const ft_default_kernel *e, int d, int causal, int det,
+                        const char *dtype, char *out, size_t cap)
 {
     size_t n = (size_t)snprintf(out, cap, "%s", e->variant);
     if (!names(e->variant, "d"))
-        n += (size_t)snprintf(out + n, cap - n, ",d=%d", e->head_dim);
+        n += (size_t)snprintf(out + n, cap - n, ",d=%d", d);
     if (!names(e->variant, "causal"))
         n += (size_t)snprintf(out + n, cap - n, ",causal=%d", causal);
     if (ft__spec_param_index(spec, "det") >= 0 && !names(e->variant, "det"))
         n += (size_t)snprintf(out + n, cap - n, ",det=%d", det);
     if (!names(e->variant, "dtype"))
         snprintf(out + n, cap - n, ",dtype=%s", dtype);
+}
+
+/* The entry's variant for a call of its own head dim. */
+static void complete(const ft_spec *spec, const ft_default_kernel *e, int causal, int det, const char *dtype,
+                     char *out, size_t cap)
+{
+    complete_at(spec, e, e->head_dim, causal, det, dtype, out, cap);
 }
 
 /* The SASS of a compiled Hopper kernel (cuobjdump at cuobjdump_path), its main kernel (not the
@@ -103,7 +111,7 @@ static int sass_ok(const char *cuobjdump_path, const ft_compiled *c, char *why, 
  * compile, compiles it and returns its status after; with sass (a cuobjdump, or NULL) also
  * checks the compiled kernel's SASS (FT_PLAN_OVER_LIMITS with the counts when it fails). */
 static ft_plan_status plan_one(ft_spec *spec, const char *text, const char *arch_name, ft_cache *cache, int compile,
-                               const char *sass, char *reason, size_t cap)
+                               const char *sass, char *reason, size_t cap, long long *spills)
 {
     ft_plan *plan = NULL;
     ft_variant v;
@@ -137,6 +145,11 @@ static ft_plan_status plan_one(ft_spec *spec, const char *text, const char *arch
     }
     st = plan->items[0].status;
     snprintf(reason, cap, "%s", plan->items[0].reason);
+    if (spills != NULL)
+        *spills = st == FT_PLAN_COMPILED
+                      ? (plan->items[0].report.spill_stores > 0 ? plan->items[0].report.spill_stores : 0) +
+                            (plan->items[0].report.spill_loads > 0 ? plan->items[0].report.spill_loads : 0)
+                      : 0;
     if (sass != NULL && st == FT_PLAN_COMPILED) {
         char why[256];
         if (!sass_ok(sass, &plan->items[0].compiled, why, sizeof why)) {
@@ -189,7 +202,7 @@ static void test_defaults_build(void)
                     const int hopper = strstr(e->family, "_sm90") != NULL;
                     const char *sass = t == 0 && hopper && cuobjdump != NULL && cuobjdump[0] ? cuobjdump : NULL;
                     complete(spec, e, c, det, dtypes[t], text, sizeof text);
-                    st = plan_one(spec, text, "sm_90", cache, t == 0, sass, reason, sizeof reason);
+                    st = plan_one(spec, text, "sm_90", cache, t == 0, sass, reason, sizeof reason, NULL);
                     sass_read += sass != NULL && st == FT_PLAN_COMPILED;
                     if (st != (t == 0 ? FT_PLAN_COMPILED : FT_PLAN_PENDING))
                         FT_FAIL_("default %s (%s) on sm_90: %s: %s", text, e->family, ft__plan_status_name(st),
@@ -229,7 +242,7 @@ static void test_defaults_build(void)
                         (o->causal >= 0 && o->causal != c))
                         continue;
                     complete(spec, o, c, det, "bf16", text, sizeof text);
-                    kept = plan_one(spec, text, "sm_80", NULL, 0, NULL, reason, sizeof reason) == FT_PLAN_PENDING;
+                    kept = plan_one(spec, text, "sm_80", NULL, 0, NULL, reason, sizeof reason, NULL) == FT_PLAN_PENDING;
                 }
                 if (!kept)
                     FT_FAIL_("no default of %s keeps d=%d causal=%d det=%d on sm_80", e->family, e->head_dim, c, det);
@@ -246,4 +259,78 @@ static void test_defaults_build(void)
     ft__cache_close(cache);
 }
 
-FT_TEST_MAIN(FT_CASE(test_defaults_build))
+/* Head dims the table does not list, odd multiples of 8 among them: a call takes each family's
+ * entries of the nearest head dim above it with its own d (runtime/defaults.c), the first that
+ * its spec keeps and that builds. For each forward family, causal or not, that first kept entry
+ * compiles for sm_90 (sm_90a for the Hopper family) and, for the families that run there, for
+ * sm_80, without spills where the spec rejects them (flash_fwd_sm80's spec allows them, and its
+ * entries spill at their own head dims too: d = 64's 228 bytes on sm_80; their spills are
+ * printed): prefill calls for the prefill families, calls with a KV cache (the short-query
+ * family's entries only) for the short-query one. bf16 only (the dtype changes no structure).
+ * Not the short-query family above 192: d = 256's entry, the one it takes there, spills at the
+ * head dims whose 16-byte chunks per row do not divide a warp's 32 lanes, multiples of 16 (224,
+ * 240: 76 and 132 bytes on sm_90) or not (248: 168; 200 on sm_80: 4), and on sm_80 no variant of
+ * the spec at 248 compiles without spills (nor does d = 256's non-causal default at 256). */
+static void test_defaults_new_dims(void)
+{
+    static const int dims[] = {40, 72, 88, 120, 136, 200, 248};
+    static const char *const families[] = {"flash_fwd_sm90", "flash_fwd_sm80", "flash_decode_sm80"};
+    const char *cache_dir = getenv("FLASHTUNE_CACHE_DIR");
+    ft_cache *cache = NULL;
+    ft_err err;
+    size_t di, fi, i, n;
+    int c, a, compiled = 0;
+
+    if (cache_dir != NULL && cache_dir[0] != '\0')
+        ASSERT_OK(ft__cache_open(cache_dir, &cache, &err), &err);
+    for (di = 0; di < sizeof dims / sizeof dims[0]; di++)
+        for (fi = 0; fi < sizeof families / sizeof families[0]; fi++) {
+            const int hopper = strstr(families[fi], "_sm90") != NULL, decode = strstr(families[fi], "decode") != NULL;
+            ft_spec *spec = spec_of(families[fi]);
+
+            ASSERT_TRUE(spec != NULL);
+            if (spec == NULL)
+                continue;
+            if (decode && dims[di] > 192) {
+                ft__spec_free(spec);
+                continue;
+            }
+            for (c = 0; c <= 1; c++)
+                for (a = 0; a < (hopper ? 1 : 2); a++) {
+                    const char *arch = a == 0 ? "sm_90" : "sm_80";
+                    const ft_default_kernel *order[FT_DEFAULTS_MAX];
+                    ft_key key;
+                    int done = 0;
+
+                    ft__key_of(&ft__op_fwd, "bf16", dims[di], c, 0, 4, 32, 4, decode ? 1 : 4096, 4096, &key);
+                    n = ft__default_order(&key, decode ? FT_NEEDS_SPLIT : FT_NEEDS_DENSE, order, FT_DEFAULTS_MAX);
+                    for (i = 0; i < n && !done; i++) {
+                        char text[1024], reason[512];
+                        long long spills = 0;
+                        ft_plan_status st;
+
+                        if (strcmp(order[i]->family, families[fi]) != 0)
+                            continue;
+                        complete_at(spec, order[i], dims[di], c, 0, "bf16", text, sizeof text);
+                        if (plan_one(spec, text, arch, NULL, 0, NULL, reason, sizeof reason, NULL) != FT_PLAN_PENDING)
+                            continue; /* pruned: the runtime tries the next entry */
+                        st = plan_one(spec, text, arch, cache, 1, NULL, reason, sizeof reason, &spills);
+                        if (st != FT_PLAN_COMPILED || (spec->reject_spills && spills > 0))
+                            FT_FAIL_("default %s (%s) for d = %d on %s: %s, %lld spilled bytes: %s", text,
+                                     families[fi], dims[di], arch, ft__plan_status_name(st), spills, reason);
+                        if (spills > 0)
+                            printf("  %s on %s: %lld bytes of spills\n", text, arch, spills);
+                        done = 1;
+                        compiled++;
+                    }
+                    if (!done)
+                        FT_FAIL_("no default of %s is kept for d = %d causal = %d on %s", families[fi], dims[di], c,
+                                 arch);
+                }
+            ft__spec_free(spec);
+        }
+    printf("  %d defaults compiled at head dims the table does not list\n", compiled);
+    ft__cache_close(cache);
+}
+
+FT_TEST_MAIN(FT_CASE(test_defaults_build), FT_CASE(test_defaults_new_dims))

@@ -687,16 +687,18 @@ static void bwd_args_of(const ft_bwd_tensors *t, const ft_problem *p, ft_attenti
     a->causal = p->causal, a->deterministic = p->deterministic;
 }
 
-/* Head dims that are multiples of 16 beyond the six of the first kernels: listed ones (80, 160)
- * and ones no spec lists (48, 112, 224: the specs' open d takes them, the defaults of the next
- * head dim above serve them), prefill and decode, each against the reference; on compute
- * capability 9.0 the sm_90a family runs the prefill calls (80 and 112 with 32-byte swizzled
- * tiles). The sm80 family on the same head dims, forced. A head dim no template takes (72) is
- * FT_ERR_UNSUPPORTED, forward and backward, saying so (test_public_backward has the backward at
- * the new head dims). */
+/* Head dims beyond the six of the first kernels: listed ones (80, 160) and ones no spec lists
+ * (48, 112, 224, and the odd multiples of 8 40, 72, 88, 120 and 200: the specs' open d takes
+ * them, the defaults of the next head dim above serve them), prefill and decode, each against
+ * the reference; on compute capability 9.0 the sm_90a family runs the prefill calls (80 and 112
+ * with 32-byte swizzled tiles; 72 and 200 with tiles of 80 and 208 columns in blocks of 16, 88
+ * of 96 in blocks of 32, 120 of 128 in blocks of 64, the columns past d zeros). The sm80 family
+ * on the same head dims, forced. A head dim no forward template takes (264) is
+ * FT_ERR_UNSUPPORTED, saying so, and so is the backward at 72 (test_public_backward has the
+ * backward at the new head dims). */
 static void test_public_head_dims(void)
 {
-    static const int dims[] = {48, 80, 112, 160, 224};
+    static const int dims[] = {48, 80, 112, 160, 224, 40, 72, 88, 120, 200};
     static const forced_variant sm80[] = {{"specs/flash_fwd.lua", "bm=128,bn=64,warps=4,stages=2,qreg=0,overlap=1"}};
     ft_context *ctxs[2], *ctx, *forced;
     size_t i;
@@ -725,19 +727,19 @@ static void test_public_head_dims(void)
                        check.o_rel_l2, which);
             }
     {
-        /* no template takes 72, forward or backward */
+        /* no forward template takes 264; the backward's none 72 */
         ft_problem p;
         ft_tensors t;
         ft_attention_args a;
         ft_attention_bwd_args b;
         ft_err err;
         memset(&p, 0, sizeof p);
-        ASSERT_OK(ft__problem_parse("b=1,hq=2,sq=64,sk=64,d=72", &p, &err), &err);
+        ASSERT_OK(ft__problem_parse("b=1,hq=2,sq=64,sk=64,d=264", &p, &err), &err);
         ASSERT_OK(ft__tensors_create(session.cu, &p, &t, &err), &err);
         args_of(&t, &p, FT_ARGS_VERSION, &a);
         ASSERT_EQ(ft_attention_forward(ctx, &a, NULL), FT_ERR_UNSUPPORTED);
-        ASSERT_CONTAINS(ft_last_error(ctx), "head dims are multiples of 16");
-        printf("  head dim 72: %s\n", ft_last_error(ctx));
+        ASSERT_CONTAINS(ft_last_error(ctx), "no fwd kernel for head dim 264");
+        printf("  head dim 264: %s\n", ft_last_error(ctx));
         ft__tensors_destroy(session.cu, &t);
         {
             /* [1, 64, 2, 72] tensors: the inputs share one buffer, each gradient has its own */
@@ -757,7 +759,7 @@ static void test_public_head_dims(void)
             memcpy(b.dout_stride, stride, sizeof stride), memcpy(b.dq_stride, stride, sizeof stride);
             memcpy(b.dk_stride, stride, sizeof stride), memcpy(b.dv_stride, stride, sizeof stride);
             ASSERT_EQ(ft_attention_backward_workspace_size(ctx, &b, &bytes), FT_ERR_UNSUPPORTED);
-            ASSERT_CONTAINS(ft_last_error(ctx), "head dims are multiples of 16");
+            ASSERT_CONTAINS(ft_last_error(ctx), "head dims are multiples of 16 from 32 to 256");
             printf("  backward head dim 72: %s\n", ft_last_error(ctx));
             for (k = 0; k < 5; k++)
                 session.cu->p_cuMemFree(buf[k]);

@@ -739,7 +739,88 @@ static void test_plan_rejects_spills(void)
     ft__spec_free(spec);
 }
 
+/* The forward specs' head dims: d is open, and the constraints keep every multiple of 8 from 32
+ * to 256 (72, 88, 120, 200 joining when asked for; 36 and 264 pruned with the first constraint's
+ * words), in the three forward families. At an odd multiple of 8 the tiles in shared memory are
+ * the head dim rounded up to 16 wide: the sm80 families' rows of 16·k + 8 elements (an odd
+ * number of chunks), the sm_90a family's of 16·k in column blocks of the widest swizzle span that
+ * divides that (72: 80 in blocks of 16, 88: 96 in 32, 120: 128 in 64), the span its tensor maps
+ * take as a launch fact; its P·V wgmma is m64n{that width}k16 (whole column blocks of V). */
+static void test_fwd_head_dims_by_8(void)
+{
+    static const struct {
+        const char *spec, *arch, *variant;
+        const char *reason; /* NULL: kept */
+        long long smem;     /* the spec's shared memory, kept variants */
+        int span;           /* sm_90a: the tensor maps' swizzle span */
+    } cases[] = {
+        {"flash_fwd.lua", "sm_80", "d=72,bm=64,bn=64,warps=4,stages=2,causal=0,dtype=f16,qreg=1,overlap=1", NULL,
+         (64 + 2 * 2 * 64) * 88 * 2, 0},
+        {"flash_fwd.lua", "sm_80", "d=200,bm=64,bn=32,warps=4,stages=2,causal=1,dtype=bf16,qreg=0,overlap=0", NULL,
+         (64 + 2 * 2 * 32) * 216 * 2, 0},
+        {"flash_fwd.lua", "sm_80", "d=36,bm=64,bn=64,warps=4,stages=2,causal=0,dtype=f16,qreg=0,overlap=0",
+         "head dims are multiples of 8 from 32 to 256", 0, 0},
+        {"flash_fwd.lua", "sm_80", "d=264,bm=64,bn=64,warps=4,stages=2,causal=0,dtype=f16,qreg=0,overlap=0",
+         "head dims are multiples of 8 from 32 to 256", 0, 0},
+        {"flash_fwd_sm90.lua", "sm_90a", "d=72,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0",
+         NULL, 1024 + 2 * 128 * 80 * 2 + 2 * 2 * 128 * 80 * 2 + 8 * (8 + 8) + 128, 16},
+        {"flash_fwd_sm90.lua", "sm_90a", "d=88,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1",
+         NULL, 1024 + 2 * 128 * 96 * 2 + 2 * 2 * 128 * 96 * 2 + 8 * (8 + 8) + 128, 32},
+        {"flash_fwd_sm90.lua", "sm_90a", "d=120,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=0,overlap=1,balance=0",
+         NULL, 1024 + 2 * 128 * 128 * 2 + 2 * 2 * 128 * 128 * 2 + 8 * (8 + 8) + 128, 64},
+        {"flash_fwd_sm90.lua", "sm_90a", "d=36,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0",
+         "head dims are multiples of 8 from 32 to 256", 0, 0},
+        {"flash_decode.lua", "sm_80", "d=72,bn=16,warps=4,stages=2,mt=1,pack=1,causal=0,dtype=f16", NULL,
+         (16 + 4 * 2 * 2 * 16) * 88 * 2, 0},
+        {"flash_decode.lua", "sm_80", "d=264,bn=16,warps=4,stages=2,mt=1,pack=1,causal=0,dtype=f16",
+         "head dims are multiples of 8 from 32 to 256", 0, 0},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[512], why[256];
+        ft_spec *spec = NULL;
+        const ft_family *fam;
+        ft_variant v;
+        ft_arch arch;
+        ft_kernel_source ks;
+        ft_launch_facts facts;
+        ft_err err;
+        int keep, di;
+
+        snprintf(path, sizeof path, "%s/specs/%s", FT_SOURCE_DIR, cases[i].spec);
+        ASSERT_OK(ft__spec_load(path, NULL, &spec, &err), &err);
+        di = ft__spec_param_index(spec, "d");
+        ASSERT_TRUE(di >= 0 && spec->params[di].open);
+        ASSERT_OK(ft__arch_builtin(cases[i].arch, &arch, &err), &err);
+        ASSERT_OK(ft__spec_add_values(spec, cases[i].variant, &err), &err);
+        ASSERT_OK(ft__variant_parse(spec, cases[i].variant, &v, &err), &err);
+        ASSERT_OK(ft__spec_check(spec, &v, &arch, &keep, why, sizeof why, &err), &err);
+        if (cases[i].reason == NULL ? !keep : keep || strcmp(why, cases[i].reason) != 0)
+            FT_FAIL_("%s: %s, want %s", cases[i].variant, keep ? "kept" : why,
+                     cases[i].reason ? cases[i].reason : "kept");
+        if (keep) {
+            fam = ft__family_find(spec->template_name);
+            ASSERT_TRUE(fam != NULL);
+            ASSERT_OK(ft__emit(spec, fam, &v, &arch, &ks, &err), &err);
+            if (ks.smem_dynamic != cases[i].smem)
+                FT_FAIL_("%s: shared memory %lld, want %lld", cases[i].variant, ks.smem_dynamic, cases[i].smem);
+            if (cases[i].span > 0) {
+                char wrapper[64];
+                int d = atoi(cases[i].variant + 2);
+                snprintf(wrapper, sizeof wrapper, "wgmma.mma_async.sync.aligned.m64n%dk16", (d + 15) / 16 * 16);
+                ASSERT_TRUE(strstr(ks.text, wrapper) != NULL);
+                ft__family_launch(fam, cases[i].variant, ks.threads, ks.smem_dynamic, &facts);
+                ASSERT_EQ(facts.tma_span, cases[i].span);
+                ASSERT_EQ(facts.head_dim, d);
+            }
+            ft__kernel_source_free(&ks);
+        }
+        ft__spec_free(spec);
+    }
+}
+
 FT_TEST_MAIN(FT_CASE(test_builtin_table), FT_CASE(test_load_builtin_index), FT_CASE(test_load_default_names),
              FT_CASE(test_family_target), FT_CASE(test_plan_target), FT_CASE(test_wgmma_wrappers),
              FT_CASE(test_emit_sm90), FT_CASE(test_sm90_pruning), FT_CASE(test_sm90_compile_sample),
-             FT_CASE(test_plan_rejects_spills))
+             FT_CASE(test_plan_rejects_spills), FT_CASE(test_fwd_head_dims_by_8))

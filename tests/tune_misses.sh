@@ -78,7 +78,7 @@ sql "$insert_misses
      ($dev, 'f16', 64, 0, 128, 1, -5, 0, 1, 128, 128, 'default', 1),
      ($dev, 'f16', 64, 0, 128, 8, 1, 8, 3, 128, 128, 'default', 1),
      ($dev, 'f16', 100, 0, 128, 8, 1, 8, 8, 128, 128, 'failed', 1),
-     ($dev, 'f16', 40, 0, 128, 8, 1, 8, 8, 128, 128, 'failed', 1),
+     ($dev, 'f16', 24, 0, 128, 8, 1, 8, 8, 128, 128, 'failed', 1),
      ($dev, 'f16', 64, 0, 128, 1073741824, 65536, 65536, 1, 128, 128, 'default', 1),
      ($dev, 'f16', 64, 1, 256, 4, 1, 4, 4, 3000, 3000, 'nearest', 1),
      ($dev, 'f32', 64, 0, 128, 8, 1, 8, 8, 128, 128, 'default', 1),
@@ -89,7 +89,7 @@ grep -q 'tune: 2 missed buckets of Fake GPU (8 recorded misses skipped for an in
   fail "tune --misses: the invalid misses are not counted"
 [ "$(grep -c '^flashtune tune: skipping the recorded miss ' "$dir/out")" = 8 ] || fail "tune --misses: expected 8 skipped misses"
 for why in 'f16 d=64 causal=0 b=-5,hq=0,hkv=1,sq=128,sk=128 (driver [0-9]*): every size must be positive' \
-           'hq (8) must be a multiple of hkv (3)' 'head dim 100 is not supported' 'no spec has kernels of head dim 40' \
+           'hq (8) must be a multiple of hkv (3)' 'head dim 100 is not supported' 'no spec has kernels of head dim 24' \
            'batch 65536 times 65536 heads' 'b=1,hq=4,hkv=4,sq=3000,sk=3000 (driver [0-9]*): the shape is not in the recorded bucket (group <= 1, sq <= 256, seqlen <= 256, b\*h <= 4)' \
            'f32 d=64 .*: the dtype is neither f16 nor bf16' \
            'b=-1,hq=8,hkv=8,sq=128,sk=128 (driver [0-9]*): every size must be positive'; do
@@ -116,16 +116,17 @@ grep -q 'tune: no valid misses recorded for Fake GPU in .* (1 skipped for an inv
 echo "only invalid misses: ok"
 
 # 6. A miss of a head dim no spec lists: the open d takes it (112, a multiple of 16: its
-#    variants are compiled and the miss tuned); one the constraints prune (72) is skipped, said so.
+#    variants are compiled and the miss tuned); one the constraints prune (264, past 256) is
+#    skipped, said so.
 db=$dir/open.db
 "$ft" tune specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses on a new database failed"
 dev=$(sql "select id from devices where name = 'Fake GPU'")
 sql "insert into misses (device_id, op, key, batch, heads_q, heads_kv, seqlen_q, seqlen_k, fallback, count) values
      ($dev, 'fwd', $(key f16 112 0 1 1024 1024 8), 1, 8, 8, 1000, 1000, 'default', 2),
-     ($dev, 'fwd', $(key f16 72 0 1 1024 1024 8), 1, 8, 8, 1000, 1000, 'failed', 1);" || fail "cannot add the misses"
+     ($dev, 'fwd', $(key f16 264 0 1 1024 1024 8), 1, 8, 8, 1000, 1000, 'failed', 1);" || fail "cannot add the misses"
 "$ft" tune specs/flash_fwd.lua --misses --db "$db" --only 'bm=64,bn=64,warps=4,stages=1,dtype=f16,qreg=0,overlap=0' -q -j 2 \
   > "$dir/out" 2>&1 || fail "tune --misses of d=112 failed"
-grep -q 'skipping the recorded miss .*d=72 .*no spec has kernels of head dim 72' "$dir/out" || fail "the d=72 miss was not skipped"
+grep -q 'skipping the recorded miss .*d=264 .*no spec has kernels of head dim 264' "$dir/out" || fail "the d=264 miss was not skipped"
 grep -q 'measured 1, already in the database 0: 1 ok' "$dir/out" || fail "the d=112 miss was not measured"
 grep -q 'tuned Fake GPU: 1 buckets, 1 variants' "$dir/out" || fail "tune --misses compiled more than the missed bucket's variant"
 [ "$(sql "select count(*) from results r join kernels k on k.id = r.kernel_id where k.variant like 'd=112,%' and r.seqlen_q = 1000")" = 1 ] ||

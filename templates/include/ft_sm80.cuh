@@ -36,6 +36,19 @@ __device__ __forceinline__ void ldmatrix_x4_trans(u32 addr, u32 &r0, u32 &r1, u3
                  : "r"(addr));
 }
 
+// Two 8×8 matrices (TRANS: transposed) from the addresses of lanes 0–15, as the first half of
+// ldmatrix_x4 (ldmatrix_x4_trans): the last k8 half of Q·Kᵀ and the last n8 tile of P·V at head
+// dims that are odd multiples of 8.
+template <bool TRANS> __device__ __forceinline__ void ldmatrix_x2(u32 addr, u32 &r0, u32 &r1)
+{
+    if (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+                     : "=r"(r0), "=r"(r1)
+                     : "r"(addr));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
+}
+
 // D += A·B for one m16n8k16 tile of the kernel's dtype, fp32 accumulators.
 __device__ __forceinline__ void mma16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1)
 {
