@@ -9,6 +9,7 @@ Systems (each a column of the report):
   fa2         PyTorch scaled_dot_product_attention, SDPBackend.FLASH_ATTENTION forced
   cudnn       ... SDPBackend.CUDNN_ATTENTION forced
   efficient   ... SDPBackend.EFFICIENT_ATTENTION forced (memory-efficient)
+  fa4         FlashAttention-4 (flash_attn.cute.flash_attn_func) where it imports, else left out
   flex        torch.compile(flex_attention, mode=--flex-mode), causal through a block mask
               (optional, --flex: its first call per shape compiles and autotunes, 3.5-21 s on an H200)
 
@@ -83,7 +84,7 @@ def main(argv=None):
     g.add_argument("--hidden", type=int, default=2048, help="heads = hidden / head_dim")
     g.add_argument("--layout", choices=("bhsd", "bshd"), default="bhsd",
                    help="storage of Q, K, V (and what SDPA gets); the other systems read it through strides")
-    g.add_argument("--systems", default=DEFAULT_SYSTEMS, help="from flashtune, fa2, cudnn, efficient, flex")
+    g.add_argument("--systems", default=DEFAULT_SYSTEMS, help="from flashtune, fa2, cudnn, efficient, fa4, flex")
     g.add_argument("--variant", action="append", metavar="V",
                    help="also time a flashtune context forced to this variant (d, causal, dtype may be left out; "
                         "repeatable)")

@@ -125,6 +125,15 @@ def run(args):
     except flashtune.FlashtuneError as e:
         sys.exit("report.py: flashtune.Context: %s" % e)
 
+    fa4_fn = None
+    if "fa4" in systems:
+        try:
+            from flash_attn.cute import flash_attn_func as fa4_fn
+        except Exception as e:  # noqa: BLE001 - not installed here: the column is left out
+            report["fa4_error"] = first_line(e)
+            print("fa4: %s" % report["fa4_error"], flush=True)
+            systems.remove("fa4")
+
     flex_fn, flex_state, block_masks = None, {"spent": 0.0}, {}
     if "flex" in systems:
         try:
@@ -169,7 +178,7 @@ def run(args):
                 print("time budget of %d s spent: %d shapes left out" % (args.budget, len(shapes) - idx), flush=True)
                 break
             row = measure_shape(torch, flashtune, args, report, timer, contexts, systems, backends, sdpa_call,
-                                dtypes_t[dt], dt, d, causal, s, flex_fn, block_masks, flex_state)
+                                dtypes_t[dt], dt, d, causal, s, flex_fn, block_masks, flex_state, fa4_fn)
             report["rows"].append(row)
             write_outputs(report, args.out)
     except Stop as e:
@@ -187,7 +196,7 @@ def run(args):
 
 
 def measure_shape(torch, flashtune, args, report, timer, contexts, systems, backends, sdpa_call, tdtype, dt, d,
-                  causal, s, flex_fn, block_masks, flex_state):
+                  causal, s, flex_fn, block_masks, flex_state, fa4_fn=None):
     b, h = args.tokens // s, args.hidden // d
     fl = flops(b, h, s, s, d, causal)
     elt = torch.tensor([], dtype=tdtype).element_size()
@@ -255,6 +264,23 @@ def measure_shape(torch, flashtune, args, report, timer, contexts, systems, back
                 rec["first_call_s"] = time.perf_counter() - t0
                 rec["check"] = check(torch, o, None, rows_idx, ref, tol)
                 outs[name] = o
+                del o
+                rec["mem"] = {"peak_extra_bytes": mem_peak(torch, fn)[0]}
+                fns[name] = fn
+            elif name == "fa4":
+                # FA4 reads [b, s, h, d] with the head dim contiguous; its copies are made once per
+                # shape, outside the timing. It returns (O, LSE); O is compared like SDPA's.
+                qf, kf, vf = (t.contiguous() for t in (qs, ks, vs))
+
+                def fn(qf=qf, kf=kf, vf=vf):
+                    o = fa4_fn(qf, kf, vf, causal=bool(causal))
+                    return o[0] if isinstance(o, tuple) else o
+                t0 = time.perf_counter()
+                o = fn()
+                torch.cuda.synchronize()
+                rec["first_call_s"] = time.perf_counter() - t0
+                rec["check"] = check(torch, o.transpose(1, 2), None, rows_idx, ref, tol)
+                outs[name] = o.transpose(1, 2)
                 del o
                 rec["mem"] = {"peak_extra_bytes": mem_peak(torch, fn)[0]}
                 fns[name] = fn
