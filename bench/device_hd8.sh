@@ -24,7 +24,7 @@ for mode in "$@"; do
         flash_fwd:d=88,dtype=f16 flash_decode:d=72,dtype=bf16 flash_decode:d=136,dtype=f16}; do
       spec=specs/${job%%:*}.lua only=${job#*:}
       t0=$(date +%s)
-      log="$OUT/verify_${job%%:*}_${only%%,*}.txt"
+      tag=${only%%,*}; log="$OUT/verify_${job%%:*}_${tag/=/}.txt"
       timeout "${VERIFY_LIMIT:-150}" "$ft" verify "$spec" -q --only "$only" > "$log" 2>&1
       note "verify $spec --only $only: exit $? in $(since "$t0") s: $(grep -E '^summary' "$log" | tail -1)"
       grep -E ' FAIL ' "$log" | head -n 5 | tee -a "$summary"
