@@ -4,7 +4,7 @@
 for the built-in defaults or one forced variant of a backward spec.
 
     python3 bench/bwd_breakdown.py --head-dim 128 --seqlens 512,1024,4096 \
-        [--spec specs/flash_bwd_sm90.lua --variant bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0]
+        [--spec specs/flash_bwd_sm90.lua --variant bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0]
 """
 import argparse
 import os

@@ -31,6 +31,10 @@
 #                                              bwd_compare at d = 64, 128 (BASE_DIMS) on the whole grid:
 #                                              this build's defaults against BASE_LIB's (another build,
 #                                              e.g. of the commit before a change) and cuDNN, interleaved
+#   bash bench/device_headdims_bwd.sh ahead    verify the sm_90a backward's d = 64 and 128 bf16 variants, d = 192's
+#                                              kvsplit ones and d = 96 f16 s_ahead=1, then bwd_compare at
+#                                              d = 64, 128: this build's defaults, BASE_LIB's, s_ahead=1 twins
+#                                              ('flashtune alt') and cuDNN, interleaved
 #   bash bench/device_headdims_bwd.sh profile  Nsight Compute's full set on one backward call of
 #                                              each PROFILE_SHAPES entry (D/SEQLEN/CAUSAL, the grid's
 #                                              batch and heads), its details page and the SASS
@@ -80,17 +84,17 @@ for mode in "$@"; do
     sed -n '/^type/,$p' "$OUT/hd_sm80.txt" | grep flashtune | tee -a "$summary"
     ;;
   ab)
-    alt="--alt 64/0=bm=128,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=1,det=0
-         --alt 64/1=bm=128,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0
-         --alt 128/0=bm=64,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=1,det=0
-         --alt 128/1=bm=64,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0"
+    alt="--alt 64/0=bm=128,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=1,det=0,s_ahead=0
+         --alt 64/1=bm=128,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0
+         --alt 128/0=bm=64,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=1,det=0,s_ahead=0
+         --alt 128/1=bm=64,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0"
     python3 bench/bwd_compare.py --head-dims 64,128 --dtypes bf16 --rounds ${AB_ROUNDS:-2} $alt --json "$OUT/ab.json" \
       > "$OUT/ab.txt" 2> "$OUT/ab.err"
     note "bwd_compare d=64,128 with the early_dv=2 twins: exit $? in $(since "$t0") s"
     sed -n '/^type/,$p' "$OUT/ab.txt" | tee -a "$summary"
     ;;
   sanitize)
-    for only in ${SANITIZE_ONLY:-d=80,bm=64,bn=64,causal=1,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0,dtype=bf16}; do
+    for only in ${SANITIZE_ONLY:-d=80,bm=64,bn=64,causal=1,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16}; do
       for tool in memcheck racecheck synccheck; do
         t0=$(date +%s)
         timeout "${SANITIZE_LIMIT:-100}" compute-sanitizer --tool "$tool" "$ft" verify specs/flash_bwd_sm90.lua -q \
@@ -110,7 +114,7 @@ for mode in "$@"; do
     verify sm80_d144_f16 specs/flash_bwd.lua d=144,dtype=f16,gqa=loop,det=0,causal=1
     [ "${BOUND_BENCH:-1}" = 1 ] || continue
     t0=$(date +%s)
-    two="bm=128,bn=128,early_dv=2,lpt=0,kvsplit=0,det=0"
+    two="bm=128,bn=128,early_dv=2,lpt=0,kvsplit=0,det=0,s_ahead=0"
     python3 bench/bwd_compare.py --head-dims 80 --seqlens 1024,4096,16384 --systems flashtune,cuDNN --rounds 3 \
       --alt "80/0=$two,dq_red=1" --alt "80/1=$two,dq_red=0" --json "$OUT/d80.json" > "$OUT/d80.txt" 2> "$OUT/d80.err"
     note "bwd_compare d=80, defaults and $two ('flashtune alt'): exit $? in $(since "$t0") s"
@@ -127,8 +131,8 @@ for mode in "$@"; do
     [ "${LPT_BENCH:-1}" = 1 ] || continue
     t0=$(date +%s)
     python3 bench/bwd_compare.py --head-dims 64,128 --causal 1 --dtypes bf16 --rounds ${AB_ROUNDS:-2} \
-      --systems flashtune,cuDNN --alt 64/1=bm=128,bn=128,early_dv=0,lpt=1,kvsplit=0,dq_red=0,det=0 \
-      --alt 128/1=bm=64,bn=128,early_dv=1,lpt=1,kvsplit=0,dq_red=0,det=0 --json "$OUT/lpt.json" \
+      --systems flashtune,cuDNN --alt 64/1=bm=128,bn=128,early_dv=0,lpt=1,kvsplit=0,dq_red=0,det=0,s_ahead=0 \
+      --alt 128/1=bm=64,bn=128,early_dv=1,lpt=1,kvsplit=0,dq_red=0,det=0,s_ahead=0 --json "$OUT/lpt.json" \
       > "$OUT/lpt.txt" 2> "$OUT/lpt.err"
     note "bwd_compare causal d=64,128 with lpt=1 twins: exit $? in $(since "$t0") s"
     sed -n '/^type/,$p' "$OUT/lpt.txt" | tee -a "$summary"
@@ -142,6 +146,20 @@ for mode in "$@"; do
       --systems flashtune,cuDNN --base-lib "$BASE_LIB" --json "$OUT/base.json" > "$OUT/base.txt" 2> "$OUT/base.err"
     note "bwd_compare against $BASE_LIB: exit $? in $(since "$t0") s"
     sed -n '/^type/,$p' "$OUT/base.txt" | tee -a "$summary"
+    ;;
+  ahead)
+    verify sm90_d64 specs/flash_bwd_sm90.lua d=64,dtype=bf16
+    verify sm90_d128 specs/flash_bwd_sm90.lua d=128,dtype=bf16
+    verify sm90_d192_kvsplit specs/flash_bwd_sm90.lua d=192,dtype=bf16,kvsplit=1,dq_red=0
+    verify sm90_d96_f16_ahead specs/flash_bwd_sm90.lua d=96,dtype=f16,s_ahead=1
+    t0=$(date +%s)
+    one="lpt=0,kvsplit=0,det=0,s_ahead=1"
+    python3 bench/bwd_compare.py --head-dims 64,128 --dtypes bf16 --rounds ${AB_ROUNDS:-2} --systems flashtune,cuDNN \
+      --base-lib "$BASE_LIB" --alt "64/0=bm=128,bn=128,early_dv=0,dq_red=1,$one" \
+      --alt "64/1=bm=128,bn=128,early_dv=2,dq_red=0,$one" --alt "128/0=bm=64,bn=128,early_dv=2,dq_red=0,$one" \
+      --alt "128/1=bm=64,bn=128,early_dv=2,dq_red=0,$one" --json "$OUT/ahead.json" > "$OUT/ahead.txt" 2> "$OUT/ahead.err"
+    note "bwd_compare d=64,128: defaults, BASE_LIB's, s_ahead=1 twins ('flashtune alt'): exit $? in $(since "$t0") s"
+    sed -n '/^type/,$p' "$OUT/ahead.txt" | tee -a "$summary"
     ;;
   profile)
     for shape in ${PROFILE_SHAPES:-128/8192/1 64/8192/1}; do

@@ -64,7 +64,7 @@ for mode in "$@"; do
     sed -n '/^type/,$p' "$OUT/bwd_det.txt" | grep flashtune | tee -a "$summary"
     ;;
   sanitize)
-    for only in ${SANITIZE_ONLY:-d=128,bm=64,bn=128,causal=1,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,dtype=bf16 d=64,bm=128,bn=128,causal=0,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0,dtype=f16 d=256,bm=64,bn=64,causal=1,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,dtype=bf16}; do
+    for only in ${SANITIZE_ONLY:-d=128,bm=64,bn=128,causal=1,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16 d=64,bm=128,bn=128,causal=0,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=f16 d=256,bm=64,bn=64,causal=1,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,s_ahead=0,dtype=bf16}; do
       for tool in memcheck synccheck racecheck; do
         t0=$(date +%s)
         timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$ft" verify specs/flash_bwd_sm90.lua -q --only "$only" \

@@ -28,7 +28,7 @@ DEFAULTS = [
     "flash_fwd_sm90 sm_90a d=80,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=1,balance=0",
     "flash_fwd sm_80 d=128,bm=128,bn=64,warps=4,stages=1,causal=1,dtype=bf16,qreg=0,overlap=0",
     "flash_decode sm_80 d=128,bn=16,warps=4,stages=2,mt=2,pack=1,causal=0,dtype=bf16",
-    "flash_bwd_sm90 sm_90a d=128,bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,causal=1,dtype=bf16",
+    "flash_bwd_sm90 sm_90a d=128,bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,causal=1,dtype=bf16",
     "flash_bwd sm_80 d=128,bm=64,bn=128,warps=8,split=2,stages=2,gqa=loop,det=0,causal=0,dtype=bf16",
 ]
 # runtime/nvrtc.c's base options (the target comes first)

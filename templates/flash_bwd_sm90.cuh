@@ -95,6 +95,8 @@
 //               2: Pᵀ's exponentials while dPᵀ's product runs (Pᵀ kept in fp32 until dSᵀ is
 //               made, then packed), dV after dSᵀ (the order FlashAttention-3/4 use)
 //   FTP_LPT     1: the grid's linear index walks key blocks slowest (longest causal walks first)
+//   FTP_S_AHEAD 1: the next block's Sᵀ issued before this block's dK is waited for (not with
+//               KVSPLIT), so that the tensor cores have it while the block's last steps run
 //   FTP_SPAN    CH, elements per swizzled row of a Q, dO, K or V column block (64, 32 or 16)
 //   FTP_DQ_WIDTH PW, columns per pass of a warpgroup's dQ partial (a multiple of CH, at most 112)
 // and the generated wgmma wrappers ft_wgmma_st (m64n{SQ}k16, both operands K-major in shared
@@ -104,8 +106,8 @@
 
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_CAUSAL) || !defined(FTP_EARLY_DV) || \
     !defined(FTP_LPT) || !defined(FTP_KVSPLIT) || !defined(FTP_DQ_RED) || !defined(FTP_DET) || !defined(FTP_SPAN) ||  \
-    !defined(FTP_DQ_WIDTH) || !defined(FT_SMEM_BYTES)
-#error "flash_bwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_CAUSAL, FTP_EARLY_DV, FTP_LPT, FTP_KVSPLIT, FTP_DQ_RED, FTP_DET, FTP_SPAN, FTP_DQ_WIDTH and FT_SMEM_BYTES"
+    !defined(FTP_DQ_WIDTH) || !defined(FTP_S_AHEAD) || !defined(FT_SMEM_BYTES)
+#error "flash_bwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_CAUSAL, FTP_EARLY_DV, FTP_LPT, FTP_KVSPLIT, FTP_DQ_RED, FTP_DET, FTP_SPAN, FTP_DQ_WIDTH, FTP_S_AHEAD and FT_SMEM_BYTES"
 #endif
 #if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
 #error "flash_bwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
@@ -129,6 +131,7 @@ constexpr bool LPT = FTP_LPT != 0;
 constexpr bool KVSPLIT = FTP_KVSPLIT != 0;
 constexpr bool DQ_RED = FTP_DQ_RED != 0;
 constexpr bool DET = FTP_DET != 0;
+constexpr bool S_AHEAD = FTP_S_AHEAD != 0;
 
 constexpr int NWG = KVSPLIT ? 2 : BN / 64; // consumer warpgroups: 64 keys each, or two sharing 64
 constexpr int CT = 128 * NWG;      // consumer threads
@@ -184,7 +187,10 @@ static_assert(FTP_EARLY_DV >= 0 && FTP_EARLY_DV <= 2, "early_dv is 0, 1 or 2");
 static_assert(!KVSPLIT || !EARLY_DV, "with shared keys dV's product waits for both warpgroups' Pᵀ");
 static_assert(!KVSPLIT || DQ_PASSES <= 2, "KVSPLIT keeps every pass of dQ in flight at once: at most two");
 static_assert(NWG <= 2, "one or two consumer warpgroups");
+static_assert(!KVSPLIT || !S_AHEAD, "with shared keys the next block's Sᵀ is not issued ahead");
 static_assert(!DET || (!DQ_RED && !LPT), "the fixed order of dQ's additions is kept by producer warp 1, in the launch order");
+static_assert(OFF_DS % 1024 == 0 && OFF_P % 1024 == 0 && DS_BYTES % 1024 == 0,
+              "Pᵀ and dSᵀ tiles 1024-aligned: store_keys_by_queries swizzles by address bits");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
 
 // Registers per thread after setmaxnreg, with two consumer warpgroups: the producer gives its
@@ -558,6 +564,17 @@ __device__ __forceinline__ void probs(float (&s)[SN], const float (&dp)[SN], u32
     }
 }
 
+// Sᵀ = K·Qᵀ for the warpgroup's keys (from kw) and queries (from q0c) of the stage's Q tile at
+// qt: one wgmma group.
+__device__ __forceinline__ void issue_s(float (&s)[SN], u32 base, u32 qt, int kw, int q0c)
+{
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+        ft_wgmma_st(s, DT::kmajor(base + OFF_K, BN, kw, kk), DT::kmajor(qt, BM, q0c, kk), kk > 0);
+    wgmma_commit();
+}
+
 // dSᵀ = Pᵀ ∘ (dPᵀ − D), packed as probs packs Pᵀ.
 __device__ __forceinline__ void grads(const float (&pt)[SN], const float (&dp)[SN], u32 (&dsf)[SN / 2],
                                       const Stats &dsum, u32 stat, int q0c, int t4)
@@ -626,16 +643,22 @@ __device__ __forceinline__ void emit_dq(const float (&dq)[PW / 2], u32 base, flo
     }
 }
 
-// A consumer thread's Pᵀ or dSᵀ (packed pairs, probs' order) into the block's tile at dst: row =
-// the key in the CTA's block (from k0), column blocks of 64 queries (BN rows apart), 128-byte
-// rows, 16-byte chunk j of row r at j ^ (r & 7).
-__device__ __forceinline__ void store_keys_by_queries(u32 dst, const u32 (&x)[SN / 2], int k0, int q0c, int t4)
+// A warp's Pᵀ or dSᵀ (packed pairs, probs' order) into the block's tile at dst: row = the key in
+// the CTA's block (from the warp's first key kr), column blocks of 64 queries (BN rows apart),
+// 128-byte rows, 16-byte chunk j of row r at j ^ (r & 7). Four 8x8 matrices a store: keys kr..
+// and kr + 8.. of two chunks of 8 queries, c and c + 1 (c even: registers x[2c] .. x[2c + 3]);
+// lane l addresses row l % 8 of matrix l / 8, chunk c + l / 16. Each matrix's eight rows land in
+// eight different 16-byte bank groups (the swizzle), so a store is conflict-free. With dst
+// 1024-aligned a row's swizzled chunk is (row address + 16·(l/16 ^ (r & 7))) ^ 16·c: one base
+// register a thread and a constant a store.
+__device__ __forceinline__ void store_keys_by_queries(u32 dst, const u32 (&x)[SN / 2], int kr, int q0c, int lane)
 {
+    const int r = kr + (lane & 7) + 8 * ((lane >> 3) & 1);
+    const u32 row = dst + (u32)(r * ROW + 16 * ((lane >> 4) ^ (r & 7)));
 #pragma unroll
-    for (int i = 0; i < SN; i += 2) {
-        const int r = k0 + 8 * ((i >> 1) & 1);
-        const int c = q0c / 8 + (i >> 2), j = c % 8, jb = c / 8;
-        st_shared(dst + (u32)(jb * BN * ROW + r * ROW + ((j ^ (r & 7)) * 16) + 4 * t4), x[i / 2]);
+    for (int i = 0; i < SN / 2; i += 4) {
+        const int c = q0c / 8 + i / 2; // even: q0c is a multiple of 16
+        stmatrix_x4((row + (u32)((c / 8) * BN * ROW)) ^ (u32)(16 * (c % 8)), x[i], x[i + 1], x[i + 2], x[i + 3]);
     }
 }
 
@@ -668,8 +691,16 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
     // dK and dV (from c0); this thread's keys: rows k0 and k0 + 8 of the Sᵀ accumulators.
     const int kw = KVSPLIT ? 0 : cw * 64, q0c = KVSPLIT ? cw * SQ : 0, c0 = KVSPLIT ? cw * DKV : 0;
     const int k0 = kw + warp * 16 + g, key0 = w.n0 + k0;
-    if (w.total > 0)
+    float s[SN]; // S_AHEAD: in flight across the loop's turn
+    if (w.total > 0) {
         mbar_wait(kv_full(bars), 0);
+        if (S_AHEAD) {
+            fence_regs(dk); // zeroed before the first Sᵀ is in flight, not while it is
+            fence_regs(dv);
+            mbar_wait(q_full(bars, 0), 0);
+            issue_s(s, base, base + OFF_Q, kw, q0c);
+        }
+    }
     for (int it = 0; it < w.total; ++it) {
         const int stage = it & 1;
         const int head = w.first_head + it / w.per_head, m = w.m_begin + it % w.per_head;
@@ -678,15 +709,20 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
         const u32 qt = base + OFF_Q + stage * QT_BYTES, dot = base + OFF_DO + stage * QT_BYTES;
         const u32 stat = base + OFF_STAT + stage * 2 * BM * 4;
         float *const dq_tile = ws.dq + (((long long)w.batch * p.heads_q + head) * ws.mbq + m) * (BM * D);
-        // Sᵀ and dPᵀ, two groups. EARLY_DV: Pᵀ, and dV's product (which takes only Pᵀ), while
-        // dPᵀ runs; EXP_UNDER_DP: Pᵀ's exponentials while dPᵀ runs; else both waited for first
-        // (fewer registers live at once).
-        float s[SN], dp[SN];
+        // Sᵀ (S_AHEAD: issued by the block before) and dPᵀ, two groups. EARLY_DV: Pᵀ, and dV's
+        // product (which takes only Pᵀ), while dPᵀ runs; EXP_UNDER_DP: Pᵀ's exponentials while
+        // dPᵀ runs; else both waited for first (fewer registers live at once).
+        float dp[SN];
+        if (!S_AHEAD) {
+            issue_s(s, base, qt, kw, q0c);
+        } else if (S_FIRST) {
+            // Sᵀ (queued behind the last block's dK, most likely done) retired before dPᵀ is
+            // issued: ptxas keeps the wgmmas asynchronous only if no group crosses the loop's
+            // turn into one that reads Sᵀ while dPᵀ runs.
+            wgmma_wait<0>();
+            fence_regs(s);
+        }
         wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk)
-            ft_wgmma_st(s, DT::kmajor(base + OFF_K, BN, kw, kk), DT::kmajor(qt, BM, q0c, kk), kk > 0);
-        wgmma_commit();
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk)
             ft_wgmma_st(dp, DT::kmajor(base + OFF_V, BN, kw, kk), DT::kmajor(dot, BM, q0c, kk), kk > 0);
@@ -731,9 +767,9 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
 
         // dSᵀ (KVSPLIT: and Pᵀ) to shared memory for the products that read it there.
         const u32 ds = base + OFF_DS + stage * DS_BYTES, pt = base + OFF_P + stage * DS_BYTES;
-        store_keys_by_queries(ds, dsf, k0, q0c, t4);
+        store_keys_by_queries(ds, dsf, k0 - g, q0c, lane);
         if (KVSPLIT)
-            store_keys_by_queries(pt, pf, k0, q0c, t4);
+            store_keys_by_queries(pt, pf, k0 - g, q0c, lane);
         fence_proxy_async();
         if (!EARLY_DV && !KVSPLIT)
             issue_dv(dv, pf, dot);
@@ -783,13 +819,28 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
                 emit_dq(dq, base, dq_tile, ct, pass);
             }
         }
+        // S_AHEAD: the next block's Sᵀ queued behind dK (its stage was filled while this block
+        // ran). The last block issues one too, of its own stage (not yet released), unused: every
+        // turn of the loop then carries the same in-flight accumulators, which ptxas needs to
+        // keep the wgmmas asynchronous.
+        if (S_AHEAD) {
+            const bool next = it + 1 < w.total;
+            if (next)
+                mbar_wait(q_full(bars, stage ^ 1), ((it + 1) >> 1) & 1);
+            issue_s(s, base, base + OFF_Q + (next ? stage ^ 1 : stage) * QT_BYTES, kw, q0c);
+        }
         if (!DQ_RED) {
             fence_proxy_async();
             named_arrive(bar_dq_full(cw), HAND_THREADS);
         }
-        wgmma_wait<0>();
+        if (S_AHEAD)
+            wgmma_wait<1>(); // dK; the next Sᵀ stays in flight
+        else
+            wgmma_wait<0>();
         release_stage(bars, stage, dk, dv, pf, dsf);
     }
+    if (S_AHEAD)
+        wgmma_wait<0>(); // the last block's unused Sᵀ
 
     // dK (scaled) and dV of this thread's keys (columns c0 + 8·(i >> 2) + 2·t4, two at a time)
     // into shared memory from OFF_K on, free once every consumer's last products are done: dK's

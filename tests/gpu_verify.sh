@@ -15,5 +15,5 @@ for only in ${FT_VERIFY_BWD_ONLY:-d=128,bm=64,bn=128,warps=8,split=1,stages=2 d=
 done
 "$ft" verify specs/flash_bwd.lua -q --only d=144,bm=64,bn=64,warps=8,split=2,stages=1,dtype=f16,gqa=loop,det=0 || exit 1
 if "$ft" devices --gpus-only 2>/dev/null | grep -q 'sm_90'; then
-  "$ft" verify specs/flash_bwd_sm90.lua -q --only d=144,bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0,dtype=f16 || exit 1
+  "$ft" verify specs/flash_bwd_sm90.lua -q --only d=144,bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0,s_ahead=0,dtype=f16 || exit 1
 fi

@@ -53,6 +53,16 @@ __device__ __forceinline__ void st_shared4(u32 addr, int a, int b, int c, int d)
     asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
 }
 
+// Four 8x8 matrices of 16-bit elements from the warp's registers into shared memory: register i
+// of lane l holds row l/4, columns 2·(l%4) and +1 of matrix i (an mma accumulator's layout, packed),
+// and lane l gives the address of row l%8 of matrix l/8 (16 bytes, 16-byte aligned).
+__device__ __forceinline__ void stmatrix_x4(u32 addr, u32 r0, u32 r1, u32 r2, u32 r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0), "r"(r1),
+                 "r"(r2), "r"(r3)
+                 : "memory");
+}
+
 __device__ __forceinline__ int ld_shared(u32 addr)
 {
     int v;
