@@ -3,6 +3,7 @@
 # line a step in $OUT/summary.txt (note), and the run's record: the GPU and its clocks
 # ($OUT/gpu.txt) and the checkout's commit when the build was staged ($OUT/commit.txt, from the
 # COMMIT file stage_run.sh writes: the device's copy of the checkout is no git repository of it).
+# The steps the scripts share: verify, sanitize, gpu_tests.
 RUN=$(cd "${RUN:-.dev/run}" && pwd)
 OUT=${OUT:-/tmp/ft-out}
 mkdir -p "$OUT"
@@ -15,3 +16,39 @@ since() { echo $(( $(date +%s) - $1 )); }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader > "$OUT/gpu.txt"
 cp "$RUN/COMMIT" "$OUT/commit.txt" 2>/dev/null || echo "unknown (no $RUN/COMMIT)" > "$OUT/commit.txt"
+
+# verify NAME SPEC FILTER: flashtune verify of SPEC's variants matching FILTER (VERIFY_LIMIT
+# seconds at most), the log in $OUT/verify_NAME.txt, its summary and first failures noted.
+verify() {
+  local t0
+  t0=$(date +%s)
+  timeout "${VERIFY_LIMIT:-150}" "$ft" verify "$2" -q --only "$3" > "$OUT/verify_$1.txt" 2>&1
+  note "verify $2 --only $3: exit $? in $(since "$t0") s: $(grep -E '^summary' "$OUT/verify_$1.txt" | tail -1)"
+  grep -E ' FAIL ' "$OUT/verify_$1.txt" | head -n 5 | tee -a "$summary"
+}
+
+# sanitize NAME SPEC FILTER: compute-sanitizer's memcheck, racecheck and synccheck, each under
+# flashtune verify of SPEC's variants matching FILTER (SANITIZE_LIMIT seconds at most), the logs
+# in $OUT/sanitize_NAME_TOOL.txt, each tool's summary line noted.
+sanitize() {
+  local t0 tool log
+  for tool in memcheck racecheck synccheck; do
+    t0=$(date +%s)
+    log=$OUT/sanitize_$1_$tool.txt
+    timeout "${SANITIZE_LIMIT:-100}" compute-sanitizer --tool "$tool" --error-exitcode 9 "$ft" verify "$2" -q \
+      --only "$3" > "$log" 2>&1
+    note "compute-sanitizer $tool verify $2 --only $3: exit $? in $(since "$t0") s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
+  done
+}
+
+# gpu_tests: tests/test_gpu of the staged build and tests/test_python_bwd, counts noted.
+gpu_tests() {
+  local t0
+  t0=$(date +%s)
+  "$RUN/tests/test_gpu" > "$OUT/test_gpu.txt" 2>&1
+  note "test_gpu: exit $? in $(since "$t0") s ($(grep -c '^ok' "$OUT/test_gpu.txt") ok, $(grep -c '^FAIL' "$OUT/test_gpu.txt") FAIL)"
+  grep -E '^FAIL|FAIL ' "$OUT/test_gpu.txt" | head -n 5 | tee -a "$summary"
+  t0=$(date +%s)
+  python3 tests/test_python_bwd.py > "$OUT/test_python_bwd.txt" 2>&1
+  note "test_python_bwd: exit $? in $(since "$t0") s ($(tail -1 "$OUT/test_python_bwd.txt"); $(grep -c ': ok$' "$OUT/test_python_bwd.txt") ok, $(grep -c ': FAIL$' "$OUT/test_python_bwd.txt") FAIL)"
+}

@@ -9,8 +9,9 @@
 #                                      flashtune verify of HD8_SANITIZE (default: the sm_90a d = 72
 #                                      ping-pong variant whose P·V is m64n80k16 over a 72-wide V)
 #   bash bench/device_hd8.sh compare   bench/report.py at HD8_DIMS (default 72,80,88,160) on the
-#                                      grid's seqlens: flashtune's defaults, cuDNN and FA4 (when it
-#                                      imports), interleaved (HD8_SYSTEMS, HD8_ROUNDS)
+#                                      grid's seqlens with HD8_HIDDEN (default 2880, which every
+#                                      one of them divides): flashtune's defaults, cuDNN and FA4
+#                                      (when it imports), interleaved (HD8_SYSTEMS, HD8_ROUNDS)
 # Expects bench/stage_run.sh's folder in $RUN (default .dev/run). Logs and JSON go to $OUT, one
 # line each to $OUT/summary.txt.
 set -u
@@ -22,41 +23,20 @@ for mode in "$@"; do
     for job in ${HD8_VERIFY:-flash_fwd_sm90:d=72,dtype=bf16 flash_fwd_sm90:d=120,dtype=bf16 \
         flash_fwd_sm90:d=88,dtype=f16 flash_fwd_sm90:d=200,dtype=f16 flash_fwd:d=72,dtype=bf16 \
         flash_fwd:d=88,dtype=f16 flash_decode:d=72,dtype=bf16 flash_decode:d=136,dtype=f16}; do
-      spec=specs/${job%%:*}.lua only=${job#*:}
-      t0=$(date +%s)
-      tag=${only%%,*}; log="$OUT/verify_${job%%:*}_${tag/=/}.txt"
-      timeout "${VERIFY_LIMIT:-150}" "$ft" verify "$spec" -q --only "$only" > "$log" 2>&1
-      note "verify $spec --only $only: exit $? in $(since "$t0") s: $(grep -E '^summary' "$log" | tail -1)"
-      grep -E ' FAIL ' "$log" | head -n 5 | tee -a "$summary"
+      only=${job#*:} tag=${job#*:d=}
+      verify "${job%%:*}_d${tag%%,*}" "specs/${job%%:*}.lua" "$only"
     done
     ;;
   sanitize)
-    only=${HD8_SANITIZE:-d=72,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=1,balance=0}
-    for tool in memcheck racecheck synccheck; do
-      t0=$(date +%s)
-      timeout "${SANITIZE_LIMIT:-100}" compute-sanitizer --tool "$tool" "$ft" verify specs/flash_fwd_sm90.lua -q \
-        --only "$only" > "$OUT/sanitize_$tool.txt" 2>&1
-      note "compute-sanitizer $tool verify --only $only: exit $? in $(since "$t0") s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|hazard' "$OUT/sanitize_$tool.txt" | tail -1)"
-    done
+    sanitize hd8 specs/flash_fwd_sm90.lua \
+      "${HD8_SANITIZE:-d=72,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=1,balance=0}"
     ;;
   compare)
-    args="--head-dims ${HD8_DIMS:-72,80,88,160} --dtypes bf16 --no-db --no-plots --rounds ${HD8_ROUNDS:-2}
-          --systems ${HD8_SYSTEMS:-flashtune,cudnn,fa4}"
+    args="--head-dims ${HD8_DIMS:-72,80,88,160} --hidden ${HD8_HIDDEN:-2880} --dtypes bf16 --no-db --no-plots
+          --rounds ${HD8_ROUNDS:-2} --systems ${HD8_SYSTEMS:-flashtune,cudnn,fa4}"
     python3 bench/report.py $args --out "$OUT/compare" > "$OUT/compare.txt" 2> "$OUT/compare.err"
     note "report.py $(echo $args): exit $? in $(since "$t0") s"
-    python3 - "$OUT/compare/report.json" <<'EOF' | tee -a "$summary"
-import json, math, sys
-from collections import defaultdict
-rows = json.load(open(sys.argv[1]))["rows"]
-groups = defaultdict(lambda: defaultdict(list))
-for r in rows:
-    for system, m in r.get("systems", {}).items():
-        if m.get("tflops"):
-            groups[(r["d"], r["causal"])][system].append(m["tflops"])
-for (d, causal), by in sorted(groups.items()):
-    gm = {s: math.exp(sum(map(math.log, v)) / len(v)) for s, v in by.items()}
-    print(f"d={d} causal={int(causal)}: " + ", ".join(f"{s} {t:.1f}" for s, t in sorted(gm.items())))
-EOF
+    sed -n '/^## Geometric means/,/^## Where/p' "$OUT/compare/report.md" | grep '^|' | tee -a "$summary"
     ;;
   *)
     note "unknown mode $mode (verify, sanitize, compare)"

@@ -30,11 +30,9 @@
 #                                              d = 192's kvsplit ones with staged dQ), then
 #                                              bwd_compare at d = 64, 128 (BASE_DIMS) on the whole grid:
 #                                              this build's defaults against BASE_LIB's (another build,
-#                                              e.g. of the commit before a change) and cuDNN, interleaved
-#   bash bench/device_headdims_bwd.sh ahead    verify the sm_90a backward's d = 64 and 128 bf16 variants, d = 192's
-#                                              kvsplit ones and d = 96 f16 s_ahead=1, then bwd_compare at
-#                                              d = 64, 128: this build's defaults, BASE_LIB's, s_ahead=1 twins
-#                                              ('flashtune alt') and cuDNN, interleaved
+#                                              e.g. of the commit before a change) and cuDNN, interleaved;
+#                                              BASE_VERIFY: more verify filters, BASE_ALT: bwd_compare --alt
+#                                              D/C=VARIANT twins beside them ('flashtune alt')
 #   bash bench/device_headdims_bwd.sh profile  Nsight Compute's full set on one backward call of
 #                                              each PROFILE_SHAPES entry (D/SEQLEN/CAUSAL, the grid's
 #                                              batch and heads), its details page and the SASS
@@ -43,13 +41,6 @@
 # line each to $OUT/summary.txt.
 set -u
 . "$(dirname "$0")/device_common.sh"
-verify() { # verify NAME SPEC FILTER: one flashtune verify, its last lines in the summary
-  local t0
-  t0=$(date +%s)
-  timeout "${VERIFY_LIMIT:-150}" "$ft" verify "$2" -q --only "$3" > "$OUT/verify_$1.txt" 2>&1
-  note "verify $2 --only $3: exit $? in $(since "$t0") s: $(grep -E '^summary' "$OUT/verify_$1.txt" | tail -1)"
-  grep -E ' FAIL ' "$OUT/verify_$1.txt" | head -n 5 | tee -a "$summary"
-}
 for mode in "$@"; do
   t0=$(date +%s)
   case $mode in
@@ -65,12 +56,7 @@ for mode in "$@"; do
     done
     ;;
   tests)
-    "$RUN/tests/test_gpu" > "$OUT/test_gpu.txt" 2>&1
-    note "test_gpu: exit $? in $(since "$t0") s ($(grep -c '^ok' "$OUT/test_gpu.txt") ok, $(grep -c '^FAIL' "$OUT/test_gpu.txt") FAIL)"
-    grep -E '^FAIL|FAIL ' "$OUT/test_gpu.txt" | head -n 5 | tee -a "$summary"
-    t0=$(date +%s)
-    python3 tests/test_python_bwd.py > "$OUT/test_python_bwd.txt" 2>&1
-    note "test_python_bwd: exit $? in $(since "$t0") s ($(tail -1 "$OUT/test_python_bwd.txt"))"
+    gpu_tests
     ;;
   bench)
     args="--head-dims ${HD_DIMS:-80,96,112,160,192} --seqlens ${HD_SEQLENS:-1024,4096} --dtypes bf16 --rounds 2"
@@ -94,13 +80,10 @@ for mode in "$@"; do
     sed -n '/^type/,$p' "$OUT/ab.txt" | tee -a "$summary"
     ;;
   sanitize)
+    n=0
     for only in ${SANITIZE_ONLY:-d=80,bm=64,bn=64,causal=1,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16}; do
-      for tool in memcheck racecheck synccheck; do
-        t0=$(date +%s)
-        timeout "${SANITIZE_LIMIT:-100}" compute-sanitizer --tool "$tool" "$ft" verify specs/flash_bwd_sm90.lua -q \
-          --only "$only" > "$OUT/sanitize_$tool.txt" 2>&1
-        note "compute-sanitizer $tool verify --only $only: exit $? in $(since "$t0") s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|hazard' "$OUT/sanitize_$tool.txt" | tail -1)"
-      done
+      n=$((n + 1))
+      sanitize "bwd$n" specs/flash_bwd_sm90.lua "$only"
     done
     ;;
   bar)
@@ -141,25 +124,21 @@ for mode in "$@"; do
     verify sm90_d64 specs/flash_bwd_sm90.lua d=64,dtype=bf16
     verify sm90_d128 specs/flash_bwd_sm90.lua d=128,dtype=bf16
     verify sm90_d192_kvsplit specs/flash_bwd_sm90.lua d=192,dtype=bf16,kvsplit=1,dq_red=0
+    n=0
+    for only in ${BASE_VERIFY:-}; do
+      n=$((n + 1))
+      verify "sm90_extra$n" specs/flash_bwd_sm90.lua "$only"
+    done
     t0=$(date +%s)
+    alts=()
+    for alt in ${BASE_ALT:-}; do
+      alts+=(--alt "$alt")
+    done
     python3 bench/bwd_compare.py --head-dims "${BASE_DIMS:-64,128}" --dtypes bf16 --rounds ${AB_ROUNDS:-2} \
-      --systems flashtune,cuDNN --base-lib "$BASE_LIB" --json "$OUT/base.json" > "$OUT/base.txt" 2> "$OUT/base.err"
-    note "bwd_compare against $BASE_LIB: exit $? in $(since "$t0") s"
+      --systems flashtune,cuDNN --base-lib "$BASE_LIB" "${alts[@]}" --json "$OUT/base.json" > "$OUT/base.txt" \
+      2> "$OUT/base.err"
+    note "bwd_compare against $BASE_LIB${BASE_ALT:+ and the BASE_ALT twins ('flashtune alt')}: exit $? in $(since "$t0") s"
     sed -n '/^type/,$p' "$OUT/base.txt" | tee -a "$summary"
-    ;;
-  ahead)
-    verify sm90_d64 specs/flash_bwd_sm90.lua d=64,dtype=bf16
-    verify sm90_d128 specs/flash_bwd_sm90.lua d=128,dtype=bf16
-    verify sm90_d192_kvsplit specs/flash_bwd_sm90.lua d=192,dtype=bf16,kvsplit=1,dq_red=0
-    verify sm90_d96_f16_ahead specs/flash_bwd_sm90.lua d=96,dtype=f16,s_ahead=1
-    t0=$(date +%s)
-    one="lpt=0,kvsplit=0,det=0,s_ahead=1"
-    python3 bench/bwd_compare.py --head-dims 64,128 --dtypes bf16 --rounds ${AB_ROUNDS:-2} --systems flashtune,cuDNN \
-      --base-lib "$BASE_LIB" --alt "64/0=bm=128,bn=128,early_dv=0,dq_red=1,$one" \
-      --alt "64/1=bm=128,bn=128,early_dv=2,dq_red=0,$one" --alt "128/0=bm=64,bn=128,early_dv=2,dq_red=0,$one" \
-      --alt "128/1=bm=64,bn=128,early_dv=2,dq_red=0,$one" --json "$OUT/ahead.json" > "$OUT/ahead.txt" 2> "$OUT/ahead.err"
-    note "bwd_compare d=64,128: defaults, BASE_LIB's, s_ahead=1 twins ('flashtune alt'): exit $? in $(since "$t0") s"
-    sed -n '/^type/,$p' "$OUT/ahead.txt" | tee -a "$summary"
     ;;
   profile)
     for shape in ${PROFILE_SHAPES:-128/8192/1 64/8192/1}; do

@@ -1,8 +1,8 @@
 #!/bin/bash
 # The backward through the library, the tuner and Python on the GPU machine, as it was run:
 #   bash bench/device_train.sh tests   the GPU tests: test_gpu (the public forward and backward),
-#                                      gpu_tune, test_python, test_python_bwd (autograd against
-#                                      fp64, training), pack.sh's GPU part
+#                                      test_python_bwd (autograd against fp64, training), gpu_tune,
+#                                      test_python, pack.sh's GPU part
 #   bash bench/device_train.sh tune    flashtune tune of the backward's buckets (TUNE_ONLY, default
 #                                      bf16 non-deterministic at d = 64, 128, 256), compile and
 #                                      timing reported apart; the database goes to $OUT/bwd.db
@@ -23,13 +23,11 @@ for mode in "$@"; do
   t0=$(date +%s)
   case $mode in
   tests)
-    "$RUN/tests/test_gpu" > "$OUT/test_gpu.txt" 2>&1; note "test_gpu: exit $? in $(since "$t0") s ($(grep -c '^ok' "$OUT/test_gpu.txt") ok, $(grep -c '^FAIL' "$OUT/test_gpu.txt") FAIL)"
+    gpu_tests
     t0=$(date +%s)
     sh tests/gpu_tune.sh "$ft" "$RUN/attention" > "$OUT/gpu_tune.txt" 2>&1; note "gpu_tune: exit $? in $(since "$t0") s ($(tail -1 "$OUT/gpu_tune.txt"))"
     t0=$(date +%s)
     python3 tests/test_python.py > "$OUT/test_python.txt" 2>&1; note "test_python: exit $? in $(since "$t0") s ($(tail -1 "$OUT/test_python.txt"))"
-    t0=$(date +%s)
-    python3 tests/test_python_bwd.py > "$OUT/test_python_bwd.txt" 2>&1; note "test_python_bwd: exit $? in $(since "$t0") s ($(tail -1 "$OUT/test_python_bwd.txt"); $(grep -c ': ok$' "$OUT/test_python_bwd.txt") ok, $(grep -c ': FAIL$' "$OUT/test_python_bwd.txt") FAIL)"
     t0=$(date +%s)
     FLASHTUNE_WORKER=$RUN/tests/fake_worker sh tests/pack.sh "$ft" "$RUN/tests/fake_worker" cc "$RUN/libflashtune.so" \
       > "$OUT/pack.txt" 2>&1; note "pack.sh: exit $? in $(since "$t0") s ($(tail -1 "$OUT/pack.txt"))"
@@ -64,13 +62,10 @@ for mode in "$@"; do
     sed -n '/^type/,$p' "$OUT/bwd_det.txt" | grep flashtune | tee -a "$summary"
     ;;
   sanitize)
+    n=0
     for only in ${SANITIZE_ONLY:-d=128,bm=64,bn=128,causal=1,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16 d=64,bm=128,bn=128,causal=0,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=f16 d=256,bm=64,bn=64,causal=1,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,s_ahead=0,dtype=bf16}; do
-      for tool in memcheck synccheck racecheck; do
-        t0=$(date +%s)
-        timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$ft" verify specs/flash_bwd_sm90.lua -q --only "$only" \
-          > "$OUT/sanitize_$tool.txt" 2>&1
-        note "$only $tool: rc $? in $(since "$t0") s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize_$tool.txt" | tail -1) / $(tail -n 1 "$OUT/sanitize_$tool.txt")"
-      done
+      n=$((n + 1))
+      SANITIZE_LIMIT=${SANITIZE_LIMIT:-200} sanitize "bwd$n" specs/flash_bwd_sm90.lua "$only"
     done
     ;;
   *) note "unknown mode $mode" ;;

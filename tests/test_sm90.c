@@ -16,6 +16,7 @@
 #include "generator/spec.h"
 #include "generator/variant.h"
 #include "runtime/compile.h"
+#include "spec_case.h"
 #include "tuner/plan.h"
 
 static ft_spec *load_sm90(void)
@@ -778,7 +779,7 @@ static void test_fwd_head_dims_by_8(void)
     size_t i;
 
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char path[512], why[256];
+        char path[512];
         ft_spec *spec = NULL;
         const ft_family *fam;
         ft_variant v;
@@ -793,12 +794,8 @@ static void test_fwd_head_dims_by_8(void)
         di = ft__spec_param_index(spec, "d");
         ASSERT_TRUE(di >= 0 && spec->params[di].open);
         ASSERT_OK(ft__arch_builtin(cases[i].arch, &arch, &err), &err);
-        ASSERT_OK(ft__spec_add_values(spec, cases[i].variant, &err), &err);
-        ASSERT_OK(ft__variant_parse(spec, cases[i].variant, &v, &err), &err);
-        ASSERT_OK(ft__spec_check(spec, &v, &arch, &keep, why, sizeof why, &err), &err);
-        if (cases[i].reason == NULL ? !keep : keep || strcmp(why, cases[i].reason) != 0)
-            FT_FAIL_("%s: %s, want %s", cases[i].variant, keep ? "kept" : why,
-                     cases[i].reason ? cases[i].reason : "kept");
+        keep = ft_test_spec_case(spec, &arch, cases[i].variant, cases[i].reason, &v);
+        ASSERT_TRUE(keep >= 0);
         if (keep) {
             fam = ft__family_find(spec->template_name);
             ASSERT_TRUE(fam != NULL);
@@ -820,7 +817,67 @@ static void test_fwd_head_dims_by_8(void)
     }
 }
 
+/* flash_bwd_sm90's s_ahead: pruned with kvsplit (the constraint's words), a kept variant's source
+ * defines FTP_S_AHEAD, and NVRTC's compile of d = 128's two-consumer structure keeps its wgmmas
+ * asynchronous with early_dv 0 and 2 (no spills either) but not with early_dv = 1, which ptxas
+ * serialises for lack of registers and the plan rejects. Guards the template's ptxas-facing
+ * steps (the last block's unused Sᵀ, dK/dV's zeroing before the first Sᵀ, Sᵀ retired before dPᵀ
+ * with early_dv 1 or 2): losing one serialises every variant with s_ahead = 1. */
+static void test_bwd_sm90_s_ahead(void)
+{
+    const ft_family *fam = ft__family_find("flash_bwd_sm90");
+    ft_spec *spec = NULL;
+    ft_plan *plan = NULL;
+    ft_variant v, filter;
+    ft_kernel_source ks;
+    unsigned mask;
+    ft_arch arch;
+    ft_err err;
+    int i, compiled = 0, serialised = 0;
+
+    ASSERT_TRUE(fam != NULL);
+    ASSERT_OK(ft__spec_load(FT_SOURCE_DIR "/specs/flash_bwd_sm90.lua", NULL, &spec, &err), &err);
+    ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
+    ASSERT_EQ(ft_test_spec_case(spec, &arch, "d=192,bm=64,bn=64,causal=0,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,"
+                                             "s_ahead=1,dtype=bf16",
+                                "with shared keys the next block's Sᵀ is not issued ahead", &v),
+              0);
+    ASSERT_EQ(ft_test_spec_case(spec, &arch, "d=128,bm=64,bn=128,causal=1,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0,"
+                                             "s_ahead=1,dtype=bf16",
+                                NULL, &v),
+              1);
+    ASSERT_OK(ft__emit(spec, fam, &v, &arch, &ks, &err), &err);
+    ASSERT_EQ(ft_test_count(ks.text, "#define FTP_S_AHEAD 1\n"), 1);
+    ft__kernel_source_free(&ks);
+
+    ASSERT_OK(ft__variant_filter_parse(spec, "d=128,bm=64,bn=128,causal=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=1,"
+                                             "dtype=bf16",
+                                       &filter, &mask, &err),
+              &err);
+    ASSERT_OK(ft__plan_build(spec, &arch, &filter, mask, &plan, &err), &err);
+    ASSERT_EQ(plan->count[FT_PLAN_PENDING], 3);
+    ASSERT_OK(ft__plan_compile(plan, NULL, 2, NULL, NULL, NULL, &err), &err);
+    for (i = 0; i < plan->nitems; i++) {
+        const ft_plan_item *it = &plan->items[i];
+        printf("  %s: %s %s\n", it->variant_str, ft__plan_status_name(it->status), it->reason);
+        if (ft__variant_int(spec, &it->variant, "early_dv", 0) == 1) {
+            ASSERT_EQ(it->status, FT_PLAN_OVER_LIMITS);
+            ASSERT_STREQ(it->reason_class, "wgmmas serialised by ptxas");
+            serialised++;
+        } else {
+            ASSERT_EQ(it->status, FT_PLAN_COMPILED);
+            ASSERT_EQ(it->report.spill_stores + it->report.spill_loads, 0);
+            compiled++;
+        }
+    }
+    ASSERT_EQ(compiled, 2);
+    ASSERT_EQ(serialised, 1);
+    ft__plan_free(plan);
+    ft__spec_free(spec);
+}
+
 FT_TEST_MAIN(FT_CASE(test_builtin_table), FT_CASE(test_load_builtin_index), FT_CASE(test_load_default_names),
              FT_CASE(test_family_target), FT_CASE(test_plan_target), FT_CASE(test_wgmma_wrappers),
              FT_CASE(test_emit_sm90), FT_CASE(test_sm90_pruning), FT_CASE(test_sm90_compile_sample),
-             FT_CASE(test_plan_rejects_spills), FT_CASE(test_fwd_head_dims_by_8))
+             FT_CASE(test_plan_rejects_spills), FT_CASE(test_fwd_head_dims_by_8),
+             FT_CASE(test_bwd_sm90_s_ahead))

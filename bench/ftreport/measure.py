@@ -215,6 +215,17 @@ def measure_shape(torch, flashtune, args, report, timer, contexts, systems, back
     o_bytes, lse_bytes = b * s * h * d * elt, b * h * s * 4
 
     fns, outs = {}, {}
+
+    def keep(name, fn, o, first_s):
+        """A system other than flashtune's contexts: its first call's time and output O
+        ([b, h, s, d]) checked, its extra memory, and fn kept for the timing."""
+        rec = row["systems"][name]
+        rec["first_call_s"] = first_s
+        rec["check"] = check(torch, o, None, rows_idx, ref, tol)
+        outs[name] = o
+        rec["mem"] = {"peak_extra_bytes": mem_peak(torch, fn)[0]}
+        fns[name] = fn
+
     for name in systems:
         rec = row["systems"].setdefault(name, {})
         try:
@@ -261,12 +272,7 @@ def measure_shape(torch, flashtune, args, report, timer, contexts, systems, back
                     except RuntimeError as e:
                         why = "; ".join(sorted({str(w.message).splitlines()[0][:200] for w in warned}))
                         raise RuntimeError("%s%s" % (first_line(e), (" (" + why + ")") if why else ""))
-                rec["first_call_s"] = time.perf_counter() - t0
-                rec["check"] = check(torch, o, None, rows_idx, ref, tol)
-                outs[name] = o
-                del o
-                rec["mem"] = {"peak_extra_bytes": mem_peak(torch, fn)[0]}
-                fns[name] = fn
+                keep(name, fn, o, time.perf_counter() - t0)
             elif name == "fa4":
                 # FA4 reads [b, s, h, d] with the head dim contiguous; its copies are made once per
                 # shape, outside the timing. It returns (O, LSE); O is compared like SDPA's.
@@ -278,12 +284,7 @@ def measure_shape(torch, flashtune, args, report, timer, contexts, systems, back
                 t0 = time.perf_counter()
                 o = fn()
                 torch.cuda.synchronize()
-                rec["first_call_s"] = time.perf_counter() - t0
-                rec["check"] = check(torch, o.transpose(1, 2), None, rows_idx, ref, tol)
-                outs[name] = o.transpose(1, 2)
-                del o
-                rec["mem"] = {"peak_extra_bytes": mem_peak(torch, fn)[0]}
-                fns[name] = fn
+                keep(name, fn, o.transpose(1, 2), time.perf_counter() - t0)
             elif name == "flex":
                 if args.flex_budget and flex_state["spent"] > args.flex_budget:
                     rec.update(skipped=True, error="flex time budget (%d s) spent" % args.flex_budget)
@@ -303,12 +304,7 @@ def measure_shape(torch, flashtune, args, report, timer, contexts, systems, back
                     torch.cuda.synchronize()
                 finally:
                     flex_state["spent"] += time.perf_counter() - t0
-                rec["first_call_s"] = time.perf_counter() - t0
-                rec["check"] = check(torch, o, None, rows_idx, ref, tol)
-                outs[name] = o
-                del o
-                rec["mem"] = {"peak_extra_bytes": mem_peak(torch, fn)[0]}
-                fns[name] = fn
+                keep(name, fn, o, time.perf_counter() - t0)
         except Stop:
             raise
         except Exception as e:  # noqa: BLE001 - one system failing must not end the run
