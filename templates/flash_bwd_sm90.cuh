@@ -647,10 +647,10 @@ __device__ __forceinline__ void emit_dq(const float (&dq)[PW / 2], u32 base, flo
 // the CTA's block (from the warp's first key kr), column blocks of 64 queries (BN rows apart),
 // 128-byte rows, 16-byte chunk j of row r at j ^ (r & 7). Four 8x8 matrices a store: keys kr..
 // and kr + 8.. of two chunks of 8 queries, c = q0c/8 + i/2 and c + 1, from registers x[i] ..
-// x[i + 3] (i a multiple of 4); lane l addresses row l % 8 of matrix l / 8, chunk c + l / 16. Each matrix's eight rows land in
-// eight different 16-byte bank groups (the swizzle), so a store is conflict-free. With dst
-// 1024-aligned a row's swizzled chunk is (row address + 16·(l/16 ^ (r & 7))) ^ 16·c: one base
-// register a thread and a constant a store.
+// x[i + 3] (i a multiple of 4); lane l addresses row l % 8 of matrix l / 8, chunk c + l / 16.
+// Each matrix's eight rows land in eight different 16-byte bank groups (the swizzle), so a store
+// is conflict-free. With dst 1024-aligned a row's swizzled chunk is (row address + 16·(l/16 ^
+// (r & 7))) ^ 16·c: one base register a thread and a constant a store.
 __device__ __forceinline__ void store_keys_by_queries(u32 dst, const u32 (&x)[SN / 2], int kr, int q0c, int lane)
 {
     const int r = kr + (lane & 7) + 8 * ((lane >> 3) & 1);
