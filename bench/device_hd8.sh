@@ -11,7 +11,16 @@
 #   bash bench/device_hd8.sh compare   bench/report.py at HD8_DIMS (default 72,80,88,160) on the
 #                                      grid's seqlens with HD8_HIDDEN (default 2880, which every
 #                                      one of them divides): flashtune's defaults, cuDNN and FA4
-#                                      (when it imports), interleaved (HD8_SYSTEMS, HD8_ROUNDS)
+#                                      (when it imports), interleaved (HD8_SYSTEMS, HD8_ROUNDS);
+#                                      with HD8_DB, that tuning database's winners instead of
+#                                      the defaults
+#   bash bench/device_hd8.sh quality   bench/tune_quality.py on each QUALITY_ONLY filter of the
+#                                      sm_90a forward spec (default d = 80 and 160 bf16, d = 128
+#                                      causal and d = 64 non-causal bf16): the halving search and
+#                                      the exhaustive tune into $QUALITY_DIR (default
+#                                      /tmp/ft-quality, which outlives the call while the machine
+#                                      stays warm: HD8_DB=$QUALITY_DIR/exhaustive.db for compare;
+#                                      a tune cut by the call's limit resumes on the next call)
 # Expects bench/stage_run.sh's folder in $RUN (default .dev/run). Logs and JSON go to $OUT, one
 # line each to $OUT/summary.txt.
 set -u
@@ -32,14 +41,30 @@ for mode in "$@"; do
       "${HD8_SANITIZE:-d=72,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=1,balance=0}"
     ;;
   compare)
-    args="--head-dims ${HD8_DIMS:-72,80,88,160} --hidden ${HD8_HIDDEN:-2880} --dtypes bf16 --no-db --no-plots
+    db="--no-db"
+    [ -n "${HD8_DB:-}" ] && db="--db $HD8_DB --flashtune $ft"
+    args="--head-dims ${HD8_DIMS:-72,80,88,160} --hidden ${HD8_HIDDEN:-2880} --dtypes bf16 $db --no-plots
           --rounds ${HD8_ROUNDS:-2} --systems ${HD8_SYSTEMS:-flashtune,cudnn,fa4}"
     python3 bench/report.py $args --out "$OUT/compare" > "$OUT/compare.txt" 2> "$OUT/compare.err"
     note "report.py $(echo $args): exit $? in $(since "$t0") s"
     sed -n '/^## Geometric means/,/^## Where/p' "$OUT/compare/report.md" | grep '^|' | tee -a "$summary"
     ;;
+  quality)
+    qdir=${QUALITY_DIR:-/tmp/ft-quality}
+    onlys=()
+    for only in ${QUALITY_ONLY:-d=80,dtype=bf16 d=160,dtype=bf16 d=128,dtype=bf16,causal=1 d=64,dtype=bf16,causal=0}; do
+      onlys+=(--only "$only")
+    done
+    timeout "${QUALITY_LIMIT:-540}" python3 bench/tune_quality.py --flashtune "$ft" --spec specs/flash_fwd_sm90.lua \
+      "${onlys[@]}" --rounds "${QUALITY_ROUNDS:-3}" --reps "${QUALITY_REPS:-10}" --out "$qdir" > "$OUT/quality.txt" 2>&1
+    note "tune_quality ${onlys[*]}: exit $? in $(since "$t0") s"
+    cp "$qdir"/quality.json "$qdir"/quality.md "$OUT"/ 2> /dev/null
+    "$ft" query --db "$qdir/exhaustive.db" --all --json > "$OUT/quality_exhaustive_all.jsonl" 2>&1
+    "$ft" query --db "$qdir/halving.db" --all --json > "$OUT/quality_halving_all.jsonl" 2>&1
+    grep -E '^tune|^buckets' "$OUT/quality.txt" | tee -a "$summary"
+    ;;
   *)
-    note "unknown mode $mode (verify, sanitize, compare)"
+    note "unknown mode $mode (verify, sanitize, compare, quality)"
     ;;
   esac
 done

@@ -37,6 +37,12 @@
 #                                              each PROFILE_SHAPES entry (D/SEQLEN/CAUSAL, the grid's
 #                                              batch and heads), its details page and the SASS
 #                                              source page with stall samples (gzipped CSV)
+#   bash bench/device_headdims_bwd.sh vsfa4    Nsight Compute's full set on one backward call of
+#                                              flashtune and of FlashAttention-4 at each
+#                                              VSFA4_SHAPES entry (D/SEQLEN/CAUSAL; FA4 installed by
+#                                              bench/fa4_install.sh): every kernel in the call's
+#                                              NVTX range, the raw metrics (gzipped CSV, for
+#                                              bench/ncu_compare.py), details and SASS source pages
 # Expects bench/stage_run.sh's folder in $RUN (default .dev/run). Logs and JSON go to $OUT, one
 # line each to $OUT/summary.txt.
 set -u
@@ -154,6 +160,24 @@ for mode in "$@"; do
         2> /dev/null | gzip > "$rep.sass.csv.gz"
       grep -E 'Duration|Compute \(SM\) Throughput|Memory Throughput|Shared|Registers Per|Issue Slots Busy|No Eligible' \
         "$rep.details.txt" | head -n 24 | tee -a "$summary"
+    done
+    ;;
+  vsfa4)
+    for shape in ${VSFA4_SHAPES:-128/16384/0 128/8192/1}; do
+      IFS=/ read -r d s c <<< "$shape"
+      for sys in flashtune fa4; do
+        t0=$(date +%s)
+        rep=$OUT/vsfa4_${sys}_d${d}_s${s}_c$c
+        timeout "${PROFILE_LIMIT:-240}" ncu --clock-control none --set full --import-source no --nvtx \
+          --nvtx-include bwd/ -f -o "$rep" python3 bench/bwd_profile.py --system "$sys" --calls 1 \
+          --head-dim "$d" --seqlen "$s" --causal "$c" > "$rep.log" 2>&1
+        note "ncu $sys d=$d s=$s causal=$c: exit $? in $(since "$t0") s: $(grep -E 'calls' "$rep.log" | tail -1)"
+        ncu -i "$rep.ncu-rep" --page raw --csv 2> /dev/null | gzip > "$rep.raw.csv.gz"
+        ncu -i "$rep.ncu-rep" --page details > "$rep.details.txt" 2>&1
+        ncu -i "$rep.ncu-rep" --page source --csv --print-source sass 2> /dev/null | gzip > "$rep.sass.csv.gz"
+        rm -f "$rep.ncu-rep"
+        grep -E '^  [A-Za-z_].*\(|Duration' "$rep.details.txt" | head -n 12 | tee -a "$summary"
+      done
     done
     ;;
   *)
