@@ -284,14 +284,19 @@ __device__ __forceinline__ float2 unpack2(u32 x)
 // 0–13, leading byte offset >> 4 in 16–29, stride byte offset >> 4 in 32–45, base offset 0
 // (every tile starts on a 1024-byte boundary), swizzle mode in 62–63: 1 = 128 B, 2 = 64 B,
 // 3 = 32 B. A tile of column blocks whose swizzled rows are SPAN bytes (Tile<SWB> the Q, dO, K
-// and V tiles, Tile<ROW> the dSᵀ and Pᵀ tiles):
+// and V tiles, Tile<ROW> the dSᵀ and Pᵀ tiles). Shared addresses are below 2^18 (228 KB), so
+// start fits its 14 bits and the low word is (tile >> 4) + (offset >> 4) + the LBO field with
+// no carry between them: with the tile's address in a uniform register, one add a wgmma
+// operand (the offset and both fields are compile-time constants), the high word a constant.
 template <int SPAN> struct Tile {
     static constexpr u64 MODE = SPAN == 128 ? 1ull : SPAN == 64 ? 2ull : 3ull;
     static constexpr int KK_PER_BLOCK = SPAN / 32; // k16 steps per column block
 
-    static __device__ __forceinline__ u64 desc(u32 addr, u32 lbo, u32 sbo)
+    // tile: a 16-byte aligned shared address; off: a byte offset from it, a multiple of 16.
+    static __device__ __forceinline__ u64 desc(u32 tile, u32 off, u32 lbo, u32 sbo)
     {
-        return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) | (MODE << 62);
+        return (u64)(((tile & 0x3FFFF) >> 4) + (off >> 4) + ((lbo >> 4) << 16)) | ((u64)(sbo >> 4) << 32) |
+               (MODE << 62);
     }
 
     // K-major operand: `rows` rows from row r0 (a multiple of 8), k16 step kk along the columns
@@ -299,7 +304,7 @@ template <int SPAN> struct Tile {
     // groups 8·SPAN bytes apart.
     static __device__ __forceinline__ u64 kmajor(u32 tile, int rows, int r0, int kk)
     {
-        return desc(tile + (kk / KK_PER_BLOCK) * rows * SPAN + r0 * SPAN + (kk % KK_PER_BLOCK) * 32, 16, 8 * SPAN);
+        return desc(tile, (kk / KK_PER_BLOCK) * rows * SPAN + r0 * SPAN + (kk % KK_PER_BLOCK) * 32, 16, 8 * SPAN);
     }
 
     // MN-major operand: the tile's rows are the k dimension (16 rows per step kb), its column
@@ -307,7 +312,7 @@ template <int SPAN> struct Tile {
     // 8·SPAN bytes apart (SBO).
     static __device__ __forceinline__ u64 mnmajor(u32 tile, int rows, int cb0, int kb)
     {
-        return desc(tile + cb0 * rows * SPAN + kb * 16 * SPAN, rows * SPAN, 8 * SPAN);
+        return desc(tile, cb0 * rows * SPAN + kb * 16 * SPAN, rows * SPAN, 8 * SPAN);
     }
 };
 using DT = Tile<SWB>; // Q, dO, K, V
@@ -904,7 +909,11 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p, const Maps &maps)
     }
     if (NWG > 1)
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
-    consume(p, ws, w, base, bars, wg - 1, tid - 128);
+    // The consumer warpgroup's index, broadcast from lane 0: ptxas then knows it is the same in
+    // every thread and keeps it, and the descriptors of the tiles its keys select, in uniform
+    // registers (from threadIdx directly, each wgmma's descriptor was built in per-thread
+    // registers and moved over with R2UR: ~2 of them a wgmma, 8 % of the kernel's instructions).
+    consume(p, ws, w, base, bars, __shfl_sync(0xffffffffu, wg, 0) - 1, tid - 128);
 }
 
 // ---- the preprocessing kernel ---------------------------------------------------------------------

@@ -133,12 +133,16 @@ constexpr int BAR_TURN = 1; // BAR_TURN + w: consumer w may issue its wgmmas
 // ---- shared-memory matrix descriptors (PTX ISA, "Matrix Descriptor Format") --------------------
 // Start address >> 4 in bits 0–13, leading byte offset >> 4 in 16–29, stride byte offset >> 4
 // in 32–45, base offset 0 (every swizzle pattern starts on a 1024-byte boundary), swizzle mode
-// in 62–63: 1 = 128 B, 2 = 64 B, 3 = 32 B.
+// in 62–63: 1 = 128 B, 2 = 64 B, 3 = 32 B. Shared addresses are below 2^18 (228 KB), so start
+// fits its 14 bits and the low word is (tile >> 4) + (offset >> 4) + the LBO field with no carry
+// between them: with the tile's address in a uniform register, one add a wgmma operand (the
+// offset and both fields are compile-time constants), the high word a constant.
 constexpr u64 SWIZZLE_MODE = SWB == 128 ? 1ull : SWB == 64 ? 2ull : 3ull;
 
-__device__ __forceinline__ u64 make_desc(u32 addr, u32 lbo, u32 sbo)
+// tile: a 16-byte aligned shared address; off: a byte offset from it, a multiple of 16.
+__device__ __forceinline__ u64 make_desc(u32 tile, u32 off, u32 lbo, u32 sbo)
 {
-    return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32) |
+    return (u64)(((tile & 0x3FFFF) >> 4) + (off >> 4) + ((lbo >> 4) << 16)) | ((u64)(sbo >> 4) << 32) |
            (SWIZZLE_MODE << 62);
 }
 
@@ -147,14 +151,14 @@ __device__ __forceinline__ u64 make_desc(u32 addr, u32 lbo, u32 sbo)
 __device__ __forceinline__ u64 kmajor_desc(u32 tile, int rows, int kk)
 {
     constexpr int KK_PER_BLOCK = CH / 16;
-    return make_desc(tile + (kk / KK_PER_BLOCK) * rows * SWB + (kk % KK_PER_BLOCK) * 32, 16, 8 * SWB);
+    return make_desc(tile, (kk / KK_PER_BLOCK) * rows * SWB + (kk % KK_PER_BLOCK) * 32, 16, 8 * SWB);
 }
 
 // MN-major operand (V as B of P·V, stored [key][d]): CH-wide d chunks are BN·SWB bytes apart
 // (LBO), 8-key groups 8·SWB apart (SBO); a k16 step moves 16 keys.
 __device__ __forceinline__ u64 v_desc(u32 tile, int kb)
 {
-    return make_desc(tile + kb * 16 * SWB, BN * SWB, 8 * SWB);
+    return make_desc(tile, kb * 16 * SWB, BN * SWB, 8 * SWB);
 }
 
 // ---- blocks of query rows and the order of a CTA's blocks -------------------------------------
@@ -289,6 +293,15 @@ constexpr u32 K_RING = Q_BUFS * Q_BYTES;
 constexpr u32 V_RING = K_RING + STAGES * KV_BYTES;
 constexpr u32 BARS = V_RING + STAGES * KV_BYTES;
 
+// The 1024-aligned start of dynamic shared memory (the same as flash_fwd's `base`), computed
+// where it is used: ptxas then computes it, and the descriptors of the tiles above it, in
+// uniform registers (a value held in a per-thread register costs an R2UR a descriptor half).
+__device__ __forceinline__ u32 tile_base()
+{
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    return (smem_addr(smem_raw) + 1023u) & ~1023u;
+}
+
 // A consumer thread's state. Addresses and sizes are derived from `base` and the kernel's
 // parameters where they are used rather than held: at d = 256 the accumulators leave the
 // warpgroup almost no registers to spare.
@@ -307,14 +320,20 @@ struct Consumer {
         asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
         return t;
     }
-    __device__ __forceinline__ int w() const { return tid() / 128 - 1; } // consumer warpgroup 0..NWG-1
+    // Consumer warpgroup 0..NWG-1, broadcast from lane 0: ptxas then knows it is the same in
+    // every thread and keeps it, and the descriptors of this warpgroup's Q rows, in uniform
+    // registers (from %tid.x directly, every wgmma's descriptors were built in per-thread
+    // registers and moved over with R2UR).
+    __device__ __forceinline__ int w() const { return __shfl_sync(0xffffffffu, tid() / 128, 0) - 1; }
     __device__ __forceinline__ int warp() const { return tid() / 32 % 4; } // warp inside the warpgroup
     __device__ __forceinline__ int lane() const { return tid() % 32; }
 
-    // This warpgroup's rows of the current block's Q buffer.
-    __device__ __forceinline__ u32 sq() const { return base + (qi % Q_BUFS) * Q_BYTES + w() * 64 * SWB; }
-    __device__ __forceinline__ u32 sk() const { return base + K_RING; }
-    __device__ __forceinline__ u32 sv() const { return base + V_RING; }
+    // This warpgroup's rows of the current block's Q buffer; the K and V rings. From the
+    // shared-memory base recomputed (tile_base), not `base`: what the wgmma descriptors are built
+    // from then stays in uniform registers.
+    __device__ __forceinline__ u32 sq() const { return tile_base() + (qi % Q_BUFS) * Q_BYTES + w() * 64 * SWB; }
+    __device__ __forceinline__ u32 sk() const { return tile_base() + K_RING; }
+    __device__ __forceinline__ u32 sv() const { return tile_base() + V_RING; }
     __device__ __forceinline__ u32 bars() const { return base + BARS; }
     // The current block's sequence, from its slot (shared memory, not registers).
     __device__ __forceinline__ u32 slot() const { return block_slot(bars(), qi); }
@@ -525,7 +544,7 @@ __device__ __forceinline__ void first_step(const Consumer &c, u32 (&p)[BN / 4], 
     fence_regs(acc);
     if (c.lane() == 0)
         mbar_arrive(k_empty(c.bars(), slot_of(c.r0)));
-    if (needs_mask(c, tile_of(c, 0)))
+    if (__all_sync(0xffffffffu, needs_mask(c, tile_of(c, 0))))
         softmax_of<true, NARROW_S>(c, 0, acc, m, l, alpha);
     else
         softmax_of<false, NARROW_S>(c, 0, acc, m, l, alpha);
@@ -573,7 +592,7 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
 
     // Tiles from the last to the first: the first one narrow where it can be, then the tiles
     // that need a mask, then the rest.
-    const bool narrow_first = narrow(c, tile_of(c, 0));
+    const bool narrow_first = __all_sync(0xffffffffu, narrow(c, tile_of(c, 0)));
     if (narrow_first)
         first_step<true>(c, p, m, l);
     else
@@ -581,7 +600,7 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
     int j = 1;
     if (narrow_first && j < c.n_tiles) // the narrow P·V (masked or not: one path is enough)
         step<true, true>(c, j++, o, p, m, l);
-    for (; j < c.n_tiles && needs_mask(c, tile_of(c, j)); ++j)
+    for (; j < c.n_tiles && __all_sync(0xffffffffu, needs_mask(c, tile_of(c, j))); ++j)
         step<true>(c, j, o, p, m, l);
     for (; j < c.n_tiles; ++j)
         step<false>(c, j, o, p, m, l);
@@ -737,10 +756,12 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
     for (c.qi = 0;; ++c.qi) {
         mbar_wait(slot_full(c.bars(), c.qi), slot_parity(c.qi));
         const u32 slot = block_slot(c.bars(), c.qi);
-        c.n_tiles = ld_shared(slot + SLOT_N_TILES);
-        if (c.n_tiles < 0)
+        // Broadcast from lane 0 (as w()): the ring positions derived from it, and the K and V
+        // tiles' descriptors, then stay in uniform registers.
+        c.n_tiles = __shfl_sync(0xffffffffu, ld_shared(slot + SLOT_N_TILES), 0);
+        if (__all_sync(0xffffffffu, c.n_tiles < 0))
             break;
-        if (c.n_tiles == 0) {
+        if (__all_sync(0xffffffffu, c.n_tiles == 0)) {
             write_empty(p, slot, c.w(), tid % 128);
             mbar_arrive(released(c.bars(), c.qi));
             continue;
