@@ -293,15 +293,6 @@ constexpr u32 K_RING = Q_BUFS * Q_BYTES;
 constexpr u32 V_RING = K_RING + STAGES * KV_BYTES;
 constexpr u32 BARS = V_RING + STAGES * KV_BYTES;
 
-// The 1024-aligned start of dynamic shared memory (the same as flash_fwd's `base`), computed
-// where it is used: ptxas then computes it, and the descriptors of the tiles above it, in
-// uniform registers (a value held in a per-thread register costs an R2UR a descriptor half).
-__device__ __forceinline__ u32 tile_base()
-{
-    extern __shared__ __align__(1024) unsigned char smem_raw[];
-    return (smem_addr(smem_raw) + 1023u) & ~1023u;
-}
-
 // A consumer thread's state. Addresses and sizes are derived from `base` and the kernel's
 // parameters where they are used rather than held: at d = 256 the accumulators leave the
 // warpgroup almost no registers to spare.
@@ -328,12 +319,10 @@ struct Consumer {
     __device__ __forceinline__ int warp() const { return tid() / 32 % 4; } // warp inside the warpgroup
     __device__ __forceinline__ int lane() const { return tid() % 32; }
 
-    // This warpgroup's rows of the current block's Q buffer; the K and V rings. From the
-    // shared-memory base recomputed (tile_base), not `base`: what the wgmma descriptors are built
-    // from then stays in uniform registers.
-    __device__ __forceinline__ u32 sq() const { return tile_base() + (qi % Q_BUFS) * Q_BYTES + w() * 64 * SWB; }
-    __device__ __forceinline__ u32 sk() const { return tile_base() + K_RING; }
-    __device__ __forceinline__ u32 sv() const { return tile_base() + V_RING; }
+    // This warpgroup's rows of the current block's Q buffer.
+    __device__ __forceinline__ u32 sq() const { return base + (qi % Q_BUFS) * Q_BYTES + w() * 64 * SWB; }
+    __device__ __forceinline__ u32 sk() const { return base + K_RING; }
+    __device__ __forceinline__ u32 sv() const { return base + V_RING; }
     __device__ __forceinline__ u32 bars() const { return base + BARS; }
     // The current block's sequence, from its slot (shared memory, not registers).
     __device__ __forceinline__ u32 slot() const { return block_slot(bars(), qi); }
@@ -591,7 +580,10 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
         o[i] = 0.f;
 
     // Tiles from the last to the first: the first one narrow where it can be, then the tiles
-    // that need a mask, then the rest.
+    // that need a mask, then the rest. Both choices are the same in every thread of the
+    // warpgroup; taken by a warp vote, ptxas knows it, counts the branches as uniform and keeps
+    // the wgmma descriptors in uniform registers (else every wgmma's were built per thread and
+    // moved over with R2UR; first_step likewise).
     const bool narrow_first = __all_sync(0xffffffffu, narrow(c, tile_of(c, 0)));
     if (narrow_first)
         first_step<true>(c, p, m, l);
@@ -756,12 +748,10 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
     for (c.qi = 0;; ++c.qi) {
         mbar_wait(slot_full(c.bars(), c.qi), slot_parity(c.qi));
         const u32 slot = block_slot(c.bars(), c.qi);
-        // Broadcast from lane 0 (as w()): the ring positions derived from it, and the K and V
-        // tiles' descriptors, then stay in uniform registers.
-        c.n_tiles = __shfl_sync(0xffffffffu, ld_shared(slot + SLOT_N_TILES), 0);
-        if (__all_sync(0xffffffffu, c.n_tiles < 0))
+        c.n_tiles = ld_shared(slot + SLOT_N_TILES);
+        if (c.n_tiles < 0)
             break;
-        if (__all_sync(0xffffffffu, c.n_tiles == 0)) {
+        if (c.n_tiles == 0) {
             write_empty(p, slot, c.w(), tid % 128);
             mbar_arrive(released(c.bars(), c.qi));
             continue;
