@@ -2,8 +2,9 @@
 """One backward shape run a few times, for a profiler to watch (Nsight Compute on the GPU machine):
 a warm-up call, then --calls calls of flashtune's backward (the built-in defaults, or one forced
 variant of a backward spec), each its pre, main and post kernels; or, --system fa4,
-FlashAttention-4's backward (flash_attn.cute, through autograd). The timed calls run inside an
-NVTX range "bwd" (the forward and the warm-up outside it), for `ncu --nvtx --nvtx-include bwd/`.
+FlashAttention-4's backward (flash_attn.cute through autograd, whose backward runs on another
+thread: select its kernels by name, `--kernel-name regex:Backward`, each call's three kernels
+named ...BackwardPreprocess, ...BackwardSm90 and ...BackwardPostprocess).
 
     ncu --clock-control none --kernel-name regex:bwd --launch-skip 3 --launch-count 3 \
         --section SpeedOfLight --section WarpStateStats python3 bench/bwd_profile.py --head-dim 128 \
@@ -38,31 +39,21 @@ def main():
         from flash_attn.cute import flash_attn_func
         qf, kf, vf = (t.detach().requires_grad_() for t in (q, k, v))
 
-        def backward(timed):
+        def backward():
             o = flash_attn_func(qf, kf, vf, causal=causal)
             o = o[0] if isinstance(o, tuple) else o
-            if timed:
-                torch.cuda.nvtx.range_push("bwd")
             o.backward(do)
-            if timed:
-                torch.cuda.nvtx.range_pop()
         name = "FA4 flash_attn.cute"
     else:
         ctx = flashtune.Context(spec=a.spec, variant=a.variant)
         o, lse = ctx.forward(q, k, v, causal=causal, return_lse=True)
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
-        def backward(timed):
-            if timed:
-                torch.cuda.nvtx.range_push("bwd")
+        def backward():
             ctx.backward(q, k, v, o, lse, do, causal=causal, dq=dq, dk=dk, dv=dv)
-            if timed:
-                torch.cuda.nvtx.range_pop()
         name = ctx.backward_kernel(q, k, v, causal=causal)
-    backward(False)
-    torch.cuda.synchronize()
-    for _ in range(a.calls):
-        backward(True)
+    for _ in range(1 + a.calls):
+        backward()
     torch.cuda.synchronize()
     print("%s: b=%d h=%d s=%d d=%d causal=%d, %d calls" % (name, b, h, s, d, causal, 1 + a.calls))
 

@@ -40,9 +40,9 @@
 #   bash bench/device_headdims_bwd.sh vsfa4    Nsight Compute's full set on one backward call of
 #                                              flashtune and of FlashAttention-4 at each
 #                                              VSFA4_SHAPES entry (D/SEQLEN/CAUSAL; FA4 installed by
-#                                              bench/fa4_install.sh): every kernel in the call's
-#                                              NVTX range, the raw metrics (gzipped CSV, for
-#                                              bench/ncu_compare.py), details and SASS source pages
+#                                              bench/fa4_install.sh): the second call's three
+#                                              kernels, the raw metrics and SASS source pages
+#                                              (gzipped CSV, for bench/ncu_compare.py) and details
 # Expects bench/stage_run.sh's folder in $RUN (default .dev/run). Logs and JSON go to $OUT, one
 # line each to $OUT/summary.txt.
 set -u
@@ -168,9 +168,12 @@ for mode in "$@"; do
       for sys in flashtune fa4; do
         t0=$(date +%s)
         rep=$OUT/vsfa4_${sys}_d${d}_s${s}_c$c
-        timeout "${PROFILE_LIMIT:-240}" ncu --clock-control none --set full --import-source no --nvtx \
-          --nvtx-include bwd/ -f -o "$rep" python3 bench/bwd_profile.py --system "$sys" --calls 1 \
-          --head-dim "$d" --seqlen "$s" --causal "$c" > "$rep.log" 2>&1
+        names=ft_flash_bwd
+        [ "$sys" = fa4 ] && names=Backward
+        timeout "${PROFILE_LIMIT:-240}" ncu --clock-control none --set full --import-source no \
+          --kernel-name "regex:$names" --launch-skip 3 --launch-count 3 -f -o "$rep" \
+          python3 bench/bwd_profile.py --system "$sys" --calls 1 --head-dim "$d" --seqlen "$s" --causal "$c" \
+          > "$rep.log" 2>&1
         note "ncu $sys d=$d s=$s causal=$c: exit $? in $(since "$t0") s: $(grep -E 'calls' "$rep.log" | tail -1)"
         ncu -i "$rep.ncu-rep" --page raw --csv 2> /dev/null | gzip > "$rep.raw.csv.gz"
         ncu -i "$rep.ncu-rep" --page details > "$rep.details.txt" 2>&1

@@ -5,8 +5,12 @@
  * spec rejects them); on sm_80 some entry is kept for every call an entry serves. A default that
  * failed any of these would be skipped at run time for the next one, silently. The Hopper
  * families' defaults also have their SASS read ($CUOBJDUMP; said skipped without it): the main
- * kernel has HGMMA and TMA loads, no mma.sync and no local memory, and ptxas serialised no
- * wgmma. */
+ * kernel has HGMMA and TMA loads, no mma.sync and no local memory, ptxas serialised no wgmma,
+ * and the wgmma descriptors are built in uniform registers: at most 8 more R2UR (a per-thread
+ * register moved to a uniform one) than HGMMA in all. Built per thread, each wgmma took two or
+ * three R2UR on its critical path (forward d = 128 causal: 245 for 72 HGMMA; backward d = 128:
+ * 80 for 32); built uniform, the kernel has a few for its other work (at most 5 over the HGMMA
+ * count among the defaults). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,12 +74,12 @@ static void complete(const ft_spec *spec, const ft_default_kernel *e, int causal
 }
 
 /* The SASS of a compiled Hopper kernel (cuobjdump at cuobjdump_path), its main kernel (not the
- * _pre or _post entries): HGMMA and UTMALDG present, no HMMA, no LDL or STL. 1 when it passes,
- * else 0 with the counts in why. */
+ * _pre or _post entries): HGMMA and UTMALDG present, no HMMA, no LDL or STL, at most HGMMA + 8
+ * R2UR. 1 when it passes, else 0 with the counts in why. */
 static int sass_ok(const char *cuobjdump_path, const ft_compiled *c, char *why, size_t cap)
 {
     char path[] = "/tmp/ft-defaults-XXXXXX", cmd[1200], line[1024];
-    int fd = mkstemp(path), main_kernel = 0, hgmma = 0, tma = 0, hmma = 0, local = 0;
+    int fd = mkstemp(path), main_kernel = 0, hgmma = 0, tma = 0, hmma = 0, local = 0, r2ur = 0;
     FILE *f;
 
     snprintf(why, cap, "cannot write or read its SASS");
@@ -98,13 +102,14 @@ static int sass_ok(const char *cuobjdump_path, const ft_compiled *c, char *why, 
         tma += strstr(line, "UTMALDG") != NULL;
         hmma += strstr(line, " HMMA") != NULL;
         local += strstr(line, " LDL") != NULL || strstr(line, " STL") != NULL;
+        r2ur += strstr(line, " R2UR ") != NULL;
     }
     if (f != NULL)
         pclose(f);
     unlink(path);
-    snprintf(why, cap, "main kernel: %d HGMMA, %d UTMALDG, %d HMMA, %d local-memory accesses", hgmma, tma, hmma,
-             local);
-    return hgmma > 0 && tma > 0 && hmma == 0 && local == 0;
+    snprintf(why, cap, "main kernel: %d HGMMA, %d UTMALDG, %d HMMA, %d local-memory accesses, %d R2UR", hgmma, tma,
+             hmma, local, r2ur);
+    return hgmma > 0 && tma > 0 && hmma == 0 && local == 0 && r2ur <= hgmma + 8;
 }
 
 /* Builds the one-variant plan of `text` for arch: FT_PLAN_PENDING when pruning keeps it. With
