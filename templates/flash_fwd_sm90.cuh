@@ -584,7 +584,8 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
     // warpgroup; taken by a warp vote, ptxas knows it, counts the branches as uniform and keeps
     // the wgmma descriptors in uniform registers (else every wgmma's were built per thread and
     // moved over with R2UR; first_step likewise).
-    const bool narrow_first = __all_sync(0xffffffffu, narrow(c, tile_of(c, 0)));
+    const bool narrow_first = USE_NARROW && __all_sync(0xffffffffu, narrow(c, tile_of(c, 0))); // a constant
+    // false without causal masking: the narrow paths are then not compiled at all
     if (narrow_first)
         first_step<true>(c, p, m, l);
     else
