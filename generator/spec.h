@@ -75,6 +75,9 @@ typedef struct ft_param {
                           * joins it when a variant or filter asks for it; the list is what
                           * plan and tune cover when nobody asks for more */
     char **strings;      /* kind FT_PARAM_STRING: nvalues identifiers */
+    int dflt;            /* `default = v`: the index of v among the listed values, the value a
+                          * partial variant of the runtime's built-in defaults takes when it
+                          * names the parameter not; -1 when the spec gives none */
 } ft_param;
 
 /* One problem shape the tuner measures: batch, Q heads, K/V heads, seqlen_q, seqlen_k,

@@ -27,7 +27,7 @@
 static const char *const top_fields[] = {"name",        "template", "description",
                                          "params",      "constraints", "smem",
                                          "registers",   "workloads",   "spills", NULL};
-static const char *const param_fields[] = {"name", "values", "doc", "open", NULL};
+static const char *const param_fields[] = {"name", "values", "doc", "open", "default", NULL};
 static const char *const workload_fields[] = {"b", "hq", "hkv", "sq", "sk", "d", NULL};
 
 
@@ -485,6 +485,22 @@ static ft_status load_param(load_ctx *c, lua_State *L, int t, int pi)
     if (p->open && p->kind != FT_PARAM_INT) {
         spec_error(c, "%s: only a parameter of integer values can be open", label);
         goto out;
+    }
+    lua_pop(L, 1);
+    snprintf(label, sizeof label, "%s.default", where);
+    p->dflt = -1;
+    type = raw_field(L, t, "default");
+    if (type != LUA_TNIL) {
+        for (k = 0; k < p->nvalues && p->dflt < 0; k++) {
+            if (p->kind == FT_PARAM_INT ? lua_isinteger(L, -1) && lua_tointeger(L, -1) == p->ints[k]
+                                        : type == LUA_TSTRING && strcmp(lua_tostring(L, -1), p->strings[k]) == 0)
+                p->dflt = k;
+        }
+        if (p->dflt < 0) {
+            spec_error(c, "%s must be one of the parameter's values, not %s", label,
+                       ft__spec_describe(L, -1, buf, sizeof buf));
+            goto out;
+        }
     }
     rc = FT_OK;
 out:

@@ -556,32 +556,19 @@ static int load_from_set(ft_context *ctx, kernel_slot *slot, char *how, size_t c
     return 1;
 }
 
-/* A variant of spec for the slot's calls: base (a whole or partial variant text) with the
- * key's head dim, causality, dtype and, where the spec has it, determinism added where base
- * leaves them out, written to text (cap bytes) and parsed into v. FT_ERR_UNSUPPORTED when base
+/* A variant of spec for the slot's calls: base (a whole or partial variant text) completed for
+ * the key (its head dim, causality, determinism and dtype, and the spec's parameter defaults,
+ * where base leaves them out: ft__default_complete), written to text (cap bytes) and parsed
+ * into v. FT_ERR_UNSUPPORTED when base
  * fixes one of them to another value than the call's. */
 static ft_status complete_variant(ft_spec *spec, const char *base, const kernel_slot *slot, char *text, size_t cap,
                                   ft_variant *v, ft_err *err)
 {
-    static const char *const from_key[] = {"d", "causal", "det"};
-    ft_variant part;
     ft_problem p;
-    unsigned mask;
-    size_t n, i;
-    int idx;
-    ft_status rc = ft__spec_add_values(spec, base, err);
+    ft_status rc;
 
-    if (rc == FT_OK)
-        rc = ft__variant_filter_parse(spec, base, &part, &mask, err);
-    if (rc != FT_OK)
-        return rc;
-    n = (size_t)snprintf(text, cap, "%s", base);
-    for (i = 0; i < sizeof from_key / sizeof from_key[0] && n < cap; i++)
-        if ((idx = ft__spec_param_index(spec, from_key[i])) >= 0 && !(mask & (1u << idx)))
-            n += (size_t)snprintf(text + n, cap - n, ",%s=%lld", from_key[i], ft__key_get(&slot->key, from_key[i], 0));
-    if (n < cap && (idx = ft__spec_param_index(spec, "dtype")) >= 0 && !(mask & (1u << idx)))
-        n += (size_t)snprintf(text + n, cap - n, ",dtype=%s", slot->key.dtype);
-    if (n >= cap)
+    if (ft__default_complete(spec, base, ft__key_get(&slot->key, "d", 0), ft__key_get(&slot->key, "causal", 0),
+                             ft__key_get(&slot->key, "det", 0), slot->key.dtype, text, cap) >= cap)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "the variant '%.200s' is too long", base);
     /* the call's head dim where the spec's list lacks it and takes more (open) */
     rc = ft__spec_add_values(spec, text, err);

@@ -2,7 +2,11 @@
 
 #include <string.h>
 
+#include <stdio.h>
+
 #include "generator/family.h"
+#include "generator/spec.h"
+#include "generator/variant.h"
 #include "ops/op.h"
 
 /* The built-in choices per kernel family, head dim and causality (-1: either) when nothing
@@ -71,32 +75,32 @@ static const ft_default_kernel defaults[] = {
     {"flash_fwd_sm80", 128, -1, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0", 0},
     {"flash_fwd_sm80", 192, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0", 0},
     {"flash_fwd_sm80", 256, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0", 0},
-    {"flash_bwd_sm90", 64, 0, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0,s_ahead=0", 0},
-    {"flash_bwd_sm90", 64, 1, "bm=128,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0", 0},
-    {"flash_bwd_sm90", 64, -1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1,s_ahead=0", 0},
-    {"flash_bwd_sm90", 128, 0, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0", 0},
-    {"flash_bwd_sm90", 128, 1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0", 0},
-    {"flash_bwd_sm90", 128, -1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1,s_ahead=0", 0},
-    {"flash_bwd_sm90", 256, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,s_ahead=0", 0},
-    {"flash_bwd_sm90", 32, 0, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0,s_ahead=0", 0},
-    {"flash_bwd_sm90", 32, 1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0", 0},
-    {"flash_bwd_sm90", 32, -1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1,s_ahead=0", 0},
-    {"flash_bwd_sm90", 80, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0,s_ahead=0", 0},
-    {"flash_bwd_sm90", 80, 1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0", 0},
-    {"flash_bwd_sm90", 80, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1,s_ahead=0", 0},
-    {"flash_bwd_sm90", 96, 0, "bm=64,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0,s_ahead=0", 0},
-    {"flash_bwd_sm90", 96, 1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0", 0},
-    {"flash_bwd_sm90", 96, -1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1,s_ahead=0", 0},
-    {"flash_bwd_sm90", 112, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0,s_ahead=0", 0},
-    {"flash_bwd_sm90", 112, 1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0", 0},
-    {"flash_bwd_sm90", 112, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1,s_ahead=0", 0},
-    {"flash_bwd_sm90", 144, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0,s_ahead=0", 0},
-    {"flash_bwd_sm90", 144, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1,s_ahead=0", 0},
-    {"flash_bwd_sm90", 160, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,s_ahead=0", 0},
-    {"flash_bwd_sm90", 160, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=0,det=1,s_ahead=0", 0},
-    {"flash_bwd_sm90", 192, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,s_ahead=0", 0},
-    {"flash_bwd_sm90", 192, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=0,det=1,s_ahead=0", 0},
-    {"flash_bwd_sm90", 224, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,s_ahead=0", 0},
+    {"flash_bwd_sm90", 64, 0, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 64, 1, "bm=128,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 64, -1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 128, 0, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 128, 1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 128, -1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 256, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 32, 0, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 32, 1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 32, -1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 80, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 80, 1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 80, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 96, 0, "bm=64,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 96, 1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 96, -1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 112, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 112, 1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 112, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 144, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 144, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 160, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 160, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 192, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 192, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 224, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0", 0},
     {"flash_bwd_sm80", 32, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop", 0},
     {"flash_bwd_sm80", 64, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop", 0},
     {"flash_bwd_sm80", 96, -1, "bm=64,bn=128,warps=8,split=1,stages=2,gqa=loop", 0},
@@ -123,6 +127,44 @@ const ft_default_kernel *ft__default_kernels(size_t *n)
 {
     *n = sizeof defaults / sizeof defaults[0];
     return defaults;
+}
+
+/* Appends ",name=value" to out (length n) where base names no `name` and the text still fits. */
+static size_t add_unnamed(const char *base, const char *name, const char *value, char *out, size_t cap, size_t n)
+{
+    char had[64];
+
+    if (ft__variant_text_value(base, name, had, sizeof had) == 1)
+        return n;
+    return n + (size_t)snprintf(out + (n < cap ? n : cap - 1), n < cap ? cap - n : 1, ",%s=%s", name, value);
+}
+
+size_t ft__default_complete(const ft_spec *spec, const char *base, long long d, long long causal, long long det,
+                            const char *dtype, char *out, size_t cap)
+{
+    static const char *const from_call[] = {"d", "causal", "det"};
+    const long long call[] = {d, causal, det};
+    char value[32];
+    size_t n = (size_t)snprintf(out, cap, "%s", base);
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        if (ft__spec_param_index(spec, from_call[i]) < 0)
+            continue;
+        snprintf(value, sizeof value, "%lld", call[i]);
+        n = add_unnamed(base, from_call[i], value, out, cap, n);
+    }
+    if (ft__spec_param_index(spec, "dtype") >= 0)
+        n = add_unnamed(base, "dtype", dtype, out, cap, n);
+    for (i = 0; i < spec->nparams; i++) {
+        const ft_param *p = &spec->params[i];
+        if (p->dflt < 0)
+            continue;
+        if (p->kind == FT_PARAM_INT)
+            snprintf(value, sizeof value, "%lld", p->ints[p->dflt]);
+        n = add_unnamed(base, p->name, p->kind == FT_PARAM_INT ? value : p->strings[p->dflt], out, cap, n);
+    }
+    return n;
 }
 
 /* Whether the default entry e's kernels read what a call of needs gives them. */

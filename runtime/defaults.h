@@ -9,7 +9,7 @@ typedef struct ft_default_kernel {
     const char *family;  /* ft__family_find's name */
     int head_dim;
     int causal;          /* 0 or 1, or -1: either */
-    const char *variant; /* partial: the call's d, causal, det and dtype complete it */
+    const char *variant; /* partial: ft__default_complete completes it for a call */
     int min_rows;        /* short-query families: only for calls whose key has at least this many
                             packed rows (its sq bucket times its group bucket); 0: any */
 } ft_default_kernel;
@@ -28,6 +28,15 @@ const ft_default_kernel *ft__default_kernels(size_t *n);
  * the key's query length (calls with a KV cache, which only they take), FT_NEEDS_PACKED those
  * that read variable-length batches (for a prefill key the short-query family's last). Writes at
  * most cap pointers to out and returns how many. */
+/* The whole variant text of the partial variant base for a call of head dim d, causality
+ * causal, determinism det and dtype: base, then each of d, causal, det and dtype that spec has
+ * as a parameter, then the spec's `default` of every other parameter that has one, each where
+ * base does not name it. Writes at most cap bytes to out (always terminated) and returns the
+ * whole text's length: cap or more when it did not fit. */
+struct ft_spec;
+size_t ft__default_complete(const struct ft_spec *spec, const char *base, long long d, long long causal,
+                            long long det, const char *dtype, char *out, size_t cap);
+
 #define FT_DEFAULTS_MAX 64
 struct ft_key;
 size_t ft__default_order(const struct ft_key *key, int needs, const ft_default_kernel **out, size_t cap);

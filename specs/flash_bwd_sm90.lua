@@ -76,7 +76,7 @@ return {
     { name = "kvsplit", values = { 0, 1 },         doc = "1: two consumer warpgroups share 64 keys, each with half of dK's and dV's columns (Pᵀ and dSᵀ through shared memory)" },
     { name = "dq_red", values = { 0, 1 },          doc = "1: the consumers add dQ's partials to the workspace from registers (red.global.add), no staging buffer" },
     { name = "det",    values = { 0, 1 },          doc = "1: deterministic: the bulk reductions into each dQ tile in a fixed order of key blocks (counters in the workspace)" },
-    { name = "s_ahead", values = { 0, 1 },        doc = "1: the next query block's Sᵀ issued before this block's dK is waited for (the tensor cores get it while the block's last steps run)" },
+    { name = "s_ahead", values = { 0, 1 }, default = 0, doc = "1: the next query block's Sᵀ issued before this block's dK is waited for (the tensor cores get it while the block's last steps run)" },
     { name = "dtype",  values = { "f16", "bf16" }, doc = "element type of Q, K, V, O, dO and the gradients" },
   },
 

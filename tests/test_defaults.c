@@ -1,6 +1,6 @@
 /* The runtime's built-in default kernels (runtime/defaults.c): every entry, completed as the
- * runtime completes it for a call (the call's head dim, causality, determinism where its spec
- * has it, and dtype), names every parameter of its family's spec, is kept by the spec's
+ * runtime completes it for a call (ft__default_complete: the call's head dim, causality,
+ * determinism where its spec has it, dtype, and the spec's parameter defaults), names every parameter of its family's spec, is kept by the spec's
  * constraints and limits on the H200's target, and compiles there (without spills where the
  * spec rejects them); on sm_80 some entry is kept for every call an entry serves. A default that
  * failed any of these would be skipped at run time for the next one, silently. The Hopper
@@ -50,20 +50,11 @@ static int names(const char *variant, const char *name)
     return ft__variant_text_value(variant, name, v, sizeof v) == 1;
 }
 
-/* The entry's variant for a call of head dim d, as the runtime writes it: the entry's text, then
- * the call's d, causal, det (when the spec has it) and dtype where the text leaves them out. */
+/* The entry's variant for a call of head dim d, as the runtime completes it. */
 static void complete_at(const ft_spec *spec, const ft_default_kernel *e, int d, int causal, int det,
                         const char *dtype, char *out, size_t cap)
 {
-    size_t n = (size_t)snprintf(out, cap, "%s", e->variant);
-    if (!names(e->variant, "d"))
-        n += (size_t)snprintf(out + n, cap - n, ",d=%d", d);
-    if (!names(e->variant, "causal"))
-        n += (size_t)snprintf(out + n, cap - n, ",causal=%d", causal);
-    if (ft__spec_param_index(spec, "det") >= 0 && !names(e->variant, "det"))
-        n += (size_t)snprintf(out + n, cap - n, ",det=%d", det);
-    if (!names(e->variant, "dtype"))
-        snprintf(out + n, cap - n, ",dtype=%s", dtype);
+    ASSERT_TRUE(ft__default_complete(spec, e->variant, d, causal, det, dtype, out, cap) < cap);
 }
 
 /* The entry's variant for a call of its own head dim. */

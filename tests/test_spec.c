@@ -16,6 +16,7 @@
 #include "generator/family.h"
 #include "generator/spec.h"
 #include "generator/variant.h"
+#include "runtime/defaults.h"
 
 static void spec_path(const char *file, char *buf, size_t cap)
 {
@@ -462,6 +463,46 @@ static void test_open_param(void)
                                  " { name = 'd', values = { 64 }, open = 1 } }, smem = function() return 0 end }",
                                  NULL, &spec, &err), FT_ERR_SPEC);
     ASSERT_CONTAINS(err.msg, "params[1].open must be true or false, not");
+    ASSERT_TRUE(spec == NULL);
+}
+
+/* default: one of the parameter's own values (an integer's or a string's), kept as its index;
+ * a partial variant of the runtime's defaults takes it where it names the parameter not. */
+static void test_param_default(void)
+{
+    ft_spec *spec = NULL;
+    ft_err err;
+    char text[256];
+
+    ASSERT_OK(ft__spec_load_text("p.lua", "return { name = 'p', template = 'flash_fwd_sm80', params = {"
+                                 " { name = 'd', values = { 64, 128 } }, { name = 'bm', values = { 64, 128 }, default = 128 },"
+                                 " { name = 'mode', values = { 'a', 'b' }, default = 'b' }, { name = 'k', values = { 1, 2 } },"
+                                 " { name = 'dtype', values = { 'f16' } } }, smem = function() return 0 end }",
+                                 NULL, &spec, &err), &err);
+    ASSERT_EQ(spec->params[0].dflt, -1);
+    ASSERT_EQ(spec->params[1].dflt, 1);
+    ASSERT_EQ(spec->params[2].dflt, 1);
+    ASSERT_EQ(spec->params[3].dflt, -1);
+    ASSERT_EQ(ft__default_complete(spec, "k=2", 64, 1, 0, "f16", text, sizeof text), strlen(text));
+    ASSERT_STREQ(text, "k=2,d=64,dtype=f16,bm=128,mode=b"); /* no causal, det: the spec has neither */
+    ASSERT_EQ(ft__default_complete(spec, "bm=64,k=1,mode=a,d=128", 64, 0, 0, "f16", text, sizeof text), strlen(text));
+    ASSERT_STREQ(text, "bm=64,k=1,mode=a,d=128,dtype=f16"); /* what the text names stays */
+    ASSERT_TRUE(ft__default_complete(spec, "k=2", 64, 1, 0, "f16", text, 8) >= 8);
+    ASSERT_EQ(strlen(text), 7);
+    ft__spec_free(spec);
+    spec = NULL;
+    ASSERT_EQ(ft__spec_load_text("p.lua", "return { name = 'p', template = 'flash_fwd_sm80', params = {"
+                                 " { name = 'bm', values = { 64, 128 }, default = 96 } }, smem = function() return 0 end }",
+                                 NULL, &spec, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "params[1].default must be one of the parameter's values, not 96");
+    ASSERT_EQ(ft__spec_load_text("p.lua", "return { name = 'p', template = 'flash_fwd_sm80', params = {"
+                                 " { name = 'bm', values = { 64, 128 }, default = '64' } }, smem = function() return 0 end }",
+                                 NULL, &spec, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "params[1].default must be one of the parameter's values");
+    ASSERT_EQ(ft__spec_load_text("p.lua", "return { name = 'p', template = 'flash_fwd_sm80', params = {"
+                                 " { name = 'mode', values = { 'a' }, default = 1 } }, smem = function() return 0 end }",
+                                 NULL, &spec, &err), FT_ERR_SPEC);
+    ASSERT_CONTAINS(err.msg, "params[1].default must be one of the parameter's values");
     ASSERT_TRUE(spec == NULL);
 }
 
@@ -1222,7 +1263,7 @@ FT_TEST_MAIN(FT_CASE(test_require), FT_CASE(test_valid_spec_loads), FT_CASE(test
              FT_CASE(test_pcall_still_works), FT_CASE(test_bad_return_values),
              FT_CASE(test_syntax_error), FT_CASE(test_runtime_error),
              FT_CASE(test_error_without_position), FT_CASE(test_missing_field),
-             FT_CASE(test_mistyped_fields), FT_CASE(test_params_rules), FT_CASE(test_open_param),
+             FT_CASE(test_mistyped_fields), FT_CASE(test_params_rules), FT_CASE(test_open_param), FT_CASE(test_param_default),
              FT_CASE(test_workload_rules), FT_CASE(test_unknown_field), FT_CASE(test_spills_field), FT_CASE(test_not_a_table),
              FT_CASE(test_endless_loop), FT_CASE(test_memory_cap), FT_CASE(test_sandbox_removes),
              FT_CASE(test_binary_chunk_and_missing_file), FT_CASE(test_constraint_error),
