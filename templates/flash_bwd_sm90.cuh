@@ -280,31 +280,19 @@ __device__ __forceinline__ float2 unpack2(u32 x)
     return make_float2(lo, hi);
 }
 
-// ---- shared-memory matrix descriptors (PTX ISA, "Matrix Descriptor Format"): start >> 4 in bits
-// 0–13, leading byte offset >> 4 in 16–29, stride byte offset >> 4 in 32–45, base offset 0
-// (every tile starts on a 1024-byte boundary), swizzle mode in 62–63: 1 = 128 B, 2 = 64 B,
-// 3 = 32 B. A tile of column blocks whose swizzled rows are SPAN bytes (Tile<SWB> the Q, dO, K
-// and V tiles, Tile<ROW> the dSᵀ and Pᵀ tiles). Shared addresses are below 2^18 (228 KB), so
-// start fits its 14 bits and the low word is (tile >> 4) + (offset >> 4) + the LBO field with
-// no carry between them: with the tile's address in a uniform register, one add a wgmma
-// operand (the offset and both fields are compile-time constants), the high word a constant.
+// ---- shared-memory matrix descriptors (smem_desc, ft_sm90.cuh) of a tile of column blocks whose
+// swizzled rows are SPAN bytes: Tile<SWB> the Q, dO, K and V tiles, Tile<ROW> the dSᵀ and Pᵀ
+// tiles.
 template <int SPAN> struct Tile {
-    static constexpr u64 MODE = SPAN == 128 ? 1ull : SPAN == 64 ? 2ull : 3ull;
     static constexpr int KK_PER_BLOCK = SPAN / 32; // k16 steps per column block
-
-    // tile: a 16-byte aligned shared address; off: a byte offset from it, a multiple of 16.
-    static __device__ __forceinline__ u64 desc(u32 tile, u32 off, u32 lbo, u32 sbo)
-    {
-        return (u64)(((tile & 0x3FFFF) >> 4) + (off >> 4) + ((lbo >> 4) << 16)) | ((u64)(sbo >> 4) << 32) |
-               (MODE << 62);
-    }
 
     // K-major operand: `rows` rows from row r0 (a multiple of 8), k16 step kk along the columns
     // (32 bytes inside a column block; the next block starts rows·SPAN bytes further); 8-row
     // groups 8·SPAN bytes apart.
     static __device__ __forceinline__ u64 kmajor(u32 tile, int rows, int r0, int kk)
     {
-        return desc(tile, (kk / KK_PER_BLOCK) * rows * SPAN + r0 * SPAN + (kk % KK_PER_BLOCK) * 32, 16, 8 * SPAN);
+        return smem_desc<SPAN>(tile, (kk / KK_PER_BLOCK) * rows * SPAN + r0 * SPAN + (kk % KK_PER_BLOCK) * 32, 16,
+                               8 * SPAN);
     }
 
     // MN-major operand: the tile's rows are the k dimension (16 rows per step kb), its column
@@ -312,7 +300,7 @@ template <int SPAN> struct Tile {
     // 8·SPAN bytes apart (SBO).
     static __device__ __forceinline__ u64 mnmajor(u32 tile, int rows, int cb0, int kb)
     {
-        return desc(tile, cb0 * rows * SPAN + kb * 16 * SPAN, rows * SPAN, 8 * SPAN);
+        return smem_desc<SPAN>(tile, cb0 * rows * SPAN + kb * 16 * SPAN, rows * SPAN, 8 * SPAN);
     }
 };
 using DT = Tile<SWB>; // Q, dO, K, V

@@ -130,35 +130,21 @@ constexpr int CONSUMER_REGS = NWG == 2 ? 240 : 160;
 // Named barriers (0 is __syncthreads): ping-pong turns.
 constexpr int BAR_TURN = 1; // BAR_TURN + w: consumer w may issue its wgmmas
 
-// ---- shared-memory matrix descriptors (PTX ISA, "Matrix Descriptor Format") --------------------
-// Start address >> 4 in bits 0–13, leading byte offset >> 4 in 16–29, stride byte offset >> 4
-// in 32–45, base offset 0 (every swizzle pattern starts on a 1024-byte boundary), swizzle mode
-// in 62–63: 1 = 128 B, 2 = 64 B, 3 = 32 B. Shared addresses are below 2^18 (228 KB), so start
-// fits its 14 bits and the low word is (tile >> 4) + (offset >> 4) + the LBO field with no carry
-// between them: with the tile's address in a uniform register, one add a wgmma operand (the
-// offset and both fields are compile-time constants), the high word a constant.
-constexpr u64 SWIZZLE_MODE = SWB == 128 ? 1ull : SWB == 64 ? 2ull : 3ull;
-
-// tile: a 16-byte aligned shared address; off: a byte offset from it, a multiple of 16.
-__device__ __forceinline__ u64 make_desc(u32 tile, u32 off, u32 lbo, u32 sbo)
-{
-    return (u64)(((tile & 0x3FFFF) >> 4) + (off >> 4) + ((lbo >> 4) << 16)) | ((u64)(sbo >> 4) << 32) |
-           (SWIZZLE_MODE << 62);
-}
+// ---- shared-memory matrix descriptors (smem_desc, ft_sm90.cuh) -------------------------------
 
 // K-major operand (Q or K): 8-row groups SBO = 8 rows apart; a k16 step moves 32 bytes along
 // the row inside a column block, the next column block starts rows·SWB bytes further.
 __device__ __forceinline__ u64 kmajor_desc(u32 tile, int rows, int kk)
 {
     constexpr int KK_PER_BLOCK = CH / 16;
-    return make_desc(tile, (kk / KK_PER_BLOCK) * rows * SWB + (kk % KK_PER_BLOCK) * 32, 16, 8 * SWB);
+    return smem_desc<SWB>(tile, (kk / KK_PER_BLOCK) * rows * SWB + (kk % KK_PER_BLOCK) * 32, 16, 8 * SWB);
 }
 
 // MN-major operand (V as B of P·V, stored [key][d]): CH-wide d chunks are BN·SWB bytes apart
 // (LBO), 8-key groups 8·SWB apart (SBO); a k16 step moves 16 keys.
 __device__ __forceinline__ u64 v_desc(u32 tile, int kb)
 {
-    return make_desc(tile, kb * 16 * SWB, BN * SWB, 8 * SWB);
+    return smem_desc<SWB>(tile, kb * 16 * SWB, BN * SWB, 8 * SWB);
 }
 
 // ---- blocks of query rows and the order of a CTA's blocks -------------------------------------
@@ -584,8 +570,9 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
     // warpgroup; taken by a warp vote, ptxas knows it, counts the branches as uniform and keeps
     // the wgmma descriptors in uniform registers (else every wgmma's were built per thread and
     // moved over with R2UR; first_step likewise).
-    const bool narrow_first = USE_NARROW && __all_sync(0xffffffffu, narrow(c, tile_of(c, 0))); // a constant
-    // false without causal masking: the narrow paths are then not compiled at all
+    // (Without causal masking the narrow choice is the constant false, not a vote: the narrow
+    // paths are then not compiled at all.)
+    const bool narrow_first = USE_NARROW && __all_sync(0xffffffffu, narrow(c, tile_of(c, 0)));
     if (narrow_first)
         first_step<true>(c, p, m, l);
     else

@@ -95,6 +95,21 @@ template <int N> __device__ __forceinline__ void wgmma_wait()
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
+// A wgmma shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address
+// >> 4 in bits 0–13, leading byte offset >> 4 in 16–29, stride byte offset >> 4 in 32–45, base
+// offset 0 (every swizzle pattern starts on a 1024-byte boundary), swizzle mode in 62–63 from
+// SPAN, the bytes of a swizzled row: 1 = 128 B, 2 = 64 B, 3 = 32 B. tile: a 16-byte aligned
+// shared address; off: a byte offset from it, a multiple of 16. Shared addresses are below 2^18
+// (228 KB), so start fits its 14 bits and the low word is (tile >> 4) + (off >> 4) + the LBO
+// field with no carry between them: with the tile's address in a uniform register, one add a
+// wgmma operand (the offset and both fields are compile-time constants), the high word a
+// constant.
+template <int SPAN> __device__ __forceinline__ u64 smem_desc(u32 tile, u32 off, u32 lbo, u32 sbo)
+{
+    constexpr u64 MODE = SPAN == 128 ? 1ull : SPAN == 64 ? 2ull : 3ull;
+    return (u64)(((tile & 0x3FFFF) >> 4) + (off >> 4) + ((lbo >> 4) << 16)) | ((u64)(sbo >> 4) << 32) | (MODE << 62);
+}
+
 // Keeps the compiler from moving accumulator reads or writes across wgmma fences and waits.
 template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N])
 {
