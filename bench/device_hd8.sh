@@ -20,7 +20,8 @@
 #                                      the exhaustive tune into $QUALITY_DIR (default
 #                                      /tmp/ft-quality, which outlives the call while the machine
 #                                      stays warm: HD8_DB=$QUALITY_DIR/exhaustive.db for compare;
-#                                      a tune cut by the call's limit resumes on the next call)
+#                                      a tune cut by the call's limit resumes on the next call;
+#                                      QUALITY_SECOND=1: a second exhaustive tune measured too)
 # Expects bench/stage_run.sh's folder in $RUN (default .dev/run). Logs and JSON go to $OUT, one
 # line each to $OUT/summary.txt.
 set -u
@@ -56,7 +57,8 @@ for mode in "$@"; do
       onlys+=(--only "$only")
     done
     timeout "${QUALITY_LIMIT:-540}" python3 bench/tune_quality.py --flashtune "$ft" --spec specs/flash_fwd_sm90.lua \
-      "${onlys[@]}" --rounds "${QUALITY_ROUNDS:-3}" --reps "${QUALITY_REPS:-10}" --out "$qdir" > "$OUT/quality.txt" 2>&1
+      "${onlys[@]}" --rounds "${QUALITY_ROUNDS:-3}" --reps "${QUALITY_REPS:-10}" ${QUALITY_SECOND:+--second} \
+      --out "$qdir" > "$OUT/quality.txt" 2>&1
     note "tune_quality ${onlys[*]}: exit $? in $(since "$t0") s"
     cp "$qdir"/quality.json "$qdir"/quality.md "$OUT"/ 2> /dev/null
     "$ft" query --db "$qdir/exhaustive.db" --all --json > "$OUT/quality_exhaustive_all.jsonl" 2>&1

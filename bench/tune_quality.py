@@ -4,12 +4,15 @@
 exhaustive tune into another (the compile cache shared, so the second compiles nothing), then
 each bucket's two winners re-measured interleaved in this process on the bucket's own shape
 (flashtune.Context(spec=SPEC, variant=V), CUDA events around each call, a 256 MiB buffer
-cleared before each repetition, a round's repetitions queued without waiting for the GPU in
-between, so that the host's work per call is hidden as in the tuner's timing; --rounds rounds
-rotating which goes first, the median of all repetitions). Beside them the oracle's winner
+cleared before each repetition; first 300 ms of the oracle's winner to bring the GPU to the
+clock it settles at under the load, then --rounds rounds of --reps turns, each system one
+repetition a turn in an order that rotates every turn, a round queued without waiting for the
+GPU in between, so that the host's work per call is hidden as in the tuner's timing; the median
+of all repetitions). Beside them the oracle's winner
 again, through a second context: the spread of this re-measurement itself (oracle / oracle
 again), against which the search's difference can be judged. Also each tuner's recorded median
-against the independent one.
+against the independent one. With --second, a second exhaustive tune after the first (a database
+of its own): its winners measured beside them, as two tunes on one machine would pick.
 
     python3 bench/tune_quality.py --flashtune .dev/run/flashtune --spec specs/flash_fwd_sm90.lua \\
         --only d=64,dtype=bf16 --only d=128,dtype=bf16 --only d=256,dtype=bf16 --out /tmp/quality
@@ -22,6 +25,10 @@ import os
 import statistics
 import subprocess
 import sys
+
+# ms of GPU time the oracle's winner runs before a bucket's measurement (the H200's clock settles
+# within 50-100 ms of sustained load: runtime/timing.h)
+HEAT_MS = 300.0
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
@@ -60,19 +67,22 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=20, help="repetitions per system and round")
     ap.add_argument("--tune-arg", action="append", default=[], help="an extra argument for both tunes")
+    ap.add_argument("--second", action="store_true", help="a second exhaustive tune, its winners measured too")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    dbs = {s: os.path.join(a.out, s + ".db") for s in ("halving", "exhaustive")}
+    dbs = {s: os.path.join(a.out, s + ".db") for s in ("halving", "exhaustive") + (("second",) if a.second else ())}
     tunes = {s: [] for s in dbs}
     for only in a.only:
-        for s in ("halving", "exhaustive"):
-            t = run_tune(a.flashtune, a.spec, dbs[s], only, s, a.tune_arg)
+        for s in dbs:
+            t = run_tune(a.flashtune, a.spec, dbs[s], only, "halving" if s == "halving" else "exhaustive",
+                         a.tune_arg)
             tunes[s].append(t)
             print("tune %-10s --only %s: %.1f s wall, compiling %.1f s, verifying %.1f s, timing %.1f s, %d measured"
                   % (s, only, t["wall_ms"] / 1e3, t["compile_ms"] / 1e3, t["verify_ms"] / 1e3, t["time_ms"] / 1e3,
                      t["measured"]), flush=True)
     wh, we = winners(a.flashtune, dbs["halving"]), winners(a.flashtune, dbs["exhaustive"])
+    w2 = winners(a.flashtune, dbs["second"]) if a.second else {}
 
     import torch
     import flashtune
@@ -86,7 +96,7 @@ def main():
         return contexts[variant]
 
     rows = []
-    for key in sorted(set(wh) & set(we)):
+    for key in sorted(set(wh) & set(we) & (set(w2) if a.second else set(we))):
         h, e = wh[key], we[key]
         sh = shape_of(e["shape"])
         dt = torch.bfloat16 if e["dtype"] == "bf16" else torch.float16
@@ -94,33 +104,54 @@ def main():
         k = torch.randn(sh["b"], sh["sk"], sh["hkv"], e["d"], device="cuda", dtype=dt)
         v = torch.randn_like(k)
         causal = bool(e["causal"])
-        systems = ("halving", "exhaustive", "again")
+        systems = ("halving", "exhaustive", "again") + (("second",) if a.second else ())
         variants = {"halving": h["variant"], "exhaustive": e["variant"], "again": e["variant"]}
         ctxs = {s: ctx(variants[s]) for s in ("halving", "exhaustive")}
         ctxs["again"] = flashtune.Context(spec=a.spec, variant=e["variant"])  # a context of its own
+        if a.second:
+            variants["second"] = w2[key]["variant"]
+            ctxs["second"] = ctx(variants["second"])
         times = {s: [] for s in systems}
-        for s in systems:
+
+        def queue(s):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            flush.zero_()
+            e0.record()
             ctxs[s].forward(q, k, v, causal=causal)
-        torch.cuda.synchronize()
+            e1.record()
+            return s, e0, e1
+
+        # heat: the oracle's winner back to back until HEAT_MS of GPU time have passed, so that
+        # every system is timed at the clock the GPU settles at under this load
+        for s in systems:
+            ctxs[s].forward(q, k, v, causal=causal)  # the first call loads the kernel
+        heated = 0.0
+        while heated < HEAT_MS:
+            ev = [queue("exhaustive") for _ in range(10)]
+            torch.cuda.synchronize()
+            heated += ev[0][1].elapsed_time(ev[-1][2])
+        # rounds: the systems take turns on every repetition, the order rotating each time
         for r in range(a.rounds):
-            for s in systems[r % 3:] + systems[:r % 3]:
-                ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                      for _ in range(a.reps)]
-                for e0, e1 in ev:
-                    flush.zero_()
-                    e0.record()
-                    ctxs[s].forward(q, k, v, causal=causal)
-                    e1.record()
-                torch.cuda.synchronize()
-                times[s] += [e0.elapsed_time(e1) for e0, e1 in ev]
-        mh, me, ma = (statistics.median(times[s]) for s in systems)
+            n = len(systems)
+            ev = [queue(s) for i in range(a.reps) for s in systems[(r + i) % n:] + systems[:(r + i) % n]]
+            torch.cuda.synchronize()
+            for s, e0, e1 in ev:
+                times[s].append(e0.elapsed_time(e1))
+        mh, me, ma = (statistics.median(times[s]) for s in systems[:3])
         rows.append({"key": key[1], "shape": e["shape"], "halving": h["variant"], "exhaustive": e["variant"],
                      "halving_ms": mh, "exhaustive_ms": me, "again_ms": ma, "oracle_over_search": me / mh,
                      "oracle_over_again": me / ma,
                      "halving_recorded_ms": h["median_ms"], "exhaustive_recorded_ms": e["median_ms"],
                      "recorded_over_measured": [h["median_ms"] / mh, e["median_ms"] / me]})
-        print("%-70s %s  search %.4f ms, oracle %.4f ms (again %.4f): %.3f (noise %.3f)"
-              % (key[1], e["shape"], mh, me, ma, me / mh, me / ma), flush=True)
+        if a.second:
+            m2 = statistics.median(times["second"])
+            rows[-1].update({"second": variants["second"], "second_ms": m2, "oracle_over_second": me / m2,
+                             "second_recorded_ms": w2[key]["median_ms"]})
+            rows[-1]["recorded_over_measured"].append(w2[key]["median_ms"] / m2)
+        print("%-70s %s  search %.4f ms, oracle %.4f ms (again %.4f): %.3f (noise %.3f)%s; recorded/measured %s"
+              % (key[1], e["shape"], mh, me, ma, me / mh, me / ma,
+                 ", oracle / second tune's %.3f" % rows[-1]["oracle_over_second"] if a.second else "",
+                 " ".join("%.3f" % x for x in rows[-1]["recorded_over_measured"])), flush=True)
     sums = {s: {k: sum(t[k] for t in tunes[s]) for k in ("wall_ms", "compile_ms", "verify_ms", "time_ms", "measured")}
             for s in tunes}
     with open(os.path.join(a.out, "quality.json"), "w") as f:
@@ -128,17 +159,26 @@ def main():
                    "rows": rows}, f, indent=1)
     with open(os.path.join(a.out, "quality.md"), "w") as f:
         f.write("| bucket | shape | search's winner | oracle's winner | oracle ms / search ms | oracle ms / oracle ms "
-                "again |\n|---|---|---|---|---|---|\n")
+                "again | oracle ms / second tune's ms | recorded / measured (search, oracle, second) |\n"
+                "|---|---|---|---|---|---|---|---|\n")
         for r in rows:
-            f.write("| %s | %s | %s | %s | %.3f | %.3f |\n" % (r["key"], r["shape"], r["halving"], r["exhaustive"],
-                                                          r["oracle_over_search"], r["oracle_over_again"]))
+            f.write("| %s | %s | %s | %s | %.3f | %.3f | %s | %s |\n" % (
+                r["key"], r["shape"], r["halving"], r["exhaustive"], r["oracle_over_search"], r["oracle_over_again"],
+                "%.3f" % r["oracle_over_second"] if "second" in r else "",
+                " ".join("%.3f" % x for x in r["recorded_over_measured"])))
         f.write("\nTuning time (s): " + ", ".join("%s: wall %.1f, timing %.1f, %d measured" % (
             s, v["wall_ms"] / 1e3, v["time_ms"] / 1e3, v["measured"]) for s, v in sums.items()) + "\n")
     worst = min((r["oracle_over_search"] for r in rows), default=float("nan"))
     noise = max((abs(1 - r["oracle_over_again"]) for r in rows), default=float("nan"))
+    rec = [x for r in rows for x in r["recorded_over_measured"]]
     print("buckets %d; worst oracle/search %.3f (1.0: the search's winner as fast as the oracle's), the "
-          "re-measurement's own spread up to %.3f; timing %.1f s halving against %.1f s exhaustive"
-          % (len(rows), worst, noise, sums["halving"]["time_ms"] / 1e3, sums["exhaustive"]["time_ms"] / 1e3))
+          "re-measurement's own spread up to %.3f; timing %.1f s halving against %.1f s exhaustive; tuners' "
+          "recorded / measured %.3f-%.3f%s"
+          % (len(rows), worst, noise, sums["halving"]["time_ms"] / 1e3, sums["exhaustive"]["time_ms"] / 1e3,
+             min(rec, default=float("nan")), max(rec, default=float("nan")),
+             "; oracle / second tune's %.3f-%.3f" % (min(r["oracle_over_second"] for r in rows),
+                                                     max(r["oracle_over_second"] for r in rows))
+             if a.second and rows else ""))
 
 
 if __name__ == "__main__":

@@ -1,15 +1,47 @@
 #include "timing.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 void ft__timing_opts_default(ft_timing_opts *o)
 {
     o->warmup_ms = 25;
+    o->heat_ms = 0;
     o->budget_ms = 200;
     o->min_reps = 10;
     o->max_reps = 200;
     o->flush_bytes = (size_t)256 << 20;
+}
+
+int ft__heat_done(double heated_ms, double prev_ms, double cur_ms, double heat_ms)
+{
+    if (heated_ms >= heat_ms + FT_HEAT_EXTRA_MS)
+        return 1;
+    return heated_ms >= heat_ms && prev_ms > 0 && fabs(cur_ms - prev_ms) <= FT_HEAT_AGREE * prev_ms;
+}
+
+/* Enqueues n repetitions on stream, each after the L2 flush (flush 0: none), the first and last
+ * between events ev0 and ev1 when they are given. */
+static ft_status enqueue_reps(const ft_cuda *cu, ft_launch_fn fn, void *ud, CUstream stream, CUdeviceptr flush,
+                              size_t flush_bytes, int n, CUevent *ev, ft_err *err)
+{
+    ft_status rc;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (flush != 0) {
+            rc = ft__cuda_check(cu, cu->p_cuMemsetD8Async(flush, (unsigned char)i, flush_bytes, stream), err,
+                                "flushing L2");
+            if (rc != FT_OK)
+                return rc;
+        }
+        if ((rc = ft__cuda_check(cu, cu->p_cuEventRecord(ev[2 * i], stream), err, "cuEventRecord")) != FT_OK ||
+            (rc = fn(ud, stream, err)) != FT_OK ||
+            (rc = ft__cuda_check(cu, cu->p_cuEventRecord(ev[2 * i + 1], stream), err, "cuEventRecord")) != FT_OK)
+            return rc;
+    }
+    return FT_OK;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -88,18 +120,32 @@ ft_status ft__time(const ft_cuda *cu, ft_launch_fn fn, void *ud, const ft_timing
         reps = o->min_reps;
     if (reps > o->max_reps)
         reps = o->max_reps;
-    for (i = 0; i < reps; i++) {
-        if (flush != 0) {
-            rc = ft__cuda_check(cu, cu->p_cuMemsetD8Async(flush, (unsigned char)i, o->flush_bytes, stream), err,
-                                "flushing L2");
-            if (rc != FT_OK)
+    /* Heat: batches of repetitions, each timed as a whole (from the first's start event to the
+     * last's end event), until the clock has settled. */
+    if (o->heat_ms > 0) {
+        int batch = per_call > 0 ? (int)(FT_HEAT_BATCH_MS / per_call) : 1;
+        double heated = 0, prev = 0, cur;
+        if (batch < 1)
+            batch = 1;
+        if (batch > o->max_reps)
+            batch = o->max_reps;
+        do {
+            if ((rc = enqueue_reps(cu, fn, ud, stream, flush, o->flush_bytes, batch, ev, err)) != FT_OK ||
+                (rc = ft__cuda_check(cu, cu->p_cuEventSynchronize(ev[2 * batch - 1]), err, "running the kernel")) !=
+                    FT_OK ||
+                (rc = ft__cuda_check(cu, cu->p_cuEventElapsedTime(&t, ev[0], ev[2 * batch - 1]), err,
+                                     "cuEventElapsedTime")) != FT_OK)
                 goto out;
-        }
-        if ((rc = ft__cuda_check(cu, cu->p_cuEventRecord(ev[2 * i], stream), err, "cuEventRecord")) != FT_OK ||
-            (rc = fn(ud, stream, err)) != FT_OK ||
-            (rc = ft__cuda_check(cu, cu->p_cuEventRecord(ev[2 * i + 1], stream), err, "cuEventRecord")) != FT_OK)
-            goto out;
+            heated += t;
+            cur = t / batch;
+            if (ft__heat_done(heated, prev, cur, o->heat_ms))
+                break;
+            prev = cur;
+        } while (t > 0);
     }
+    rc = enqueue_reps(cu, fn, ud, stream, flush, o->flush_bytes, reps, ev, err);
+    if (rc != FT_OK)
+        goto out;
     rc = ft__cuda_check(cu, cu->p_cuStreamSynchronize(stream), err, "running the kernel");
     if (rc != FT_OK)
         goto out;

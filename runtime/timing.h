@@ -1,5 +1,11 @@
 /* Timing GPU work with CUDA events: warm-up, many repetitions, the L2 flushed before each,
- * median and spread. */
+ * median and spread.
+ *
+ * The H200 runs at 1980 MHz when idle and under light load, and under a heavy kernel its power
+ * management lowers the clock within 50-100 ms of sustained load (to 1680-1830 MHz at 690 W on
+ * the project's machine, 2026-12-03): a kernel timed right after an idle spell reads up to 10 %
+ * faster than the same kernel timed a moment later. heat_ms runs the work that long first, queued
+ * back to back as in the timing, so that every candidate is timed at the clock it would run at. */
 #ifndef FT_RUNTIME_TIMING_H
 #define FT_RUNTIME_TIMING_H
 
@@ -15,13 +21,24 @@ typedef struct ft_timing {
 
 typedef struct ft_timing_opts {
     double warmup_ms;     /* at least this long of warm-up (and at least 3 calls) */
+    double heat_ms;       /* then at least this long of sustained load, in batches of about
+                           * FT_HEAT_BATCH_MS, until two successive batches agree within
+                           * FT_HEAT_AGREE (at most FT_HEAT_EXTRA_MS longer); 0: none */
     double budget_ms;     /* repetitions until about this much kernel time ... */
     int min_reps;         /* ... but at least this many */
     int max_reps;         /* ... and at most this many */
     size_t flush_bytes;   /* L2 flush: a buffer this large is cleared before each repetition */
 } ft_timing_opts;
 
-void ft__timing_opts_default(ft_timing_opts *o); /* 25 ms, 200 ms, 10, 200, 256 MiB */
+#define FT_HEAT_BATCH_MS 10.0
+#define FT_HEAT_AGREE 0.01
+#define FT_HEAT_EXTRA_MS 500.0
+
+void ft__timing_opts_default(ft_timing_opts *o); /* 25 ms, no heat, 200 ms, 10, 200, 256 MiB */
+
+/* The heat phase's stop rule: heated_ms of load so far, prev_ms and cur_ms the per-call times of
+ * the last two batches (prev_ms 0: only one so far). */
+int ft__heat_done(double heated_ms, double prev_ms, double cur_ms, double heat_ms);
 
 /* The work to time: one call enqueues it on stream. */
 typedef ft_status (*ft_launch_fn)(void *ud, CUstream stream, ft_err *err);

@@ -11,6 +11,7 @@
 #include "generator/emit.h"
 #include "generator/variant.h"
 #include "runtime/compile.h"
+#include "runtime/timing.h"
 #include "tuner/plan.h"
 
 static ft_spec *load_default(void)
@@ -358,7 +359,24 @@ static void test_plan_compile_subset(void)
     ft__spec_free(spec);
 }
 
-FT_TEST_MAIN(FT_CASE(test_sha256_vectors), FT_CASE(test_variant_round_trip),
+/* The timing's heat phase ends once it has run its time and two batches agree, or at its cap. */
+static void test_heat_done(void)
+{
+    /* not yet its time, however steady */
+    ASSERT_TRUE(!ft__heat_done(100, 1.0, 1.0, 150));
+    /* its time, but one batch only, or the last two apart by more than FT_HEAT_AGREE */
+    ASSERT_TRUE(!ft__heat_done(160, 0, 1.0, 150));
+    ASSERT_TRUE(!ft__heat_done(160, 0.90, 0.95, 150));
+    ASSERT_TRUE(!ft__heat_done(160, 1.0, 1.0 + 2 * FT_HEAT_AGREE, 150));
+    /* its time and steady, slower or faster */
+    ASSERT_TRUE(ft__heat_done(160, 1.0, 1.0 + FT_HEAT_AGREE / 2, 150));
+    ASSERT_TRUE(ft__heat_done(160, 1.0, 1.0 - FT_HEAT_AGREE / 2, 150));
+    /* never steady: the cap ends it */
+    ASSERT_TRUE(!ft__heat_done(150 + FT_HEAT_EXTRA_MS - 1, 0.8, 0.9, 150));
+    ASSERT_TRUE(ft__heat_done(150 + FT_HEAT_EXTRA_MS, 0.8, 0.9, 150));
+}
+
+FT_TEST_MAIN(FT_CASE(test_sha256_vectors), FT_CASE(test_heat_done), FT_CASE(test_variant_round_trip),
              FT_CASE(test_variant_parse_errors), FT_CASE(test_plan_pruning), FT_CASE(test_emit),
              FT_CASE(test_report_parse), FT_CASE(test_compile_and_cache), FT_CASE(test_compile_error),
              FT_CASE(test_plan_compile_subset))
