@@ -590,7 +590,7 @@ static void test_sm90_pruning(void)
         long long bm = ft__variant_int(spec, &it->variant, "bm", 0);
         long long bn = ft__variant_int(spec, &it->variant, "bn", 0);
         long long pp = ft__variant_int(spec, &it->variant, "pingpong", 0);
-        long long est = d / 2 + bn / 2 + bn / 4 + 40;
+        long long est = d / 2 + bn / 2 + bn / 4 + 32;
         if (pp == 1 && bm != 128) {
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
             ASSERT_STREQ(it->reason, "ping-pong takes two consumer warpgroups");
@@ -609,6 +609,9 @@ static void test_sm90_pruning(void)
             ASSERT_TRUE(it->smem_dynamic > arch.smem_per_block);
             smem++;
         }
+        /* the 192 x 128 tile at d = 64 (FlashAttention-3's causal choice) fits three warpgroups */
+        if (d == 64 && bm == 192 && bn == 128 && pp == 0)
+            ASSERT_TRUE(it->status == FT_PLAN_PENDING || strstr(it->reason, "balanced") != NULL);
         if (it->status == FT_PLAN_PENDING) {
             ASSERT_TRUE(it->smem_dynamic > 0 && it->smem_dynamic <= arch.smem_per_block);
             ASSERT_EQ(it->threads, 128 * (bm / 64 + 1));
@@ -628,10 +631,14 @@ static void test_sm90_pruning(void)
 /* A sample of the kept space that takes every value of every parameter at least once compiles
  * with NVRTC for sm_90a (the template's static_assert checks the spec's smem formula against
  * its own layout), within the target's limits; the ping-pong, overlap d=128 variant the tuner
- * favours does not spill. */
+ * favours does not spill, nor d = 64's 192 x 128 tile under three consumer warpgroups (the
+ * register estimate lets it through on that ground). */
 static void test_sm90_compile_sample(void)
 {
-    static const char *const no_spill = "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0";
+    static const char *const no_spill[] = {
+        "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0",
+        "d=64,bm=192,bn=128,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1",
+    };
     ft_spec *spec = load_sm90();
     const char *cache_dir = getenv("FLASHTUNE_CACHE_DIR");
     unsigned char seen[FT_MAX_PARAMS][64];
@@ -652,7 +659,7 @@ static void test_sm90_compile_sample(void)
         stride++;
     for (k = 0; k < plan->nitems; k++) {
         ft_plan_item *it = &plan->items[(long long)k * stride % plan->nitems];
-        int fresh = strcmp(it->variant_str, no_spill) == 0;
+        int fresh = strcmp(it->variant_str, no_spill[0]) == 0 || strcmp(it->variant_str, no_spill[1]) == 0;
         if (it->status != FT_PLAN_PENDING)
             continue;
         for (p = 0; p < spec->nparams; p++)
@@ -686,14 +693,16 @@ static void test_sm90_compile_sample(void)
         printf("  compiled %s: %d registers, %lld/%lld bytes spilled%s\n", it->variant_str,
                it->report.registers, it->report.spill_stores, it->report.spill_loads,
                it->cache_hit ? " (cached)" : "");
-        if (strcmp(it->variant_str, no_spill) == 0) {
-            ASSERT_EQ(it->report.spill_stores, 0);
-            ASSERT_EQ(it->report.spill_loads, 0);
-            found_no_spill = 1;
+        for (p = 0; p < 2; p++) {
+            if (strcmp(it->variant_str, no_spill[p]) == 0) {
+                ASSERT_EQ(it->report.spill_stores, 0);
+                ASSERT_EQ(it->report.spill_loads, 0);
+                found_no_spill |= 1 << p;
+            }
         }
     }
     ASSERT_EQ(plan->count[FT_PLAN_COMPILED], sampled);
-    ASSERT_TRUE(found_no_spill);
+    ASSERT_EQ(found_no_spill, 3);
     ft__plan_free(plan);
     ft__cache_close(cache);
     ft__spec_free(spec);
