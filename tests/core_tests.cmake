@@ -219,6 +219,10 @@ if(Python3_FOUND AND NOT FT_SANITIZE)
   # Its bucket keys come from the library (flashtune.key): this build's, not whichever the checkout has.
   set_tests_properties(report_selftest PROPERTIES LABELS unit TIMEOUT 300
     ENVIRONMENT "FLASHTUNE_LIB=$<TARGET_FILE:flashtune_shared>")
+  # bench/ablation.py's tables from made-up measurements whose answers are known.
+  add_test(NAME ablation_selftest COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/bench/ablation.py --selftest
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(ablation_selftest PROPERTIES LABELS unit TIMEOUT 60)
   # bench/op_overhead.py's argument checks, and a short run where PyTorch and a GPU are (else it
   # says "skipped", which this test shows).
   add_test(NAME op_overhead_args COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/op_overhead_args.sh ${Python3_EXECUTABLE}
