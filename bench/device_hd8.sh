@@ -22,6 +22,10 @@
 #                                      stays warm: HD8_DB=$QUALITY_DIR/exhaustive.db for compare;
 #                                      a tune cut by the call's limit resumes on the next call;
 #                                      QUALITY_SECOND=1: a second exhaustive tune measured too)
+#   bash bench/device_hd8.sh ablate    each knob's worth: flashtune verify, then an exhaustive
+#                                      tune of the sm_90a forward's ABLATE_ONLY filter (default
+#                                      d = 64 bf16) into $OUT/ablate.db, and bench/ablation.py
+#                                      on its measurements ($OUT/ablate.md)
 # Expects bench/stage_run.sh's folder in $RUN (default .dev/run). Logs and JSON go to $OUT, one
 # line each to $OUT/summary.txt.
 set -u
@@ -65,8 +69,19 @@ for mode in "$@"; do
     "$ft" query --db "$qdir/halving.db" --all --json > "$OUT/quality_halving_all.jsonl" 2>&1
     grep -E '^tune|^buckets' "$OUT/quality.txt" | tee -a "$summary"
     ;;
+  ablate)
+    only=${ABLATE_ONLY:-d=64,dtype=bf16}
+    verify ablate specs/flash_fwd_sm90.lua "$only"
+    t0=$(date +%s)
+    timeout "${ABLATE_LIMIT:-300}" "$ft" tune specs/flash_fwd_sm90.lua --db "$OUT/ablate.db" --only "$only" \
+      --search exhaustive -q --json > "$OUT/ablate_tune.txt" 2>&1
+    note "tune --only $only --search exhaustive: exit $? in $(since "$t0") s"
+    "$ft" query --db "$OUT/ablate.db" --all --json > "$OUT/ablate_all.jsonl" 2>&1
+    python3 bench/ablation.py "$OUT/ablate_all.jsonl" --markdown > "$OUT/ablate.md" 2>&1
+    grep -E '^\| (bm|bn|stages|overlap|pingpong|balance|geometric)' "$OUT/ablate.md" | tee -a "$summary"
+    ;;
   *)
-    note "unknown mode $mode (verify, sanitize, compare, quality)"
+    note "unknown mode $mode (verify, sanitize, compare, quality, ablate)"
     ;;
   esac
 done
