@@ -59,6 +59,7 @@ static void on_progress(void *ud, long long done, long long total, const char *w
         cli_progress_start(&tp->bar, "measuring", (int)total, tp->quiet);
         tp->started = 1;
     }
+    tp->bar.total = (int)total; /* it grows as each group of buckets has compiled */
     cli_progress_update(&tp->bar, (int)done, what);
 }
 
@@ -83,9 +84,10 @@ static void print_json_summary(const ft_tune_summary *s, int misses, int halving
         printf("%s\"%s\": %lld", i > FT_RESULT_OK ? ", " : "", ft__result_status_name((ft_result_status)i),
                s->by_status[i]);
     printf("}, \"winners\": %d, \"races\": %d, \"worker_restarts\": %d, \"protocol_errors\": %d, "
-           "\"wall_ms\": %.1f, \"compile_ms\": %.1f, \"verify_ms\": %.1f, \"time_ms\": %.1f}\n",
-           s->winners, s->races, s->worker_restarts, s->protocol_errors, s->wall_ms, s->compile_ms, s->verify_ms,
-           s->time_ms);
+           "\"wall_ms\": %.1f, \"compile_ms\": %.1f, \"compile_wait_ms\": %.1f, \"verify_ms\": %.1f, "
+           "\"time_ms\": %.1f}\n",
+           s->winners, s->races, s->worker_restarts, s->protocol_errors, s->wall_ms, s->compile_ms, s->compile_wait_ms,
+           s->verify_ms, s->time_ms);
 }
 
 int cmd_tune(int argc, char **argv)
@@ -107,7 +109,7 @@ int cmd_tune(int argc, char **argv)
     const char *arch = "sm_90";
     tune_progress tp;
     ft_err err;
-    char a[32], b[32], c[32], w[32];
+    char a[32], b[32], c[32], cw[32], w[32];
 
     memset(&o, 0, sizeof o);
     memset(&tp, 0, sizeof tp);
@@ -261,7 +263,9 @@ int cmd_tune(int argc, char **argv)
     if (o.halving)
         printf("search: halving: %lld variants screened, %lld of them measured again at the whole budget\n",
                s.screened, s.kept);
-    printf("time: %s wall; compiling %s, verifying %s, timing %s\n", w, a, b, c);
+    cli_format_duration(s.compile_wait_ms, cw, sizeof cw);
+    printf("time: %s wall; compiling %s (%s of it before the GPU could go on), verifying %s, timing %s\n", w, a, cw,
+           b, c);
     printf("database: %s  (flashtune query shows the winners)\n", s.db_path);
     status = 0;
 out:

@@ -16,6 +16,7 @@
  *   FAKE_ODD_DEVICE   the device ordinal that reports another GPU model (for --device all)
  *   FAKE_CC, FAKE_DRIVER   the compute capability (default 90) and driver version (13000)
  *   FAKE_STUBBORN=1   ignore quit and the end of the input: only a kill ends the worker
+ *   FAKE_DELAY_MS     take this long over every measurement (as a GPU would)
  *   FAKE_BAD          a way to break the protocol, in the reply to every measurement of a kernel
  *                     whose entry contains FAKE_BAD_MATCH (every kernel when that is unset):
  *       long        a reply line of 100 KB         flood      100 KB without a newline, then silence
@@ -111,6 +112,7 @@ int main(int argc, char **argv)
     const char *pids = getenv("FAKE_PIDS");
     long interrupt_after = getenv("FAKE_INTERRUPT_AFTER") ? atol(getenv("FAKE_INTERRUPT_AFTER")) : -1;
     int stubborn = getenv("FAKE_STUBBORN") != NULL && atoi(getenv("FAKE_STUBBORN")) != 0;
+    long delay_ms = getenv("FAKE_DELAY_MS") ? atol(getenv("FAKE_DELAY_MS")) : 0;
     long measured = 0;
     long long last_id = 0;
     double flops = 1e9; /* of the current shape */
@@ -186,6 +188,8 @@ int main(int argc, char **argv)
             ms = 0.003 + flops / ((100 + h % 400) * 1e9);
             if (strstr(line, " verify=0") == NULL)
                 measured++;
+            if (delay_ms > 0)
+                sleep_ms(delay_ms);
             if (matches(line, "FAKE_CRASH"))
                 abort();
             if (matches(line, "FAKE_HANG"))

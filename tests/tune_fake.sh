@@ -136,3 +136,20 @@ grep -q '"search": "halving", "screened": 0, "kept": 0' "$dir/out" || fail "halv
 "$ft" tune flash_fwd --search fast > "$dir/out" 2>&1 && fail "--search fast should be a usage error"
 grep -q "search takes exhaustive or halving, not 'fast'" "$dir/out" || fail "--search: no clear message"
 echo "--search halving (the exhaustive tune's winners): ok"
+
+# 11. Compiling hides behind timing: the buckets go in groups of the same variants (here twelve:
+#     six head dims x causal), and while one group is measured the next one compiles. With a
+#     cold cache and measurements that take 400 ms (as on a GPU), the tune waits for the first
+#     group's compilation and little else: under half of the compile time (about a sixth here).
+rm -f "$db"
+FAKE_DELAY_MS=400 "$ft" tune flash_fwd --db "$db" --cache-dir "$dir/cold-cache" --json -q -j 2 \
+  --only 'bm=64,bn=64,warps=4,stages=1,dtype=f16,qreg=0,overlap=0' > "$dir/out" 2>&1 || fail "the delayed tune failed"
+compile=$(sed -n 's/.*"compile_ms": \([0-9.]*\).*/\1/p' "$dir/out")
+wait=$(sed -n 's/.*"compile_wait_ms": \([0-9.]*\).*/\1/p' "$dir/out")
+[ -n "$compile" ] && [ -n "$wait" ] || fail "no compile_ms and compile_wait_ms in the summary"
+awk -v c="$compile" -v w="$wait" 'BEGIN { exit !(c > 0 && w >= 0 && w < 0.5 * c) }' ||
+  fail "compiling did not hide behind timing: waited $wait ms of $compile ms"
+grep -q '"buckets": 48, "variants": 12, .*"measured": 48, "resumed": 0, "results": {"ok": 48,' "$dir/out" ||
+  fail "the delayed tune: expected 48 buckets of 12 variants, 48 ok"
+echo "compiling behind timing (waited $wait ms of $compile ms): ok"
+

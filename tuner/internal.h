@@ -1,7 +1,7 @@
 /*
  * The tuner's inside, shared by its files (not an interface of flashtune):
  *   tune.c      ft__tune and ft__tune_probe: the whole run
- *   tasks.c     what is measured: plans, targets, tasks
+ *   tasks.c     what is measured: plans, targets, groups of buckets, tasks
  *   loop.c      the event loop over the workers
  *   workers.c   the worker processes and their pipes
  *   protocol.c  the worker protocol's lines, parsed and checked
@@ -99,6 +99,17 @@ typedef struct target_list {
     int n, cap;
 } target_list;
 
+/* The buckets that the same variants compute (one spec's targets of one operation, head dim,
+ * dtype, causality and determinism) and the pending variants they are the first to need. A
+ * tune compiles a group's variants while it measures the group before. */
+typedef struct group {
+    int spec;
+    int *targets;   /* indices into tu->targets[spec].v */
+    int ntargets;
+    int *items;     /* indices into tu->plans[spec]->items */
+    int nitems;
+} group;
+
 typedef struct tuner {
     const ft_tune_opts *o;     /* NULL for a probe */
     ft_spec *const *specs;
@@ -110,8 +121,11 @@ typedef struct tuner {
     ft_db_device dev;
     long long device_id;
     target_list *targets;      /* per spec: its buckets (ft__tuner_targets) */
-    kernel_ref *kernels;
+    kernel_ref *kernels;       /* the compiled variants so far (room for every plan item) */
     int nkernels;
+    group *groups;
+    int ngroups, groups_cap;
+    long long to_compile;      /* pending variants over all plans */
     task *tasks;
     int ntasks, tasks_cap;
     worker *workers;
@@ -205,12 +219,16 @@ ft_status ft__tuner_start_workers(tuner *tu, ft_err *err);
  * for and no workload has, the workloads of the nearest one). */
 ft_status ft__tuner_targets(tuner *tu, const target_list *misses, ft_err *err);
 
-/* Plans and compiles the variants of every spec that fit the GPU and compute one of its
- * buckets (tu->targets). */
-ft_status ft__tuner_compile_all(tuner *tu, ft_variant *filter, unsigned *masks, ft_err *err);
+/* Plans every spec for the GPU, the variants that fit it and compute one of its buckets
+ * (tu->targets) left pending; the kernel table allocated for them. */
+ft_status ft__tuner_plan_all(tuner *tu, ft_variant *filter, unsigned *masks, ft_err *err);
 
-/* One task per bucket and spec (tu->targets). */
-ft_status ft__tuner_make_tasks(tuner *tu, ft_err *err);
+/* The targets in groups computed by the same variants (tu->groups), each pending variant in the
+ * first group that measures it. */
+ft_status ft__tuner_make_groups(tuner *tu, ft_err *err);
+
+/* After a group's variants have compiled: their kernels registered, one task per target. */
+ft_status ft__tuner_group_tasks(tuner *tu, const group *g, ft_err *err);
 
 /* The buckets the runtime library recorded as misses on this GPU model. */
 ft_status ft__tuner_miss_targets(tuner *tu, target_list *l, ft_err *err);

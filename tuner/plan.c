@@ -366,6 +366,17 @@ static void compile_one(void *ctx, int k)
     ft_err err;
     ft_status rc;
 
+    if (it->source.text == NULL) { /* ft__plan_emit_items was not called for it */
+        snprintf(it->reason, sizeof it->reason, "no source generated before compiling");
+        snprintf(it->reason_class, sizeof it->reason_class, "compile error");
+        pthread_mutex_lock(&run->lock);
+        it->status = FT_PLAN_COMPILE_ERROR;
+        plan->count[FT_PLAN_PENDING]--;
+        plan->count[it->status]++;
+        run->done++;
+        pthread_mutex_unlock(&run->lock);
+        return;
+    }
     snprintf(name, sizeof name, "%s.cu", it->source.entry);
     ft__compile_key(it->source.text, plan->arch.name, it->key);
     {
@@ -398,8 +409,21 @@ static void compile_one(void *ctx, int k)
     pthread_mutex_unlock(&run->lock);
 }
 
-ft_status ft__plan_compile(ft_plan *plan, ft_cache *cache, int jobs, ft_plan_progress_fn progress,
-                           void *ud, volatile int *stop, ft_err *err)
+ft_status ft__plan_emit_items(ft_plan *plan, const int *items, int n, ft_err *err)
+{
+    ft_status rc = FT_OK;
+    int i;
+
+    for (i = 0; i < n && rc == FT_OK; i++) {
+        ft_plan_item *it = &plan->items[items[i]];
+        if (it->status == FT_PLAN_PENDING && it->source.text == NULL)
+            rc = ft__emit(plan->spec, plan->family, &it->variant, &plan->arch, &it->source, err);
+    }
+    return rc;
+}
+
+ft_status ft__plan_compile_items(ft_plan *plan, const int *items, int n, ft_cache *cache, int jobs,
+                                 ft_plan_progress_fn progress, void *ud, volatile int *stop, ft_err *err)
 {
     ft_status rc = FT_OK;
     compile_run run;
@@ -410,21 +434,12 @@ ft_status ft__plan_compile(ft_plan *plan, ft_cache *cache, int jobs, ft_plan_pro
     run.cache = cache;
     run.progress = progress;
     run.ud = ud;
-    run.pending = malloc((size_t)(plan->nitems > 0 ? plan->nitems : 1) * sizeof *run.pending);
+    run.pending = malloc((size_t)(n > 0 ? n : 1) * sizeof *run.pending);
     if (run.pending == NULL)
         return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
-    /* Generation runs the spec's smem formula in Lua, which is single-threaded: do it here. */
-    for (i = 0; i < plan->nitems; i++) {
-        ft_plan_item *it = &plan->items[i];
-        if (it->status != FT_PLAN_PENDING)
-            continue;
-        if (it->source.text == NULL) {
-            rc = ft__emit(plan->spec, plan->family, &it->variant, &plan->arch, &it->source, err);
-            if (rc != FT_OK)
-                goto out;
-        }
-        run.pending[run.total++] = i;
-    }
+    for (i = 0; i < n; i++)
+        if (plan->items[items[i]].status == FT_PLAN_PENDING)
+            run.pending[run.total++] = items[i];
     pthread_mutex_init(&run.lock, NULL);
     if (jobs <= 0)
         jobs = ft__cpu_count();
@@ -433,8 +448,27 @@ ft_status ft__plan_compile(ft_plan *plan, ft_cache *cache, int jobs, ft_plan_pro
     if (stop != NULL && *stop)
         rc = ft__fail(err, FT_ERR_INTERRUPTED, "interrupted after %d of %d compilations", run.done,
                       run.total);
-out:
     free(run.pending);
+    return rc;
+}
+
+ft_status ft__plan_compile(ft_plan *plan, ft_cache *cache, int jobs, ft_plan_progress_fn progress,
+                           void *ud, volatile int *stop, ft_err *err)
+{
+    ft_status rc;
+    int *items = malloc((size_t)(plan->nitems > 0 ? plan->nitems : 1) * sizeof *items);
+    int i, n = 0;
+
+    if (items == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (i = 0; i < plan->nitems; i++)
+        if (plan->items[i].status == FT_PLAN_PENDING)
+            items[n++] = i;
+    /* Generation runs the spec's smem formula in Lua, which is single-threaded: do it here. */
+    rc = ft__plan_emit_items(plan, items, n, err);
+    if (rc == FT_OK)
+        rc = ft__plan_compile_items(plan, items, n, cache, jobs, progress, ud, stop, err);
+    free(items);
     return rc;
 }
 

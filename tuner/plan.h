@@ -94,6 +94,16 @@ typedef void (*ft_plan_progress_fn)(void *ud, const ft_plan *plan, const ft_plan
 ft_status ft__plan_compile(ft_plan *plan, ft_cache *cache, int jobs, ft_plan_progress_fn progress,
                            void *ud, volatile int *stop, ft_err *err);
 
+/* The two halves of ft__plan_compile for a subset of the items (indices into plan->items; the
+ * ones not pending are skipped). ft__plan_emit_items generates their sources: it runs the
+ * spec's Lua, so one thread at a time, the one that owns the spec. ft__plan_compile_items then
+ * compiles them and touches no Lua, so it may run on another thread while the owner uses the
+ * spec and the plan's other items (the tuner measures one group of variants while the next
+ * compiles); an item without its source is a compile error. */
+ft_status ft__plan_emit_items(ft_plan *plan, const int *items, int n, ft_err *err);
+ft_status ft__plan_compile_items(ft_plan *plan, const int *items, int n, ft_cache *cache, int jobs,
+                                 ft_plan_progress_fn progress, void *ud, volatile int *stop, ft_err *err);
+
 void ft__plan_free(ft_plan *plan); /* NULL is a no-op */
 
 #endif

@@ -1,6 +1,7 @@
 /*
- * What a tune measures: the plans compiled, the targets (the specs' workloads, or the recorded
- * misses), and one task per bucket and spec.
+ * What a tune measures: the plans, the targets (the specs' workloads, or the recorded misses),
+ * the groups of targets that the same variants compute (compiled together, tuner/tune.c), and
+ * one task per bucket and spec.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -106,14 +107,16 @@ static int needed(const ft_plan_item *it, void *ud)
     return 0;
 }
 
-/* Compiles the variants of every spec's plan that some bucket of the tune measures (a head dim,
- * dtype or causality that none of tu->targets has is not compiled) and registers the kernels in
- * the database. */
-ft_status ft__tuner_compile_all(tuner *tu, ft_variant *filter, unsigned *masks, ft_err *err)
+static ft_status add_task(tuner *tu, int s, const target *tg, ft_err *err);
+
+/* Plans every spec for the GPU: its space pruned, the variants that no bucket of the tune
+ * measures left out (a head dim, dtype or causality that none of tu->targets has is not
+ * compiled); nothing compiled yet (the groups are, ft__tuner_make_groups). */
+ft_status ft__tuner_plan_all(tuner *tu, ft_variant *filter, unsigned *masks, ft_err *err)
 {
     ft_status rc = FT_OK;
-    int s, i;
-    double t0 = ft__now_ms();
+    long long total = 0;
+    int s;
 
     tu->plans = calloc((size_t)tu->nspecs, sizeof *tu->plans);
     if (tu->plans == NULL)
@@ -131,40 +134,121 @@ ft_status ft__tuner_compile_all(tuner *tu, ft_variant *filter, unsigned *masks, 
         ft__plan_leave_out(plan, needed, &nc);
         ft__family_hash(plan->family, th);
         rc = ft__db_set_current(tu->db, tu->dev.driver_version, tu->dev.nvrtc_version, plan->family->name, th, err);
-        if (rc != FT_OK)
-            break;
-        if (tu->progress != NULL)
-            tu->progress(tu->ud, 0, plan->count[FT_PLAN_PENDING], "compiling");
-        rc = ft__plan_compile(plan, tu->cache, tu->o->jobs, NULL, NULL, tu->o->stop, err);
         tu->sum->pruned += plan->count[FT_PLAN_PRUNED];
         tu->sum->variants += plan->nitems - plan->count[FT_PLAN_PRUNED] - plan->count[FT_PLAN_NOT_SAMPLED];
+        tu->to_compile += plan->count[FT_PLAN_PENDING];
+        total += plan->nitems;
     }
-    tu->sum->compile_ms = ft__now_ms() - t0;
     if (rc != FT_OK)
         return rc;
-    for (s = 0; s < tu->nspecs; s++)
-        tu->nkernels += tu->plans[s]->nitems;
-    tu->kernels = calloc((size_t)tu->nkernels + 1, sizeof *tu->kernels);
+    tu->kernels = calloc((size_t)total + 1, sizeof *tu->kernels);
     if (tu->kernels == NULL)
         return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
-    tu->nkernels = 0;
-    for (s = 0; s < tu->nspecs && rc == FT_OK; s++) {
-        ft_plan *plan = tu->plans[s];
-        char th[65];
-        ft__family_hash(plan->family, th);
-        for (i = 0; i < plan->nitems && rc == FT_OK; i++) {
-            ft_plan_item *it = &plan->items[i];
-            kernel_ref *kr = &tu->kernels[tu->nkernels];
-            ft_db_kernel dk;
-            if (it->status == FT_PLAN_PRUNED || it->status == FT_PLAN_NOT_SAMPLED)
-                continue;
-            ft__tuner_kernel_row(plan, it, th, &dk);
-            kr->spec = s;
-            kr->item = i;
-            rc = ft__db_kernel_id(tu->db, &dk, &kr->kernel_id, err);
-            tu->nkernels++;
-        }
+    return FT_OK;
+}
+
+/* Whether two targets are computed by the same variants: operation, head dim, dtype, causality
+ * and determinism (what computes() looks at). */
+static int same_group(const target *a, const target *b)
+{
+    return a->op == b->op && a->wl.d == b->wl.d && strcmp(a->dtype, b->dtype) == 0 && a->causal == b->causal &&
+           a->det == b->det;
+}
+
+static ft_status group_add(tuner *tu, int s, int cap_targets, int cap_items, ft_err *err)
+{
+    group *g;
+    if (tu->ngroups == tu->groups_cap) {
+        group *ng = realloc(tu->groups, (size_t)(tu->groups_cap = tu->groups_cap ? 2 * tu->groups_cap : 16) * sizeof *ng);
+        if (ng == NULL)
+            return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+        tu->groups = ng;
     }
+    g = &tu->groups[tu->ngroups];
+    memset(g, 0, sizeof *g);
+    g->spec = s;
+    g->targets = malloc((size_t)(cap_targets > 0 ? cap_targets : 1) * sizeof *g->targets);
+    g->items = malloc((size_t)(cap_items > 0 ? cap_items : 1) * sizeof *g->items);
+    if (g->targets == NULL || g->items == NULL) {
+        free(g->targets);
+        free(g->items);
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    tu->ngroups++;
+    return FT_OK;
+}
+
+/* Each spec's targets in groups of the same variants, in the order of the targets, and each
+ * pending item of the plans in the first group that measures it. */
+ft_status ft__tuner_make_groups(tuner *tu, ft_err *err)
+{
+    ft_status rc = FT_OK;
+    int s;
+
+    for (s = 0; s < tu->nspecs && rc == FT_OK; s++) {
+        const target_list *l = &tu->targets[s];
+        const ft_plan *plan = tu->plans[s];
+        const ft_family *fam = ft__family_find(tu->specs[s]->template_name);
+        const int first = tu->ngroups;
+        unsigned char *claimed = calloc((size_t)plan->nitems + 1, 1);
+        int i, g;
+
+        if (claimed == NULL)
+            return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+        for (i = 0; i < l->n && rc == FT_OK; i++) {
+            for (g = first; g < tu->ngroups; g++)
+                if (same_group(&l->v[tu->groups[g].targets[0]], &l->v[i]))
+                    break;
+            if (g == tu->ngroups)
+                rc = group_add(tu, s, l->n, plan->nitems, err);
+            if (rc == FT_OK)
+                tu->groups[g].targets[tu->groups[g].ntargets++] = i;
+        }
+        for (g = first; g < tu->ngroups && rc == FT_OK && fam != NULL; g++) {
+            group *gr = &tu->groups[g];
+            for (i = 0; i < plan->nitems; i++) {
+                const ft_plan_item *it = &plan->items[i];
+                int t;
+                if (it->status != FT_PLAN_PENDING || claimed[i])
+                    continue;
+                for (t = 0; t < gr->ntargets; t++)
+                    if (computes(tu->specs[s], fam->op, &it->variant, &l->v[gr->targets[t]]))
+                        break;
+                if (t < gr->ntargets) {
+                    gr->items[gr->nitems++] = i;
+                    claimed[i] = 1;
+                }
+            }
+        }
+        free(claimed);
+    }
+    return rc;
+}
+
+/* Group g's compiled variants into the kernel table and the database, then one task per target
+ * of the group (appended to tu->tasks). */
+ft_status ft__tuner_group_tasks(tuner *tu, const group *g, ft_err *err)
+{
+    ft_plan *plan = tu->plans[g->spec];
+    ft_status rc = FT_OK;
+    char th[65];
+    int i;
+
+    ft__family_hash(plan->family, th);
+    for (i = 0; i < g->nitems && rc == FT_OK; i++) {
+        ft_plan_item *it = &plan->items[g->items[i]];
+        kernel_ref *kr = &tu->kernels[tu->nkernels];
+        ft_db_kernel dk;
+        if (it->status == FT_PLAN_PENDING || it->status == FT_PLAN_PRUNED || it->status == FT_PLAN_NOT_SAMPLED)
+            continue; /* pending: its compilation was interrupted */
+        ft__tuner_kernel_row(plan, it, th, &dk);
+        kr->spec = g->spec;
+        kr->item = g->items[i];
+        rc = ft__db_kernel_id(tu->db, &dk, &kr->kernel_id, err);
+        tu->nkernels++;
+    }
+    for (i = 0; i < g->ntargets && rc == FT_OK; i++)
+        rc = add_task(tu, g->spec, &tu->targets[g->spec].v[g->targets[i]], err);
     return rc;
 }
 
@@ -512,19 +596,6 @@ ft_status ft__tuner_targets(tuner *tu, const target_list *misses, ft_err *err)
             rc = target_add(&tu->targets[s], misses->v[i].op, &misses->v[i].wl, misses->v[i].dtype,
                             misses->v[i].causal, misses->v[i].det, err);
     }
-    return rc;
-}
-
-ft_status ft__tuner_make_tasks(tuner *tu, ft_err *err)
-{
-    ft_status rc = FT_OK;
-    int s, i;
-
-    for (s = 0; s < tu->nspecs && rc == FT_OK; s++)
-        for (i = 0; i < tu->targets[s].n && rc == FT_OK; i++)
-            rc = add_task(tu, s, &tu->targets[s].v[i], err);
-    for (i = 0; i < tu->ntasks; i++)
-        tu->sum->buckets += ft__tuner_first_of_bucket(tu, i);
     return rc;
 }
 

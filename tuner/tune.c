@@ -3,8 +3,12 @@
  *
  * It plans and compiles (NVRTC on a thread pool, through the compile cache), keeps the
  * database, and drives one worker process per GPU (tuner/worker.c) that verifies and times
- * kernels. Each measurement is committed as soon as it arrives, so an interrupted tune loses
- * at most the measurement in flight, and the next tune skips what is already recorded. A worker
+ * kernels. The buckets go in groups that the same variants compute (a spec's head dim, dtype,
+ * causality and determinism): while one group is measured, the next one's variants compile on
+ * a thread of their own, so the GPU waits only for the first group's compilation and for any
+ * that takes longer than the group before it took to measure. Each measurement is committed as
+ * soon as it arrives, so an interrupted tune loses at most the measurement in flight, and the
+ * next tune skips what is already recorded. A worker
  * that faults, dies or stops answering is replaced and the kernel that did it is recorded as a
  * fault or a timeout. The parent itself never touches the GPU, so nothing a kernel does can
  * take it down.
@@ -24,6 +28,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -64,6 +69,128 @@ static ft_status tuner_open(tuner *tu, const char *worker_cmd, const char *cache
     rc = ft__cache_open(cache_dir, &tu->cache, err);
     if (rc == FT_OK)
         snprintf(tu->cache_dir, sizeof tu->cache_dir, "%s", ft__cache_dir(tu->cache));
+    return rc;
+}
+
+/* A group's compilation on a thread of its own (ft__plan_compile_items touches no Lua, and the
+ * plan's items that other groups own are not its). */
+typedef struct compile_job {
+    ft_plan *plan;
+    const group *g;
+    ft_cache *cache;
+    int jobs;
+    volatile int *stop;
+    ft_status rc;
+    ft_err err;
+    double ms;
+} compile_job;
+
+static void *compile_thread(void *arg)
+{
+    compile_job *j = arg;
+    double t0 = ft__now_ms();
+    j->rc = ft__plan_compile_items(j->plan, j->g->items, j->g->nitems, j->cache, j->jobs, NULL, NULL, j->stop,
+                                   &j->err);
+    j->ms = ft__now_ms() - t0;
+    return NULL;
+}
+
+/* Generates group g's sources here (the spec's Lua is this thread's) and starts compiling them
+ * on jobs threads (*started 0: no thread could be made, and the group compiled here). */
+static ft_status compile_start(tuner *tu, int g, int jobs, compile_job *j, pthread_t *th, int *started, ft_err *err)
+{
+    ft_status rc;
+
+    memset(j, 0, sizeof *j);
+    j->plan = tu->plans[tu->groups[g].spec];
+    j->g = &tu->groups[g];
+    j->cache = tu->cache;
+    j->jobs = jobs;
+    j->stop = tu->o->stop;
+    *started = 0;
+    rc = ft__plan_emit_items(j->plan, j->g->items, j->g->nitems, err);
+    if (rc != FT_OK)
+        return rc;
+    if (pthread_create(th, NULL, compile_thread, j) == 0)
+        *started = 1;
+    else
+        compile_thread(j);
+    return FT_OK;
+}
+
+/* Waits for a compilation; its time goes to the summary, and the part of it that the
+ * measurements waited for to compile_wait_ms. */
+static ft_status compile_finish(tuner *tu, compile_job *j, pthread_t th, int started, ft_err *err)
+{
+    double t0 = ft__now_ms();
+
+    if (started)
+        pthread_join(th, NULL);
+    tu->sum->compile_ms += j->ms;
+    tu->sum->compile_wait_ms += ft__now_ms() - t0;
+    if (j->rc != FT_OK)
+        *err = j->err;
+    return j->rc;
+}
+
+/* The next group after `after` with variants to compile, or -1. */
+static int next_to_compile(const tuner *tu, int after)
+{
+    int g;
+    for (g = after + 1; g < tu->ngroups; g++)
+        if (tu->groups[g].nitems > 0)
+            return g;
+    return -1;
+}
+
+/* The groups in turn: the first one's variants compiled (all cores), then while a group is
+ * measured the next one with variants of its own compiles (on all cores but one per GPU, for
+ * the workers' host side), so that compiling hides behind timing. */
+static ft_status measure_groups(tuner *tu, ft_err *err)
+{
+    const int jobs = tu->o->jobs > 0 ? tu->o->jobs : ft__cpu_count();
+    const int side = jobs > tu->nworkers ? jobs - tu->nworkers : 1;
+    compile_job job;
+    pthread_t th;
+    int started = 0, inflight = -1, g, i;
+    ft_status rc = FT_OK;
+
+    for (g = 0; g < tu->ngroups && rc == FT_OK; g++) {
+        const int first = tu->ntasks;
+        int n;
+        if (tu->groups[g].nitems > 0) {
+            if (inflight != g) /* not started ahead: the first group */
+                rc = compile_start(tu, g, jobs, &job, &th, &started, err);
+            inflight = -1;
+            if (rc == FT_OK)
+                rc = compile_finish(tu, &job, th, started, err);
+        }
+        n = next_to_compile(tu, g);
+        if (rc == FT_OK && n >= 0 && n != inflight) { /* one compilation at a time */
+            rc = compile_start(tu, n, side, &job, &th, &started, err);
+            if (rc == FT_OK)
+                inflight = n;
+        }
+        if (rc == FT_OK)
+            rc = ft__tuner_group_tasks(tu, &tu->groups[g], err);
+        for (i = first; i < tu->ntasks && rc == FT_OK; i++) {
+            worker *w = &tu->workers[i % tu->nworkers];
+            w->tasks[w->ntasks++] = i;
+            tu->sum->buckets += ft__tuner_first_of_bucket(tu, i);
+        }
+        if (rc == FT_OK) {
+            ft__tuner_progress(tu, "measuring");
+            rc = ft__tuner_run_workers(tu, err);
+        }
+    }
+    if (inflight >= 0) { /* after a failure or a stop (which ends it soon): joined all the same */
+        ft_err e2;
+        ft_status rc2 = compile_finish(tu, &job, th, started, &e2);
+        if (rc == FT_OK && rc2 != FT_OK) {
+            rc = rc2;
+            *err = e2;
+        }
+    }
     return rc;
 }
 
@@ -154,25 +281,26 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
     if (rc == FT_OK)
         rc = ft__tuner_targets(&tu, &misses, err);
     if (rc == FT_OK)
-        rc = ft__tuner_compile_all(&tu, filter, masks, err);
+        rc = ft__tuner_plan_all(&tu, filter, masks, err);
     if (rc == FT_OK)
-        rc = ft__tuner_make_tasks(&tu, err);
+        rc = ft__tuner_make_groups(&tu, err);
     if (rc != FT_OK)
         goto out;
-    /* Share the buckets among the GPUs, largest first so the tail stays short. */
-    for (i = 0; i < tu.nworkers; i++) {
-        tu.workers[i].tasks = calloc((size_t)tu.ntasks + 1, sizeof(int));
-        if (tu.workers[i].tasks == NULL) {
-            rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
-            goto out;
+    {
+        int ntargets = 0;
+        for (i = 0; i < tu.nspecs; i++)
+            ntargets += tu.targets[i].n;
+        for (i = 0; i < tu.nworkers; i++) {
+            tu.workers[i].tasks = calloc((size_t)ntargets + 1, sizeof(int)); /* a task per spec and target at most */
+            if (tu.workers[i].tasks == NULL) {
+                rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+                goto out;
+            }
         }
     }
-    for (i = 0; i < tu.ntasks; i++) {
-        worker *w = &tu.workers[i % tu.nworkers];
-        w->tasks[w->ntasks++] = i;
-    }
-    ft__tuner_progress(&tu, "measuring");
-    rc = ft__tuner_run_workers(&tu, err);
+    if (tu.progress != NULL)
+        tu.progress(tu.ud, 0, tu.to_compile, "compiling");
+    rc = measure_groups(&tu, err);
 out:
     for (i = 0; i < tu.nworkers; i++) {
         ft__tuner_worker_stop(&tu, &tu.workers[i], rc != FT_OK);
@@ -191,6 +319,11 @@ out:
             ft__db_winner(tu.db, tu.device_id, &tu.tasks[i].key, &row, NULL, NULL, &found, &ignored) == FT_OK)
             summary->winners += found;
     }
+    for (i = 0; i < tu.ngroups; i++) {
+        free(tu.groups[i].targets);
+        free(tu.groups[i].items);
+    }
+    free(tu.groups);
     for (i = 0; i < tu.ntasks; i++) {
         free(tu.tasks[i].jobs);
         free(tu.tasks[i].retried);

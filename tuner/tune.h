@@ -52,6 +52,9 @@ typedef struct ft_tune_summary {
     int worker_restarts;
     int protocol_errors;     /* replies that broke the worker protocol (each one restarts the worker) */
     double compile_ms, verify_ms, time_ms, wall_ms;
+    double compile_wait_ms;  /* of compile_ms, what the measurements waited for (the first group's
+                                compilation, and any that took longer than the group before it
+                                took to measure); the rest ran while the GPU was timing */
     char device_name[128];
     char db_path[4096];
 } ft_tune_summary;
