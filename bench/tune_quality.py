@@ -10,8 +10,10 @@ repetition a turn in an order that rotates every turn, a round queued without wa
 GPU in between, so that the host's work per call is hidden as in the tuner's timing; the median
 of all repetitions). Beside them the oracle's winner
 again, through a second context: the spread of this re-measurement itself (oracle / oracle
-again), against which the search's difference can be judged. Also each tuner's recorded median
-against the independent one. With --second, a second exhaustive tune after the first (a database
+again), against which the search's difference can be judged; and the built-in default
+(flashtune.Context(database=""), what an untuned install runs): the tuned winner must not be
+slower than it beyond that spread. Also each tuner's recorded median against the independent
+one. With --second, a second exhaustive tune after the first (a database
 of its own): its winners measured beside them, as two tunes on one machine would pick.
 
     python3 bench/tune_quality.py --flashtune .dev/run/flashtune --spec specs/flash_fwd_sm90.lua \\
@@ -89,6 +91,7 @@ def main():
 
     flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
     contexts = {}
+    default_ctx = flashtune.Context(database="")  # no database: the built-in defaults
 
     def ctx(variant):
         if variant not in contexts:
@@ -104,10 +107,11 @@ def main():
         k = torch.randn(sh["b"], sh["sk"], sh["hkv"], e["d"], device="cuda", dtype=dt)
         v = torch.randn_like(k)
         causal = bool(e["causal"])
-        systems = ("halving", "exhaustive", "again") + (("second",) if a.second else ())
+        systems = ("halving", "exhaustive", "again", "default") + (("second",) if a.second else ())
         variants = {"halving": h["variant"], "exhaustive": e["variant"], "again": e["variant"]}
         ctxs = {s: ctx(variants[s]) for s in ("halving", "exhaustive")}
         ctxs["again"] = flashtune.Context(spec=a.spec, variant=e["variant"])  # a context of its own
+        ctxs["default"] = default_ctx
         if a.second:
             variants["second"] = w2[key]["variant"]
             ctxs["second"] = ctx(variants["second"])
@@ -137,10 +141,10 @@ def main():
             torch.cuda.synchronize()
             for s, e0, e1 in ev:
                 times[s].append(e0.elapsed_time(e1))
-        mh, me, ma = (statistics.median(times[s]) for s in systems[:3])
+        mh, me, ma, md = (statistics.median(times[s]) for s in systems[:4])
         rows.append({"key": key[1], "shape": e["shape"], "halving": h["variant"], "exhaustive": e["variant"],
                      "halving_ms": mh, "exhaustive_ms": me, "again_ms": ma, "oracle_over_search": me / mh,
-                     "oracle_over_again": me / ma,
+                     "oracle_over_again": me / ma, "default_ms": md, "default_over_oracle": md / me,
                      "halving_recorded_ms": h["median_ms"], "exhaustive_recorded_ms": e["median_ms"],
                      "recorded_over_measured": [h["median_ms"] / mh, e["median_ms"] / me]})
         if a.second:
@@ -148,8 +152,9 @@ def main():
             rows[-1].update({"second": variants["second"], "second_ms": m2, "oracle_over_second": me / m2,
                              "second_recorded_ms": w2[key]["median_ms"]})
             rows[-1]["recorded_over_measured"].append(w2[key]["median_ms"] / m2)
-        print("%-70s %s  search %.4f ms, oracle %.4f ms (again %.4f): %.3f (noise %.3f)%s; recorded/measured %s"
-              % (key[1], e["shape"], mh, me, ma, me / mh, me / ma,
+        print("%-70s %s  search %.4f ms, oracle %.4f ms (again %.4f): %.3f (noise %.3f), default / oracle %.3f%s; "
+              "recorded/measured %s"
+              % (key[1], e["shape"], mh, me, ma, me / mh, me / ma, md / me,
                  ", oracle / second tune's %.3f" % rows[-1]["oracle_over_second"] if a.second else "",
                  " ".join("%.3f" % x for x in rows[-1]["recorded_over_measured"])), flush=True)
     sums = {s: {k: sum(t[k] for t in tunes[s]) for k in ("wall_ms", "compile_ms", "verify_ms", "time_ms", "measured")}
@@ -159,11 +164,12 @@ def main():
                    "rows": rows}, f, indent=1)
     with open(os.path.join(a.out, "quality.md"), "w") as f:
         f.write("| bucket | shape | search's winner | oracle's winner | oracle ms / search ms | oracle ms / oracle ms "
-                "again | oracle ms / second tune's ms | recorded / measured (search, oracle, second) |\n"
-                "|---|---|---|---|---|---|---|---|\n")
+                "again | default ms / oracle ms | oracle ms / second tune's ms | recorded / measured (search, oracle, "
+                "second) |\n|---|---|---|---|---|---|---|---|---|\n")
         for r in rows:
-            f.write("| %s | %s | %s | %s | %.3f | %.3f | %s | %s |\n" % (
+            f.write("| %s | %s | %s | %s | %.3f | %.3f | %.3f | %s | %s |\n" % (
                 r["key"], r["shape"], r["halving"], r["exhaustive"], r["oracle_over_search"], r["oracle_over_again"],
+                r["default_over_oracle"],
                 "%.3f" % r["oracle_over_second"] if "second" in r else "",
                 " ".join("%.3f" % x for x in r["recorded_over_measured"])))
         f.write("\nTuning time (s): " + ", ".join("%s: wall %.1f, timing %.1f, %d measured" % (
@@ -173,9 +179,10 @@ def main():
     rec = [x for r in rows for x in r["recorded_over_measured"]]
     print("buckets %d; worst oracle/search %.3f (1.0: the search's winner as fast as the oracle's), the "
           "re-measurement's own spread up to %.3f; timing %.1f s halving against %.1f s exhaustive; tuners' "
-          "recorded / measured %.3f-%.3f%s"
+          "recorded / measured %.3f-%.3f; default / oracle at least %.3f (under 1: the default faster)%s"
           % (len(rows), worst, noise, sums["halving"]["time_ms"] / 1e3, sums["exhaustive"]["time_ms"] / 1e3,
              min(rec, default=float("nan")), max(rec, default=float("nan")),
+             min((r["default_over_oracle"] for r in rows), default=float("nan")),
              "; oracle / second tune's %.3f-%.3f" % (min(r["oracle_over_second"] for r in rows),
                                                      max(r["oracle_over_second"] for r in rows))
              if a.second and rows else ""))
