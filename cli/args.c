@@ -32,10 +32,14 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 
 static volatile sig_atomic_t stop_flag;
 
+/* The flag is read by other threads too (the compile pool, the tuner's compile thread): stored
+ * atomically (lock-free, so safe in a handler); errno kept for the code the signal interrupted. */
 static void on_signal(int sig)
 {
-    stop_flag = 1;
+    int saved = errno;
+    __atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
     signal(sig, SIG_DFL); /* a second Ctrl-C ends the process at once */
+    errno = saved;
 }
 
 volatile int *cli_stop_flag(void)

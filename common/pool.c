@@ -18,7 +18,7 @@ static void *run_items(void *arg)
 
     for (;;) {
         int i;
-        if (r->stop != NULL && *r->stop)
+        if (r->stop != NULL && __atomic_load_n(r->stop, __ATOMIC_RELAXED))
             break;
         i = __atomic_fetch_add(&r->next, 1, __ATOMIC_RELAXED);
         if (i >= r->n)

@@ -143,7 +143,7 @@ typedef struct tuner {
 /* Whether the stop flag (a signal) is set. */
 static inline int ft__tuner_stopped(const tuner *tu)
 {
-    return tu->o != NULL && tu->o->stop != NULL && *tu->o->stop;
+    return tu->o != NULL && tu->o->stop != NULL && __atomic_load_n(tu->o->stop, __ATOMIC_RELAXED);
 }
 
 /* FT_ERR_INTERRUPTED, saying how much was recorded. */

@@ -445,7 +445,7 @@ ft_status ft__plan_compile_items(ft_plan *plan, const int *items, int n, ft_cach
         jobs = ft__cpu_count();
     ft__parallel_for(run.total, jobs, compile_one, &run, stop);
     pthread_mutex_destroy(&run.lock);
-    if (stop != NULL && *stop)
+    if (stop != NULL && __atomic_load_n(stop, __ATOMIC_RELAXED))
         rc = ft__fail(err, FT_ERR_INTERRUPTED, "interrupted after %d of %d compilations", run.done,
                       run.total);
     free(run.pending);
