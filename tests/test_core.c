@@ -376,7 +376,44 @@ static void test_heat_done(void)
     ASSERT_TRUE(ft__heat_done(150 + FT_HEAT_EXTRA_MS, 0.8, 0.9, 150));
 }
 
-FT_TEST_MAIN(FT_CASE(test_sha256_vectors), FT_CASE(test_heat_done), FT_CASE(test_variant_round_trip),
+/* The two halves of ft__plan_compile: an item compiled without its source is a compile error
+ * (not a crash); generated first, it compiles; items not pending are left alone. */
+static void test_plan_emit_then_compile(void)
+{
+    ft_spec *spec = load_default();
+    ft_plan *plan = NULL;
+    ft_variant filter;
+    unsigned mask;
+    ft_arch arch;
+    ft_err err;
+    int idx[2], i, n = 0;
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_OK(ft__arch_builtin("sm_80", &arch, &err), &err);
+    ASSERT_OK(ft__variant_filter_parse(spec, "d=64,bm=64,bn=64,warps=4,stages=1,qreg=0,dtype=f16,overlap=0",
+                                       &filter, &mask, &err), &err);
+    ASSERT_OK(ft__plan_build(spec, &arch, &filter, mask, &plan, &err), &err);
+    for (i = 0; i < plan->nitems && n < 2; i++)
+        if (plan->items[i].status == FT_PLAN_PENDING)
+            idx[n++] = i;
+    ASSERT_EQ(n, 2);
+    /* the first without its source */
+    ASSERT_OK(ft__plan_compile_items(plan, idx, 1, NULL, 1, NULL, NULL, NULL, &err), &err);
+    ASSERT_EQ(plan->items[idx[0]].status, FT_PLAN_COMPILE_ERROR);
+    ASSERT_CONTAINS(plan->items[idx[0]].reason, "no source generated");
+    /* the second generated, then compiled; the first (no longer pending) is skipped */
+    ASSERT_OK(ft__plan_emit_items(plan, idx + 1, 1, &err), &err);
+    ASSERT_TRUE(plan->items[idx[1]].source.text != NULL);
+    ASSERT_OK(ft__plan_compile_items(plan, idx, 2, NULL, 1, NULL, NULL, NULL, &err), &err);
+    ASSERT_EQ(plan->items[idx[0]].status, FT_PLAN_COMPILE_ERROR);
+    ASSERT_EQ(plan->items[idx[1]].status, FT_PLAN_COMPILED);
+    ASSERT_EQ(plan->count[FT_PLAN_COMPILE_ERROR], 1);
+    ASSERT_EQ(plan->count[FT_PLAN_COMPILED], 1);
+    ft__plan_free(plan);
+    ft__spec_free(spec);
+}
+
+FT_TEST_MAIN(FT_CASE(test_sha256_vectors), FT_CASE(test_heat_done), FT_CASE(test_plan_emit_then_compile), FT_CASE(test_variant_round_trip),
              FT_CASE(test_variant_parse_errors), FT_CASE(test_plan_pruning), FT_CASE(test_emit),
              FT_CASE(test_report_parse), FT_CASE(test_compile_and_cache), FT_CASE(test_compile_error),
              FT_CASE(test_plan_compile_subset))
