@@ -70,6 +70,32 @@ def ablate(rows, params=None):
     return out
 
 
+def neighbour_search(rows, ks=(1, 2, 4, 8, 16)):
+    """How well a bucket's nearest measured neighbour (same dtype, head dim, causality and batch x
+    heads class aside, the nearest sequence length) ranks its variants: for each bucket and k,
+    the best of the neighbour's k fastest, measured on the bucket itself, against the bucket's
+    best (1.000: the top k hold the winner). The question behind a search that screens only a
+    neighbour's leaders. Returns [(bucket, neighbour's seqlen, {k: ratio})]."""
+    by = collections.defaultdict(dict)
+    for r in rows:
+        by[(r["dtype"], r["d"], r["causal"], r["seqlen_bucket"])][r["variant"]] = r["median_ms"]
+    out = []
+    for key in sorted(by):
+        dtype, d, causal, s = key
+        sibs = [k for k in by if k[:3] == key[:3] and k != key]
+        if not sibs:
+            continue
+        nb = min(sibs, key=lambda k: (abs(math.log(k[3] / s)), k[3]))
+        own, ref = by[key], by[nb]
+        order = sorted((v for v in own if v in ref), key=lambda v: (ref[v], v))
+        if not order:
+            continue
+        best = min(own.values())
+        out.append(("%s d=%s %s s=%s" % (dtype, d, "causal" if causal else "full", s), nb[3],
+                    {k: best / min(own[v] for v in order[:k]) for k in ks}))
+    return out
+
+
 def selftest():
     """Two buckets of made-up measurements whose answers are known."""
     sys.path.insert(0, __file__.rsplit("/", 2)[0] + "/tests")
@@ -91,6 +117,13 @@ def selftest():
     c.report(abs(res["stages"]["bf16 d=64 full s=1024 bh=32"]["3"] - 0.8 / 0.9) < 1e-12, "stages=3 at 1k")
     c.report("bf16 d=64 full s=4096 bh=32" not in res["stages"], "a bucket that did not vary stages says nothing")
     c.report(list(ablate(rows, ["bn"])) == ["bn"], "--params chooses")
+    nb = dict((b, (n, t)) for b, n, t in neighbour_search(rows, ks=(1, 2)))
+    # at 1k the 4k bucket's fastest (bn=64) is 0.8 / 1.0 of the best; its two fastest hold it
+    c.report(nb["bf16 d=64 full s=1024"][0] == 4096, "the neighbour of 1k is 4k")
+    c.report(abs(nb["bf16 d=64 full s=1024"][1][1] - 0.8) < 1e-12, "neighbour's fastest at 1k: 0.8")
+    c.report(nb["bf16 d=64 full s=1024"][1][2] == 1.0, "neighbour's two fastest hold 1k's best")
+    # at 4k, 1k's fastest (bn=128) runs 2.5 against bn=64's 2.0
+    c.report(abs(nb["bf16 d=64 full s=4096"][1][1] - 0.8) < 1e-12, "neighbour's fastest at 4k: 0.8")
     import tempfile
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
         for r in rows + [row(1024, "bn=64,stages=3", 0.1, status="wrong_result"), row(1024, "bn=64,stages=3", 0.1,
@@ -113,10 +146,21 @@ def main():
     ap.add_argument("jsonl", help="flashtune query --all --json output, - for stdin")
     ap.add_argument("--params", help="comma-separated parameters (default: every one that varies)")
     ap.add_argument("--markdown", action="store_true", help="markdown tables")
+    ap.add_argument("--neighbour", action="store_true",
+                    help="instead: how well each bucket's nearest measured neighbour ranks its variants")
     a = ap.parse_args()
     rows = load(a.jsonl)
     if not rows:
         sys.exit("ablation: no ok measurements in %s" % a.jsonl)
+    if a.neighbour:
+        res = neighbour_search(rows)
+        ks = sorted(res[0][2]) if res else []
+        print("| bucket | neighbour's seqlen | %s |" % " | ".join("best of its %d fastest" % k for k in ks))
+        print("|---|---|%s" % ("---|" * len(ks)))
+        for b, n, t in res:
+            print("| %s | %d | %s |" % (b, n, " | ".join("%.3f" % t[k] for k in ks)))
+        print("| worst | | %s |" % " | ".join("%.3f" % min(t[k] for _, _, t in res) for k in ks))
+        return
     res = ablate(rows, a.params.split(",") if a.params else None)
     for p, table in res.items():
         values = sorted({v for t in table.values() for v in t}, key=value_key)
