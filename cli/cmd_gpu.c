@@ -261,7 +261,7 @@ int cmd_run(int argc, char **argv)
     lc.cu = s.cu;
     lc.k = &k;
     ft__timing_opts_default(&topts);
-    topts.heat_ms = 150; /* the GPU idled while the kernel compiled: time it at its working clock */
+    topts.heat_ms = FT_HEAT_MS; /* the GPU idled while the kernel compiled: time it at its working clock */
     if (ft__tensors_workspace(s.cu, &t, &k, &err) != FT_OK) {
         status = cli_fail("run", &err);
         goto out;

@@ -1,8 +1,7 @@
 #include "runtime/defaults.h"
 
-#include <string.h>
-
 #include <stdio.h>
+#include <string.h>
 
 #include "generator/family.h"
 #include "generator/spec.h"
@@ -142,20 +141,19 @@ static size_t add_unnamed(const char *base, const char *name, const char *value,
 size_t ft__default_complete(const ft_spec *spec, const char *base, long long d, long long causal, long long det,
                             const char *dtype, char *out, size_t cap)
 {
-    static const char *const from_call[] = {"d", "causal", "det"};
-    const long long call[] = {d, causal, det};
-    char value[32];
+    static const char *const from_call[] = {"d", "causal", "det", "dtype"};
+    char nums[3][24], value[32];
+    const char *call[4];
     size_t n = (size_t)snprintf(out, cap, "%s", base);
     int i;
 
-    for (i = 0; i < 3; i++) {
-        if (ft__spec_param_index(spec, from_call[i]) < 0)
-            continue;
-        snprintf(value, sizeof value, "%lld", call[i]);
-        n = add_unnamed(base, from_call[i], value, out, cap, n);
-    }
-    if (ft__spec_param_index(spec, "dtype") >= 0)
-        n = add_unnamed(base, "dtype", dtype, out, cap, n);
+    snprintf(nums[0], sizeof nums[0], "%lld", d);
+    snprintf(nums[1], sizeof nums[1], "%lld", causal);
+    snprintf(nums[2], sizeof nums[2], "%lld", det);
+    call[0] = nums[0], call[1] = nums[1], call[2] = nums[2], call[3] = dtype;
+    for (i = 0; i < 4; i++)
+        if (ft__spec_param_index(spec, from_call[i]) >= 0)
+            n = add_unnamed(base, from_call[i], call[i], out, cap, n);
     for (i = 0; i < spec->nparams; i++) {
         const ft_param *p = &spec->params[i];
         if (p->dflt < 0)

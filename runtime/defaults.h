@@ -17,6 +17,15 @@ typedef struct ft_default_kernel {
 /* Every entry, in the table's order; *n: how many. */
 const ft_default_kernel *ft__default_kernels(size_t *n);
 
+/* The whole variant text of the partial variant base for a call of head dim d, causality
+ * causal, determinism det and dtype: base, then each of d, causal, det and dtype that spec has
+ * as a parameter, then the spec's `default` of every other parameter that has one, each where
+ * base does not name it. Writes at most cap bytes to out (always terminated) and returns the
+ * whole text's length: cap or more when it did not fit. */
+struct ft_spec;
+size_t ft__default_complete(const struct ft_spec *spec, const char *base, long long d, long long causal,
+                            long long det, const char *dtype, char *out, size_t cap);
+
 /* The entries that can serve calls of key, in the order the runtime tries them (the first whose
  * family the context has and that builds wins): those of the key's operation, head dim and
  * causality (for a head dim the table lacks, each family's entries of the nearest head dim above
@@ -28,15 +37,6 @@ const ft_default_kernel *ft__default_kernels(size_t *n);
  * the key's query length (calls with a KV cache, which only they take), FT_NEEDS_PACKED those
  * that read variable-length batches (for a prefill key the short-query family's last). Writes at
  * most cap pointers to out and returns how many. */
-/* The whole variant text of the partial variant base for a call of head dim d, causality
- * causal, determinism det and dtype: base, then each of d, causal, det and dtype that spec has
- * as a parameter, then the spec's `default` of every other parameter that has one, each where
- * base does not name it. Writes at most cap bytes to out (always terminated) and returns the
- * whole text's length: cap or more when it did not fit. */
-struct ft_spec;
-size_t ft__default_complete(const struct ft_spec *spec, const char *base, long long d, long long causal,
-                            long long det, const char *dtype, char *out, size_t cap);
-
 #define FT_DEFAULTS_MAX 64
 struct ft_key;
 size_t ft__default_order(const struct ft_key *key, int needs, const ft_default_kernel **out, size_t cap);

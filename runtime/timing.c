@@ -129,7 +129,7 @@ ft_status ft__time(const ft_cuda *cu, ft_launch_fn fn, void *ud, const ft_timing
             batch = 1;
         if (batch > o->max_reps)
             batch = o->max_reps;
-        do {
+        for (;;) {
             if ((rc = enqueue_reps(cu, fn, ud, stream, flush, o->flush_bytes, batch, ev, err)) != FT_OK ||
                 (rc = ft__cuda_check(cu, cu->p_cuEventSynchronize(ev[2 * batch - 1]), err, "running the kernel")) !=
                     FT_OK ||
@@ -138,10 +138,10 @@ ft_status ft__time(const ft_cuda *cu, ft_launch_fn fn, void *ud, const ft_timing
                 goto out;
             heated += t;
             cur = t / batch;
-            if (ft__heat_done(heated, prev, cur, o->heat_ms))
+            if (t <= 0 || ft__heat_done(heated, prev, cur, o->heat_ms))
                 break;
             prev = cur;
-        } while (t > 0);
+        }
     }
     rc = enqueue_reps(cu, fn, ud, stream, flush, o->flush_bytes, reps, ev, err);
     if (rc != FT_OK)

@@ -30,6 +30,7 @@ typedef struct ft_timing_opts {
     size_t flush_bytes;   /* L2 flush: a buffer this large is cleared before each repetition */
 } ft_timing_opts;
 
+#define FT_HEAT_MS 150.0       /* the heat a timing after an idle spell takes (worker, flashtune run) */
 #define FT_HEAT_BATCH_MS 10.0
 #define FT_HEAT_AGREE 0.01
 #define FT_HEAT_EXTRA_MS 500.0

@@ -124,7 +124,7 @@ typedef struct tuner {
     kernel_ref *kernels;       /* the compiled variants so far (room for every plan item) */
     int nkernels;
     group *groups;
-    int ngroups, groups_cap;
+    int ngroups;
     long long to_compile;      /* pending variants over all plans */
     task *tasks;
     int ntasks, tasks_cap;

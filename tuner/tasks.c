@@ -155,74 +155,70 @@ static int same_group(const target *a, const target *b)
            a->det == b->det;
 }
 
-static ft_status group_add(tuner *tu, int s, int cap_targets, int cap_items, ft_err *err)
-{
-    group *g;
-    if (tu->ngroups == tu->groups_cap) {
-        group *ng = realloc(tu->groups, (size_t)(tu->groups_cap = tu->groups_cap ? 2 * tu->groups_cap : 16) * sizeof *ng);
-        if (ng == NULL)
-            return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
-        tu->groups = ng;
-    }
-    g = &tu->groups[tu->ngroups];
-    memset(g, 0, sizeof *g);
-    g->spec = s;
-    g->targets = malloc((size_t)(cap_targets > 0 ? cap_targets : 1) * sizeof *g->targets);
-    g->items = malloc((size_t)(cap_items > 0 ? cap_items : 1) * sizeof *g->items);
-    if (g->targets == NULL || g->items == NULL) {
-        free(g->targets);
-        free(g->items);
-        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    tu->ngroups++;
-    return FT_OK;
-}
-
 /* Each spec's targets in groups of the same variants, in the order of the targets, and each
  * pending item of the plans in the first group that measures it. */
 ft_status ft__tuner_make_groups(tuner *tu, ft_err *err)
 {
-    ft_status rc = FT_OK;
-    int s;
+    int s, ntargets = 0;
 
-    for (s = 0; s < tu->nspecs && rc == FT_OK; s++) {
+    for (s = 0; s < tu->nspecs; s++)
+        ntargets += tu->targets[s].n;
+    tu->groups = calloc((size_t)ntargets + 1, sizeof *tu->groups); /* a group has a target at least */
+    if (tu->groups == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (s = 0; s < tu->nspecs; s++) {
         const target_list *l = &tu->targets[s];
         const ft_plan *plan = tu->plans[s];
         const ft_family *fam = ft__family_find(tu->specs[s]->template_name);
         const int first = tu->ngroups;
-        unsigned char *claimed = calloc((size_t)plan->nitems + 1, 1);
+        int *owner = malloc(((size_t)plan->nitems + 1) * sizeof *owner); /* per item: its group, or -1 */
         int i, g;
 
-        if (claimed == NULL)
+        if (owner == NULL)
             return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
-        for (i = 0; i < l->n && rc == FT_OK; i++) {
+        for (i = 0; i < l->n; i++) {
             for (g = first; g < tu->ngroups; g++)
                 if (same_group(&l->v[tu->groups[g].targets[0]], &l->v[i]))
                     break;
-            if (g == tu->ngroups)
-                rc = group_add(tu, s, l->n, plan->nitems, err);
-            if (rc == FT_OK)
-                tu->groups[g].targets[tu->groups[g].ntargets++] = i;
-        }
-        for (g = first; g < tu->ngroups && rc == FT_OK && fam != NULL; g++) {
-            group *gr = &tu->groups[g];
-            for (i = 0; i < plan->nitems; i++) {
-                const ft_plan_item *it = &plan->items[i];
-                int t;
-                if (it->status != FT_PLAN_PENDING || claimed[i])
-                    continue;
-                for (t = 0; t < gr->ntargets; t++)
-                    if (computes(tu->specs[s], fam->op, &it->variant, &l->v[gr->targets[t]]))
-                        break;
-                if (t < gr->ntargets) {
-                    gr->items[gr->nitems++] = i;
-                    claimed[i] = 1;
+            if (g == tu->ngroups) {
+                tu->groups[g].spec = s;
+                tu->groups[g].targets = malloc((size_t)l->n * sizeof *tu->groups[g].targets);
+                if (tu->groups[g].targets == NULL) {
+                    free(owner);
+                    return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
                 }
+                tu->ngroups++;
             }
+            tu->groups[g].targets[tu->groups[g].ntargets++] = i;
         }
-        free(claimed);
+        for (i = 0; i < plan->nitems; i++) {
+            owner[i] = -1;
+            if (fam == NULL || plan->items[i].status != FT_PLAN_PENDING)
+                continue;
+            for (g = first; g < tu->ngroups && owner[i] < 0; g++) {
+                const group *gr = &tu->groups[g];
+                int t;
+                for (t = 0; t < gr->ntargets && owner[i] < 0; t++)
+                    if (computes(tu->specs[s], fam->op, &plan->items[i].variant, &l->v[gr->targets[t]]))
+                        owner[i] = g;
+            }
+            if (owner[i] >= 0)
+                tu->groups[owner[i]].nitems++;
+        }
+        for (g = first; g < tu->ngroups; g++) {
+            tu->groups[g].items = malloc(((size_t)tu->groups[g].nitems + 1) * sizeof *tu->groups[g].items);
+            if (tu->groups[g].items == NULL) {
+                free(owner);
+                return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+            }
+            tu->groups[g].nitems = 0;
+        }
+        for (i = 0; i < plan->nitems; i++)
+            if (owner[i] >= 0)
+                tu->groups[owner[i]].items[tu->groups[owner[i]].nitems++] = i;
+        free(owner);
     }
-    return rc;
+    return FT_OK;
 }
 
 /* Group g's compiled variants into the kernel table and the database, then one task per target

@@ -184,10 +184,10 @@ ft_status ft__worker_parse_shape(const char *line, const ft_op **op, ft_problem 
 }
 
 /* When this long passed between the end of the last timing and a measure command (a shape set
- * up, the parent busy), the timing first heats the GPU this long (runtime/timing.h: the clock an
- * idle H200 starts at is not the one it times at); back-to-back measurements keep it heated. */
+ * up, the parent busy), the timing first heats the GPU for FT_HEAT_MS (runtime/timing.h: the
+ * clock an idle H200 starts at is not the one it times at); back-to-back measurements keep it
+ * heated. */
 #define IDLE_MS 50.0
-#define HEAT_MS 150.0
 
 /* When the last timing ended (ms on the monotonic clock). */
 static double last_timing_end = -1e300;
@@ -351,7 +351,7 @@ static int do_measure(ft_session *s, const char *line, unsigned long long id, sh
             t1 = ft__now_ms();
             ft__timing_opts_default(&o);
             o.warmup_ms = (double)budget / 6.0;
-            o.heat_ms = t0 - last_timing_end > IDLE_MS ? HEAT_MS : 0;
+            o.heat_ms = t0 - last_timing_end > IDLE_MS ? FT_HEAT_MS : 0;
             o.budget_ms = (double)budget;
             o.min_reps = 5;
             o.max_reps = 100;
