@@ -41,6 +41,24 @@ sanitize() {
   done
 }
 
+# ncu_profile LABEL REP REGEX SKIP COUNT -- COMMAND...: Nsight Compute's full set on COMMAND's
+# kernels whose names match REGEX (COUNT of them after SKIP launches; PROFILE_LIMIT seconds at
+# most), then its raw and SASS source pages (REP.raw.csv.gz, REP.sass.csv.gz, for
+# bench/ncu_compare.py) and details page (REP.details.txt); the report itself is removed.
+ncu_profile() {
+  local label=$1 rep=$2 names=$3 skip=$4 count=$5 t0
+  shift 6
+  t0=$(date +%s)
+  timeout "${PROFILE_LIMIT:-240}" ncu --clock-control none --set full --import-source no \
+    --kernel-name "regex:$names" --launch-skip "$skip" --launch-count "$count" -f -o "$rep" "$@" > "$rep.log" 2>&1
+  note "ncu $label: exit $? in $(since "$t0") s: $(grep -E 'calls' "$rep.log" | tail -1)"
+  ncu -i "$rep.ncu-rep" --page raw --csv 2> /dev/null | gzip > "$rep.raw.csv.gz"
+  ncu -i "$rep.ncu-rep" --page details > "$rep.details.txt" 2>&1
+  ncu -i "$rep.ncu-rep" --page source --csv --print-source sass 2> /dev/null | gzip > "$rep.sass.csv.gz"
+  rm -f "$rep.ncu-rep"
+  grep -E '^  [A-Za-z_].*\(|Duration' "$rep.details.txt" | head -n 12 | tee -a "$summary"
+}
+
 # gpu_tests: tests/test_gpu of the staged build and tests/test_python_bwd, counts noted.
 gpu_tests() {
   local t0

@@ -29,7 +29,7 @@
 #   bash bench/device_hd8.sh vsfa4     Nsight Compute's full set on one forward call of flashtune
 #                                      (its defaults) and of FlashAttention-4 at each FWD_SHAPES
 #                                      entry (D/SEQLEN/CAUSAL, default 64/8192/0 and 256/8192/1;
-#                                      bench/fwd_profile.py, FA4 installed by bench/fa4_install.sh):
+#                                      bench/profile_call.py --pass fwd, FA4 installed by bench/fa4_install.sh):
 #                                      raw metrics and SASS source pages (gzipped CSV, for
 #                                      bench/ncu_compare.py A B) and the details page
 # Expects bench/stage_run.sh's folder in $RUN (default .dev/run). Logs and JSON go to $OUT, one
@@ -90,20 +90,10 @@ for mode in "$@"; do
     for shape in ${FWD_SHAPES:-64/8192/0 256/8192/1}; do
       IFS=/ read -r d sl c <<< "$shape"
       for sys in flashtune fa4; do
-        t0=$(date +%s)
-        rep=$OUT/fwd_vsfa4_${sys}_d${d}_s${sl}_c$c
         names=ft_flash_fwd
         [ "$sys" = fa4 ] && names=Forward
-        timeout "${PROFILE_LIMIT:-240}" ncu --clock-control none --set full --import-source no \
-          --kernel-name "regex:$names" --launch-skip 2 --launch-count 1 -f -o "$rep" \
-          python3 bench/fwd_profile.py --system "$sys" --calls 2 --head-dim "$d" --seqlen "$sl" --causal "$c" \
-          > "$rep.log" 2>&1
-        note "ncu $sys fwd d=$d s=$sl causal=$c: exit $? in $(since "$t0") s: $(grep -E 'calls' "$rep.log" | tail -1)"
-        ncu -i "$rep.ncu-rep" --page raw --csv 2> /dev/null | gzip > "$rep.raw.csv.gz"
-        ncu -i "$rep.ncu-rep" --page details > "$rep.details.txt" 2>&1
-        ncu -i "$rep.ncu-rep" --page source --csv --print-source sass 2> /dev/null | gzip > "$rep.sass.csv.gz"
-        rm -f "$rep.ncu-rep"
-        grep -E '^  [A-Za-z_].*\(|Duration' "$rep.details.txt" | head -n 4 | tee -a "$summary"
+        ncu_profile "$sys fwd d=$d s=$sl causal=$c" "$OUT/fwd_vsfa4_${sys}_d${d}_s${sl}_c$c" "$names" 2 1 -- \
+          python3 bench/profile_call.py --pass fwd --system "$sys" --calls 2 --head-dim "$d" --seqlen "$sl" --causal "$c"
       done
     done
     ;;

@@ -152,7 +152,7 @@ for mode in "$@"; do
       t0=$(date +%s)
       rep=$OUT/prof_d${d}_s${s}_c$c
       timeout "${PROFILE_LIMIT:-240}" ncu --clock-control none --set full --import-source no --kernel-name regex:bwd \
-        --launch-skip 3 --launch-count 3 -f -o "$rep" python3 bench/bwd_profile.py --head-dim "$d" --seqlen "$s" \
+        --launch-skip 3 --launch-count 3 -f -o "$rep" python3 bench/profile_call.py --head-dim "$d" --seqlen "$s" \
         --causal "$c" > "$rep.log" 2>&1
       note "ncu d=$d s=$s causal=$c: exit $? in $(since "$t0") s: $(grep -E '^ft|calls' "$rep.log" | tail -1)"
       ncu -i "$rep.ncu-rep" --page details > "$rep.details.txt" 2>&1
@@ -166,20 +166,10 @@ for mode in "$@"; do
     for shape in ${VSFA4_SHAPES:-128/16384/0 128/8192/1}; do
       IFS=/ read -r d s c <<< "$shape"
       for sys in flashtune fa4; do
-        t0=$(date +%s)
-        rep=$OUT/vsfa4_${sys}_d${d}_s${s}_c$c
         names=ft_flash_bwd
         [ "$sys" = fa4 ] && names=Backward
-        timeout "${PROFILE_LIMIT:-240}" ncu --clock-control none --set full --import-source no \
-          --kernel-name "regex:$names" --launch-skip 3 --launch-count 3 -f -o "$rep" \
-          python3 bench/bwd_profile.py --system "$sys" --calls 1 --head-dim "$d" --seqlen "$s" --causal "$c" \
-          > "$rep.log" 2>&1
-        note "ncu $sys d=$d s=$s causal=$c: exit $? in $(since "$t0") s: $(grep -E 'calls' "$rep.log" | tail -1)"
-        ncu -i "$rep.ncu-rep" --page raw --csv 2> /dev/null | gzip > "$rep.raw.csv.gz"
-        ncu -i "$rep.ncu-rep" --page details > "$rep.details.txt" 2>&1
-        ncu -i "$rep.ncu-rep" --page source --csv --print-source sass 2> /dev/null | gzip > "$rep.sass.csv.gz"
-        rm -f "$rep.ncu-rep"
-        grep -E '^  [A-Za-z_].*\(|Duration' "$rep.details.txt" | head -n 12 | tee -a "$summary"
+        ncu_profile "$sys d=$d s=$s causal=$c" "$OUT/vsfa4_${sys}_d${d}_s${s}_c$c" "$names" 3 3 -- \
+          python3 bench/profile_call.py --system "$sys" --calls 1 --head-dim "$d" --seqlen "$s" --causal "$c"
       done
     done
     ;;

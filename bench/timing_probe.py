@@ -26,6 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from tune_quality import timed_call  # noqa: E402
 
 
 def main():
@@ -66,12 +67,7 @@ def main():
         torch.cuda.synchronize()
 
         def timed(name):
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            flush.zero_()
-            e0.record()
-            systems[name].forward(q, k, v, causal=causal)
-            e1.record()
-            return e0, e1
+            return timed_call(flush, lambda: systems[name].forward(q, k, v, causal=causal))
 
         results = {}
         for scheme, rounds in (("sets", a.rounds), ("long", 5 * a.rounds), ("alt", a.rounds)):

@@ -35,6 +35,18 @@ HEAT_MS = 300.0
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
 
+def timed_call(flush, fn):
+    """One repetition queued without waiting: flush (a buffer as large as the L2, or larger) cleared,
+    then fn between two CUDA events, which it returns."""
+    import torch
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    flush.zero_()
+    e0.record()
+    fn()
+    e1.record()
+    return e0, e1
+
+
 def run_tune(ft, spec, db, only, search, extra):
     cmd = [ft, "tune", spec, "--db", db, "--only", only, "--search", search, "--json", "-q"] + extra
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -118,12 +130,7 @@ def main():
         times = {s: [] for s in systems}
 
         def queue(s):
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            flush.zero_()
-            e0.record()
-            ctxs[s].forward(q, k, v, causal=causal)
-            e1.record()
-            return s, e0, e1
+            return (s,) + timed_call(flush, lambda: ctxs[s].forward(q, k, v, causal=causal))
 
         # heat: the oracle's winner back to back until HEAT_MS of GPU time have passed, so that
         # every system is timed at the clock the GPU settles at under this load

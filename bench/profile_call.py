@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""One attention shape run a few times, for a profiler to watch (Nsight Compute on the GPU
+machine): a warm-up call, then --calls calls of the forward or (--pass bwd, the default) the
+backward, on the bench grid's shapes (16k tokens, hidden 2048). flashtune's: the built-in
+defaults, or one forced variant of a spec (--spec, --variant); its kernels are named
+ft_flash_fwd... and ft_flash_bwd... (the backward's pre, main and post kernels). Or, --system
+fa4, FlashAttention-4's (flash_attn.cute): select its kernels by name, `--kernel-name
+regex:Forward` or `regex:Backward` (the backward runs on autograd's thread, each call's three
+kernels named ...BackwardPreprocess, ...BackwardSm90 and ...BackwardPostprocess).
+
+    ncu --clock-control none --kernel-name regex:ft_flash_bwd --launch-skip 3 --launch-count 3 \\
+        --section SpeedOfLight --section WarpStateStats python3 bench/profile_call.py --head-dim 128 \\
+        --seqlen 8192 --causal 1 [--pass fwd] [--spec specs/flash_bwd_sm90.lua --variant bm=64,...]
+
+Prints which kernel ran (flashtune's dispatch reason) and the shape.
+"""
+import argparse
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import flashtune  # noqa: E402
+
+
+def fa4_call(q, k, v, do, causal, backward):
+    from flash_attn.cute import flash_attn_func
+    if not backward:
+        return lambda: flash_attn_func(q, k, v, causal=causal)
+    qf, kf, vf = (t.detach().requires_grad_() for t in (q, k, v))
+
+    def call():
+        o = flash_attn_func(qf, kf, vf, causal=causal)
+        o = o[0] if isinstance(o, tuple) else o
+        o.backward(do)
+    return call
+
+
+def flashtune_call(ctx, q, k, v, do, causal, backward):
+    """The call and the name of the kernel it runs."""
+    if not backward:
+        return (lambda: ctx.forward(q, k, v, causal=causal)), ctx.kernel(q, k, v, causal=causal)
+    o, lse = ctx.forward(q, k, v, causal=causal, return_lse=True)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    return ((lambda: ctx.backward(q, k, v, o, lse, do, causal=causal, dq=dq, dk=dk, dv=dv)),
+            ctx.backward_kernel(q, k, v, causal=causal))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pass", dest="which", default="bwd", choices=("fwd", "bwd"))
+    ap.add_argument("--head-dim", type=int, default=128)
+    ap.add_argument("--seqlen", type=int, default=8192)
+    ap.add_argument("--causal", type=int, default=1)
+    ap.add_argument("--dtype", default="bf16", choices=("bf16", "f16"))
+    ap.add_argument("--calls", type=int, default=2)
+    ap.add_argument("--spec", default=None)
+    ap.add_argument("--variant", default=None)
+    ap.add_argument("--system", default="flashtune", choices=("flashtune", "fa4"))
+    a = ap.parse_args()
+    d, s, causal, backward = a.head_dim, a.seqlen, bool(a.causal), a.which == "bwd"
+    b, h = max(1, 16384 // s), max(1, 2048 // d)  # the grid's shapes: 16k tokens, hidden 2048
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[a.dtype]
+    q, k, v, do = (torch.randn(b, s, h, d, device="cuda", dtype=dtype) for _ in range(4))
+    if a.system == "fa4":
+        call, name = fa4_call(q, k, v, do, causal, backward), "FA4 flash_attn.cute"
+    else:
+        call, name = flashtune_call(flashtune.Context(spec=a.spec, variant=a.variant), q, k, v, do, causal, backward)
+    for _ in range(1 + a.calls):
+        call()
+    torch.cuda.synchronize()
+    print("%s %s: b=%d h=%d s=%d d=%d causal=%d, %d calls" % (name, a.which, b, h, s, d, causal, 1 + a.calls))
+
+
+if __name__ == "__main__":
+    main()
