@@ -16,7 +16,8 @@
 #                                      the defaults
 #   bash bench/device_hd8.sh quality   bench/tune_quality.py on each QUALITY_ONLY filter of the
 #                                      sm_90a forward spec (default d = 80 and 160 bf16, d = 128
-#                                      causal and d = 64 non-causal bf16): the halving search and
+#                                      causal and d = 64 non-causal bf16): the search (QUALITY_SEARCH,
+#                                      default halving; or ranked) and
 #                                      the exhaustive tune into $QUALITY_DIR (default
 #                                      /tmp/ft-quality, which outlives the call while the machine
 #                                      stays warm: HD8_DB=$QUALITY_DIR/exhaustive.db for compare;
@@ -67,12 +68,12 @@ for mode in "$@"; do
       onlys+=(--only "$only")
     done
     timeout "${QUALITY_LIMIT:-540}" python3 bench/tune_quality.py --flashtune "$ft" --spec specs/flash_fwd_sm90.lua \
-      "${onlys[@]}" --rounds "${QUALITY_ROUNDS:-3}" --reps "${QUALITY_REPS:-10}" ${QUALITY_SECOND:+--second} \
+      "${onlys[@]}" --search "${QUALITY_SEARCH:-halving}" --rounds "${QUALITY_ROUNDS:-3}" --reps "${QUALITY_REPS:-10}" ${QUALITY_SECOND:+--second} \
       --out "$qdir" > "$OUT/quality.txt" 2>&1
     note "tune_quality ${onlys[*]}: exit $? in $(since "$t0") s"
     cp "$qdir"/quality.json "$qdir"/quality.md "$OUT"/ 2> /dev/null
     "$ft" query --db "$qdir/exhaustive.db" --all --json > "$OUT/quality_exhaustive_all.jsonl" 2>&1
-    "$ft" query --db "$qdir/halving.db" --all --json > "$OUT/quality_halving_all.jsonl" 2>&1
+    "$ft" query --db "$qdir/search.db" --all --json > "$OUT/quality_search_all.jsonl" 2>&1
     grep -E '^tune|^buckets' "$OUT/quality.txt" | tee -a "$summary"
     ;;
   ablate)

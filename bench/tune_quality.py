@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The tuner's search against the exhaustive oracle, on the GPU machine: for each --only filter
-(a sample of buckets), `flashtune tune SPEC --search halving` into one database and the
+(a sample of buckets), `flashtune tune SPEC --search S` (--search: halving or ranked) into one
+database and the
 exhaustive tune into another (the compile cache shared, so the second compiles nothing), then
 each bucket's two winners re-measured interleaved in this process on the bucket's own shape
 (flashtune.Context(spec=SPEC, variant=V), CUDA events around each call, a 256 MiB buffer
@@ -81,21 +82,22 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=20, help="repetitions per system and round")
     ap.add_argument("--tune-arg", action="append", default=[], help="an extra argument for both tunes")
+    ap.add_argument("--search", default="halving", choices=("halving", "ranked"), help="the search against the oracle")
     ap.add_argument("--second", action="store_true", help="a second exhaustive tune, its winners measured too")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    dbs = {s: os.path.join(a.out, s + ".db") for s in ("halving", "exhaustive") + (("second",) if a.second else ())}
+    dbs = {s: os.path.join(a.out, s + ".db") for s in ("search", "exhaustive") + (("second",) if a.second else ())}
     tunes = {s: [] for s in dbs}
     for only in a.only:
         for s in dbs:
-            t = run_tune(a.flashtune, a.spec, dbs[s], only, "halving" if s == "halving" else "exhaustive",
+            t = run_tune(a.flashtune, a.spec, dbs[s], only, a.search if s == "search" else "exhaustive",
                          a.tune_arg)
             tunes[s].append(t)
             print("tune %-10s --only %s: %.1f s wall, compiling %.1f s, verifying %.1f s, timing %.1f s, %d measured"
                   % (s, only, t["wall_ms"] / 1e3, t["compile_ms"] / 1e3, t["verify_ms"] / 1e3, t["time_ms"] / 1e3,
                      t["measured"]), flush=True)
-    wh, we = winners(a.flashtune, dbs["halving"]), winners(a.flashtune, dbs["exhaustive"])
+    wh, we = winners(a.flashtune, dbs["search"]), winners(a.flashtune, dbs["exhaustive"])
     w2 = winners(a.flashtune, dbs["second"]) if a.second else {}
 
     import torch
@@ -119,9 +121,9 @@ def main():
         k = torch.randn(sh["b"], sh["sk"], sh["hkv"], e["d"], device="cuda", dtype=dt)
         v = torch.randn_like(k)
         causal = bool(e["causal"])
-        systems = ("halving", "exhaustive", "again", "default") + (("second",) if a.second else ())
-        variants = {"halving": h["variant"], "exhaustive": e["variant"], "again": e["variant"]}
-        ctxs = {s: ctx(variants[s]) for s in ("halving", "exhaustive")}
+        systems = ("search", "exhaustive", "again", "default") + (("second",) if a.second else ())
+        variants = {"search": h["variant"], "exhaustive": e["variant"], "again": e["variant"]}
+        ctxs = {s: ctx(variants[s]) for s in ("search", "exhaustive")}
         ctxs["again"] = flashtune.Context(spec=a.spec, variant=e["variant"])  # a context of its own
         ctxs["default"] = default_ctx
         if a.second:
@@ -149,10 +151,10 @@ def main():
             for s, e0, e1 in ev:
                 times[s].append(e0.elapsed_time(e1))
         mh, me, ma, md = (statistics.median(times[s]) for s in systems[:4])
-        rows.append({"key": key[1], "shape": e["shape"], "halving": h["variant"], "exhaustive": e["variant"],
-                     "halving_ms": mh, "exhaustive_ms": me, "again_ms": ma, "oracle_over_search": me / mh,
+        rows.append({"key": key[1], "shape": e["shape"], "search": h["variant"], "exhaustive": e["variant"],
+                     "search_ms": mh, "exhaustive_ms": me, "again_ms": ma, "oracle_over_search": me / mh,
                      "oracle_over_again": me / ma, "default_ms": md, "default_over_oracle": md / me,
-                     "halving_recorded_ms": h["median_ms"], "exhaustive_recorded_ms": e["median_ms"],
+                     "search_recorded_ms": h["median_ms"], "exhaustive_recorded_ms": e["median_ms"],
                      "recorded_over_measured": [h["median_ms"] / mh, e["median_ms"] / me]})
         if a.second:
             m2 = statistics.median(times["second"])
@@ -167,7 +169,7 @@ def main():
     sums = {s: {k: sum(t[k] for t in tunes[s]) for k in ("wall_ms", "compile_ms", "verify_ms", "time_ms", "measured")}
             for s in tunes}
     with open(os.path.join(a.out, "quality.json"), "w") as f:
-        json.dump({"spec": a.spec, "only": a.only, "rounds": a.rounds, "reps": a.reps, "tunes": tunes, "sums": sums,
+        json.dump({"spec": a.spec, "search": a.search, "only": a.only, "rounds": a.rounds, "reps": a.reps, "tunes": tunes, "sums": sums,
                    "rows": rows}, f, indent=1)
     with open(os.path.join(a.out, "quality.md"), "w") as f:
         f.write("| bucket | shape | search's winner | oracle's winner | oracle ms / search ms | oracle ms / oracle ms "
@@ -175,19 +177,19 @@ def main():
                 "second) |\n|---|---|---|---|---|---|---|---|---|\n")
         for r in rows:
             f.write("| %s | %s | %s | %s | %.3f | %.3f | %.3f | %s | %s |\n" % (
-                r["key"], r["shape"], r["halving"], r["exhaustive"], r["oracle_over_search"], r["oracle_over_again"],
+                r["key"], r["shape"], r["search"], r["exhaustive"], r["oracle_over_search"], r["oracle_over_again"],
                 r["default_over_oracle"],
                 "%.3f" % r["oracle_over_second"] if "second" in r else "",
                 " ".join("%.3f" % x for x in r["recorded_over_measured"])))
         f.write("\nTuning time (s): " + ", ".join("%s: wall %.1f, timing %.1f, %d measured" % (
-            s, v["wall_ms"] / 1e3, v["time_ms"] / 1e3, v["measured"]) for s, v in sums.items()) + "\n")
+            a.search if s == "search" else s, v["wall_ms"] / 1e3, v["time_ms"] / 1e3, v["measured"]) for s, v in sums.items()) + "\n")
     worst = min((r["oracle_over_search"] for r in rows), default=float("nan"))
     noise = max((abs(1 - r["oracle_over_again"]) for r in rows), default=float("nan"))
     rec = [x for r in rows for x in r["recorded_over_measured"]]
     print("buckets %d; worst oracle/search %.3f (1.0: the search's winner as fast as the oracle's), the "
-          "re-measurement's own spread up to %.3f; timing %.1f s halving against %.1f s exhaustive; tuners' "
+          "re-measurement's own spread up to %.3f; timing %.1f s %s against %.1f s exhaustive; tuners' "
           "recorded / measured %.3f-%.3f; default / oracle at least %.3f (under 1: the default faster)%s"
-          % (len(rows), worst, noise, sums["halving"]["time_ms"] / 1e3, sums["exhaustive"]["time_ms"] / 1e3,
+          % (len(rows), worst, noise, sums["search"]["time_ms"] / 1e3, a.search, sums["exhaustive"]["time_ms"] / 1e3,
              min(rec, default=float("nan")), max(rec, default=float("nan")),
              min((r["default_over_oracle"] for r in rows), default=float("nan")),
              "; oracle / second tune's %.3f-%.3f" % (min(r["oracle_over_second"] for r in rows),

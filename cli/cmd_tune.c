@@ -29,7 +29,13 @@ static const char usage[] =
     "  --budget MS       timing budget per measurement (default 30)\n"
     "  --search HOW      exhaustive (default): every variant at the whole budget; halving: every\n"
     "                    variant at a quarter of it (5 ms at least), the fastest quarter of each\n"
-    "                    bucket's (4 at least) again at the whole budget\n"
+    "                    bucket's (4 at least) again at the whole budget; ranked: halving over the\n"
+    "                    candidates of each group of buckets (same head dim, dtype, causality):\n"
+    "                    the variants that won in its twin group (the other dtype) or, without\n"
+    "                    one, the 24 nearest to the built-in defaults, only those compiled; the\n"
+    "                    buckets between a group's smallest and largest screen only the 8\n"
+    "                    fastest of their measured neighbours; buckets that a newer family's\n"
+    "                    spec computes are left to it\n"
     "  --remeasure       measure again what the database already has\n"
     "  --misses          instead of the specs' workloads, the buckets that applications ran\n"
     "                    without a tuned winner on this GPU model (recorded with\n"
@@ -64,7 +70,9 @@ static void on_progress(void *ud, long long done, long long total, const char *w
 }
 
 /* --json: the run's summary in one line (times in milliseconds). */
-static void print_json_summary(const ft_tune_summary *s, int misses, int halving)
+static const char *const search_names[] = {"exhaustive", "halving", "ranked"};
+
+static void print_json_summary(const ft_tune_summary *s, int misses, ft_search search)
 {
     int i;
 
@@ -74,9 +82,11 @@ static void print_json_summary(const ft_tune_summary *s, int misses, int halving
     ft__json_string(stdout, s->db_path);
     if (misses)
         printf(", \"misses\": %d, \"misses_invalid\": %d", s->misses, s->misses_invalid);
-    printf(", \"search\": \"%s\"", halving ? "halving" : "exhaustive");
-    if (halving)
+    printf(", \"search\": \"%s\"", search_names[search]);
+    if (search != FT_SEARCH_EXHAUSTIVE)
         printf(", \"screened\": %lld, \"kept\": %lld", s->screened, s->kept);
+    if (search == FT_SEARCH_RANKED)
+        printf(", \"ranked_out\": %d, \"left_to_newer\": %d", s->ranked_out, s->left_to_newer);
     printf(", \"buckets\": %d, \"variants\": %d, \"pruned\": %d, \"measured\": %lld, \"resumed\": %lld, "
            "\"results\": {",
            s->buckets, s->variants, s->pruned, s->measured, s->resumed);
@@ -142,9 +152,11 @@ int cmd_tune(int argc, char **argv)
         case 'R': o.remeasure = 1; break;
         case 'M': o.misses = 1; break;
         case 'S':
-            if (strcmp(optarg, "halving") != 0 && strcmp(optarg, "exhaustive") != 0)
-                return cli_usage_error("tune", "--search takes exhaustive or halving, not '%s'", optarg);
-            o.halving = strcmp(optarg, "halving") == 0;
+            for (i = 0; i < 3 && strcmp(optarg, search_names[i]) != 0; i++)
+                ;
+            if (i == 3)
+                return cli_usage_error("tune", "--search takes exhaustive, halving or ranked, not '%s'", optarg);
+            o.search = (ft_search)i;
             break;
         case 'J': json = 1; break;
         case 'T':
@@ -229,7 +241,7 @@ int cmd_tune(int argc, char **argv)
     if (tp.started)
         cli_progress_finish(&tp.bar);
     if (json) {
-        print_json_summary(&s, o.misses, o.halving);
+        print_json_summary(&s, o.misses, o.search);
         status = 0;
         goto out;
     }
@@ -260,9 +272,13 @@ int cmd_tune(int argc, char **argv)
            s.by_status[FT_RESULT_LAUNCH_FAILURE], s.by_status[FT_RESULT_FAULT], s.by_status[FT_RESULT_TIMEOUT]);
     printf("winners: %d buckets (%d near-ties re-measured interleaved); worker restarts: %d; protocol errors: %d\n",
            s.winners, s.races, s.worker_restarts, s.protocol_errors);
-    if (o.halving)
-        printf("search: halving: %lld variants screened, %lld of them measured again at the whole budget\n",
-               s.screened, s.kept);
+    if (o.search != FT_SEARCH_EXHAUSTIVE)
+        printf("search: %s: %lld variants screened, %lld of them measured again at the whole budget\n",
+               search_names[o.search], s.screened, s.kept);
+    if (o.search == FT_SEARCH_RANKED)
+        printf("ranked: %d variants not compiled (ranked below the candidates); %d buckets left to a newer "
+               "family's spec\n",
+               s.ranked_out, s.left_to_newer);
     cli_format_duration(s.compile_wait_ms, cw, sizeof cw);
     printf("time: %s wall; compiling %s (%s of it before the GPU could go on), verifying %s, timing %s\n", w, a, cw,
            b, c);

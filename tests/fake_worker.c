@@ -17,6 +17,7 @@
  *   FAKE_CC, FAKE_DRIVER   the compute capability (default 90) and driver version (13000)
  *   FAKE_STUBBORN=1   ignore quit and the end of the input: only a kill ends the worker
  *   FAKE_DELAY_MS     take this long over every measurement (as a GPU would)
+ *   FAKE_DTYPE_BLIND=1  a kernel's speed leaves its entry's dtype out (f16 and bf16 twins alike)
  *   FAKE_BAD          a way to break the protocol, in the reply to every measurement of a kernel
  *                     whose entry contains FAKE_BAD_MATCH (every kernel when that is unset):
  *       long        a reply line of 100 KB         flood      100 KB without a newline, then silence
@@ -113,6 +114,7 @@ int main(int argc, char **argv)
     long interrupt_after = getenv("FAKE_INTERRUPT_AFTER") ? atol(getenv("FAKE_INTERRUPT_AFTER")) : -1;
     int stubborn = getenv("FAKE_STUBBORN") != NULL && atoi(getenv("FAKE_STUBBORN")) != 0;
     long delay_ms = getenv("FAKE_DELAY_MS") ? atol(getenv("FAKE_DELAY_MS")) : 0;
+    int dtype_blind = getenv("FAKE_DTYPE_BLIND") != NULL && atoi(getenv("FAKE_DTYPE_BLIND")) != 0;
     long measured = 0;
     long long last_id = 0;
     double flops = 1e9; /* of the current shape */
@@ -182,8 +184,13 @@ int main(int argc, char **argv)
             long long rid = id;
             double ms;
             if (e != NULL)
-                for (; *e != ' ' && *e != '\n' && *e != '\0'; e++)
-                    h = (h ^ (unsigned char)*e) * 16777619u;
+                for (; *e != ' ' && *e != '\n' && *e != '\0'; e++) {
+                    if (dtype_blind && strncmp(e, "dtype", 5) == 0) /* to the next '_' */
+                        while (e[1] != '_' && e[1] != ' ' && e[1] != '\n' && e[1] != '\0')
+                            e++;
+                    else
+                        h = (h ^ (unsigned char)*e) * 16777619u;
+                }
             /* a launch and 100 to 500 TFLOP/s, by kernel */
             ms = 0.003 + flops / ((100 + h % 400) * 1e9);
             if (strstr(line, " verify=0") == NULL)

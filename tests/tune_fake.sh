@@ -134,7 +134,7 @@ cmp -s "$dir/exhaustive" "$dir/halving" || fail "halving picked other winners th
 tune --search halving --json || fail "tune --search halving --json failed"
 grep -q '"search": "halving", "screened": 0, "kept": 0' "$dir/out" || fail "halving --json: no search fields"
 "$ft" tune flash_fwd --search fast > "$dir/out" 2>&1 && fail "--search fast should be a usage error"
-grep -q "search takes exhaustive or halving, not 'fast'" "$dir/out" || fail "--search: no clear message"
+grep -q "search takes exhaustive, halving or ranked, not 'fast'" "$dir/out" || fail "--search: no clear message"
 echo "--search halving (the exhaustive tune's winners): ok"
 
 # 11. Compiling hides behind timing: the buckets go in groups of the same variants (here twelve:
@@ -152,4 +152,52 @@ awk -v c="$compile" -v w="$wait" 'BEGIN { exit !(c > 0 && w >= 0 && w < 0.5 * c)
 grep -q '"buckets": 48, "variants": 12, .*"measured": 48, "resumed": 0, "results": {"ok": 48,' "$dir/out" ||
   fail "the delayed tune: expected 48 buckets of 12 variants, 48 ok"
 echo "compiling behind timing (waited $wait ms of $compile ms): ok"
+
+# 12. --search ranked: four groups of 30 variants (d = 64, bm = 64; f16 and bf16, causal or not).
+#     The f16 groups come first and compile the 24 variants nearest to the built-in defaults; each
+#     bf16 group compiles the twins of the variants that were among the 4 fastest of some bucket
+#     of its f16 group (8 at least): 56 variants never compile. The smallest and largest bucket
+#     of a group screen every candidate, the four between them the 8 fastest of their measured
+#     neighbours. With speeds that do not depend on the dtype (FAKE_DTYPE_BLIND), the winners are
+#     the exhaustive tune's.
+rm -f "$db"
+export FAKE_DTYPE_BLIND=1
+"$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q -j 2 > "$dir/out" 2>&1 || fail "the exhaustive tune of d=64,bm=64 failed"
+count "select key, variant from v_winners order by key" > "$dir/exhaustive"
+rm -f "$db"
+"$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q -j 2 --search ranked > "$dir/out" 2>&1 || fail "tune --search ranked failed"
+grep -q 'measured 360, already in the database 0: 360 ok' "$dir/out" || fail "ranked: expected 360 measurements"
+grep -q 'search: ranked: 256 variants screened, 104 of them measured again at the whole budget' "$dir/out" ||
+  fail "ranked: expected 256 screenings (4 groups: 2 x 24 + 4 x 8 or 6 x 8) and 104 at the whole budget"
+grep -q 'ranked: 56 variants not compiled' "$dir/out" || fail "ranked: expected 56 variants left uncompiled"
+[ "$(count 'select count(*) from kernels')" = 64 ] || fail "ranked: expected 64 kernels in the database"
+[ "$(count "select count(*) from results where key like '%\"f16\"%' and seqlen_q in (512, 16384) group by key" | sort -u)" = 24 ] ||
+  fail "ranked: the f16 groups' smallest and largest buckets should screen all 24 candidates"
+[ "$(count "select max(n) from (select count(*) n from results where seqlen_q not in (512, 16384) group by key)")" -le 16 ] ||
+  fail "ranked: a middle bucket screened more than its neighbours' 8 fastest"
+count "select distinct replace(k.variant, 'dtype=bf16', 'dtype=f16') from kernels k where k.variant like '%dtype=bf16%'" |
+  sort > "$dir/bf16"
+count "select distinct k.variant from kernels k where k.variant like '%dtype=f16%'" | sort > "$dir/f16"
+[ -s "$dir/bf16" ] && [ -z "$(comm -23 "$dir/bf16" "$dir/f16")" ] ||
+  fail "ranked: a bf16 candidate is no twin of a measured f16 variant"
+count "select key, variant from v_winners order by key" > "$dir/ranked"
+cmp -s "$dir/exhaustive" "$dir/ranked" || fail "ranked picked other winners than the exhaustive tune"
+"$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q -j 2 --search ranked --json > "$dir/out" 2>&1 ||
+  fail "tune --search ranked --json failed"
+grep -q '"search": "ranked", "screened": 0, "kept": 0, "ranked_out": ' "$dir/out" || fail "ranked --json: no search fields"
+unset FAKE_DTYPE_BLIND
+echo "--search ranked (56 of 120 variants compiled, the exhaustive tune's winners): ok"
+
+# 13. --search ranked leaves the buckets that a newer family's spec computes to it: of the sm80
+#     and sm_90a forward specs on a compute capability 9.0 GPU, the sm_90a one measures the 12
+#     buckets of d = 64 f16, the sm80 one none.
+rm -f "$db"
+"$ft" tune flash_fwd flash_fwd_sm90 --db "$db" --only 'd=64,bm=64,bn=64,dtype=f16' -q -j 2 --search ranked \
+  > "$dir/out" 2>&1 || fail "the ranked tune of both forward specs failed"
+grep -q 'tuned Fake GPU: 12 buckets' "$dir/out" || fail "ranked, two specs: expected 12 buckets"
+grep -q '; 12 buckets left to a newer family' "$dir/out" || fail "ranked, two specs: expected 12 buckets left to sm_90a"
+[ "$(count "select count(*) from results r join kernels k on k.id = r.kernel_id where k.family = 'flash_fwd_sm80'")" = 0 ] ||
+  fail "ranked, two specs: the sm80 spec measured buckets the sm_90a one has"
+[ "$(count "select count(*) from v_winners")" = 12 ] || fail "ranked, two specs: expected 12 winners"
+echo "--search ranked leaves a newer family's buckets to it: ok"
 

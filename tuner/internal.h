@@ -51,8 +51,12 @@ typedef struct task {
     int shape_ready; /* the worker has the shape's inputs and reference */
     int shape_retried;
     int dirty;       /* something was measured: the winner may have changed */
-    int stage;       /* halving: 0 while screening, 1 once the fastest are measured again */
-    double *screen;  /* halving: per job, its screening median (NAN unless ok) */
+    int stage;       /* halving, ranked: 0 while screening, 1 once the fastest are measured again */
+    double *screen;  /* halving, ranked: per job, its screening median (NAN unless ok) */
+    int group;       /* its group (tu->groups) */
+    int *ranked;     /* once screened (or found measured): its fastest kernels (ft__tuner_rank_task) */
+    int nranked;
+    int seeded;      /* ranked: its jobs were cut to its neighbours' fastest (or left whole) */
     int failed;      /* the shape could not be set up */
     /* the race of the leaders */
     int race_started;
@@ -193,6 +197,11 @@ ft_status ft__tuner_find_leaders(tuner *tu, task *t, ft_err *err);
 /* Records the medians of the race's rounds. */
 ft_status ft__tuner_finish_race(tuner *tu, task *t, ft_err *err);
 
+/* Task t's ranking (t->ranked): the kernels of spec `spec` in the table that have an ok result
+ * for its bucket in the database (this run's screening, or an earlier tune's), fastest first,
+ * 64 at most. */
+ft_status ft__tuner_rank_task(tuner *tu, task *t, int spec, ft_err *err);
+
 /* The index of a kernel row in the kernel table, or -1. */
 int ft__tuner_kernel_of(const tuner *tu, long long kernel_id);
 
@@ -228,7 +237,21 @@ ft_status ft__tuner_plan_all(tuner *tu, ft_variant *filter, unsigned *masks, ft_
 ft_status ft__tuner_make_groups(tuner *tu, ft_err *err);
 
 /* After a group's variants have compiled: their kernels registered, one task per target. */
-ft_status ft__tuner_group_tasks(tuner *tu, const group *g, ft_err *err);
+ft_status ft__tuner_group_tasks(tuner *tu, int g, ft_err *err);
+
+/* Ranked search: group g's items ordered by the prior and cut to its candidates (before they
+ * compile; tuner/tune.h, ft_search). */
+ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err);
+
+/* Ranked search, before task t's shape is set up: a bucket between the smallest and the largest
+ * of its group keeps only the jobs among the FT_TUNE_RANK_NEXT fastest of the nearest screened
+ * bucket of the group on either side. */
+void ft__tuner_seed_task(tuner *tu, task *t);
+
+/* Ranked search: each spec's buckets that a spec of a newer family of the same operation
+ * computes too, left out of its targets (those the tune's filter admits, per spec filter[s]
+ * naming masks[s], counted in the summary's left_to_newer). */
+void ft__tuner_leave_to_newer(tuner *tu, const ft_variant *filter, const unsigned *masks);
 
 /* The buckets the runtime library recorded as misses on this GPU model. */
 ft_status ft__tuner_miss_targets(tuner *tu, target_list *l, ft_err *err);

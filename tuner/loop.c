@@ -76,10 +76,10 @@ static int screen_budget(const tuner *tu)
     return q < b ? q : b;
 }
 
-/* Halving: the end of a bucket's screening. Its jobs become the fastest quarter of those that
- * screened ok (FT_TUNE_KEEP at least, all of them when fewer), fastest first, to be measured
- * again at the whole budget; the rest keep their screening results. Without memory for the
- * ranking every job is measured again. */
+/* Halving and ranked: the end of a bucket's screening. Its jobs become the fastest quarter of
+ * those that screened ok (FT_TUNE_KEEP at least, all of them when fewer), fastest first, to be
+ * measured again at the whole budget; the rest keep their screening results. Without memory
+ * for the ranking every job is measured again. */
 static void keep_fastest(tuner *tu, task *t)
 {
     int *order = malloc(((size_t)t->njobs + 1) * sizeof *order);
@@ -124,6 +124,8 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
 
     while (w->cur < w->ntasks) {
         task *t = &tu->tasks[w->tasks[w->cur]];
+        if (tu->o->search == FT_SEARCH_RANKED && !t->seeded)
+            ft__tuner_seed_task(tu, t);
         if (t->failed || t->njobs == 0) { /* nothing left to measure: no need for its shape */
             w->cur++;
             continue;
@@ -143,8 +145,8 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
             const ft_plan_item *it;
             t->redo = -1;
             w->id = ++w->ids;
-            /* halving: screening at a quarter of the budget, verified; then the fastest at the
-             * whole budget, verified already */
+            /* halving and ranked: screening at a quarter of the budget, verified; then the
+             * fastest at the whole budget, verified already */
             if (t->screen != NULL && t->stage == 0)
                 it = measure_line(tu, &tu->kernels[t->jobs[job]], w->id, 1, screen_budget(tu), line, sizeof line);
             else
@@ -157,6 +159,11 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
         }
         if (t->screen != NULL && t->stage == 0) {
             keep_fastest(tu, t);
+            if (tu->o->search == FT_SEARCH_RANKED) { /* what the group's next buckets and twin read */
+                *rc = ft__tuner_rank_task(tu, t, tu->groups[t->group].spec, err);
+                if (*rc != FT_OK)
+                    return 0;
+            }
             continue;
         }
         if (t->dirty && !t->race_started) {

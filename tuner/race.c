@@ -139,6 +139,38 @@ out:
     return rc;
 }
 
+ft_status ft__tuner_rank_task(tuner *tu, task *t, int spec, ft_err *err)
+{
+    collect *c = calloc(1, sizeof *c);
+    ft_db_filter f;
+    ft_status rc;
+    int i;
+
+    if (c == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    c->tu = tu;
+    c->t = t;
+    ft__db_filter_init(&f);
+    f.op = t->key.op;
+    f.dtype = t->key.dtype;
+    f.head_dim = (int)ft__key_get(&t->key, "d", -1);
+    f.causal = (int)ft__key_get(&t->key, "causal", -1);
+    f.device_name = tu->dev.name;
+    rc = ft__db_query(tu->db, &f, collect_row, c, err);
+    free(t->ranked);
+    t->ranked = rc == FT_OK ? malloc(((size_t)c->n + 1) * sizeof *t->ranked) : NULL;
+    t->nranked = 0;
+    if (rc == FT_OK && t->ranked == NULL)
+        rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (i = 0; rc == FT_OK && i < c->n; i++) {
+        const int k = ft__tuner_kernel_of(tu, c->rows[i].result.kernel_id);
+        if (k >= 0 && tu->kernels[k].spec == spec)
+            t->ranked[t->nranked++] = k;
+    }
+    free(c);
+    return rc;
+}
+
 int ft__tuner_kernel_of(const tuner *tu, long long kernel_id)
 {
     int i;

@@ -25,6 +25,7 @@
 #include "generator/variant.h"
 #include "ops/problem.h"
 #include "runtime/compile.h"
+#include "runtime/defaults.h"
 #include "runtime/verify.h"
 #include "tuner/plan.h"
 #include "tuner/internal.h"
@@ -107,7 +108,8 @@ static int needed(const ft_plan_item *it, void *ud)
     return 0;
 }
 
-static ft_status add_task(tuner *tu, int s, const target *tg, ft_err *err);
+static ft_status add_task(tuner *tu, int s, int g, const target *tg, ft_err *err);
+static double task_size(const task *t);
 
 /* Plans every spec for the GPU: its space pruned, the variants that no bucket of the tune
  * measures left out (a head dim, dtype or causality that none of tu->targets has is not
@@ -155,6 +157,49 @@ static int same_group(const target *a, const target *b)
            a->det == b->det;
 }
 
+/* A group's place among its spec's groups: where its head dim first appears among the spec's
+ * targets, its determinism, where its dtype first appears, its causality. In this order a
+ * group's twin in the other dtype or determinism is measured two or more groups before it where
+ * it can be (the ranked search chooses a group's candidates from its twin's measurements while
+ * the group before it is measured). */
+static void group_place(const tuner *tu, const group *g, int out[4])
+{
+    const target_list *l = &tu->targets[g->spec];
+    const target *x = &l->v[g->targets[0]];
+    int i;
+
+    out[0] = out[2] = l->n;
+    for (i = 0; i < l->n; i++) {
+        if (l->v[i].wl.d == x->wl.d && i < out[0])
+            out[0] = i;
+        if (strcmp(l->v[i].dtype, x->dtype) == 0 && i < out[2])
+            out[2] = i;
+    }
+    out[1] = x->det;
+    out[3] = x->causal;
+}
+
+/* Sorts the groups from first on by their places (insertion sort, stable). */
+static void order_groups(tuner *tu, int first)
+{
+    int i, j, k;
+
+    for (i = first + 1; i < tu->ngroups; i++) {
+        const group x = tu->groups[i];
+        int px[4], pj[4];
+        group_place(tu, &x, px);
+        for (j = i; j > first; j--) {
+            group_place(tu, &tu->groups[j - 1], pj);
+            for (k = 0; k < 4 && pj[k] == px[k]; k++)
+                ;
+            if (k == 4 || pj[k] < px[k])
+                break;
+            tu->groups[j] = tu->groups[j - 1];
+        }
+        tu->groups[j] = x;
+    }
+}
+
 /* Each spec's targets in groups of the same variants, in the order of the targets, and each
  * pending item of the plans in the first group that measures it. */
 ft_status ft__tuner_make_groups(tuner *tu, ft_err *err)
@@ -191,6 +236,7 @@ ft_status ft__tuner_make_groups(tuner *tu, ft_err *err)
             }
             tu->groups[g].targets[tu->groups[g].ntargets++] = i;
         }
+        order_groups(tu, first);
         for (i = 0; i < plan->nitems; i++) {
             owner[i] = -1;
             if (fam == NULL || plan->items[i].status != FT_PLAN_PENDING)
@@ -222,30 +268,49 @@ ft_status ft__tuner_make_groups(tuner *tu, ft_err *err)
 }
 
 /* Group g's compiled variants into the kernel table and the database, then one task per target
- * of the group (appended to tu->tasks). */
-ft_status ft__tuner_group_tasks(tuner *tu, const group *g, ft_err *err)
+ * of the group (appended to tu->tasks); for the ranked search the smallest bucket first, then
+ * the largest, then the others from small to large (ft__tuner_seed_task). */
+ft_status ft__tuner_group_tasks(tuner *tu, int g, ft_err *err)
 {
-    ft_plan *plan = tu->plans[g->spec];
+    const group *gr = &tu->groups[g];
+    ft_plan *plan = tu->plans[gr->spec];
+    const int first = tu->ntasks;
     ft_status rc = FT_OK;
     char th[65];
-    int i;
+    int i, j;
 
     ft__family_hash(plan->family, th);
-    for (i = 0; i < g->nitems && rc == FT_OK; i++) {
-        ft_plan_item *it = &plan->items[g->items[i]];
+    for (i = 0; i < gr->nitems && rc == FT_OK; i++) {
+        ft_plan_item *it = &plan->items[gr->items[i]];
         kernel_ref *kr = &tu->kernels[tu->nkernels];
         ft_db_kernel dk;
         if (it->status == FT_PLAN_PENDING || it->status == FT_PLAN_PRUNED || it->status == FT_PLAN_NOT_SAMPLED)
             continue; /* pending: its compilation was interrupted */
         ft__tuner_kernel_row(plan, it, th, &dk);
-        kr->spec = g->spec;
-        kr->item = g->items[i];
+        kr->spec = gr->spec;
+        kr->item = gr->items[i];
         rc = ft__db_kernel_id(tu->db, &dk, &kr->kernel_id, err);
         tu->nkernels++;
     }
-    for (i = 0; i < g->ntargets && rc == FT_OK; i++)
-        rc = add_task(tu, g->spec, &tu->targets[g->spec].v[g->targets[i]], err);
-    return rc;
+    for (i = 0; i < gr->ntargets && rc == FT_OK; i++)
+        rc = add_task(tu, gr->spec, g, &tu->targets[gr->spec].v[gr->targets[i]], err);
+    if (rc != FT_OK || tu->o->search != FT_SEARCH_RANKED)
+        return rc;
+    for (i = first; i < tu->ntasks && rc == FT_OK; i++) /* measured before: ranked by what was */
+        if (tu->tasks[i].njobs == 0)
+            rc = ft__tuner_rank_task(tu, &tu->tasks[i], gr->spec, err);
+    if (rc != FT_OK)
+        return rc;
+    for (i = first + 1; i < tu->ntasks; i++) /* by size, then the largest to the second place */
+        for (j = i; j > first && task_size(&tu->tasks[j - 1]) > task_size(&tu->tasks[j]); j--) {
+            task x = tu->tasks[j];
+            tu->tasks[j] = tu->tasks[j - 1], tu->tasks[j - 1] = x;
+        }
+    for (i = tu->ntasks - 1; i > first + 1; i--) {
+        task x = tu->tasks[i];
+        tu->tasks[i] = tu->tasks[i - 1], tu->tasks[i - 1] = x;
+    }
+    return FT_OK;
 }
 
 static ft_status target_add(target_list *l, const ft_op *op, const ft_workload *wl, const char *dtype, int causal,
@@ -487,12 +552,13 @@ static int collect_miss(void *ud, const ft_db_miss *m)
 
 /* One task for a target and a spec, with the spec's matching compiled variants; variants that
  * did not compile or fit are recorded as such for the bucket right away. */
-static ft_status add_task(tuner *tu, int s, const target *tg, ft_err *err)
+static ft_status add_task(tuner *tu, int s, int g, const target *tg, ft_err *err)
 {
     const ft_workload *wl = &tg->wl;
     const char *dtype = tg->dtype;
     const int causal = tg->causal;
     const ft_family *fam = ft__family_find(tu->specs[s]->template_name);
+    const int screening = tu->o->search != FT_SEARCH_EXHAUSTIVE;
     ft_status rc = FT_OK;
     task *t;
     int k, matched = 0;
@@ -515,10 +581,11 @@ static ft_status add_task(tuner *tu, int s, const target *tg, ft_err *err)
     t->shape.deterministic = tg->det;
     tg->op->key(&t->shape, &t->key);
     t->redo = -1;
+    t->group = g;
     t->jobs = calloc((size_t)tu->nkernels + 1, sizeof *t->jobs);
     t->retried = calloc((size_t)tu->nkernels + 1, 1);
-    t->screen = tu->o->halving ? malloc(((size_t)tu->nkernels + 1) * sizeof *t->screen) : NULL;
-    if (t->jobs == NULL || t->retried == NULL || (tu->o->halving && t->screen == NULL)) {
+    t->screen = screening ? malloc(((size_t)tu->nkernels + 1) * sizeof *t->screen) : NULL;
+    if (t->jobs == NULL || t->retried == NULL || (screening && t->screen == NULL)) {
         free(t->jobs);
         free(t->retried);
         free(t->screen);
@@ -596,3 +663,259 @@ ft_status ft__tuner_targets(tuner *tu, const target_list *misses, ft_err *err)
 }
 
 /* The worker program (worker_cmd, else this executable) and the compile cache it shares. */
+
+/* ---- the ranked search ---------------------------------------------------------------------- */
+
+/* Parameters that a group fixes: not steps of the ranking's distance. */
+static int group_param(const char *name)
+{
+    return strcmp(name, "d") == 0 || strcmp(name, "dtype") == 0 || strcmp(name, "causal") == 0 ||
+           strcmp(name, "det") == 0;
+}
+
+/* The position of value x among integer parameter p's values in ascending order. */
+static int int_rank(const ft_param *p, long long x)
+{
+    int i, r = 0;
+    for (i = 0; i < p->nvalues; i++)
+        r += p->ints[i] < x;
+    return r;
+}
+
+/* Steps between two variants in the parameters a group does not fix: for an integer parameter
+ * how many values apart they are in ascending order, for a string one 1 when they differ. */
+static int steps(const ft_spec *spec, const ft_variant *a, const ft_variant *b)
+{
+    int i, n = 0;
+    for (i = 0; i < spec->nparams; i++) {
+        const ft_param *p = &spec->params[i];
+        if (group_param(p->name) || a->idx[i] == b->idx[i])
+            continue;
+        n += p->kind == FT_PARAM_INT ? abs(int_rank(p, p->ints[a->idx[i]]) - int_rank(p, p->ints[b->idx[i]])) : 1;
+    }
+    return n;
+}
+
+/* Whether variant a of the group and b of its twin group are the same kernel but for the dtype
+ * and determinism. */
+static int twins(const ft_spec *spec, const ft_variant *a, const ft_variant *b)
+{
+    int i;
+    for (i = 0; i < spec->nparams; i++)
+        if (a->idx[i] != b->idx[i] && strcmp(spec->params[i].name, "dtype") != 0 &&
+            strcmp(spec->params[i].name, "det") != 0)
+            return 0;
+    return 1;
+}
+
+/* The built-in defaults (runtime/defaults.c) of target tg's family, completed for tg and parsed
+ * as spec's variants: those of tg's head dim, else of the nearest above it, else below it, of its
+ * causality or either, and of its determinism. Returns how many (at most cap). */
+static int group_defaults(const ft_spec *spec, const ft_family *fam, const target *tg, ft_variant *out, int cap)
+{
+    size_t n, i;
+    const ft_default_kernel *e = ft__default_kernels(&n);
+    const int ei = ft__spec_param_index(spec, "det");
+    int above = -1, below = -1, best, k = 0;
+
+    for (i = 0; i < n; i++) {
+        const int d = e[i].head_dim;
+        if (strcmp(e[i].family, fam->name) != 0)
+            continue;
+        if (d >= tg->wl.d && (above < 0 || d < above))
+            above = d;
+        if (d < tg->wl.d && d > below)
+            below = d;
+    }
+    best = above >= 0 ? above : below;
+    for (i = 0; i < n && k < cap; i++) {
+        char text[512];
+        ft_err ignored;
+        if (strcmp(e[i].family, fam->name) != 0 || e[i].head_dim != best || (e[i].causal >= 0 && e[i].causal != tg->causal))
+            continue;
+        if (ft__default_complete(spec, e[i].variant, tg->wl.d, tg->causal, tg->det, tg->dtype, text, sizeof text) >=
+                sizeof text ||
+            ft__variant_parse(spec, text, &out[k], &ignored) != FT_OK)
+            continue;
+        if (ei >= 0 && spec->params[ei].ints[out[k].idx[ei]] != tg->det)
+            continue;
+        k++;
+    }
+    return k;
+}
+
+/* Whether groups a and b of one spec differ only in the dtype or the determinism. */
+static int twin_groups(const tuner *tu, int a, int b)
+{
+    const target *x = &tu->targets[tu->groups[a].spec].v[tu->groups[a].targets[0]];
+    const target *y = &tu->targets[tu->groups[b].spec].v[tu->groups[b].targets[0]];
+    return a != b && tu->groups[a].spec == tu->groups[b].spec && x->wl.d == y->wl.d && x->causal == y->causal &&
+           (strcmp(x->dtype, y->dtype) != 0 || x->det != y->det);
+}
+
+ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err)
+{
+    group *gr = &tu->groups[g];
+    const ft_spec *spec = tu->specs[gr->spec];
+    const ft_plan *plan = tu->plans[gr->spec];
+    const target *tg = &tu->targets[gr->spec].v[gr->targets[0]];
+    ft_variant defs[FT_DEFAULTS_MAX];
+    const int ndefs = group_defaults(spec, plan->family, tg, defs, FT_DEFAULTS_MAX);
+    const int n = gr->nitems;
+    int *dist = malloc(((size_t)n + 1) * sizeof *dist), *hit = calloc((size_t)n + 1, sizeof *hit);
+    int i, j, k, t, informed = 0, keep = 0;
+
+    if (dist == NULL || hit == NULL) {
+        free(dist);
+        free(hit);
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (i = 0; i < n; i++) { /* the prior: steps to the nearest default (0 without defaults) */
+        const ft_variant *v = &plan->items[gr->items[i]].variant;
+        dist[i] = ndefs > 0 ? INT_MAX : 0;
+        for (j = 0; j < ndefs; j++) {
+            const int s = steps(spec, v, &defs[j]);
+            dist[i] = s < dist[i] ? s : dist[i];
+        }
+    }
+    /* what a measured twin group says: its variants among the fastest of one of its buckets */
+    for (t = 0; t < tu->ntasks; t++) {
+        const task *tw = &tu->tasks[t];
+        if (tw->ranked == NULL || !twin_groups(tu, g, tw->group))
+            continue;
+        informed = 1;
+        for (k = 0; k < tw->nranked && k < FT_TUNE_RANK_TWIN; k++) {
+            const kernel_ref *kr = &tu->kernels[tw->ranked[k]];
+            for (i = 0; i < n; i++)
+                hit[i] |= twins(spec, &plan->items[gr->items[i]].variant, &plan->items[kr->item].variant);
+        }
+    }
+    /* order: the twin's fast ones and the defaults first (when informed), then by steps, then as
+     * planned; insertion sort, stable */
+    for (i = 1; i < n; i++) {
+        const int item = gr->items[i], di = dist[i], hi = informed && (hit[i] || dist[i] == 0);
+        for (j = i; j > 0; j--) {
+            const int hj = informed && (hit[j - 1] || dist[j - 1] == 0);
+            if (hj > hi || (hj == hi && dist[j - 1] <= di))
+                break;
+            gr->items[j] = gr->items[j - 1], dist[j] = dist[j - 1], hit[j] = hit[j - 1];
+        }
+        gr->items[j] = item, dist[j] = di, hit[j] = hi;
+    }
+    if (informed) {
+        while (keep < n && hit[keep])
+            keep++;
+        keep = keep > FT_TUNE_RANK_NEXT ? keep : FT_TUNE_RANK_NEXT;
+    } else {
+        keep = FT_TUNE_RANK_FIRST;
+    }
+    keep = keep < n ? keep : n;
+    tu->sum->ranked_out += n - keep;
+    tu->to_compile -= n - keep;
+    gr->nitems = keep;
+    free(dist);
+    free(hit);
+    return FT_OK;
+}
+
+/* A bucket's size for the ranking's neighbours: log2 of its queries, keys and batch·heads. */
+static double task_size(const task *t)
+{
+    return log2((double)t->shape.seqlen_q) + log2((double)t->shape.seqlen_k) +
+           log2((double)t->shape.batch * t->shape.heads_q);
+}
+
+void ft__tuner_seed_task(tuner *tu, task *t)
+{
+    const double size = task_size(t);
+    const task *below = NULL, *above = NULL;
+    int smaller = 0, larger = 0, i, j, n = 0;
+
+    t->seeded = 1;
+    for (i = 0; i < tu->ntasks; i++) {
+        const task *o = &tu->tasks[i];
+        double s;
+        if (o == t || o->group != t->group)
+            continue;
+        s = task_size(o);
+        smaller |= s < size;
+        larger |= s > size;
+        if (o->ranked == NULL)
+            continue;
+        if (s <= size && (below == NULL || s > task_size(below)))
+            below = o;
+        if (s >= size && (above == NULL || s < task_size(above)))
+            above = o;
+    }
+    if (!smaller || !larger || (below == NULL && above == NULL))
+        return; /* the group's smallest or largest bucket, or none screened yet: every candidate */
+    for (j = 0; j < t->njobs; j++) {
+        int keep = 0;
+        for (i = 0; below != NULL && i < below->nranked && i < FT_TUNE_RANK_NEXT && !keep; i++)
+            keep = below->ranked[i] == t->jobs[j];
+        for (i = 0; above != NULL && i < above->nranked && i < FT_TUNE_RANK_NEXT && !keep; i++)
+            keep = above->ranked[i] == t->jobs[j];
+        if (keep)
+            t->jobs[n++] = t->jobs[j];
+    }
+    tu->planned -= t->njobs - n;
+    t->njobs = n;
+}
+
+/* The lowest compute capability spec's family runs on (its exact one for sm_90a code). */
+static int family_cc(const ft_spec *spec)
+{
+    const ft_family *fam = ft__family_find(spec->template_name);
+    return fam == NULL ? 0 : fam->exact_cc != 0 ? fam->exact_cc : fam->min_cc;
+}
+
+/* Whether the tune's filter (variant f, mask: the parameters it names) admits target tg: its
+ * head dim, dtype, causality and determinism where the filter names them. */
+static int filter_admits(const ft_spec *spec, const ft_variant *f, unsigned mask, const target *tg)
+{
+    int i;
+
+    for (i = 0; i < spec->nparams; i++) {
+        const ft_param *p = &spec->params[i];
+        if (!(mask & (1u << i)))
+            continue;
+        if ((strcmp(p->name, "d") == 0 && p->ints[f->idx[i]] != tg->wl.d) ||
+            (strcmp(p->name, "causal") == 0 && p->ints[f->idx[i]] != tg->causal) ||
+            (strcmp(p->name, "det") == 0 && p->ints[f->idx[i]] != tg->det) ||
+            (strcmp(p->name, "dtype") == 0 && strcmp(p->strings[f->idx[i]], tg->dtype) != 0))
+            return 0;
+    }
+    return 1;
+}
+
+void ft__tuner_leave_to_newer(tuner *tu, const ft_variant *filter, const unsigned *masks)
+{
+    int s, p, i, j;
+
+    for (s = 0; s < tu->nspecs; s++) {
+        target_list *l = &tu->targets[s];
+        int n = 0;
+        for (i = 0; i < l->n; i++) {
+            ft_key k;
+            int newer = 0;
+            target_key(&l->v[i], &k);
+            for (p = 0; p < tu->nspecs && !newer; p++) {
+                if (p == s || family_cc(tu->specs[p]) <= family_cc(tu->specs[s]))
+                    continue;
+                for (j = 0; j < tu->targets[p].n && !newer; j++) {
+                    ft_key kp;
+                    if (tu->targets[p].v[j].op != l->v[i].op ||
+                        !filter_admits(tu->specs[p], &filter[p], masks[p], &tu->targets[p].v[j]))
+                        continue;
+                    target_key(&tu->targets[p].v[j], &kp);
+                    newer = ft__key_equal(&k, &kp);
+                }
+            }
+            if (!newer)
+                l->v[n++] = l->v[i];
+            else if (filter_admits(tu->specs[s], &filter[s], masks[s], &l->v[i]))
+                tu->sum->left_to_newer++;
+        }
+        l->n = n;
+    }
+}

@@ -108,6 +108,11 @@ static ft_status compile_start(tuner *tu, int g, int jobs, compile_job *j, pthre
     j->jobs = jobs;
     j->stop = tu->o->stop;
     *started = 0;
+    if (tu->o->search == FT_SEARCH_RANKED) {
+        rc = ft__tuner_rank_group(tu, g, err);
+        if (rc != FT_OK)
+            return rc;
+    }
     rc = ft__plan_emit_items(j->plan, j->g->items, j->g->nitems, err);
     if (rc != FT_OK)
         return rc;
@@ -172,7 +177,7 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
                 inflight = n;
         }
         if (rc == FT_OK)
-            rc = ft__tuner_group_tasks(tu, &tu->groups[g], err);
+            rc = ft__tuner_group_tasks(tu, g, err);
         for (i = first; i < tu->ntasks && rc == FT_OK; i++) {
             worker *w = &tu->workers[i % tu->nworkers];
             w->tasks[w->ntasks++] = i;
@@ -280,6 +285,8 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
     }
     if (rc == FT_OK)
         rc = ft__tuner_targets(&tu, &misses, err);
+    if (rc == FT_OK && o->search == FT_SEARCH_RANKED)
+        ft__tuner_leave_to_newer(&tu, filter, masks);
     if (rc == FT_OK)
         rc = ft__tuner_plan_all(&tu, filter, masks, err);
     if (rc == FT_OK)
@@ -328,6 +335,7 @@ out:
         free(tu.tasks[i].jobs);
         free(tu.tasks[i].retried);
         free(tu.tasks[i].screen);
+        free(tu.tasks[i].ranked);
     }
     free(tu.tasks);
     free(tu.kernels);

@@ -11,6 +11,22 @@
 #include "ops/problem.h"
 #include "tuning_db/db.h"
 
+/* How a tune chooses what to measure.
+ *   exhaustive  every variant of every bucket at the whole budget (the oracle);
+ *   halving     every variant of a bucket timed at a quarter of the budget (FT_TUNE_SCREEN_MS at
+ *               least), the fastest quarter of them (FT_TUNE_KEEP at least) again at the whole
+ *               budget;
+ *   ranked      halving over fewer variants, chosen before they compile: a group's candidates
+ *               (tuner/tasks.c, ft__tuner_rank_group) are the variants that ranked among the
+ *               FT_TUNE_RANK_TWIN fastest of some bucket of a measured twin group (the same spec,
+ *               head dim and causality in the other dtype or determinism), else the
+ *               FT_TUNE_RANK_FIRST nearest to the built-in defaults (runtime/defaults.c) in
+ *               parameter steps; only those compile. The group's smallest and largest buckets
+ *               screen every candidate, each one between them the FT_TUNE_RANK_NEXT fastest of
+ *               the nearest measured bucket on either side. A bucket that a spec of a newer
+ *               family computes too (the sm_90a forward's, on an H200) is left to it. */
+typedef enum ft_search { FT_SEARCH_EXHAUSTIVE, FT_SEARCH_HALVING, FT_SEARCH_RANKED } ft_search;
+
 typedef struct ft_tune_opts {
     const char *db_path;     /* NULL: the default database */
     int device;              /* GPU ordinal; -1: every GPU, sharing the buckets (identical GPUs only) */
@@ -27,14 +43,15 @@ typedef struct ft_tune_opts {
                                 built-in set: the sm_90a family only on compute capability 9.0) */
     int misses;              /* tune the buckets the runtime library recorded as misses on this
                                 GPU model (ft__db_misses) instead of the specs' workloads */
-    int halving;             /* search by successive halving: every variant of a bucket timed
-                                at a quarter of the budget (FT_TUNE_SCREEN_MS at least), the
-                                fastest quarter of them (FT_TUNE_KEEP at least) again at the
-                                whole budget; 0: every variant at the whole budget */
+    ft_search search;        /* how the variants of a bucket are chosen and measured (ft_search) */
 } ft_tune_opts;
 
 #define FT_TUNE_SCREEN_MS 5 /* the screening budget's floor (ms) */
 #define FT_TUNE_KEEP 4      /* variants a bucket's screening keeps at least */
+#define FT_TUNE_RANK_FIRST 24 /* ranked: candidates of a group no measured group informs */
+#define FT_TUNE_RANK_TWIN 4   /* ranked: a twin's variant among this many fastest of a bucket */
+#define FT_TUNE_RANK_NEXT 8   /* ranked: a middle bucket's variants from each measured neighbour;
+                                 also the fewest candidates of a group informed by its twin */
 
 typedef struct ft_tune_summary {
     int buckets;
@@ -47,7 +64,9 @@ typedef struct ft_tune_summary {
     long long by_status[FT_RESULT_TIMEOUT + 1];
     int winners;
     int races;               /* buckets whose leaders were re-measured interleaved */
-    long long screened;      /* halving: measurements at the screening budget ... */
+    int ranked_out;          /* ranked: variants the ranking left uncompiled */
+    int left_to_newer;       /* ranked: buckets left to a spec of a newer family */
+    long long screened;      /* halving, ranked: measurements at the screening budget ... */
     long long kept;          /* ... and the ones measured again at the whole budget */
     int worker_restarts;
     int protocol_errors;     /* replies that broke the worker protocol (each one restarts the worker) */
