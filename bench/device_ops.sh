@@ -50,8 +50,8 @@ ab)
     for d in ${AB_DIMS:-64 128 256}; do
       for causal in 0 1; do
         case $d.$causal in
-          64.0) v="bm=128,bn=176,stages=3,pingpong=0,overlap=1,balance=0" ;;
-          64.1) v="bm=128,bn=192,stages=2,pingpong=1,overlap=1,balance=1" ;;
+          64.0) v="bm=192,bn=128,stages=2,pingpong=0,overlap=0,balance=0" ;;
+          64.1) v="bm=128,bn=128,stages=3,pingpong=0,overlap=1,balance=1" ;;
           128.0) v="bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=0" ;;
           128.1) v="bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=1" ;;
           256.0) v="bm=128,bn=80,stages=2,pingpong=0,overlap=1,balance=0" ;;

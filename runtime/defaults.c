@@ -11,7 +11,12 @@
 /* The built-in choices per kernel family, head dim and causality (-1: either) when nothing
  * better is known. Forward: the variant that won most of the head dim's buckets in a full tune
  * of the family's spec on an H200 (2026-11-30; sm90 d=96 and 192 from the earlier tune, without
- * the balance knob). Backward: at d = 64, 128 and 256 the variant that won most buckets of a
+ * the balance knob); at d = 64 (since 2026-12-03, after the 192-row tile joined the space) the
+ * variant with the best geometric mean over the six buckets of each causality of an exhaustive
+ * bf16 tune on an H200 (bench/results/h200-2026-12-03-ranked): non-causal 192 x 128 without
+ * overlap (0.99 of each bucket's best; the earlier 128 x 176 read 0.88-0.95), causal
+ * 128 x 128 with three stages (0.96; 192 x 128 wins from 4k, the earlier 128 x 192 read
+ * 0.85-0.96). Backward: at d = 64, 128 and 256 the variant that won most buckets of a
  * bf16 tune of the backward's spec on an H200 (2026-12-01, bench/results/h200-2026-12-01-train),
  * at 32, 96 and 192 the fastest of those timed by tests/bwd there; at 128 (non-causal), 192 and
  * 256 a second choice with one Q/dO stage for GPUs with less shared memory than an H200 (the
@@ -60,8 +65,8 @@ static const ft_default_kernel defaults[] = {
     {"flash_decode_sm80", 128, -1, "bn=32,warps=4,stages=2,mt=1,pack=1", 0},
     {"flash_decode_sm80", 192, -1, "bn=16,warps=4,stages=2,mt=1,pack=1", 0},
     {"flash_decode_sm80", 256, -1, "bn=16,warps=4,stages=2,mt=1,pack=1", 0},
-    {"flash_fwd_sm90", 64, 0, "bm=128,bn=176,stages=3,pingpong=0,overlap=1,balance=0", 0},
-    {"flash_fwd_sm90", 64, 1, "bm=128,bn=192,stages=2,pingpong=1,overlap=1,balance=1", 0},
+    {"flash_fwd_sm90", 64, 0, "bm=192,bn=128,stages=2,pingpong=0,overlap=0,balance=0", 0},
+    {"flash_fwd_sm90", 64, 1, "bm=128,bn=128,stages=3,pingpong=0,overlap=1,balance=1", 0},
     {"flash_fwd_sm90", 96, -1, "bm=128,bn=128,stages=2,pingpong=1,overlap=1,balance=0", 0},
     {"flash_fwd_sm90", 128, 0, "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=0", 0},
     {"flash_fwd_sm90", 128, 1, "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=1", 0},
