@@ -33,6 +33,13 @@
 #                                      bench/profile_call.py --pass fwd, FA4 installed by bench/fa4_install.sh):
 #                                      raw metrics and SASS source pages (gzipped CSV, for
 #                                      bench/ncu_compare.py A B) and the details page
+#   bash bench/device_hd8.sh fulltune  flashtune tune of TUNE_SPECS (default: every built-in spec)
+#                                      with --search TUNE_SEARCH (default ranked) into
+#                                      $FULLTUNE_DB (default /tmp/ft-full.db, which outlives the
+#                                      call while the machine stays warm: a second call resumes),
+#                                      compile cache $FULLTUNE_CACHE (default /tmp/ft-cache-full,
+#                                      emptied first unless FULLTUNE_WARM=1), FULLTUNE_LIMIT
+#                                      seconds at most; its JSON summary and the winners to $OUT
 # Expects bench/stage_run.sh's folder in $RUN (default .dev/run). Logs and JSON go to $OUT, one
 # line each to $OUT/summary.txt.
 set -u
@@ -98,8 +105,19 @@ for mode in "$@"; do
       done
     done
     ;;
+  fulltune)
+    cache=${FULLTUNE_CACHE:-/tmp/ft-cache-full} db=${FULLTUNE_DB:-/tmp/ft-full.db}
+    [ -n "${FULLTUNE_WARM:-}" ] || rm -rf "$cache"
+    specs=()
+    for spec in ${TUNE_SPECS:-}; do specs+=("$spec"); done
+    timeout "${FULLTUNE_LIMIT:-540}" "$ft" tune "${specs[@]}" --db "$db" --cache-dir "$cache" \
+      --search "${TUNE_SEARCH:-ranked}" --json -q > "$OUT/fulltune_${TUNE_TAG:-all}.json" 2> "$OUT/fulltune_${TUNE_TAG:-all}.err"
+    note "tune ${specs[*]:-(built-in specs)} --search ${TUNE_SEARCH:-ranked}: exit $? in $(since "$t0") s"
+    tail -n 1 "$OUT/fulltune_${TUNE_TAG:-all}.json" | tee -a "$summary"
+    "$ft" query --db "$db" --json > "$OUT/fulltune_winners.jsonl" 2>&1
+    ;;
   *)
-    note "unknown mode $mode (verify, sanitize, compare, quality, ablate, vsfa4)"
+    note "unknown mode $mode (verify, sanitize, compare, quality, ablate, vsfa4, fulltune)"
     ;;
   esac
 done
