@@ -110,8 +110,11 @@ typedef struct group {
     int spec;
     int *targets;   /* indices into tu->targets[spec].v */
     int ntargets;
-    int *items;     /* indices into tu->plans[spec]->items */
+    int *items;     /* indices into tu->plans[spec]->items: the first nitems compile */
     int nitems;
+    int nall;       /* ranked: the group's items before the ranking cut them (ranked order) */
+    int informed;   /* ranked: its candidates came from a measured twin group */
+    int compiled;   /* its first nitems items have compiled */
 } group;
 
 typedef struct tuner {
@@ -236,8 +239,14 @@ ft_status ft__tuner_plan_all(tuner *tu, ft_variant *filter, unsigned *masks, ft_
  * first group that measures it. */
 ft_status ft__tuner_make_groups(tuner *tu, ft_err *err);
 
-/* After a group's variants have compiled: their kernels registered, one task per target. */
-ft_status ft__tuner_group_tasks(tuner *tu, int g, ft_err *err);
+/* After a group's variants from its item `from` on have compiled: their kernels registered, one
+ * task per target (from > 0, a ranked search's refinement: tasks that measure those only). */
+ft_status ft__tuner_group_tasks(tuner *tu, int g, int from, ft_err *err);
+
+/* Ranked search, after group g (candidates from the prior, not a twin) was measured: its
+ * uncompiled variants one step from a bucket's winner join its items (*more: how many; 0 when
+ * none is left or the group's candidates came from its twin). */
+ft_status ft__tuner_refine_group(tuner *tu, int g, int *more, ft_err *err);
 
 /* Ranked search: group g's items ordered by the prior and cut to its candidates (before they
  * compile; tuner/tune.h, ft_search). */

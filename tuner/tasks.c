@@ -108,7 +108,7 @@ static int needed(const ft_plan_item *it, void *ud)
     return 0;
 }
 
-static ft_status add_task(tuner *tu, int s, int g, const target *tg, ft_err *err);
+static ft_status add_task(tuner *tu, int s, int g, int kfrom, const target *tg, ft_err *err);
 static double task_size(const task *t);
 
 /* Plans every spec for the GPU: its space pruned, the variants that no bucket of the tune
@@ -267,20 +267,22 @@ ft_status ft__tuner_make_groups(tuner *tu, ft_err *err)
     return FT_OK;
 }
 
-/* Group g's compiled variants into the kernel table and the database, then one task per target
- * of the group (appended to tu->tasks); for the ranked search the smallest bucket first, then
- * the largest, then the others from small to large (ft__tuner_seed_task). */
-ft_status ft__tuner_group_tasks(tuner *tu, int g, ft_err *err)
+/* Group g's compiled variants from item `from` on into the kernel table and the database, then
+ * one task per target of the group (appended to tu->tasks: each measures the group's kernels
+ * that have no result for its bucket yet); for the ranked search the smallest bucket first,
+ * then the largest, then the others from small to large (ft__tuner_seed_task), except in a
+ * refinement, whose tasks measure all they have. */
+ft_status ft__tuner_group_tasks(tuner *tu, int g, int from, ft_err *err)
 {
     const group *gr = &tu->groups[g];
     ft_plan *plan = tu->plans[gr->spec];
-    const int first = tu->ntasks;
+    const int first = tu->ntasks, kfrom = tu->nkernels;
     ft_status rc = FT_OK;
     char th[65];
     int i, j;
 
     ft__family_hash(plan->family, th);
-    for (i = 0; i < gr->nitems && rc == FT_OK; i++) {
+    for (i = from; i < gr->nitems && rc == FT_OK; i++) {
         ft_plan_item *it = &plan->items[gr->items[i]];
         kernel_ref *kr = &tu->kernels[tu->nkernels];
         ft_db_kernel dk;
@@ -293,9 +295,14 @@ ft_status ft__tuner_group_tasks(tuner *tu, int g, ft_err *err)
         tu->nkernels++;
     }
     for (i = 0; i < gr->ntargets && rc == FT_OK; i++)
-        rc = add_task(tu, gr->spec, g, &tu->targets[gr->spec].v[gr->targets[i]], err);
+        rc = add_task(tu, gr->spec, g, kfrom, &tu->targets[gr->spec].v[gr->targets[i]], err);
     if (rc != FT_OK || tu->o->search != FT_SEARCH_RANKED)
         return rc;
+    if (from > 0) { /* a refinement: every bucket measures the new variants */
+        for (i = first; i < tu->ntasks; i++)
+            tu->tasks[i].seeded = 1;
+        return FT_OK;
+    }
     for (i = first; i < tu->ntasks && rc == FT_OK; i++) /* measured before: ranked by what was */
         if (tu->tasks[i].njobs == 0)
             rc = ft__tuner_rank_task(tu, &tu->tasks[i], gr->spec, err);
@@ -550,9 +557,10 @@ static int collect_miss(void *ud, const ft_db_miss *m)
     return mc->rc != FT_OK;
 }
 
-/* One task for a target and a spec, with the spec's matching compiled variants; variants that
- * did not compile or fit are recorded as such for the bucket right away. */
-static ft_status add_task(tuner *tu, int s, int g, const target *tg, ft_err *err)
+/* One task for a target and a spec, with the spec's matching compiled variants from kernel
+ * kfrom on (the group's); variants that did not compile or fit are recorded as such for the
+ * bucket right away. */
+static ft_status add_task(tuner *tu, int s, int g, int kfrom, const target *tg, ft_err *err)
 {
     const ft_workload *wl = &tg->wl;
     const char *dtype = tg->dtype;
@@ -593,7 +601,7 @@ static ft_status add_task(tuner *tu, int s, int g, const target *tg, ft_err *err
     }
     for (k = 0; t->screen != NULL && k <= tu->nkernels; k++)
         t->screen[k] = NAN;
-    for (k = 0; k < tu->nkernels && rc == FT_OK; k++) {
+    for (k = kfrom; k < tu->nkernels && rc == FT_OK; k++) {
         const kernel_ref *kr = &tu->kernels[k];
         const ft_plan_item *it = &tu->plans[kr->spec]->items[kr->item];
         int has = 0;
@@ -806,15 +814,83 @@ ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err)
         while (keep < n && hit[keep])
             keep++;
         keep = keep > FT_TUNE_RANK_NEXT ? keep : FT_TUNE_RANK_NEXT;
+        keep = keep < n ? keep : n;
     } else {
-        keep = FT_TUNE_RANK_FIRST;
+        /* the nearer half as they are; then each time the item farthest (in steps) from those
+         * chosen so far, the nearer to the defaults of equals (hit[] keeps that distance) */
+        keep = FT_TUNE_RANK_FIRST < n ? FT_TUNE_RANK_FIRST : n;
+        for (i = (keep + 1) / 2; i < n; i++) {
+            hit[i] = INT_MAX;
+            for (j = 0; j < (keep + 1) / 2; j++) {
+                const int st = steps(spec, &plan->items[gr->items[i]].variant, &plan->items[gr->items[j]].variant);
+                hit[i] = st < hit[i] ? st : hit[i];
+            }
+        }
+        for (k = (keep + 1) / 2; k < keep; k++) {
+            int far = k, x;
+            for (i = k + 1; i < n; i++)
+                if (hit[i] > hit[far])
+                    far = i;
+            x = gr->items[far], gr->items[far] = gr->items[k], gr->items[k] = x;
+            x = hit[far], hit[far] = hit[k], hit[k] = x;
+            for (i = k + 1; i < n; i++) {
+                const int st = steps(spec, &plan->items[gr->items[i]].variant, &plan->items[gr->items[k]].variant);
+                hit[i] = st < hit[i] ? st : hit[i];
+            }
+        }
     }
-    keep = keep < n ? keep : n;
     tu->sum->ranked_out += n - keep;
     tu->to_compile -= n - keep;
     gr->nitems = keep;
+    gr->nall = n;
+    gr->informed = informed;
     free(dist);
     free(hit);
+    return FT_OK;
+}
+
+ft_status ft__tuner_refine_group(tuner *tu, int g, int *more, ft_err *err)
+{
+    group *gr = &tu->groups[g];
+    const ft_spec *spec = tu->specs[gr->spec];
+    const ft_plan *plan = tu->plans[gr->spec];
+    int *win = malloc(((size_t)tu->ntasks + 1) * sizeof *win);
+    int nwin = 0, i, j, m = 0;
+    ft_status rc = FT_OK;
+
+    *more = 0;
+    if (win == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (i = 0; i < tu->ntasks && rc == FT_OK && !gr->informed; i++) { /* the winners' items */
+        ft_db_row row;
+        int found = 0, k;
+        if (tu->tasks[i].group != g || !ft__tuner_first_of_bucket(tu, i))
+            continue;
+        rc = ft__db_winner(tu->db, tu->device_id, &tu->tasks[i].key, &row, NULL, NULL, &found, err);
+        k = rc == FT_OK && found ? ft__tuner_kernel_of(tu, row.result.kernel_id) : -1;
+        if (k < 0 || tu->kernels[k].spec != gr->spec)
+            continue;
+        for (j = 0; j < nwin && win[j] != tu->kernels[k].item; j++)
+            ;
+        if (j == nwin)
+            win[nwin++] = tu->kernels[k].item;
+    }
+    for (i = gr->nitems; i < gr->nall && rc == FT_OK; i++) { /* one step from a winner: to the front */
+        for (j = 0; j < nwin && steps(spec, &plan->items[gr->items[i]].variant, &plan->items[win[j]].variant) != 1; j++)
+            ;
+        if (j < nwin) {
+            const int x = gr->items[gr->nitems + m];
+            gr->items[gr->nitems + m] = gr->items[i], gr->items[i] = x;
+            m++;
+        }
+    }
+    free(win);
+    if (rc != FT_OK)
+        return rc;
+    gr->nitems += m;
+    tu->sum->ranked_out -= m;
+    tu->to_compile += m;
+    *more = m;
     return FT_OK;
 }
 

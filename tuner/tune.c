@@ -72,11 +72,12 @@ static ft_status tuner_open(tuner *tu, const char *worker_cmd, const char *cache
     return rc;
 }
 
-/* A group's compilation on a thread of its own (ft__plan_compile_items touches no Lua, and the
- * plan's items that other groups own are not its). */
+/* A compilation of items [from, to) of group g on a thread of its own (ft__plan_compile_items
+ * touches no Lua, and the plan's items that other groups own are not its). */
 typedef struct compile_job {
     ft_plan *plan;
     const group *g;
+    int gi, from, to;
     ft_cache *cache;
     int jobs;
     volatile int *stop;
@@ -89,31 +90,37 @@ static void *compile_thread(void *arg)
 {
     compile_job *j = arg;
     double t0 = ft__now_ms();
-    j->rc = ft__plan_compile_items(j->plan, j->g->items, j->g->nitems, j->cache, j->jobs, NULL, NULL, j->stop,
-                                   &j->err);
+    j->rc = ft__plan_compile_items(j->plan, j->g->items + j->from, j->to - j->from, j->cache, j->jobs, NULL, NULL,
+                                   j->stop, &j->err);
     j->ms = ft__now_ms() - t0;
     return NULL;
 }
 
-/* Generates group g's sources here (the spec's Lua is this thread's) and starts compiling them
- * on jobs threads (*started 0: no thread could be made, and the group compiled here). */
-static ft_status compile_start(tuner *tu, int g, int jobs, compile_job *j, pthread_t *th, int *started, ft_err *err)
+/* Generates the sources of group g's items from `from` on here (the spec's Lua is this
+ * thread's; for the ranked search, the group's candidates chosen first when from is 0) and
+ * starts compiling them on jobs threads (*started 0: no thread could be made, and they compiled
+ * here). */
+static ft_status compile_start(tuner *tu, int g, int from, int jobs, compile_job *j, pthread_t *th, int *started,
+                               ft_err *err)
 {
     ft_status rc;
 
-    memset(j, 0, sizeof *j);
-    j->plan = tu->plans[tu->groups[g].spec];
-    j->g = &tu->groups[g];
-    j->cache = tu->cache;
-    j->jobs = jobs;
-    j->stop = tu->o->stop;
-    *started = 0;
-    if (tu->o->search == FT_SEARCH_RANKED) {
+    if (tu->o->search == FT_SEARCH_RANKED && from == 0) {
         rc = ft__tuner_rank_group(tu, g, err);
         if (rc != FT_OK)
             return rc;
     }
-    rc = ft__plan_emit_items(j->plan, j->g->items, j->g->nitems, err);
+    memset(j, 0, sizeof *j);
+    j->plan = tu->plans[tu->groups[g].spec];
+    j->g = &tu->groups[g];
+    j->gi = g;
+    j->from = from;
+    j->to = tu->groups[g].nitems;
+    j->cache = tu->cache;
+    j->jobs = jobs;
+    j->stop = tu->o->stop;
+    *started = 0;
+    rc = ft__plan_emit_items(j->plan, j->g->items + from, j->to - from, err);
     if (rc != FT_OK)
         return rc;
     if (pthread_create(th, NULL, compile_thread, j) == 0)
@@ -133,6 +140,7 @@ static ft_status compile_finish(tuner *tu, compile_job *j, pthread_t th, int sta
         pthread_join(th, NULL);
     tu->sum->compile_ms += j->ms;
     tu->sum->compile_wait_ms += ft__now_ms() - t0;
+    tu->groups[j->gi].compiled = j->rc == FT_OK;
     if (j->rc != FT_OK)
         *err = j->err;
     return j->rc;
@@ -143,49 +151,77 @@ static int next_to_compile(const tuner *tu, int after)
 {
     int g;
     for (g = after + 1; g < tu->ngroups; g++)
-        if (tu->groups[g].nitems > 0)
+        if (tu->groups[g].nitems > 0 && !tu->groups[g].compiled)
             return g;
     return -1;
 }
 
+/* Group g's tasks for its kernels from item `from` on, shared among the workers and measured. */
+static ft_status measure_group(tuner *tu, int g, int from, ft_err *err)
+{
+    const int first = tu->ntasks;
+    ft_status rc = ft__tuner_group_tasks(tu, g, from, err);
+    int i;
+
+    for (i = first; i < tu->ntasks && rc == FT_OK; i++) {
+        worker *w = &tu->workers[i % tu->nworkers];
+        w->tasks[w->ntasks++] = i;
+        tu->sum->buckets += ft__tuner_first_of_bucket(tu, i);
+    }
+    if (rc == FT_OK) {
+        ft__tuner_progress(tu, "measuring");
+        rc = ft__tuner_run_workers(tu, err);
+    }
+    return rc;
+}
+
 /* The groups in turn: the first one's variants compiled (all cores), then while a group is
  * measured the next one with variants of its own compiles (on all cores but one per GPU, for
- * the workers' host side), so that compiling hides behind timing. */
+ * the workers' host side), so that compiling hides behind timing. The ranked search's
+ * refinements of a group compile on all cores once the next group's compilation is done. */
 static ft_status measure_groups(tuner *tu, ft_err *err)
 {
     const int jobs = tu->o->jobs > 0 ? tu->o->jobs : ft__cpu_count();
     const int side = jobs > tu->nworkers ? jobs - tu->nworkers : 1;
     compile_job job;
     pthread_t th;
-    int started = 0, inflight = -1, g, i;
+    int started = 0, inflight = -1, g;
     ft_status rc = FT_OK;
 
     for (g = 0; g < tu->ngroups && rc == FT_OK; g++) {
-        const int first = tu->ntasks;
-        int n;
-        if (tu->groups[g].nitems > 0) {
-            if (inflight != g) /* not started ahead: the first group */
-                rc = compile_start(tu, g, jobs, &job, &th, &started, err);
+        int n, round;
+        if (inflight == g) {
             inflight = -1;
+            rc = compile_finish(tu, &job, th, started, err);
+        } else if (tu->groups[g].nitems > 0 && !tu->groups[g].compiled) { /* the first group */
+            rc = compile_start(tu, g, 0, jobs, &job, &th, &started, err);
             if (rc == FT_OK)
                 rc = compile_finish(tu, &job, th, started, err);
         }
         n = next_to_compile(tu, g);
-        if (rc == FT_OK && n >= 0 && n != inflight) { /* one compilation at a time */
-            rc = compile_start(tu, n, side, &job, &th, &started, err);
+        if (rc == FT_OK && n >= 0 && inflight < 0) { /* one compilation at a time */
+            rc = compile_start(tu, n, 0, side, &job, &th, &started, err);
             if (rc == FT_OK)
                 inflight = n;
         }
         if (rc == FT_OK)
-            rc = ft__tuner_group_tasks(tu, g, err);
-        for (i = first; i < tu->ntasks && rc == FT_OK; i++) {
-            worker *w = &tu->workers[i % tu->nworkers];
-            w->tasks[w->ntasks++] = i;
-            tu->sum->buckets += ft__tuner_first_of_bucket(tu, i);
-        }
-        if (rc == FT_OK) {
-            ft__tuner_progress(tu, "measuring");
-            rc = ft__tuner_run_workers(tu, err);
+            rc = measure_group(tu, g, 0, err);
+        for (round = 0; rc == FT_OK && tu->o->search == FT_SEARCH_RANKED && round < FT_TUNE_RANK_ROUNDS; round++) {
+            const int from = tu->groups[g].nitems;
+            int more = 0;
+            rc = ft__tuner_refine_group(tu, g, &more, err);
+            if (rc != FT_OK || more == 0)
+                break;
+            if (inflight >= 0) { /* the plan's counts are not shared between two compilations */
+                inflight = -1;
+                rc = compile_finish(tu, &job, th, started, err);
+            }
+            if (rc == FT_OK)
+                rc = compile_start(tu, g, from, jobs, &job, &th, &started, err);
+            if (rc == FT_OK)
+                rc = compile_finish(tu, &job, th, started, err);
+            if (rc == FT_OK)
+                rc = measure_group(tu, g, from, err);
         }
     }
     if (inflight >= 0) { /* after a failure or a stop (which ends it soon): joined all the same */

@@ -21,7 +21,10 @@
  *               FT_TUNE_RANK_TWIN fastest of some bucket of a measured twin group (the same spec,
  *               head dim and causality in the other dtype or determinism), else the
  *               FT_TUNE_RANK_FIRST nearest to the built-in defaults (runtime/defaults.c) in
- *               parameter steps; only those compile. The group's smallest and largest buckets
+ *               parameter steps, half of them and then the farthest from those chosen so far;
+ *               only those compile. Such a group is then refined, FT_TUNE_RANK_ROUNDS times at
+ *               most: the variants one step from a bucket's winner that have not compiled
+ *               compile and are measured on each bucket. The group's smallest and largest buckets
  *               screen every candidate, each one between them the FT_TUNE_RANK_NEXT fastest of
  *               the nearest measured bucket on either side. A bucket that a spec of a newer
  *               family computes too (the sm_90a forward's, on an H200) is left to it. */
@@ -48,7 +51,8 @@ typedef struct ft_tune_opts {
 
 #define FT_TUNE_SCREEN_MS 5 /* the screening budget's floor (ms) */
 #define FT_TUNE_KEEP 4      /* variants a bucket's screening keeps at least */
-#define FT_TUNE_RANK_FIRST 24 /* ranked: candidates of a group no measured group informs */
+#define FT_TUNE_RANK_FIRST 16 /* ranked: candidates of a group no measured group informs */
+#define FT_TUNE_RANK_ROUNDS 2 /* ranked: refinements of such a group (its winners' neighbours) */
 #define FT_TUNE_RANK_TWIN 4   /* ranked: a twin's variant among this many fastest of a bucket */
 #define FT_TUNE_RANK_NEXT 8   /* ranked: a middle bucket's variants from each measured neighbour;
                                  also the fewest candidates of a group informed by its twin */
