@@ -82,7 +82,7 @@ typedef struct worker {
     int job;                   /* the job (or race slot) in flight */
     int strikes;               /* protocol errors since its last good measurement */
     int *tasks;                /* indices of its tasks */
-    int ntasks;
+    int ntasks, tasks_cap;
     int cur;                   /* its current task */
     int count;                 /* from the ready line: the GPUs its driver sees */
     ft_arch arch;              /* ... the device's limits */

@@ -165,6 +165,8 @@ static ft_status measure_group(tuner *tu, int g, int from, ft_err *err)
 
     for (i = first; i < tu->ntasks && rc == FT_OK; i++) {
         worker *w = &tu->workers[i % tu->nworkers];
+        if (w->ntasks == w->tasks_cap)
+            return ft__fail(err, FT_ERR_INTERNAL, "more tasks than the tuner has room for (%d)", w->tasks_cap);
         w->tasks[w->ntasks++] = i;
         tu->sum->buckets += ft__tuner_first_of_bucket(tu, i);
     }
@@ -334,7 +336,9 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
         for (i = 0; i < tu.nspecs; i++)
             ntargets += tu.targets[i].n;
         for (i = 0; i < tu.nworkers; i++) {
-            tu.workers[i].tasks = calloc((size_t)ntargets + 1, sizeof(int)); /* a task per spec and target at most */
+            /* a task per spec and target at most, and the ranked search's refinements' */
+            tu.workers[i].tasks_cap = ntargets * (1 + FT_TUNE_RANK_ROUNDS) + 1;
+            tu.workers[i].tasks = calloc((size_t)tu.workers[i].tasks_cap, sizeof(int));
             if (tu.workers[i].tasks == NULL) {
                 rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
                 goto out;
