@@ -132,3 +132,22 @@ grep -q 'tuned Fake GPU: 1 buckets, 1 variants' "$dir/out" || fail "tune --misse
 [ "$(sql "select count(*) from results r join kernels k on k.id = r.kernel_id where k.variant like 'd=112,%' and r.seqlen_q = 1000")" = 1 ] ||
   fail "no result of a d=112 kernel on the missed shape"
 echo "a missed head dim no spec lists: ok"
+
+# 7. Two missed buckets of one group tuned with --search ranked: the group (d = 64, bm = 64, f16,
+#    causal: 30 variants) compiles 16 candidates, then refines at most twice, each refinement a
+#    task per bucket (up to six tasks for two targets: the workers' task lists have room).
+db=$dir/ranked.db
+"$ft" tune specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses on a new database failed"
+dev=$(sql "select id from devices where name = 'Fake GPU'")
+sql "insert into misses (device_id, op, key, batch, heads_q, heads_kv, seqlen_q, seqlen_k, fallback, count) values
+     ($dev, 'fwd', $(key f16 64 1 1 1024 1024 8), 1, 8, 8, 1000, 1000, 'default', 2),
+     ($dev, 'fwd', $(key f16 64 1 1 4096 4096 8), 1, 8, 8, 4000, 4000, 'default', 1);" || fail "cannot add the misses"
+"$ft" tune specs/flash_fwd.lua --misses --db "$db" --only 'd=64,bm=64' --search ranked -q -j 2 > "$dir/out" 2>&1 ||
+  fail "tune --misses --search ranked failed"
+grep -q 'tuned Fake GPU: 2 buckets' "$dir/out" || fail "tune --misses --search ranked: expected 2 buckets"
+for sq in 1000 4000; do
+  n=$(sql "select count(*) from results r join kernels k on k.id = r.kernel_id where k.variant like 'd=64,bm=64,%dtype=f16%' and r.seqlen_q = $sq")
+  [ "$n" -gt 16 ] && [ "$n" -lt 30 ] || fail "tune --misses --search ranked: $n variants measured at sq=$sq, not the 16 candidates and a refinement"
+done
+[ "$(sql "select count(*) from v_winners where device_id = $dev")" = 2 ] || fail "tune --misses --search ranked: expected 2 winners"
+echo "missed buckets, ranked and refined: ok"
