@@ -761,6 +761,43 @@ static int twin_groups(const tuner *tu, int a, int b)
            (strcmp(x->dtype, y->dtype) != 0 || x->det != y->det);
 }
 
+/* The prior's candidates: items[0, n) ordered by steps to the defaults become, in their first
+ * `keep` places, the nearer half as they are, then each time the item farthest in steps from
+ * those chosen so far (of equals the first, the nearer to the defaults); the others keep their
+ * order after them. */
+static ft_status spread(const ft_spec *spec, const ft_plan *plan, int *items, int n, int keep, ft_err *err)
+{
+    int *apart = malloc(((size_t)n + 1) * sizeof *apart); /* per item: steps to the nearest chosen */
+    const int half = (keep + 1) / 2;
+    int i, j, k;
+
+    if (apart == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (i = half; i < n; i++) {
+        apart[i] = INT_MAX;
+        for (j = 0; j < half; j++) {
+            const int st = steps(spec, &plan->items[items[i]].variant, &plan->items[items[j]].variant);
+            apart[i] = st < apart[i] ? st : apart[i];
+        }
+    }
+    for (k = half; k < keep; k++) {
+        int far = k, item, a;
+        for (i = k + 1; i < n; i++)
+            if (apart[i] > apart[far])
+                far = i;
+        item = items[far], a = apart[far]; /* to place k, the ones between moved up one */
+        memmove(items + k + 1, items + k, (size_t)(far - k) * sizeof *items);
+        memmove(apart + k + 1, apart + k, (size_t)(far - k) * sizeof *apart);
+        items[k] = item, apart[k] = a;
+        for (i = k + 1; i < n; i++) {
+            const int st = steps(spec, &plan->items[items[i]].variant, &plan->items[item].variant);
+            apart[i] = st < apart[i] ? st : apart[i];
+        }
+    }
+    free(apart);
+    return FT_OK;
+}
+
 ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err)
 {
     group *gr = &tu->groups[g];
@@ -772,6 +809,7 @@ ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err)
     const int n = gr->nitems;
     int *dist = malloc(((size_t)n + 1) * sizeof *dist), *hit = calloc((size_t)n + 1, sizeof *hit);
     int i, j, k, t, informed = 0, keep = 0;
+    ft_status rc = FT_OK;
 
     if (dist == NULL || hit == NULL) {
         free(dist);
@@ -816,28 +854,8 @@ ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err)
         keep = keep > FT_TUNE_RANK_NEXT ? keep : FT_TUNE_RANK_NEXT;
         keep = keep < n ? keep : n;
     } else {
-        /* the nearer half as they are; then each time the item farthest (in steps) from those
-         * chosen so far, the nearer to the defaults of equals (hit[] keeps that distance) */
         keep = FT_TUNE_RANK_FIRST < n ? FT_TUNE_RANK_FIRST : n;
-        for (i = (keep + 1) / 2; i < n; i++) {
-            hit[i] = INT_MAX;
-            for (j = 0; j < (keep + 1) / 2; j++) {
-                const int st = steps(spec, &plan->items[gr->items[i]].variant, &plan->items[gr->items[j]].variant);
-                hit[i] = st < hit[i] ? st : hit[i];
-            }
-        }
-        for (k = (keep + 1) / 2; k < keep; k++) {
-            int far = k, x;
-            for (i = k + 1; i < n; i++)
-                if (hit[i] > hit[far])
-                    far = i;
-            x = gr->items[far], gr->items[far] = gr->items[k], gr->items[k] = x;
-            x = hit[far], hit[far] = hit[k], hit[k] = x;
-            for (i = k + 1; i < n; i++) {
-                const int st = steps(spec, &plan->items[gr->items[i]].variant, &plan->items[gr->items[k]].variant);
-                hit[i] = st < hit[i] ? st : hit[i];
-            }
-        }
+        rc = spread(spec, plan, gr->items, n, keep, err);
     }
     tu->sum->ranked_out += n - keep;
     tu->to_compile -= n - keep;
@@ -846,7 +864,7 @@ ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err)
     gr->informed = informed;
     free(dist);
     free(hit);
-    return FT_OK;
+    return rc;
 }
 
 ft_status ft__tuner_refine_group(tuner *tu, int g, int *more, ft_err *err)
