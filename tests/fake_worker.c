@@ -18,6 +18,9 @@
  *   FAKE_STUBBORN=1   ignore quit and the end of the input: only a kill ends the worker
  *   FAKE_DELAY_MS     take this long over every measurement (as a GPU would)
  *   FAKE_DTYPE_BLIND=1  a kernel's speed leaves its entry's dtype out (f16 and bf16 twins alike)
+ *   FAKE_REPLAY       a file of lines "ENTRY B HQ HKV SQ SK MEDIAN_MS": a kernel's median on a shape
+ *                     is the file's (measurements made elsewhere, replayed: bench/search_replay.py);
+ *                     one the file lacks is a wrong result
  *   FAKE_BAD          a way to break the protocol, in the reply to every measurement of a kernel
  *                     whose entry contains FAKE_BAD_MATCH (every kernel when that is unset):
  *       long        a reply line of 100 KB         flood      100 KB without a newline, then silence
@@ -60,6 +63,53 @@ static int bad(const char *line, const char *mode)
 {
     const char *m = getenv("FAKE_BAD_MATCH");
     return strcmp(bad_mode(), mode) == 0 && (m == NULL || m[0] == '\0' || strstr(line, m) != NULL);
+}
+
+/* FAKE_REPLAY's rows. */
+typedef struct replay_row {
+    char entry[192];
+    long long shape[5]; /* b, hq, hkv, sq, sk */
+    double ms;
+} replay_row;
+
+static replay_row *replay;
+static size_t nreplay;
+
+static void replay_load(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char line[512];
+    size_t cap = 0;
+
+    if (f == NULL) {
+        fprintf(stderr, "fake_worker: cannot open %s\n", path);
+        exit(2);
+    }
+    while (fgets(line, sizeof line, f) != NULL) {
+        replay_row r;
+        if (sscanf(line, "%191s %lld %lld %lld %lld %lld %lf", r.entry, &r.shape[0], &r.shape[1], &r.shape[2],
+                   &r.shape[3], &r.shape[4], &r.ms) != 7)
+            continue;
+        if (nreplay == cap) {
+            replay_row *n = realloc(replay, (cap = cap ? 2 * cap : 1024) * sizeof *n);
+            if (n == NULL)
+                exit(2);
+            replay = n;
+        }
+        replay[nreplay++] = r;
+    }
+    fclose(f);
+}
+
+/* The replayed median of entry (up to a space) on shape, or -1. */
+static double replay_ms(const char *entry, const long long shape[5])
+{
+    size_t i, n = strcspn(entry, " \n");
+    for (i = 0; i < nreplay; i++)
+        if (strlen(replay[i].entry) == n && strncmp(replay[i].entry, entry, n) == 0 &&
+            memcmp(replay[i].shape, shape, sizeof replay[i].shape) == 0)
+            return replay[i].ms;
+    return -1;
 }
 
 /* The id=N field of a command, or 0. */
@@ -118,12 +168,15 @@ int main(int argc, char **argv)
     long measured = 0;
     long long last_id = 0;
     double flops = 1e9; /* of the current shape */
+    long long shape[5] = {0, 0, 0, 0, 0}; /* b, hq, hkv, sq, sk of the current shape */
     char line[4096];
     FILE *log = log_path ? fopen(log_path, "a") : NULL;
 
     int device = 0, i;
     char odd[160];
 
+    if (getenv("FAKE_REPLAY") != NULL)
+        replay_load(getenv("FAKE_REPLAY"));
     if (pids != NULL) {
         FILE *f = fopen(pids, "a");
         if (f != NULL) {
@@ -171,6 +224,8 @@ int main(int argc, char **argv)
             double sq = (double)field(line, "sq", 1), sk = (double)field(line, "sk", 1);
             double d = (double)field(line, "d", 64);
             flops = (strstr(line, " op=bwd ") != NULL ? 10 : 4) * b * hq * sq * sk * d / (field(line, "causal", 0) ? 2 : 1);
+            shape[0] = field(line, "b", 1), shape[1] = field(line, "hq", 1), shape[2] = field(line, "hkv", 1);
+            shape[3] = field(line, "sq", 1), shape[4] = field(line, "sk", 1);
             if (bad(line, "shape_bad"))
                 printf("okay%s\n", idf);
             else
@@ -191,8 +246,10 @@ int main(int argc, char **argv)
                     else
                         h = (h ^ (unsigned char)*e) * 16777619u;
                 }
-            /* a launch and 100 to 500 TFLOP/s, by kernel */
+            /* a launch and 100 to 500 TFLOP/s, by kernel; or what the replay says */
             ms = 0.003 + flops / ((100 + h % 400) * 1e9);
+            if (replay != NULL)
+                ms = e != NULL ? replay_ms(strstr(line, "entry=") + 6, shape) : -1;
             if (strstr(line, " verify=0") == NULL)
                 measured++;
             if (delay_ms > 0)
@@ -211,7 +268,7 @@ int main(int argc, char **argv)
             snprintf(med, sizeof med, "%.9g", ms);
             snprintf(q1, sizeof q1, "%.9g", ms * 0.99);
             snprintf(q3, sizeof q3, "%.9g", ms * 1.01);
-            if (matches(line, "FAKE_WRONG")) {
+            if (matches(line, "FAKE_WRONG") || (replay != NULL && ms < 0)) {
                 status = "wrong_result";
                 snprintf(med, sizeof med, "0");
                 snprintf(q1, sizeof q1, "0");
@@ -219,7 +276,7 @@ int main(int argc, char **argv)
                 snprintf(reps, sizeof reps, "0");
                 snprintf(l2, sizeof l2, "0.5");
                 snprintf(tms, sizeof tms, "0");
-                snprintf(detail, sizeof detail, "made-up wrong result");
+                snprintf(detail, sizeof detail, replay != NULL && ms < 0 ? "not in the replay" : "made-up wrong result");
             }
             if (bad(line, "neg"))
                 median_text = "-1";

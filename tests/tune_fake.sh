@@ -154,36 +154,44 @@ grep -q '"buckets": 48, "variants": 12, .*"measured": 48, "resumed": 0, "results
 echo "compiling behind timing (waited $wait ms of $compile ms): ok"
 
 # 12. --search ranked: four groups of 30 variants (d = 64, bm = 64; f16 and bf16, causal or not).
-#     The f16 groups come first: each compiles the 16 candidates of the prior (the 8 nearest to
-#     the built-in defaults, then the farthest from those chosen), then the variants one step
-#     from a bucket's winner (twice at most). Each bf16 group compiles the twins of the variants
-#     among the 4 fastest of some bucket of its f16 group (8 at least) and is not refined: 66
-#     variants never compile. The smallest and largest bucket of a group screen every
-#     candidate, the four between them the 8 fastest of their measured neighbours (a
-#     refinement's variants on every bucket). With speeds that do not depend on the dtype
-#     (FAKE_DTYPE_BLIND), each bf16 bucket's winner is its f16 twin's.
+#     f16 non-causal comes first: it compiles the 16 candidates of the prior (the 8 nearest to
+#     the built-in defaults, then each time the farthest from those chosen) and is refined (the
+#     variants one step from a bucket's 2 fastest, measured on every bucket). Each other group
+#     has a measured twin (the same head dim, one of dtype and causality different; f16 causal
+#     waits for f16 non-causal to be measured): it compiles the twins of the variants among the
+#     4 fastest of some bucket of its twins (8 at least) and is not refined. 75 variants never
+#     compile. A group's smallest and largest bucket screen every candidate, the four between
+#     them the 8 fastest of their measured neighbours (and a refinement's variants). With
+#     speeds that do not depend on the dtype (FAKE_DTYPE_BLIND), each non-causal bf16 bucket's
+#     winner is its f16 twin's, and no causal bf16 winner is slower than its f16 twin's.
 rm -f "$db"
 export FAKE_DTYPE_BLIND=1
 "$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q -j 2 --search ranked > "$dir/out" 2>&1 || fail "tune --search ranked failed"
-grep -q 'measured 392, already in the database 0: 392 ok' "$dir/out" || fail "ranked: expected 392 measurements"
-grep -q 'search: ranked: 260 variants screened, 132 of them measured again at the whole budget' "$dir/out" ||
-  fail "ranked: expected 260 screenings and 132 at the whole budget"
-grep -q 'ranked: 66 variants not compiled' "$dir/out" || fail "ranked: expected 66 variants left uncompiled"
-[ "$(count 'select count(*) from kernels')" = 54 ] || fail "ranked: expected 54 kernels in the database"
-[ "$(count "select min(n) from (select count(*) n from results where key like '%\"f16\"%' and seqlen_q in (512, 16384) group by key)")" -gt 16 ] ||
-  fail "ranked: the f16 groups' smallest and largest buckets should screen the 16 candidates and a refinement"
-[ "$(count "select max(n) from (select count(*) n from results where key like '%\"bf16\"%' and seqlen_q not in (512, 16384) group by key)")" -le 8 ] ||
-  fail "ranked: a middle bucket of a bf16 group screened more than its neighbours' 8 fastest"
-count "select distinct replace(k.variant, 'dtype=bf16', 'dtype=f16') from kernels k where k.variant like '%dtype=bf16%'" |
+grep -q 'measured 358, already in the database 0: 358 ok' "$dir/out" || fail "ranked: expected 358 measurements"
+grep -q 'search: ranked: 238 variants screened, 120 of them measured again at the whole budget' "$dir/out" ||
+  fail "ranked: expected 238 screenings and 120 at the whole budget"
+grep -q 'ranked: 75 variants not compiled' "$dir/out" || fail "ranked: expected 75 variants left uncompiled"
+[ "$(count 'select count(*) from kernels')" = 45 ] || fail "ranked: expected 45 kernels in the database"
+f16c0="key like '%\"f16\"%' and key like '%\"causal\":0%'"
+[ "$(count "select min(n) from (select count(*) n from results where $f16c0 and seqlen_q in (512, 16384) group by key)")" -gt 16 ] ||
+  fail "ranked: f16 non-causal's smallest and largest buckets should screen the 16 candidates and a refinement"
+[ "$(count "select max(n) from (select count(*) n from results where not ($f16c0) group by key)")" = 8 ] ||
+  fail "ranked: a group with a measured twin should measure its 8 candidates at most"
+count "select distinct replace(variant, 'dtype=bf16', 'dtype=f16') from kernels where variant like '%causal=0,dtype=bf16%'" |
   sort > "$dir/bf16"
-count "select distinct k.variant from kernels k where k.variant like '%dtype=f16%'" | sort > "$dir/f16"
-[ -s "$dir/bf16" ] && [ -z "$(comm -23 "$dir/bf16" "$dir/f16")" ] ||
-  fail "ranked: a bf16 candidate is no twin of a measured f16 variant"
-count "select replace(replace(key, '\"bf16\"', '\"f16\"'), '', ''), replace(variant, 'dtype=bf16', 'dtype=f16') from v_winners
-       where key like '%\"bf16\"%' order by 1" > "$dir/bf16-winners"
-count "select key, variant from v_winners where key like '%\"f16\"%' order by 1" > "$dir/f16-winners"
-[ "$(wc -l < "$dir/f16-winners")" = 12 ] && cmp -s "$dir/bf16-winners" "$dir/f16-winners" ||
-  fail "ranked: a bf16 bucket's winner is not its f16 twin's"
+count "select distinct replace(variant, 'causal=1', 'causal=0') from kernels where variant like '%causal=1,dtype=f16%'" |
+  sort > "$dir/f16c1"
+count "select distinct variant from kernels where variant like '%causal=0,dtype=f16%'" | sort > "$dir/f16"
+[ -s "$dir/bf16" ] && [ -z "$(comm -23 "$dir/bf16" "$dir/f16")" ] && [ -s "$dir/f16c1" ] &&
+  [ -z "$(comm -23 "$dir/f16c1" "$dir/f16")" ] || fail "ranked: a candidate is no twin of a measured variant of its twin group"
+count "select replace(key, '\"bf16\"', '\"f16\"'), replace(variant, 'dtype=bf16', 'dtype=f16') from v_winners
+       where key like '%\"bf16\"%' and key like '%\"causal\":0%' order by 1" > "$dir/bf16-winners"
+count "select key, variant from v_winners where $f16c0 order by 1" > "$dir/f16-winners"
+[ "$(wc -l < "$dir/f16-winners")" = 6 ] && cmp -s "$dir/bf16-winners" "$dir/f16-winners" ||
+  fail "ranked: a non-causal bf16 bucket's winner is not its f16 twin's"
+[ "$(count "select count(*) from v_winners b join v_winners f on replace(b.key, '\"bf16\"', '\"f16\"') = f.key
+            where b.key like '%\"bf16\"%' and b.key like '%\"causal\":1%' and b.median_ms <= f.median_ms * 1.0001")" = 6 ] ||
+  fail "ranked: a causal bf16 winner is slower than its f16 twin's"
 #     Tuned again, it measures nothing twice: the refinement goes on from the winners a step
 #     further (as many new results as it screened variants).
 before=$(count 'select count(*) from results')
@@ -195,7 +203,7 @@ again=$(sed -n 's/.*"screened": \([0-9]*\),.*/\1/p' "$dir/out")
 [ "$again" = $(( $(count 'select count(*) from results') - before )) ] && [ "$again" -lt 40 ] ||
   fail "ranked: the second tune measured $again, not only new results (and few of them)"
 unset FAKE_DTYPE_BLIND
-echo "--search ranked (54 of 120 variants compiled, each bf16 winner its f16 twin's): ok"
+echo "--search ranked (45 of 120 variants compiled; the bf16 winners their f16 twins' or faster): ok"
 
 # 13. --search ranked leaves the buckets that a newer family's spec computes to it: of the sm80
 #     and sm_90a forward specs on a compute capability 9.0 GPU, the sm_90a one measures the 12
@@ -210,3 +218,22 @@ grep -q '; 12 buckets left to a newer family' "$dir/out" || fail "ranked, two sp
 [ "$(count "select count(*) from v_winners")" = 12 ] || fail "ranked, two specs: expected 12 winners"
 echo "--search ranked leaves a newer family's buckets to it: ok"
 
+
+# 14. FAKE_REPLAY (what bench/search_replay.py runs the tuner on): each measurement answered with
+#     the file's median for the kernel and shape, a kernel the file lacks a wrong result. Here the
+#     file holds the 20 variants on the 12 buckets' shapes at 1 ms, but stages=2 qreg=1 at 0.5 ms
+#     and nothing of stages=3 overlap=1.
+rm -f "$db"
+tune || fail "the tune for the replay's shapes failed"
+count "select k.entry, r.batch, r.heads_q, r.heads_kv, r.seqlen_q, r.seqlen_k from results r join kernels k on k.id = r.kernel_id" |
+  awk -F'|' '$1 !~ /stages3_.*overlap1/ { print $1, $2, $3, $4, $5, $6, ($1 ~ /stages2_.*qreg1/ ? 0.5 : 1) }' > "$dir/replay"
+rm -f "$db"
+FAKE_REPLAY="$dir/replay" tune || fail "the replayed tune failed"
+[ "$(count "select count(*) from v_winners where variant like '%stages=2,%qreg=1%' and median_ms = 0.5")" = 12 ] ||
+  fail "replay: the 0.5 ms variants should win every bucket"
+[ "$(count "select count(distinct r.kernel_id) from results r join kernels k on k.id = r.kernel_id
+            where k.variant like '%stages=3,%overlap=1' and r.status = 'wrong_result'")" -gt 0 ] &&
+  [ "$(count "select count(*) from results r join kernels k on k.id = r.kernel_id
+              where k.variant like '%stages=3,%overlap=1' and r.status != 'wrong_result'")" = 0 ] ||
+  fail "replay: the kernels the file lacks should be wrong results"
+echo "a replayed tune: ok"

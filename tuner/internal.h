@@ -243,6 +243,10 @@ ft_status ft__tuner_make_groups(tuner *tu, ft_err *err);
  * task per target (from > 0, a ranked search's refinement: tasks that measure those only). */
 ft_status ft__tuner_group_tasks(tuner *tu, int g, int from, ft_err *err);
 
+/* Ranked search: whether group n should wait for group g's measurements before its candidates
+ * are chosen (and compiled): g is n's twin and no other twin of n has been measured. */
+int ft__tuner_await_twin(const tuner *tu, int n, int g);
+
 /* Ranked search, after group g (candidates from the prior, not a twin) was measured: its
  * uncompiled variants one step from a bucket's winner join its items (*more: how many; 0 when
  * none is left or the group's candidates came from its twin). */

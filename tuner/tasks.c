@@ -704,14 +704,32 @@ static int steps(const ft_spec *spec, const ft_variant *a, const ft_variant *b)
     return n;
 }
 
-/* Whether variant a of the group and b of its twin group are the same kernel but for the dtype
- * and determinism. */
-static int twins(const ft_spec *spec, const ft_variant *a, const ft_variant *b)
+/* The parameters whose value differs among group g's items (bit i: spec parameter i): what
+ * its variants choose rather than what the group fixes (with causal = 0 a spec may keep only
+ * one value of a knob that matters for causal calls). */
+static unsigned varied(const tuner *tu, const group *g)
+{
+    const ft_spec *spec = tu->specs[g->spec];
+    const ft_plan *plan = tu->plans[g->spec];
+    const int n = g->nall > 0 ? g->nall : g->nitems;
+    unsigned mask = 0;
+    int i, j;
+
+    for (i = 0; i < spec->nparams; i++)
+        for (j = 1; j < n && !(mask & (1u << i)); j++)
+            if (plan->items[g->items[j]].variant.idx[i] != plan->items[g->items[0]].variant.idx[i])
+                mask |= 1u << i;
+    return mask;
+}
+
+/* Whether variant a of a group and b of its twin group are the same kernel but for what the
+ * groups fix (dtype, determinism, causality) and the parameters only one of them varies
+ * (both: their varied masks). */
+static int twins(const ft_spec *spec, const ft_variant *a, const ft_variant *b, unsigned both)
 {
     int i;
     for (i = 0; i < spec->nparams; i++)
-        if (a->idx[i] != b->idx[i] && strcmp(spec->params[i].name, "dtype") != 0 &&
-            strcmp(spec->params[i].name, "det") != 0)
+        if (a->idx[i] != b->idx[i] && (both & (1u << i)) && !group_param(spec->params[i].name))
             return 0;
     return 1;
 }
@@ -752,13 +770,26 @@ static int group_defaults(const ft_spec *spec, const ft_family *fam, const targe
     return k;
 }
 
-/* Whether groups a and b of one spec differ only in the dtype or the determinism. */
+/* Whether groups a and b are twins: of one spec and head dim, differing in exactly one of the
+ * dtype, the determinism and the causality. */
 static int twin_groups(const tuner *tu, int a, int b)
 {
     const target *x = &tu->targets[tu->groups[a].spec].v[tu->groups[a].targets[0]];
     const target *y = &tu->targets[tu->groups[b].spec].v[tu->groups[b].targets[0]];
-    return a != b && tu->groups[a].spec == tu->groups[b].spec && x->wl.d == y->wl.d && x->causal == y->causal &&
-           (strcmp(x->dtype, y->dtype) != 0 || x->det != y->det);
+    return a != b && tu->groups[a].spec == tu->groups[b].spec && x->wl.d == y->wl.d &&
+           (strcmp(x->dtype, y->dtype) != 0) + (x->det != y->det) + (x->causal != y->causal) == 1;
+}
+
+int ft__tuner_await_twin(const tuner *tu, int n, int g)
+{
+    int t;
+
+    if (tu->o->search != FT_SEARCH_RANKED || !twin_groups(tu, n, g))
+        return 0;
+    for (t = 0; t < tu->ntasks; t++) /* a twin measured before (a --only filter may leave none) */
+        if (tu->tasks[t].ranked != NULL && tu->tasks[t].group != g && twin_groups(tu, n, tu->tasks[t].group))
+            return 0;
+    return 1;
 }
 
 /* The prior's candidates: items[0, n) ordered by steps to the defaults become, in their first
@@ -827,13 +858,15 @@ ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err)
     /* what a measured twin group says: its variants among the fastest of one of its buckets */
     for (t = 0; t < tu->ntasks; t++) {
         const task *tw = &tu->tasks[t];
+        unsigned both;
         if (tw->ranked == NULL || !twin_groups(tu, g, tw->group))
             continue;
         informed = 1;
+        both = varied(tu, gr) & varied(tu, &tu->groups[tw->group]);
         for (k = 0; k < tw->nranked && k < FT_TUNE_RANK_TWIN; k++) {
             const kernel_ref *kr = &tu->kernels[tw->ranked[k]];
             for (i = 0; i < n; i++)
-                hit[i] |= twins(spec, &plan->items[gr->items[i]].variant, &plan->items[kr->item].variant);
+                hit[i] |= twins(spec, &plan->items[gr->items[i]].variant, &plan->items[kr->item].variant, both);
         }
     }
     /* order: the twin's fast ones and the defaults first (when informed), then by steps, then as
@@ -872,28 +905,26 @@ ft_status ft__tuner_refine_group(tuner *tu, int g, int *more, ft_err *err)
     group *gr = &tu->groups[g];
     const ft_spec *spec = tu->specs[gr->spec];
     const ft_plan *plan = tu->plans[gr->spec];
-    int *win = malloc(((size_t)tu->ntasks + 1) * sizeof *win);
+    int *win = malloc(((size_t)tu->ntasks * FT_TUNE_RANK_CLIMB + 1) * sizeof *win);
     int nwin = 0, i, j, m = 0;
-    ft_status rc = FT_OK;
 
     *more = 0;
     if (win == NULL)
         return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
-    for (i = 0; i < tu->ntasks && rc == FT_OK && !gr->informed; i++) { /* the winners' items */
-        ft_db_row row;
-        int found = 0, k;
-        if (tu->tasks[i].group != g || !ft__tuner_first_of_bucket(tu, i))
+    for (i = 0; i < tu->ntasks && !gr->informed; i++) { /* each bucket's fastest (its tasks' rankings) */
+        const task *t = &tu->tasks[i];
+        int k;
+        if (t->group != g || t->ranked == NULL)
             continue;
-        rc = ft__db_winner(tu->db, tu->device_id, &tu->tasks[i].key, &row, NULL, NULL, &found, err);
-        k = rc == FT_OK && found ? ft__tuner_kernel_of(tu, row.result.kernel_id) : -1;
-        if (k < 0 || tu->kernels[k].spec != gr->spec)
-            continue;
-        for (j = 0; j < nwin && win[j] != tu->kernels[k].item; j++)
-            ;
-        if (j == nwin)
-            win[nwin++] = tu->kernels[k].item;
+        for (k = 0; k < t->nranked && k < FT_TUNE_RANK_CLIMB; k++) {
+            const int item = tu->kernels[t->ranked[k]].item;
+            for (j = 0; j < nwin && win[j] != item; j++)
+                ;
+            if (j == nwin)
+                win[nwin++] = item;
+        }
     }
-    for (i = gr->nitems; i < gr->nall && rc == FT_OK; i++) { /* one step from a winner: to the front */
+    for (i = gr->nitems; i < gr->nall; i++) { /* one step from one of them: to the front */
         for (j = 0; j < nwin && steps(spec, &plan->items[gr->items[i]].variant, &plan->items[win[j]].variant) != 1; j++)
             ;
         if (j < nwin) {
@@ -903,8 +934,6 @@ ft_status ft__tuner_refine_group(tuner *tu, int g, int *more, ft_err *err)
         }
     }
     free(win);
-    if (rc != FT_OK)
-        return rc;
     gr->nitems += m;
     tu->sum->ranked_out -= m;
     tu->to_compile += m;

@@ -201,7 +201,9 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
                 rc = compile_finish(tu, &job, th, started, err);
         }
         n = next_to_compile(tu, g);
-        if (rc == FT_OK && n >= 0 && inflight < 0) { /* one compilation at a time */
+        /* one compilation at a time; and a group whose candidates this one's measurements choose
+         * compiles after them */
+        if (rc == FT_OK && n >= 0 && inflight < 0 && !ft__tuner_await_twin(tu, n, g)) {
             rc = compile_start(tu, n, 0, side, &job, &th, &started, err);
             if (rc == FT_OK)
                 inflight = n;

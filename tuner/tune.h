@@ -16,18 +16,20 @@
  *   halving     every variant of a bucket timed at a quarter of the budget (FT_TUNE_SCREEN_MS at
  *               least), the fastest quarter of them (FT_TUNE_KEEP at least) again at the whole
  *               budget;
- *   ranked      halving over fewer variants, chosen before they compile: a group's candidates
- *               (tuner/tasks.c, ft__tuner_rank_group) are the variants that ranked among the
- *               FT_TUNE_RANK_TWIN fastest of some bucket of a measured twin group (the same spec,
- *               head dim and causality in the other dtype or determinism), else the
- *               FT_TUNE_RANK_FIRST nearest to the built-in defaults (runtime/defaults.c) in
- *               parameter steps, half of them and then the farthest from those chosen so far;
- *               only those compile. Such a group is then refined, FT_TUNE_RANK_ROUNDS times at
- *               most: the variants one step from a bucket's winner that have not compiled
- *               compile and are measured on each bucket. The group's smallest and largest buckets
- *               screen every candidate, each one between them the FT_TUNE_RANK_NEXT fastest of
- *               the nearest measured bucket on either side. A bucket that a spec of a newer
- *               family computes too (the sm_90a forward's, on an H200) is left to it. */
+ *   ranked      halving over fewer variants, chosen before they compile (tuner/tasks.c,
+ *               ft__tuner_rank_group). A group's twins are the groups of its spec and head dim
+ *               with one of dtype, determinism and causality different. Where one was measured,
+ *               the group's candidates are the twins of the variants among the
+ *               FT_TUNE_RANK_TWIN fastest of one of its buckets; else the FT_TUNE_RANK_FIRST of
+ *               the prior (half the nearest to the built-in defaults of runtime/defaults.c in
+ *               parameter steps, then each time the farthest from those chosen), and such a
+ *               group is refined FT_TUNE_RANK_ROUNDS times at most: the uncompiled variants one
+ *               step from one of a bucket's FT_TUNE_RANK_CLIMB fastest compile and are measured
+ *               on every bucket. Only candidates compile; a group whose only twin is the group
+ *               measured right before it compiles after it. The group's smallest and largest
+ *               buckets screen every candidate, each one between them the FT_TUNE_RANK_NEXT
+ *               fastest of the nearest measured bucket on either side. A bucket that a spec of
+ *               a newer family computes too (the sm_90a forward's, on an H200) is left to it. */
 typedef enum ft_search { FT_SEARCH_EXHAUSTIVE, FT_SEARCH_HALVING, FT_SEARCH_RANKED } ft_search;
 
 typedef struct ft_tune_opts {
@@ -52,7 +54,8 @@ typedef struct ft_tune_opts {
 #define FT_TUNE_SCREEN_MS 5 /* the screening budget's floor (ms) */
 #define FT_TUNE_KEEP 4      /* variants a bucket's screening keeps at least */
 #define FT_TUNE_RANK_FIRST 16 /* ranked: candidates of a group no measured group informs */
-#define FT_TUNE_RANK_ROUNDS 2 /* ranked: refinements of such a group (its winners' neighbours) */
+#define FT_TUNE_RANK_ROUNDS 2 /* ranked: refinements of such a group ... */
+#define FT_TUNE_RANK_CLIMB 2  /* ... from the neighbours of each bucket's this many fastest */
 #define FT_TUNE_RANK_TWIN 4   /* ranked: a twin's variant among this many fastest of a bucket */
 #define FT_TUNE_RANK_NEXT 8   /* ranked: a middle bucket's variants from each measured neighbour;
                                  also the fewest candidates of a group informed by its twin */
