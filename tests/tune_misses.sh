@@ -118,12 +118,17 @@ echo "only invalid misses: ok"
 # 6. A miss of a head dim no spec lists: the open d takes it (112, a multiple of 16: its
 #    variants are compiled and the miss tuned); one the constraints prune (264, past 256) is
 #    skipped, said so.
-db=$dir/open.db
-"$ft" tune specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses on a new database failed"
-dev=$(sql "select id from devices where name = 'Fake GPU'")
-sql "insert into misses (device_id, op, key, batch, heads_q, heads_kv, seqlen_q, seqlen_k, fallback, count) values
-     ($dev, 'fwd', $(key f16 112 0 1 1024 1024 8), 1, 8, 8, 1000, 1000, 'default', 2),
-     ($dev, 'fwd', $(key f16 264 0 1 1024 1024 8), 1, 8, 8, 1000, 1000, 'failed', 1);" || fail "cannot add the misses"
+# new_db FILE ROWS: a database with this GPU's device row (a tune with no misses makes it) and
+# misses of it: ROWS of the misses table's values, DEV standing for the device's id.
+new_db() {
+  db=$1
+  "$ft" tune specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses on a new database failed"
+  dev=$(sql "select id from devices where name = 'Fake GPU'")
+  sql "insert into misses (device_id, op, key, batch, heads_q, heads_kv, seqlen_q, seqlen_k, fallback, count) values
+       $(printf '%s' "$2" | sed "s/DEV/$dev/g");" || fail "cannot add the misses"
+}
+new_db "$dir/open.db" "(DEV, 'fwd', $(key f16 112 0 1 1024 1024 8), 1, 8, 8, 1000, 1000, 'default', 2),
+                       (DEV, 'fwd', $(key f16 264 0 1 1024 1024 8), 1, 8, 8, 1000, 1000, 'failed', 1)"
 "$ft" tune specs/flash_fwd.lua --misses --db "$db" --only 'bm=64,bn=64,warps=4,stages=1,dtype=f16,qreg=0,overlap=0' -q -j 2 \
   > "$dir/out" 2>&1 || fail "tune --misses of d=112 failed"
 grep -q 'skipping the recorded miss .*d=264 .*no spec has kernels of head dim 264' "$dir/out" || fail "the d=264 miss was not skipped"
@@ -136,12 +141,8 @@ echo "a missed head dim no spec lists: ok"
 # 7. Two missed buckets of one group tuned with --search ranked: the group (d = 64, bm = 64, f16,
 #    causal: 30 variants) compiles 16 candidates, then refines at most twice, each refinement a
 #    task per bucket (up to six tasks for two targets: the workers' task lists have room).
-db=$dir/ranked.db
-"$ft" tune specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses on a new database failed"
-dev=$(sql "select id from devices where name = 'Fake GPU'")
-sql "insert into misses (device_id, op, key, batch, heads_q, heads_kv, seqlen_q, seqlen_k, fallback, count) values
-     ($dev, 'fwd', $(key f16 64 1 1 1024 1024 8), 1, 8, 8, 1000, 1000, 'default', 2),
-     ($dev, 'fwd', $(key f16 64 1 1 4096 4096 8), 1, 8, 8, 4000, 4000, 'default', 1);" || fail "cannot add the misses"
+new_db "$dir/ranked.db" "(DEV, 'fwd', $(key f16 64 1 1 1024 1024 8), 1, 8, 8, 1000, 1000, 'default', 2),
+                         (DEV, 'fwd', $(key f16 64 1 1 4096 4096 8), 1, 8, 8, 4000, 4000, 'default', 1)"
 "$ft" tune specs/flash_fwd.lua --misses --db "$db" --only 'd=64,bm=64' --search ranked -q -j 2 > "$dir/out" 2>&1 ||
   fail "tune --misses --search ranked failed"
 grep -q 'tuned Fake GPU: 2 buckets' "$dir/out" || fail "tune --misses --search ranked: expected 2 buckets"

@@ -105,15 +105,15 @@ static int collect_row(void *ud, const ft_db_row *row)
     return 0;
 }
 
-/* Leaders: the ok results within the noise of the fastest (2 %, or twice its spread). */
-ft_status ft__tuner_find_leaders(tuner *tu, task *t, ft_err *err)
+/* The 64 fastest ok results of task t's bucket on this GPU, fastest first, into a new *out (the
+ * caller frees it; NULL on failure). */
+static ft_status fastest(tuner *tu, task *t, collect **out, ft_err *err)
 {
     collect *c = calloc(1, sizeof *c); /* 64 rows: too large for the stack */
     ft_db_filter f;
-    double best, margin;
     ft_status rc;
-    int i;
 
+    *out = NULL;
     if (c == NULL)
         return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
     c->tu = tu;
@@ -125,42 +125,48 @@ ft_status ft__tuner_find_leaders(tuner *tu, task *t, ft_err *err)
     f.causal = (int)ft__key_get(&t->key, "causal", -1);
     f.device_name = tu->dev.name;
     rc = ft__db_query(tu->db, &f, collect_row, c, err);
-    t->nleaders = 0;
-    if (rc != FT_OK || c->n < 2)
-        goto out;
-    best = c->rows[0].result.median_ms;
-    margin = fmax(0.02 * best, 2 * (isfinite(c->rows[0].result.iqr_ms) ? c->rows[0].result.iqr_ms : 0));
-    for (i = 0; i < c->n && i < MAX_LEADERS && c->rows[i].result.median_ms <= best + margin; i++)
-        t->leaders[t->nleaders++] = c->rows[i];
-    if (t->nleaders < 2)
-        t->nleaders = 0;
-out:
-    free(c);
+    if (rc != FT_OK)
+        free(c);
+    else
+        *out = c;
     return rc;
+}
+
+/* Leaders: the ok results within the noise of the fastest (2 %, or twice its spread). */
+ft_status ft__tuner_find_leaders(tuner *tu, task *t, ft_err *err)
+{
+    collect *c;
+    double best, margin;
+    ft_status rc = fastest(tu, t, &c, err);
+    int i;
+
+    t->nleaders = 0;
+    if (rc != FT_OK)
+        return rc;
+    if (c->n >= 2) {
+        best = c->rows[0].result.median_ms;
+        margin = fmax(0.02 * best, 2 * (isfinite(c->rows[0].result.iqr_ms) ? c->rows[0].result.iqr_ms : 0));
+        for (i = 0; i < c->n && i < MAX_LEADERS && c->rows[i].result.median_ms <= best + margin; i++)
+            t->leaders[t->nleaders++] = c->rows[i];
+        if (t->nleaders < 2)
+            t->nleaders = 0;
+    }
+    free(c);
+    return FT_OK;
 }
 
 ft_status ft__tuner_rank_task(tuner *tu, task *t, int spec, ft_err *err)
 {
-    collect *c = calloc(1, sizeof *c);
-    ft_db_filter f;
-    ft_status rc;
+    collect *c;
+    ft_status rc = fastest(tu, t, &c, err);
     int i;
 
-    if (c == NULL)
-        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
-    c->tu = tu;
-    c->t = t;
-    ft__db_filter_init(&f);
-    f.op = t->key.op;
-    f.dtype = t->key.dtype;
-    f.head_dim = (int)ft__key_get(&t->key, "d", -1);
-    f.causal = (int)ft__key_get(&t->key, "causal", -1);
-    f.device_name = tu->dev.name;
-    rc = ft__db_query(tu->db, &f, collect_row, c, err);
+    if (rc != FT_OK)
+        return rc;
     free(t->ranked);
-    t->ranked = rc == FT_OK ? malloc(((size_t)c->n + 1) * sizeof *t->ranked) : NULL;
     t->nranked = 0;
-    if (rc == FT_OK && t->ranked == NULL)
+    t->ranked = malloc(((size_t)c->n + 1) * sizeof *t->ranked);
+    if (t->ranked == NULL)
         rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
     for (i = 0; rc == FT_OK && i < c->n; i++) {
         const int k = ft__tuner_kernel_of(tu, c->rows[i].result.kernel_id);
