@@ -216,7 +216,20 @@ grep -q '; 12 buckets left to a newer family' "$dir/out" || fail "ranked, two sp
 [ "$(count "select count(*) from results r join kernels k on k.id = r.kernel_id where k.family = 'flash_fwd_sm80'")" = 0 ] ||
   fail "ranked, two specs: the sm80 spec measured buckets the sm_90a one has"
 [ "$(count "select count(*) from v_winners")" = 12 ] || fail "ranked, two specs: expected 12 winners"
-echo "--search ranked leaves a newer family's buckets to it: ok"
+#     Only a bucket that a kept variant of the newer spec computes: the sm_90a backward has no
+#     deterministic variant at d = 256, so the sm80 backward keeps those buckets.
+rm -f "$db"
+"$ft" tune flash_bwd flash_bwd_sm90 --db "$db" --only 'd=256,dtype=f16,causal=0,bm=64,bn=64' -q -j 2 --search ranked \
+  > "$dir/out" 2>&1 || fail "the ranked tune of both backward specs failed"
+grep -q 'tuned Fake GPU: 12 buckets' "$dir/out" && grep -q '; 6 buckets left to a newer family' "$dir/out" ||
+  fail "ranked, two backward specs: expected 12 buckets, 6 left to sm_90a"
+[ "$(count "select count(distinct r.key) from results r join kernels k on k.id = r.kernel_id
+            where k.family = 'flash_bwd_sm80' and r.key like '%\"det\":1%'")" = 6 ] &&
+  [ "$(count "select count(*) from results r join kernels k on k.id = r.kernel_id
+              where k.family = 'flash_bwd_sm80' and r.key like '%\"det\":0%'")" = 0 ] ||
+  fail "ranked, two backward specs: the sm80 spec should measure the 6 deterministic buckets only"
+[ "$(count "select count(*) from v_winners")" = 12 ] || fail "ranked, two backward specs: expected 12 winners"
+echo "--search ranked leaves a newer family's buckets to it (those it has a variant for): ok"
 
 
 # 14. FAKE_REPLAY (what bench/search_replay.py runs the tuner on): each measurement answered with

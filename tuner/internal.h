@@ -261,10 +261,11 @@ ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err);
  * bucket of the group on either side. */
 void ft__tuner_seed_task(tuner *tu, task *t);
 
-/* Ranked search: each spec's buckets that a spec of a newer family of the same operation
- * computes too, left out of its targets (those the tune's filter admits, per spec filter[s]
- * naming masks[s], counted in the summary's left_to_newer). */
-void ft__tuner_leave_to_newer(tuner *tu, const ft_variant *filter, const unsigned *masks);
+/* Ranked search, after the plans: each spec's buckets that a spec of a newer family of the
+ * same operation has too and a kept variant of it computes, left out of its targets (those it
+ * has a kept variant for counted in the summary's left_to_newer), and the variants only those
+ * buckets needed left out of its plan. */
+void ft__tuner_leave_to_newer(tuner *tu);
 
 /* The buckets the runtime library recorded as misses on this GPU model. */
 ft_status ft__tuner_miss_targets(tuner *tu, target_list *l, ft_err *err);

@@ -992,32 +992,28 @@ static int family_cc(const ft_spec *spec)
     return fam == NULL ? 0 : fam->exact_cc != 0 ? fam->exact_cc : fam->min_cc;
 }
 
-/* Whether the tune's filter (variant f, mask: the parameters it names) admits target tg: its
- * head dim, dtype, causality and determinism where the filter names them. */
-static int filter_admits(const ft_spec *spec, const ft_variant *f, unsigned mask, const target *tg)
+/* Whether a pending (kept, not yet compiled) variant of spec p's plan computes target tg. */
+static int plan_computes(const tuner *tu, int p, const target *tg)
 {
+    const ft_plan *plan = tu->plans[p];
+    const ft_family *fam = ft__family_find(tu->specs[p]->template_name);
     int i;
 
-    for (i = 0; i < spec->nparams; i++) {
-        const ft_param *p = &spec->params[i];
-        if (!(mask & (1u << i)))
-            continue;
-        if ((strcmp(p->name, "d") == 0 && p->ints[f->idx[i]] != tg->wl.d) ||
-            (strcmp(p->name, "causal") == 0 && p->ints[f->idx[i]] != tg->causal) ||
-            (strcmp(p->name, "det") == 0 && p->ints[f->idx[i]] != tg->det) ||
-            (strcmp(p->name, "dtype") == 0 && strcmp(p->strings[f->idx[i]], tg->dtype) != 0))
-            return 0;
-    }
-    return 1;
+    for (i = 0; fam != NULL && i < plan->nitems; i++)
+        if (plan->items[i].status == FT_PLAN_PENDING && computes(tu->specs[p], fam->op, &plan->items[i].variant, tg))
+            return 1;
+    return 0;
 }
 
-void ft__tuner_leave_to_newer(tuner *tu, const ft_variant *filter, const unsigned *masks)
+void ft__tuner_leave_to_newer(tuner *tu)
 {
     int s, p, i, j;
 
     for (s = 0; s < tu->nspecs; s++) {
         target_list *l = &tu->targets[s];
-        int n = 0;
+        const ft_family *fam = ft__family_find(tu->specs[s]->template_name);
+        needed_ctx nc;
+        int n = 0, left;
         for (i = 0; i < l->n; i++) {
             ft_key k;
             int newer = 0;
@@ -1027,18 +1023,22 @@ void ft__tuner_leave_to_newer(tuner *tu, const ft_variant *filter, const unsigne
                     continue;
                 for (j = 0; j < tu->targets[p].n && !newer; j++) {
                     ft_key kp;
-                    if (tu->targets[p].v[j].op != l->v[i].op ||
-                        !filter_admits(tu->specs[p], &filter[p], masks[p], &tu->targets[p].v[j]))
+                    if (tu->targets[p].v[j].op != l->v[i].op)
                         continue;
                     target_key(&tu->targets[p].v[j], &kp);
-                    newer = ft__key_equal(&k, &kp);
+                    newer = ft__key_equal(&k, &kp) && plan_computes(tu, p, &l->v[i]);
                 }
             }
             if (!newer)
                 l->v[n++] = l->v[i];
-            else if (filter_admits(tu->specs[s], &filter[s], masks[s], &l->v[i]))
+            else if (plan_computes(tu, s, &l->v[i]))
                 tu->sum->left_to_newer++;
         }
         l->n = n;
+        /* the variants only those buckets needed: not compiled, not counted */
+        nc.spec = tu->specs[s], nc.op = fam != NULL ? fam->op : NULL, nc.l = l;
+        left = ft__plan_leave_out(tu->plans[s], needed, &nc);
+        tu->sum->variants -= left;
+        tu->to_compile -= left;
     }
 }

@@ -325,10 +325,10 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
     }
     if (rc == FT_OK)
         rc = ft__tuner_targets(&tu, &misses, err);
-    if (rc == FT_OK && o->search == FT_SEARCH_RANKED)
-        ft__tuner_leave_to_newer(&tu, filter, masks);
     if (rc == FT_OK)
         rc = ft__tuner_plan_all(&tu, filter, masks, err);
+    if (rc == FT_OK && o->search == FT_SEARCH_RANKED)
+        ft__tuner_leave_to_newer(&tu);
     if (rc == FT_OK)
         rc = ft__tuner_make_groups(&tu, err);
     if (rc != FT_OK)

@@ -28,8 +28,9 @@
  *               on every bucket. Only candidates compile; a group whose only twin is the group
  *               measured right before it compiles after it. The group's smallest and largest
  *               buckets screen every candidate, each one between them the FT_TUNE_RANK_NEXT
- *               fastest of the nearest measured bucket on either side. A bucket that a spec of
- *               a newer family computes too (the sm_90a forward's, on an H200) is left to it. */
+ *               fastest of the nearest measured bucket on either side. A bucket that a kept
+ *               variant of a newer family's spec computes too (the sm_90a forward's, on an
+ *               H200) is left to it. */
 typedef enum ft_search { FT_SEARCH_EXHAUSTIVE, FT_SEARCH_HALVING, FT_SEARCH_RANKED } ft_search;
 
 typedef struct ft_tune_opts {
