@@ -56,8 +56,10 @@ local function register_limit(v)
   return hopper.consumer_register_limit(consumers(v))
 end
 
--- The tuner's workloads: the forward's grid (specs/lib/workloads.lua) at head dims 64, 128, 256.
-local workloads = require("workloads").paper_grid({ 64, 128, 256 }, {})
+-- The tuner's workloads: the forward's grid (specs/lib/workloads.lua) at head dims 64, 128, 256,
+-- and at 1k and 4k at 32, 96 and 192 (the sm80 backward's short head dims: on compute capability
+-- 9.0 the runtime's defaults there are this family's, so a tune measures them here too).
+local workloads = require("workloads").paper_grid({ 64, 128, 256 }, { 32, 96, 192 })
 
 return {
   name = "flash_bwd_sm90",
