@@ -95,15 +95,7 @@ for mode in "$@"; do
     grep -E '^\| (bm|bn|stages|overlap|pingpong|balance|geometric)' "$OUT/ablate.md" | tee -a "$summary"
     ;;
   vsfa4)
-    for shape in ${FWD_SHAPES:-64/8192/0 256/8192/1}; do
-      IFS=/ read -r d sl c <<< "$shape"
-      for sys in flashtune fa4; do
-        names=ft_flash_fwd
-        [ "$sys" = fa4 ] && names=Forward
-        ncu_profile "$sys fwd d=$d s=$sl causal=$c" "$OUT/fwd_vsfa4_${sys}_d${d}_s${sl}_c$c" "$names" 2 1 -- \
-          python3 bench/profile_call.py --pass fwd --system "$sys" --calls 2 --head-dim "$d" --seqlen "$sl" --causal "$c"
-      done
-    done
+    vs_fa4 fwd "${FWD_SHAPES:-64/8192/0 256/8192/1}" fwd_vsfa4 2 1 2
     ;;
   fulltune)
     cache=${FULLTUNE_CACHE:-/tmp/ft-cache-full} db=${FULLTUNE_DB:-/tmp/ft-full.db}

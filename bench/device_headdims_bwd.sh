@@ -163,15 +163,7 @@ for mode in "$@"; do
     done
     ;;
   vsfa4)
-    for shape in ${VSFA4_SHAPES:-128/16384/0 128/8192/1}; do
-      IFS=/ read -r d s c <<< "$shape"
-      for sys in flashtune fa4; do
-        names=ft_flash_bwd
-        [ "$sys" = fa4 ] && names=Backward
-        ncu_profile "$sys d=$d s=$s causal=$c" "$OUT/vsfa4_${sys}_d${d}_s${s}_c$c" "$names" 3 3 -- \
-          python3 bench/profile_call.py --system "$sys" --calls 1 --head-dim "$d" --seqlen "$s" --causal "$c"
-      done
-    done
+    vs_fa4 bwd "${VSFA4_SHAPES:-128/16384/0 128/8192/1}" vsfa4 3 3 1
     ;;
   *)
     echo "device_headdims_bwd.sh: unknown mode $mode" >&2

@@ -248,8 +248,8 @@ ft_status ft__tuner_group_tasks(tuner *tu, int g, int from, ft_err *err);
 int ft__tuner_await_twin(const tuner *tu, int n, int g);
 
 /* Ranked search, after group g (candidates from the prior, not a twin) was measured: its
- * uncompiled variants one step from a bucket's winner join its items (*more: how many; 0 when
- * none is left or the group's candidates came from its twin). */
+ * uncompiled variants one step from one of a bucket's FT_TUNE_RANK_CLIMB fastest join its items
+ * (*more: how many; 0 when none is left or the group's candidates came from a twin). */
 ft_status ft__tuner_refine_group(tuner *tu, int g, int *more, ft_err *err);
 
 /* Ranked search: group g's items ordered by the prior and cut to its candidates (before they

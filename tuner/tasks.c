@@ -158,10 +158,9 @@ static int same_group(const target *a, const target *b)
 }
 
 /* A group's place among its spec's groups: where its head dim first appears among the spec's
- * targets, its determinism, where its dtype first appears, its causality. In this order a
- * group's twin in the other dtype or determinism is measured two or more groups before it where
- * it can be (the ranked search chooses a group's candidates from its twin's measurements while
- * the group before it is measured). */
+ * targets, its determinism, where its dtype first appears, its causality. In this order every
+ * group of a head dim but the first has a twin (tuner/tune.h) before it, measured two or more
+ * groups before it except for the first causal one, which waits for it (ft__tuner_await_twin). */
 static void group_place(const tuner *tu, const group *g, int out[4])
 {
     const target_list *l = &tu->targets[g->spec];
@@ -734,36 +733,27 @@ static int twins(const ft_spec *spec, const ft_variant *a, const ft_variant *b, 
     return 1;
 }
 
-/* The built-in defaults (runtime/defaults.c) of target tg's family, completed for tg and parsed
- * as spec's variants: those of tg's head dim, else of the nearest above it, else below it, of its
- * causality or either, and of its determinism. Returns how many (at most cap). */
-static int group_defaults(const ft_spec *spec, const ft_family *fam, const target *tg, ft_variant *out, int cap)
+/* The built-in defaults of target tg's family as the runtime would try them for its bucket
+ * (ft__default_order), completed for tg and parsed as spec's variants, those of its
+ * determinism. Returns how many (at most FT_DEFAULTS_MAX). */
+static int group_defaults(const ft_spec *spec, const ft_family *fam, const target *tg, ft_variant *out)
 {
-    size_t n, i;
-    const ft_default_kernel *e = ft__default_kernels(&n);
+    const ft_default_kernel *e[FT_DEFAULTS_MAX];
     const int ei = ft__spec_param_index(spec, "det");
-    int above = -1, below = -1, best, k = 0;
+    ft_key key;
+    size_t n, i;
+    int k = 0;
 
+    target_key(tg, &key);
+    n = ft__default_order(&key, FT_NEEDS_DENSE, e, FT_DEFAULTS_MAX);
     for (i = 0; i < n; i++) {
-        const int d = e[i].head_dim;
-        if (strcmp(e[i].family, fam->name) != 0)
-            continue;
-        if (d >= tg->wl.d && (above < 0 || d < above))
-            above = d;
-        if (d < tg->wl.d && d > below)
-            below = d;
-    }
-    best = above >= 0 ? above : below;
-    for (i = 0; i < n && k < cap; i++) {
         char text[512];
         ft_err ignored;
-        if (strcmp(e[i].family, fam->name) != 0 || e[i].head_dim != best || (e[i].causal >= 0 && e[i].causal != tg->causal))
-            continue;
-        if (ft__default_complete(spec, e[i].variant, tg->wl.d, tg->causal, tg->det, tg->dtype, text, sizeof text) >=
+        if (strcmp(e[i]->family, fam->name) != 0 ||
+            ft__default_complete(spec, e[i]->variant, tg->wl.d, tg->causal, tg->det, tg->dtype, text, sizeof text) >=
                 sizeof text ||
-            ft__variant_parse(spec, text, &out[k], &ignored) != FT_OK)
-            continue;
-        if (ei >= 0 && spec->params[ei].ints[out[k].idx[ei]] != tg->det)
+            ft__variant_parse(spec, text, &out[k], &ignored) != FT_OK ||
+            (ei >= 0 && spec->params[ei].ints[out[k].idx[ei]] != tg->det))
             continue;
         k++;
     }
@@ -836,10 +826,11 @@ ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err)
     const ft_plan *plan = tu->plans[gr->spec];
     const target *tg = &tu->targets[gr->spec].v[gr->targets[0]];
     ft_variant defs[FT_DEFAULTS_MAX];
-    const int ndefs = group_defaults(spec, plan->family, tg, defs, FT_DEFAULTS_MAX);
+    const int ndefs = group_defaults(spec, plan->family, tg, defs);
     const int n = gr->nitems;
     int *dist = malloc(((size_t)n + 1) * sizeof *dist), *hit = calloc((size_t)n + 1, sizeof *hit);
     int i, j, k, t, informed = 0, keep = 0;
+    unsigned own = 0; /* the parameters this group varies */
     ft_status rc = FT_OK;
 
     if (dist == NULL || hit == NULL) {
@@ -861,8 +852,10 @@ ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err)
         unsigned both;
         if (tw->ranked == NULL || !twin_groups(tu, g, tw->group))
             continue;
+        if (!informed)
+            own = varied(tu, gr);
         informed = 1;
-        both = varied(tu, gr) & varied(tu, &tu->groups[tw->group]);
+        both = own & varied(tu, &tu->groups[tw->group]);
         for (k = 0; k < tw->nranked && k < FT_TUNE_RANK_TWIN; k++) {
             const kernel_ref *kr = &tu->kernels[tw->ranked[k]];
             for (i = 0; i < n; i++)
