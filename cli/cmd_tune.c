@@ -96,9 +96,9 @@ static void print_json_summary(const ft_tune_summary *s, int misses, ft_search s
                s->by_status[i]);
     printf("}, \"winners\": %d, \"races\": %d, \"worker_restarts\": %d, \"protocol_errors\": %d, "
            "\"wall_ms\": %.1f, \"compile_ms\": %.1f, \"compile_wait_ms\": %.1f, \"verify_ms\": %.1f, "
-           "\"time_ms\": %.1f}\n",
+           "\"time_ms\": %.1f, \"setup_ms\": %.1f, \"measure_ms\": %.1f, \"race_ms\": %.1f, \"interrupted\": %s}\n",
            s->winners, s->races, s->worker_restarts, s->protocol_errors, s->wall_ms, s->compile_ms, s->compile_wait_ms,
-           s->verify_ms, s->time_ms);
+           s->verify_ms, s->time_ms, s->setup_ms, s->measure_ms, s->race_ms, s->interrupted ? "true" : "false");
 }
 
 int cmd_tune(int argc, char **argv)
@@ -234,9 +234,12 @@ int cmd_tune(int argc, char **argv)
         if (tp.started)
             cli_progress_finish(&tp.bar);
         status = cli_fail("tune", &err);
-        if (err.code == FT_ERR_INTERRUPTED)
+        if (err.code == FT_ERR_INTERRUPTED) {
             fprintf(stderr, "flashtune tune: what was measured is in %s; run tune again to go on\n",
                     s.db_path[0] ? s.db_path : "the database");
+            if (json) /* where the time went, so far */
+                print_json_summary(&s, o.misses, o.search);
+        }
         goto out;
     }
     if (tp.started)
@@ -283,6 +286,10 @@ int cmd_tune(int argc, char **argv)
     cli_format_duration(s.compile_wait_ms, cw, sizeof cw);
     printf("time: %s wall; compiling %s (%s of it before the GPU could go on), verifying %s, timing %s\n", w, a, cw,
            b, c);
+    cli_format_duration(s.setup_ms, a, sizeof a);
+    cli_format_duration(s.measure_ms, b, sizeof b);
+    cli_format_duration(s.race_ms, c, sizeof c);
+    printf("waited for the GPU: %s setting up shapes, %s measuring, %s in the leaders' races\n", a, b, c);
     printf("database: %s  (flashtune query shows the winners)\n", s.db_path);
     status = 0;
 out:

@@ -220,6 +220,13 @@ void ft__bwd_tensors_destroy(const ft_cuda *cu, ft_bwd_tensors *t);
  * by the reference and the reference gradients; waits for them. */
 ft_status ft__bwd_tensors_prepare(ft_verifier *v, ft_bwd_tensors *t, uint64_t seed, float qk_std, ft_err *err);
 
+/* Inputs for timing only, without the reference (which reads every key for every query row:
+ * seconds on the largest shapes): Q, K, V and dO as ft__bwd_tensors_prepare makes them, O
+ * random, and the LSE that random inputs give on average, ln(keys the row sees) + qk_std⁴/2
+ * (+inf for a row that sees none), so the kernels' exponentials are of their usual size. The
+ * tensors cannot verify a kernel (have_reference stays 0); waits. */
+ft_status ft__bwd_tensors_fill_timing(ft_verifier *v, ft_bwd_tensors *t, uint64_t seed, float qk_std, ft_err *err);
+
 /* The kernels' argument block for these tensors. */
 void ft__bwd_tensors_params(const ft_bwd_tensors *t, ft_bwd_params *out);
 

@@ -210,6 +210,48 @@ ft_status ft__bwd_tensors_prepare(ft_verifier *v, ft_bwd_tensors *t, uint64_t se
     return rc;
 }
 
+ft_status ft__bwd_tensors_fill_timing(ft_verifier *v, ft_bwd_tensors *t, uint64_t seed, float qk_std, ft_err *err)
+{
+    const ft_cuda *cu = v->cu;
+    const ft_problem *p = &t->problem;
+    const size_t rows = (size_t)p->batch * p->heads_q * p->seqlen_q;
+    /* q·k·scale of N(0, qk_std²) entries is N(0, qk_std⁴): E[exp] = exp(qk_std⁴ / 2) */
+    const double spread = 0.5 * (double)qk_std * qk_std * qk_std * qk_std;
+    float *lse;
+    ft_status rc;
+    size_t r;
+
+    t->have_reference = 0;
+    rc = ft__verify_fill(v, t->q, t->nq, seed * 4 + 1, qk_std, p->bf16, err);
+    if (rc == FT_OK)
+        rc = ft__verify_fill(v, t->k, t->nk, seed * 4 + 2, qk_std, p->bf16, err);
+    if (rc == FT_OK)
+        rc = ft__verify_fill(v, t->v, t->nk, seed * 4 + 3, 1.f, p->bf16, err);
+    if (rc == FT_OK)
+        rc = ft__verify_fill(v, t->dout, t->nq, seed * 4 + 4, 1.f, p->bf16, err);
+    if (rc == FT_OK)
+        rc = ft__verify_fill(v, t->o, t->nq, seed * 4 + 5, 1.f, p->bf16, err);
+    if (rc != FT_OK)
+        return rc;
+    lse = malloc(rows * sizeof *lse); /* [b, hq, sq] */
+    if (lse == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of host memory for the LSE");
+    for (r = 0; r < rows; r++) {
+        const long long i = (long long)(r % (size_t)p->seqlen_q);
+        long long keys = p->seqlen_k;
+        if (p->causal) { /* bottom-right: row i sees keys j <= i + sk - sq */
+            keys = i + p->seqlen_k - p->seqlen_q + 1;
+            keys = keys < 0 ? 0 : keys > p->seqlen_k ? p->seqlen_k : keys;
+        }
+        lse[r] = keys > 0 ? (float)(log((double)keys) + spread) : INFINITY;
+    }
+    rc = ft__cuda_check(cu, cu->p_cuMemcpyHtoD(t->lse, lse, rows * sizeof *lse), err, "writing the LSE");
+    free(lse);
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuCtxSynchronize(), err, "filling the inputs");
+    return rc;
+}
+
 ft_status ft__bwd_tensors_launch(const ft_cuda *cu, const ft_kernel *k, ft_bwd_tensors *t, ft_bwd_launch *out,
                                  ft_err *err)
 {

@@ -253,5 +253,39 @@ static void test_worker_refuses_bad_shapes(void)
     }
 }
 
-FT_TEST_MAIN(FT_CASE(test_a_good_reply), FT_CASE(test_worker_refuses_bad_shapes), FT_CASE(test_every_bad_reply_is_refused),
+/* The part of a bucket's problem its kernels are verified on: the whole where the reference is
+ * cheap, else fewer sequences and K/V heads, never fewer than one, the rest kept. */
+static void test_verify_part(void)
+{
+    static const struct {
+        int b, hq, hkv, sq, sk;
+        int split, pb, phq, phkv; /* expected */
+    } cases[] = {
+        {2, 8, 8, 1024, 1024, 0, 2, 8, 8},        /* 16.8M scores: the whole */
+        {4, 16, 16, 1024, 1024, 0, 4, 16, 16},    /* 67M: at the bound, the whole */
+        {32, 32, 32, 512, 512, 1, 2, 2, 2},       /* 268M: two sequences, two heads */
+        {4, 16, 16, 4096, 4096, 1, 2, 2, 2},      /* 16.8M a head: four heads fit */
+        {2, 16, 16, 8192, 8192, 1, 1, 1, 1},      /* 67M a head: one */
+        {1, 32, 32, 16384, 16384, 1, 1, 1, 1},    /* 268M a head: one all the same */
+        {16, 64, 8, 2048, 2048, 1, 1, 16, 2},     /* grouped: 8 query heads a K/V head, 33.6M a K/V head */
+        {32, 64, 8, 1, 8192, 0, 32, 64, 8},       /* decode: 4.2M scores */
+        {8, 1, 1, 8192, 8192, 1, 1, 1, 1},        /* one head: one sequence */
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ft_problem p, part;
+        memset(&p, 0, sizeof p);
+        p.batch = cases[i].b, p.heads_q = cases[i].hq, p.heads_kv = cases[i].hkv;
+        p.seqlen_q = cases[i].sq, p.seqlen_k = cases[i].sk, p.head_dim = 128, p.causal = 1, p.bf16 = 1;
+        ASSERT_EQ(ft__worker_verify_part(&p, &part), cases[i].split);
+        ASSERT_EQ(part.batch, cases[i].pb);
+        ASSERT_EQ(part.heads_q, cases[i].phq);
+        ASSERT_EQ(part.heads_kv, cases[i].phkv);
+        ASSERT_TRUE(part.seqlen_q == p.seqlen_q && part.seqlen_k == p.seqlen_k && part.head_dim == 128 &&
+                    part.causal == 1 && part.bf16 == 1);
+    }
+}
+
+FT_TEST_MAIN(FT_CASE(test_a_good_reply), FT_CASE(test_worker_refuses_bad_shapes), FT_CASE(test_verify_part), FT_CASE(test_every_bad_reply_is_refused),
              FT_CASE(test_tflops_bound_follows_the_shape), FT_CASE(test_shapes))

@@ -166,6 +166,12 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
             }
             continue;
         }
+        if (tu->o->search == FT_SEARCH_RANKED && t->screen == NULL && t->ranked == NULL && t->dirty) {
+            /* measured without screening (few candidates): ranked now for its neighbours */
+            *rc = ft__tuner_rank_task(tu, t, tu->groups[t->group].spec, err);
+            if (*rc != FT_OK)
+                return 0;
+        }
         if (t->dirty && !t->race_started) {
             t->race_started = 1;
             *rc = ft__tuner_find_leaders(tu, t, err);
@@ -280,6 +286,7 @@ static ft_status on_line(tuner *tu, worker *w, const char *line, char *why, size
         if (ft__tuner_parse_ack(line, w->id, &ok, msg, sizeof msg, &perr) != FT_OK)
             break;
         w->waiting = P_NONE;
+        tu->sum->setup_ms += elapsed;
         if (ok)
             t->shape_ready = 1;
         else
@@ -290,6 +297,7 @@ static ft_status on_line(tuner *tu, worker *w, const char *line, char *why, size
             break;
         w->waiting = P_NONE;
         w->strikes = 0;
+        tu->sum->measure_ms += elapsed;
         rc = ft__tuner_on_result(tu, t, w->job, &rep, err);
         tu->done++;
         if (rc == FT_OK && rep.status == FT_RESULT_FAULT) {
@@ -305,6 +313,7 @@ static ft_status on_line(tuner *tu, worker *w, const char *line, char *why, size
             break;
         w->waiting = P_NONE;
         w->strikes = 0;
+        tu->sum->race_ms += elapsed;
         t->race_ms[w->job % t->nleaders][w->job / t->nleaders] =
             rep.status == FT_RESULT_OK ? rep.median_ms : NAN;
         if (rep.status == FT_RESULT_FAULT) {

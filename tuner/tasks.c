@@ -941,6 +941,76 @@ static double task_size(const task *t)
            log2((double)t->shape.batch * t->shape.heads_q);
 }
 
+/* Whether tasks a and b measure the same shape. */
+static int same_shape(const task *a, const task *b)
+{
+    return a->shape.batch == b->shape.batch && a->shape.heads_q == b->shape.heads_q &&
+           a->shape.heads_kv == b->shape.heads_kv && a->shape.seqlen_q == b->shape.seqlen_q &&
+           a->shape.seqlen_k == b->shape.seqlen_k;
+}
+
+/* An informed group's bucket whose shape a twin group of its causality (the other dtype or
+ * determinism, whose kernels rank alike) has ranked: its jobs cut to the twins of the
+ * FT_TUNE_RANK_TWIN fastest there (of each such group, its most complete ranking of the shape).
+ * A causal twin informs the group's candidates only (the masked tiles change the ranking).
+ * Returns 0, changing nothing, when no such twin ranked the shape or none of its fastest has a
+ * twin among the jobs. */
+static int confirm_twins(tuner *tu, task *t)
+{
+    const group *gr = &tu->groups[t->group];
+    const ft_spec *spec = tu->specs[gr->spec];
+    const ft_plan *plan = tu->plans[gr->spec];
+    const unsigned own = varied(tu, gr);
+    int g, i, j, k, n = 0, found = 0;
+    char *keep = calloc((size_t)t->njobs + 1, 1);
+
+    if (keep == NULL)
+        return 0;
+    for (g = 0; g < tu->ngroups; g++) {
+        const task *best = NULL;
+        unsigned both;
+        if (!twin_groups(tu, t->group, g) ||
+            tu->targets[gr->spec].v[gr->targets[0]].causal != tu->targets[gr->spec].v[tu->groups[g].targets[0]].causal)
+            continue;
+        for (i = 0; i < tu->ntasks; i++) {
+            const task *o = &tu->tasks[i];
+            if (o->group == g && o->ranked != NULL && same_shape(o, t) && (best == NULL || o->nranked >= best->nranked))
+                best = o;
+        }
+        if (best == NULL)
+            continue;
+        found = 1;
+        both = own & varied(tu, &tu->groups[g]);
+        for (k = 0; k < best->nranked && k < FT_TUNE_RANK_TWIN; k++)
+            for (j = 0; j < t->njobs; j++)
+                keep[j] |= twins(spec, &plan->items[tu->kernels[t->jobs[j]].item].variant,
+                                 &plan->items[tu->kernels[best->ranked[k]].item].variant, both);
+    }
+    for (j = 0; j < t->njobs; j++)
+        n += keep[j];
+    if (!found || n == 0) {
+        free(keep);
+        return 0;
+    }
+    for (j = 0, n = 0; j < t->njobs; j++)
+        if (keep[j])
+            t->jobs[n++] = t->jobs[j];
+    free(keep);
+    tu->planned -= t->njobs - n;
+    t->njobs = n;
+    return 1;
+}
+
+/* A bucket of FT_TUNE_KEEP candidates or fewer keeps them all after screening: it is measured
+ * at the whole budget at once (verified then) and ranked when done. */
+static void skip_screening(task *t)
+{
+    if (t->screen != NULL && t->njobs <= FT_TUNE_KEEP) {
+        free(t->screen);
+        t->screen = NULL;
+    }
+}
+
 void ft__tuner_seed_task(tuner *tu, task *t)
 {
     const double size = task_size(t);
@@ -948,6 +1018,10 @@ void ft__tuner_seed_task(tuner *tu, task *t)
     int smaller = 0, larger = 0, i, j, n = 0;
 
     t->seeded = 1;
+    if (tu->groups[t->group].informed && confirm_twins(tu, t)) {
+        skip_screening(t);
+        return;
+    }
     for (i = 0; i < tu->ntasks; i++) {
         const task *o = &tu->tasks[i];
         double s;
@@ -963,8 +1037,10 @@ void ft__tuner_seed_task(tuner *tu, task *t)
         if (s >= size && (above == NULL || s < task_size(above)))
             above = o;
     }
-    if (!smaller || !larger || (below == NULL && above == NULL))
+    if (!smaller || !larger || (below == NULL && above == NULL)) {
+        skip_screening(t);
         return; /* the group's smallest or largest bucket, or none screened yet: every candidate */
+    }
     for (j = 0; j < t->njobs; j++) {
         int keep = 0;
         for (i = 0; below != NULL && i < below->nranked && i < FT_TUNE_RANK_NEXT && !keep; i++)
@@ -976,6 +1052,7 @@ void ft__tuner_seed_task(tuner *tu, task *t)
     }
     tu->planned -= t->njobs - n;
     t->njobs = n;
+    skip_screening(t);
 }
 
 /* The lowest compute capability spec's family runs on (its exact one for sm_90a code). */

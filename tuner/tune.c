@@ -388,6 +388,7 @@ out:
     ft__db_close(tu.db);
     ft__cache_close(tu.cache);
     summary->wall_ms = ft__now_ms() - t0;
+    summary->interrupted = rc == FT_ERR_INTERRUPTED;
     return rc;
 }
 

@@ -82,6 +82,12 @@ typedef struct ft_tune_summary {
     double compile_wait_ms;  /* of compile_ms, what the measurements waited for (the first group's
                                 compilation, and any that took longer than the group before it
                                 took to measure); the rest ran while the GPU was timing */
+    double setup_ms;         /* the workers' replies, as the tuner waited for them: shapes set up
+                                (inputs and the reference), ... */
+    double measure_ms;       /* ... measurements (loading, verifying and timing a kernel), ... */
+    double race_ms;          /* ... and the leaders' interleaved rounds; on several GPUs these add
+                                up over the workers */
+    int interrupted;         /* the tune was stopped (a signal) before it finished */
     char device_name[128];
     char db_path[4096];
 } ft_tune_summary;
@@ -117,6 +123,13 @@ ft_status ft__tune_check_shape(const ft_problem *p, ft_err *err);
  * flashtune has, and the shape passing ft__tune_check_shape: the worker refuses what the tuner
  * should never have sent. */
 ft_status ft__worker_parse_shape(const char *line, const ft_op **op, ft_problem *p, uint64_t *seed, ft_err *err);
+
+/* The part of a shape's problem p that the worker verifies its kernels on, where the fp32
+ * reference of the whole would see more than 2^26 scores (seconds on the largest buckets):
+ * one or two sequences and one or two K/V heads with their query heads, as many as keep it
+ * within that; the same sequence lengths, head dim, causality, grouping, dtype and layout. The
+ * kernels are timed on the whole. Returns 0 (part = p) when the whole is small enough. */
+int ft__worker_verify_part(const ft_problem *p, ft_problem *part);
 
 /* A worker's answer to a measure command, checked. */
 typedef struct ft_tune_reply {

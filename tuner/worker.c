@@ -10,7 +10,8 @@
  *   parent -> worker   shape id=N op=fwd|bwd b=.. hq=.. hkv=.. sq=.. sk=.. d=.. causal=0|1 bf16=0|1
  *                            det=0|1 seed=..
  *                      (the operation's inputs and reference: the forward's, or the backward's
- *                       with the reference forward's O and LSE)
+ *                       with the reference forward's O and LSE; on a large shape the reference is
+ *                       of a part of it, ft__worker_verify_part, and the whole is only timed)
  *   worker -> parent   ok id=N  |  error id=N <message>
  *   parent -> worker   measure id=N key=<sha256 hex> family=<name> entry=<name> threads=.. rows=.. smem=..
  *                            verify=0|1 budget=<ms> tma_kv=.. span=.. persistent=0|1 pair=0|1 split=0|1 pack=0|1 keys=..
@@ -192,20 +193,79 @@ ft_status ft__worker_parse_shape(const char *line, const ft_op **op, ft_problem 
 /* When the last timing ended (ms on the monotonic clock). */
 static double last_timing_end = -1e300;
 
-/* The inputs and reference of the current shape: of the forward or of the backward. */
+/* The fp32 reference reads every key for every query row of every head: on the tuner's largest
+ * shapes it took seconds a bucket (the forward's 16k-token grid at d = 64: about 6 s, the
+ * backward's more; H200, 2026-12-05), longer than the bucket's measurements. A shape whose
+ * reference would see more than VERIFY_SCORES scores is verified on a part of it (verify_part)
+ * and timed on the whole. */
+#define VERIFY_SCORES (1LL << 26)
+
+/* The part of problem p that its kernels are verified on: as many sequences and K/V heads (with
+ * their query heads) as keep the reference within VERIFY_SCORES scores, two of each at most and
+ * one of each at least; the same sequence lengths, head dim, causality, grouping, dtype and
+ * layout. Returns 0 when that is the whole problem. */
+int ft__worker_verify_part(const ft_problem *p, ft_problem *part)
+{
+    const long long group = p->heads_q / p->heads_kv;
+    const long long per_slice = (long long)p->seqlen_q * p->seqlen_k * group;
+    long long fit = per_slice > 0 ? VERIFY_SCORES / per_slice : 1;
+
+    *part = *p;
+    if (per_slice * p->batch * p->heads_kv <= VERIFY_SCORES)
+        return 0;
+    fit = fit < 1 ? 1 : fit;
+    part->heads_kv = p->heads_kv < 2 || fit < 2 ? 1 : 2;
+    part->batch = p->batch < 2 || fit < 2 * part->heads_kv ? 1 : 2;
+    part->heads_q = part->heads_kv * (int)group;
+    return 1;
+}
+
+/* The current shape: its inputs for timing, and the reference its kernels are verified against
+ * (on those inputs, or on a part of the problem's: ft__worker_verify_part). */
 typedef struct shape_state {
     const ft_op *op; /* NULL: none set up */
-    ft_tensors fwd;
-    ft_bwd_tensors bwd;
+    int part;        /* verified on fwd_part or bwd_part */
+    ft_tensors fwd, fwd_part;
+    ft_bwd_tensors bwd, bwd_part;
 } shape_state;
 
 static void shape_free(ft_session *s, shape_state *st)
 {
-    if (st->op == &ft__op_fwd)
+    if (st->op == &ft__op_fwd) {
         ft__tensors_destroy(s->cu, &st->fwd);
-    else if (st->op == &ft__op_bwd)
+        if (st->part)
+            ft__tensors_destroy(s->cu, &st->fwd_part);
+    } else if (st->op == &ft__op_bwd) {
         ft__bwd_tensors_destroy(s->cu, &st->bwd);
+        if (st->part)
+            ft__bwd_tensors_destroy(s->cu, &st->bwd_part);
+    }
     st->op = NULL;
+    st->part = 0;
+}
+
+/* Inputs of the backward's problem p in t: with the reference when check, else for timing. */
+static ft_status bwd_inputs(ft_session *s, const ft_problem *p, uint64_t seed, int check, ft_bwd_tensors *t,
+                            ft_err *err)
+{
+    ft_status rc = ft__bwd_tensors_create(s->cu, p, t, err);
+    if (rc == FT_OK && (rc = check ? ft__bwd_tensors_prepare(&s->verifier, t, seed, 1.f, err)
+                                   : ft__bwd_tensors_fill_timing(&s->verifier, t, seed, 1.f, err)) != FT_OK)
+        ft__bwd_tensors_destroy(s->cu, t);
+    return rc;
+}
+
+/* Likewise of the forward's. */
+static ft_status fwd_inputs(ft_session *s, const ft_problem *p, uint64_t seed, int check, ft_tensors *t,
+                            ft_err *err)
+{
+    ft_status rc = ft__tensors_create(s->cu, p, t, err);
+    if (rc == FT_OK && ((rc = ft__tensors_fill(&s->verifier, t, seed, 1.f, err)) != FT_OK ||
+                        (check && (rc = ft__tensors_reference(&s->verifier, t, err)) != FT_OK)))
+        ft__tensors_destroy(s->cu, t);
+    if (rc == FT_OK && !check)
+        rc = ft__cuda_check(s->cu, s->cu->p_cuCtxSynchronize(), err, "filling the inputs");
+    return rc;
 }
 
 /* Sets up the inputs and the reference of a shape command; replies ok or error. */
@@ -219,15 +279,19 @@ static void do_shape(ft_session *s, const char *line, unsigned long long id, sha
 
     shape_free(s, st);
     rc = ft__worker_parse_shape(line, &op, &p, &seed, &err);
-    if (rc == FT_OK && op == &ft__op_bwd) {
-        rc = ft__bwd_tensors_create(s->cu, &p, &st->bwd, &err);
-        if (rc == FT_OK && (rc = ft__bwd_tensors_prepare(&s->verifier, &st->bwd, seed, 1.f, &err)) != FT_OK)
-            ft__bwd_tensors_destroy(s->cu, &st->bwd);
-    } else if (rc == FT_OK) {
-        rc = ft__tensors_create(s->cu, &p, &st->fwd, &err);
-        if (rc == FT_OK && ((rc = ft__tensors_fill(&s->verifier, &st->fwd, seed, 1.f, &err)) != FT_OK ||
-                            (rc = ft__tensors_reference(&s->verifier, &st->fwd, &err)) != FT_OK))
-            ft__tensors_destroy(s->cu, &st->fwd);
+    if (rc == FT_OK) {
+        ft_problem part;
+        const int split = ft__worker_verify_part(&p, &part);
+        if (op == &ft__op_bwd) {
+            rc = bwd_inputs(s, &p, seed, !split, &st->bwd, &err);
+            if (rc == FT_OK && split && (rc = bwd_inputs(s, &part, seed, 1, &st->bwd_part, &err)) != FT_OK)
+                ft__bwd_tensors_destroy(s->cu, &st->bwd);
+        } else {
+            rc = fwd_inputs(s, &p, seed, !split, &st->fwd, &err);
+            if (rc == FT_OK && split && (rc = fwd_inputs(s, &part, seed, 1, &st->fwd_part, &err)) != FT_OK)
+                ft__tensors_destroy(s->cu, &st->fwd);
+        }
+        st->part = rc == FT_OK && split;
     }
     if (rc != FT_OK) {
         one_line(err.msg);
@@ -250,7 +314,7 @@ static ft_status verify(ft_session *s, const ft_kernel *k, shape_state *st, int 
     if (st->op == &ft__op_bwd) {
         ft_bwd_check c;
         memset(&c, 0, sizeof c);
-        rc = ft__verify_bwd_kernel(&s->verifier, k, &st->bwd, &c, err);
+        rc = ft__verify_bwd_kernel(&s->verifier, k, st->part ? &st->bwd_part : &st->bwd, &c, err);
         *pass = c.pass, *lse = 0, *l2 = 0;
         for (i = 0; i < 3; i++)
             *l2 = c.rel_l2[i] > *l2 || isnan(c.rel_l2[i]) ? c.rel_l2[i] : *l2;
@@ -258,9 +322,15 @@ static ft_status verify(ft_session *s, const ft_kernel *k, shape_state *st, int 
     } else {
         ft_check c;
         memset(&c, 0, sizeof c);
-        rc = ft__verify_kernel_gpu(&s->verifier, k, &st->fwd, &c, err);
+        rc = ft__verify_kernel_gpu(&s->verifier, k, st->part ? &st->fwd_part : &st->fwd, &c, err);
         *pass = c.pass, *l2 = c.o_rel_l2, *lse = c.lse_max_err;
         snprintf(detail, cap, "%s", c.detail);
+    }
+    if (rc == FT_OK && !*pass && st->part) { /* say which part of the shape failed */
+        const ft_problem *p = st->op == &ft__op_bwd ? &st->bwd_part.problem : &st->fwd_part.problem;
+        const size_t used = strlen(detail);
+        snprintf(detail + used, cap - used, " (verified on b=%d,hq=%d,hkv=%d of the shape)", p->batch, p->heads_q,
+                 p->heads_kv);
     }
     return rc;
 }
