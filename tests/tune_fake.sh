@@ -159,7 +159,7 @@ echo "compiling behind timing (waited $wait ms of $compile ms): ok"
 #     variants one step from a bucket's 2 fastest, measured on every bucket). Each other group
 #     has a measured twin (the same head dim, one of dtype and causality different; f16 causal
 #     waits for f16 non-causal to be measured): it compiles the twins of the variants among the
-#     4 fastest of some bucket of its twins (8 at least) and is not refined. 75 variants never
+#     4 fastest of some bucket of its twins (8 to 16, the better placed first) and is not refined. 75 variants never
 #     compile. A group's smallest and largest bucket screen every candidate, the four between
 #     them the 8 fastest of their measured neighbours (and a refinement's variants); but a bf16
 #     bucket measures only the twins of the 4 fastest of its f16 twin's bucket of that shape,

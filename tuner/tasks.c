@@ -859,25 +859,29 @@ ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err)
         for (k = 0; k < tw->nranked && k < FT_TUNE_RANK_TWIN; k++) {
             const kernel_ref *kr = &tu->kernels[tw->ranked[k]];
             for (i = 0; i < n; i++)
-                hit[i] |= twins(spec, &plan->items[gr->items[i]].variant, &plan->items[kr->item].variant, both);
+                if (twins(spec, &plan->items[gr->items[i]].variant, &plan->items[kr->item].variant, both) &&
+                    (hit[i] == 0 || k + 1 < hit[i]))
+                    hit[i] = k + 1; /* its best place among a twin bucket's fastest, from 1 */
         }
     }
-    /* order: the twin's fast ones and the defaults first (when informed), then by steps, then as
-     * planned; insertion sort, stable */
+    for (i = 0; informed && i < n; i++) /* then the defaults, then the others */
+        hit[i] = hit[i] > 0 ? hit[i] : dist[i] == 0 ? FT_TUNE_RANK_TWIN + 1 : INT_MAX;
+    /* order: (when informed) by best place among the twin's fastest, the defaults after them, then
+     * by steps, then as planned; insertion sort, stable */
     for (i = 1; i < n; i++) {
-        const int item = gr->items[i], di = dist[i], hi = informed && (hit[i] || dist[i] == 0);
+        const int item = gr->items[i], di = dist[i], hi = hit[i];
         for (j = i; j > 0; j--) {
-            const int hj = informed && (hit[j - 1] || dist[j - 1] == 0);
-            if (hj > hi || (hj == hi && dist[j - 1] <= di))
+            if (hit[j - 1] < hi || (hit[j - 1] == hi && dist[j - 1] <= di))
                 break;
             gr->items[j] = gr->items[j - 1], dist[j] = dist[j - 1], hit[j] = hit[j - 1];
         }
         gr->items[j] = item, dist[j] = di, hit[j] = hi;
     }
-    if (informed) {
-        while (keep < n && hit[keep])
+    if (informed) { /* the twin's fast ones and the defaults: FT_TUNE_RANK_NEXT to FT_TUNE_RANK_FIRST */
+        while (keep < n && hit[keep] < INT_MAX)
             keep++;
         keep = keep > FT_TUNE_RANK_NEXT ? keep : FT_TUNE_RANK_NEXT;
+        keep = keep < FT_TUNE_RANK_FIRST ? keep : FT_TUNE_RANK_FIRST;
         keep = keep < n ? keep : n;
     } else {
         keep = FT_TUNE_RANK_FIRST < n ? FT_TUNE_RANK_FIRST : n;

@@ -20,7 +20,10 @@
  *               ft__tuner_rank_group). A group's twins are the groups of its spec and head dim
  *               with one of dtype, determinism and causality different. Where one was measured,
  *               the group's candidates are the twins of the variants among the
- *               FT_TUNE_RANK_TWIN fastest of one of its buckets; else the FT_TUNE_RANK_FIRST of
+ *               FT_TUNE_RANK_TWIN fastest of one of its buckets (the better placed first, the
+ *               built-in defaults after them, FT_TUNE_RANK_NEXT to FT_TUNE_RANK_FIRST of them),
+ *               and a bucket whose shape a twin of its causality measured takes only the twins
+ *               of that bucket's FT_TUNE_RANK_TWIN fastest; else the FT_TUNE_RANK_FIRST of
  *               the prior (half the nearest to the built-in defaults of runtime/defaults.c in
  *               parameter steps, then each time the farthest from those chosen), and such a
  *               group is refined FT_TUNE_RANK_ROUNDS times at most: the uncompiled variants one
@@ -28,9 +31,10 @@
  *               on every bucket. Only candidates compile; a group whose only twin is the group
  *               measured right before it compiles after it. The group's smallest and largest
  *               buckets screen every candidate, each one between them the FT_TUNE_RANK_NEXT
- *               fastest of the nearest measured bucket on either side. A bucket that a kept
- *               variant of a newer family's spec computes too (the sm_90a forward's, on an
- *               H200) is left to it. */
+ *               fastest of the nearest measured bucket on either side; a bucket of
+ *               FT_TUNE_KEEP candidates or fewer is measured at the whole budget at once. A
+ *               bucket that a kept variant of a newer family's spec computes too (the sm_90a
+ *               forward's, on an H200) is left to it. */
 typedef enum ft_search { FT_SEARCH_EXHAUSTIVE, FT_SEARCH_HALVING, FT_SEARCH_RANKED } ft_search;
 
 typedef struct ft_tune_opts {
@@ -54,7 +58,8 @@ typedef struct ft_tune_opts {
 
 #define FT_TUNE_SCREEN_MS 5 /* the screening budget's floor (ms) */
 #define FT_TUNE_KEEP 4      /* variants a bucket's screening keeps at least */
-#define FT_TUNE_RANK_FIRST 16 /* ranked: candidates of a group no measured group informs */
+#define FT_TUNE_RANK_FIRST 16 /* ranked: candidates of a group no measured group informs (the
+                                 most of one that a twin informs) */
 #define FT_TUNE_RANK_ROUNDS 2 /* ranked: refinements of such a group ... */
 #define FT_TUNE_RANK_CLIMB 2  /* ... from the neighbours of each bucket's this many fastest */
 #define FT_TUNE_RANK_TWIN 4   /* ranked: a twin's variant among this many fastest of a bucket */
