@@ -829,7 +829,7 @@ ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err)
     const int ndefs = group_defaults(spec, plan->family, tg, defs);
     const int n = gr->nitems;
     int *dist = malloc(((size_t)n + 1) * sizeof *dist), *hit = calloc((size_t)n + 1, sizeof *hit);
-    int i, j, k, t, informed = 0, keep = 0;
+    int i, j, k, t, informed = 0, keep = 0, alike = 0;
     unsigned own = 0; /* the parameters this group varies */
     ft_status rc = FT_OK;
 
@@ -855,6 +855,7 @@ ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err)
         if (!informed)
             own = varied(tu, gr);
         informed = 1;
+        alike |= tu->targets[gr->spec].v[tu->groups[tw->group].targets[0]].causal == tg->causal;
         both = own & varied(tu, &tu->groups[tw->group]);
         for (k = 0; k < tw->nranked && k < FT_TUNE_RANK_TWIN; k++) {
             const kernel_ref *kr = &tu->kernels[tw->ranked[k]];
@@ -877,10 +878,11 @@ ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err)
         }
         gr->items[j] = item, dist[j] = di, hit[j] = hi;
     }
-    if (informed) { /* the twin's fast ones and the defaults: FT_TUNE_RANK_NEXT to FT_TUNE_RANK_FIRST */
-        while (keep < n && hit[keep] < INT_MAX)
+    if (informed) { /* the twin's fast ones and the defaults: FT_TUNE_RANK_NEXT to FT_TUNE_RANK_FIRST;
+                       with a twin of its causality only its fast ones, which its buckets take */
+        while (keep < n && hit[keep] <= (alike ? FT_TUNE_RANK_TWIN : FT_TUNE_RANK_TWIN + 1))
             keep++;
-        keep = keep > FT_TUNE_RANK_NEXT ? keep : FT_TUNE_RANK_NEXT;
+        keep = keep > FT_TUNE_RANK_NEXT || (alike && keep > 0) ? keep : FT_TUNE_RANK_NEXT;
         keep = keep < FT_TUNE_RANK_FIRST ? keep : FT_TUNE_RANK_FIRST;
         keep = keep < n ? keep : n;
     } else {

@@ -21,7 +21,8 @@
  *               with one of dtype, determinism and causality different. Where one was measured,
  *               the group's candidates are the twins of the variants among the
  *               FT_TUNE_RANK_TWIN fastest of one of its buckets (the better placed first, the
- *               built-in defaults after them, FT_TUNE_RANK_NEXT to FT_TUNE_RANK_FIRST of them),
+ *               built-in defaults after them, FT_TUNE_RANK_NEXT to FT_TUNE_RANK_FIRST of them;
+ *               with a twin of its causality, those twins only, at most FT_TUNE_RANK_FIRST),
  *               and a bucket whose shape a twin of its causality measured takes only the twins
  *               of that bucket's FT_TUNE_RANK_TWIN fastest; else the FT_TUNE_RANK_FIRST of
  *               the prior (half the nearest to the built-in defaults of runtime/defaults.c in
