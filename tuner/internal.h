@@ -115,6 +115,8 @@ typedef struct group {
     int nall;       /* ranked: the group's items before the ranking cut them (ranked order) */
     int informed;   /* ranked: its candidates came from a measured twin group */
     int compiled;   /* its first nitems items have compiled */
+    int measured;   /* its tasks for those were measured (a ranked search may measure a group
+                       early, while another group's refinement compiles) */
 } group;
 
 typedef struct tuner {
@@ -246,6 +248,16 @@ ft_status ft__tuner_group_tasks(tuner *tu, int g, int from, ft_err *err);
 /* Ranked search: whether group n should wait for group g's measurements before its candidates
  * are chosen (and compiled): g is n's twin and no other twin of n has been measured. */
 int ft__tuner_await_twin(const tuner *tu, int n, int g);
+
+/* Ranked search, at group g's turn: the first group after g that no measurement can inform (no
+ * twin of it comes before it, so its candidates are the prior's whenever they are chosen) and
+ * is compiled (compiled 1) or not yet (compiled 0), and not measured; or -1. Such a group can
+ * compile, and be measured, ahead of its turn (it is refined in its turn). */
+int ft__tuner_independent_after(const tuner *tu, int g, int compiled);
+
+/* Ranked search, at group g's turn: whether a twin of group n that comes before n lies after g
+ * (measured ahead of its turn, not yet refined): n's candidates cannot be chosen yet. */
+int ft__tuner_twin_unsettled(const tuner *tu, int n, int g);
 
 /* Ranked search, after group g (candidates from the prior, not a twin) was measured: its
  * uncompiled variants one step from one of a bucket's FT_TUNE_RANK_CLIMB fastest join its items

@@ -782,6 +782,35 @@ int ft__tuner_await_twin(const tuner *tu, int n, int g)
     return 1;
 }
 
+int ft__tuner_independent_after(const tuner *tu, int g, int compiled)
+{
+    int a, b;
+
+    if (tu->o->search != FT_SEARCH_RANKED)
+        return -1;
+    for (a = g + 1; a < tu->ngroups; a++) {
+        if (tu->groups[a].nitems == 0 || tu->groups[a].compiled != compiled || tu->groups[a].measured)
+            continue;
+        for (b = 0; b < a && !twin_groups(tu, a, b); b++)
+            ;
+        if (b == a)
+            return a;
+    }
+    return -1;
+}
+
+int ft__tuner_twin_unsettled(const tuner *tu, int n, int g)
+{
+    int t;
+
+    if (tu->o->search != FT_SEARCH_RANKED)
+        return 0;
+    for (t = g + 1; t < n; t++)
+        if (twin_groups(tu, n, t))
+            return 1;
+    return 0;
+}
+
 /* The prior's candidates: items[0, n) ordered by steps to the defaults become, in their first
  * `keep` places, the nearer half as they are, then each time the item farthest in steps from
  * those chosen so far (of equals the first, the nearer to the defaults); the others keep their

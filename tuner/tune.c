@@ -180,7 +180,10 @@ static ft_status measure_group(tuner *tu, int g, int from, ft_err *err)
 /* The groups in turn: the first one's variants compiled (all cores), then while a group is
  * measured the next one with variants of its own compiles (on all cores but one per GPU, for
  * the workers' host side), so that compiling hides behind timing. The ranked search's
- * refinements of a group compile on all cores once the next group's compilation is done. */
+ * refinements of a group compile on all cores once the next group's compilation is done. Where
+ * the next group waits for this one's measurements (its twin), a later group that no
+ * measurement informs (the next head dim's first) compiles instead, and is measured while the
+ * first refinement compiles; it is refined in its own turn. */
 static ft_status measure_groups(tuner *tu, ft_err *err)
 {
     const int jobs = tu->o->jobs > 0 ? tu->o->jobs : ft__cpu_count();
@@ -195,24 +198,33 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
         if (inflight == g) {
             inflight = -1;
             rc = compile_finish(tu, &job, th, started, err);
-        } else if (tu->groups[g].nitems > 0 && !tu->groups[g].compiled) { /* the first group */
-            rc = compile_start(tu, g, 0, jobs, &job, &th, &started, err);
+        } else if (tu->groups[g].nitems > 0 && !tu->groups[g].compiled) { /* the first group, or a twin */
+            if (inflight >= 0) { /* a group compiling ahead of its turn: one compilation at a time */
+                inflight = -1;
+                rc = compile_finish(tu, &job, th, started, err);
+            }
+            if (rc == FT_OK)
+                rc = compile_start(tu, g, 0, jobs, &job, &th, &started, err);
             if (rc == FT_OK)
                 rc = compile_finish(tu, &job, th, started, err);
         }
         n = next_to_compile(tu, g);
         /* one compilation at a time; and a group whose candidates this one's measurements choose
-         * compiles after them */
-        if (rc == FT_OK && n >= 0 && inflight < 0 && !ft__tuner_await_twin(tu, n, g)) {
-            rc = compile_start(tu, n, 0, side, &job, &th, &started, err);
-            if (rc == FT_OK)
+         * compiles after them (a group no measurement informs, instead) */
+        if (rc == FT_OK && n >= 0 && inflight < 0) {
+            if (ft__tuner_await_twin(tu, n, g) || ft__tuner_twin_unsettled(tu, n, g))
+                n = ft__tuner_independent_after(tu, g, 0);
+            if (n >= 0)
+                rc = compile_start(tu, n, 0, side, &job, &th, &started, err);
+            if (rc == FT_OK && n >= 0)
                 inflight = n;
         }
-        if (rc == FT_OK)
+        if (rc == FT_OK && !tu->groups[g].measured)
             rc = measure_group(tu, g, 0, err);
+        tu->groups[g].measured = 1;
         for (round = 0; rc == FT_OK && tu->o->search == FT_SEARCH_RANKED && round < FT_TUNE_RANK_ROUNDS; round++) {
             const int from = tu->groups[g].nitems;
-            int more = 0;
+            int more = 0, ahead = -1;
             rc = ft__tuner_refine_group(tu, g, &more, err);
             if (rc != FT_OK || more == 0)
                 break;
@@ -221,9 +233,19 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
                 rc = compile_finish(tu, &job, th, started, err);
             }
             if (rc == FT_OK)
-                rc = compile_start(tu, g, from, jobs, &job, &th, &started, err);
+                ahead = ft__tuner_independent_after(tu, g, 1);
+            if (rc == FT_OK)
+                rc = compile_start(tu, g, from, ahead >= 0 ? side : jobs, &job, &th, &started, err);
+            if (rc == FT_OK && ahead >= 0) { /* the GPU busy while the refinement compiles */
+                rc = measure_group(tu, ahead, 0, err);
+                tu->groups[ahead].measured = 1;
+            }
             if (rc == FT_OK)
                 rc = compile_finish(tu, &job, th, started, err);
+            else if (started) { /* joined all the same */
+                ft_err e2;
+                compile_finish(tu, &job, th, started, &e2);
+            }
             if (rc == FT_OK)
                 rc = measure_group(tu, g, from, err);
         }
