@@ -554,6 +554,21 @@ ft_status ft__reference_forward(ft_verifier *v, const ft_problem *p, const ft_fw
                           err, "launching the reference");
 }
 
+ft_status ft__verify_sumsq(ft_verifier *v, CUdeviceptr x, size_t n, CUdeviceptr scratch, double *out, ft_err *err)
+{
+    const ft_cuda *cu = v->cu;
+    long long count = (long long)n;
+    void *args[] = {&x, &count, &scratch};
+    ft_status rc = ft__cuda_check(cu, cu->p_cuMemsetD8(scratch, 0, sizeof(double)), err, "cuMemsetD8");
+
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuLaunchKernel(v->sumsq, 1024, 1, 1, 256, 1, 1, 0, NULL, args, NULL), err,
+                            "launching a sum of squares");
+    if (rc == FT_OK)
+        rc = ft__cuda_check(cu, cu->p_cuMemcpyDtoH(out, scratch, sizeof(double)), err, "reading a sum of squares");
+    return rc;
+}
+
 ft_status ft__tensors_reference(ft_verifier *v, ft_tensors *t, ft_err *err)
 {
     const ft_problem *p = &t->problem;
@@ -565,18 +580,9 @@ ft_status ft__tensors_reference(ft_verifier *v, ft_tensors *t, ft_err *err)
     rc = ft__reference_forward(v, p, &fp, t->o_ref, t->lse_ref, t->mag_ref, err);
     if (rc == FT_OK)
         rc = ft__cuda_check(cu, cu->p_cuCtxSynchronize(), err, "running the reference");
-    if (rc == FT_OK) {
-        CUdeviceptr o_ref = t->o_ref, sum = t->stats;
-        long long n = (long long)p->batch * p->heads_q * p->seqlen_q * p->head_dim;
-        void *sargs[] = {&o_ref, &n, &sum};
-        rc = ft__cuda_check(cu, cu->p_cuMemsetD8(t->stats, 0, 8 * sizeof(double)), err, "cuMemsetD8");
-        if (rc == FT_OK)
-            rc = ft__cuda_check(cu, cu->p_cuLaunchKernel(v->sumsq, 1024, 1, 1, 256, 1, 1, 0, NULL, sargs, NULL), err,
-                                "launching the reference's sum of squares");
-        if (rc == FT_OK)
-            rc = ft__cuda_check(cu, cu->p_cuMemcpyDtoH(&t->ref_sumsq, t->stats, sizeof(double)), err,
-                                "reading the reference's sum of squares");
-    }
+    if (rc == FT_OK)
+        rc = ft__verify_sumsq(v, t->o_ref, (size_t)p->batch * p->heads_q * p->seqlen_q * p->head_dim, t->stats,
+                              &t->ref_sumsq, err);
     t->have_reference = rc == FT_OK;
     return rc;
 }

@@ -150,6 +150,10 @@ ft_status ft__tensors_fill(ft_verifier *v, ft_tensors *t, uint64_t seed, float q
 ft_status ft__verify_fill(ft_verifier *v, CUdeviceptr ptr, size_t n, uint64_t seed, float stddev, int bf16,
                           ft_err *err);
 
+/* The sum of the squares of n fp32 values at x, on the GPU, into *out (NaN when one of them is
+ * NaN, +inf when one is infinite); scratch: 8 bytes of device memory it may overwrite. Waits. */
+ft_status ft__verify_sumsq(ft_verifier *v, CUdeviceptr x, size_t n, CUdeviceptr scratch, double *out, ft_err *err);
+
 /* Launches the reference forward for inputs in (q, k, v, their strides and the softmax scale,
  * which must be set: FT_ERR_INTERNAL otherwise) of problem p: O (fp32, contiguous
  * [b, sq, hq, d]), its mag likewise and the LSE ([b, hq, sq]); does not wait. */

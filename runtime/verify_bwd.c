@@ -139,20 +139,18 @@ static ft_status launch(ft_verifier *v, CUfunction fn, unsigned gx, unsigned gy,
                           what);
 }
 
-static ft_status sumsq(ft_verifier *v, ft_bwd_tensors *t, CUdeviceptr x, size_t n, double *out, ft_err *err)
+/* Q and K with N(0, qk_std²), V and dO with N(0, 1), from a seed (asynchronously). */
+static ft_status fill_inputs(ft_verifier *v, ft_bwd_tensors *t, uint64_t seed, float qk_std, ft_err *err)
 {
-    const ft_cuda *cu = v->cu;
-    long long count = (long long)n;
-    CUdeviceptr sum = t->stats;
-    void *args[] = {&x, &count, &sum};
-    ft_status rc;
+    const int bf16 = t->problem.bf16;
+    ft_status rc = ft__verify_fill(v, t->q, t->nq, seed * 4 + 1, qk_std, bf16, err);
 
-    rc = ft__cuda_check(cu, cu->p_cuMemsetD8(t->stats, 0, 8 * sizeof(double)), err, "cuMemsetD8");
     if (rc == FT_OK)
-        rc = launch(v, v->sumsq, 1024, 1, 1, 256, args, "launching the reference's sum of squares", err);
+        rc = ft__verify_fill(v, t->k, t->nk, seed * 4 + 2, qk_std, bf16, err);
     if (rc == FT_OK)
-        rc = ft__cuda_check(cu, cu->p_cuMemcpyDtoH(out, t->stats, sizeof(double)), err,
-                            "reading the reference's sum of squares");
+        rc = ft__verify_fill(v, t->v, t->nk, seed * 4 + 3, 1.f, bf16, err);
+    if (rc == FT_OK)
+        rc = ft__verify_fill(v, t->dout, t->nq, seed * 4 + 4, 1.f, bf16, err);
     return rc;
 }
 
@@ -167,13 +165,7 @@ ft_status ft__bwd_tensors_prepare(ft_verifier *v, ft_bwd_tensors *t, uint64_t se
     int i;
 
     t->have_reference = 0;
-    rc = ft__verify_fill(v, t->q, t->nq, seed * 4 + 1, qk_std, p->bf16, err);
-    if (rc == FT_OK)
-        rc = ft__verify_fill(v, t->k, t->nk, seed * 4 + 2, qk_std, p->bf16, err);
-    if (rc == FT_OK)
-        rc = ft__verify_fill(v, t->v, t->nk, seed * 4 + 3, 1.f, p->bf16, err);
-    if (rc == FT_OK)
-        rc = ft__verify_fill(v, t->dout, t->nq, seed * 4 + 4, 1.f, p->bf16, err);
+    rc = fill_inputs(v, t, seed, qk_std, err);
     /* The forward, O in fp32 and then in 16 bits with Q's strides. */
     memset(&in, 0, sizeof in);
     in.q = dev(t->q), in.k = dev(t->k), in.v = dev(t->v);
@@ -205,7 +197,7 @@ ft_status ft__bwd_tensors_prepare(ft_verifier *v, ft_bwd_tensors *t, uint64_t se
     if (rc == FT_OK)
         rc = ft__cuda_check(cu, cu->p_cuCtxSynchronize(), err, "running the reference");
     for (i = 0; i < 3 && rc == FT_OK; i++)
-        rc = sumsq(v, t, t->ref[i], i == 0 ? t->nq : t->nk, &t->ref_sumsq[i], err);
+        rc = ft__verify_sumsq(v, t->ref[i], i == 0 ? t->nq : t->nk, t->stats, &t->ref_sumsq[i], err);
     t->have_reference = rc == FT_OK;
     return rc;
 }
@@ -222,13 +214,7 @@ ft_status ft__bwd_tensors_fill_timing(ft_verifier *v, ft_bwd_tensors *t, uint64_
     size_t r;
 
     t->have_reference = 0;
-    rc = ft__verify_fill(v, t->q, t->nq, seed * 4 + 1, qk_std, p->bf16, err);
-    if (rc == FT_OK)
-        rc = ft__verify_fill(v, t->k, t->nk, seed * 4 + 2, qk_std, p->bf16, err);
-    if (rc == FT_OK)
-        rc = ft__verify_fill(v, t->v, t->nk, seed * 4 + 3, 1.f, p->bf16, err);
-    if (rc == FT_OK)
-        rc = ft__verify_fill(v, t->dout, t->nq, seed * 4 + 4, 1.f, p->bf16, err);
+    rc = fill_inputs(v, t, seed, qk_std, err);
     if (rc == FT_OK)
         rc = ft__verify_fill(v, t->o, t->nq, seed * 4 + 5, 1.f, p->bf16, err);
     if (rc != FT_OK)

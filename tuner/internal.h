@@ -268,9 +268,11 @@ ft_status ft__tuner_refine_group(tuner *tu, int g, int *more, ft_err *err);
  * compile; tuner/tune.h, ft_search). */
 ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err);
 
-/* Ranked search, before task t's shape is set up: a bucket between the smallest and the largest
- * of its group keeps only the jobs among the FT_TUNE_RANK_NEXT fastest of the nearest screened
- * bucket of the group on either side. */
+/* Ranked search, before task t's shape is set up: a bucket whose twin group of its causality
+ * ranked its shape keeps only the twins of that bucket's FT_TUNE_RANK_TWIN fastest; else one
+ * between the smallest and the largest of its group keeps only the jobs among the
+ * FT_TUNE_RANK_NEXT fastest of the nearest screened bucket of the group on either side. A
+ * bucket left with FT_TUNE_KEEP jobs or fewer is not screened. */
 void ft__tuner_seed_task(tuner *tu, task *t);
 
 /* Ranked search, after the plans: each spec's buckets that a spec of a newer family of the

@@ -760,12 +760,17 @@ static int group_defaults(const ft_spec *spec, const ft_family *fam, const targe
     return k;
 }
 
+/* Group g's first target: what the group fixes (head dim, dtype, causality, determinism). */
+static const target *group_target(const tuner *tu, int g)
+{
+    return &tu->targets[tu->groups[g].spec].v[tu->groups[g].targets[0]];
+}
+
 /* Whether groups a and b are twins: of one spec and head dim, differing in exactly one of the
  * dtype, the determinism and the causality. */
 static int twin_groups(const tuner *tu, int a, int b)
 {
-    const target *x = &tu->targets[tu->groups[a].spec].v[tu->groups[a].targets[0]];
-    const target *y = &tu->targets[tu->groups[b].spec].v[tu->groups[b].targets[0]];
+    const target *x = group_target(tu, a), *y = group_target(tu, b);
     return a != b && tu->groups[a].spec == tu->groups[b].spec && x->wl.d == y->wl.d &&
            (strcmp(x->dtype, y->dtype) != 0) + (x->det != y->det) + (x->causal != y->causal) == 1;
 }
@@ -884,7 +889,7 @@ ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err)
         if (!informed)
             own = varied(tu, gr);
         informed = 1;
-        alike |= tu->targets[gr->spec].v[tu->groups[tw->group].targets[0]].causal == tg->causal;
+        alike |= group_target(tu, tw->group)->causal == tg->causal;
         both = own & varied(tu, &tu->groups[tw->group]);
         for (k = 0; k < tw->nranked && k < FT_TUNE_RANK_TWIN; k++) {
             const kernel_ref *kr = &tu->kernels[tw->ranked[k]];
@@ -1004,8 +1009,7 @@ static int confirm_twins(tuner *tu, task *t)
     for (g = 0; g < tu->ngroups; g++) {
         const task *best = NULL;
         unsigned both;
-        if (!twin_groups(tu, t->group, g) ||
-            tu->targets[gr->spec].v[gr->targets[0]].causal != tu->targets[gr->spec].v[tu->groups[g].targets[0]].causal)
+        if (!twin_groups(tu, t->group, g) || group_target(tu, g)->causal != group_target(tu, t->group)->causal)
             continue;
         for (i = 0; i < tu->ntasks; i++) {
             const task *o = &tu->tasks[i];
@@ -1046,17 +1050,14 @@ static void skip_screening(task *t)
     }
 }
 
-void ft__tuner_seed_task(tuner *tu, task *t)
+/* A bucket between its group's smallest and largest: its jobs cut to the FT_TUNE_RANK_NEXT
+ * fastest of the nearest screened bucket on either side (none screened yet: left whole). */
+static void follow_neighbours(tuner *tu, task *t)
 {
     const double size = task_size(t);
     const task *below = NULL, *above = NULL;
     int smaller = 0, larger = 0, i, j, n = 0;
 
-    t->seeded = 1;
-    if (tu->groups[t->group].informed && confirm_twins(tu, t)) {
-        skip_screening(t);
-        return;
-    }
     for (i = 0; i < tu->ntasks; i++) {
         const task *o = &tu->tasks[i];
         double s;
@@ -1072,10 +1073,8 @@ void ft__tuner_seed_task(tuner *tu, task *t)
         if (s >= size && (above == NULL || s < task_size(above)))
             above = o;
     }
-    if (!smaller || !larger || (below == NULL && above == NULL)) {
-        skip_screening(t);
+    if (!smaller || !larger || (below == NULL && above == NULL))
         return; /* the group's smallest or largest bucket, or none screened yet: every candidate */
-    }
     for (j = 0; j < t->njobs; j++) {
         int keep = 0;
         for (i = 0; below != NULL && i < below->nranked && i < FT_TUNE_RANK_NEXT && !keep; i++)
@@ -1087,6 +1086,13 @@ void ft__tuner_seed_task(tuner *tu, task *t)
     }
     tu->planned -= t->njobs - n;
     t->njobs = n;
+}
+
+void ft__tuner_seed_task(tuner *tu, task *t)
+{
+    t->seeded = 1;
+    if (!tu->groups[t->group].informed || !confirm_twins(tu, t))
+        follow_neighbours(tu, t);
     skip_screening(t);
 }
 
