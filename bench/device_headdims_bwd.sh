@@ -4,8 +4,14 @@
 #                                              bf16: the spec's listed head dims at once, then 32, 48,
 #                                              112, 144 and 224 (taken by its open d); f16 at 80 and
 #                                              192; the sm80 family at 80 and 144 (VERIFY_SM80)
-#   bash bench/device_headdims_bwd.sh tests    test_gpu (the public backward at 13 head dims) and
-#                                              test_python_bwd
+#   bash bench/device_headdims_bwd.sh odd      flashtune verify of the backward's variants at odd
+#                                              multiples of 8: sm_90a (ODD_VERIFY: 72 bf16, 88 f16,
+#                                              168 bf16, 200 f16; and 176 bf16, kvsplit 192 wide),
+#                                              sm80 (ODD_SM80: 72 bf16, 120 f16 gqa=atomic, 200 bf16
+#                                              deterministic causal), then compute-sanitizer's three
+#                                              tools on a d = 72 sm_90a variant
+#   bash bench/device_headdims_bwd.sh tests    test_gpu (the public backward at 19 head dims, odd
+#                                              multiples of 8 among them) and test_python_bwd
 #   bash bench/device_headdims_bwd.sh bench    bench/bwd_compare.py at the new head dims (HD_DIMS,
 #                                              HD_SEQLENS), flashtune's defaults against SDPA's
 #                                              FlashAttention-2 and cuDNN (and FA4 where it imports),
@@ -60,6 +66,15 @@ for mode in "$@"; do
     for f in ${VERIFY_SM80:-d=80,dtype=bf16,gqa=loop,det=0 d=144,dtype=f16,gqa=loop,det=0}; do
       verify "sm80_${f%%,*}" specs/flash_bwd.lua "$f"
     done
+    ;;
+  odd)
+    for f in ${ODD_VERIFY:-d=72,dtype=bf16 d=88,dtype=f16 d=168,dtype=bf16 d=200,dtype=f16 d=176,dtype=bf16,kvsplit=1}; do
+      verify "sm90_odd_${f%%,*}" specs/flash_bwd_sm90.lua "$f"
+    done
+    for f in ${ODD_SM80:-d=72,dtype=bf16,gqa=loop,det=0 d=120,dtype=f16,gqa=atomic d=200,dtype=bf16,det=1,causal=1}; do
+      verify "sm80_odd_${f%%,*}" specs/flash_bwd.lua "$f"
+    done
+    sanitize bwd_odd72 specs/flash_bwd_sm90.lua d=72,bm=64,bn=64,causal=1,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16
     ;;
   tests)
     gpu_tests

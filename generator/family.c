@@ -88,18 +88,28 @@ static int fwd_sm90_span(int d)
     return dk % 64 == 0 ? 64 : dk % 32 == 0 ? 32 : 16;
 }
 
-/* How flash_bwd_sm90 cuts a variant's columns (its template's DC, DKV, PW and CH): each consumer
- * warpgroup computes dC = d (bm = 128: the warpgroups split dQ's rows) or d / warpgroups columns of
- * dQ's partial, in the fewest passes of equal width, a multiple of 16 and at most 112 (the
- * pass's accumulators, width/2 per thread, live beside dK and dV); and dK and dV for d (or, with
- * kvsplit, d/2) columns. The Q, dO, K and V tiles are column blocks of the widest span of 64, 32
- * or 16 elements that all of these are multiples of, as the pass and warpgroup offsets must start
- * on a block. *width and *span are 0 when no pass width exists (the spec's constraints keep no
- * such variant). */
+/* The width of flash_bwd_sm90's tiles (its template's D): the head dim rounded up to whole k16
+ * steps, with kvsplit to two halves of whole k16 steps (d = 72: 80; 168 with kvsplit: 192). TMA
+ * fills the columns past the head dim with zeros. */
+static int bwd_sm90_tile_width(int d, int kvsplit)
+{
+    return kvsplit ? (d + 31) / 32 * 32 : (d + 15) / 16 * 16;
+}
+
+/* How flash_bwd_sm90 cuts a variant's columns (its template's DC, DKV, PW and CH), with W the
+ * tiles' width (bwd_sm90_tile_width of the head dim d): each consumer warpgroup computes dC = W
+ * (bm = 128: the warpgroups split dQ's rows) or W / warpgroups columns of dQ's partial, in the
+ * fewest passes of equal width, a multiple of 16 and at most 112 (the pass's accumulators,
+ * width/2 per thread, live beside dK and dV); and dK and dV for W (or, with kvsplit, W/2)
+ * columns. The Q, dO, K and V tiles are column blocks of the widest span of 64, 32 or 16
+ * elements that all of these are multiples of, as the pass and warpgroup offsets must start on a
+ * block. *width and *span are 0 when no pass width exists (the spec's constraints keep no such
+ * variant). */
 static void bwd_sm90_cut(int d, int bm, int bn, int kvsplit, int *width, int *span)
 {
     const int nwg = kvsplit ? 2 : bn / 64;
-    const int dc = bm > 64 || nwg < 1 ? d : d / nwg, dkv = kvsplit ? d / 2 : d;
+    const int dt = bwd_sm90_tile_width(d, kvsplit);
+    const int dc = bm > 64 || nwg < 1 ? dt : dt / nwg, dkv = kvsplit ? dt / 2 : dt;
     int passes, s;
 
     *width = *span = 0;
@@ -109,7 +119,7 @@ static void bwd_sm90_cut(int d, int bm, int bn, int kvsplit, int *width, int *sp
             break;
         }
     for (s = 64; s >= 16 && *width > 0; s /= 2)
-        if (d % s == 0 && dkv % s == 0 && *width % s == 0) {
+        if (dt % s == 0 && dkv % s == 0 && *width % s == 0) {
             *span = s;
             break;
         }
@@ -127,7 +137,8 @@ static void bwd_sm90_prelude(ft_strbuf *sb, const ft_spec *spec, const ft_varian
     const char *dtype = ft__variant_str(spec, v, "dtype");
     const char *type = dtype != NULL && strcmp(dtype, "bf16") == 0 ? "bf16" : "f16";
     const int split = ft__variant_int(spec, v, "kvsplit", 0) != 0;
-    const int bm = (int)ft__variant_int(spec, v, "bm", 64), d = (int)ft__variant_int(spec, v, "d", 64);
+    const int bm = (int)ft__variant_int(spec, v, "bm", 64);
+    const int d = bwd_sm90_tile_width((int)ft__variant_int(spec, v, "d", 64), split);
     int width, span;
 
     bwd_sm90_cut(d, bm, (int)ft__variant_int(spec, v, "bn", 64), split, &width, &span);
@@ -215,7 +226,8 @@ static int bwd_sm80_threads(const ft_spec *spec, const ft_variant *v)
 }
 
 /* The main kernel: bn keys of one K/V head (gqa=loop) or one query head (gqa=atomic) per
- * block, walking query blocks of bm rows; pre and post one block per query block. */
+ * block, walking query blocks of bm rows; pre and post one block per query block. Its tiles,
+ * and the workspace's accumulators, are the head dim rounded up to 16 wide. */
 static void bwd_sm80_launch(const char *variant, ft_launch_facts *out)
 {
     char gqa[16];
@@ -223,6 +235,7 @@ static void bwd_sm80_launch(const char *variant, ft_launch_facts *out)
     out->rows_per_block = text_int(variant, "bm", 64);
     out->keys_per_block = text_int(variant, "bn", 64);
     out->head_dim = text_int(variant, "d", 0);
+    out->tile_dim = (out->head_dim + 15) / 16 * 16;
     out->deterministic = text_int(variant, "det", 0);
     out->gqa_atomic = variant != NULL && ft__variant_text_value(variant, "gqa", gqa, sizeof gqa) == 1 &&
                       strcmp(gqa, "atomic") == 0;
@@ -252,13 +265,14 @@ static void bwd_sm90_launch(const char *variant, ft_launch_facts *out)
     out->head_dim = text_int(variant, "d", 0);
     out->tma = 1;
     out->tma_rows_kv = out->keys_per_block;
+    out->tile_dim = bwd_sm90_tile_width(out->head_dim, text_int(variant, "kvsplit", 0) != 0);
     bwd_sm90_cut(out->head_dim, out->rows_per_block, out->keys_per_block, text_int(variant, "kvsplit", 0),
                  &width, &out->tma_span);
     out->deterministic = text_int(variant, "det", 0);
 }
 
 /* flash_bwd_sm90: Sᵀ and dPᵀ (n = bm, or bm/2), dV and dK (n = d, or d/2); bn sizes the grid's
- * warpgroups (the template's static_asserts take d a multiple of 16 from 32 to 256, bm 64 or
+ * warpgroups (the template's static_asserts take d a multiple of 8 from 32 to 256, bm 64 or
  * 128, bn 64 or 128). */
 static ft_status bwd_sm90_check_values(const ft_family *fam, const ft_spec *spec, ft_err *err)
 {

@@ -253,9 +253,9 @@ FT_API ft_status ft_attention_key(const ft_attention_args *args, char *buf, size
  * ctx's device context. The first call for a kind of problem compiles or loads its kernel
  * (which can take a second); later calls only launch. Returns FT_ERR_INVALID_ARGUMENT for bad
  * sizes, pointers or strides, FT_ERR_UNSUPPORTED when no kernel handles the head dim or dtype
- * (the forward's kernels take every multiple of 8 from 32 to 256, the backward's every multiple
- * of 16 from 32 to 256 but for non-causal calls of head dim 240), FT_ERR_CUDA when the launch
- * fails.
+ * (the forward's kernels take every multiple of 8 from 32 to 256, the backward's too but for
+ * non-causal calls of head dim 240 that are deterministic or off compute capability 9.0),
+ * FT_ERR_CUDA when the launch fails.
  * Thread-safe. */
 FT_API ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *args, void *stream);
 

@@ -125,19 +125,21 @@ static ft_tolerance bwd_tolerance(int bf16)
     return bf16 ? b16 : f16;
 }
 
-/* The workspace of templates/flash_bwd_sm80.cuh, in bytes, each region following the last:
- * dQ's fp32 partial sums (one bm × d tile per query block), LSE·log2(e) and D per padded query
- * row, with summed dK/dV their fp32 sums per padded key row, with determinism a counter per dQ
+/* The workspace of templates/flash_bwd_sm80.cuh and flash_bwd_sm90.cuh, in bytes, each region
+ * following the last: dQ's fp32 partial sums (one tile per query block, bm rows by the head dim,
+ * or by the tiles' width where the kernel rounds it up), LSE·log2(e) and D per padded query
+ * row, with summed dK/dV their fp32 sums per padded key row (as wide), with determinism a counter per dQ
  * tile (and per dK/dV tile when summed). Rounded up to 256 bytes. */
 static long long bwd_workspace(const ft_launch_facts *f, const ft_problem *p, long long mbq, long long nbk,
                                int kv_sum)
 {
     const long long bhq = (long long)p->batch * p->heads_q, bhkv = (long long)p->batch * p->heads_kv;
     const long long sqp = mbq * f->rows_per_block, skp = nbk * f->keys_per_block;
-    long long bytes = 4 * bhq * sqp * (f->head_dim + 2);
+    const long long width = f->tile_dim > 0 ? f->tile_dim : f->head_dim;
+    long long bytes = 4 * bhq * sqp * (width + 2);
 
     if (kv_sum)
-        bytes += 8 * bhkv * skp * f->head_dim;
+        bytes += 8 * bhkv * skp * width;
     if (f->deterministic)
         bytes += 4 * bhq * mbq + (kv_sum ? 4 * bhkv * nbk : 0);
     return (bytes + 255) / 256 * 256;

@@ -133,6 +133,8 @@ typedef struct ft_launch_facts {
     int gqa_atomic;         /* one main block per query head, dK and dV summed in fp32 in the
                                workspace (0: one per K/V head, walking the group's query heads) */
     int deterministic;      /* additions in a fixed order, with counters in the workspace */
+    int tile_dim;           /* columns of the dQ accumulator tiles in the workspace: the head dim
+                               rounded up as the kernel's tiles are (0: the head dim) */
     /* The forward's split-key kernels (flash_decode_sm80): */
     int split_kv;           /* the keys of a row block split across blocks, a combine kernel after */
     int pack_gqa;           /* a block's rows: the query heads of one K/V head times the queries */

@@ -46,10 +46,11 @@ ft_status ft__bwd_tensors_create(const ft_cuda *cu, const ft_problem *p, ft_bwd_
         return ft__fail(err, FT_ERR_UNSUPPORTED, "the backward's checks take the bshd and bhsd layouts, not %s",
                         ft__layout_name(p->layout));
     /* templates/reference.cuh's backward kernels hold at most 256 / 32 elements per lane, and its
-     * comparison reads 8 per thread; the kernels take multiples of 16 from 32. */
-    if (p->head_dim % 16 != 0 || p->head_dim < 32 || p->head_dim > 256)
+     * comparison reads 8 per thread; the kernels take multiples of 8 from 32 (the sm_90a family;
+     * the sm80 one multiples of 16). */
+    if (p->head_dim % 8 != 0 || p->head_dim < 32 || p->head_dim > 256)
         return ft__fail(err, FT_ERR_UNSUPPORTED,
-                        "the backward's GPU reference takes head dims that are multiples of 16 from 32 to 256, not %d",
+                        "the backward's GPU reference takes head dims that are multiples of 8 from 32 to 256, not %d",
                         p->head_dim);
     ft__problem_layout(p, &layout); /* Q's strides are those of O, dO and dQ; K's of V, dK, dV */
     t->sq = layout.strides[0];

@@ -8,24 +8,29 @@
 -- two m16 tiles of keys, each split into `split` parts along the queries of S and dP and along
 -- the columns of dK and dV.
 
+-- The tiles' width: the head dim rounded up to whole k16 steps (d = 72: 80); the loads fill the
+-- columns past the head dim with zeros, and the products compute over the whole width.
+local function width(v) return (v.d + 15) // 16 * 16 end
+
 -- Key groups, m16 tiles of keys per warp, query rows and dK/dV columns per warp.
 local function key_groups(v) return v.warps // v.split end
 local function key_tiles(v) return v.bn // (16 * key_groups(v)) end
 local function warp_queries(v) return v.bm // v.split end
-local function warp_columns(v) return v.d // v.split end
+local function warp_columns(v) return width(v) // v.split end
 
 -- The dQ product's warp grid, as the template picks it (dq_layout): wm warps along the bm
--- rows and warps/wm along the d columns, tiles of a multiple of 16 rows and of 16 columns (8 at
--- head dims that are odd multiples of 16, which 16s split no further), the squarest (smallest
+-- rows and warps/wm along the tiles' width, tiles of a multiple of 16 rows and of 16 columns (8
+-- at widths that are odd multiples of 16, which 16s split no further), the squarest (smallest
 -- tm + td), among equals the one with more warps along the rows. 0 when none exists.
 local function dq_rows_warps(v)
   local best, cost = 0, math.huge
-  local cols = v.d % 32 == 0 and 16 or 8
+  local w = width(v)
+  local cols = w % 32 == 0 and 16 or 8
   local wm = v.warps
   while wm >= 1 do
     local wd = v.warps // wm
-    if v.bm % (16 * wm) == 0 and v.d % (cols * wd) == 0 then
-      local c = v.bm // wm + v.d // wd
+    if v.bm % (16 * wm) == 0 and w % (cols * wd) == 0 then
+      local c = v.bm // wm + w // wd
       if c < cost then
         best, cost = wm, c
       end
@@ -46,7 +51,7 @@ return {
 
   params = {
     { name = "d",      values = { 32, 64, 80, 96, 128, 160, 192, 256 }, open = true,
-      doc = "head dimension (a call or --only d=N adds any other multiple of 16 up to 256)" },
+      doc = "head dimension (a call or --only d=N adds any other multiple of 8 from 32 to 256)" },
     { name = "bm",     values = { 32, 64, 128 },   doc = "query rows per block of the CTA's loop" },
     { name = "bn",     values = { 32, 64, 128 },   doc = "keys per thread block" },
     { name = "warps",  values = { 4, 8 },          doc = "warps per thread block" },
@@ -64,8 +69,8 @@ return {
   },
 
   constraints = {
-    { "head dims are multiples of 16 from 32 to 256",
-      function(v) return v.d % 16 == 0 and v.d >= 32 and v.d <= 256 end },
+    { "head dims are multiples of 8 from 32 to 256",
+      function(v) return v.d % 8 == 0 and v.d >= 32 and v.d <= 256 end },
     { "each warp owns one or two m16 tiles of keys",
       function(v)
         return v.bn % (16 * key_groups(v)) == 0 and key_tiles(v) >= 1 and key_tiles(v) <= 2
@@ -75,13 +80,14 @@ return {
     { "the dQ product needs a warp grid of tiles of 16 × 16 or more (16 × 8 at odd multiples of 16)",
       function(v) return dq_rows_warps(v) > 0 end },
     { "split = 2 is for head dims whose dK and dV do not fit one warp's registers (d >= 128)",
-      function(v) return v.split == 1 or v.d >= 128 end },
+      function(v) return v.split == 1 or width(v) >= 128 end },
   },
 
-  -- K and V tiles, `stages` Q and dO tiles (rows padded by 8 elements, 16 bytes), the dSᵀ tile
-  -- [bn][bm + 8] (and with split = 2 the Pᵀ tile), `stages` × bm floats of LSE·log2(e) and of D.
+  -- K and V tiles, `stages` Q and dO tiles (rows of the tiles' width padded by 8 elements, 16
+  -- bytes), the dSᵀ tile [bn][bm + 8] (and with split = 2 the Pᵀ tile), `stages` × bm floats of
+  -- LSE·log2(e) and of D.
   smem = function(v)
-    local row = (v.d + 8) * 2
+    local row = (width(v) + 8) * 2
     local s_tile = v.bn * (v.bm + 8) * 2
     return 2 * v.bn * row + 2 * v.stages * v.bm * row + v.split * s_tile + 2 * v.stages * v.bm * 4
   end,

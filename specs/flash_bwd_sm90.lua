@@ -14,17 +14,26 @@
 
 local hopper = require("hopper")
 
+-- The tiles' width: the head dim rounded up to whole k16 steps, with kvsplit to two halves of
+-- whole k16 steps (d = 72: 80; 168 with kvsplit: 192). TMA fills the columns past the head dim
+-- with zeros, and the products compute over the whole width (generator/family.c
+-- bwd_sm90_tile_width).
+local function width(v)
+  if v.kvsplit == 1 then return (v.d + 31) // 32 * 32 end
+  return (v.d + 15) // 16 * 16
+end
+
 -- Consumer warpgroups: one per 64 keys, or two sharing them (kvsplit).
 local function consumers(v)
   if v.kvsplit == 1 then return 2 end
   return v.bn // 64
 end
 
--- The columns of dQ's partial that each consumer warpgroup computes: all d when two warpgroups
--- split its rows (bm = 128), else d / warpgroups.
+-- The columns of dQ's partial that each consumer warpgroup computes: the whole width when two
+-- warpgroups split its rows (bm = 128), else width / warpgroups.
 local function dq_columns(v)
-  if v.bm > 64 then return v.d end
-  return v.d // consumers(v)
+  if v.bm > 64 then return width(v) end
+  return width(v) // consumers(v)
 end
 
 -- The width of one pass over those columns: the fewest passes of equal width, a multiple of 16
@@ -43,13 +52,14 @@ end
 -- registers to them (setmaxnreg; specs/lib/hopper.lua says how many).
 local function consumer_registers(v)
   if v.kvsplit == 1 then
-    -- dK and dV (d/4 each), then the larger of what the two phases hold: Sᵀ and dPᵀ with their
-    -- packings (bm/4 + bm/8 each), or the dQ partial's passes, all in flight at once (d/4).
-    return v.d // 2 + math.max(3 * v.bm // 4, v.d // 4) + 24
+    -- dK and dV (width/4 each), then the larger of what the two phases hold: Sᵀ and dPᵀ with
+    -- their packings (bm/4 + bm/8 each), or the dQ partial's passes, all in flight at once
+    -- (width/4).
+    return width(v) // 2 + math.max(3 * v.bm // 4, width(v) // 4) + 24
   end
-  -- dK and dV (d/2 each), then the larger of Sᵀ and dPᵀ (bm/2 each) and a pass of dQ's partial
-  -- (width/2) beside Pᵀ and dSᵀ packed (bm/4 each).
-  return v.d + math.max(v.bm, v.bm // 2 + (dq_width(v) or 64) // 2) + 24
+  -- dK and dV (width/2 each), then the larger of Sᵀ and dPᵀ (bm/2 each) and a pass of dQ's
+  -- partial (its width/2) beside Pᵀ and dSᵀ packed (bm/4 each).
+  return width(v) + math.max(v.bm, v.bm // 2 + (dq_width(v) or 64) // 2) + 24
 end
 
 local function register_limit(v)
@@ -68,7 +78,7 @@ return {
 
   params = {
     { name = "d",      values = { 64, 80, 96, 128, 160, 192, 256 }, open = true,
-      doc = "head dimension (a call or --only d=N adds any other multiple of 16 from 32 to 256)" },
+      doc = "head dimension (a call or --only d=N adds any other multiple of 8 from 32 to 256)" },
     { name = "bm",     values = { 64, 128 },       doc = "query rows per block of the CTA's loop (128: two consumer warpgroups split dQ by rows)" },
     { name = "bn",     values = { 64, 128 },       doc = "keys per thread block: 64 per consumer warpgroup" },
     { name = "causal", values = { 0, 1 },          doc = "bottom-right causal mask" },
@@ -83,8 +93,8 @@ return {
   },
 
   constraints = {
-    { "head dims are multiples of 16 from 32 to 256",
-      function(v) return v.d % 16 == 0 and v.d >= 32 and v.d <= 256 end },
+    { "head dims are multiples of 8 from 32 to 256",
+      function(v) return v.d % 8 == 0 and v.d >= 32 and v.d <= 256 end },
     { "the launch order by walk length is for causal masks",
       function(v) return v.lpt == 0 or v.causal == 1 end },
     { "128 query rows per block take two consumer warpgroups of 64 keys each",
@@ -98,21 +108,22 @@ return {
     { "the fixed order of dQ's additions is kept by the producer's bulk reductions, in the launch order",
       function(v) return v.det == 0 or (v.dq_red == 0 and v.lpt == 0) end },
     { "each warpgroup's dQ columns go in passes of a multiple of 16 columns (at most 112), its dK and dV columns are a multiple of 16",
-      function(v) return dq_width(v) ~= nil and (v.kvsplit == 0 or (v.d // 2) % 16 == 0) end },
+      function(v) return dq_width(v) ~= nil and (v.kvsplit == 0 or (width(v) // 2) % 16 == 0) end },
     { "consumer registers within what setmaxnreg gives them",
       function(v) return consumer_registers(v) <= register_limit(v) end },
   },
 
   -- K and V tiles, two stages of Q and dO tiles, two dSᵀ tiles [bn][bm] (kvsplit: and two Pᵀ
-  -- tiles), the fp32 dQ staging tile [bm][d] (not with dq_red), two stages of bm floats of
+  -- tiles), the fp32 dQ staging tile [bm][width] (not with dq_red), two stages of bm floats of
   -- LSE·log2(e) and of D, 64 bytes of mbarriers, and 1024 bytes to align the base for the
-  -- swizzle.
+  -- swizzle. Tiles are width(v) wide.
   smem = function(v)
-    return 1024 + 2 * v.bn * v.d * 2 + 2 * 2 * v.bm * v.d * 2 + 2 * (1 + v.kvsplit) * v.bn * v.bm * 2
-      + (1 - v.dq_red) * v.bm * v.d * 4 + 2 * 2 * v.bm * 4 + 64
+    local w = width(v)
+    return 1024 + 2 * v.bn * w * 2 + 2 * 2 * v.bm * w * 2 + 2 * (1 + v.kvsplit) * v.bn * v.bm * 2
+      + (1 - v.dq_red) * v.bm * w * 4 + 2 * 2 * v.bm * 4 + 64
   end,
 
-  -- Per consumer thread: the fp32 dK and dV accumulators (d/2 each), Sᵀ and dPᵀ (bm/2 each),
+  -- Per consumer thread: the fp32 dK and dV accumulators (width/2 each), Sᵀ and dPᵀ (bm/2 each),
   -- their 16-bit packings (bm/4 each, built as those die), and about 24 for addresses and loop
   -- state; with kvsplit as consumer_registers says. A lower bound: ptxas reports the real count
   -- after compiling.

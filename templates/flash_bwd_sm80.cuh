@@ -8,7 +8,7 @@
 // dS are rounded to the element type before the products that take them as operands.
 //
 // Conventions (the forward's contract, templates/flash_fwd_sm80.cuh):
-//   * Q, O, dO, dQ: [batch, seqlen_q, heads_q, D]; K, V, dK, dV: [batch, seqlen_k, heads_kv, D];
+//   * Q, O, dO, dQ: [batch, seqlen_q, heads_q, DH]; K, V, dK, dV: [batch, seqlen_k, heads_kv, DH];
 //     batch, row and head strides are free (in elements, multiples of 8), the head dimension is
 //     contiguous, base pointers are 16-byte aligned.
 //   * Grouped-query attention: Q head h reads K/V head h / (heads_q / heads_kv); dK and dV of a
@@ -45,7 +45,8 @@
 //                accumulator rows of key block x of K/V head h → dK, dV.
 //
 // ---- the workspace (BwdParams::ws, 16-byte aligned; 256 recommended) --------------------------
-// With SQP = MBQ·BM and SKP = NBK·BN, in this order, each region starting where the last ends:
+// With SQP = MBQ·BM, SKP = NBK·BN and D the tiles' width (DH rounded up to 16), in this order,
+// each region starting where the last ends:
 //   dq_acc  float [batch][heads_q][MBQ][BM·D]   dQ partial sums, one BM×D tile per query block,
 //                                               stored in the order the main kernel's threads
 //                                               hold them (dq_index below)
@@ -95,7 +96,8 @@
 // With KVACC the dK/dV additions wait the same way for the query heads of the group in order.
 // Measured on an H200 (tests/bwd/README.md): about −20 % at d = 128, causal or not.
 // Compile-time parameters, defined by the generated prelude:
-//   FTP_D        head dimension (a multiple of 16 from 32 to 256)
+//   FTP_D        DH, the head dimension (a multiple of 8 from 32 to 256; the tiles are D wide,
+//                DH rounded up to 16: see D below)
 //   FTP_BM       query rows per block of the loop    FTP_BN     keys per CTA
 //   FTP_WARPS    4 or 8                               FTP_SPLIT  1 or 2 parts per key group
 //   FTP_STAGES   1 or 2 buffers of Q/dO/LSE/D         FTP_CAUSAL 0 or 1
@@ -122,7 +124,12 @@
 
 namespace ft {
 
-constexpr int D = FTP_D;
+constexpr int DH = FTP_D; // the head dim: the columns of every tensor in global memory
+// The tiles' width D: the head dim rounded up to whole k16 steps. The loads fill a tile's D − DH
+// columns past the head dim with zeros, so every product adds zeros there and the gradients'
+// columns there are zeros, never stored; the workspace's dQ (and dK/dV) accumulators are D wide
+// too (ops/bwd.c sizes them alike, from the launch facts' tile_dim).
+constexpr int D = (DH + 15) / 16 * 16;
 constexpr int BM = FTP_BM;
 constexpr int BN = FTP_BN;
 constexpr int WARPS = FTP_WARPS;
@@ -150,7 +157,8 @@ constexpr int NTQ = BMS / 8;       // n8 tiles of queries per warp in S and dP
 constexpr int DS = D / SPLIT;      // dK/dV columns per warp
 constexpr int NTK = DS / 8;        // n8 tiles of dK/dV per warp
 constexpr int KSTEPS = D / 16;     // k16 steps of S and dP
-constexpr int NC = D / 8;          // 16-byte chunks per row of Q, K, V, dO
+constexpr int NC = D / 8;          // 16-byte chunks per row of the Q, K, V and dO tiles
+constexpr int NCG = DH / 8;        // of them, those of a row in global memory (the rest zeros)
 constexpr int SCH = NTQ < 4 ? NTQ : 4; // n8 tiles of Sᵀ computed at a time (32 queries)
 
 // The dQ product's warp grid: WMQ warps along the BM query rows, WARPS/WMQ along the D columns,
@@ -208,7 +216,7 @@ constexpr int OFF_LSE = OFF_P + (SPLIT > 1 ? S_TILE : 0); // STAGES × BM floats
 constexpr int OFF_DSUM = OFF_LSE + STAGES * BM * 4;       // STAGES × BM floats: D
 constexpr int SMEM_BYTES = OFF_DSUM + STAGES * BM * 4;
 
-static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dimension must be a multiple of 16 from 32 to 256");
+static_assert(DH % 8 == 0 && DH >= 32 && DH <= 256, "head dimension must be a multiple of 8 from 32 to 256");
 static_assert(WARPS == 4 || WARPS == 8, "4 or 8 warps");
 static_assert(SPLIT == 1 || SPLIT == 2, "1 or 2 parts per key group");
 // dK and dV take their B operands, Q and dO, 16 columns at a time (ldmatrix.x4.trans: two n8
@@ -314,7 +322,8 @@ __device__ __forceinline__ int dq_index(int warp, int f, int lane, int e)
 
 // ---- global → shared tile copies ---------------------------------------------------------------
 // ROWS rows of D elements from src (row stride in elements) into a tile at dst; rows at or
-// beyond `valid` are zero-filled (cp.async with a source size of 0).
+// beyond `valid`, and the chunks past the head dim, are zero-filled (cp.async with a source size
+// of 0).
 template <int ROWS>
 __device__ __forceinline__ void load_rows(u32 dst, const u16 *src, long long row_stride, int valid)
 {
@@ -325,12 +334,13 @@ __device__ __forceinline__ void load_rows(u32 dst, const u16 *src, long long row
         constexpr int ROW_STEP = THREADS % NC == 0 ? THREADS / NC : 1;
         int row = (int)threadIdx.x / NC;
         const int chunk = (int)threadIdx.x % NC;
+        const bool real = chunk < NCG;
         const u16 *gp = src + row * row_stride + chunk * 8;
         u32 sp = dst + row * PITCH + chunk * 16;
 #pragma unroll
         for (int it = 0; it < ITERS; ++it) {
             if (CHUNKS % THREADS == 0 || it * THREADS + (int)threadIdx.x < CHUNKS) {
-                const bool ok = row < valid;
+                const bool ok = real && row < valid;
                 cp_async16(sp, ok ? gp : src, ok ? 16 : 0);
             }
             row += ROW_STEP;
@@ -345,7 +355,7 @@ __device__ __forceinline__ void load_rows(u32 dst, const u16 *src, long long row
             const int idx = it * THREADS + (int)threadIdx.x;
             if (CHUNKS % THREADS == 0 || idx < CHUNKS) {
                 const int row = idx / NC, chunk = idx % NC;
-                const bool ok = row < valid;
+                const bool ok = chunk < NCG && row < valid;
                 cp_async16(dst + row * PITCH + chunk * 16, ok ? src + row * row_stride + chunk * 8 : src,
                            ok ? 16 : 0);
             }
@@ -761,8 +771,8 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p)
         __syncthreads();
         u16 *dkp = (u16 *)p.dk + batch * p.dk_batch_stride + kv_head * p.dk_head_stride + n0 * p.dk_row_stride;
         u16 *dvp = (u16 *)p.dv + batch * p.dv_batch_stride + kv_head * p.dv_head_stride + n0 * p.dv_row_stride;
-        for (int idx = tid; idx < key_valid * NC; idx += THREADS) {
-            const int row = idx / NC, chunk = idx % NC;
+        for (int idx = tid; idx < key_valid * NCG; idx += THREADS) {
+            const int row = idx / NCG, chunk = idx % NCG;
             const int off = row * PITCH + chunk * 16;
             *(uint4 *)(dkp + row * p.dk_row_stride + chunk * 8) = *(const uint4 *)(smem + OFF_K + off);
             *(uint4 *)(dvp + row * p.dv_row_stride + chunk * 8) = *(const uint4 *)(smem + OFF_V + off);
@@ -772,14 +782,14 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p)
 
 // ---- the preprocessing kernel ---------------------------------------------------------------------
 // D and LSE·log2(e) of query block blockIdx.x: LPR lanes per row (the power of two at or above
-// the row's D/8 chunks), one 16-byte chunk of dO and O each, reduced with xor shuffles; where
-// D/8 is not a power of two (48, 80, 96, ...) the row's last LPR − D/8 lanes add 0.
+// the row's DH/8 chunks), one 16-byte chunk of dO and O each, reduced with xor shuffles; where
+// DH/8 is not a power of two (48, 72, 80, 96, ...) the row's last LPR − DH/8 lanes add 0.
 __device__ __forceinline__ void bwd_pre(const BwdParams &p)
 {
     const int m = (int)blockIdx.x, head = (int)blockIdx.y, batch = (int)blockIdx.z;
     const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const Workspace ws = workspace(p);
-    constexpr int LPR = NC <= 4 ? 4 : NC <= 8 ? 8 : NC <= 16 ? 16 : 32;
+    constexpr int LPR = NCG <= 4 ? 4 : NCG <= 8 ? 8 : NCG <= 16 ? 16 : 32;
     constexpr int RPW = 32 / LPR; // rows per warp and pass
     const int sub = lane / LPR, c = lane % LPR;
     const long long bh = (long long)batch * p.heads_q + head;
@@ -791,7 +801,7 @@ __device__ __forceinline__ void bwd_pre(const BwdParams &p)
         const int row = r + sub; // < BM: BM is a multiple of RPW
         const int q_row = m * BM + row;
         float acc = 0.f;
-        if (q_row < p.seqlen_q && c < NC) {
+        if (q_row < p.seqlen_q && c < NCG) {
             const uint4 a = *(const uint4 *)(dout + q_row * p.dout_row_stride + c * 8);
             const uint4 b = *(const uint4 *)(o + q_row * p.o_row_stride + c * 8);
             const u32 av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
@@ -856,9 +866,9 @@ __device__ __forceinline__ void bwd_post(const BwdParams &p)
 #pragma unroll
             for (int e = 0; e < 4; ++e)
                 v[e] = src[dq_index(w, f, lane, e)] * p.scale;
-            if (row < p.seqlen_q)
+            if (row < p.seqlen_q && col < DH)
                 *(u32 *)(dq + row * p.dq_row_stride + col) = pack2(v[0], v[1]);
-            if (row + 8 < p.seqlen_q)
+            if (row + 8 < p.seqlen_q && col < DH)
                 *(u32 *)(dq + (row + 8) * p.dq_row_stride + col) = pack2(v[2], v[3]);
         }
     }
@@ -868,8 +878,8 @@ __device__ __forceinline__ void bwd_post(const BwdParams &p)
         const long long base = (((long long)batch * p.heads_kv + head) * ws.nbk * BN + n0) * D;
         u16 *dk = (u16 *)p.dk + batch * p.dk_batch_stride + head * p.dk_head_stride + n0 * p.dk_row_stride;
         u16 *dv = (u16 *)p.dv + batch * p.dv_batch_stride + head * p.dv_head_stride + n0 * p.dv_row_stride;
-        for (int i = tid; i < valid * NC; i += THREADS) {
-            const int row = i / NC, chunk = i % NC;
+        for (int i = tid; i < valid * NCG; i += THREADS) {
+            const int row = i / NCG, chunk = i % NCG;
             const float4 *a = (const float4 *)(ws.dk + base + row * D + chunk * 8);
             const float4 *b = (const float4 *)(ws.dv + base + row * D + chunk * 8);
             const float4 a0 = a[0], a1 = a[1], b0 = b[0], b1 = b[1];

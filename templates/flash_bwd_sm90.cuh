@@ -53,7 +53,8 @@
 //   name##_post  grid (MBQ, heads_q, batch): dQ accumulator tile → dQ · scale, element type.
 //
 // ---- the workspace (BwdParams::ws, 16-byte aligned; 256 recommended) --------------------------
-// With SQP = MBQ·BM, in this order (the sizes of flash_bwd_sm80's without its optional regions):
+// With SQP = MBQ·BM and D the tiles' width (the head dim where it is a multiple of 16, or of 32
+// with KVSPLIT; ops/bwd.c sizes it alike), in this order:
 //   dq_acc  float [batch][heads_q][MBQ][BM·D]   one tile per query block, in the order of the
 //                                               consumers' staging buffer (dq_index)
 //   lse2    float [batch][heads_q][SQP]         LSE·log2(e); +inf on padding rows
@@ -68,7 +69,7 @@
 // the mbarriers. The Q, dO, K and V tiles are column blocks of CH (FTP_SPAN) elements, rows of
 // CH·2 bytes swizzled as TMA's SWIZZLE_128B (CH = 64), SWIZZLE_64B (32) or SWIZZLE_32B (16)
 // writes them: wgmma's canonical layout of that swizzle, read K-major (along D) and MN-major
-// (along the rows) alike; the variant's span is the widest that its head dim, its warpgroups'
+// (along the rows) alike; the variant's span is the widest that its tiles' width, its warpgroups'
 // dK/dV columns and its dQ passes are multiples of (the generator works it out and tells the
 // runtime, which encodes the tensor maps' boxes alike). The dSᵀ and Pᵀ tiles [BN][BM] are column
 // blocks of 64 queries with the 128-byte swizzle (chunk c of row r at c ^ (r & 7)).
@@ -83,7 +84,8 @@
 // and every pass of dQ issued at once, each pass added to the workspace once done.
 //
 // Compile-time parameters, defined by the generated prelude:
-//   FTP_D       head dimension: a multiple of 16 from 32 to 256
+//   FTP_D       DH, the head dimension: a multiple of 8 from 32 to 256 (the tiles are D wide: DH
+//               rounded up to 16, with KVSPLIT to 32; see D below)
 //   FTP_BM      query rows per block of the loop: 64, or 128 with two consumer warpgroups
 //   FTP_BN      keys per CTA: 64 per consumer warpgroup (64, 128), or 64 with KVSPLIT
 //   FTP_KVSPLIT 1: two consumer warpgroups share the 64 keys (BM = 64, not EARLY_DV)
@@ -120,7 +122,7 @@
 
 namespace ft {
 
-constexpr int D = FTP_D;
+constexpr int DH = FTP_D; // the head dim: the columns of every tensor in global memory
 constexpr int BM = FTP_BM;
 constexpr int BN = FTP_BN;
 constexpr bool CAUSAL = FTP_CAUSAL != 0;
@@ -132,6 +134,11 @@ constexpr bool KVSPLIT = FTP_KVSPLIT != 0;
 constexpr bool DQ_RED = FTP_DQ_RED != 0;
 constexpr bool DET = FTP_DET != 0;
 constexpr bool S_AHEAD = FTP_S_AHEAD != 0;
+// The tiles' width D: the head dim rounded up to whole k16 steps, and with KVSPLIT to two halves
+// of whole k16 steps (generator/family.c bwd_sm90_tile_width). TMA fills a tile's D − DH columns
+// past the head dim with zeros, so every product over them adds zeros and the gradients' columns
+// there are zeros, never stored; the dQ accumulator tiles in the workspace are D wide too.
+constexpr int D = KVSPLIT ? (DH + 31) / 32 * 32 : (DH + 15) / 16 * 16;
 
 constexpr int NWG = KVSPLIT ? 2 : BN / 64; // consumer warpgroups: 64 keys each, or two sharing 64
 constexpr int CT = 128 * NWG;      // consumer threads
@@ -150,7 +157,7 @@ constexpr int DQ_PASSES = DC / PW;
 constexpr int CH = FTP_SPAN;       // elements per swizzled row of a Q, dO, K or V column block
 constexpr int SWB = CH * 2;        // its bytes: the swizzle span (128, 64 or 32)
 constexpr int ROW = 128;           // bytes per row of a 64-query block of the dSᵀ and Pᵀ tiles
-constexpr int CPR = D / 8;         // 16-byte chunks per row of a tile
+constexpr int CPR = DH / 8;        // 16-byte chunks per row of a tensor in global memory
 constexpr int LPR = CPR <= 4 ? 4 : CPR <= 8 ? 8 : CPR <= 16 ? 16 : 32; // lanes per row in pre
 constexpr int SQ = KVSPLIT ? BM / 2 : BM; // queries of a warpgroup's Sᵀ (and dPᵀ)
 constexpr int DKV = KVSPLIT ? D / 2 : D;  // columns of a warpgroup's dK (and dV)
@@ -175,7 +182,7 @@ constexpr int SMEM_BYTES = 1024 + OFF_BAR + BAR_BYTES;
 // 16 bytes (D/8 + 1 chunks, an odd number: a warp's stores of eight rows hit eight bank groups).
 constexpr u32 OUT_PITCH = (D + 8) * 2;
 
-static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dimension: a multiple of 16 from 32 to 256");
+static_assert(DH % 8 == 0 && DH >= 32 && DH <= 256 && D <= 256, "head dimension: a multiple of 8 from 32 to 256");
 static_assert(CH == 64 || CH == 32 || CH == 16, "column blocks of 64, 32 or 16 elements");
 static_assert(D % CH == 0 && DKV % CH == 0 && PW % CH == 0 && DC == PW * DQ_PASSES && PW <= 112,
               "the head dim, each warpgroup's dK/dV columns and each dQ pass are whole column blocks");

@@ -323,7 +323,7 @@ struct RefBwdParams {
     long long o_batch_stride, o_row_stride, o_head_stride;
     long long dout_batch_stride, dout_row_stride, dout_head_stride;
     // head_dim: at most 256 (eight elements a lane), a multiple of 8 (ft_ref_bwd_compare reads
-    // eight a thread); runtime/verify_bwd.c passes the kernels' multiples of 16 from 32 to 256.
+    // eight a thread); runtime/verify_bwd.c passes the kernels' multiples of 8 from 32 to 256.
     int batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
     float scale;
     int causal;

@@ -97,8 +97,10 @@ static void test_emit(void)
 }
 
 /* The spec's head dims: d is open, so 112 (listed by no spec) joins when asked for and the
- * constraints decide: every multiple of 16 from 32 to 256 (72 and 272 pruned with the first
- * constraint's words). At an odd multiple of 16 the dQ grid's tiles are 8·k columns wide, so
+ * constraints decide: every multiple of 8 from 32 to 256 (36 and 272 pruned with the first
+ * constraint's words). At an odd multiple of 8 the tiles are the head dim rounded up to 16 wide
+ * (72: 80, with d = 80's shared memory and warp grids, a source that defines FTP_D 72 and a
+ * launch fact tile_dim of 80). At an odd multiple of 16 the dQ grid's tiles are 8·k columns wide, so
  * bm = 64 takes 8 warps (two along the columns) but bm = 32 does not (four would be 20 columns
  * wide at d = 80); at multiples of 32 they stay 16·k wide (d = 96, bm = 32, 8 warps: no grid,
  * as before). split = 2 takes them too (parts of an odd number of n8 tiles: 72 columns at
@@ -113,10 +115,13 @@ static void test_head_dims(void)
         {"d=80,bm=128,bn=128,warps=8,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0", NULL},
         {"d=112,bm=64,bn=64,warps=4,split=1,stages=2,causal=1,dtype=bf16,gqa=atomic,det=1", NULL},
         {"d=160,bm=64,bn=64,warps=8,split=2,stages=2,causal=0,dtype=bf16,gqa=loop,det=0", NULL},
-        {"d=72,bm=64,bn=64,warps=4,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0",
-         "head dims are multiples of 16 from 32 to 256"},
+        {"d=36,bm=64,bn=64,warps=4,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0",
+         "head dims are multiples of 8 from 32 to 256"},
         {"d=272,bm=64,bn=64,warps=4,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0",
-         "head dims are multiples of 16 from 32 to 256"},
+         "head dims are multiples of 8 from 32 to 256"},
+        {"d=72,bm=32,bn=128,warps=8,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0",
+         "the dQ product needs a warp grid of tiles of 16 × 16 or more (16 × 8 at odd multiples of 16)"},
+        {"d=120,bm=64,bn=64,warps=8,split=2,stages=1,causal=1,dtype=bf16,gqa=atomic,det=1", NULL},
         {"d=80,bm=64,bn=128,warps=8,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0", NULL},
         {"d=80,bm=32,bn=128,warps=8,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0",
          "the dQ product needs a warp grid of tiles of 16 × 16 or more (16 × 8 at odd multiples of 16)"},
@@ -149,6 +154,19 @@ static void test_head_dims(void)
     ASSERT_EQ(ks.smem_dynamic, 2 * 128 * 88 * 2 + 2 * 2 * 128 * 88 * 2 + 128 * 136 * 2 + 2 * 2 * 128 * 4);
     ASSERT_EQ(ft_test_count(ks.text, "#define FTP_D 80\n"), 1);
     ft__kernel_source_free(&ks);
+    {
+        /* d = 72: d = 80's tiles */
+        const char *odd = "d=72,bm=128,bn=128,warps=8,split=1,stages=2,causal=0,dtype=f16,gqa=loop,det=0";
+        ft_launch_facts facts;
+        ASSERT_EQ(ft_test_spec_case(spec, &arch, odd, NULL, &v), 1);
+        ASSERT_OK(ft__emit(spec, fam, &v, &arch, &ks, &err), &err);
+        ASSERT_EQ(ks.smem_dynamic, 2 * 128 * 88 * 2 + 2 * 2 * 128 * 88 * 2 + 128 * 136 * 2 + 2 * 2 * 128 * 4);
+        ASSERT_EQ(ft_test_count(ks.text, "#define FTP_D 72\n"), 1);
+        ft__family_launch(fam, odd, ks.threads, ks.smem_dynamic, &facts);
+        ASSERT_EQ(facts.head_dim, 72);
+        ASSERT_EQ(facts.tile_dim, 80);
+        ft__kernel_source_free(&ks);
+    }
     ft__spec_free(spec);
 }
 

@@ -694,8 +694,8 @@ static void bwd_args_of(const ft_bwd_tensors *t, const ft_problem *p, ft_attenti
  * with 32-byte swizzled tiles; 72 and 200 with tiles of 80 and 208 columns in blocks of 16, 88
  * of 96 in blocks of 32, 120 of 128 in blocks of 64, the columns past d zeros). The sm80 family
  * on the same head dims, forced. A head dim no forward template takes (264) is
- * FT_ERR_UNSUPPORTED, saying so, and so is the backward at 72 (test_public_backward has the
- * backward at the new head dims). */
+ * FT_ERR_UNSUPPORTED, saying so, and so is the backward there (test_public_backward has the
+ * backward at the new head dims, odd multiples of 8 among them). */
 static void test_public_head_dims(void)
 {
     static const int dims[] = {48, 80, 112, 160, 224, 40, 72, 88, 120, 200};
@@ -727,7 +727,7 @@ static void test_public_head_dims(void)
                        check.o_rel_l2, which);
             }
     {
-        /* no forward template takes 264; the backward's none 72 */
+        /* no forward template takes 264, nor any backward one */
         ft_problem p;
         ft_tensors t;
         ft_attention_args a;
@@ -742,15 +742,15 @@ static void test_public_head_dims(void)
         printf("  head dim 264: %s\n", ft_last_error(ctx));
         ft__tensors_destroy(session.cu, &t);
         {
-            /* [1, 64, 2, 72] tensors: the inputs share one buffer, each gradient has its own */
-            const int64_t stride[3] = {64 * 2 * 72, 2 * 72, 72};
+            /* [1, 64, 2, 264] tensors: the inputs share one buffer, each gradient has its own */
+            const int64_t stride[3] = {64 * 2 * 264, 2 * 264, 264};
             CUdeviceptr buf[5];
             size_t bytes = 0;
             int k;
             for (k = 0; k < 5; k++)
-                ASSERT_EQ(session.cu->p_cuMemAlloc(&buf[k], 64 * 2 * 72 * 2), CUDA_SUCCESS);
+                ASSERT_EQ(session.cu->p_cuMemAlloc(&buf[k], 64 * 2 * 264 * 2), CUDA_SUCCESS);
             ft_attention_bwd_args_init(&b);
-            b.dtype = FT_F16, b.batch = 1, b.heads_q = b.heads_kv = 2, b.seqlen_q = b.seqlen_k = 64, b.head_dim = 72;
+            b.dtype = FT_F16, b.batch = 1, b.heads_q = b.heads_kv = 2, b.seqlen_q = b.seqlen_k = 64, b.head_dim = 264;
             b.q = b.k = b.v = b.o = b.dout = (void *)(uintptr_t)buf[0];
             b.dq = (void *)(uintptr_t)buf[1], b.dk = (void *)(uintptr_t)buf[2], b.dv = (void *)(uintptr_t)buf[3];
             b.lse = (float *)(uintptr_t)buf[4];
@@ -759,8 +759,8 @@ static void test_public_head_dims(void)
             memcpy(b.dout_stride, stride, sizeof stride), memcpy(b.dq_stride, stride, sizeof stride);
             memcpy(b.dk_stride, stride, sizeof stride), memcpy(b.dv_stride, stride, sizeof stride);
             ASSERT_EQ(ft_attention_backward_workspace_size(ctx, &b, &bytes), FT_ERR_UNSUPPORTED);
-            ASSERT_CONTAINS(ft_last_error(ctx), "head dims are multiples of 16 from 32 to 256");
-            printf("  backward head dim 72: %s\n", ft_last_error(ctx));
+            ASSERT_CONTAINS(ft_last_error(ctx), "head dims are multiples of");
+            printf("  backward head dim 264: %s\n", ft_last_error(ctx));
             for (k = 0; k < 5; k++)
                 session.cu->p_cuMemFree(buf[k]);
         }
@@ -775,10 +775,14 @@ static void test_public_head_dims(void)
  * and a deterministic call: the gradients pass the operation's bounds against the reference
  * (ft__bwd_check_gradients), with the gradients and the caller's workspace poisoned first; a
  * workspace too small or misaligned is refused. On compute capability 9.0 the sm_90a family
- * runs every call its defaults serve (all but d = 176, and 144 causal: runtime/defaults.c). */
+ * runs every call its defaults serve (all but 144 causal: runtime/defaults.c; 176 with tiles of
+ * 192 columns). The odd multiples of 8 too (40, 72, 88, 120, 168, 200; 72 and 200 deterministic, the
+ * latter on the sm80 family): both
+ * families' tiles are the head dim rounded up to 16 (the sm_90a family's with kvsplit to 32),
+ * zeros past it (TMA's fill, cp.async's zero-size copies). */
 static void test_public_backward(void)
 {
-    static const int dims[] = {32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256};
+    static const int dims[] = {32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256, 40, 72, 88, 120, 168, 200};
     ft_context_options o;
     ft_context *ctx = NULL;
     size_t i;
@@ -789,8 +793,9 @@ static void test_public_backward(void)
     for (i = 0; i < sizeof dims / sizeof dims[0]; i++)
         for (causal = 0; causal < 2; causal++)
             for (bf16 = 0; bf16 < 2; bf16++) {
-                const int det = dims[i] == 128 && causal && bf16;
-                const int sm90 = session.arch.cc == 90 && dims[i] != 176 && !(dims[i] == 144 && causal);
+                const int det = (dims[i] == 128 || dims[i] == 72 || dims[i] == 200) && causal && bf16;
+                /* deterministic above 192: the sm80 family's (no sm_90a structure fits) */
+                const int sm90 = session.arch.cc == 90 && !(dims[i] == 144 && causal) && !(det && dims[i] > 192);
                 ft_problem p;
                 ft_bwd_tensors t;
                 ft_attention_bwd_args a;

@@ -551,6 +551,12 @@ static void test_bwd_plan(void)
     ASSERT_EQ(plan.steps[2].grid[0], 16);
     ASSERT_EQ(plan.workspace_bytes, bwd_workspace(3, 8, 8, 1000, 3000, 128, 64, 128, 1, 1));
     ASSERT_TRUE(plan.workspace_bytes % 256 == 0);
+    /* A kernel whose tiles are wider than the head dim (flash_bwd_sm90 at d = 72: 80): its dQ
+     * tiles in the workspace are that wide. */
+    f.tile_dim = 80, f.head_dim = 72, p.head_dim = 72;
+    ASSERT_OK(ft__op_bwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.workspace_bytes, bwd_workspace(3, 8, 8, 1000, 3000, 80, 64, 128, 1, 1));
+    f.tile_dim = 0, f.head_dim = 128, p.head_dim = 128;
     /* A kernel of another head dim, and grids too large, are refused. */
     p.head_dim = 64;
     ASSERT_EQ(ft__op_bwd.plan(&f, &p, &plan, &err), FT_ERR_INTERNAL);

@@ -80,6 +80,8 @@ cases = [  # b, hq, hkv, sq, sk, d, causal
     (1, 1, 1, 1, 7, 64, False), (2, 4, 4, 17, 17, 32, True), (1, 8, 2, 127, 1000, 128, True),
     (2, 6, 3, 1000, 127, 96, True), (1, 2, 2, 513, 513, 256, False), (3, 4, 1, 300, 300, 192, True),
     (1, 4, 4, 4097, 4097, 128, True), (2, 8, 8, 1000, 1000, 64, False), (1, 16, 2, 256, 2048, 128, False),
+    # odd multiples of 8: tiles the head dim rounded up to 16 wide, zeros past it
+    (2, 4, 2, 333, 333, 72, True), (1, 8, 2, 1000, 1000, 88, False), (1, 4, 4, 300, 257, 200, True),
 ]
 for dtype in (torch.float16, torch.bfloat16):
     u = 2.0 ** -11 if dtype == torch.float16 else 2.0 ** -8

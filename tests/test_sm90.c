@@ -885,8 +885,77 @@ static void test_bwd_sm90_s_ahead(void)
     ft__spec_free(spec);
 }
 
+/* The backward's sm_90a head dims: d is open, and the constraints keep every multiple of 8 from
+ * 32 to 256 (36 and 264 pruned with the first constraint's words). The tiles are the head dim
+ * rounded up to 16 wide, with kvsplit to 32 (two warpgroups of whole k16 steps): the shared
+ * memory, the dK/dV wgmma's n, the tensor maps' span and the workspace's dQ tiles follow that
+ * width (the launch facts' tile_dim), the maps' head dim the call's (TMA fills the rest with
+ * zeros). kvsplit at 176 (multiple of 16 whose half is not) is kept, 192 wide. */
+static void test_bwd_head_dims_by_8(void)
+{
+    static const struct {
+        const char *variant;
+        const char *reason; /* NULL: kept */
+        int width, span;    /* the tiles' width, the maps' swizzle span */
+        int bm, bn, kvsplit, dq_red;
+    } cases[] = {
+        {"d=72,bm=64,bn=64,causal=1,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16", NULL, 80, 16,
+         64, 64, 0, 0},
+        {"d=88,bm=64,bn=128,causal=0,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0,s_ahead=0,dtype=f16", NULL, 96, 16,
+         64, 128, 0, 1},
+        {"d=120,bm=64,bn=128,causal=1,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1,s_ahead=0,dtype=bf16", NULL, 128, 64,
+         64, 128, 0, 0},
+        {"d=168,bm=64,bn=64,causal=0,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,s_ahead=0,dtype=bf16", NULL, 192, 32,
+         64, 64, 1, 1},
+        {"d=176,bm=64,bn=64,causal=1,early_dv=0,lpt=0,kvsplit=1,dq_red=0,det=1,s_ahead=0,dtype=f16", NULL, 192, 32,
+         64, 64, 1, 0},
+        {"d=36,bm=64,bn=64,causal=0,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0,s_ahead=0,dtype=bf16",
+         "head dims are multiples of 8 from 32 to 256", 0, 0, 0, 0, 0, 0},
+        {"d=264,bm=64,bn=64,causal=0,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,s_ahead=0,dtype=bf16",
+         "head dims are multiples of 8 from 32 to 256", 0, 0, 0, 0, 0, 0},
+    };
+    const ft_family *fam = ft__family_find("flash_bwd_sm90");
+    ft_spec *spec = NULL;
+    ft_arch arch;
+    ft_err err;
+    size_t i;
+
+    ASSERT_TRUE(fam != NULL);
+    ASSERT_OK(ft__spec_load(FT_SOURCE_DIR "/specs/flash_bwd_sm90.lua", NULL, &spec, &err), &err);
+    ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ft_variant v;
+        ft_kernel_source ks;
+        ft_launch_facts facts;
+        char wrapper[80];
+        const int w = cases[i].width, bm = cases[i].bm, bn = cases[i].bn, split = cases[i].kvsplit;
+        int keep = ft_test_spec_case(spec, &arch, cases[i].variant, cases[i].reason, &v);
+        long long smem;
+
+        ASSERT_TRUE(keep >= 0);
+        if (!keep)
+            continue;
+        ASSERT_OK(ft__emit(spec, fam, &v, &arch, &ks, &err), &err);
+        /* 1024 to align, K and V, two stages of Q and dO, two dSᵀ (kvsplit: and Pᵀ) tiles, the dQ
+         * staging tile (not with dq_red), two stages of LSE and D, the mbarriers: w wide */
+        smem = 1024 + 2LL * bn * w * 2 + 2LL * 2 * bm * w * 2 + 2LL * (1 + split) * bn * bm * 2 +
+               (1 - cases[i].dq_red) * (long long)bm * w * 4 + 2 * 2 * bm * 4 + 64;
+        if (ks.smem_dynamic != smem)
+            FT_FAIL_("%s: shared memory %lld, want %lld", cases[i].variant, ks.smem_dynamic, smem);
+        snprintf(wrapper, sizeof wrapper, "wgmma.mma_async.sync.aligned.m64n%dk16", split ? w / 2 : w);
+        ASSERT_TRUE(strstr(ks.text, wrapper) != NULL);
+        ASSERT_EQ(ft_test_count(ks.text, "#define FTP_D "), 1);
+        ft__family_launch(fam, cases[i].variant, ks.threads, ks.smem_dynamic, &facts);
+        ASSERT_EQ(facts.head_dim, atoi(cases[i].variant + 2));
+        ASSERT_EQ(facts.tile_dim, w);
+        ASSERT_EQ(facts.tma_span, cases[i].span);
+        ft__kernel_source_free(&ks);
+    }
+    ft__spec_free(spec);
+}
+
 FT_TEST_MAIN(FT_CASE(test_builtin_table), FT_CASE(test_load_builtin_index), FT_CASE(test_load_default_names),
              FT_CASE(test_family_target), FT_CASE(test_plan_target), FT_CASE(test_wgmma_wrappers),
              FT_CASE(test_emit_sm90), FT_CASE(test_sm90_pruning), FT_CASE(test_sm90_compile_sample),
              FT_CASE(test_plan_rejects_spills), FT_CASE(test_fwd_head_dims_by_8),
-             FT_CASE(test_bwd_sm90_s_ahead))
+             FT_CASE(test_bwd_sm90_s_ahead), FT_CASE(test_bwd_head_dims_by_8))
