@@ -57,7 +57,7 @@ for mode in "$@"; do
     ;;
   sanitize)
     sanitize hd8 specs/flash_fwd_sm90.lua \
-      "${HD8_SANITIZE:-d=72,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=1,balance=0}"
+      "${HD8_SANITIZE:-d=72,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=1,balance=0,psmem=0}"
     ;;
   compare)
     db="--no-db"
@@ -92,7 +92,7 @@ for mode in "$@"; do
     note "tune --only $only --search exhaustive: exit $? in $(since "$t0") s"
     "$ft" query --db "$OUT/ablate.db" --all --json > "$OUT/ablate_all.jsonl" 2>&1
     python3 bench/ablation.py "$OUT/ablate_all.jsonl" --markdown > "$OUT/ablate.md" 2>&1
-    grep -E '^\| (bm|bn|stages|overlap|pingpong|balance|geometric)' "$OUT/ablate.md" | tee -a "$summary"
+    grep -E '^\| (bm|bn|stages|overlap|pingpong|balance|psmem|geometric)' "$OUT/ablate.md" | tee -a "$summary"
     ;;
   vsfa4)
     vs_fa4 fwd "${FWD_SHAPES:-64/8192/0 256/8192/1}" fwd_vsfa4 2 1 2

@@ -14,7 +14,7 @@ static const char *const *const fwd_string_values[] = {dtype_values};
 static const char *const fwd_sm80_ints[] = {"d", "bm", "bn", "warps", "stages", "causal", "qreg",
                                             "overlap", NULL};
 static const char *const fwd_sm90_ints[] = {"d", "bm", "bn", "stages", "causal", "pingpong",
-                                            "overlap", "balance", NULL};
+                                            "overlap", "balance", "psmem", NULL};
 
 static int fwd_sm80_threads(const ft_spec *spec, const ft_variant *v)
 {
@@ -67,15 +67,20 @@ static void emit_wgmma(ft_strbuf *sb, const char *name, int n, const char *type,
         ft__sb_printf(sb, "\n                 : \"l\"(da), \"l\"(db), \"r\"(scale_d));\n}\n\n");
 }
 
-/* flash_fwd_sm90 reads S = Q·Kᵀ (n = bn) and O += P·V (n = d) through generated wrappers. */
+/* flash_fwd_sm90 reads S = Q·Kᵀ (n = bn) and O += P·V (n = d) through generated wrappers; with
+ * psmem P·V takes P from shared memory (ft_wgmma_op, A K-major) instead of registers. */
 static void fwd_sm90_prelude(ft_strbuf *sb, const ft_spec *spec, const ft_variant *v)
 {
     const char *dtype = ft__variant_str(spec, v, "dtype");
     const char *type = dtype != NULL && strcmp(dtype, "bf16") == 0 ? "bf16" : "f16";
+    /* P·V over the tiles' whole width: the head dim rounded up to 16 (the template's DK) */
+    const int dk = ((int)ft__variant_int(spec, v, "d", 64) + 15) / 16 * 16;
 
     emit_wgmma(sb, "ft_wgmma_s", (int)ft__variant_int(spec, v, "bn", 64), type, 0, 0, 0);
-    /* P·V over the tiles' whole width: the head dim rounded up to 16 (the template's DK) */
-    emit_wgmma(sb, "ft_wgmma_o", ((int)ft__variant_int(spec, v, "d", 64) + 15) / 16 * 16, type, 1, 0, 1);
+    if (ft__variant_int(spec, v, "psmem", 0) != 0)
+        emit_wgmma(sb, "ft_wgmma_op", dk, type, 0, 0, 1);
+    else
+        emit_wgmma(sb, "ft_wgmma_o", dk, type, 1, 0, 1);
 }
 
 /* The swizzle span (elements per swizzled row of a column block: 64, 32 or 16) of the forward's

@@ -3,7 +3,7 @@
 --
 -- Every parameter becomes a compile-time constant of the template; `flashtune plan --arch sm_90a
 -- flash_fwd_sm90` prints each variant as
--- "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0".
+-- "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0".
 
 local hopper = require("hopper")
 
@@ -13,15 +13,17 @@ local function register_limit(v)
   return hopper.consumer_register_limit(v.bm // 64)
 end
 
--- Per consumer thread: O (d/2 fp32, d rounded up to 16), S (bn/2 fp32), P (bn/4 packed pairs),
--- and about 32 for addresses, row statistics and loop state. An estimate that prunes before
+-- Per consumer thread: O (d/2 fp32, d rounded up to 16), S (bn/2 fp32), P (bn/4 packed pairs;
+-- none with psmem, which stores P to shared memory as it packs it), and about 32 for addresses,
+-- row statistics and loop state. An estimate that prunes before
 -- compiling: ptxas reports the spills of what it lets through, and the spec rejects those. It
 -- must not prune what fits: with 40 it had left out d = 64 at bm = 192, bn = 128 (160 registers
 -- a thread under three consumer warpgroups; ptxas fits it without spilling, sm_90a, NVRTC 13.0),
 -- the 192 x 128 tile FlashAttention-3 uses for causal d <= 64; bn = 176 and 192 spill there.
 local function consumer_registers(v)
   local width = (v.d + 15) // 16 * 16 -- O over the tiles' width: d rounded up to 16
-  return width // 2 + v.bn // 2 + v.bn // 4 + 32
+  local p = v.psmem == 1 and 0 or v.bn // 4
+  return width // 2 + v.bn // 2 + p + 32
 end
 
 -- The tuner's workloads: the same grid as specs/flash_fwd.lua (specs/lib/workloads.lua), so both
@@ -37,13 +39,15 @@ return {
     { name = "d",        values = { 64, 80, 96, 128, 160, 192, 256 }, open = true,
       doc = "head dimension (a call or --only d=N adds any other multiple of 8 from 32 to 256)" },
     { name = "bm",       values = { 64, 128, 192 },   doc = "query rows per thread block (64 per consumer warpgroup)" },
-    { name = "bn",       values = { 64, 80, 96, 128, 176, 192 }, doc = "keys per K/V tile" },
+    { name = "bn",       values = { 64, 80, 96, 128, 144, 176, 192 }, doc = "keys per K/V tile (144: with psmem)" },
     { name = "stages",   values = { 2, 3 },           doc = "depth of the TMA K/V ring" },
     { name = "causal",   values = { 0, 1 },           doc = "bottom-right causal mask" },
     { name = "dtype",    values = { "f16", "bf16" },  doc = "element type of Q, K, V and O" },
     { name = "pingpong", values = { 0, 1 },           doc = "1: the two consumer warpgroups take turns on the tensor cores" },
     { name = "overlap",  values = { 0, 1 },           doc = "1: softmax of one tile while P·V of the previous runs" },
     { name = "balance",  values = { 0, 1 },           doc = "causal, 1: persistent CTAs, each taking a long and a short row block of a head in turn" },
+    { name = "psmem",    values = { 0, 1 }, default = 0,
+      doc = "1: P goes through shared memory and P·V reads it there (192-row tiles: frees P's registers for wider key tiles)" },
   },
 
   constraints = {
@@ -53,23 +57,34 @@ return {
       function(v) return v.pingpong == 0 or v.bm == 128 end },
     { "balanced units pair causal row blocks",
       function(v) return v.balance == 0 or v.causal == 1 end },
+    { "P through shared memory is for 192-row tiles, whose three consumer warpgroups are short of registers",
+      function(v) return v.psmem == 0 or v.bm == 192 end },
+    { "144-key tiles take P through shared memory (FlashAttention-4's 192 x 144 tile)",
+      function(v) return v.bn ~= 144 or v.psmem == 1 end },
     { "consumer registers within what setmaxnreg gives them",
       function(v) return consumer_registers(v) <= register_limit(v) end },
   },
 
-  -- 1 KiB to align the tiles to 1024 bytes, Q, `stages` K and V tiles, the mbarriers and four
-  -- 32-byte slots that announce the blocks to the consumers; and a second Q buffer where it fits
-  -- (the next block's Q then loads while this one computes; the template reads the choice
-  -- from this size). Tiles are the head dim rounded up to a multiple of 16 wide (d = 72: 80,
-  -- the last 8 columns zeros that TMA writes).
+  -- 1 KiB to align the tiles to 1024 bytes, Q, `stages` K and V tiles, with psmem the P tiles
+  -- (bm x bn, from the next 1024-byte boundary), the mbarriers and four 32-byte slots that
+  -- announce the blocks to the consumers; and a second Q buffer where it fits (the next
+  -- block's Q then loads while this one computes; the template reads the choice from this
+  -- size). Tiles are the head dim rounded up to a multiple of 16 wide (d = 72: 80, the last 8
+  -- columns zeros that TMA writes).
   smem = function(v, arch)
     local dk = (v.d + 15) // 16 * 16
     local q = v.bm * dk * 2
-    local one_q = 1024 + q + 2 * v.stages * v.bn * dk * 2 + 8 * (8 + 4 * v.stages) + 128
-    if one_q + q <= arch.smem_per_block then
-      return one_q + q
+    local function total(q_bufs)
+      local body = q_bufs * q + 2 * v.stages * v.bn * dk * 2
+      if v.psmem == 1 then
+        body = (body + 1023) // 1024 * 1024 + v.bm * v.bn * 2
+      end
+      return 1024 + body + 8 * (8 + 4 * v.stages) + 128
     end
-    return one_q
+    if total(2) <= arch.smem_per_block then
+      return total(2)
+    end
+    return total(1)
   end,
 
   registers = function(v)

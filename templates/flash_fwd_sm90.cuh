@@ -28,6 +28,14 @@
 // PINGPONG (two consumer warpgroups): named barriers make the warpgroups issue their wgmmas
 // in turn, so one warpgroup's softmax runs while the other's matrix products use the tensor
 // cores.
+// PSMEM: P_j goes to shared memory (stmatrix, each warpgroup its own 64 × BN tile, laid out as
+// TMA would write a K-major tile) instead of staying in registers as P·V's A operand, and P·V
+// reads it from there (both operands in shared memory): the BN/4 registers of packed P are free,
+// which is what lets 192-row tiles take wide key tiles (FlashAttention-4's 192 × 144 at head dims
+// up to 96: "RS is catastrophic with 192× tiles", its _tile_size_fwd_sm90). P_j is written once
+// P_{j-1}·V_{j-1} is done (the step waits for it before the softmax's last part), so one tile a
+// warpgroup is enough; a proxy fence and the warpgroup's named barrier order the stores before
+// the wgmma that reads them.
 //
 // Conventions are those of flash_fwd_sm80 (the runtime and the reference rely on them):
 // Q, O [batch, seqlen_q, heads_q, D], K, V [batch, seqlen_k, heads_kv, D] up to strides (in
@@ -56,15 +64,17 @@
 //   FTP_CAUSAL   0 or 1                 FTP_PINGPONG  1: consumer warpgroups take turns (BM 128)
 //   FTP_OVERLAP  1: softmax of S_j while P_{j-1}·V_{j-1} runs
 //   FTP_BALANCE  1: (causal) persistent grid, units of a long and a short block
+//   FTP_PSMEM    1: P through shared memory (see PSMEM above)
 //   FTP_DTYPE_F16 or FTP_DTYPE_BF16      FT_SMEM_BYTES  dynamic shared memory
 // and the generated wgmma wrappers ft_wgmma_s (m64n{BN}k16, both operands from shared memory)
-// and ft_wgmma_o (m64n{DK}k16, A from registers). The shared device headers below are written
-// into the generated source in place of their #include lines.
+// and ft_wgmma_o (m64n{DK}k16, A from registers; PSMEM: ft_wgmma_op, A K-major from shared
+// memory). The shared device headers below are written into the generated source in place of
+// their #include lines.
 
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_STAGES) ||              \
     !defined(FTP_CAUSAL) || !defined(FTP_PINGPONG) || !defined(FTP_OVERLAP) || !defined(FTP_BALANCE) ||    \
-    !defined(FT_SMEM_BYTES)
-#error "flash_fwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_STAGES, FTP_CAUSAL, FTP_PINGPONG, FTP_OVERLAP, FTP_BALANCE and FT_SMEM_BYTES"
+    !defined(FTP_PSMEM) || !defined(FT_SMEM_BYTES)
+#error "flash_fwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_STAGES, FTP_CAUSAL, FTP_PINGPONG, FTP_OVERLAP, FTP_BALANCE, FTP_PSMEM and FT_SMEM_BYTES"
 #endif
 #if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
 #error "flash_fwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
@@ -85,6 +95,7 @@ constexpr bool CAUSAL = FTP_CAUSAL != 0;
 constexpr bool PINGPONG = FTP_PINGPONG != 0;
 constexpr bool OVERLAP = FTP_OVERLAP != 0;
 constexpr bool BALANCE = FTP_BALANCE != 0;
+constexpr bool PSMEM = FTP_PSMEM != 0;
 
 constexpr int NWG = BM / 64;             // consumer warpgroups
 constexpr int THREADS = 128 * (NWG + 1); // plus the producer warpgroup
@@ -97,13 +108,28 @@ constexpr int KV_BYTES = BN * DK * 2; // one K or one V tile
 constexpr int NSLOTS = 4;            // block slots (see block_slot)
 constexpr int SLOT_BYTES = 32;      // one block slot (see block_slot)
 constexpr int BAR_BYTES = 8 * (8 + 4 * STAGES) + SLOT_BYTES * NSLOTS; // the mbarriers and the block slots
-constexpr int SMEM_ONE_Q = 1024 + Q_BYTES + 2 * STAGES * KV_BYTES + BAR_BYTES;
+// PSMEM: each consumer warpgroup's P tile, 64 rows by BN keys in column blocks of PCH keys, rows
+// of PCH·2 bytes swizzled as TMA's SWIZZLE_{PSWB}B writes them (wgmma's canonical K-major layout);
+// the tiles start on the next 1024-byte boundary after the K/V ring.
+constexpr int PCH = BN % 64 == 0 ? 64 : BN % 32 == 0 ? 32 : 16; // keys per swizzled row of a column block
+constexpr int PSWB = PCH * 2;
+constexpr int P_WG_BYTES = 64 * BN * 2;
+constexpr int P_BYTES = PSMEM ? NWG * P_WG_BYTES : 0;
+__host__ __device__ constexpr int align_1k(int x) { return (x + 1023) / 1024 * 1024; }
+// The bytes up to the barriers, from the aligned base, with `q_bufs` Q buffers (Q_BYTES is a
+// multiple of 2048: the alignment before P is the same with one buffer or two).
+__host__ __device__ constexpr int body_bytes(int q_bufs)
+{
+    return PSMEM ? align_1k(q_bufs * Q_BYTES + 2 * STAGES * KV_BYTES) + P_BYTES : q_bufs * Q_BYTES + 2 * STAGES * KV_BYTES;
+}
+constexpr int SMEM_ONE_Q = 1024 + body_bytes(1) + BAR_BYTES;
 // Two Q buffers where they fit (the spec decides, from the target's shared memory per block,
 // and FT_SMEM_BYTES says which): the next block's Q then loads while this block computes.
 constexpr int Q_BUFS = FT_SMEM_BYTES == SMEM_ONE_Q + Q_BYTES ? 2 : 1;
 constexpr int SMEM_BYTES = SMEM_ONE_Q + (Q_BUFS - 1) * Q_BYTES;
 constexpr int SN = BN / 2; // S accumulators per thread
 constexpr int ON = DK / 2; // O accumulators per thread (columns past D: zeros)
+constexpr int PN = PSMEM ? 1 : BN / 4; // registers of packed P a thread holds (PSMEM: none used)
 // Causal: a consumer warpgroup whose rows see only the first NARROW keys of its first tile
 // (the diagonal tile of the upper warpgroups, whose rows end before the block's last row)
 // takes the softmax of those keys only (the first SNN accumulators of S) and P·V over them:
@@ -121,13 +147,16 @@ static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 pipeline stages");
 static_assert(!PINGPONG || NWG == 2, "ping-pong takes two consumer warpgroups");
 static_assert(!BALANCE || CAUSAL, "balanced units pair causal blocks");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
+static_assert(Q_BYTES % 2048 == 0, "one Q buffer or two: the same alignment before the P tiles");
+static_assert(P_WG_BYTES % 1024 == 0, "each warpgroup's P tile on a 1024-byte boundary");
 static_assert(BAR_BYTES % 16 == 0, "the barriers keep the block slots 16-byte aligned");
 
 // Registers per thread after setmaxnreg: the producer gives its registers to the consumers.
 constexpr int PRODUCER_REGS = 24;
 constexpr int CONSUMER_REGS = NWG == 2 ? 240 : 160;
 
-// Named barriers (0 is __syncthreads): ping-pong turns.
+// Named barriers (0 is __syncthreads): ping-pong turns; PSMEM, 3 + w: consumer w's P tile
+// written (store_p).
 constexpr int BAR_TURN = 1; // BAR_TURN + w: consumer w may issue its wgmmas
 
 // ---- shared-memory matrix descriptors (smem_desc, ft_sm90.cuh) -------------------------------
@@ -145,6 +174,14 @@ __device__ __forceinline__ u64 kmajor_desc(u32 tile, int rows, int kk)
 __device__ __forceinline__ u64 v_desc(u32 tile, int kb)
 {
     return smem_desc<SWB>(tile, kb * 16 * SWB, BN * SWB, 8 * SWB);
+}
+
+// PSMEM: a warpgroup's P tile as P·V's K-major A operand, k16 step kb (16 keys): as kmajor_desc,
+// in the P tile's column blocks of PCH keys and 64 rows.
+__device__ __forceinline__ u64 p_desc(u32 tile, int kb)
+{
+    constexpr int KK_PER_BLOCK = PCH / 16;
+    return smem_desc<PSWB>(tile, (kb / KK_PER_BLOCK) * 64 * PSWB + (kb % KK_PER_BLOCK) * 32, 16, 8 * PSWB);
 }
 
 // ---- blocks of query rows and the order of a CTA's blocks -------------------------------------
@@ -274,10 +311,12 @@ __device__ __forceinline__ u32 block_slot(u32 bars, int qi)
 __device__ __forceinline__ int slot_of(int r) { return r % STAGES; }
 __device__ __forceinline__ u32 parity_of(int r) { return (u32)(r / STAGES) & 1; }
 
-// Shared memory from its 1024-aligned start: the Q buffers, the K ring, the V ring, the barriers.
+// Shared memory from its 1024-aligned start: the Q buffers, the K ring, the V ring, (PSMEM) the
+// P tiles, the barriers.
 constexpr u32 K_RING = Q_BUFS * Q_BYTES;
 constexpr u32 V_RING = K_RING + STAGES * KV_BYTES;
-constexpr u32 BARS = V_RING + STAGES * KV_BYTES;
+constexpr u32 BARS = body_bytes(Q_BUFS);
+constexpr u32 P_TILES = BARS - P_BYTES;
 
 // A consumer thread's state. Addresses and sizes are derived from `base` and the kernel's
 // parameters where they are used rather than held: at d = 256 the accumulators leave the
@@ -309,6 +348,8 @@ struct Consumer {
     __device__ __forceinline__ u32 sq() const { return base + (qi % Q_BUFS) * Q_BYTES + w() * 64 * SWB; }
     __device__ __forceinline__ u32 sk() const { return base + K_RING; }
     __device__ __forceinline__ u32 sv() const { return base + V_RING; }
+    // PSMEM: this warpgroup's P tile.
+    __device__ __forceinline__ u32 sp() const { return base + P_TILES + w() * P_WG_BYTES; }
     __device__ __forceinline__ u32 bars() const { return base + BARS; }
     // The current block's sequence, from its slot (shared memory, not registers).
     __device__ __forceinline__ u32 slot() const { return block_slot(bars(), qi); }
@@ -350,14 +391,20 @@ __device__ __forceinline__ void issue_s(const Consumer &c, int s, float (&acc)[S
         ft_wgmma_s(acc, kmajor_desc(q_tile, BM, kk), kmajor_desc(k_tile, BN, kk), kk > 0);
 }
 
-// O += P·V over the first KEYS keys of ring slot s (BN, or NARROW after a narrow softmax).
+// O += P·V over the first KEYS keys of ring slot s (BN, or NARROW after a narrow softmax); P
+// from registers, or (PSMEM) from this warpgroup's P tile.
 template <int KEYS>
-__device__ __forceinline__ void issue_o(const Consumer &c, int s, float (&o)[ON], const u32 (&p)[BN / 4])
+__device__ __forceinline__ void issue_o(const Consumer &c, int s, float (&o)[ON], const u32 (&p)[PN])
 {
     const u32 v_tile = c.sv() + s * KV_BYTES;
 #pragma unroll
-    for (int kb = 0; kb < KEYS / 16; ++kb)
+    for (int kb = 0; kb < KEYS / 16; ++kb) {
+#if FTP_PSMEM
+        ft_wgmma_op(o, p_desc(c.sp(), kb), v_desc(v_tile, kb), 1);
+#else
         ft_wgmma_o(o, p[4 * kb], p[4 * kb + 1], p[4 * kb + 2], p[4 * kb + 3], v_desc(v_tile, kb));
+#endif
+    }
 }
 
 // Scores outside the keys or above the causal diagonal become -inf. Accumulator i of the
@@ -430,6 +477,41 @@ template <int NS> __device__ __forceinline__ void pack_p(const float (&acc)[SN],
         p[i] = i < NS / 2 ? pack2(acc[2 * i], acc[2 * i + 1]) : 0u;
 }
 
+// PSMEM: P's first NS accumulators (the keys P·V reads: NS/8 k16 steps) packed as pack_p does
+// and stored into this warpgroup's P tile with stmatrix, four 8×8 matrices per k16 step: the
+// registers of step kb are the A fragments (rows g and g + 8, keys 16·kb + 2·t and + 8), so lane
+// l gives the address of row 16·warp + l % 8 + 8·((l >> 3) & 1), keys 16·kb + 8·(l >> 4). A
+// row's 16-byte chunks are swizzled as TMA's SWIZZLE_{PSWB}B writes them (chunk bits 4.. XOR
+// address bits 7..; the tile starts on a 1024-byte boundary). Then the proxy fence (the wgmma
+// reads through the async proxy) and the warpgroup's barrier: its P·V reads every thread's part.
+template <int NS> __device__ __forceinline__ void store_p(const Consumer &c, const float (&acc)[SN])
+{
+    constexpr int BAR_P = 3; // BAR_P + w: every thread of consumer w has stored its part of P
+    const int l = c.lane();
+    const u32 row_bytes = (u32)((c.warp() * 16 + (l & 7) + 8 * ((l >> 3) & 1)) * PSWB);
+    const u32 swz = (row_bytes >> 3) & ((PSWB / 16 - 1) << 4); // the row's XOR of chunk bits
+    const u32 tile = c.sp();
+#pragma unroll
+    for (int kb = 0; kb < NS / 8; ++kb) {
+        const int key = 16 * kb + 8 * (l >> 4);
+        const u32 off = (u32)((key / PCH) * 64 * PSWB) + row_bytes + (((u32)(key % PCH) * 2) ^ swz);
+        stmatrix_x4(tile + off, pack2(acc[8 * kb], acc[8 * kb + 1]), pack2(acc[8 * kb + 2], acc[8 * kb + 3]),
+                    pack2(acc[8 * kb + 4], acc[8 * kb + 5]), pack2(acc[8 * kb + 6], acc[8 * kb + 7]));
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    named_sync(BAR_P + c.w(), 128);
+}
+
+// P_j for the next P·V: packed in registers, or (PSMEM) stored in the P tile.
+template <int NS> __device__ __forceinline__ void make_p(const Consumer &c, const float (&acc)[SN], u32 (&p)[PN])
+{
+#if FTP_PSMEM
+    store_p<NS>(c, acc);
+#else
+    pack_p<NS>(acc, p);
+#endif
+}
+
 // The softmax of S_j, all of it or (NARROW_S: the rest is masked) its first SNN accumulators;
 // the mask first where tile j needs one.
 template <bool MASK, bool NARROW_S>
@@ -459,7 +541,7 @@ __device__ __forceinline__ void turn_end(const Consumer &c)
 // NARROW). Every wgmma is complete when a step returns: callers may choose between steps at
 // run time (ptxas serialises wgmmas whose results are still in flight where two paths meet).
 template <bool MASK, bool NARROW_P = false>
-__device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u32 (&p)[BN / 4], float (&m)[2],
+__device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u32 (&p)[PN], float (&m)[2],
                                      float (&l)[2])
 {
     const int r = c.r0 + j, s = slot_of(r), prev = slot_of(r - 1);
@@ -499,13 +581,13 @@ __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u
     if (leader)
         mbar_arrive(v_empty(c.bars(), prev));
     rescale_o(o, alpha);
-    pack_p<SN>(acc, p);
+    make_p<SN>(c, acc, p);
 }
 
 // Iteration 0: S_0 and its softmax (nothing to rescale yet), complete on return like step;
 // NARROW_S: the softmax of its first NARROW keys only.
 template <bool NARROW_S>
-__device__ __forceinline__ void first_step(const Consumer &c, u32 (&p)[BN / 4], float (&m)[2], float (&l)[2])
+__device__ __forceinline__ void first_step(const Consumer &c, u32 (&p)[PN], float (&m)[2], float (&l)[2])
 {
     float acc[SN];
     float alpha[2];
@@ -523,11 +605,11 @@ __device__ __forceinline__ void first_step(const Consumer &c, u32 (&p)[BN / 4], 
         softmax_of<true, NARROW_S>(c, 0, acc, m, l, alpha);
     else
         softmax_of<false, NARROW_S>(c, 0, acc, m, l, alpha);
-    pack_p<NARROW_S ? SNN : SN>(acc, p);
+    make_p<NARROW_S ? SNN : SN>(c, acc, p);
 }
 
 // The block's last P·V, complete on return.
-template <bool NARROW_P> __device__ __forceinline__ void last_step(const Consumer &c, float (&o)[ON], u32 (&p)[BN / 4])
+template <bool NARROW_P> __device__ __forceinline__ void last_step(const Consumer &c, float (&o)[ON], u32 (&p)[PN])
 {
     const int last = c.r0 + c.n_tiles - 1;
     mbar_wait(v_full(c.bars(), slot_of(last)), parity_of(last));
@@ -557,7 +639,9 @@ __device__ __forceinline__ Seq slot_seq(u32 slot)
 __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm, u32 slot)
 {
     float o[ON];
-    u32 p[BN / 4];
+    u32 p[PN]; // PSMEM: unused (P is in the P tile)
+    if (PSMEM)
+        p[0] = 0u;
     float m[2] = {NEG_INF, NEG_INF};
     float l[2] = {0.f, 0.f};
 
