@@ -65,6 +65,8 @@
 //   FTP_OVERLAP  1: softmax of S_j while P_{j-1}·V_{j-1} runs
 //   FTP_BALANCE  1: (causal) persistent grid, units of a long and a short block
 //   FTP_PSMEM    1: P through shared memory (see PSMEM above)
+//   FTP_PEXP     of every 8 exponentials of the softmax, how many the FMA pipe computes
+//                (ft_exp2_poly, ft_exp2.cuh) instead of the multi-function unit (0..8)
 //   FTP_DTYPE_F16 or FTP_DTYPE_BF16      FT_SMEM_BYTES  dynamic shared memory
 // and the generated wgmma wrappers ft_wgmma_s (m64n{BN}k16, both operands from shared memory)
 // and ft_wgmma_o (m64n{DK}k16, A from registers; PSMEM: ft_wgmma_op, A K-major from shared
@@ -73,8 +75,8 @@
 
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_STAGES) ||              \
     !defined(FTP_CAUSAL) || !defined(FTP_PINGPONG) || !defined(FTP_OVERLAP) || !defined(FTP_BALANCE) ||    \
-    !defined(FTP_PSMEM) || !defined(FT_SMEM_BYTES)
-#error "flash_fwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_STAGES, FTP_CAUSAL, FTP_PINGPONG, FTP_OVERLAP, FTP_BALANCE, FTP_PSMEM and FT_SMEM_BYTES"
+    !defined(FTP_PSMEM) || !defined(FTP_PEXP) || !defined(FT_SMEM_BYTES)
+#error "flash_fwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_STAGES, FTP_CAUSAL, FTP_PINGPONG, FTP_OVERLAP, FTP_BALANCE, FTP_PSMEM, FTP_PEXP and FT_SMEM_BYTES"
 #endif
 #if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
 #error "flash_fwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
@@ -84,6 +86,7 @@
 #include "ft_params.cuh"
 #include "ft_sm90.cuh"
 #include "ft_softmax.cuh"
+#include "ft_exp2.cuh"
 
 namespace ft {
 
@@ -96,6 +99,7 @@ constexpr bool PINGPONG = FTP_PINGPONG != 0;
 constexpr bool OVERLAP = FTP_OVERLAP != 0;
 constexpr bool BALANCE = FTP_BALANCE != 0;
 constexpr bool PSMEM = FTP_PSMEM != 0;
+constexpr int PEXP = FTP_PEXP;
 
 constexpr int NWG = BM / 64;             // consumer warpgroups
 constexpr int THREADS = 128 * (NWG + 1); // plus the producer warpgroup
@@ -144,6 +148,7 @@ static_assert(D % 8 == 0 && D >= 32 && D <= 256, "head dimension must be a multi
 static_assert(BM % 64 == 0 && NWG >= 1 && NWG <= 3, "64 query rows per consumer warpgroup, 1 to 3 warpgroups");
 static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "key tile must be a multiple of 16, at most 256");
 static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 pipeline stages");
+static_assert(PEXP >= 0 && PEXP <= 8, "of every 8 exponentials, 0 to 8 by FMA");
 static_assert(!PINGPONG || NWG == 2, "ping-pong takes two consumer warpgroups");
 static_assert(!BALANCE || CAUSAL, "balanced units pair causal blocks");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
@@ -430,7 +435,8 @@ template <int NS> __device__ __forceinline__ void apply_mask(const Consumer &c, 
 }
 
 // Online softmax of one tile's first NS scores (the others are masked): new row maxima, the
-// factor that rescales the previous state, and the exponentials in place of the scores (fp32).
+// factor that rescales the previous state, and the exponentials in place of the scores (fp32):
+// of every 8 accumulators, the first PEXP by FMA (ft_exp2_poly), the others by MUFU.EX2.
 template <int NS>
 __device__ __forceinline__ void softmax_step(const Consumer &c, float (&acc)[SN], float (&m)[2], float (&l)[2],
                                              float (&alpha)[2])
@@ -451,7 +457,8 @@ __device__ __forceinline__ void softmax_step(const Consumer &c, float (&acc)[SN]
 #pragma unroll
     for (int i = 0; i < NS; ++i) {
         const int h = (i >> 1) & 1;
-        acc[i] = ex2(fmaf(acc[i], c.scale_log2(), -mc[h]));
+        const float x = fmaf(acc[i], c.scale_log2(), -mc[h]);
+        acc[i] = (i & 7) < PEXP ? ft_exp2_poly(x) : ex2(x);
         sum[h] += acc[i];
     }
 #pragma unroll

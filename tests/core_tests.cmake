@@ -88,12 +88,12 @@ ft_cli_test(plan_sm90_on_sm80 fail "flash_fwd_sm90 runs only on compute capabili
 ft_cli_test(plan_sm90_on_sm89 fail "flash_fwd_sm90 runs only on compute capability 9\\.0, not sm_89"
   plan flash_fwd_sm90 --arch sm_89)
 ft_cli_test(plan_sm90_subset ok "summary \\(sm_90a\\): 336 variants: [1-9][0-9]* compiled .*, 0 compile errors, 0 over limits"
-  plan flash_fwd_sm90 --arch sm_90 --only "d=64,dtype=f16,causal=0,psmem=0" -q -j 2)
+  plan flash_fwd_sm90 --arch sm_90 --only "d=64,dtype=f16,causal=0,psmem=0,pexp=0" -q -j 2)
 ft_cli_test(gen_sm90_source ok "void ft_wgmma_o\\(float \\(&d\\)\\[96\\]"
-  gen specs/flash_fwd_sm90.lua --arch sm_90a --variant "d=192,bm=64,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0")
+  gen specs/flash_fwd_sm90.lua --arch sm_90a --variant "d=192,bm=64,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0")
 # --cubin compiles through the runtime's NVRTC path for the family's target (sm_90a, not sm_90)
 ft_cli_test(gen_sm90_cubin ok "Compiling entry function 'ft_flash_fwd_sm90_d64_[a-z0-9_]*' for 'sm_90a'"
-  gen specs/flash_fwd_sm90.lua --variant "d=64,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0"
+  gen specs/flash_fwd_sm90.lua --variant "d=64,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0"
   -o /dev/null --cubin ${CMAKE_CURRENT_BINARY_DIR}/gen_sm90.cubin)
 ft_cli_test(no_command fail "usage: flashtune COMMAND")
 ft_cli_test(help_exit_status ok "exit status: 0 done, 1 failed \\(the reason on stderr\\), 2 usage error, 130 interrupted" --help)
@@ -249,6 +249,8 @@ ft_unit_test(test_args test_args.c ${CMAKE_SOURCE_DIR}/runtime/args.c)
 # The backward without a GPU: its family and generated source, and the fp64 CPU reference
 # against central differences of the forward.
 ft_unit_test(test_bwd test_bwd.c)
+# the FMA-pipe exponential the forward's pexp knob uses, its very source against exp2
+ft_unit_test(test_exp2 test_exp2.c)
 add_test(NAME bwd_cli COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/bwd_cli.sh $<TARGET_FILE:flashtune>
   $<TARGET_FILE:fake_worker> WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(bwd_cli PROPERTIES LABELS cli TIMEOUT 600 ENVIRONMENT "${FT_TEST_ENV}")

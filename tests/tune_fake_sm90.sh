@@ -13,9 +13,9 @@ tune() { "$ft" tune --db "$db" -q -j 2 "$@" > "$dir/out" 2>&1; }
 count() { sqlite3 "$db" "$1"; }
 
 # Parameters both families have: per causal value, flash_fwd keeps 2 variants (qreg 0/1;
-# warps=8 cannot split 64 rows) and flash_fwd_sm90 keeps 1 non-causal and 2 causal (ping-pong
-# needs bm=128; balance 0/1 only when causal). Both specs have the same six d=64 workloads:
-# 12 buckets (6 x 2 causal).
+# warps=8 cannot split 64 rows) and flash_fwd_sm90 keeps 2 non-causal and 4 causal (ping-pong
+# needs bm=128; balance 0/1 only when causal; pexp 0/2 at d = 64). Both specs have the same six
+# d=64 workloads: 12 buckets (6 x 2 causal).
 both='d=64,bm=64,bn=64,stages=2,dtype=f16,overlap=0'
 
 # 1. Compute capability 8.0: only flash_fwd is measured, 2 variants per bucket.
@@ -32,24 +32,24 @@ grep -q 'warps=4' "$dir/out" || fail "cc 8.0: query --all shows no flash_fwd var
 grep -q 'entry=ft_flash_fwd_sm90' "$dir/log80" && fail "cc 8.0: the worker was asked to measure an sm90 kernel"
 echo "cc 8.0, built-in specs: flash_fwd only: ok"
 
-# 2. Compute capability 9.0: both families on the same buckets, 3 variants per bucket; the
+# 2. Compute capability 9.0: both families on the same buckets, 6 sm90 variants per causality; the
 #    sm90 kernels are launched with tensor maps of the K/V tile (tma_kv = bn) and 128 threads
 #    per consumer warpgroup plus a producer warpgroup.
 db=$dir/cc90.db
 FAKE_CC=90 FAKE_LOG="$dir/log90" tune --only "$both" || fail "tune on cc 9.0 failed"
-grep -q 'measured 42, already in the database 0: 42 ok' "$dir/out" || fail "cc 9.0: expected 42 measurements"
+grep -q 'measured 60, already in the database 0: 60 ok' "$dir/out" || fail "cc 9.0: expected 60 measurements"
 grep -q 'tuned Fake GPU: 12 buckets' "$dir/out" || fail "cc 9.0: the summary should count each shared bucket once"
 grep -q '^winners: 12 buckets' "$dir/out" || fail "cc 9.0: the summary should count 12 winners"
-[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90'")" = 3 ] || fail "cc 9.0: expected 3 sm90 kernels"
+[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90'")" = 6 ] || fail "cc 9.0: expected 6 sm90 kernels"
 [ "$(count "select count(*) from kernels where family = 'flash_fwd_sm80'")" = 4 ] || fail "cc 9.0: expected 4 sm80 kernels"
-[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90' and threads = 256")" = 3 ] ||
+[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90' and threads = 256")" = 6 ] ||
   fail "cc 9.0: sm90 kernels with bm=64 should have 256 threads"
-[ "$(count 'select count(*) from results')" = 42 ] || fail "cc 9.0: the database does not hold 42 results"
+[ "$(count 'select count(*) from results')" = 60 ] || fail "cc 9.0: the database does not hold 60 results"
 [ "$(count 'select count(*) from v_winners')" = 12 ] || fail "cc 9.0: expected 12 winners (one per bucket, both families)"
 "$ft" query --db "$db" --all > "$dir/out" 2>&1 || fail "cc 9.0: query --all failed"
-grep -q '^42 rows from' "$dir/out" || fail "cc 9.0: query --all: expected 42 rows"
-[ "$(grep -c 'pingpong=0' "$dir/out")" = 18 ] || fail "cc 9.0: query --all: expected 18 rows of sm90 variants"
-[ "$(grep -c 'balance=1' "$dir/out")" = 6 ] || fail "cc 9.0: query --all: expected 6 rows of balanced sm90 variants"
+grep -q '^60 rows from' "$dir/out" || fail "cc 9.0: query --all: expected 60 rows"
+[ "$(grep -c 'pingpong=0' "$dir/out")" = 36 ] || fail "cc 9.0: query --all: expected 36 rows of sm90 variants"
+[ "$(grep -c 'balance=1' "$dir/out")" = 12 ] || fail "cc 9.0: query --all: expected 12 rows of balanced sm90 variants"
 [ "$(grep -c 'warps=4' "$dir/out")" = 24 ] || fail "cc 9.0: query --all: expected 24 rows of flash_fwd variants"
 grep 'entry=ft_flash_fwd_sm90' "$dir/log90" > "$dir/sm90" || fail "cc 9.0: no sm90 kernel measured"
 grep -v -q -E 'tma_kv=64( |$)' "$dir/sm90" && fail "cc 9.0: an sm90 measurement without tma_kv=64"
@@ -73,7 +73,7 @@ echo "cc 9.0, --only warps=4: flash_fwd only: ok"
 #    spec, a clear error. A parameter no spec knows is the usual error.
 db=$dir/pingpong.db
 FAKE_CC=90 tune --only "$both,pingpong=0" || fail "--only pingpong=0 on cc 9.0 failed"
-grep -q 'measured 18, already in the database 0: 18 ok' "$dir/out" || fail "--only pingpong=0: expected 18 measurements"
+grep -q 'measured 36, already in the database 0: 36 ok' "$dir/out" || fail "--only pingpong=0: expected 36 measurements"
 [ "$(count "select count(*) from kernels where family = 'flash_fwd_sm80'")" = 0 ] || fail "--only pingpong=0: sm80 kernels recorded"
 db=$dir/none.db
 FAKE_CC=80 tune --only "$both,pingpong=0" && fail "--only pingpong=0 on cc 8.0 should fail"

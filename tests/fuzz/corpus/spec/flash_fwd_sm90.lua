@@ -3,7 +3,7 @@
 --
 -- Every parameter becomes a compile-time constant of the template; `flashtune plan --arch sm_90a
 -- flash_fwd_sm90` prints each variant as
--- "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0".
+-- "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0".
 
 local hopper = require("hopper")
 
@@ -48,6 +48,8 @@ return {
     { name = "balance",  values = { 0, 1 },           doc = "causal, 1: persistent CTAs, each taking a long and a short row block of a head in turn" },
     { name = "psmem",    values = { 0, 1 }, default = 0,
       doc = "1: P goes through shared memory and P·V reads it there (192-row tiles: frees P's registers for wider key tiles)" },
+    { name = "pexp",     values = { 0, 2 }, default = 0,
+      doc = "of every 8 exponentials, how many the FMA pipe computes (a polynomial) instead of the multi-function unit" },
   },
 
   constraints = {
@@ -61,6 +63,8 @@ return {
       function(v) return v.psmem == 0 or v.bm == 192 end },
     { "144-key tiles take P through shared memory (FlashAttention-4's 192 x 144 tile)",
       function(v) return v.bn ~= 144 or v.psmem == 1 end },
+    { "exponentials by FMA where they pace the tensor cores (head dims up to 64)",
+      function(v) return v.pexp == 0 or v.d <= 64 end },
     { "consumer registers within what setmaxnreg gives them",
       function(v) return consumer_registers(v) <= register_limit(v) end },
   },
