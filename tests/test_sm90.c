@@ -570,7 +570,8 @@ static int consumer_limit(long long bm)
 }
 
 /* The whole space on sm_90a: ping-pong only with two consumer warpgroups, P through shared
- * memory only with three and 144-key tiles only with it, exponentials by FMA only up to d = 64,
+ * memory only with three and 144-key tiles only with it, 112-key tiles only above d = 128,
+ * exponentials by FMA only up to d = 64,
  * the consumers' register estimate (no
  * packed P with psmem) within setmaxnreg's share, shared memory within the opt-in limit;
  * FlashAttention-4's 192 x 144 tile with P through shared memory is kept at d = 80 and 96. */
@@ -580,13 +581,13 @@ static void test_sm90_pruning(void)
     ft_plan *plan = NULL;
     ft_arch arch;
     ft_err err;
-    int i, pingpong = 0, regs = 0, balance = 0, psmem = 0, wide = 0, pexp = 0, smem = 0, kept = 0, fa4 = 0;
+    int i, pingpong = 0, regs = 0, balance = 0, psmem = 0, wide = 0, b112 = 0, pexp = 0, smem = 0, kept = 0, fa4 = 0;
 
     ASSERT_TRUE(spec != NULL);
     ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
     ASSERT_OK(ft__plan_build(spec, &arch, NULL, 0, &plan, &err), &err);
     ASSERT_EQ(plan->nitems, spec->nvariants);
-    ASSERT_EQ(spec->nvariants, 7 * 3 * 7 * 2 * 2 * 2 * 2 * 2 * 2 * 2 * 2);
+    ASSERT_EQ(spec->nvariants, 7 * 3 * 8 * 2 * 2 * 2 * 2 * 2 * 2 * 2 * 2);
     for (i = 0; i < plan->nitems; i++) {
         const ft_plan_item *it = &plan->items[i];
         long long d = ft__variant_int(spec, &it->variant, "d", 0);
@@ -594,7 +595,7 @@ static void test_sm90_pruning(void)
         long long bn = ft__variant_int(spec, &it->variant, "bn", 0);
         long long pp = ft__variant_int(spec, &it->variant, "pingpong", 0);
         long long ps = ft__variant_int(spec, &it->variant, "psmem", 0);
-        long long est = d / 2 + bn / 2 + (ps ? 0 : bn / 4) + 32;
+        long long est = d / 2 + bn / 2 + (ps ? 8 : bn / 4) + 32;
         if (pp == 1 && bm != 128) {
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
             ASSERT_STREQ(it->reason, "ping-pong takes two consumer warpgroups");
@@ -612,6 +613,13 @@ static void test_sm90_pruning(void)
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
             ASSERT_CONTAINS(it->reason, "144-key tiles take P through shared memory");
             wide++;
+        } else if (ps == 1 && bn > 144 && ft__variant_int(spec, &it->variant, "causal", 0) == 1) {
+            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+            ASSERT_CONTAINS(it->reason, "causal tiles with P through shared memory take at most 144 keys");
+        } else if (bn == 112 && d <= 128) {
+            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+            ASSERT_CONTAINS(it->reason, "112-key tiles are for head dims above 128");
+            b112++;
         } else if (ft__variant_int(spec, &it->variant, "pexp", 0) != 0 && d > 64) {
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
             ASSERT_CONTAINS(it->reason, "exponentials by FMA where they pace the tensor cores");
@@ -635,7 +643,7 @@ static void test_sm90_pruning(void)
             fa4 += (d == 80 || d == 96) && bm == 192 && bn == 144 && ps == 1;
         }
     }
-    ASSERT_TRUE(psmem > 0 && wide > 0 && pexp > 0);
+    ASSERT_TRUE(psmem > 0 && wide > 0 && b112 > 0 && pexp > 0);
     ASSERT_TRUE(fa4 > 0);
     ASSERT_EQ(pingpong, spec->nvariants / 2 * 2 / 3); /* pingpong=1 with bm 64 or 192 */
     ASSERT_TRUE(regs > 0);

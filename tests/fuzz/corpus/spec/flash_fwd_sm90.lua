@@ -14,15 +14,15 @@ local function register_limit(v)
 end
 
 -- Per consumer thread: O (d/2 fp32, d rounded up to 16), S (bn/2 fp32), P (bn/4 packed pairs;
--- none with psmem, which stores P to shared memory as it packs it), and about 32 for addresses,
--- row statistics and loop state. An estimate that prunes before
+-- with psmem, which stores P to shared memory as it packs it, 8 for the stores' addresses), and
+-- about 32 for addresses, row statistics and loop state. An estimate that prunes before
 -- compiling: ptxas reports the spills of what it lets through, and the spec rejects those. It
 -- must not prune what fits: with 40 it had left out d = 64 at bm = 192, bn = 128 (160 registers
 -- a thread under three consumer warpgroups; ptxas fits it without spilling, sm_90a, NVRTC 13.0),
 -- the 192 x 128 tile FlashAttention-3 uses for causal d <= 64; bn = 176 and 192 spill there.
 local function consumer_registers(v)
   local width = (v.d + 15) // 16 * 16 -- O over the tiles' width: d rounded up to 16
-  local p = v.psmem == 1 and 0 or v.bn // 4
+  local p = v.psmem == 1 and 8 or v.bn // 4
   return width // 2 + v.bn // 2 + p + 32
 end
 
@@ -39,7 +39,8 @@ return {
     { name = "d",        values = { 64, 80, 96, 128, 160, 192, 256 }, open = true,
       doc = "head dimension (a call or --only d=N adds any other multiple of 8 from 32 to 256)" },
     { name = "bm",       values = { 64, 128, 192 },   doc = "query rows per thread block (64 per consumer warpgroup)" },
-    { name = "bn",       values = { 64, 80, 96, 128, 144, 176, 192 }, doc = "keys per K/V tile (144: with psmem)" },
+    { name = "bn",       values = { 64, 80, 96, 112, 128, 144, 176, 192 },
+      doc = "keys per K/V tile (112: above d = 128; 144: with psmem)" },
     { name = "stages",   values = { 2, 3 },           doc = "depth of the TMA K/V ring" },
     { name = "causal",   values = { 0, 1 },           doc = "bottom-right causal mask" },
     { name = "dtype",    values = { "f16", "bf16" },  doc = "element type of Q, K, V and O" },
@@ -63,6 +64,12 @@ return {
       function(v) return v.psmem == 0 or v.bm == 192 end },
     { "144-key tiles take P through shared memory (FlashAttention-4's 192 x 144 tile)",
       function(v) return v.bn ~= 144 or v.psmem == 1 end },
+    -- (at d = 64 the causal 192 x 176 variants spilled 16-44 bytes, sm_90a, NVRTC 13.0, where
+    -- the non-causal ones fit: the mask's column limits)
+    { "causal tiles with P through shared memory take at most 144 keys",
+      function(v) return v.psmem == 0 or v.causal == 0 or v.bn <= 144 end },
+    { "112-key tiles are for head dims above 128 (FlashAttention-3's 128 x 112 at d = 192)",
+      function(v) return v.bn ~= 112 or v.d > 128 end },
     { "exponentials by FMA where they pace the tensor cores (head dims up to 64)",
       function(v) return v.pexp == 0 or v.d <= 64 end },
     { "consumer registers within what setmaxnreg gives them",
