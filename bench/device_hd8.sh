@@ -57,7 +57,7 @@ for mode in "$@"; do
     ;;
   sanitize)
     sanitize hd8 specs/flash_fwd_sm90.lua \
-      "${HD8_SANITIZE:-d=72,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0}"
+      "${HD8_SANITIZE:-d=72,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0}"
     ;;
   compare)
     db="--no-db"

@@ -13,8 +13,8 @@ static const char *const *const fwd_string_values[] = {dtype_values};
 
 static const char *const fwd_sm80_ints[] = {"d", "bm", "bn", "warps", "stages", "causal", "qreg",
                                             "overlap", NULL};
-static const char *const fwd_sm90_ints[] = {"d", "bm", "bn", "stages", "causal", "pingpong",
-                                            "overlap", "balance", "psmem", "pexp", NULL};
+static const char *const fwd_sm90_ints[] = {"d",       "bm",      "bn",    "stages", "causal", "pingpong",
+                                            "overlap", "balance", "psmem", "pexp",   "skip_rescale", NULL};
 
 static int fwd_sm80_threads(const ft_spec *spec, const ft_variant *v)
 {

@@ -3,7 +3,7 @@
 --
 -- Every parameter becomes a compile-time constant of the template; `flashtune plan --arch sm_90a
 -- flash_fwd_sm90` prints each variant as
--- "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0".
+-- "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0".
 
 local hopper = require("hopper")
 
@@ -51,6 +51,8 @@ return {
       doc = "1: P goes through shared memory and P·V reads it there (192-row tiles: frees P's registers for wider key tiles)" },
     { name = "pexp",     values = { 0, 2 }, default = 0,
       doc = "of every 8 exponentials, how many the FMA pipe computes (a polynomial) instead of the multi-function unit" },
+    { name = "skip_rescale", values = { 0, 1 }, default = 0,
+      doc = "1: O is rescaled only in warps where some row found a new maximum (exact: the others' factor is 1)" },
   },
 
   constraints = {
@@ -72,6 +74,8 @@ return {
       function(v) return v.bn ~= 112 or v.d > 128 end },
     { "exponentials by FMA where they pace the tensor cores (head dims up to 64)",
       function(v) return v.pexp == 0 or v.d <= 64 end },
+    { "the rescale is skipped where O is wide enough for it to matter (head dims from 128)",
+      function(v) return v.skip_rescale == 0 or v.d >= 128 end },
     { "consumer registers within what setmaxnreg gives them",
       function(v) return consumer_registers(v) <= register_limit(v) end },
   },

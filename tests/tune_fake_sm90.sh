@@ -82,15 +82,15 @@ FAKE_CC=90 tune --only 'tile=2' && fail "--only tile=2 should fail"
 grep -q "unknown parameter 'tile'" "$dir/out" || fail "--only tile=2: no clear message"
 echo "filters of one family, or none: ok"
 
-# 5. Naming the sm90 spec: tuned on cc 9.0 (ping-pong and overlap both ways, balance both ways
-#    when causal, d=128 buckets),
+# 5. Naming the sm90 spec: tuned on cc 9.0 (ping-pong, overlap and skip_rescale both ways,
+#    balance both ways when causal, d=128 buckets),
 #    refused on cc 8.0 with the reason.
 db=$dir/sm90.db
 FAKE_CC=90 FAKE_LOG="$dir/log90b" tune flash_fwd_sm90 --only 'd=128,bm=128,bn=128,stages=2,dtype=bf16' || fail "tune flash_fwd_sm90 failed"
-grep -q 'tuned Fake GPU: 12 buckets, 12 variants' "$dir/out" || fail "tune flash_fwd_sm90: expected 12 buckets, 12 variants"
-grep -q 'measured 72, already in the database 0: 72 ok' "$dir/out" || fail "tune flash_fwd_sm90: expected 72 measurements"
-[ "$(count "select count(distinct variant) from kernels where family = 'flash_fwd_sm90' and threads = 384")" = 12 ] ||
-  fail "tune flash_fwd_sm90: expected 12 kernels of 384 threads"
+grep -q 'tuned Fake GPU: 12 buckets, 24 variants' "$dir/out" || fail "tune flash_fwd_sm90: expected 12 buckets, 24 variants"
+grep -q 'measured 144, already in the database 0: 144 ok' "$dir/out" || fail "tune flash_fwd_sm90: expected 144 measurements"
+[ "$(count "select count(distinct variant) from kernels where family = 'flash_fwd_sm90' and threads = 384")" = 24 ] ||
+  fail "tune flash_fwd_sm90: expected 24 kernels of 384 threads"
 grep ' pair=1 ' "$dir/log90b" | grep -q 'entry=ft_flash_fwd_sm90_d128_[a-z0-9_]*_causal1_' ||
   fail "tune flash_fwd_sm90: no causal measurement with balance=1"
 grep ' pair=1 ' "$dir/log90b" | grep -q '_causal0_' && fail "tune flash_fwd_sm90: a non-causal measurement with balance=1"
