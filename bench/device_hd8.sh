@@ -23,6 +23,12 @@
 #                                      stays warm: HD8_DB=$QUALITY_DIR/exhaustive.db for compare;
 #                                      a tune cut by the call's limit resumes on the next call;
 #                                      QUALITY_SECOND=1: a second exhaustive tune measured too)
+#   bash bench/device_hd8.sh knobs     the knobs of 2026-12-05, first on a GPU: flashtune verify of
+#                                      every psmem=1 variant at d = 80 bf16 and 96 f16, every pexp=2
+#                                      one at d = 64 bf16 and every skip_rescale=1 one at d = 256
+#                                      bf16 (KNOBS_VERIFY overrides: FILTER words), then
+#                                      compute-sanitizer's three tools on a psmem 192 x 144 variant
+#                                      and a skip_rescale d = 256 one
 #   bash bench/device_hd8.sh ablate    each knob's worth: flashtune verify, then an exhaustive
 #                                      tune of the sm_90a forward's ABLATE_ONLY filter (default
 #                                      d = 64 bf16) into $OUT/ablate.db, and bench/ablation.py
@@ -82,6 +88,16 @@ for mode in "$@"; do
     "$ft" query --db "$qdir/exhaustive.db" --all --json > "$OUT/quality_exhaustive_all.jsonl" 2>&1
     "$ft" query --db "$qdir/search.db" --all --json > "$OUT/quality_search_all.jsonl" 2>&1
     grep -E '^tune|^buckets' "$OUT/quality.txt" | tee -a "$summary"
+    ;;
+  knobs)
+    for only in ${KNOBS_VERIFY:-d=80,psmem=1,dtype=bf16 d=96,psmem=1,dtype=f16 d=64,pexp=2,dtype=bf16 \
+        d=256,skip_rescale=1,dtype=bf16}; do
+      verify "knob_${only//[=,]/_}" specs/flash_fwd_sm90.lua "$only"
+    done
+    sanitize psmem specs/flash_fwd_sm90.lua \
+      d=80,bm=192,bn=144,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=1,pexp=0,skip_rescale=0
+    sanitize skip specs/flash_fwd_sm90.lua \
+      d=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=1
     ;;
   ablate)
     only=${ABLATE_ONLY:-d=64,dtype=bf16}

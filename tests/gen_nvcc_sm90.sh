@@ -75,6 +75,17 @@ while [ $# -ge 2 ]; do
     grep -q "HGMMA\.64x${d}x16\.F32" "$dir/k.sass" || fail "no HGMMA.64x${d}x16 in the SASS of $v"
     grep -q 'UTMALDG' "$dir/k.sass" || fail "no UTMALDG in the SASS of $v"
     if grep -q 'HMMA\.' "$dir/k.sass"; then fail "$v still has mma.sync (HMMA) code"; fi
+    # P·V: A from registers (R, R, gdesc) or, psmem=1, from the P tile stored with stmatrix
+    # (R, gdesc), both operands in shared memory
+    case $v in
+      *psmem=1*)
+        grep -q 'STSM' "$dir/k.sass" || fail "$v: psmem=1 without stmatrix (STSM)"
+        grep "HGMMA\.64x${d}x16\." "$dir/k.sass" | grep -q -E ' R[0-9]+, R[0-9]+, gdesc' &&
+          fail "$v: psmem=1 but P·V takes P from registers" ;;
+      *)
+        grep "HGMMA\.64x${d}x16\." "$dir/k.sass" | grep -q -E ' R[0-9]+, R[0-9]+, gdesc' ||
+          fail "$v: P·V does not take P from registers" ;;
+    esac
     sass_checked=$((sass_checked + 1))
   fi
   echo "nvcc compiled $v: $regs registers, spills (stores loads) $spills"
