@@ -94,11 +94,15 @@ static int fwd_sm90_span(int d)
 }
 
 /* The width of flash_bwd_sm90's tiles (its template's D): the head dim rounded up to whole k16
- * steps, with kvsplit to two halves of whole k16 steps (d = 72: 80; 168 with kvsplit: 192). TMA
- * fills the columns past the head dim with zeros. */
+ * steps, and with kvsplit an odd multiple of 8 to two halves of whole k16 steps (d = 72: 80; 168
+ * with kvsplit: 192). TMA fills the columns past the head dim with zeros. (A multiple of 16
+ * keeps its own width with kvsplit: 176, 208 and 240, whose halves are no multiple of 16, stay
+ * with the sm80 family, verified there, until 192-, 224- and 256-wide tiles have run for them.) */
 static int bwd_sm90_tile_width(int d, int kvsplit)
 {
-    return kvsplit ? (d + 31) / 32 * 32 : (d + 15) / 16 * 16;
+    if (kvsplit && d % 16 != 0)
+        return (d + 31) / 32 * 32;
+    return (d + 15) / 16 * 16;
 }
 
 /* How flash_bwd_sm90 cuts a variant's columns (its template's DC, DKV, PW and CH), with W the

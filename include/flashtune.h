@@ -254,7 +254,7 @@ FT_API ft_status ft_attention_key(const ft_attention_args *args, char *buf, size
  * (which can take a second); later calls only launch. Returns FT_ERR_INVALID_ARGUMENT for bad
  * sizes, pointers or strides, FT_ERR_UNSUPPORTED when no kernel handles the head dim or dtype
  * (the forward's kernels take every multiple of 8 from 32 to 256, the backward's too but for
- * non-causal calls of head dim 240 that are deterministic or off compute capability 9.0),
+ * non-causal calls of head dim 240),
  * FT_ERR_CUDA when the launch fails.
  * Thread-safe. */
 FT_API ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *args, void *stream);

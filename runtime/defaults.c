@@ -36,11 +36,11 @@
  * without spills): d = 32 d = 64's structure, 96 d = 128's, 160, 192 and 224 d = 256's (kvsplit;
  * with its det=1 variant at 160 and 192), 80, 112 and 144 the one consumer warpgroup of 64 keys
  * (bm=64,bn=64: the only structure whose dQ passes and registers fit those head dims; at 144
- * only non-causal, whose variants alone compile without spills); 176, 208 and 240 take the
- * kvsplit entries of 192, 224 and 256 with tiles 192, 224 and 256 wide (since 2026-12-05; before,
- * their halves being no multiple of 16, they ran the sm80 family's), and so do the odd multiples
- * of 8 in both families, each with the entries of the head dim above it (72: 80's, tiles 80
- * wide; not yet run on a GPU). The sm80 backward's entries at 48, 80, 112, 144, 160, 176, 208, 224
+ * only non-causal, whose variants alone compile without spills); 176, 208 and 240 have no
+ * sm_90a variant (their halves are no multiple of 16 and their whole rows too many registers)
+ * and run the sm80 family's. The odd multiples of 8 (since 2026-12-05, not yet run on a GPU) take
+ * the entries of the head dim above them in both families, in tiles that wide (72: 80's; 168
+ * and 184: 192's kvsplit). The sm80 backward's entries at 48, 80, 112, 144, 160, 176, 208, 224
  * and 240 (2026-12-03, untuned): for each a shape the spec keeps there that compiles without
  * spills on sm_80 and sm_90 in both dtypes, causal or not, deterministic or not (d = 160 with a
  * one-stage second choice for GPUs with less shared memory); at 240 only causal variants do,

@@ -53,8 +53,8 @@
 //   name##_post  grid (MBQ, heads_q, batch): dQ accumulator tile → dQ · scale, element type.
 //
 // ---- the workspace (BwdParams::ws, 16-byte aligned; 256 recommended) --------------------------
-// With SQP = MBQ·BM and D the tiles' width (the head dim where it is a multiple of 16, or of 32
-// with KVSPLIT; ops/bwd.c sizes it alike), in this order:
+// With SQP = MBQ·BM and D the tiles' width (the head dim where it is a multiple of 16; ops/bwd.c
+// sizes it alike), in this order:
 //   dq_acc  float [batch][heads_q][MBQ][BM·D]   one tile per query block, in the order of the
 //                                               consumers' staging buffer (dq_index)
 //   lse2    float [batch][heads_q][SQP]         LSE·log2(e); +inf on padding rows
@@ -85,7 +85,7 @@
 //
 // Compile-time parameters, defined by the generated prelude:
 //   FTP_D       DH, the head dimension: a multiple of 8 from 32 to 256 (the tiles are D wide: DH
-//               rounded up to 16, with KVSPLIT to 32; see D below)
+//               rounded up to 16, with KVSPLIT an odd multiple of 8 to 32; see D below)
 //   FTP_BM      query rows per block of the loop: 64, or 128 with two consumer warpgroups
 //   FTP_BN      keys per CTA: 64 per consumer warpgroup (64, 128), or 64 with KVSPLIT
 //   FTP_KVSPLIT 1: two consumer warpgroups share the 64 keys (BM = 64, not EARLY_DV)
@@ -134,11 +134,12 @@ constexpr bool KVSPLIT = FTP_KVSPLIT != 0;
 constexpr bool DQ_RED = FTP_DQ_RED != 0;
 constexpr bool DET = FTP_DET != 0;
 constexpr bool S_AHEAD = FTP_S_AHEAD != 0;
-// The tiles' width D: the head dim rounded up to whole k16 steps, and with KVSPLIT to two halves
-// of whole k16 steps (generator/family.c bwd_sm90_tile_width). TMA fills a tile's D − DH columns
-// past the head dim with zeros, so every product over them adds zeros and the gradients' columns
-// there are zeros, never stored; the dQ accumulator tiles in the workspace are D wide too.
-constexpr int D = KVSPLIT ? (DH + 31) / 32 * 32 : (DH + 15) / 16 * 16;
+// The tiles' width D: the head dim rounded up to whole k16 steps, and with KVSPLIT an odd multiple
+// of 8 to two halves of whole k16 steps (generator/family.c bwd_sm90_tile_width). TMA fills a
+// tile's D − DH columns past the head dim with zeros, so every product over them adds zeros and
+// the gradients' columns there are zeros, never stored; the dQ accumulator tiles in the
+// workspace are D wide too.
+constexpr int D = KVSPLIT && DH % 16 != 0 ? (DH + 31) / 32 * 32 : (DH + 15) / 16 * 16;
 
 constexpr int NWG = KVSPLIT ? 2 : BN / 64; // consumer warpgroups: 64 keys each, or two sharing 64
 constexpr int CT = 128 * NWG;      // consumer threads

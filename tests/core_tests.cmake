@@ -143,7 +143,7 @@ endif()
 # pruning still runs on all), about 6 minutes for the forward's (an eighth of each) and 2.5 for
 # the backward's (150 of each target's); the kept counts are now 1912 (sm_80), 1460 (sm_86,
 # sm_89), 2108 (sm_90) and 2352 (flash_fwd_sm90 on sm_90a); the backward's 1616 (sm_80) and 1840
-# (sm_90; 1232 and 1408 before 80 and 160 were listed), the Hopper backward's 1008 (sm_90a; 976 before kvsplit took d = 80, 574 before s_ahead). Each
+# (sm_90; 1232 and 1408 before 80 and 160 were listed), the Hopper backward's 976 (sm_90a; 574 before s_ahead). Each
 # entry: spec, target, sample size, test name.
 set(ft_spaces
   "specs/flash_fwd.lua sm_80 236 sm_80" "specs/flash_fwd.lua sm_86 183 sm_86" "specs/flash_fwd.lua sm_89 183 sm_89"
@@ -152,7 +152,7 @@ set(ft_spaces
   "specs/flash_fwd_sm90.lua sm_90a 266 sm_90a"
   # the backward's, likewise
   "specs/flash_bwd.lua sm_80 150 bwd_sm_80" "specs/flash_bwd.lua sm_90 150 bwd_sm_90"
-  # the Hopper backward's: 24 of its 1008 kept variants
+  # the Hopper backward's: 24 of its 976 kept variants
   "specs/flash_bwd_sm90.lua sm_90a 24 bwd_sm90a"
   # the short-query forward's: 32 of its 1120 (sm_80) and 1312 (sm_90) kept variants
   "specs/flash_decode.lua sm_80 32 decode_sm_80" "specs/flash_decode.lua sm_90 32 decode_sm_90")

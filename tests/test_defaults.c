@@ -333,13 +333,13 @@ static void test_defaults_new_dims(void)
  * call, causal or not, deterministic or not, and each backward family, the first of its entries
  * of the nearest head dim above that its spec keeps compiles without spills (the sm_90a family
  * for sm_90a, the sm80 one for sm_80), its tiles the head dim rounded up to 16 (the sm_90a
- * family's with kvsplit to 32: 168 and 176 take d = 192's entries, two warpgroups of 96 columns
+ * family's with kvsplit to 32: 168 and 184 take d = 192's entries, two warpgroups of 96 columns
  * each). Except the sm_90a family's deterministic calls above 192: its deterministic structure
  * (dQ staged in shared memory) does not fit there, so none of its entries is kept and the sm80
  * family serves them (on an H200 too). */
 static void test_bwd_defaults_new_dims(void)
 {
-    static const int dims[] = {40, 72, 88, 120, 168, 176, 200, 248};
+    static const int dims[] = {40, 72, 88, 120, 168, 184, 200, 248};
     static const struct {
         const char *family, *arch;
     } families[] = {{"flash_bwd_sm90", "sm_90a"}, {"flash_bwd_sm80", "sm_80"}};
