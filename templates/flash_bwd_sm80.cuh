@@ -866,9 +866,10 @@ __device__ __forceinline__ void bwd_post(const BwdParams &p)
 #pragma unroll
             for (int e = 0; e < 4; ++e)
                 v[e] = src[dq_index(w, f, lane, e)] * p.scale;
-            if (row < p.seqlen_q && col < DH)
+            const bool real = D == DH || col < DH; // not a column past the head dim
+            if (row < p.seqlen_q && real)
                 *(u32 *)(dq + row * p.dq_row_stride + col) = pack2(v[0], v[1]);
-            if (row + 8 < p.seqlen_q && col < DH)
+            if (row + 8 < p.seqlen_q && real)
                 *(u32 *)(dq + (row + 8) * p.dq_row_stride + col) = pack2(v[2], v[3]);
         }
     }
