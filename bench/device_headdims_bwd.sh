@@ -6,7 +6,7 @@
 #                                              192; the sm80 family at 80 and 144 (VERIFY_SM80)
 #   bash bench/device_headdims_bwd.sh odd      flashtune verify of the backward's variants at odd
 #                                              multiples of 8: sm_90a (ODD_VERIFY: 72 bf16, 88 f16,
-#                                              168 bf16, 200 f16; and 176 bf16, kvsplit 192 wide),
+#                                              168 bf16, 216 f16; and 184 bf16, kvsplit 192 wide),
 #                                              sm80 (ODD_SM80: 72 bf16, 120 f16 gqa=atomic, 200 bf16
 #                                              deterministic causal), then compute-sanitizer's three
 #                                              tools on a d = 72 sm_90a variant
@@ -68,7 +68,7 @@ for mode in "$@"; do
     done
     ;;
   odd)
-    for f in ${ODD_VERIFY:-d=72,dtype=bf16 d=88,dtype=f16 d=168,dtype=bf16 d=200,dtype=f16 d=176,dtype=bf16,kvsplit=1}; do
+    for f in ${ODD_VERIFY:-d=72,dtype=bf16 d=88,dtype=f16 d=168,dtype=bf16 d=216,dtype=f16 d=184,dtype=bf16,kvsplit=1}; do
       verify "sm90_odd_${f%%,*}" specs/flash_bwd_sm90.lua "$f"
     done
     for f in ${ODD_SM80:-d=72,dtype=bf16,gqa=loop,det=0 d=120,dtype=f16,gqa=atomic d=200,dtype=bf16,det=1,causal=1}; do

@@ -48,6 +48,17 @@ local function dq_width(v)
   return nil
 end
 
+-- The tiles' column blocks (the swizzle span): the widest of 64, 32 and 16 elements that the
+-- width, a warpgroup's dK/dV columns and its dQ pass are all multiples of (generator/family.c
+-- bwd_sm90_cut computes the same).
+local function span(v)
+  local w, dkv, pw = width(v), v.kvsplit == 1 and width(v) // 2 or width(v), dq_width(v) or 16
+  for _, s in ipairs({ 64, 32, 16 }) do
+    if w % s == 0 and dkv % s == 0 and pw % s == 0 then return s end
+  end
+  return 16
+end
+
 -- Per consumer thread: see `registers` below. With two consumers the producer gives its
 -- registers to them (setmaxnreg; specs/lib/hopper.lua says how many).
 local function consumer_registers(v)
@@ -109,6 +120,10 @@ return {
       function(v) return v.det == 0 or (v.dq_red == 0 and v.lpt == 0) end },
     { "each warpgroup's dQ columns go in passes of a multiple of 16 columns (at most 112), its dK and dV columns are a multiple of 16",
       function(v) return dq_width(v) ~= nil and (v.kvsplit == 0 or (width(v) // 2) % 16 == 0) end },
+    -- (a box wholly past the tensor's last column would be filled with zeros by TMA too, it is
+    -- thought, but no such load has run on a GPU yet: d = 72, 136 and 200 with kvsplit)
+    { "no column block of the tiles lies wholly past the head dim (TMA boxes partly out of bounds only)",
+      function(v) return width(v) - v.d < span(v) end },
     { "consumer registers within what setmaxnreg gives them",
       function(v) return consumer_registers(v) <= register_limit(v) end },
   },
