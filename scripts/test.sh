@@ -13,7 +13,7 @@
 # (build 8-11, asan 1.5-2, fuzz 1-2; the sampled spaces 6.5 of them, sm_90a alone 2.3).
 #
 # FT_TEST_LABELS replaces the build phase's selection of labels (default '-LE full'):
-#   FT_TEST_LABELS='-L full'   the whole spaces, every kept variant (about 72 minutes)
+#   FT_TEST_LABELS='-L full'   the whole spaces, every kept variant (about 100 minutes)
 #   FT_TEST_LABELS='-LE slow'  neither the sampled nor the whole spaces
 # FT_TEST_PHASES picks the phases (default 'build asan fuzz'). Every phase runs even when one
 # before it failed; the script fails if any did.
