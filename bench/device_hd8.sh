@@ -24,9 +24,11 @@
 #                                      a tune cut by the call's limit resumes on the next call;
 #                                      QUALITY_SECOND=1: a second exhaustive tune measured too)
 #   bash bench/device_hd8.sh knobs     the knobs of 2026-12-05, first on a GPU: flashtune verify of
-#                                      every psmem=1 variant at d = 80 bf16 and 96 f16, every pexp=2
-#                                      one at d = 64 bf16 and every skip_rescale=1 one at d = 256
-#                                      bf16 (KNOBS_VERIFY overrides: FILTER words), then
+#                                      every psmem=1 variant at d = 80 bf16 and 96 f16 (60, 48),
+#                                      every pexp=2 one at d = 64 with bm = 192 bf16 (112) and
+#                                      bm = 128 f16, every skip_rescale=1 one at d = 256 bf16 (48)
+#                                      (KNOBS_VERIFY overrides: FILTER words; each verify stops at
+#                                      VERIFY_LIMIT, 150 s), then
 #                                      compute-sanitizer's three tools on a psmem 192 x 144 variant
 #                                      and a skip_rescale d = 256 one
 #   bash bench/device_hd8.sh ablate    each knob's worth: flashtune verify, then an exhaustive
@@ -90,8 +92,8 @@ for mode in "$@"; do
     grep -E '^tune|^buckets' "$OUT/quality.txt" | tee -a "$summary"
     ;;
   knobs)
-    for only in ${KNOBS_VERIFY:-d=80,psmem=1,dtype=bf16 d=96,psmem=1,dtype=f16 d=64,pexp=2,dtype=bf16 \
-        d=256,skip_rescale=1,dtype=bf16}; do
+    for only in ${KNOBS_VERIFY:-d=80,psmem=1,dtype=bf16 d=96,psmem=1,dtype=f16 d=64,pexp=2,dtype=bf16,bm=192 \
+        d=64,pexp=2,dtype=f16,bm=128 d=256,skip_rescale=1,dtype=bf16}; do
       verify "knob_${only//[=,]/_}" specs/flash_fwd_sm90.lua "$only"
     done
     sanitize psmem specs/flash_fwd_sm90.lua \
