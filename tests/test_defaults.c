@@ -255,6 +255,34 @@ static void test_defaults_build(void)
     ft__cache_close(cache);
 }
 
+/* The runtime's choice among a call's built-in defaults (runtime/defaults.c, key of head dim d,
+ * causal c, determinism det), as far as family goes: its first entry of that family (whose
+ * completed text names `want`, where given: the call's determinism) that the spec keeps at d.
+ * 0 when none is kept; else 1, with the entry compiled for arch through cache: its text, status,
+ * spilled bytes and reason. */
+static int first_kept_default(ft_spec *spec, const char *family, const ft_key *key, int needs, int d, int c,
+                              int det, const char *want, const char *arch, ft_cache *cache, char *text, size_t cap,
+                              ft_plan_status *st, long long *spills, char *reason, size_t reason_cap)
+{
+    const ft_default_kernel *order[FT_DEFAULTS_MAX];
+    const size_t n = ft__default_order(key, needs, order, FT_DEFAULTS_MAX);
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (strcmp(order[i]->family, family) != 0)
+            continue;
+        complete_at(spec, order[i], d, c, det, "bf16", text, cap);
+        if (want != NULL && strstr(text, want) == NULL)
+            continue; /* the runtime takes entries of the call's determinism only */
+        if (plan_one(spec, text, arch, NULL, 0, NULL, reason, reason_cap, NULL) != FT_PLAN_PENDING)
+            continue; /* pruned: the runtime tries the next entry */
+        *spills = 0;
+        *st = plan_one(spec, text, arch, cache, 1, NULL, reason, reason_cap, spills);
+        return 1;
+    }
+    return 0;
+}
+
 /* Head dims the table does not list, odd multiples of 8 among them: a call takes each family's
  * entries of the nearest head dim above it with its own d (runtime/defaults.c), the first that
  * its spec keeps and that builds. For each forward family, causal or not, that first kept entry
@@ -274,7 +302,7 @@ static void test_defaults_new_dims(void)
     const char *cache_dir = getenv("FLASHTUNE_CACHE_DIR");
     ft_cache *cache = NULL;
     ft_err err;
-    size_t di, fi, i, n;
+    size_t di, fi;
     int c, a, compiled = 0;
 
     if (cache_dir != NULL && cache_dir[0] != '\0')
@@ -294,34 +322,23 @@ static void test_defaults_new_dims(void)
             for (c = 0; c <= 1; c++)
                 for (a = 0; a < (hopper ? 1 : 2); a++) {
                     const char *arch = a == 0 ? "sm_90" : "sm_80";
-                    const ft_default_kernel *order[FT_DEFAULTS_MAX];
+                    char text[1024], reason[512];
+                    long long spills = 0;
+                    ft_plan_status st = FT_PLAN_PENDING;
                     ft_key key;
-                    int done = 0;
 
                     ft__key_of(&ft__op_fwd, "bf16", dims[di], c, 0, 4, 32, 4, decode ? 1 : 4096, 4096, &key);
-                    n = ft__default_order(&key, decode ? FT_NEEDS_SPLIT : FT_NEEDS_DENSE, order, FT_DEFAULTS_MAX);
-                    for (i = 0; i < n && !done; i++) {
-                        char text[1024], reason[512];
-                        long long spills = 0;
-                        ft_plan_status st;
-
-                        if (strcmp(order[i]->family, families[fi]) != 0)
-                            continue;
-                        complete_at(spec, order[i], dims[di], c, 0, "bf16", text, sizeof text);
-                        if (plan_one(spec, text, arch, NULL, 0, NULL, reason, sizeof reason, NULL) != FT_PLAN_PENDING)
-                            continue; /* pruned: the runtime tries the next entry */
-                        st = plan_one(spec, text, arch, cache, 1, NULL, reason, sizeof reason, &spills);
-                        if (st != FT_PLAN_COMPILED || (spec->reject_spills && spills > 0))
-                            FT_FAIL_("default %s (%s) for d = %d on %s: %s, %lld spilled bytes: %s", text,
-                                     families[fi], dims[di], arch, ft__plan_status_name(st), spills, reason);
-                        if (spills > 0)
-                            printf("  %s on %s: %lld bytes of spills\n", text, arch, spills);
-                        done = 1;
-                        compiled++;
-                    }
-                    if (!done)
+                    if (!first_kept_default(spec, families[fi], &key, decode ? FT_NEEDS_SPLIT : FT_NEEDS_DENSE,
+                                            dims[di], c, 0, NULL, arch, cache, text, sizeof text, &st, &spills,
+                                            reason, sizeof reason))
                         FT_FAIL_("no default of %s is kept for d = %d causal = %d on %s", families[fi], dims[di], c,
                                  arch);
+                    if (st != FT_PLAN_COMPILED || (spec->reject_spills && spills > 0))
+                        FT_FAIL_("default %s (%s) for d = %d on %s: %s, %lld spilled bytes: %s", text, families[fi],
+                                 dims[di], arch, ft__plan_status_name(st), spills, reason);
+                    if (spills > 0)
+                        printf("  %s on %s: %lld bytes of spills\n", text, arch, spills);
+                    compiled++;
                 }
             ft__spec_free(spec);
         }
@@ -350,7 +367,7 @@ static void test_bwd_defaults_new_dims(void)
     const char *cache_dir = getenv("FLASHTUNE_CACHE_DIR");
     ft_cache *cache = NULL;
     ft_err err;
-    size_t di, fi, i, n;
+    size_t di, fi;
     int c, det, compiled = 0;
 
     if (cache_dir != NULL && cache_dir[0] != '\0')
@@ -365,41 +382,27 @@ static void test_bwd_defaults_new_dims(void)
         for (di = 0; di < 8; di++)
             for (c = 0; c <= 1; c++)
                 for (det = 0; det <= 1; det++) {
-                    const int none = hopper && det && families[fi].dims[di] > 192;
-                    const ft_default_kernel *order[FT_DEFAULTS_MAX];
-                    char want_det[16];
+                    const int d = families[fi].dims[di], none = hopper && det && d > 192;
+                    char want_det[16], text[1024], reason[512];
+                    long long spills = 0;
+                    ft_plan_status st = FT_PLAN_PENDING;
                     ft_key key;
-                    int done = 0;
+                    int kept;
 
                     snprintf(want_det, sizeof want_det, "det=%d", det);
-                    ft__key_of(&ft__op_bwd, "bf16", families[fi].dims[di], c, det, 4, 32, 8, 4096, 4096, &key);
-                    n = ft__default_order(&key, FT_NEEDS_DENSE, order, FT_DEFAULTS_MAX);
-                    for (i = 0; i < n && !done; i++) {
-                        char text[1024], reason[512];
-                        long long spills = 0;
-                        ft_plan_status st;
-
-                        if (strcmp(order[i]->family, families[fi].family) != 0)
-                            continue;
-                        complete_at(spec, order[i], families[fi].dims[di], c, det, "bf16", text, sizeof text);
-                        if (strstr(text, want_det) == NULL)
-                            continue; /* the runtime takes entries of the call's determinism only */
-                        if (plan_one(spec, text, families[fi].arch, NULL, 0, NULL, reason, sizeof reason, NULL) !=
-                            FT_PLAN_PENDING)
-                            continue; /* pruned: the runtime tries the next entry */
-                        st = plan_one(spec, text, families[fi].arch, cache, 1, NULL, reason, sizeof reason, &spills);
-                        if (st != FT_PLAN_COMPILED || spills > 0)
-                            FT_FAIL_("backward default %s for d = %d on %s: %s, %lld spilled bytes: %s", text,
-                                     families[fi].dims[di], families[fi].arch, ft__plan_status_name(st), spills, reason);
-                        done = 1;
-                        compiled++;
-                    }
-                    if (!done && !none)
+                    ft__key_of(&ft__op_bwd, "bf16", d, c, det, 4, 32, 8, 4096, 4096, &key);
+                    kept = first_kept_default(spec, families[fi].family, &key, FT_NEEDS_DENSE, d, c, det, want_det,
+                                              families[fi].arch, cache, text, sizeof text, &st, &spills, reason,
+                                              sizeof reason);
+                    if (kept && none)
+                        FT_FAIL_("a deterministic backward default of %s is kept at d = %d", families[fi].family, d);
+                    if (!kept && !none)
                         FT_FAIL_("no backward default of %s is kept for d = %d causal = %d det = %d",
-                                 families[fi].family, families[fi].dims[di], c, det);
-                    if (done && none)
-                        FT_FAIL_("a deterministic backward default of %s is kept at d = %d", families[fi].family,
-                                 families[fi].dims[di]);
+                                 families[fi].family, d, c, det);
+                    if (kept && (st != FT_PLAN_COMPILED || spills > 0))
+                        FT_FAIL_("backward default %s for d = %d on %s: %s, %lld spilled bytes: %s", text, d,
+                                 families[fi].arch, ft__plan_status_name(st), spills, reason);
+                    compiled += kept;
                 }
         ft__spec_free(spec);
     }
