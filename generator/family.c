@@ -134,13 +134,14 @@ static void bwd_sm90_cut(int d, int bm, int bn, int kvsplit, int *width, int *sp
         }
 }
 
-/* flash_bwd_sm90's products: Sᵀ and dPᵀ (n = bm, both operands K-major), dV and dK (n = d, A
- * from registers, B MN-major), dQ by passes of the cut's width (both MN-major). With kvsplit two
- * warpgroups share the keys: Sᵀ and dPᵀ take half of the queries each (n = bm/2), dV and dK half
- * of the columns (n = d/2) with A, K-major, from shared memory (ft_wgmma_kvs). Both dK/dV wrappers
- * are emitted at the variant's width, as the template's code names both (one of them unused).
- * Before them the cut itself (FTP_SPAN, FTP_DQ_WIDTH), which the runtime's tensor maps share
- * through the launch facts. */
+/* flash_bwd_sm90's products: Sᵀ and dPᵀ (n = bm, both operands K-major), dV and dK (n = d, the
+ * tiles' width, A from registers, B MN-major), dQ by passes of the cut's width (both MN-major).
+ * With kvsplit two warpgroups share the keys: Sᵀ and dPᵀ take half of the queries each (n =
+ * bm/2), dV and dK half of the columns (n = d/2) with A, K-major, from shared memory
+ * (ft_wgmma_kvs). Both dK/dV wrappers are emitted at the variant's width, as the template's code
+ * names both (one of them unused). Before them the tiles' width and the cut (FTP_TILE_D,
+ * FTP_SPAN, FTP_DQ_WIDTH), which the runtime's tensor maps and workspace share through the
+ * launch facts. */
 static void bwd_sm90_prelude(ft_strbuf *sb, const ft_spec *spec, const ft_variant *v)
 {
     const char *dtype = ft__variant_str(spec, v, "dtype");
@@ -151,7 +152,7 @@ static void bwd_sm90_prelude(ft_strbuf *sb, const ft_spec *spec, const ft_varian
     int width, span;
 
     bwd_sm90_cut(d, bm, (int)ft__variant_int(spec, v, "bn", 64), split, &width, &span);
-    ft__sb_printf(sb, "#define FTP_SPAN %d\n#define FTP_DQ_WIDTH %d\n\n", span, width);
+    ft__sb_printf(sb, "#define FTP_TILE_D %d\n#define FTP_SPAN %d\n#define FTP_DQ_WIDTH %d\n\n", d, span, width);
     emit_wgmma(sb, "ft_wgmma_st", split ? bm / 2 : bm, type, 0, 0, 0);
     emit_wgmma(sb, "ft_wgmma_kv", split ? d / 2 : d, type, 1, 0, 1);
     emit_wgmma(sb, "ft_wgmma_kvs", split ? d / 2 : d, type, 0, 0, 1);

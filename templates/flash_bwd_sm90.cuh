@@ -99,6 +99,7 @@
 //   FTP_LPT     1: the grid's linear index walks key blocks slowest (longest causal walks first)
 //   FTP_S_AHEAD 1: the next block's Sᵀ issued before this block's dK is waited for (not with
 //               KVSPLIT), so that the tensor cores have it while the block's last steps run
+//   FTP_TILE_D  D, the tiles' width (see D below)
 //   FTP_SPAN    CH, elements per swizzled row of a Q, dO, K or V column block (64, 32 or 16)
 //   FTP_DQ_WIDTH PW, columns per pass of a warpgroup's dQ partial (a multiple of CH, at most 112)
 // and the generated wgmma wrappers ft_wgmma_st (m64n{SQ}k16, both operands K-major in shared
@@ -108,8 +109,8 @@
 
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_CAUSAL) || !defined(FTP_EARLY_DV) || \
     !defined(FTP_LPT) || !defined(FTP_KVSPLIT) || !defined(FTP_DQ_RED) || !defined(FTP_DET) || !defined(FTP_SPAN) ||  \
-    !defined(FTP_DQ_WIDTH) || !defined(FTP_S_AHEAD) || !defined(FT_SMEM_BYTES)
-#error "flash_bwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_CAUSAL, FTP_EARLY_DV, FTP_LPT, FTP_KVSPLIT, FTP_DQ_RED, FTP_DET, FTP_SPAN, FTP_DQ_WIDTH, FTP_S_AHEAD and FT_SMEM_BYTES"
+    !defined(FTP_DQ_WIDTH) || !defined(FTP_TILE_D) || !defined(FTP_S_AHEAD) || !defined(FT_SMEM_BYTES)
+#error "flash_bwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_CAUSAL, FTP_EARLY_DV, FTP_LPT, FTP_KVSPLIT, FTP_DQ_RED, FTP_DET, FTP_SPAN, FTP_DQ_WIDTH, FTP_TILE_D, FTP_S_AHEAD and FT_SMEM_BYTES"
 #endif
 #if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
 #error "flash_bwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
@@ -134,12 +135,12 @@ constexpr bool KVSPLIT = FTP_KVSPLIT != 0;
 constexpr bool DQ_RED = FTP_DQ_RED != 0;
 constexpr bool DET = FTP_DET != 0;
 constexpr bool S_AHEAD = FTP_S_AHEAD != 0;
-// The tiles' width D: the head dim rounded up to whole k16 steps, and with KVSPLIT an odd multiple
-// of 8 to two halves of whole k16 steps (generator/family.c bwd_sm90_tile_width). TMA fills a
-// tile's D − DH columns past the head dim with zeros, so every product over them adds zeros and
-// the gradients' columns there are zeros, never stored; the dQ accumulator tiles in the
-// workspace are D wide too.
-constexpr int D = KVSPLIT && DH % 16 != 0 ? (DH + 31) / 32 * 32 : (DH + 15) / 16 * 16;
+// The tiles' width D (FTP_TILE_D): the head dim rounded up to whole k16 steps, and with KVSPLIT
+// an odd multiple of 8 to two halves of whole k16 steps (generator/family.c bwd_sm90_tile_width).
+// TMA fills a tile's D − DH columns past the head dim with zeros, so every product over them adds
+// zeros and the gradients' columns there are zeros, never stored; the dQ accumulator tiles in
+// the workspace are D wide too.
+constexpr int D = FTP_TILE_D;
 
 constexpr int NWG = KVSPLIT ? 2 : BN / 64; // consumer warpgroups: 64 keys each, or two sharing 64
 constexpr int CT = 128 * NWG;      // consumer threads
@@ -183,7 +184,8 @@ constexpr int SMEM_BYTES = 1024 + OFF_BAR + BAR_BYTES;
 // 16 bytes (D/8 + 1 chunks, an odd number: a warp's stores of eight rows hit eight bank groups).
 constexpr u32 OUT_PITCH = (D + 8) * 2;
 
-static_assert(DH % 8 == 0 && DH >= 32 && DH <= 256 && D <= 256, "head dimension: a multiple of 8 from 32 to 256");
+static_assert(DH % 8 == 0 && DH >= 32 && DH <= 256, "head dimension: a multiple of 8 from 32 to 256");
+static_assert(D % 16 == 0 && D >= DH && D - DH < 32 && D <= 256, "tiles the head dim rounded up to whole k16 steps");
 static_assert(CH == 64 || CH == 32 || CH == 16, "column blocks of 64, 32 or 16 elements");
 static_assert(D % CH == 0 && DKV % CH == 0 && PW % CH == 0 && DC == PW * DQ_PASSES && PW <= 112,
               "the head dim, each warpgroup's dK/dV columns and each dQ pass are whole column blocks");
