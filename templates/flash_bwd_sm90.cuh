@@ -220,11 +220,6 @@ __device__ __forceinline__ u32 kv_full(u32 bars) { return bars; }
 __device__ __forceinline__ u32 q_full(u32 bars, int s) { return bars + 8 + 8 * s; }
 __device__ __forceinline__ u32 q_empty(u32 bars, int s) { return bars + 24 + 8 * s; }
 
-__device__ __forceinline__ void fence_proxy_async()
-{
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
 __device__ __forceinline__ void st_shared(u32 addr, u32 v)
 {
     asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");

@@ -515,7 +515,7 @@ template <int NS> __device__ __forceinline__ void store_p(const Consumer &c, con
         stmatrix_x4(tile + off, pack2(acc[8 * kb], acc[8 * kb + 1]), pack2(acc[8 * kb + 2], acc[8 * kb + 3]),
                     pack2(acc[8 * kb + 4], acc[8 * kb + 5]), pack2(acc[8 * kb + 6], acc[8 * kb + 7]));
     }
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    fence_proxy_async();
     named_sync(BAR_P + c.w(), 128);
 }
 

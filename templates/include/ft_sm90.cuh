@@ -70,6 +70,13 @@ __device__ __forceinline__ int ld_shared(u32 addr)
     return v;
 }
 
+// Orders this thread's generic-proxy writes to shared memory before the async proxy's reads of
+// it (a wgmma operand, a bulk copy's source) that a barrier after it lets start.
+__device__ __forceinline__ void fence_proxy_async()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
 __device__ __forceinline__ void named_sync(int id, int threads)
 {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
