@@ -581,7 +581,8 @@ static void test_sm90_pruning(void)
     ft_plan *plan = NULL;
     ft_arch arch;
     ft_err err;
-    int i, pingpong = 0, regs = 0, balance = 0, psmem = 0, wide = 0, b112 = 0, pexp = 0, smem = 0, kept = 0, fa4 = 0;
+    int i, pingpong = 0, regs = 0, balance = 0, psmem = 0, wide = 0, narrow = 0, b112 = 0, pexp = 0, skip = 0;
+    int smem = 0, kept = 0, fa4 = 0;
 
     ASSERT_TRUE(spec != NULL);
     ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
@@ -616,6 +617,7 @@ static void test_sm90_pruning(void)
         } else if (ps == 1 && bn > 144 && ft__variant_int(spec, &it->variant, "causal", 0) == 1) {
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
             ASSERT_CONTAINS(it->reason, "causal tiles with P through shared memory take at most 144 keys");
+            narrow++;
         } else if (bn == 112 && d <= 128) {
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
             ASSERT_CONTAINS(it->reason, "112-key tiles are for head dims above 128");
@@ -627,6 +629,7 @@ static void test_sm90_pruning(void)
         } else if (ft__variant_int(spec, &it->variant, "skip_rescale", 0) != 0 && d < 128) {
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
             ASSERT_CONTAINS(it->reason, "the rescale is skipped where O is wide enough");
+            skip++;
         } else if (est > consumer_limit(bm)) {
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
             ASSERT_STREQ(it->reason, "consumer registers within what setmaxnreg gives them");
@@ -646,7 +649,7 @@ static void test_sm90_pruning(void)
             fa4 += (d == 80 || d == 96) && bm == 192 && bn == 144 && ps == 1;
         }
     }
-    ASSERT_TRUE(psmem > 0 && wide > 0 && b112 > 0 && pexp > 0);
+    ASSERT_TRUE(psmem > 0 && wide > 0 && narrow > 0 && b112 > 0 && pexp > 0 && skip > 0);
     ASSERT_TRUE(fa4 > 0);
     ASSERT_EQ(pingpong, spec->nvariants / 2 * 2 / 3); /* pingpong=1 with bm 64 or 192 */
     ASSERT_TRUE(regs > 0);
@@ -982,7 +985,11 @@ static void test_bwd_head_dims_by_8(void)
             FT_FAIL_("%s: shared memory %lld, want %lld", cases[i].variant, ks.smem_dynamic, smem);
         snprintf(wrapper, sizeof wrapper, "wgmma.mma_async.sync.aligned.m64n%dk16", split ? w / 2 : w);
         ASSERT_TRUE(strstr(ks.text, wrapper) != NULL);
-        ASSERT_EQ(ft_test_count(ks.text, "#define FTP_D "), 1);
+        {
+            char tile_d[40];
+            snprintf(tile_d, sizeof tile_d, "#define FTP_TILE_D %d\n", w);
+            ASSERT_EQ(ft_test_count(ks.text, tile_d), 1);
+        }
         ft__family_launch(fam, cases[i].variant, ks.threads, ks.smem_dynamic, &facts);
         ASSERT_EQ(facts.head_dim, atoi(cases[i].variant + 2));
         ASSERT_EQ(facts.tile_dim, w);
