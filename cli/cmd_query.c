@@ -147,8 +147,9 @@ static int print_row(void *ud, const ft_db_row *row)
         }
         printf(", \"key\": ");
         ft__json_string(stdout, key);
-        printf(", \"stale\": %s, \"winner\": %s, \"measured_at\": \"%s\"}\n", row->stale ? "true" : "false",
-               row->winner ? "true" : "false", row->measured_at);
+        printf(", \"stale\": %s, \"preferred\": %s, \"winner\": %s, \"measured_at\": \"%s\"}\n",
+               row->stale ? "true" : "false", row->preferred ? "true" : "false", row->winner ? "true" : "false",
+               row->measured_at);
     } else {
         if (q->rows == 0)
             printf("%-14s %-3s %-4s %4s %6s %5s %6s %7s %6s  %-70s %-13s %9s %7s  %s\n", "device", "op", "type", "d",
@@ -159,7 +160,8 @@ static int print_row(void *ud, const ft_db_row *row)
             printf("%9.4f %7.1f  ", r->median_ms, r->tflops);
         else
             printf("%9s %7s  ", "-", "-");
-        printf("%s%s%s\n", row->winner ? "winner " : "", row->stale ? "stale " : "", r->reason);
+        printf("%s%s%s%s\n", row->winner ? "winner " : "", row->preferred ? "decided " : "", row->stale ? "stale " : "",
+               r->reason);
     }
     q->rows++;
     return write_failed(q);

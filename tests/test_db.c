@@ -679,6 +679,102 @@ static void test_winners(void)
     remove_dir(dir);
 }
 
+static int views_agree(const char *path, const rows *got);
+
+/* A decided winner: preferred to faster results of its key until the key is measured again. */
+static void test_decided_winner(void)
+{
+    static const struct {
+        const char *variant;
+        ft_result_status status;
+        double ms;
+    } cases[] = {
+        {"k1", FT_RESULT_OK, 1.00},
+        {"k2", FT_RESULT_OK, 1.01},
+        {"k3", FT_RESULT_OK, 1.50},
+        {"k4", FT_RESULT_WRONG_RESULT, 0.50},
+    };
+    char dir[64], path[128], text[64];
+    ft_db_device dev = make_device("NVIDIA H200", 13000);
+    long long d = 0, k[4];
+    ft_db_result r, elsewhere;
+    ft_db_row row;
+    ft_db *db = NULL, *ro = NULL;
+    int found = -1, i;
+    rows got;
+    ft_err err;
+
+    ASSERT_TRUE(make_dir(dir, sizeof dir));
+    snprintf(path, sizeof path, "%s/t.db", dir);
+    ASSERT_OK(ft__db_open(path, 0, &db, &err), &err);
+    ASSERT_OK(ft__db_device_id(db, &dev, &d, &err), &err);
+    for (i = 0; i < 4; i++) {
+        ft_db_kernel ker = make_kernel(cases[i].variant, "t1");
+        ASSERT_OK(ft__db_kernel_id(db, &ker, &k[i], &err), &err);
+        r = make_result(d, k[i], "f16", 128, 1, 4096, cases[i].status, cases[i].ms);
+        ASSERT_OK(ft__db_record(db, &r, &err), &err);
+    }
+    elsewhere = make_result(d, k[0], "f16", 64, 1, 4096, FT_RESULT_OK, 0.5); /* another key */
+    ASSERT_OK(ft__db_record(db, &elsewhere, &err), &err);
+    ASSERT_OK(ft__db_winner(db, d, &r.key, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_STREQ(row.variant, "k1");
+    ASSERT_EQ(row.preferred, 0);
+
+    /* decided: k2 wins though k1 is faster, in the C query and in the file's own views */
+    ASSERT_OK(ft__db_decide(db, d, &r.key, k[1], &err), &err);
+    ASSERT_OK(ft__db_winner(db, d, &r.key, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_EQ(found, 1);
+    ASSERT_STREQ(row.variant, "k2");
+    ASSERT_EQ(row.preferred, 1);
+    raw_text(path, "SELECT variant FROM v_winners WHERE head_dim = 128", text, sizeof text);
+    ASSERT_STREQ(text, "k2");
+    memset(&got, 0, sizeof got);
+    ASSERT_OK(ft__db_query(db, NULL, collect, &got, &err), &err);
+    ASSERT_TRUE(views_agree(path, &got));
+    /* a read-only handle (the runtime's) sees the decision */
+    ASSERT_OK(ft__db_open(path, 1, &ro, &err), &err);
+    ASSERT_OK(ft__db_winner(ro, d, &r.key, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_STREQ(row.variant, "k2");
+    ft__db_close(ro);
+
+    /* one decision per key: deciding k3 clears k2's */
+    ASSERT_OK(ft__db_decide(db, d, &r.key, k[2], &err), &err);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM results WHERE preferred = 1"), 1);
+    ASSERT_OK(ft__db_winner(db, d, &r.key, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_STREQ(row.variant, "k3");
+    /* a result that is not ok is never decided on: the fastest wins again */
+    ASSERT_OK(ft__db_decide(db, d, &r.key, k[3], &err), &err);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM results WHERE preferred = 1"), 0);
+    ASSERT_OK(ft__db_winner(db, d, &r.key, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_STREQ(row.variant, "k1");
+
+    /* measuring another key leaves the decision; measuring this key again, any kernel of it, or
+     * deciding on nothing, undoes it */
+    ASSERT_OK(ft__db_decide(db, d, &r.key, k[1], &err), &err);
+    ASSERT_OK(ft__db_record(db, &elsewhere, &err), &err);
+    ASSERT_OK(ft__db_winner(db, d, &r.key, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_STREQ(row.variant, "k2");
+    r = make_result(d, k[2], "f16", 128, 1, 4096, FT_RESULT_OK, 1.4);
+    ASSERT_OK(ft__db_record(db, &r, &err), &err);
+    ASSERT_OK(ft__db_winner(db, d, &r.key, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_STREQ(row.variant, "k1");
+    ASSERT_OK(ft__db_decide(db, d, &r.key, k[1], &err), &err);
+    r = make_result(d, k[1], "f16", 128, 1, 4096, FT_RESULT_OK, 1.02);
+    ASSERT_OK(ft__db_record(db, &r, &err), &err);
+    ASSERT_OK(ft__db_winner(db, d, &r.key, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_STREQ(row.variant, "k1");
+    ASSERT_OK(ft__db_decide(db, d, &r.key, k[1], &err), &err);
+    ASSERT_OK(ft__db_decide(db, d, &r.key, 0, &err), &err);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM results WHERE preferred = 1"), 0);
+    /* a stale decided result does not win */
+    ASSERT_OK(ft__db_decide(db, d, &r.key, k[1], &err), &err);
+    ASSERT_OK(ft__db_set_current(db, 13000, "13.0", "flash_fwd_sm80", "t2", &err), &err);
+    ASSERT_OK(ft__db_winner(db, d, &r.key, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_EQ(found, 0);
+    ft__db_close(db);
+    remove_dir(dir);
+}
+
 /* Compares the C query's stale and winner flags with the file's own views, as a person
  * with the sqlite3 shell would see them. */
 static int views_agree(const char *path, const rows *got)
@@ -1133,7 +1229,7 @@ FT_TEST_MAIN(FT_CASE(test_bucket), FT_CASE(test_status_names),
              FT_CASE(test_not_a_database), FT_CASE(test_foreign_database),
              FT_CASE(test_zero_length_file), FT_CASE(test_missing_file_read_only),
              FT_CASE(test_find_or_insert), FT_CASE(test_record_and_replace),
-             FT_CASE(test_nan_round_trip), FT_CASE(test_has_result), FT_CASE(test_winners),
+             FT_CASE(test_nan_round_trip), FT_CASE(test_has_result), FT_CASE(test_winners), FT_CASE(test_decided_winner),
              FT_CASE(test_stale_template), FT_CASE(test_stale_driver_and_devices),
              FT_CASE(test_query_filters_and_order), FT_CASE(test_read_only),
              FT_CASE(test_concurrent_writers))

@@ -221,6 +221,13 @@ static void shape_key(const shape *s, ft_key *out)
 }
 
 /* The key of schema 3 (no group, no sq) from a key text's fields, in SQL. */
+/* SQL that takes a file of schema 5 back to schema 4's tables (the views go; migrating makes them
+ * again): no preferred column, no triggers that clear it. */
+#define SCHEMA_4_OF_5                                                                             \
+    "DROP VIEW v_misses; DROP VIEW v_devices; DROP VIEW v_winners; DROP VIEW v_results;\n"       \
+    "DROP VIEW v_results_base; DROP TRIGGER results_measured; DROP TRIGGER results_remeasured;\n" \
+    "ALTER TABLE results DROP COLUMN preferred;\n"
+
 #define V3_KEY(col)                                                                                    \
     "json_object('dtype', json_extract(" col ", '$.dtype'), 'd', json_extract(" col ", '$.d'), "        \
     "'causal', json_extract(" col ", '$.causal'), 'seqlen', json_extract(" col ", '$.seqlen'), 'bh', " \
@@ -266,7 +273,7 @@ static void make_v3(const char *path, long long *kernels)
             ASSERT_OK(ft__db_record_miss(db, &m, &err), &err);
     }
     ft__db_close(db);
-    ASSERT_EQ(raw_exec(path, "UPDATE results SET key = " V3_KEY("key") ";\n"
+    ASSERT_EQ(raw_exec(path, SCHEMA_4_OF_5 "UPDATE results SET key = " V3_KEY("key") ";\n"
                              "UPDATE misses SET key = " V3_KEY("key") ";\n"
                              "PRAGMA user_version = 3;"),
               SQLITE_OK);
@@ -403,5 +410,56 @@ static void test_schema_3_keys_from_shapes(void)
     remove_dir(dir);
 }
 
+/* A schema-4 file (schema 5 less the decisions): read as it is by a read-only handle, migrated
+ * by a writable one with every row and winner kept; then a decision takes, and measuring undoes
+ * it. */
+static void test_schema_4_decisions(void)
+{
+    char dir[64], path[128];
+    ft_db_device dev = make_device("H200 stand-in", 13000);
+    ft_db_kernel k[2];
+    long long d = 0, ids[2];
+    ft_db_result r;
+    ft_db_row row;
+    ft_db *db = NULL;
+    int found = -1, i;
+    ft_err err;
+
+    ASSERT_TRUE(make_dir(dir, sizeof dir));
+    snprintf(path, sizeof path, "%s/v4.db", dir);
+    k[0] = make_kernel("d=128,bm=128,bn=64,warps=8", "t");
+    k[1] = make_kernel("d=128,bm=64,bn=64,warps=4", "t");
+    ASSERT_OK(ft__db_open(path, 0, &db, &err), &err);
+    ASSERT_OK(ft__db_device_id(db, &dev, &d, &err), &err);
+    for (i = 0; i < 2; i++) {
+        ASSERT_OK(ft__db_kernel_id(db, &k[i], &ids[i], &err), &err);
+        r = make_result(d, ids[i], "bf16", 128, 0, 4096, FT_RESULT_OK, 1.0 + 0.01 * i);
+        ASSERT_OK(ft__db_record(db, &r, &err), &err);
+    }
+    ft__db_close(db);
+    ASSERT_EQ(raw_exec(path, SCHEMA_4_OF_5 "PRAGMA user_version = 4;"), SQLITE_OK);
+
+    ASSERT_OK(ft__db_open(path, 1, &db, &err), &err);
+    ASSERT_OK(ft__db_winner(db, d, &r.key, &row, NULL, NULL, &found, &err), &err);
+    ASSERT_EQ(found, 1);
+    ASSERT_EQ(row.result.kernel_id, ids[0]);
+    ASSERT_EQ(row.preferred, 0);
+    ft__db_close(db);
+    ASSERT_EQ(raw_int(path, "PRAGMA user_version"), 4);
+
+    ASSERT_OK(ft__db_open(path, 0, &db, &err), &err);
+    ASSERT_EQ(raw_int(path, "PRAGMA user_version"), FT_DB_SCHEMA_VERSION);
+    ASSERT_EQ(raw_int(path, "SELECT count(*) FROM results WHERE preferred = 0"), 2);
+    ASSERT_EQ(raw_int(path, "SELECT kernel_id FROM v_winners"), ids[0]);
+    ASSERT_OK(ft__db_decide(db, d, &r.key, ids[1], &err), &err);
+    ASSERT_EQ(raw_int(path, "SELECT kernel_id FROM v_winners"), ids[1]);
+    r = make_result(d, ids[0], "bf16", 128, 0, 4096, FT_RESULT_OK, 0.99);
+    ASSERT_OK(ft__db_record(db, &r, &err), &err);
+    ASSERT_EQ(raw_int(path, "SELECT kernel_id FROM v_winners"), ids[0]);
+    ft__db_close(db);
+    remove_dir(dir);
+}
+
 FT_TEST_MAIN(FT_CASE(test_fixture_is_schema_2), FT_CASE(test_read_only_then_migrated_same_winners),
-             FT_CASE(test_misses_kept), FT_CASE(test_schema_3_keys_from_shapes))
+             FT_CASE(test_misses_kept), FT_CASE(test_schema_3_keys_from_shapes),
+             FT_CASE(test_schema_4_decisions))

@@ -20,7 +20,7 @@
 #include "common/error.h"
 #include "ops/op.h"
 
-#define FT_DB_SCHEMA_VERSION 4
+#define FT_DB_SCHEMA_VERSION 5
 /* The oldest schema a read-only handle reads without migrating (its tables of results are
  * those of the current one). */
 #define FT_DB_SCHEMA_OLDEST_READABLE 1
@@ -101,8 +101,10 @@ typedef struct ft_db_row {
     char arch[16];
     char template_hash[65];
     char measured_at[32];    /* UTC, "2026-11-30 08:15:02" */
+    int preferred;           /* the tuner decided on it among results within each other's noise */
     int stale;               /* measured under another driver / NVRTC / template version */
-    int winner;              /* the fastest non-stale ok result of its (device, operation, key) */
+    int winner;              /* of the non-stale ok results of its (device, operation, key): the
+                                preferred one, else the fastest */
 } ft_db_row;
 
 /* Opens or creates a database. path NULL: $FLASHTUNE_DB (empty counts as unset), else
@@ -170,6 +172,12 @@ void ft__db_filter_init(ft_db_filter *f);
  * non-zero stops. */
 ft_status ft__db_query(ft_db *db, const ft_db_filter *f,
                        int (*fn)(void *ud, const ft_db_row *row), void *ud, ft_err *err);
+
+/* Decides the winner of (device, key): the kernel's ok result is preferred to faster ones (for
+ * results within each other's noise, which the tuner judges), any other decision for the key is
+ * cleared; kernel_id 0 only clears. Measuring the key again (ft__db_record, by any writer)
+ * clears the decision too. Needs a writable handle. */
+ft_status ft__db_decide(ft_db *db, long long device_id, const ft_key *key, long long kernel_id, ft_err *err);
 
 /* The winner of (device, key), with its kernel's cubin (malloc'd into *cubin, caller
  * frees) when cubin is not NULL. *found = 0 when there is none. */

@@ -32,6 +32,7 @@ enum ft_db_stmt {
     ST_META_SET,
     ST_CURRENT_SET,
     ST_RECORD,
+    ST_DECIDE,
     ST_HAS_RESULT,
     ST_WINNER,
     ST_QUERY,
@@ -59,7 +60,7 @@ enum ft_db_row_col {
     RC_DTYPE, RC_HEAD_DIM, RC_CAUSAL, RC_SEQLEN_BUCKET, RC_BH_BUCKET, RC_BATCH, RC_HEADS_Q,
     RC_HEADS_KV, RC_SEQLEN_Q, RC_SEQLEN_K, RC_STATUS, RC_REASON, RC_MEDIAN_MS, RC_IQR_MS,
     RC_TFLOPS, RC_MAX_ERROR, RC_REPETITIONS, RC_MEASURED_AT, RC_DRIVER_VERSION, RC_NVRTC_VERSION,
-    RC_STALE, RC_WINNER, RC_COUNT
+    RC_PREFERRED, RC_STALE, RC_WINNER, RC_COUNT
 };
 
 /* ---- statements, transactions, errors (stmt.c) -------------------------------------------- */

@@ -295,6 +295,37 @@ out:
     return rc;
 }
 
+ft_status ft__db_decide(ft_db *db, long long device_id, const ft_key *key, long long kernel_id, ft_err *err)
+{
+    ft_status rc = FT_ERR_INVALID_ARGUMENT;
+    sqlite3_stmt *s = NULL;
+    int began = 0;
+    ft_db_binder b;
+
+    if (db == NULL || key == NULL || key->op == NULL) {
+        ft__fail(err, rc, "ft__db_decide: NULL argument or a key without its operation");
+        goto out;
+    }
+    rc = ft__db_write_begin(db, ST_DECIDE, &s, &began, err);
+    if (rc != FT_OK)
+        goto out;
+    b = (ft_db_binder){s, SQLITE_OK, NULL};
+    bind_int(&b, ":device_id", device_id);
+    bind_int(&b, ":kernel_id", kernel_id);
+    bind_key(&b, key);
+    if (b.rc != SQLITE_OK) {
+        rc = ft__db_bind_fail(db, &b, err);
+        goto out;
+    }
+    if (sqlite3_step(s) != SQLITE_DONE)
+        rc = ft__db_fail(db, err, "cannot record the decided winner");
+out:
+    ft__db_stmt_done(s);
+    if (began)
+        rc = ft__db_tx_end(db, rc, err);
+    return rc;
+}
+
 ft_status ft__db_has_result(ft_db *db, long long device_id, long long kernel_id,
                             const ft_key *bk, int *has, ft_err *err)
 {

@@ -6,7 +6,7 @@
  * The database is one SQLite file, by default ~/.local/share/flashtune/tuning.db
  * ($FLASHTUNE_DB overrides the path, $XDG_DATA_HOME the directory). It is identified by
  * `PRAGMA application_id` = 0x46544442 ('FTDB') and its schema version is
- * `PRAGMA user_version` (currently 4). It uses a WAL journal, so it may be read while a
+ * `PRAGMA user_version` (currently 5). It uses a WAL journal, so it may be read while a
  * tune is writing to it: `sqlite3 ~/.local/share/flashtune/tuning.db`.
  *
  * Tables (STRICT):
@@ -25,7 +25,9 @@
  *             wrong_result, compile_error, over_limits, launch_failure, fault, timeout),
  *             reason, median_ms, iqr_ms, tflops, max_error (NULL when not measured / not
  *             verified), repetitions, measured_at (UTC), and
- *             the driver_version, nvrtc_version and template_hash it was measured under.
+ *             the driver_version, nvrtc_version and template_hash it was measured under,
+ *             preferred (1: the winner the tuner decided on where the fastest results lay
+ *             within each other's noise; any new measurement of the key clears it).
  *             Measuring again replaces the row.
  *   misses    the kinds of call the runtime library had no tuned winner for (recorded when
  *             FLASHTUNE_RECORD_MISSES=1): one row per (device, op, key) with the shape of the
@@ -43,8 +45,9 @@
  *              status, reason, median_ms, iqr_ms, tflops, max_error, repetitions,
  *              measured_at, driver_version, nvrtc_version, template_hash,
  *              stale (1: measured under other versions than the current ones),
- *              winner (1: the fastest non-stale ok result of its device, operation and key;
- *              ties go to the older row).
+ *              preferred (1: the tuner's decision among results within each other's noise),
+ *              winner (1: of the non-stale ok results of its device, operation and key, the
+ *              preferred one, else the fastest; ties go to the older row).
  *   v_winners  the rows of v_results with winner = 1: one per device, operation and key.
  *   v_devices  every device with its number of results and of winning buckets.
  *   v_results_base  v_results without the winner column (cheaper: no window function).
@@ -83,9 +86,10 @@
  * the migration keeps every row and its id. Version 4 gives the forward's key the group and
  * query-length buckets: the migration rewrites the key of every forward result and miss from
  * the shape stored with it (the SQL function ft_key_of, which every connection of flashtune
- * has: ft__key_parse_shaped and ft__key_format, as the runtime computes keys). A read-only
- * handle reads a file of version 1, 2 or 3 as it is, through views of its own that give the old
- * rows the operation 'fwd' and the key of the current form.
+ * has: ft__key_parse_shaped and ft__key_format, as the runtime computes keys). Version 5 adds results.preferred
+ * and the two triggers that clear it when its key is measured again. A read-only handle reads a
+ * file of version 1 to 4 as it is, through views of its own that give the old rows the
+ * operation 'fwd', the key of the current form and preferred = 0.
  *
  * This file: the schema and opening a file. stmt.c: statements and rows; results.c:
  * devices, kernels, results, queries; misses.c: misses (internal.h says what they share).
@@ -275,6 +279,19 @@ static const char *const migrations[] = {
      * values, so no two rows of one device (and kernel) can end with one key. */
     "UPDATE results SET key = " FWD_KEY_OF_ROW " WHERE op = 'fwd';\n"
     "UPDATE misses SET key = " FWD_KEY_OF_ROW " WHERE op = 'fwd';\n",
+    /* 4 -> 5: a key's winner may be decided (preferred = 1) where its fastest results lie within
+     * each other's noise; any new measurement of the key undoes the decision (the triggers, so
+     * that every writer keeps it: the runtime, imports, an older tuner's records). */
+    "ALTER TABLE results ADD COLUMN preferred INTEGER NOT NULL DEFAULT 0 CHECK (preferred IN (0, 1));\n"
+    "CREATE TRIGGER results_measured AFTER INSERT ON results BEGIN\n"
+    "  UPDATE results SET preferred = 0\n"
+    "   WHERE device_id = NEW.device_id AND op = NEW.op AND key = NEW.key AND preferred = 1;\n"
+    "END;\n"
+    "CREATE TRIGGER results_remeasured\n"
+    "  AFTER UPDATE OF status, median_ms, template_hash, driver_version, nvrtc_version ON results BEGIN\n"
+    "  UPDATE results SET preferred = 0\n"
+    "   WHERE device_id = NEW.device_id AND op = NEW.op AND key = NEW.key AND preferred = 1;\n"
+    "END;\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FT_DB_SCHEMA_VERSION,
@@ -284,16 +301,18 @@ _Static_assert(sizeof migrations / sizeof migrations[0] == FT_DB_SCHEMA_VERSION,
  * for the sqlite3 shell) and as TEMP views of each connection (the current versions from
  * the connection's temp.ft_current, which ft__db_set_current fills). The first %s is ""
  * or "TEMP ", then the table holding the current versions (three times), where the results come
- * from (RESULTS_V3, or RESULTS_OLD for a file of schema 1 or 2 and RESULTS_OLD3 for one of
- * schema 3 that a read-only handle reads as it is) and the schema prefix of the tables ("main."
+ * from (RESULTS_V3, or RESULTS_OLD for a file of schema 1 or 2, RESULTS_OLD3 for one of
+ * schema 3 and RESULTS_OLD4 for one of schema 4 that a read-only handle reads as it is) and the schema prefix of the tables ("main."
  * for TEMP views; the file's own views may not name a schema). The key's fields are columns of their own, NULL where an operation's key
  * has no such field. */
 #define RESULTS_V3 "results"
-#define RESULTS_OLD "(SELECT *, 'fwd' AS op, " KEY_OF_SHAPE("'fwd'", FWD_KEY_OF_COLUMNS) " AS key FROM main.results)"
+#define RESULTS_OLD \
+    "(SELECT *, 'fwd' AS op, " KEY_OF_SHAPE("'fwd'", FWD_KEY_OF_COLUMNS) " AS key, 0 AS preferred FROM main.results)"
 #define RESULTS_OLD3                                                                                      \
     "(SELECT id, device_id, kernel_id, op, iif(op = 'fwd', " FWD_KEY_OF_ROW ", key) AS key, batch, heads_q, " \
     "heads_kv, seqlen_q, seqlen_k, status, reason, median_ms, iqr_ms, tflops, max_error, repetitions, "     \
-    "driver_version, nvrtc_version, template_hash, measured_at FROM main.results)"
+    "driver_version, nvrtc_version, template_hash, measured_at, 0 AS preferred FROM main.results)"
+#define RESULTS_OLD4 "(SELECT *, 0 AS preferred FROM main.results)"
 
 static const char view_base_fmt[] =
     "CREATE %sVIEW v_results_base AS\n"
@@ -305,7 +324,7 @@ static const char view_base_fmt[] =
     "       json_extract(r.key, '$.seqlen') AS seqlen_bucket, json_extract(r.key, '$.bh') AS bh_bucket,\n"
     "       r.batch, r.heads_q, r.heads_kv, r.seqlen_q, r.seqlen_k, r.status, r.reason,\n"
     "       r.median_ms, r.iqr_ms, r.tflops, r.max_error, r.repetitions, r.measured_at,\n"
-    "       r.driver_version, r.nvrtc_version, r.template_hash,\n"
+    "       r.driver_version, r.nvrtc_version, r.template_hash, r.preferred,\n"
     "       (coalesce((SELECT value FROM %s WHERE key = 'driver_version'),\n"
     "                 r.driver_version) <> r.driver_version\n"
     "        OR coalesce((SELECT value FROM %s WHERE key = 'nvrtc_version'),\n"
@@ -330,7 +349,7 @@ static const char view_results_fmt[] =
     "       CASE WHEN " WINNER_COND "\n"
     "            THEN row_number() OVER (\n"
     "                   PARTITION BY device_id, op, key, " WINNER_COND "\n"
-    "                   ORDER BY median_ms, result_id) = 1\n"
+    "                   ORDER BY preferred DESC, median_ms, result_id) = 1\n"
     "            ELSE 0 END AS winner\n"
     "FROM v_results_base;\n";
 
@@ -475,8 +494,9 @@ ft_status ft__db_create_views(ft_db *db, int temp, ft_err *err)
     const int old = temp && db->version < FT_DB_SCHEMA_VERSION;
     const char *results = !old            ? (temp ? "main." RESULTS_V3 : RESULTS_V3)
                           : db->version < 3 ? RESULTS_OLD
-                                            : RESULTS_OLD3;
-    const char *misses = !old ? "main.misses" : db->version < 3 ? MISSES_OLD : MISSES_OLD3;
+                          : db->version < 4 ? RESULTS_OLD3
+                                            : RESULTS_OLD4;
+    const char *misses = !old || db->version >= 4 ? "main.misses" : db->version < 3 ? MISSES_OLD : MISSES_OLD3;
     ft_status rc = FT_OK;
     char *sql[5] = {NULL, NULL, NULL, NULL, NULL};
     int i;

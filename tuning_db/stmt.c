@@ -22,7 +22,7 @@
     "l2_bytes, family, variant, arch, template_hash, op, key, dtype, head_dim, causal, seqlen_bucket, " \
     "bh_bucket, batch, heads_q, heads_kv, seqlen_q, seqlen_k, status, reason, median_ms, "   \
     "iqr_ms, tflops, max_error, repetitions, measured_at, driver_version, nvrtc_version, "   \
-    "stale, winner"
+    "preferred, stale, winner"
 
 
 static const char *const row_col_names[RC_COUNT] = {
@@ -30,7 +30,7 @@ static const char *const row_col_names[RC_COUNT] = {
     "smem_per_sm", "l2_bytes", "family", "variant", "arch", "template_hash", "op", "key", "dtype",
     "head_dim", "causal", "seqlen_bucket", "bh_bucket", "batch", "heads_q", "heads_kv",
     "seqlen_q", "seqlen_k", "status", "reason", "median_ms", "iqr_ms", "tflops",
-    "max_error", "repetitions", "measured_at", "driver_version", "nvrtc_version", "stale",
+    "max_error", "repetitions", "measured_at", "driver_version", "nvrtc_version", "preferred", "stale",
     "winner",
 };
 
@@ -99,6 +99,10 @@ static const char *const stmt_sql[ST_COUNT] = {
         "max_error = excluded.max_error, repetitions = excluded.repetitions, "
         "driver_version = excluded.driver_version, nvrtc_version = excluded.nvrtc_version, "
         "template_hash = excluded.template_hash, measured_at = CURRENT_TIMESTAMP",
+    /* The key's decided winner: preferred on the kernel's ok result, cleared on the others. */
+    [ST_DECIDE] =
+        "UPDATE main.results SET preferred = (kernel_id = :kernel_id AND status = 'ok') "
+        "WHERE device_id = :device_id AND " BUCKET_MATCH " AND (preferred = 1 OR kernel_id = :kernel_id)",
     [ST_HAS_RESULT] =
         "SELECT 1 FROM temp.v_results_base WHERE device_id = :device_id AND " BUCKET_MATCH
         " AND kernel_id = :kernel_id AND stale = 0",
@@ -382,6 +386,7 @@ ft_status ft__db_read_row(ft_db *db, sqlite3_stmt *s, ft_db_row *row, ft_err *er
     column_text(s, RC_ARCH, row->arch, sizeof row->arch);
     column_text(s, RC_TEMPLATE_HASH, row->template_hash, sizeof row->template_hash);
     column_text(s, RC_MEASURED_AT, row->measured_at, sizeof row->measured_at);
+    row->preferred = sqlite3_column_int(s, RC_PREFERRED) != 0;
     row->stale = sqlite3_column_int(s, RC_STALE) != 0;
     row->winner = sqlite3_column_int(s, RC_WINNER) != 0;
 out:
