@@ -95,10 +95,10 @@ static void print_json_summary(const ft_tune_summary *s, int misses, ft_search s
     for (i = FT_RESULT_OK; i <= FT_RESULT_TIMEOUT; i++)
         printf("%s\"%s\": %lld", i > FT_RESULT_OK ? ", " : "", ft__result_status_name((ft_result_status)i),
                s->by_status[i]);
-    printf("}, \"winners\": %d, \"races\": %d, \"worker_restarts\": %d, \"protocol_errors\": %d, "
+    printf("}, \"winners\": %d, \"races\": %d, \"ties\": %d, \"decided\": %d, \"worker_restarts\": %d, \"protocol_errors\": %d, "
            "\"wall_ms\": %.1f, \"compile_ms\": %.1f, \"compile_wait_ms\": %.1f, \"verify_ms\": %.1f, "
            "\"time_ms\": %.1f, \"setup_ms\": %.1f, \"measure_ms\": %.1f, \"race_ms\": %.1f, \"interrupted\": %s}\n",
-           s->winners, s->races, s->worker_restarts, s->protocol_errors, s->wall_ms, s->compile_ms, s->compile_wait_ms,
+           s->winners, s->races, s->ties, s->decided, s->worker_restarts, s->protocol_errors, s->wall_ms, s->compile_ms, s->compile_wait_ms,
            s->verify_ms, s->time_ms, s->setup_ms, s->measure_ms, s->race_ms, s->interrupted ? "true" : "false");
 }
 
@@ -275,8 +275,9 @@ int cmd_tune(int argc, char **argv)
            s.measured, s.resumed, s.by_status[FT_RESULT_OK], s.by_status[FT_RESULT_WRONG_RESULT],
            s.by_status[FT_RESULT_COMPILE_ERROR], s.by_status[FT_RESULT_OVER_LIMITS],
            s.by_status[FT_RESULT_LAUNCH_FAILURE], s.by_status[FT_RESULT_FAULT], s.by_status[FT_RESULT_TIMEOUT]);
-    printf("winners: %d buckets (%d near-ties re-measured interleaved); worker restarts: %d; protocol errors: %d\n",
-           s.winners, s.races, s.worker_restarts, s.protocol_errors);
+    printf("winners: %d buckets (%d near-ties re-measured interleaved; %d within the measured noise raced again on "
+           "a neighbouring shape, which decided %d); worker restarts: %d; protocol errors: %d\n",
+           s.winners, s.races, s.ties, s.decided, s.worker_restarts, s.protocol_errors);
     if (o.search != FT_SEARCH_EXHAUSTIVE)
         printf("search: %s: %lld variants screened, %lld of them measured again at the whole budget\n",
                search_names[o.search], s.screened, s.kept);

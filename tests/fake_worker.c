@@ -20,7 +20,10 @@
  *   FAKE_DTYPE_BLIND=1  a kernel's speed leaves its entry's dtype out (f16 and bf16 twins alike)
  *   FAKE_REPLAY       a file of lines "ENTRY B HQ HKV SQ SK MEDIAN_MS": a kernel's median on a shape
  *                     is the file's (measurements made elsewhere, replayed: bench/search_replay.py);
- *                     one the file lacks is a wrong result
+ *                     one the file lacks is a wrong result; a shape the file has no line of is
+ *                     refused at set-up (the replay cannot speak for it)
+ *   FAKE_JITTER       every median times 1 + a made-up deviation of at most this fraction
+ *                     (deterministic: the same sequence in every run), as a GPU's noise
  *   FAKE_BAD          a way to break the protocol, in the reply to every measurement of a kernel
  *                     whose entry contains FAKE_BAD_MATCH (every kernel when that is unset):
  *       long        a reply line of 100 KB         flood      100 KB without a newline, then silence
@@ -112,6 +115,16 @@ static double replay_ms(const char *entry, const long long shape[5])
     return -1;
 }
 
+/* Whether the replay has a line of shape. */
+static int replay_has_shape(const long long shape[5])
+{
+    size_t i;
+    for (i = 0; i < nreplay; i++)
+        if (memcmp(replay[i].shape, shape, sizeof replay[i].shape) == 0)
+            return 1;
+    return 0;
+}
+
 /* The id=N field of a command, or 0. */
 static long long id_of(const char *line)
 {
@@ -165,6 +178,8 @@ int main(int argc, char **argv)
     int stubborn = getenv("FAKE_STUBBORN") != NULL && atoi(getenv("FAKE_STUBBORN")) != 0;
     long delay_ms = getenv("FAKE_DELAY_MS") ? atol(getenv("FAKE_DELAY_MS")) : 0;
     int dtype_blind = getenv("FAKE_DTYPE_BLIND") != NULL && atoi(getenv("FAKE_DTYPE_BLIND")) != 0;
+    double jitter = getenv("FAKE_JITTER") ? atof(getenv("FAKE_JITTER")) : 0;
+    unsigned long long noise = 88172645463325252ull; /* xorshift64 state of the jitter */
     long measured = 0;
     long long last_id = 0;
     double flops = 1e9; /* of the current shape */
@@ -228,6 +243,8 @@ int main(int argc, char **argv)
             shape[3] = field(line, "sq", 1), shape[4] = field(line, "sk", 1);
             if (bad(line, "shape_bad"))
                 printf("okay%s\n", idf);
+            else if (replay != NULL && !replay_has_shape(shape))
+                printf("error%s no line of this shape in the replay\n", idf);
             else
                 printf("ok%s\n", idf);
         } else if (strncmp(line, "measure ", 8) == 0) {
@@ -250,6 +267,10 @@ int main(int argc, char **argv)
             ms = 0.003 + flops / ((100 + h % 400) * 1e9);
             if (replay != NULL)
                 ms = e != NULL ? replay_ms(strstr(line, "entry=") + 6, shape) : -1;
+            if (jitter > 0 && ms > 0) {
+                noise ^= noise << 13, noise ^= noise >> 7, noise ^= noise << 17;
+                ms *= 1 + jitter * (2.0 * (double)(noise >> 11) / 9007199254740992.0 - 1);
+            }
             if (strstr(line, " verify=0") == NULL)
                 measured++;
             if (delay_ms > 0)

@@ -1,12 +1,13 @@
 /* Tests of the tuner's checks of what it is given (no GPU, no worker): the shapes it sets up
- * (ft__tune_check_shape) and a worker's measurement replies (ft__tune_parse_result), field by
- * field. */
+ * (ft__tune_check_shape), a worker's measurement replies (ft__tune_parse_result), field by
+ * field, and how the leaders' race decides (ft__tuner_race_decide, ft__tuner_neighbour_shape). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ops/op.h"
 #include "ft_test.h"
+#include "tuner/internal.h"
 #include "tuner/tune.h"
 
 /* b=4, hq=16, sq=sk=4096, d=128: 5.5e11 FLOP, so 0.055 ms is 10^4 TFLOP/s */
@@ -287,5 +288,78 @@ static void test_verify_part(void)
     }
 }
 
+/* The race's decision: outright beyond the rounds' spread, else by the neighbour. */
+static void test_race_decide(void)
+{
+    double w[MAX_LEADERS][RACE_ROUNDS], nb[MAX_LEADERS][RACE_ROUNDS];
+    int tied[MAX_LEADERS], ntied = -1;
+
+#define ROUNDS(m, i, a, b, c) (m[i][0] = (a), m[i][1] = (b), m[i][2] = (c))
+    /* 2 % apart with spreads of 1 %: beyond the noise, whatever the neighbour says */
+    ROUNDS(w, 0, 1.00, 1.01, 1.00), ROUNDS(w, 1, 1.03, 1.02, 1.02);
+    ROUNDS(nb, 0, 0.50, 0.50, 0.50), ROUNDS(nb, 1, 0.10, 0.10, 0.10);
+    ASSERT_EQ(ft__tuner_race_decide(2, w, nb, tied, &ntied), 0);
+    ASSERT_EQ(ntied, 1);
+    /* within the noise (spread 4 %): the fastest median, unless the neighbour says otherwise */
+    ROUNDS(w, 0, 1.00, 1.03, 0.99), ROUNDS(w, 1, 1.01, 1.00, 1.02);
+    ASSERT_EQ(ft__tuner_race_decide(2, w, NULL, tied, &ntied), 0);
+    ASSERT_EQ(ntied, 2);
+    ASSERT_EQ(tied[0], 0);
+    ASSERT_EQ(tied[1], 1);
+    ROUNDS(nb, 0, 0.50, 0.50, 0.50), ROUNDS(nb, 1, 0.40, 0.41, 0.40);
+    ASSERT_EQ(ft__tuner_race_decide(2, w, nb, tied, &ntied), 1);
+    /* the geometric mean of both shapes: 1 % slower on one, 0.5 % faster on the other loses */
+    ROUNDS(nb, 0, 0.500, 0.500, 0.500), ROUNDS(nb, 1, 0.4975, 0.4975, 0.4975);
+    ASSERT_EQ(ft__tuner_race_decide(2, w, nb, tied, &ntied), 0);
+    /* the fastest without every neighbour round: nothing to weigh it by, it stays */
+    ROUNDS(nb, 0, 0.50, NAN, 0.50), ROUNDS(nb, 1, 0.40, 0.40, 0.40);
+    ASSERT_EQ(ft__tuner_race_decide(2, w, nb, tied, &ntied), 0);
+    /* another tied one without them takes no part; a third leader beyond the noise neither */
+    ROUNDS(w, 2, 1.005, 1.005, 1.01), ROUNDS(nb, 2, 0.30, NAN, 0.30);
+    ROUNDS(w, 3, 1.20, 1.20, 1.20), ROUNDS(nb, 3, 0.01, 0.01, 0.01);
+    ROUNDS(nb, 0, 0.50, 0.50, 0.50);
+    ASSERT_EQ(ft__tuner_race_decide(4, w, nb, tied, &ntied), 1);
+    ASSERT_EQ(ntied, 3);
+    /* a leader with a failed workload round is out of it; none left: -1 */
+    ROUNDS(w, 0, NAN, 1.00, 1.00);
+    ASSERT_EQ(ft__tuner_race_decide(2, w, NULL, tied, &ntied), 1);
+    ROUNDS(w, 1, 1.00, 0, 1.00);
+    ASSERT_EQ(ft__tuner_race_decide(2, w, NULL, tied, &ntied), -1);
+    ASSERT_EQ(ntied, 0);
+#undef ROUNDS
+}
+
+/* The neighbour is a shape of the same bucket, or none. */
+static void test_neighbour_shape(void)
+{
+    ft_problem p = shape(), nb;
+    ft_key k, kn;
+
+    ft__op_fwd.key(&p, &k);
+    ASSERT_TRUE(ft__tuner_neighbour_shape(&p, &k, &nb));
+    ASSERT_EQ(nb.seqlen_q, 2816);
+    ASSERT_EQ(nb.seqlen_k, 2816);
+    ASSERT_EQ(nb.batch, p.batch);
+    ft__op_fwd.key(&nb, &kn);
+    ASSERT_TRUE(ft__key_equal(&k, &kn));
+    /* decode: the queries stay */
+    p.seqlen_q = 4, p.seqlen_k = 1000;
+    ft__op_fwd.key(&p, &k);
+    ASSERT_TRUE(ft__tuner_neighbour_shape(&p, &k, &nb));
+    ASSERT_EQ(nb.seqlen_q, 4);
+    ASSERT_EQ(nb.seqlen_k, 680);
+    /* 11/16 of 600 keys is 408: another bucket (512 keys and fewer), so none */
+    p.seqlen_k = 600;
+    ft__op_fwd.key(&p, &k);
+    ASSERT_TRUE(!ft__tuner_neighbour_shape(&p, &k, &nb));
+    /* and the backward's key likewise */
+    p = shape();
+    ft__op_bwd.key(&p, &k);
+    ASSERT_TRUE(ft__tuner_neighbour_shape(&p, &k, &nb));
+    ft__op_bwd.key(&nb, &kn);
+    ASSERT_TRUE(ft__key_equal(&k, &kn));
+}
+
 FT_TEST_MAIN(FT_CASE(test_a_good_reply), FT_CASE(test_worker_refuses_bad_shapes), FT_CASE(test_verify_part), FT_CASE(test_every_bad_reply_is_refused),
-             FT_CASE(test_tflops_bound_follows_the_shape), FT_CASE(test_shapes))
+             FT_CASE(test_tflops_bound_follows_the_shape), FT_CASE(test_shapes),
+             FT_CASE(test_race_decide), FT_CASE(test_neighbour_shape))

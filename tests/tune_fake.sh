@@ -255,6 +255,51 @@ FAKE_REPLAY="$dir/replay" tune || fail "the replayed tune failed"
   fail "replay: the kernels the file lacks should be wrong results"
 echo "a replayed tune: ok"
 
+# 16. Leaders within the noise their interleaved rounds measure race again on a neighbouring
+#     shape of the bucket (11/16 of the sequence length), which decides. The replay: on every
+#     bucket's shape A (stages=2 qreg=1 overlap=0) 0.500 ms, B (overlap=1) 0.502 ms, C (stages=3
+#     qreg=1 overlap=1) 0.501 ms, the rest 1 ms, each measurement off by up to 1.5 %
+#     (FAKE_JITTER); on the neighbour A 0.40 ms, B 0.30 ms, the rest 1 ms, and C absent (wrong
+#     there). Without the neighbour's lines (it cannot be set up) the bucket's own shape decides,
+#     and B wins about a third of the buckets; with them B wins where it ties (the decided winner
+#     where A or C was faster on the bucket's own shape), and C is recorded wrong with the
+#     neighbour's shape.
+rm -f "$db"
+tune || fail "the tune for the neighbour's replay failed"
+count "select distinct r.batch, r.heads_q, r.heads_kv, r.seqlen_q, r.seqlen_k from results r" > "$dir/shapes"
+count "select distinct k.entry from kernels k" > "$dir/entries"
+awk -F'|' 'NR == FNR { e[++n] = $1; next }
+  { nb = int($5 * 11 / 16 / 8) * 8
+    for (i = 1; i <= n; i++) {
+      a = e[i] ~ /stages2_.*qreg1_overlap0/; b = e[i] ~ /stages2_.*qreg1_overlap1/; c = e[i] ~ /stages3_.*qreg1_overlap1/
+      print e[i], $1, $2, $3, $4, $5, (a ? 0.500 : b ? 0.502 : c ? 0.501 : 1)
+      if (!c) print "nb", e[i], $1, $2, $3, nb, nb, (a ? 0.40 : b ? 0.30 : 1)
+    } }' "$dir/entries" "$dir/shapes" > "$dir/replay.all"
+b_wins="select count(*) from v_winners where variant like '%stages=2,%qreg=1,overlap=1'"
+grep -v '^nb ' "$dir/replay.all" > "$dir/replay"
+rm -f "$db"
+FAKE_REPLAY="$dir/replay" FAKE_JITTER=0.015 tune --json || fail "the tune without a neighbour failed"
+grep -q '"ties": 0, "decided": 0,' "$dir/out" || fail "without a neighbour nothing should be decided by one"
+alone=$(count "$b_wins")
+sed 's/^nb //' "$dir/replay.all" > "$dir/replay"
+rm -f "$db"
+FAKE_REPLAY="$dir/replay" FAKE_JITTER=0.015 tune --json || fail "the tune with a neighbour failed"
+decided=$(sed -n 's/.*"decided": \([0-9]*\),.*/\1/p' "$dir/out")
+with=$(count "$b_wins")
+[ "$with" -ge $((alone + 3)) ] && [ "$with" -ge 9 ] ||
+  fail "neighbour: B won $with buckets with the neighbour, $alone without"
+[ "$(count "select count(*) from v_winners where variant not like '%stages=2,%qreg=1,overlap=%'")" = 0 ] ||
+  fail "neighbour: a bucket's winner is neither A nor B"
+[ "$decided" -gt 0 ] && [ "$(count "select count(*) from results where preferred = 1")" = "$decided" ] ||
+  fail "neighbour: $decided decided buckets, $(count "select count(*) from results where preferred = 1") rows preferred"
+[ "$(count "select count(*) from v_winners w where w.preferred = 1 and w.median_ms > (select min(r.median_ms)
+            from results r where r.key = w.key and r.status = 'ok')")" = "$decided" ] ||
+  fail "neighbour: each decided winner should be slower on the bucket's own shape than its fastest"
+[ "$(count "select count(*) from results r join kernels k on k.id = r.kernel_id where k.variant like '%stages=3,%qreg=1,overlap=1'
+            and r.status = 'wrong_result' and r.seqlen_k = r.seqlen_q and r.seqlen_k % 11 = 0")" = 12 ] ||
+  fail "neighbour: C should be recorded wrong, with the neighbour's shape, in every bucket"
+echo "leaders within the noise decided by a neighbouring shape (B won $with of 12 buckets, $alone without it; $decided decided): ok"
+
 # 15. --search ranked, two head dims: the second one's first group (which no measurement informs)
 #     compiles while the first head dim's first group is measured and is measured while that
 #     group's first refinement compiles, ahead of the first head dim's other groups; what the

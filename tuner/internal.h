@@ -5,7 +5,7 @@
  *   loop.c      the event loop over the workers
  *   workers.c   the worker processes and their pipes
  *   protocol.c  the worker protocol's lines, parsed and checked
- *   race.c      recording results; the leaders' race
+ *   race.c      recording results; the leaders' race, on the bucket's shape and a neighbour
  */
 #ifndef FT_TUNER_INTERNAL_H
 #define FT_TUNER_INTERNAL_H
@@ -64,9 +64,21 @@ typedef struct task {
     ft_db_row leaders[MAX_LEADERS];
     double race_ms[MAX_LEADERS][RACE_ROUNDS];
     int race_next; /* next (round * nleaders + leader) to send */
+    /* leaders within each other's measured noise race again on a neighbour: a shape of the same
+     * bucket (race.c, ft__tuner_race_decide) */
+    ft_problem nb;     /* the neighbour shape */
+    int has_nb;        /* the bucket has one (and it could be set up) */
+    int nb_started;    /* the workload's rounds were judged: ntied leaders tie */
+    int ntied;
+    int tied[MAX_LEADERS]; /* indices into leaders */
+    int nb_ready;      /* the worker holds the neighbour's inputs and reference */
+    int nb_raced;      /* ... it did once: the tied leaders raced there */
+    int nb_next;       /* next (round * ntied + tied leader) to send */
+    double nb_ms[MAX_LEADERS][RACE_ROUNDS]; /* per tied leader */
+    unsigned char nb_bad[MAX_LEADERS]; /* the tied leader failed on the neighbour (recorded) */
 } task;
 
-typedef enum pending { P_NONE, P_READY, P_SHAPE, P_MEASURE, P_RACE } pending;
+typedef enum pending { P_NONE, P_READY, P_SHAPE, P_MEASURE, P_RACE, P_NB_SHAPE, P_NB_RACE } pending;
 
 typedef struct worker {
     int device;
@@ -199,8 +211,27 @@ ft_status ft__tuner_on_result(tuner *tu, task *t, int j, const ft_tune_reply *re
 /* The ok results within the noise of the fastest: the race's runners. */
 ft_status ft__tuner_find_leaders(tuner *tu, task *t, ft_err *err);
 
-/* Records the medians of the race's rounds. */
+/* Records the medians of the race's rounds, and the winner the neighbour decided where it did. */
 ft_status ft__tuner_finish_race(tuner *tu, task *t, ft_err *err);
+
+/* The workload's rounds are in: the leaders within each other's noise (t->tied, t->ntied; fewer
+ * than 2: the race is over) and whether they race again on the neighbour (returns 1). */
+int ft__tuner_judge_race(tuner *tu, task *t);
+
+/* The race's decision, from n leaders' rounds on the workload (w) and on the neighbour (nb, NULL
+ * when not raced there; NAN where a round failed), leaders in the order they were ranked. The
+ * fastest by the median of its workload rounds wins when every other is slower by more than the
+ * spread of either one's rounds (max − min: the noise the interleaved rounds measured). Among
+ * those within it, the neighbour decides: the least geometric mean over the two shapes of the
+ * median relative to the fastest of them on that shape (a leader without every round on both
+ * shapes takes no part). Returns the winner's index, -1 when no leader has all its workload
+ * rounds; *tied gets which leaders tie with the fastest (the fastest too), *ntied their count. */
+int ft__tuner_race_decide(int n, const double (*w)[RACE_ROUNDS], const double (*nb)[RACE_ROUNDS], int *tied,
+                          int *ntied);
+
+/* A shape of t's bucket other than its workload: sequences of 11/16 the length (the keys', and
+ * the queries' where they are as many), a multiple of 8; 0 when that leaves the bucket. */
+int ft__tuner_neighbour_shape(const ft_problem *p, const ft_key *key, ft_problem *out);
 
 /* Task t's ranking (t->ranked): the kernels of spec `spec` in the table that have an ok result
  * for its bucket in the database (this run's screening, or an earlier tune's), fastest first,

@@ -130,7 +130,7 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
             w->cur++;
             continue;
         }
-        if (!t->shape_ready) {
+        if (!t->shape_ready && !t->nb_started) { /* once the race is judged only the neighbour's */
             w->id = ++w->ids;
             snprintf(line, sizeof line,
                      "shape id=%llu op=%s b=%d hq=%d hkv=%d sq=%d sk=%d d=%d causal=%d bf16=%d det=%d seed=%d\n",
@@ -190,6 +190,33 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
             }
             t->race_ms[leader][t->race_next / t->nleaders] = NAN;
             t->race_next++;
+            continue;
+        }
+        if (t->race_started && t->nleaders > 0 && !t->nb_started)
+            ft__tuner_judge_race(tu, t);
+        if (t->nb_started && t->ntied >= 2 && t->nb_next < t->ntied * RACE_ROUNDS) {
+            /* the tied leaders on the neighbour, interleaved; the first round verifies them there */
+            const int slot = t->nb_next % t->ntied, round = t->nb_next / t->ntied;
+            const int k = ft__tuner_kernel_of(tu, t->leaders[t->tied[slot]].result.kernel_id);
+            if (!t->nb_ready) {
+                w->id = ++w->ids;
+                snprintf(line, sizeof line,
+                         "shape id=%llu op=%s b=%d hq=%d hkv=%d sq=%d sk=%d d=%d causal=%d bf16=%d det=%d seed=%d\n",
+                         w->id, t->key.op->name, t->nb.batch, t->nb.heads_q, t->nb.heads_kv, t->nb.seqlen_q,
+                         t->nb.seqlen_k, t->nb.head_dim, t->nb.causal, t->nb.bf16, t->nb.deterministic,
+                         1000003 + w->tasks[w->cur]);
+                w->waiting = P_NB_SHAPE;
+                return ft__tuner_worker_send(tu, w, line, 600e3) ? 1 : -1;
+            }
+            if (k >= 0 && !t->nb_bad[slot]) {
+                w->id = ++w->ids;
+                measure_line(tu, &tu->kernels[k], w->id, round == 0, tu->o->budget_ms / 2 + 1, line, sizeof line);
+                w->waiting = P_NB_RACE;
+                w->job = t->nb_next++;
+                return ft__tuner_worker_send(tu, w, line, tu->o->timeout_s * 1e3) ? 1 : -1;
+            }
+            t->nb_ms[slot][round] = NAN;
+            t->nb_next++;
             continue;
         }
         if (t->race_started && t->nleaders > 0) {
@@ -256,6 +283,10 @@ static ft_status worker_failed(tuner *tu, worker *w, failure kind, const char *w
             skip_bucket(tu, t, reason);
     } else if (t != NULL && was == P_RACE) {
         t->race_ms[w->job % t->nleaders][w->job / t->nleaders] = NAN;
+    } else if (t != NULL && was == P_NB_SHAPE) {
+        t->nb_next = t->ntied * RACE_ROUNDS; /* no (more) neighbour rounds: what came back decides */
+    } else if (t != NULL && was == P_NB_RACE) {
+        t->nb_ms[w->job % t->ntied][w->job / t->ntied] = NAN;
     }
     if (rc != FT_OK)
         return rc;
@@ -264,7 +295,7 @@ static ft_status worker_failed(tuner *tu, worker *w, failure kind, const char *w
                         w->device, w->strikes, why);
     tu->sum->worker_restarts++;
     if (t != NULL)
-        t->shape_ready = 0;
+        t->shape_ready = t->nb_ready = 0;
     return ft__tuner_worker_boot(tu, w, err);
 }
 
@@ -323,6 +354,51 @@ static ft_status on_line(tuner *tu, worker *w, const char *line, char *why, size
             rc = ft__tuner_worker_boot(tu, w, err);
         }
         return rc;
+    case P_NB_SHAPE:
+        if (ft__tuner_parse_ack(line, w->id, &ok, msg, sizeof msg, &perr) != FT_OK)
+            break;
+        w->waiting = P_NONE;
+        tu->sum->setup_ms += elapsed;
+        if (ok) {
+            t->nb_ready = t->nb_raced = 1;
+        } else { /* the workload's rounds decide */
+            char shown[300];
+            ft__printable_str(shown, sizeof shown, msg);
+            fprintf(stderr, "flashtune tune: bucket %s d=%d causal=%d seqlen %d: its neighbour (seqlen %d) could not "
+                    "be set up (%s); the leaders' race is decided without it\n",
+                    t->key.dtype, t->shape.head_dim, t->shape.causal, t->shape.seqlen_k, t->nb.seqlen_k, shown);
+            t->nb_next = t->ntied * RACE_ROUNDS;
+        }
+        return FT_OK;
+    case P_NB_RACE: {
+        const int slot = w->job % t->ntied, round = w->job / t->ntied;
+        if (ft__tune_parse_result(line, w->id, t->key.op, &t->nb, elapsed, &rep, &perr) != FT_OK)
+            break;
+        w->waiting = P_NONE;
+        w->strikes = 0;
+        tu->sum->race_ms += elapsed;
+        t->nb_ms[slot][round] = rep.status == FT_RESULT_OK ? rep.median_ms : NAN;
+        if (rep.status != FT_RESULT_OK) {
+            /* wrong, or failing, on a shape of its bucket: that is its result for the bucket */
+            const int k = ft__tuner_kernel_of(tu, t->leaders[t->tied[slot]].result.kernel_id);
+            ft_db_result r;
+            ft__tuner_fill_result(tu, t, &tu->kernels[k], rep.status, rep.detail, &r);
+            r.batch = t->nb.batch, r.heads_q = t->nb.heads_q, r.heads_kv = t->nb.heads_kv;
+            r.seqlen_q = t->nb.seqlen_q, r.seqlen_k = t->nb.seqlen_k;
+            if (rep.status == FT_RESULT_WRONG_RESULT)
+                r.max_error = rep.max_error;
+            t->nb_bad[slot] = 1;
+            tu->sum->measured++;
+            rc = ft__tuner_record(tu, &r, err);
+        }
+        if (rc == FT_OK && rep.status == FT_RESULT_FAULT) {
+            ft__tuner_worker_stop(tu, w, 1);
+            tu->sum->worker_restarts++;
+            t->shape_ready = t->nb_ready = 0;
+            rc = ft__tuner_worker_boot(tu, w, err);
+        }
+        return rc;
+    }
     default:
         snprintf(perr.msg, sizeof perr.msg, "a line with no command in flight");
         break;

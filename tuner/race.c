@@ -1,6 +1,10 @@
 /*
  * Recording results, and the leaders' race: when the fastest variants of a bucket lie within
- * each other's noise they are re-measured interleaved, a few rounds, and the median decides.
+ * each other's noise they are re-measured interleaved, a few rounds, and the median decides
+ * where the rounds tell them apart. Those the rounds cannot (their medians closer than either
+ * one's spread) race again on a neighbour, a second shape of the bucket, and the better over
+ * both shapes wins: the database keeps it as the bucket's decided winner where it was not the
+ * fastest on the bucket's own shape (ft__db_decide).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -192,30 +196,139 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The median and spread (max − min) of one leader's rounds; 0 when a round failed. */
+static int rounds_of(const double *ms_in, double *median, double *spread)
+{
+    double ms[RACE_ROUNDS];
+    int k;
+
+    for (k = 0; k < RACE_ROUNDS; k++) {
+        if (!(ms_in[k] > 0) || !isfinite(ms_in[k]))
+            return 0;
+        ms[k] = ms_in[k];
+    }
+    qsort(ms, RACE_ROUNDS, sizeof ms[0], cmp_double);
+    *median = ms[RACE_ROUNDS / 2];
+    *spread = ms[RACE_ROUNDS - 1] - ms[0];
+    return 1;
+}
+
+int ft__tuner_race_decide(int n, const double (*w)[RACE_ROUNDS], const double (*nb)[RACE_ROUNDS], int *tied,
+                          int *ntied)
+{
+    double med[MAX_LEADERS], spread[MAX_LEADERS], nmed[MAX_LEADERS], nspread[MAX_LEADERS];
+    double wbest = INFINITY, nbest = INFINITY, best_score = INFINITY;
+    int ok[MAX_LEADERS], nok[MAX_LEADERS], b = -1, pick = -1, i;
+
+    *ntied = 0;
+    for (i = 0; i < n && i < MAX_LEADERS; i++) {
+        ok[i] = rounds_of(w[i], &med[i], &spread[i]);
+        nok[i] = ok[i] && nb != NULL && rounds_of(nb[i], &nmed[i], &nspread[i]);
+        if (ok[i] && (b < 0 || med[i] < med[b]))
+            b = i;
+    }
+    if (b < 0)
+        return -1;
+    for (i = 0; i < n && i < MAX_LEADERS; i++)
+        if (ok[i] && med[i] - med[b] <= fmax(spread[b], spread[i]))
+            tied[(*ntied)++] = i;
+    for (i = 0; i < *ntied; i++) {
+        const int l = tied[i];
+        if (nok[l]) {
+            wbest = fmin(wbest, med[l]);
+            nbest = fmin(nbest, nmed[l]);
+        }
+    }
+    for (i = 0; i < *ntied; i++) { /* in rank order: a tie of scores goes to the faster-ranked */
+        const int l = tied[i];
+        double score;
+        if (!nok[l])
+            continue;
+        score = sqrt(med[l] / wbest * (nmed[l] / nbest));
+        if (score < best_score || (score == best_score && med[l] < med[pick]))
+            best_score = score, pick = l;
+    }
+    return pick >= 0 && nok[b] ? pick : b;
+}
+
+int ft__tuner_judge_race(tuner *tu, task *t)
+{
+    int winner;
+
+    (void)tu;
+    t->nb_started = 1;
+    winner = ft__tuner_race_decide(t->nleaders, (const double(*)[RACE_ROUNDS])t->race_ms, NULL, t->tied, &t->ntied);
+    if (winner < 0 || t->ntied < 2 || !t->has_nb) {
+        t->ntied = 0;
+        return 0;
+    }
+    memset(t->nb_bad, 0, sizeof t->nb_bad);
+    t->nb_next = 0;
+    return 1;
+}
+
 /* The race is over: each leader whose rounds all came back (checked times, NAN where a round
- * failed) gets the median of its rounds. */
+ * failed) gets the median of its rounds, unless the neighbour found it wrong (recorded then).
+ * Where the neighbour decided for a leader slower on the workload, that one is the key's
+ * decided winner. */
 ft_status ft__tuner_finish_race(tuner *tu, task *t, ft_err *err)
 {
+    double w[MAX_LEADERS][RACE_ROUNDS], nb[MAX_LEADERS][RACE_ROUNDS];
     ft_status rc = FT_OK;
-    int i, k;
+    int tied[MAX_LEADERS], ntied = 0, fastest, pick, i, k;
 
     for (i = 0; i < t->nleaders && rc == FT_OK; i++) {
-        double ms[RACE_ROUNDS];
+        double median, spread;
         ft_db_result r = t->leaders[i].result;
-        int n = 0;
-        for (k = 0; k < RACE_ROUNDS; k++)
-            if (t->race_ms[i][k] > 0 && isfinite(t->race_ms[i][k]))
-                ms[n++] = t->race_ms[i][k];
-        if (n < RACE_ROUNDS)
+        int bad = 0;
+        for (k = 0; k < t->ntied; k++)
+            if (t->tied[k] == i && t->nb_bad[k])
+                bad = 1;
+        if (bad || !rounds_of(t->race_ms[i], &median, &spread))
             continue; /* a round failed: the leader keeps its own measurement */
-        qsort(ms, (size_t)n, sizeof ms[0], cmp_double);
-        r.median_ms = ms[n / 2];
+        r.median_ms = median;
         r.tflops = t->key.op->flops(&t->shape) / (r.median_ms * 1e-3) / 1e12;
         rc = ft__db_record(tu->db, &r, err);
+    }
+    if (rc == FT_OK && t->ntied >= 2 && t->nb_raced) {
+        /* the leaders found wrong (or failing) on the neighbour take no part */
+        memcpy(w, t->race_ms, sizeof w);
+        for (i = 0; i < MAX_LEADERS; i++)
+            for (k = 0; k < RACE_ROUNDS; k++)
+                nb[i][k] = NAN;
+        for (i = 0; i < t->ntied; i++)
+            for (k = 0; k < RACE_ROUNDS; k++) {
+                nb[t->tied[i]][k] = t->nb_bad[i] ? NAN : t->nb_ms[i][k];
+                if (t->nb_bad[i])
+                    w[t->tied[i]][k] = NAN;
+            }
+        fastest = ft__tuner_race_decide(t->nleaders, (const double(*)[RACE_ROUNDS])w, NULL, tied, &ntied);
+        pick = ft__tuner_race_decide(t->nleaders, (const double(*)[RACE_ROUNDS])w, (const double(*)[RACE_ROUNDS])nb,
+                                     tied, &ntied);
+        tu->sum->ties++;
+        if (pick >= 0 && pick != fastest) {
+            rc = ft__db_decide(tu->db, tu->device_id, &t->key, t->leaders[pick].result.kernel_id, err);
+            tu->sum->decided++;
+        }
     }
     if (rc == FT_OK)
         tu->sum->races++;
     return rc;
+}
+
+int ft__tuner_neighbour_shape(const ft_problem *p, const ft_key *key, ft_problem *out)
+{
+    ft_key k;
+    const int sk = p->seqlen_k * 11 / 16 / 8 * 8;
+
+    *out = *p;
+    if (sk < 8 || key->op == NULL)
+        return 0;
+    out->seqlen_k = sk;
+    if (p->seqlen_q == p->seqlen_k)
+        out->seqlen_q = sk;
+    key->op->key(out, &k);
+    return ft__key_equal(&k, key);
 }
 
 /* A plan item's kernel row; source and cubin are left NULL. */

@@ -78,6 +78,9 @@ typedef struct ft_tune_summary {
     long long by_status[FT_RESULT_TIMEOUT + 1];
     int winners;
     int races;               /* buckets whose leaders were re-measured interleaved */
+    int ties;                /* ... whose leaders stayed within the noise the rounds measured, and
+                                raced again on a neighbouring shape of the bucket */
+    int decided;             /* ... where that shape decided for another than the workload's fastest */
     int ranked_out;          /* ranked: variants the ranking left uncompiled */
     int left_to_newer;       /* ranked: buckets left to a spec of a newer family */
     long long screened;      /* halving, ranked: measurements at the screening budget ... */
