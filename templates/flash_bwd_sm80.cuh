@@ -119,6 +119,7 @@
 
 #include "ft_device.cuh"
 #include "ft_params_bwd.cuh"
+#include "ft_bwd_pre.cuh"
 #include "ft_sm80.cuh"
 #include "ft_atomic.cuh"
 
@@ -237,22 +238,6 @@ constexpr bool VEC_RED = true;
 #else
 constexpr bool VEC_RED = false;
 #endif
-
-// ---- 16-bit pairs ----------------------------------------------------------------------------
-// A 16-bit pair to two floats (the low half first).
-__device__ __forceinline__ float2 unpack2(u32 x)
-{
-    float lo, hi;
-    if (BF16) {
-        lo = __uint_as_float(x << 16);
-        hi = __uint_as_float(x & 0xffff0000u);
-    } else {
-        asm("{ .reg .f16 l, h; mov.b32 {l, h}, %2; cvt.f32.f16 %0, l; cvt.f32.f16 %1, h; }"
-            : "=f"(lo), "=f"(hi)
-            : "r"(x));
-    }
-    return make_float2(lo, hi);
-}
 
 // Two 8×8 matrices of 16-bit elements, transposed: the addresses of lanes 0–15 (rows 0–7 of the
 // first, then of the second), as ldmatrix_x4_trans's first half (ft_sm80.cuh).
@@ -781,46 +766,16 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p)
 }
 
 // ---- the preprocessing kernel ---------------------------------------------------------------------
-// D and LSE·log2(e) of query block blockIdx.x: LPR lanes per row (the power of two at or above
-// the row's DH/8 chunks), one 16-byte chunk of dO and O each, reduced with xor shuffles; where
-// DH/8 is not a power of two (48, 72, 80, 96, ...) the row's last LPR − DH/8 lanes add 0.
+// D and LSE·log2(e) of query block blockIdx.x (bwd_row_stats, ft_bwd_pre.cuh; unpack2 is there
+// too); then the block's dQ accumulator tile zeroed (DET: and its counter), and with kv_accum a
+// share of the dK and dV accumulators.
 __device__ __forceinline__ void bwd_pre(const BwdParams &p)
 {
     const int m = (int)blockIdx.x, head = (int)blockIdx.y, batch = (int)blockIdx.z;
-    const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int tid = (int)threadIdx.x;
     const Workspace ws = workspace(p);
-    constexpr int LPR = NCG <= 4 ? 4 : NCG <= 8 ? 8 : NCG <= 16 ? 16 : 32;
-    constexpr int RPW = 32 / LPR; // rows per warp and pass
-    const int sub = lane / LPR, c = lane % LPR;
     const long long bh = (long long)batch * p.heads_q + head;
-    const long long row0 = bh * (ws.mbq * BM) + m * BM;
-    const u16 *dout = (const u16 *)p.dout + batch * p.dout_batch_stride + head * p.dout_head_stride;
-    const u16 *o = (const u16 *)p.o + batch * p.o_batch_stride + head * p.o_head_stride;
-
-    for (int r = warp * RPW; r < BM; r += WARPS * RPW) {
-        const int row = r + sub; // < BM: BM is a multiple of RPW
-        const int q_row = m * BM + row;
-        float acc = 0.f;
-        if (q_row < p.seqlen_q && c < NCG) {
-            const uint4 a = *(const uint4 *)(dout + q_row * p.dout_row_stride + c * 8);
-            const uint4 b = *(const uint4 *)(o + q_row * p.o_row_stride + c * 8);
-            const u32 av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const float2 x = unpack2(av[i]), y = unpack2(bv[i]);
-                acc = fmaf(x.x, y.x, acc);
-                acc = fmaf(x.y, y.y, acc);
-            }
-        }
-#pragma unroll
-        for (int off = LPR / 2; off > 0; off >>= 1)
-            acc += __shfl_xor_sync(0xffffffffu, acc, off);
-        if (c == 0) {
-            const bool real = q_row < p.seqlen_q;
-            ws.dsum[row0 + row] = real ? acc : 0.f;
-            ws.lse2[row0 + row] = real ? p.lse[bh * p.seqlen_q + q_row] * 1.4426950408889634f : POS_INF;
-        }
-    }
+    bwd_row_stats<BM, NCG, THREADS>(p, m, head, batch, bh * (ws.mbq * BM) + m * BM, ws.dsum, ws.lse2);
 
     float4 *dq = (float4 *)(ws.dq + (bh * ws.mbq + m) * (BM * D));
     for (int i = tid; i < BM * D / 4; i += THREADS)

@@ -119,6 +119,7 @@
 #include "ft_device.cuh"
 #include "ft_atomic.cuh"
 #include "ft_params_bwd.cuh"
+#include "ft_bwd_pre.cuh"
 #include "ft_sm90.cuh"
 
 namespace ft {
@@ -160,7 +161,6 @@ constexpr int CH = FTP_SPAN;       // elements per swizzled row of a Q, dO, K or
 constexpr int SWB = CH * 2;        // its bytes: the swizzle span (128, 64 or 32)
 constexpr int ROW = 128;           // bytes per row of a 64-query block of the dSᵀ and Pᵀ tiles
 constexpr int CPR = DH / 8;        // 16-byte chunks per row of a tensor in global memory
-constexpr int LPR = CPR <= 4 ? 4 : CPR <= 8 ? 8 : CPR <= 16 ? 16 : 32; // lanes per row in pre
 constexpr int SQ = KVSPLIT ? BM / 2 : BM; // queries of a warpgroup's Sᵀ (and dPᵀ)
 constexpr int DKV = KVSPLIT ? D / 2 : D;  // columns of a warpgroup's dK (and dV)
 constexpr int SN = SQ / 2;         // Sᵀ (and dPᵀ) accumulators per thread
@@ -270,20 +270,6 @@ __device__ __forceinline__ void bulk_wait_all()
     asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
 
-
-__device__ __forceinline__ float2 unpack2(u32 x)
-{
-    float lo, hi;
-#if defined(FTP_DTYPE_BF16)
-    lo = __uint_as_float(x << 16);
-    hi = __uint_as_float(x & 0xffff0000u);
-#else
-    asm("{ .reg .f16 l, h; mov.b32 {l, h}, %2; cvt.f32.f16 %0, l; cvt.f32.f16 %1, h; }"
-        : "=f"(lo), "=f"(hi)
-        : "r"(x));
-#endif
-    return make_float2(lo, hi);
-}
 
 // ---- shared-memory matrix descriptors (smem_desc, ft_sm90.cuh) of a tile of column blocks whose
 // swizzled rows are SPAN bytes: Tile<SWB> the Q, dO, K and V tiles, Tile<ROW> the dSᵀ and Pᵀ
@@ -910,45 +896,15 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p, const Maps &maps)
 }
 
 // ---- the preprocessing kernel ---------------------------------------------------------------------
-// D and LSE·log2(e) of query block blockIdx.x: LPR lanes per row (CPR of them reading one
-// 16-byte chunk of dO and O each), reduced with xor shuffles; then the block's dQ accumulator
-// tile zeroed (DET: and its counter).
+// D and LSE·log2(e) of query block blockIdx.x (bwd_row_stats, ft_bwd_pre.cuh); then the block's dQ
+// accumulator tile zeroed (DET: and its counter).
 __device__ __forceinline__ void bwd_pre(const BwdParams &p)
 {
     const int m = (int)blockIdx.x, head = (int)blockIdx.y, batch = (int)blockIdx.z;
-    const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int tid = (int)threadIdx.x;
     const Workspace ws = workspace(p);
-    constexpr int RPW = 32 / LPR; // rows per warp and pass
-    const int sub = lane / LPR, c = lane % LPR;
     const long long bh = (long long)batch * p.heads_q + head;
-    const long long row0 = bh * (ws.mbq * BM) + m * BM;
-    const u16 *dout = (const u16 *)p.dout + batch * p.dout_batch_stride + head * p.dout_head_stride;
-    const u16 *o = (const u16 *)p.o + batch * p.o_batch_stride + head * p.o_head_stride;
-
-    for (int r = warp * RPW; r < BM; r += (THREADS / 32) * RPW) {
-        const int row = r + sub;
-        const int q_row = m * BM + row;
-        float acc = 0.f;
-        if (q_row < p.seqlen_q && c < CPR) {
-            const uint4 a = *(const uint4 *)(dout + q_row * p.dout_row_stride + c * 8);
-            const uint4 b = *(const uint4 *)(o + q_row * p.o_row_stride + c * 8);
-            const u32 av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const float2 x = unpack2(av[i]), y = unpack2(bv[i]);
-                acc = fmaf(x.x, y.x, acc);
-                acc = fmaf(x.y, y.y, acc);
-            }
-        }
-#pragma unroll
-        for (int off = LPR / 2; off > 0; off >>= 1)
-            acc += __shfl_xor_sync(0xffffffffu, acc, off);
-        if (c == 0) {
-            const bool real = q_row < p.seqlen_q;
-            ws.dsum[row0 + row] = real ? acc : 0.f;
-            ws.lse2[row0 + row] = real ? p.lse[bh * p.seqlen_q + q_row] * 1.4426950408889634f : POS_INF;
-        }
-    }
+    bwd_row_stats<BM, CPR, THREADS>(p, m, head, batch, bh * (ws.mbq * BM) + m * BM, ws.dsum, ws.lse2);
     float4 *dq = (float4 *)(ws.dq + (bh * ws.mbq + m) * (BM * D));
     for (int i = tid; i < BM * D / 4; i += THREADS)
         dq[i] = make_float4(0.f, 0.f, 0.f, 0.f);
