@@ -9,7 +9,8 @@ cleared before each repetition; first 300 ms of the oracle's winner to bring the
 clock it settles at under the load, then --rounds rounds of --reps turns, each system one
 repetition a turn in an order that rotates every turn, a round queued without waiting for the
 GPU in between, so that the host's work per call is hidden as in the tuner's timing; the median
-of all repetitions). Beside them the oracle's winner
+of all repetitions; with --neighbour all of it again on the bucket's neighbour, the second shape
+the tuner races near-ties on). Beside them the oracle's winner
 again, through a second context: the spread of this re-measurement itself (oracle / oracle
 again), against which the search's difference can be judged; and the built-in default
 (flashtune.Context(database=""), what an untuned install runs): the tuned winner must not be
@@ -74,6 +75,16 @@ def shape_of(text):
     return {k: int(v) for k, v in (kv.split("=") for kv in text.split(","))}
 
 
+def neighbour_of(sh):
+    """The tuner's neighbour of a bucket's shape (ft__tuner_neighbour_shape): the keys 11/16 as many,
+    a multiple of 8, and the queries likewise where they are as many as the keys."""
+    nb = dict(sh)
+    nb["sk"] = sh["sk"] * 11 // 16 // 8 * 8
+    if sh["sq"] == sh["sk"]:
+        nb["sq"] = nb["sk"]
+    return nb
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--flashtune", default="build/flashtune")
@@ -84,6 +95,9 @@ def main():
     ap.add_argument("--tune-arg", action="append", default=[], help="an extra argument for both tunes")
     ap.add_argument("--search", default="halving", choices=("halving", "ranked"), help="the search against the oracle")
     ap.add_argument("--second", action="store_true", help="a second exhaustive tune, its winners measured too")
+    ap.add_argument("--neighbour", action="store_true",
+                    help="every system measured again on the bucket's neighbour (the tuner's: 11/16 of the sequence "
+                         "lengths, a multiple of 8), so a winner is judged for the bucket, not only its own shape")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -117,9 +131,6 @@ def main():
         h, e = wh[key], we[key]
         sh = shape_of(e["shape"])
         dt = torch.bfloat16 if e["dtype"] == "bf16" else torch.float16
-        q = torch.randn(sh["b"], sh["sq"], sh["hq"], e["d"], device="cuda", dtype=dt)
-        k = torch.randn(sh["b"], sh["sk"], sh["hkv"], e["d"], device="cuda", dtype=dt)
-        v = torch.randn_like(k)
         causal = bool(e["causal"])
         systems = ("search", "exhaustive", "again", "default") + (("second",) if a.second else ())
         variants = {"search": h["variant"], "exhaustive": e["variant"], "again": e["variant"]}
@@ -129,43 +140,62 @@ def main():
         if a.second:
             variants["second"] = w2[key]["variant"]
             ctxs["second"] = ctx(variants["second"])
-        times = {s: [] for s in systems}
 
-        def queue(s):
-            return (s,) + timed_call(flush, lambda: ctxs[s].forward(q, k, v, causal=causal))
+        def measure(sh):
+            """The systems' medians on shape sh, interleaved (see the top of the file)."""
+            q = torch.randn(sh["b"], sh["sq"], sh["hq"], e["d"], device="cuda", dtype=dt)
+            k = torch.randn(sh["b"], sh["sk"], sh["hkv"], e["d"], device="cuda", dtype=dt)
+            v = torch.randn_like(k)
+            times = {s: [] for s in systems}
 
-        # heat: the oracle's winner back to back until HEAT_MS of GPU time have passed, so that
-        # every system is timed at the clock the GPU settles at under this load
-        for s in systems:
-            ctxs[s].forward(q, k, v, causal=causal)  # the first call loads the kernel
-        heated = 0.0
-        while heated < HEAT_MS:
-            ev = [queue("exhaustive") for _ in range(10)]
-            torch.cuda.synchronize()
-            heated += ev[0][1].elapsed_time(ev[-1][2])
-        # rounds: the systems take turns on every repetition, the order rotating each time
-        for r in range(a.rounds):
-            n = len(systems)
-            ev = [queue(s) for i in range(a.reps) for s in systems[(r + i) % n:] + systems[:(r + i) % n]]
-            torch.cuda.synchronize()
-            for s, e0, e1 in ev:
-                times[s].append(e0.elapsed_time(e1))
-        mh, me, ma, md = (statistics.median(times[s]) for s in systems[:4])
+            def queue(s):
+                return (s,) + timed_call(flush, lambda: ctxs[s].forward(q, k, v, causal=causal))
+
+            # heat: the oracle's winner back to back until HEAT_MS of GPU time have passed, so that
+            # every system is timed at the clock the GPU settles at under this load
+            for s in systems:
+                ctxs[s].forward(q, k, v, causal=causal)  # the first call loads the kernel
+            heated = 0.0
+            while heated < HEAT_MS:
+                ev = [queue("exhaustive") for _ in range(10)]
+                torch.cuda.synchronize()
+                heated += ev[0][1].elapsed_time(ev[-1][2])
+            # rounds: the systems take turns on every repetition, the order rotating each time
+            for r in range(a.rounds):
+                n = len(systems)
+                ev = [queue(s) for i in range(a.reps) for s in systems[(r + i) % n:] + systems[:(r + i) % n]]
+                torch.cuda.synchronize()
+                for s, e0, e1 in ev:
+                    times[s].append(e0.elapsed_time(e1))
+            return {s: statistics.median(times[s]) for s in systems}
+
+        med = measure(sh)
+        mh, me, ma, md = (med[s] for s in systems[:4])
         rows.append({"key": key[1], "shape": e["shape"], "search": h["variant"], "exhaustive": e["variant"],
                      "search_ms": mh, "exhaustive_ms": me, "again_ms": ma, "oracle_over_search": me / mh,
                      "oracle_over_again": me / ma, "default_ms": md, "default_over_oracle": md / me,
                      "search_recorded_ms": h["median_ms"], "exhaustive_recorded_ms": e["median_ms"],
                      "recorded_over_measured": [h["median_ms"] / mh, e["median_ms"] / me]})
+        if a.neighbour:
+            nb = neighbour_of(sh)
+            mn = measure(nb)
+            rows[-1].update({"neighbour": ",".join("%s=%d" % kv for kv in nb.items()),
+                             "nb_oracle_over_search": mn["exhaustive"] / mn["search"],
+                             "nb_oracle_over_again": mn["exhaustive"] / mn["again"],
+                             "nb_default_over_oracle": mn["default"] / mn["exhaustive"]})
         if a.second:
-            m2 = statistics.median(times["second"])
+            m2 = med["second"]
             rows[-1].update({"second": variants["second"], "second_ms": m2, "oracle_over_second": me / m2,
                              "second_recorded_ms": w2[key]["median_ms"]})
             rows[-1]["recorded_over_measured"].append(w2[key]["median_ms"] / m2)
         print("%-70s %s  search %.4f ms, oracle %.4f ms (again %.4f): %.3f (noise %.3f), default / oracle %.3f%s; "
-              "recorded/measured %s"
+              "recorded/measured %s%s"
               % (key[1], e["shape"], mh, me, ma, me / mh, me / ma, md / me,
                  ", oracle / second tune's %.3f" % rows[-1]["oracle_over_second"] if a.second else "",
-                 " ".join("%.3f" % x for x in rows[-1]["recorded_over_measured"])), flush=True)
+                 " ".join("%.3f" % x for x in rows[-1]["recorded_over_measured"]),
+                 "; neighbour %s: oracle / search %.3f (noise %.3f), default / oracle %.3f"
+                 % (rows[-1]["neighbour"], rows[-1]["nb_oracle_over_search"], rows[-1]["nb_oracle_over_again"],
+                    rows[-1]["nb_default_over_oracle"]) if a.neighbour else ""), flush=True)
     sums = {s: {k: sum(t[k] for t in tunes[s]) for k in ("wall_ms", "compile_ms", "verify_ms", "time_ms", "measured")}
             for s in tunes}
     with open(os.path.join(a.out, "quality.json"), "w") as f:
@@ -174,13 +204,17 @@ def main():
     with open(os.path.join(a.out, "quality.md"), "w") as f:
         f.write("| bucket | shape | search's winner | oracle's winner | oracle ms / search ms | oracle ms / oracle ms "
                 "again | default ms / oracle ms | oracle ms / second tune's ms | recorded / measured (search, oracle, "
-                "second) |\n|---|---|---|---|---|---|---|---|---|\n")
+                "second) |%s\n|---|---|---|---|---|---|---|---|---|%s\n"
+                % (" neighbour | there: oracle / search | there: oracle / again | there: default / oracle |"
+                   if a.neighbour else "", "---|---|---|---|" if a.neighbour else ""))
         for r in rows:
-            f.write("| %s | %s | %s | %s | %.3f | %.3f | %.3f | %s | %s |\n" % (
+            f.write("| %s | %s | %s | %s | %.3f | %.3f | %.3f | %s | %s |%s\n" % (
                 r["key"], r["shape"], r["search"], r["exhaustive"], r["oracle_over_search"], r["oracle_over_again"],
                 r["default_over_oracle"],
                 "%.3f" % r["oracle_over_second"] if "second" in r else "",
-                " ".join("%.3f" % x for x in r["recorded_over_measured"])))
+                " ".join("%.3f" % x for x in r["recorded_over_measured"]),
+                " %s | %.3f | %.3f | %.3f |" % (r["neighbour"], r["nb_oracle_over_search"], r["nb_oracle_over_again"],
+                                                 r["nb_default_over_oracle"]) if a.neighbour else ""))
         f.write("\nTuning time (s): " + ", ".join("%s: wall %.1f, timing %.1f, %d measured" % (
             a.search if s == "search" else s, v["wall_ms"] / 1e3, v["time_ms"] / 1e3, v["measured"]) for s, v in sums.items()) + "\n")
     worst = min((r["oracle_over_search"] for r in rows), default=float("nan"))
