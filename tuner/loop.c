@@ -381,8 +381,10 @@ static ft_status on_line(tuner *tu, worker *w, const char *line, char *why, size
         if (rep.status != FT_RESULT_OK) {
             /* wrong, or failing, on a shape of its bucket: that is its result for the bucket */
             const int k = ft__tuner_kernel_of(tu, t->leaders[t->tied[slot]].result.kernel_id);
+            char reason[sizeof rep.detail + 64];
             ft_db_result r;
-            ft__tuner_fill_result(tu, t, &tu->kernels[k], rep.status, rep.detail, &r);
+            snprintf(reason, sizeof reason, "on the bucket's second shape: %s", rep.detail);
+            ft__tuner_fill_result(tu, t, &tu->kernels[k], rep.status, reason, &r);
             r.batch = t->nb.batch, r.heads_q = t->nb.heads_q, r.heads_kv = t->nb.heads_kv;
             r.seqlen_q = t->nb.seqlen_q, r.seqlen_k = t->nb.seqlen_k;
             if (rep.status == FT_RESULT_WRONG_RESULT)
