@@ -588,13 +588,30 @@ static void test_has_result(void)
 }
 
 /* Five variants in one bucket: the fastest ok result wins, failures never do. */
+/* A made-up result of kernel `variant` on the f16 d = 128 causal 4096 bucket. */
+typedef struct result_case {
+    const char *variant;
+    ft_result_status status;
+    double ms;
+} result_case;
+
+/* Records n cases on device d, their kernels' ids into k; the last result into *last. */
+static void record_cases(ft_db *db, long long d, const result_case *cases, int n, long long *k, ft_db_result *last)
+{
+    ft_err err;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        ft_db_kernel ker = make_kernel(cases[i].variant, "t1");
+        ASSERT_OK(ft__db_kernel_id(db, &ker, &k[i], &err), &err);
+        *last = make_result(d, k[i], "f16", 128, 1, 4096, cases[i].status, cases[i].ms);
+        ASSERT_OK(ft__db_record(db, last, &err), &err);
+    }
+}
+
 static void test_winners(void)
 {
-    static const struct {
-        const char *variant;
-        ft_result_status status;
-        double ms;
-    } cases[] = {
+    static const result_case cases[] = {
         {"k1", FT_RESULT_OK, 2.0},
         {"k2", FT_RESULT_OK, 1.5},
         {"k3", FT_RESULT_WRONG_RESULT, 0.5},
@@ -619,12 +636,7 @@ static void test_winners(void)
     snprintf(path, sizeof path, "%s/t.db", dir);
     ASSERT_OK(ft__db_open(path, 0, &db, &err), &err);
     ASSERT_OK(ft__db_device_id(db, &dev, &d, &err), &err);
-    for (i = 0; i < 6; i++) {
-        ft_db_kernel ker = make_kernel(cases[i].variant, "t1");
-        ASSERT_OK(ft__db_kernel_id(db, &ker, &k[i], &err), &err);
-        r = make_result(d, k[i], "f16", 128, 1, 4096, cases[i].status, cases[i].ms);
-        ASSERT_OK(ft__db_record(db, &r, &err), &err);
-    }
+    record_cases(db, d, cases, 6, k, &r);
     ASSERT_OK(ft__db_winner(db, d, &r.key, &row, &cubin, &n, &found, &err), &err);
     ASSERT_EQ(found, 1);
     ASSERT_STREQ(row.variant, "k2");
@@ -684,11 +696,7 @@ static int views_agree(const char *path, const rows *got);
 /* A decided winner: preferred to faster results of its key until the key is measured again. */
 static void test_decided_winner(void)
 {
-    static const struct {
-        const char *variant;
-        ft_result_status status;
-        double ms;
-    } cases[] = {
+    static const result_case cases[] = {
         {"k1", FT_RESULT_OK, 1.00},
         {"k2", FT_RESULT_OK, 1.01},
         {"k3", FT_RESULT_OK, 1.50},
@@ -708,12 +716,7 @@ static void test_decided_winner(void)
     snprintf(path, sizeof path, "%s/t.db", dir);
     ASSERT_OK(ft__db_open(path, 0, &db, &err), &err);
     ASSERT_OK(ft__db_device_id(db, &dev, &d, &err), &err);
-    for (i = 0; i < 4; i++) {
-        ft_db_kernel ker = make_kernel(cases[i].variant, "t1");
-        ASSERT_OK(ft__db_kernel_id(db, &ker, &k[i], &err), &err);
-        r = make_result(d, k[i], "f16", 128, 1, 4096, cases[i].status, cases[i].ms);
-        ASSERT_OK(ft__db_record(db, &r, &err), &err);
-    }
+    record_cases(db, d, cases, 4, k, &r);
     elsewhere = make_result(d, k[0], "f16", 64, 1, 4096, FT_RESULT_OK, 0.5); /* another key */
     ASSERT_OK(ft__db_record(db, &elsewhere, &err), &err);
     ASSERT_OK(ft__db_winner(db, d, &r.key, &row, NULL, NULL, &found, &err), &err);

@@ -56,6 +56,14 @@ static const ft_plan_item *measure_line(const tuner *tu, const kernel_ref *kr, u
     return it;
 }
 
+/* The shape command for shape p of operation op, with id and the inputs' random seed. */
+static void shape_line(const ft_op *op, const ft_problem *p, unsigned long long id, int seed, char *out, size_t cap)
+{
+    snprintf(out, cap, "shape id=%llu op=%s b=%d hq=%d hkv=%d sq=%d sk=%d d=%d causal=%d bf16=%d det=%d seed=%d\n", id,
+             op->name, p->batch, p->heads_q, p->heads_kv, p->seqlen_q, p->seqlen_k, p->head_dim, p->causal, p->bf16,
+             p->deterministic, seed);
+}
+
 static void skip_bucket(tuner *tu, task *t, const char *why)
 {
     char shown[600];
@@ -132,11 +140,7 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
         }
         if (!t->shape_ready && !t->nb_started) { /* once the race is judged only the neighbour's */
             w->id = ++w->ids;
-            snprintf(line, sizeof line,
-                     "shape id=%llu op=%s b=%d hq=%d hkv=%d sq=%d sk=%d d=%d causal=%d bf16=%d det=%d seed=%d\n",
-                     w->id, t->key.op->name, t->shape.batch, t->shape.heads_q, t->shape.heads_kv,
-                     t->shape.seqlen_q, t->shape.seqlen_k, t->shape.head_dim, t->shape.causal, t->shape.bf16,
-                     t->shape.deterministic, 17 + w->tasks[w->cur]);
+            shape_line(t->key.op, &t->shape, w->id, 17 + w->tasks[w->cur], line, sizeof line);
             w->waiting = P_SHAPE;
             return ft__tuner_worker_send(tu, w, line, 600e3) ? 1 : -1;
         }
@@ -200,11 +204,7 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
             const int k = ft__tuner_kernel_of(tu, t->leaders[t->tied[slot]].result.kernel_id);
             if (!t->nb_ready) {
                 w->id = ++w->ids;
-                snprintf(line, sizeof line,
-                         "shape id=%llu op=%s b=%d hq=%d hkv=%d sq=%d sk=%d d=%d causal=%d bf16=%d det=%d seed=%d\n",
-                         w->id, t->key.op->name, t->nb.batch, t->nb.heads_q, t->nb.heads_kv, t->nb.seqlen_q,
-                         t->nb.seqlen_k, t->nb.head_dim, t->nb.causal, t->nb.bf16, t->nb.deterministic,
-                         1000003 + w->tasks[w->cur]);
+                shape_line(t->key.op, &t->nb, w->id, 1000003 + w->tasks[w->cur], line, sizeof line);
                 w->waiting = P_NB_SHAPE;
                 return ft__tuner_worker_send(tu, w, line, 600e3) ? 1 : -1;
             }
