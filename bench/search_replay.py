@@ -5,7 +5,9 @@ tune recorded for that kernel on that shape (`flashtune query --all --json` of i
 as bench/device_hd8.sh quality and ablate keep them), and `flashtune tune --search S` runs as it
 would on the GPU (its candidates compiled here by NVRTC, its choices its own). Each bucket's
 winner is then read at the exhaustive tune's median: best / winner's is what the search lost by
-not measuring everything (1.0: it found the fastest). Measurement noise is not replayed (every
+not measuring everything (1.0: it found the fastest). A dump made before a parameter joined the
+spec holds its variants at that parameter's default; the search's variants with other values of
+it read as wrong results (the replay lacks them). Measurement noise is not replayed (every
 repetition of a kernel reads the same), so this prices the search's coverage only; the GPU's
 bench/tune_quality.py prices both.
 
@@ -35,6 +37,30 @@ def load_dump(path):
     return rows
 
 
+def spec_params(path):
+    """The spec's parameters in order, and the defaults of those that have one (a parameter added
+    to a spec after a dump was made: the dump's variants lack it, and had its default)."""
+    import re
+    text = open(path).read()
+    names, defaults = [], {}
+    for m in re.finditer(r'\{\s*name\s*=\s*"(\w+)"\s*,\s*values\s*=\s*\{[^}]*\}\s*,?\s*(?:default\s*=\s*"?([\w.]+)"?)?',
+                         text):
+        names.append(m.group(1))
+        if m.group(2) is not None:
+            defaults[m.group(1)] = m.group(2)
+    return names, defaults
+
+
+def complete(variant, params):
+    """A dump's variant in the spec's form: the parameters it lacks at their defaults, in the
+    spec's order (unchanged when it lacks one without a default)."""
+    names, defaults = params
+    have = dict(kv.split("=") for kv in variant.split(","))
+    if any(n not in have and n not in defaults for n in names):
+        return variant
+    return ",".join("%s=%s" % (n, have.get(n, defaults.get(n))) for n in names)
+
+
 def entry_of(family, variant):
     return "ft_" + family + "_" + variant.replace("=", "").replace(",", "_")
 
@@ -59,6 +85,9 @@ def main():
     os.makedirs(a.out, exist_ok=True)
 
     rows = [r for p in a.dump for r in load_dump(p)]
+    params = spec_params(a.spec)
+    for r in rows:
+        r["variant"] = complete(r["variant"], params)
     best = {}
     ms = {}
     with open(os.path.join(a.out, "replay.txt"), "w") as f:
