@@ -8,6 +8,7 @@
  *   FAKE_CRASH        ... make the worker die without answering (abort)
  *   FAKE_HANG         ... never answer
  *   FAKE_WRONG        ... fail verification
+ *   FAKE_ONLY_SK      FAKE_FAULT, _CRASH, _HANG and _WRONG only on shapes of this many keys
  *   FAKE_INTERRUPT_AFTER=N   after answering N measurements (not counting the re-measurements of
  *                     near-ties, which are not verified), send SIGINT to the tuner (a Ctrl-C)
  *   FAKE_LOG          append every command received to this file
@@ -49,9 +50,13 @@
 #include <time.h>
 #include <unistd.h>
 
+static long long cur_sk; /* the current shape's keys */
+
 static int matches(const char *line, const char *var)
 {
-    const char *v = getenv(var);
+    const char *v = getenv(var), *only = getenv("FAKE_ONLY_SK");
+    if (only != NULL && only[0] != '\0' && atoll(only) != cur_sk)
+        return 0;
     return v != NULL && v[0] != '\0' && strstr(line, v) != NULL;
 }
 
@@ -241,6 +246,7 @@ int main(int argc, char **argv)
             flops = (strstr(line, " op=bwd ") != NULL ? 10 : 4) * b * hq * sq * sk * d / (field(line, "causal", 0) ? 2 : 1);
             shape[0] = field(line, "b", 1), shape[1] = field(line, "hq", 1), shape[2] = field(line, "hkv", 1);
             shape[3] = field(line, "sq", 1), shape[4] = field(line, "sk", 1);
+            cur_sk = shape[4];
             if (bad(line, "shape_bad"))
                 printf("okay%s\n", idf);
             else if (replay != NULL && !replay_has_shape(shape))

@@ -300,6 +300,20 @@ with=$(count "$b_wins")
             and r.reason like 'on the bucket''s second shape: %'")" = 12 ] ||
   fail "neighbour: C should be recorded wrong, with the neighbour's shape, in every bucket"
 echo "leaders within the noise decided by a neighbouring shape (B won $with of 12 buckets, $alone without it; $decided decided): ok"
+#     B faults on the 1024-token buckets' neighbour (704 tokens) where causal=0 and hangs there where
+#     causal=1: each recorded so for its bucket, the worker replaced, the race and the tune go on.
+rm -f "$db"
+FAKE_REPLAY="$dir/replay" FAKE_JITTER=0.015 FAKE_ONLY_SK=704 FAKE_FAULT=stages2_causal0_dtypef16_qreg1_overlap1 \
+FAKE_HANG=stages2_causal1_dtypef16_qreg1_overlap1 tune --timeout 2 || fail "the tune with failures on the neighbour failed"
+grep -q 'worker restarts: 2;' "$dir/out" || fail "neighbour failures: expected 2 worker restarts"
+second="r.reason like 'on the bucket''s second shape: %' and r.seqlen_k = 704"
+[ "$(count "select count(*) from results r where $second and r.status = 'fault' and r.key like '%\"causal\":0%'")" = 1 ] &&
+  [ "$(count "select count(*) from results r where $second and r.status = 'timeout' and r.key like '%\"causal\":1%'")" = 1 ] ||
+  fail "neighbour failures: expected B's fault and timeout recorded with the neighbour's shape"
+[ "$(count "select count(*) from v_winners")" = 12 ] &&
+  [ "$(count "select count(*) from v_winners where seqlen_k = 1024 and variant like '%stages=2,%qreg=1,overlap=1'")" = 0 ] ||
+  fail "neighbour failures: B should not win the 1024-token buckets, and every bucket should have a winner"
+echo "a leader that faults or hangs on the neighbour: recorded so, the tune goes on: ok"
 
 # 15. --search ranked, two head dims: the second one's first group (which no measurement informs)
 #     compiles while the first head dim's first group is measured and is measured while that

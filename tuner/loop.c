@@ -124,6 +124,28 @@ static void keep_fastest(tuner *tu, task *t)
     tu->planned += keep;
 }
 
+/* Tied leader `slot` of task t was wrong on the bucket's neighbour, or faulted or hung there:
+ * that is its result for the bucket (recorded with the neighbour's shape), and it takes no
+ * further part in the race. */
+static ft_status record_nb_failure(tuner *tu, task *t, int slot, ft_result_status status, const char *detail,
+                                   double max_error, ft_err *err)
+{
+    const int k = ft__tuner_kernel_of(tu, t->leaders[t->tied[slot]].result.kernel_id);
+    char reason[600];
+    ft_db_result r;
+
+    t->nb_bad[slot] = 1;
+    if (k < 0)
+        return FT_OK;
+    snprintf(reason, sizeof reason, "on the bucket's second shape: %s", detail);
+    ft__tuner_fill_result(tu, t, &tu->kernels[k], status, reason, &r);
+    r.batch = t->nb.batch, r.heads_q = t->nb.heads_q, r.heads_kv = t->nb.heads_kv;
+    r.seqlen_q = t->nb.seqlen_q, r.seqlen_k = t->nb.seqlen_k;
+    r.max_error = max_error;
+    tu->sum->measured++;
+    return ft__tuner_record(tu, &r, err);
+}
+
 /* Sends the worker its next command; returns 0 when it has nothing left to do, -1 when the
  * command could not be sent. */
 static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
@@ -286,7 +308,11 @@ static ft_status worker_failed(tuner *tu, worker *w, failure kind, const char *w
     } else if (t != NULL && was == P_NB_SHAPE) {
         t->nb_next = t->ntied * RACE_ROUNDS; /* no (more) neighbour rounds: what came back decides */
     } else if (t != NULL && was == P_NB_RACE) {
-        t->nb_ms[w->job % t->ntied][w->job / t->ntied] = NAN;
+        const int slot = w->job % t->ntied;
+        t->nb_ms[slot][w->job / t->ntied] = NAN;
+        if (!again) /* it crashed its worker or hung: as a measurement would be recorded */
+            rc = record_nb_failure(tu, t, slot, kind == F_TIMEOUT ? FT_RESULT_TIMEOUT : FT_RESULT_FAULT, reason,
+                                   NAN, err);
     }
     if (rc != FT_OK)
         return rc;
@@ -378,21 +404,9 @@ static ft_status on_line(tuner *tu, worker *w, const char *line, char *why, size
         w->strikes = 0;
         tu->sum->race_ms += elapsed;
         t->nb_ms[slot][round] = rep.status == FT_RESULT_OK ? rep.median_ms : NAN;
-        if (rep.status != FT_RESULT_OK) {
-            /* wrong, or failing, on a shape of its bucket: that is its result for the bucket */
-            const int k = ft__tuner_kernel_of(tu, t->leaders[t->tied[slot]].result.kernel_id);
-            char reason[sizeof rep.detail + 64];
-            ft_db_result r;
-            snprintf(reason, sizeof reason, "on the bucket's second shape: %s", rep.detail);
-            ft__tuner_fill_result(tu, t, &tu->kernels[k], rep.status, reason, &r);
-            r.batch = t->nb.batch, r.heads_q = t->nb.heads_q, r.heads_kv = t->nb.heads_kv;
-            r.seqlen_q = t->nb.seqlen_q, r.seqlen_k = t->nb.seqlen_k;
-            if (rep.status == FT_RESULT_WRONG_RESULT)
-                r.max_error = rep.max_error;
-            t->nb_bad[slot] = 1;
-            tu->sum->measured++;
-            rc = ft__tuner_record(tu, &r, err);
-        }
+        if (rep.status != FT_RESULT_OK)
+            rc = record_nb_failure(tu, t, slot, rep.status, rep.detail,
+                                   rep.status == FT_RESULT_WRONG_RESULT ? rep.max_error : NAN, err);
         if (rc == FT_OK && rep.status == FT_RESULT_FAULT) {
             ft__tuner_worker_stop(tu, w, 1);
             tu->sum->worker_restarts++;
