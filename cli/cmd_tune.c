@@ -39,6 +39,9 @@ static const char usage[] =
     "                    causality measured its shape only that one's 4 fastest; buckets that a\n"
     "                    newer family's spec has a variant for are left to it\n"
     "  --remeasure       measure again what the database already has\n"
+    "  --one-shape       leaders within the noise of their interleaved rounds are not raced again\n"
+    "                    on a second shape of the bucket (11/16 of its sequence length): the\n"
+    "                    fastest median on the bucket's own shape wins (a shorter tune)\n"
     "  --misses          instead of the specs' workloads, the buckets that applications ran\n"
     "                    without a tuned winner on this GPU model (recorded with\n"
     "                    FLASHTUNE_RECORD_MISSES=1; flashtune query --misses lists them)\n"
@@ -111,7 +114,7 @@ int cmd_tune(int argc, char **argv)
         {"arch", required_argument, NULL, 'a'},   {"cache-dir", required_argument, NULL, 'C'},
         {"quiet", no_argument, NULL, 'q'},        {"timeout", required_argument, NULL, 'T'},
         {"misses", no_argument, NULL, 'M'},       {"json", no_argument, NULL, 'J'},
-        {"search", required_argument, NULL, 'S'},
+        {"search", required_argument, NULL, 'S'}, {"one-shape", no_argument, NULL, 'O'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     ft_tune_opts o;
     ft_tune_summary s;
@@ -152,6 +155,7 @@ int cmd_tune(int argc, char **argv)
             o.budget_ms = (int)v;
             break;
         case 'R': o.remeasure = 1; break;
+        case 'O': o.one_shape = 1; break;
         case 'M': o.misses = 1; break;
         case 'S':
             for (i = 0; i < 3 && strcmp(optarg, search_names[i]) != 0; i++)

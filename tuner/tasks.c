@@ -587,7 +587,7 @@ static ft_status add_task(tuner *tu, int s, int g, int kfrom, const target *tg, 
     t->shape.bf16 = strcmp(dtype, "bf16") == 0;
     t->shape.deterministic = tg->det;
     tg->op->key(&t->shape, &t->key);
-    t->has_nb = ft__tuner_neighbour_shape(&t->shape, &t->key, &t->nb);
+    t->has_nb = !tu->o->one_shape && ft__tuner_neighbour_shape(&t->shape, &t->key, &t->nb);
     t->redo = -1;
     t->group = g;
     t->jobs = calloc((size_t)tu->nkernels + 1, sizeof *t->jobs);

@@ -55,6 +55,7 @@ typedef struct ft_tune_opts {
     int misses;              /* tune the buckets the runtime library recorded as misses on this
                                 GPU model (ft__db_misses) instead of the specs' workloads */
     ft_search search;        /* how the variants of a bucket are chosen and measured (ft_search) */
+    int one_shape;           /* near-ties decided on the bucket's own shape only (no neighbour) */
 } ft_tune_opts;
 
 #define FT_TUNE_SCREEN_MS 5 /* the screening budget's floor (ms) */
