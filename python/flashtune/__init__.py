@@ -888,7 +888,7 @@ def command_path():
 
 
 def tune(specs=(), database=None, only=None, device=None, misses=False, jobs=None, budget_ms=None, quiet=True,
-         search=None):
+         search=None, one_shape=False):
     """Tunes this machine's GPU as `flashtune tune` does (the command is command_path()): every
     variant of the specs (default: the built-in ones for the GPU) on every workload bucket they
     name, or with misses=True the buckets applications ran without a tuned winner; the results go
@@ -898,7 +898,8 @@ def tune(specs=(), database=None, only=None, device=None, misses=False, jobs=Non
     measurement; search "exhaustive" (the default), "halving" (every variant screened at a
     quarter of the budget, the fastest quarter of each bucket's measured again) or "ranked"
     (halving over each group's candidates, chosen and compiled by a ranking: `flashtune tune
-    --help`). quiet=False shows the command's progress on stderr. Returns the tune's summary
+    --help`). one_shape=True decides near-ties on each bucket's own shape only (no second shape
+    of the bucket: a shorter tune). quiet=False shows the command's progress on stderr. Returns the tune's summary
     (the command's --json line) as a dict; raises FlashtuneError with the command's message when
     it fails. Without a GPU the command runs a compile-only plan instead: then the dict is the
     plan's summary with "compile_only": True and the reason there is no GPU in "no_gpu"."""
@@ -911,7 +912,7 @@ def tune(specs=(), database=None, only=None, device=None, misses=False, jobs=Non
                         ("--budget", budget_ms), ("--search", search)):
         if value is not None:
             cmd += [flag, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
-    cmd += ["--json"] + (["--misses"] if misses else []) + (["-q"] if quiet else [])
+    cmd += ["--json"] + (["--misses"] if misses else []) + (["--one-shape"] if one_shape else []) + (["-q"] if quiet else [])
     try:
         done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE if quiet else None, text=True)
     except OSError as e:
