@@ -5,7 +5,8 @@ tune recorded for that kernel on that shape (`flashtune query --all --json` of i
 as bench/device_hd8.sh quality and ablate keep them), and `flashtune tune --search S` runs as it
 would on the GPU (its candidates compiled here by NVRTC, its choices its own). Each bucket's
 winner is then read at the exhaustive tune's median: best / winner's is what the search lost by
-not measuring everything (1.0: it found the fastest). A dump made before a parameter joined the
+not measuring everything (1.0: it found the fastest). With --jitter every replayed median is off
+by up to that fraction, so the race's decisions are made through noise, as on a GPU. A dump made before a parameter joined the
 spec holds its variants at that parameter's default; the search's variants with other values of
 it read as wrong results (the replay lacks them). Measurement noise is not replayed (every
 repetition of a kernel reads the same), so this prices the search's coverage only; the GPU's
@@ -79,6 +80,9 @@ def main():
     ap.add_argument("--dump", action="append", required=True, help="query --all --json of an exhaustive tune")
     ap.add_argument("--only", action="append", required=True, help="a tune filter; each one tuned in turn")
     ap.add_argument("--search", default="ranked", choices=("halving", "ranked", "exhaustive"))
+    ap.add_argument("--jitter", type=float, default=0.0,
+                    help="each replayed median off by up to this fraction (the stand-in worker's FAKE_JITTER): "
+                         "a GPU's noise, which the race and its decisions must see through")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     family = a.family or os.path.splitext(os.path.basename(a.spec))[0]
@@ -97,6 +101,8 @@ def main():
             ms[(r["key"], r["variant"])] = r["median_ms"]
             best[r["key"]] = min(best.get(r["key"], math.inf), r["median_ms"])
     env = dict(os.environ, FLASHTUNE_WORKER=a.worker, FAKE_REPLAY=os.path.join(a.out, "replay.txt"), FAKE_COUNT="1")
+    if a.jitter > 0:
+        env["FAKE_JITTER"] = repr(a.jitter)
     db = os.path.join(a.out, "replay.db")
     if os.path.exists(db):
         os.remove(db)
@@ -129,7 +135,8 @@ def main():
         "variants": sum(t["variants"] for t in tunes),
     }
     with open(os.path.join(a.out, "replay.json"), "w") as f:
-        json.dump({"spec": a.spec, "search": a.search, "only": a.only, "dumps": a.dump, "summary": summary,
+        json.dump({"spec": a.spec, "search": a.search, "only": a.only, "dumps": a.dump, "jitter": a.jitter,
+                   "summary": summary,
                    "tunes": tunes, "rows": out}, f, indent=1)
     print("search %s: %d buckets, best / winner worst %.3f, geometric mean %.3f, %d within 2 %%; %d measurements, "
           "%d of %d variants compiled" % (a.search, summary["buckets"], summary["worst"], summary["geomean"],
