@@ -315,6 +315,31 @@ second="r.reason like 'on the bucket''s second shape: %' and r.seqlen_k = 704"
   fail "neighbour failures: B should not win the 1024-token buckets, and every bucket should have a winner"
 echo "a leader that faults or hangs on the neighbour: recorded so, the tune goes on: ok"
 
+# 17. The race takes the bucket's built-in default (d = 64: bm=128 bn=128 stages=1) beside the
+#     leaders, however far behind its first measurement, and the runner-up: here the fastest
+#     (bm=64 stages=2) 1.00 ms, bm=64 stages=3 1.01, the default 1.05 (beyond the 4 % margin the
+#     stand-in's quartiles give), the rest 1.2. Each is raced three rounds in every bucket; the
+#     fastest still wins.
+dflt=bm128_bn128_warps4_stages1
+rm -f "$db"
+"$ft" tune flash_fwd --db "$db" --only 'd=64,bn=128,warps=4,dtype=f16,qreg=0,overlap=0' -q -j 2 > "$dir/out" 2>&1 ||
+  fail "the tune for the default's replay failed"
+count "select k.entry, r.batch, r.heads_q, r.heads_kv, r.seqlen_q, r.seqlen_k from results r join kernels k on k.id = r.kernel_id" |
+  awk -F'|' '{ ms = $1 ~ /bm64_bn128_warps4_stages2/ ? 1.00 : $1 ~ /bm64_bn128_warps4_stages3/ ? 1.01 : 1.2
+               if ($1 ~ /'$dflt'/) ms = 1.05
+               print $1, $2, $3, $4, $5, $6, ms }' > "$dir/replay"
+[ "$(wc -l < "$dir/replay")" = 72 ] || fail "the default's replay should have 72 lines"
+rm -f "$db" "$dir/log"
+FAKE_REPLAY="$dir/replay" FAKE_LOG="$dir/log" "$ft" tune flash_fwd --db "$db" --only 'd=64,bn=128,warps=4,dtype=f16,qreg=0,overlap=0' \
+  -q -j 2 > "$dir/out" 2>&1 || fail "the replayed tune with the default failed"
+[ "$(grep -c "measure .*entry=[a-z0-9_]*$dflt.* verify=0 " "$dir/log")" = 36 ] ||
+  fail "the default should race 3 rounds in each of the 12 buckets, not $(grep -c "measure .*entry=[a-z0-9_]*$dflt.* verify=0 " "$dir/log")"
+[ "$(grep -c "measure .*entry=[a-z0-9_]*bm64_bn128_warps4_stages3.* verify=0 " "$dir/log")" = 36 ] ||
+  fail "the runner-up should race 3 rounds in each of the 12 buckets, not $(grep -c "measure .*entry=[a-z0-9_]*bm64_bn128_warps4_stages3.* verify=0 " "$dir/log")"
+[ "$(count "select count(*) from v_winners where variant like 'd=64,bm=64,bn=128,warps=4,stages=2,%'")" = 12 ] ||
+  fail "the fastest should win every bucket"
+echo "the race takes the runner-up and the built-in default: ok"
+
 # 15. --search ranked, two head dims: the second one's first group (which no measurement informs)
 #     compiles while the first head dim's first group is measured and is measured while that
 #     group's first refinement compiles, ahead of the first head dim's other groups; what the

@@ -19,7 +19,7 @@
 #include "tuning_db/db.h"
 
 #define RACE_ROUNDS 3
-#define MAX_LEADERS 4
+#define MAX_LEADERS 5 /* the fastest within the noise (4 at most, the runner-up at least) and the default */
 
 #define LINE_MAX_BYTES 8192      /* the longest line a worker may send, its newline included */
 #define BOOT_TIMEOUT_MS 120e3    /* for the ready line */
@@ -208,7 +208,13 @@ ft_status ft__tuner_record(tuner *tu, const ft_db_result *r, ft_err *err);
 /* A measurement of job j of task t arrived. */
 ft_status ft__tuner_on_result(tuner *tu, task *t, int j, const ft_tune_reply *rep, ft_err *err);
 
-/* The ok results within the noise of the fastest: the race's runners. */
+/* The variants of the built-in defaults that the runtime would run for task t's bucket without
+ * a tuned winner (its family's, in the order it would try them), as the plan writes variants;
+ * returns how many (at most cap). */
+int ft__tuner_task_defaults(const tuner *tu, const task *t, char (*out)[512], int cap);
+
+/* The race's runners: the ok results within the noise of the fastest (4 at most; the runner-up
+ * whatever its time), and the bucket's built-in default where it was measured. */
 ft_status ft__tuner_find_leaders(tuner *tu, task *t, ft_err *err);
 
 /* Records the medians of the race's rounds, and the winner the neighbour decided where it did. */

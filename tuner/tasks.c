@@ -761,6 +761,20 @@ static int group_defaults(const ft_spec *spec, const ft_family *fam, const targe
     return k;
 }
 
+int ft__tuner_task_defaults(const tuner *tu, const task *t, char (*out)[512], int cap)
+{
+    const group *gr = &tu->groups[t->group];
+    const ft_spec *spec = tu->specs[gr->spec];
+    ft_variant defs[FT_DEFAULTS_MAX];
+    const int n = group_defaults(spec, tu->plans[gr->spec]->family, &tu->targets[gr->spec].v[gr->targets[0]], defs);
+    int i, k = 0;
+
+    for (i = 0; i < n && k < cap; i++)
+        if (ft__variant_format(spec, &defs[i], out[k], sizeof out[k]) < sizeof out[k])
+            k++;
+    return k;
+}
+
 /* Group g's first target: what the group fixes (head dim, dtype, causality, determinism). */
 static const target *group_target(const tuner *tu, int g)
 {
