@@ -279,8 +279,8 @@ int cmd_tune(int argc, char **argv)
            s.measured, s.resumed, s.by_status[FT_RESULT_OK], s.by_status[FT_RESULT_WRONG_RESULT],
            s.by_status[FT_RESULT_COMPILE_ERROR], s.by_status[FT_RESULT_OVER_LIMITS],
            s.by_status[FT_RESULT_LAUNCH_FAILURE], s.by_status[FT_RESULT_FAULT], s.by_status[FT_RESULT_TIMEOUT]);
-    printf("winners: %d buckets (%d near-ties re-measured interleaved; %d within the measured noise raced again on "
-           "a neighbouring shape, which decided %d); worker restarts: %d; protocol errors: %d\n",
+    printf("winners: %d buckets (%d races of the leaders, runner-up and default, interleaved; %d within the measured "
+           "noise raced again on a neighbouring shape, which decided %d); worker restarts: %d; protocol errors: %d\n",
            s.winners, s.races, s.ties, s.decided, s.worker_restarts, s.protocol_errors);
     if (o.search != FT_SEARCH_EXHAUSTIVE)
         printf("search: %s: %lld variants screened, %lld of them measured again at the whole budget\n",

@@ -67,7 +67,7 @@ def parse_tune_log(text):
         status = out.setdefault("by_status", {})
         for n, k in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", m.group(3)):
             status[k.strip()] = status.get(k.strip(), 0) + int(n)
-    for m in re.finditer(r"^winners: (\d+) buckets \((\d+) near-ties re-measured interleaved[^)]*\); worker restarts: "
+    for m in re.finditer(r"^winners: (\d+) buckets \((\d+) (?:near-ties re-measured|races of the leaders)[^)]*\); worker restarts: "
                          r"(\d+)", text, re.M):
         add("winners", int(m.group(1)))
         add("near_ties", int(m.group(2)))
