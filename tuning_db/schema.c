@@ -281,7 +281,7 @@ static const char *const migrations[] = {
     "UPDATE misses SET key = " FWD_KEY_OF_ROW " WHERE op = 'fwd';\n",
     /* 4 -> 5: a key's winner may be decided (preferred = 1) where its fastest results lie within
      * each other's noise; any new measurement of the key undoes the decision (the triggers, so
-     * that every writer keeps it: the runtime, imports, an older tuner's records). */
+     * that every writer of results keeps it: the tuner, imports, the sqlite3 shell). */
     "ALTER TABLE results ADD COLUMN preferred INTEGER NOT NULL DEFAULT 0 CHECK (preferred IN (0, 1));\n"
     "CREATE TRIGGER results_measured AFTER INSERT ON results BEGIN\n"
     "  UPDATE results SET preferred = 0\n"
