@@ -222,7 +222,7 @@ ft_status ft__tuner_finish_race(tuner *tu, task *t, ft_err *err);
 
 /* The workload's rounds are in: the leaders within each other's noise (t->tied, t->ntied; fewer
  * than 2: the race is over) and whether they race again on the neighbour (returns 1). */
-int ft__tuner_judge_race(tuner *tu, task *t);
+int ft__tuner_judge_race(task *t);
 
 /* The race's decision, from n leaders' rounds on the workload (w) and on the neighbour (nb, NULL
  * when not raced there; NAN where a round failed), leaders in the order they were ranked. The

@@ -219,7 +219,7 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
             continue;
         }
         if (t->race_started && t->nleaders > 0 && !t->nb_started)
-            ft__tuner_judge_race(tu, t);
+            ft__tuner_judge_race(t);
         if (t->nb_started && t->ntied >= 2 && t->nb_next < t->ntied * RACE_ROUNDS) {
             /* the tied leaders on the neighbour, interleaved; the first round verifies them there */
             const int slot = t->nb_next % t->ntied, round = t->nb_next / t->ntied;
@@ -325,6 +325,16 @@ static ft_status worker_failed(tuner *tu, worker *w, failure kind, const char *w
     return ft__tuner_worker_boot(tu, w, err);
 }
 
+/* Worker w answered with a fault and exits (a faulted CUDA context is lost for good): another
+ * takes its place, which holds neither of task t's shapes. */
+static ft_status replace_after_fault(tuner *tu, worker *w, task *t, ft_err *err)
+{
+    ft__tuner_worker_stop(tu, w, 1);
+    tu->sum->worker_restarts++;
+    t->shape_ready = t->nb_ready = 0;
+    return ft__tuner_worker_boot(tu, w, err);
+}
+
 /* Handles a line from worker w. One that breaks the protocol fills why (and changes nothing);
  * the caller replaces the worker. */
 static ft_status on_line(tuner *tu, worker *w, const char *line, char *why, size_t cap, ft_err *err)
@@ -357,13 +367,8 @@ static ft_status on_line(tuner *tu, worker *w, const char *line, char *why, size
         tu->sum->measure_ms += elapsed;
         rc = ft__tuner_on_result(tu, t, w->job, &rep, err);
         tu->done++;
-        if (rc == FT_OK && rep.status == FT_RESULT_FAULT) {
-            /* the worker exits after a fault; start another */
-            ft__tuner_worker_stop(tu, w, 1);
-            tu->sum->worker_restarts++;
-            t->shape_ready = 0;
-            rc = ft__tuner_worker_boot(tu, w, err);
-        }
+        if (rc == FT_OK && rep.status == FT_RESULT_FAULT)
+            rc = replace_after_fault(tu, w, t, err);
         return rc;
     case P_RACE:
         if (ft__tune_parse_result(line, w->id, t->key.op, &t->shape, elapsed, &rep, &perr) != FT_OK)
@@ -373,12 +378,8 @@ static ft_status on_line(tuner *tu, worker *w, const char *line, char *why, size
         tu->sum->race_ms += elapsed;
         t->race_ms[w->job % t->nleaders][w->job / t->nleaders] =
             rep.status == FT_RESULT_OK ? rep.median_ms : NAN;
-        if (rep.status == FT_RESULT_FAULT) {
-            ft__tuner_worker_stop(tu, w, 1);
-            tu->sum->worker_restarts++;
-            t->shape_ready = 0;
-            rc = ft__tuner_worker_boot(tu, w, err);
-        }
+        if (rep.status == FT_RESULT_FAULT)
+            rc = replace_after_fault(tu, w, t, err);
         return rc;
     case P_NB_SHAPE:
         if (ft__tuner_parse_ack(line, w->id, &ok, msg, sizeof msg, &perr) != FT_OK)
@@ -407,12 +408,8 @@ static ft_status on_line(tuner *tu, worker *w, const char *line, char *why, size
         if (rep.status != FT_RESULT_OK)
             rc = record_nb_failure(tu, t, slot, rep.status, rep.detail,
                                    rep.status == FT_RESULT_WRONG_RESULT ? rep.max_error : NAN, err);
-        if (rc == FT_OK && rep.status == FT_RESULT_FAULT) {
-            ft__tuner_worker_stop(tu, w, 1);
-            tu->sum->worker_restarts++;
-            t->shape_ready = t->nb_ready = 0;
-            rc = ft__tuner_worker_boot(tu, w, err);
-        }
+        if (rc == FT_OK && rep.status == FT_RESULT_FAULT)
+            rc = replace_after_fault(tu, w, t, err);
         return rc;
     }
     default:

@@ -213,7 +213,8 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The median and spread (max − min) of one leader's rounds; 0 when a round failed. */
+/* The median and spread (max − min; spread may be NULL) of one leader's rounds; 0 when a round
+ * failed. */
 static int rounds_of(const double *ms_in, double *median, double *spread)
 {
     double ms[RACE_ROUNDS];
@@ -226,21 +227,22 @@ static int rounds_of(const double *ms_in, double *median, double *spread)
     }
     qsort(ms, RACE_ROUNDS, sizeof ms[0], cmp_double);
     *median = ms[RACE_ROUNDS / 2];
-    *spread = ms[RACE_ROUNDS - 1] - ms[0];
+    if (spread != NULL)
+        *spread = ms[RACE_ROUNDS - 1] - ms[0];
     return 1;
 }
 
 int ft__tuner_race_decide(int n, const double (*w)[RACE_ROUNDS], const double (*nb)[RACE_ROUNDS], int *tied,
                           int *ntied)
 {
-    double med[MAX_LEADERS], spread[MAX_LEADERS], nmed[MAX_LEADERS], nspread[MAX_LEADERS];
+    double med[MAX_LEADERS], spread[MAX_LEADERS], nmed[MAX_LEADERS];
     double wbest = INFINITY, nbest = INFINITY, best_score = INFINITY;
     int ok[MAX_LEADERS], nok[MAX_LEADERS], b = -1, pick = -1, i;
 
     *ntied = 0;
     for (i = 0; i < n && i < MAX_LEADERS; i++) {
         ok[i] = rounds_of(w[i], &med[i], &spread[i]);
-        nok[i] = ok[i] && nb != NULL && rounds_of(nb[i], &nmed[i], &nspread[i]);
+        nok[i] = ok[i] && nb != NULL && rounds_of(nb[i], &nmed[i], NULL);
         if (ok[i] && (b < 0 || med[i] < med[b]))
             b = i;
     }
@@ -268,11 +270,10 @@ int ft__tuner_race_decide(int n, const double (*w)[RACE_ROUNDS], const double (*
     return pick >= 0 && nok[b] ? pick : b;
 }
 
-int ft__tuner_judge_race(tuner *tu, task *t)
+int ft__tuner_judge_race(task *t)
 {
     int winner;
 
-    (void)tu;
     t->nb_started = 1;
     winner = ft__tuner_race_decide(t->nleaders, (const double(*)[RACE_ROUNDS])t->race_ms, NULL, t->tied, &t->ntied);
     if (winner < 0 || t->ntied < 2 || !t->has_nb) {
@@ -295,13 +296,13 @@ ft_status ft__tuner_finish_race(tuner *tu, task *t, ft_err *err)
     int tied[MAX_LEADERS], ntied = 0, fastest, pick, i, k;
 
     for (i = 0; i < t->nleaders && rc == FT_OK; i++) {
-        double median, spread;
+        double median;
         ft_db_result r = t->leaders[i].result;
         int bad = 0;
         for (k = 0; k < t->ntied; k++)
             if (t->tied[k] == i && t->nb_bad[k])
                 bad = 1;
-        if (bad || !rounds_of(t->race_ms[i], &median, &spread))
+        if (bad || !rounds_of(t->race_ms[i], &median, NULL))
             continue; /* a round failed: the leader keeps its own measurement */
         r.median_ms = median;
         r.tflops = t->key.op->flops(&t->shape) / (r.median_ms * 1e-3) / 1e12;
