@@ -51,6 +51,11 @@
 #include <unistd.h>
 
 static long long cur_sk; /* the current shape's keys */
+static double flops = 1e9; /* of the current shape */
+static long long shape[5] = {0, 0, 0, 0, 0}; /* b, hq, hkv, sq, sk of the current shape */
+static int dtype_blind;
+static double jitter;
+static unsigned long long noise = 88172645463325252ull; /* xorshift64 state of the jitter */
 
 static int matches(const char *line, const char *var)
 {
@@ -174,6 +179,81 @@ static void forever(void)
         pause();
 }
 
+/* The made-up median of the kernel whose fields text holds (its first entry=) on the current
+ * shape: a launch and 100 to 500 TFLOP/s by kernel, or what the replay says (-1: not there),
+ * with the jitter. */
+static double made_up_ms(const char *text)
+{
+    unsigned h = 2166136261u;
+    const char *e = strstr(text, "entry=");
+    double ms;
+
+    if (e != NULL)
+        for (; *e != ' ' && *e != '\n' && *e != '\0'; e++) {
+            if (dtype_blind && strncmp(e, "dtype", 5) == 0) /* to the next '_' */
+                while (e[1] != '_' && e[1] != ' ' && e[1] != '\n' && e[1] != '\0')
+                    e++;
+            else
+                h = (h ^ (unsigned char)*e) * 16777619u;
+        }
+    ms = 0.003 + flops / ((100 + h % 400) * 1e9);
+    if (replay != NULL)
+        ms = strstr(text, "entry=") != NULL ? replay_ms(strstr(text, "entry=") + 6, shape) : -1;
+    if (jitter > 0 && ms > 0) {
+        noise ^= noise << 13, noise ^= noise >> 7, noise ^= noise << 17;
+        ms *= 1 + jitter * (2.0 * (double)(noise >> 11) / 9007199254740992.0 - 1);
+    }
+    return ms;
+}
+
+/* Answers a race command: each kernel's made-up median in every round (FAKE_FAULT, _CRASH,
+ * _HANG and _DELAY_MS as for a measurement, when any kernel matches; of FAKE_BAD: noid,
+ * wrongid, nan, unknown, deaf). Returns 3 after a fault. */
+static int race(const char *line, long long id)
+{
+    const long long n = field(line, "n", 0), rounds = field(line, "rounds", 0);
+    const char *part = strstr(line, " ; ");
+    long delay_ms = getenv("FAKE_DELAY_MS") ? atol(getenv("FAKE_DELAY_MS")) : 0;
+    char idf[32];
+    long long i, r;
+
+    id_field(bad(line, "noid") ? 0 : bad(line, "wrongid") ? id + 1 : id, idf, sizeof idf);
+    if (delay_ms > 0)
+        sleep_ms(delay_ms);
+    if (matches(line, "FAKE_CRASH"))
+        abort();
+    if (matches(line, "FAKE_HANG"))
+        forever();
+    if (matches(line, "FAKE_FAULT")) {
+        printf("raced%s status=fault time_ms=1 detail=running the kernel: CUDA_ERROR_ILLEGAL_ADDRESS (made up)\n", idf);
+        fflush(stdout);
+        return 3;
+    }
+    printf("raced%s status=ok time_ms=2%s", idf, bad(line, "unknown") ? " speed=fast" : "");
+    for (i = 0; i < n && part != NULL; i++, part = strstr(part + 3, " ; ")) {
+        char text[1024];
+        const char *next = strstr(part + 3, " ; ");
+        size_t len = next != NULL ? (size_t)(next - part) : strlen(part);
+        len = len < sizeof text ? len : sizeof text - 1;
+        memcpy(text, part, len);
+        text[len] = '\0';
+        for (r = 0; r < rounds; r++) {
+            double ms = made_up_ms(text);
+            if (r == 0)
+                printf(" ms%lld=", i);
+            if (bad(line, "nan") && r == 0)
+                printf("nan");
+            else
+                printf(r == 0 ? "%.9g" : ",%.9g", ms > 0 ? ms : 1.0);
+        }
+    }
+    if (bad(line, "deaf"))
+        close(0);
+    printf(" detail=\n");
+    fflush(stdout);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *name = getenv("FAKE_DEVICE") ? getenv("FAKE_DEVICE") : "Fake GPU";
@@ -182,19 +262,16 @@ int main(int argc, char **argv)
     long interrupt_after = getenv("FAKE_INTERRUPT_AFTER") ? atol(getenv("FAKE_INTERRUPT_AFTER")) : -1;
     int stubborn = getenv("FAKE_STUBBORN") != NULL && atoi(getenv("FAKE_STUBBORN")) != 0;
     long delay_ms = getenv("FAKE_DELAY_MS") ? atol(getenv("FAKE_DELAY_MS")) : 0;
-    int dtype_blind = getenv("FAKE_DTYPE_BLIND") != NULL && atoi(getenv("FAKE_DTYPE_BLIND")) != 0;
-    double jitter = getenv("FAKE_JITTER") ? atof(getenv("FAKE_JITTER")) : 0;
-    unsigned long long noise = 88172645463325252ull; /* xorshift64 state of the jitter */
     long measured = 0;
     long long last_id = 0;
-    double flops = 1e9; /* of the current shape */
-    long long shape[5] = {0, 0, 0, 0, 0}; /* b, hq, hkv, sq, sk of the current shape */
-    char line[4096];
+    char line[8192];
     FILE *log = log_path ? fopen(log_path, "a") : NULL;
 
     int device = 0, i;
     char odd[160];
 
+    dtype_blind = getenv("FAKE_DTYPE_BLIND") != NULL && atoi(getenv("FAKE_DTYPE_BLIND")) != 0;
+    jitter = getenv("FAKE_JITTER") ? atof(getenv("FAKE_JITTER")) : 0;
     if (getenv("FAKE_REPLAY") != NULL)
         replay_load(getenv("FAKE_REPLAY"));
     if (pids != NULL) {
@@ -254,29 +331,12 @@ int main(int argc, char **argv)
             else
                 printf("ok%s\n", idf);
         } else if (strncmp(line, "measure ", 8) == 0) {
-            unsigned h = 2166136261u;
-            const char *e = strstr(line, "entry=");
+            const char *e;
             const char *status = "ok", *median_text = NULL, *extra = "";
             char med[64], q1[64], q3[64], reps[16] = "20", l2[16] = "0.0003", tms[16] = "2", detail[64] = "";
             char reply[1024];
             long long rid = id;
-            double ms;
-            if (e != NULL)
-                for (; *e != ' ' && *e != '\n' && *e != '\0'; e++) {
-                    if (dtype_blind && strncmp(e, "dtype", 5) == 0) /* to the next '_' */
-                        while (e[1] != '_' && e[1] != ' ' && e[1] != '\n' && e[1] != '\0')
-                            e++;
-                    else
-                        h = (h ^ (unsigned char)*e) * 16777619u;
-                }
-            /* a launch and 100 to 500 TFLOP/s, by kernel; or what the replay says */
-            ms = 0.003 + flops / ((100 + h % 400) * 1e9);
-            if (replay != NULL)
-                ms = e != NULL ? replay_ms(strstr(line, "entry=") + 6, shape) : -1;
-            if (jitter > 0 && ms > 0) {
-                noise ^= noise << 13, noise ^= noise >> 7, noise ^= noise << 17;
-                ms *= 1 + jitter * (2.0 * (double)(noise >> 11) / 9007199254740992.0 - 1);
-            }
+            double ms = made_up_ms(line);
             if (strstr(line, " verify=0") == NULL)
                 measured++;
             if (delay_ms > 0)
@@ -379,6 +439,9 @@ int main(int argc, char **argv)
             fflush(stdout);
             if (interrupt_after >= 0 && measured == interrupt_after && strstr(line, " verify=0") == NULL)
                 kill(getppid(), SIGINT);
+        } else if (strncmp(line, "race ", 5) == 0) {
+            if (race(line, id) == 3)
+                return 3;
         } else {
             printf("error%s unknown command\n", idf);
         }

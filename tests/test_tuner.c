@@ -1,6 +1,6 @@
 /* Tests of the tuner's checks of what it is given (no GPU, no worker): the shapes it sets up
- * (ft__tune_check_shape), a worker's measurement replies (ft__tune_parse_result), field by
- * field, and how the leaders' race decides (ft__tuner_race_decide, ft__tuner_neighbour_shape). */
+ * (ft__tune_check_shape), a worker's measurement and race replies (ft__tune_parse_result,
+ * ft__tune_parse_race), field by field, and how the leaders' race decides (ft__tuner_race_decide, ft__tuner_neighbour_shape). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -360,6 +360,60 @@ static void test_neighbour_shape(void)
     ASSERT_TRUE(ft__key_equal(&k, &kn));
 }
 
-FT_TEST_MAIN(FT_CASE(test_a_good_reply), FT_CASE(test_worker_refuses_bad_shapes), FT_CASE(test_verify_part), FT_CASE(test_every_bad_reply_is_refused),
+/* A race's reply: each kernel's medians by round; every malformed or implausible one refused. */
+static void test_race_replies(void)
+{
+    static const struct {
+        const char *line, *why;
+    } bad[] = {
+        {"result id=7 status=ok time_ms=9 ms0=2.5,2.6 ms1=2.7,2.8 detail=", "where a race's result was due"},
+        {"raced id=8 status=ok time_ms=9 ms0=2.5,2.6 ms1=2.7,2.8 detail=", "answers no command in flight"},
+        {"raced id=7 status=ok time_ms=9 ms0=2.5,2.6 ms1=2.7,2.8", "detail is missing"},
+        {"raced id=7 status=great time_ms=9 ms0=2.5,2.6 ms1=2.7,2.8 detail=", "not a race's status"},
+        {"raced id=7 status=wrong_result time_ms=9 detail=x", "not a race's status"},
+        {"raced id=7 status=ok time_ms=9 ms0=2.5,2.6 detail=", "fields where 5 were due"},
+        {"raced id=7 status=ok time_ms=9 ms0=2.5,2.6 ms1=2.7,2.8 ms2=2.7,2.8 detail=", "unknown field ms2"},
+        {"raced id=7 status=ok time_ms=9 ms0=2.5,2.6 ms01=2.7,2.8 detail=", "unknown field ms01"},
+        {"raced id=7 status=ok time_ms=9 ms0=2.5,2.6 ms1=2.7,2.8 speed=fast detail=", "unknown field speed"},
+        {"raced id=7 status=ok time_ms=9 ms0=2.5,2.6 ms0=2.7,2.8 detail=", "ms0 appears twice"},
+        {"raced id=7 status=ok time_ms=9 ms0=2.5 ms1=2.7,2.8 detail=", "is not 2 numbers"},
+        {"raced id=7 status=ok time_ms=9 ms0=2.5,2.6,2.7 ms1=2.7,2.8 detail=", "is not 2 numbers"},
+        {"raced id=7 status=ok time_ms=9 ms0=2.5;2.6 ms1=2.7,2.8 detail=", "is not 2 numbers"},
+        {"raced id=7 status=ok time_ms=9 ms0=nan,2.6 ms1=2.7,2.8 detail=", "ms0[0]=nan is not within"},
+        {"raced id=7 status=ok time_ms=9 ms0=2.5,-1 ms1=2.7,2.8 detail=", "ms0[1]=-1 is not within"},
+        {"raced id=7 status=ok time_ms=9 ms0=2.5,2.6 ms1=2.7,0.05 detail=", "TFLOP/s on the shape"},
+        {"raced id=7 status=ok time_ms=9 ms0=2.5,2.6 ms1=2.7,5000 detail=", "ms1[1]=5000 is not within"},
+        {"raced id=7 status=ok time_ms=-1 ms0=2.5,2.6 ms1=2.7,2.8 detail=", "time_ms=-1 is not within"},
+        {"raced id=7 status=ok ms0=2.5,2.6 ms1=2.7,2.8 detail=", "4 fields where 5 were due"},
+        {"raced id=7 status=fault detail=x", "2 fields where 3 were due"},
+        {"raced id=7 status=fault time_ms=9 ms0=2.5,2.6 ms1=2.7,2.8 detail=x", "unknown field ms0"},
+        {"raced id=7 status=ok time_ms=9 ms0=2.5,2.6 ms1=2.7,2.8 detail=\033[31m", "control character"},
+    };
+    ft_problem p = shape();
+    ft_race_reply r;
+    ft_err err;
+    size_t i;
+
+    ASSERT_OK(ft__tune_parse_race("raced id=7 status=ok time_ms=9 ms0=2.5,2.6 ms1=2.7,2.8 detail=", 7, &ft__op_fwd, &p,
+                                  2, 2, 10, &r, &err), &err);
+    ASSERT_EQ(r.status, FT_RESULT_OK);
+    ASSERT_TRUE(r.ms[0] == 2.5 && r.ms[1] == 2.6 && r.ms[2] == 2.7 && r.ms[3] == 2.8);
+    ASSERT_OK(ft__tune_parse_race("raced id=7 status=fault time_ms=1 detail=running the kernel: illegal address", 7,
+                                  &ft__op_fwd, &p, 2, 2, 10, &r, &err), &err);
+    ASSERT_EQ(r.status, FT_RESULT_FAULT);
+    ASSERT_CONTAINS(r.detail, "illegal address");
+    ASSERT_OK(ft__tune_parse_race("raced id=7 status=error time_ms=0 detail=kernel x is not in the compile cache", 7,
+                                  &ft__op_fwd, &p, 2, 2, 10, &r, &err), &err);
+    ASSERT_EQ(r.status, FT_RESULT_LAUNCH_FAILURE);
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&r, 0x5a, sizeof r);
+        if (ft__tune_parse_race(bad[i].line, 7, &ft__op_fwd, &p, 2, 2, 10, &r, &err) != FT_ERR_CORRUPT)
+            FT_FAIL_("accepted: %s", bad[i].line);
+        ASSERT_CONTAINS(err.msg, bad[i].why);
+        ASSERT_TRUE(r.ms[0] != 2.5); /* nothing filled on failure */
+    }
+}
+
+FT_TEST_MAIN(FT_CASE(test_a_good_reply), FT_CASE(test_race_replies), FT_CASE(test_worker_refuses_bad_shapes), FT_CASE(test_verify_part), FT_CASE(test_every_bad_reply_is_refused),
              FT_CASE(test_tflops_bound_follows_the_shape), FT_CASE(test_shapes),
              FT_CASE(test_race_decide), FT_CASE(test_neighbour_shape))

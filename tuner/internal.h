@@ -62,8 +62,11 @@ typedef struct task {
     int race_started;
     int nleaders;
     ft_db_row leaders[MAX_LEADERS];
-    double race_ms[MAX_LEADERS][RACE_ROUNDS];
-    int race_next; /* next (round * nleaders + leader) to send */
+    double race_ms[MAX_LEADERS][RACE_ROUNDS]; /* NAN where a leader did not race (or the race failed) */
+    int race_sent;                 /* the race command went to the worker */
+    int race_retried;              /* ... a second time, after a protocol error or a lost command */
+    int racing[MAX_LEADERS];       /* ... the leaders it names, in its order */
+    int nracing;
     /* leaders within each other's measured noise race again on a neighbour: a shape of the same
      * bucket (race.c, ft__tuner_race_decide) */
     ft_problem nb;     /* the neighbour shape */
@@ -73,12 +76,18 @@ typedef struct task {
     int tied[MAX_LEADERS]; /* indices into leaders */
     int nb_ready;      /* the worker holds the neighbour's inputs and reference */
     int nb_raced;      /* ... it did once: the tied leaders raced there */
-    int nb_next;       /* next (round * ntied + tied leader) to send */
-    double nb_ms[MAX_LEADERS][RACE_ROUNDS]; /* per tied leader */
-    unsigned char nb_bad[MAX_LEADERS]; /* the tied leader failed on the neighbour (recorded) */
+    int nb_next;       /* next tied leader to check (verify) there */
+    int nb_done;       /* the neighbour's race was sent (or there is none to run) */
+    int nb_retried;    /* a check or the race there was sent again (after a protocol error or a lost
+                        * command); once per bucket */
+    double nb_ms[MAX_LEADERS][RACE_ROUNDS]; /* per tied leader; NAN where it did not race there */
+    int nb_racing[MAX_LEADERS]; /* the tied leaders (slots) the neighbour's race names, in its order */
+    int nb_nracing;
+    unsigned char nb_bad[MAX_LEADERS]; /* 1: the tied leader failed on the neighbour (recorded); 2: its
+                                        * check there was lost (a protocol error): it does not race there */
 } task;
 
-typedef enum pending { P_NONE, P_READY, P_SHAPE, P_MEASURE, P_RACE, P_NB_SHAPE, P_NB_RACE } pending;
+typedef enum pending { P_NONE, P_READY, P_SHAPE, P_MEASURE, P_RACE, P_NB_SHAPE, P_NB_CHECK, P_NB_RACE } pending;
 
 typedef struct worker {
     int device;

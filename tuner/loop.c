@@ -56,6 +56,25 @@ static const ft_plan_item *measure_line(const tuner *tu, const kernel_ref *kr, u
     return it;
 }
 
+/* The race command for kernels ks[0..n-1] (indices into the kernel table), with id: each
+ * kernel's fields as its measure command has them, after " ; ". */
+static void race_line(const tuner *tu, const int *ks, int n, unsigned long long id, int budget, char *out, size_t cap)
+{
+    size_t len = (size_t)snprintf(out, cap, "race id=%llu n=%d rounds=%d budget=%d", id, n, RACE_ROUNDS, budget);
+    int i;
+
+    for (i = 0; i < n && len < cap; i++) {
+        char one[1024];
+        const char *fields;
+        measure_line(tu, &tu->kernels[ks[i]], id, 0, budget, one, sizeof one);
+        one[strcspn(one, "\n")] = '\0';
+        fields = strchr(strchr(one, ' ') + 1, ' '); /* after "measure id=N" */
+        len += (size_t)snprintf(out + len, cap - len, " ;%s", fields);
+    }
+    if (len < cap)
+        snprintf(out + len, cap - len, "\n");
+}
+
 /* The shape command for shape p of operation op, with id and the inputs' random seed. */
 static void shape_line(const ft_op *op, const ft_problem *p, unsigned long long id, int seed, char *out, size_t cap)
 {
@@ -150,7 +169,7 @@ static ft_status record_nb_failure(tuner *tu, task *t, int slot, ft_result_statu
  * command could not be sent. */
 static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
 {
-    char line[1024];
+    char line[LINE_MAX_BYTES];
 
     while (w->cur < w->ntasks) {
         task *t = &tu->tasks[w->tasks[w->cur]];
@@ -204,41 +223,64 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
             if (*rc != FT_OK)
                 return 0;
         }
-        if (t->race_started && t->race_next < t->nleaders * RACE_ROUNDS) {
-            int leader = t->race_next % t->nleaders;
-            int k = ft__tuner_kernel_of(tu, t->leaders[leader].result.kernel_id);
-            if (k >= 0) {
+        if (t->race_started && !t->race_sent) {
+            /* the leaders against each other, interleaved and at a sustained clock: one command */
+            int ks[MAX_LEADERS], i, r;
+            t->race_sent = 1;
+            t->nracing = 0;
+            for (i = 0; i < t->nleaders; i++) {
+                const int k = ft__tuner_kernel_of(tu, t->leaders[i].result.kernel_id);
+                for (r = 0; r < RACE_ROUNDS; r++)
+                    t->race_ms[i][r] = NAN;
+                if (k >= 0)
+                    t->racing[t->nracing] = i, ks[t->nracing++] = k;
+            }
+            if (t->nracing > 0) {
                 w->id = ++w->ids;
-                measure_line(tu, &tu->kernels[k], w->id, 0, tu->o->budget_ms / 2 + 1, line, sizeof line);
+                race_line(tu, ks, t->nracing, w->id, tu->o->budget_ms / 2 + 1, line, sizeof line);
                 w->waiting = P_RACE;
-                w->job = t->race_next++;
                 return ft__tuner_worker_send(tu, w, line, tu->o->timeout_s * 1e3) ? 1 : -1;
             }
-            t->race_ms[leader][t->race_next / t->nleaders] = NAN;
-            t->race_next++;
             continue;
         }
         if (t->race_started && t->nleaders > 0 && !t->nb_started)
             ft__tuner_judge_race(t);
-        if (t->nb_started && t->ntied >= 2 && t->nb_next < t->ntied * RACE_ROUNDS) {
-            /* the tied leaders on the neighbour, interleaved; the first round verifies them there */
-            const int slot = t->nb_next % t->ntied, round = t->nb_next / t->ntied;
-            const int k = ft__tuner_kernel_of(tu, t->leaders[t->tied[slot]].result.kernel_id);
+        if (t->nb_started && t->ntied >= 2 && !t->nb_done) {
+            /* the tied leaders on the neighbour: each verified there, then a race of those that pass */
+            int ks[MAX_LEADERS], slot, r;
             if (!t->nb_ready) {
                 w->id = ++w->ids;
                 shape_line(t->key.op, &t->nb, w->id, 1000003 + w->tasks[w->cur], line, sizeof line);
                 w->waiting = P_NB_SHAPE;
                 return ft__tuner_worker_send(tu, w, line, 600e3) ? 1 : -1;
             }
-            if (k >= 0 && !t->nb_bad[slot]) {
+            if (t->nb_next < t->ntied) {
+                const int k = ft__tuner_kernel_of(tu, t->leaders[t->tied[t->nb_next]].result.kernel_id);
+                if (k >= 0 && !t->nb_bad[t->nb_next]) {
+                    w->id = ++w->ids;
+                    measure_line(tu, &tu->kernels[k], w->id, 1, FT_TUNE_CHECK_MS, line, sizeof line);
+                    w->waiting = P_NB_CHECK;
+                    w->job = t->nb_next++;
+                    return ft__tuner_worker_send(tu, w, line, tu->o->timeout_s * 1e3) ? 1 : -1;
+                }
+                t->nb_next++;
+                continue;
+            }
+            t->nb_done = 1;
+            t->nb_nracing = 0;
+            for (slot = 0; slot < t->ntied; slot++) {
+                const int k = ft__tuner_kernel_of(tu, t->leaders[t->tied[slot]].result.kernel_id);
+                for (r = 0; r < RACE_ROUNDS; r++)
+                    t->nb_ms[slot][r] = NAN;
+                if (k >= 0 && !t->nb_bad[slot])
+                    t->nb_racing[t->nb_nracing] = slot, ks[t->nb_nracing++] = k;
+            }
+            if (t->nb_nracing >= 2) {
                 w->id = ++w->ids;
-                measure_line(tu, &tu->kernels[k], w->id, round == 0, tu->o->budget_ms / 2 + 1, line, sizeof line);
+                race_line(tu, ks, t->nb_nracing, w->id, tu->o->budget_ms / 2 + 1, line, sizeof line);
                 w->waiting = P_NB_RACE;
-                w->job = t->nb_next++;
                 return ft__tuner_worker_send(tu, w, line, tu->o->timeout_s * 1e3) ? 1 : -1;
             }
-            t->nb_ms[slot][round] = NAN;
-            t->nb_next++;
             continue;
         }
         if (t->race_started && t->nleaders > 0) {
@@ -304,15 +346,26 @@ static ft_status worker_failed(tuner *tu, worker *w, failure kind, const char *w
         else
             skip_bucket(tu, t, reason);
     } else if (t != NULL && was == P_RACE) {
-        t->race_ms[w->job % t->nleaders][w->job / t->nleaders] = NAN;
+        /* sent once more; else no times from it (the leaders keep their own measurements) */
+        if (again && !t->race_retried)
+            t->race_retried = 1, t->race_sent = 0;
     } else if (t != NULL && was == P_NB_SHAPE) {
-        t->nb_next = t->ntied * RACE_ROUNDS; /* no (more) neighbour rounds: what came back decides */
-    } else if (t != NULL && was == P_NB_RACE) {
-        const int slot = w->job % t->ntied;
-        t->nb_ms[slot][w->job / t->ntied] = NAN;
-        if (!again) /* it crashed its worker or hung: as a measurement would be recorded */
-            rc = record_nb_failure(tu, t, slot, kind == F_TIMEOUT ? FT_RESULT_TIMEOUT : FT_RESULT_FAULT, reason,
+        t->nb_done = 1; /* no neighbour: the workload's rounds decide */
+    } else if (t != NULL && was == P_NB_CHECK) {
+        if (again && !t->nb_retried)
+            t->nb_retried = 1, t->nb_next = w->job;
+        else if (again) /* not checked there: it takes no part in the neighbour's race */
+            t->nb_bad[w->job] = 2;
+        else /* it crashed its worker or hung: as a measurement would be recorded */
+            rc = record_nb_failure(tu, t, w->job, kind == F_TIMEOUT ? FT_RESULT_TIMEOUT : FT_RESULT_FAULT, reason,
                                    NAN, err);
+    } else if (t != NULL && was == P_NB_RACE) {
+        int slot, r;
+        if (again && !t->nb_retried)
+            t->nb_retried = 1, t->nb_done = 0;
+        for (slot = 0; slot < t->ntied; slot++) /* no times from the neighbour (yet) */
+            for (r = 0; r < RACE_ROUNDS; r++)
+                t->nb_ms[slot][r] = NAN;
     }
     if (rc != FT_OK)
         return rc;
@@ -371,16 +424,27 @@ static ft_status on_line(tuner *tu, worker *w, const char *line, char *why, size
             rc = replace_after_fault(tu, w, t, err);
         return rc;
     case P_RACE:
-        if (ft__tune_parse_result(line, w->id, t->key.op, &t->shape, elapsed, &rep, &perr) != FT_OK)
+    case P_NB_RACE: {
+        const int nb = w->waiting == P_NB_RACE, n = nb ? t->nb_nracing : t->nracing;
+        ft_race_reply race;
+        int i, r;
+        if (ft__tune_parse_race(line, w->id, t->key.op, nb ? &t->nb : &t->shape, n, RACE_ROUNDS, elapsed, &race,
+                                &perr) != FT_OK)
             break;
         w->waiting = P_NONE;
         w->strikes = 0;
         tu->sum->race_ms += elapsed;
-        t->race_ms[w->job % t->nleaders][w->job / t->nleaders] =
-            rep.status == FT_RESULT_OK ? rep.median_ms : NAN;
-        if (rep.status == FT_RESULT_FAULT)
+        for (i = 0; race.status == FT_RESULT_OK && i < n; i++)
+            for (r = 0; r < RACE_ROUNDS; r++) {
+                if (nb)
+                    t->nb_ms[t->nb_racing[i]][r] = race.ms[i * RACE_ROUNDS + r];
+                else
+                    t->race_ms[t->racing[i]][r] = race.ms[i * RACE_ROUNDS + r];
+            }
+        if (race.status == FT_RESULT_FAULT)
             rc = replace_after_fault(tu, w, t, err);
         return rc;
+    }
     case P_NB_SHAPE:
         if (ft__tuner_parse_ack(line, w->id, &ok, msg, sizeof msg, &perr) != FT_OK)
             break;
@@ -394,17 +458,16 @@ static ft_status on_line(tuner *tu, worker *w, const char *line, char *why, size
             fprintf(stderr, "flashtune tune: bucket %s d=%d causal=%d seqlen %d: its neighbour (seqlen %d) could not "
                     "be set up (%s); the leaders' race is decided without it\n",
                     t->key.dtype, t->shape.head_dim, t->shape.causal, t->shape.seqlen_k, t->nb.seqlen_k, shown);
-            t->nb_next = t->ntied * RACE_ROUNDS;
+            t->nb_done = 1;
         }
         return FT_OK;
-    case P_NB_RACE: {
-        const int slot = w->job % t->ntied, round = w->job / t->ntied;
+    case P_NB_CHECK: {
+        const int slot = w->job;
         if (ft__tune_parse_result(line, w->id, t->key.op, &t->nb, elapsed, &rep, &perr) != FT_OK)
             break;
         w->waiting = P_NONE;
         w->strikes = 0;
         tu->sum->race_ms += elapsed;
-        t->nb_ms[slot][round] = rep.status == FT_RESULT_OK ? rep.median_ms : NAN;
         if (rep.status != FT_RESULT_OK)
             rc = record_nb_failure(tu, t, slot, rep.status, rep.detail,
                                    rep.status == FT_RESULT_WRONG_RESULT ? rep.max_error : NAN, err);

@@ -397,3 +397,82 @@ ft_status ft__tuner_parse_ready(const char *line, int *count, ft_arch *arch, ft_
     return FT_OK;
 }
 
+
+ft_status ft__tune_parse_race(const char *line, unsigned long long id, const ft_op *op, const ft_problem *shape,
+                              int n, int rounds, double elapsed_ms, ft_race_reply *out, ft_err *err)
+{
+    static const char *const base_keys[] = {"id", "status", "time_ms", NULL};
+    const double waited = fmax(elapsed_ms, 0) + SLACK_MS;
+    ft_race_reply r;
+    fields f;
+    const char *st;
+    ft_status rc;
+    int i, k, ok;
+
+    memset(&r, 0, sizeof r);
+    if (n < 1 || n > 8 || rounds < 1 || rounds > 8)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "a race of %d kernels in %d rounds", n, rounds);
+    rc = split_fields(line, "detail", &f, err);
+    if (rc == FT_OK && strcmp(f.word, "raced") != 0)
+        rc = ft__fail(err, FT_ERR_CORRUPT, "'%s' where a race's result was due", f.word);
+    if (rc == FT_OK)
+        rc = check_id(&f, id, err);
+    if (rc == FT_OK && f.rest == NULL)
+        rc = ft__fail(err, FT_ERR_CORRUPT, "detail is missing");
+    if (rc != FT_OK)
+        return rc;
+    st = field_get(&f, "status");
+    if (st == NULL)
+        return ft__fail(err, FT_ERR_CORRUPT, "status is missing");
+    if (strcmp(st, "error") == 0)
+        r.status = FT_RESULT_LAUNCH_FAILURE;
+    else if (!ft__result_status_parse(st, &r.status) ||
+             (r.status != FT_RESULT_OK && r.status != FT_RESULT_LAUNCH_FAILURE && r.status != FT_RESULT_FAULT))
+        return ft__fail(err, FT_ERR_CORRUPT, "status=%s is not a race's status", st);
+    ok = r.status == FT_RESULT_OK;
+    /* the keys: id, status, time_ms, and ms0 .. ms<n-1> on an ok race, nothing else */
+    for (i = 0; i < f.n; i++) {
+        for (k = 0; base_keys[k] != NULL && strcmp(base_keys[k], f.key[i]) != 0; k++)
+            ;
+        if (base_keys[k] == NULL) {
+            char *end;
+            long m = f.key[i][0] == 'm' && f.key[i][1] == 's' && f.key[i][2] >= '0' && f.key[i][2] <= '9'
+                         ? strtol(f.key[i] + 2, &end, 10) : -1;
+            if (!ok || m < 0 || m >= n || *end != '\0' || (f.key[i][2] == '0' && f.key[i][3] != '\0'))
+                return ft__fail(err, FT_ERR_CORRUPT, "unknown field %s", f.key[i]);
+        }
+    }
+    if (f.n != 3 + (ok ? n : 0))
+        return ft__fail(err, FT_ERR_CORRUPT, "%d fields where %d were due", f.n, 3 + (ok ? n : 0));
+    rc = field_double(&f, "time_ms", &r.time_ms, err);
+    if (rc == FT_OK)
+        rc = in_range("time_ms", r.time_ms, 0, waited, err);
+    for (i = 0; rc == FT_OK && ok && i < n; i++) {
+        char key[8], what[24];
+        const char *v;
+        snprintf(key, sizeof key, "ms%d", i);
+        v = field_get(&f, key);
+        if (v == NULL)
+            return ft__fail(err, FT_ERR_CORRUPT, "%s is missing", key);
+        for (k = 0; rc == FT_OK && k < rounds; k++) {
+            char *end;
+            double x = strtod(v, &end), tflops;
+            snprintf(what, sizeof what, "%s[%d]", key, k);
+            if (end == v || *end != (k + 1 < rounds ? ',' : '\0'))
+                return ft__fail(err, FT_ERR_CORRUPT, "%s=%s is not %d numbers separated by commas", key,
+                                field_get(&f, key), rounds);
+            rc = in_range(what, x, MIN_MEDIAN_MS, waited, err);
+            tflops = rc == FT_OK ? op->flops(shape) / (x * 1e-3) / 1e12 : 0;
+            if (rc == FT_OK && tflops > FT_TUNE_MAX_TFLOPS)
+                rc = ft__fail(err, FT_ERR_CORRUPT, "%s=%.6g ms is %.6g TFLOP/s on the shape (at most %g)", what, x,
+                              tflops, FT_TUNE_MAX_TFLOPS);
+            r.ms[i * rounds + k] = x;
+            v = end + 1;
+        }
+    }
+    if (rc != FT_OK)
+        return rc;
+    snprintf(r.detail, sizeof r.detail, "%s", f.rest);
+    *out = r;
+    return FT_OK;
+}

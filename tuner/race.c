@@ -282,6 +282,7 @@ int ft__tuner_judge_race(task *t)
     }
     memset(t->nb_bad, 0, sizeof t->nb_bad);
     t->nb_next = 0;
+    t->nb_done = 0;
     return 1;
 }
 
@@ -300,7 +301,7 @@ ft_status ft__tuner_finish_race(tuner *tu, task *t, ft_err *err)
         ft_db_result r = t->leaders[i].result;
         int bad = 0;
         for (k = 0; k < t->ntied; k++)
-            if (t->tied[k] == i && t->nb_bad[k])
+            if (t->tied[k] == i && t->nb_bad[k] == 1)
                 bad = 1;
         if (bad || !rounds_of(t->race_ms[i], &median, NULL))
             continue; /* a round failed: the leader keeps its own measurement */
@@ -317,7 +318,7 @@ ft_status ft__tuner_finish_race(tuner *tu, task *t, ft_err *err)
         for (i = 0; i < t->ntied; i++)
             for (k = 0; k < RACE_ROUNDS; k++) {
                 nb[t->tied[i]][k] = t->nb_bad[i] ? NAN : t->nb_ms[i][k];
-                if (t->nb_bad[i])
+                if (t->nb_bad[i] == 1)
                     w[t->tied[i]][k] = NAN;
             }
         fastest = ft__tuner_race_decide(t->nleaders, (const double(*)[RACE_ROUNDS])w, NULL, tied, &ntied);

@@ -59,6 +59,7 @@ typedef struct ft_tune_opts {
 } ft_tune_opts;
 
 #define FT_TUNE_SCREEN_MS 5 /* the screening budget's floor (ms) */
+#define FT_TUNE_CHECK_MS 1  /* the budget of a measurement whose time is not used (a check) */
 #define FT_TUNE_KEEP 4      /* variants a bucket's screening keeps at least */
 #define FT_TUNE_RANK_FIRST 16 /* ranked: candidates of a group no measured group informs (the
                                  most of one that a twin informs) */
@@ -163,5 +164,19 @@ typedef struct ft_tune_reply {
 #define FT_TUNE_MAX_TFLOPS 1e4
 ft_status ft__tune_parse_result(const char *line, unsigned long long id, const ft_op *op, const ft_problem *shape,
                                 double elapsed_ms, ft_tune_reply *out, ft_err *err);
+
+/* A worker's answer to a race command of n kernels (at most 8) in `rounds` rounds (at most 8). */
+typedef struct ft_race_reply {
+    ft_result_status status; /* ok, launch_failure ("error" too) or fault */
+    double ms[8 * 8];        /* ok: kernel i's median in round r at [i * rounds + r] */
+    double time_ms;
+    char detail[512];
+} ft_race_reply;
+
+/* Parses a worker's "raced" line likewise: id, status, time_ms, and for an ok one exactly the
+ * fields ms0 .. ms<n-1>, each of `rounds` medians separated by commas, every one plausible as
+ * a result's median is; then detail. FT_ERR_CORRUPT when anything is wrong. */
+ft_status ft__tune_parse_race(const char *line, unsigned long long id, const ft_op *op, const ft_problem *shape,
+                              int n, int rounds, double elapsed_ms, ft_race_reply *out, ft_err *err);
 
 #endif

@@ -22,6 +22,11 @@
  *                            q3=.. reps=.. l2=.. lse=.. regs=.. local=.. verify_ms=.. time_ms=.. detail=<text>
  *                      (l2: the relative L2 error of O, or the largest of dQ's, dK's and dV's; lse: the
  *                       LSE's largest error, 0 for the backward)
+ *   parent -> worker   race id=N n=K rounds=R budget=<ms> ; <kernel 1's fields> ; ... ; <kernel K's fields>
+ *                      (K kernels, each named by the fields of a measure command after its id, all
+ *                       verified on the shape before; they are timed against each other, R rounds)
+ *   worker -> parent   raced id=N status=<ok|launch_failure|fault|error> time_ms=.. ms0=a,b,.. ms1=.. detail=<text>
+ *                      (ms<i>: kernel i's median in each round, on an ok race only)
  *   parent -> worker   quit
  * One line per command and answer, single spaces, no control characters, under 8 KiB; every answer
  * repeats its command's id (the parent, tuner/tune.c, checks every field and treats anything else
@@ -189,6 +194,8 @@ ft_status ft__worker_parse_shape(const char *line, const ft_op **op, ft_problem 
  * clock an idle H200 starts at is not the one it times at); back-to-back measurements keep it
  * heated. */
 #define IDLE_MS 50.0
+
+#define RACE_MAX_ROUNDS 8 /* rounds a race command may ask for */
 
 /* When the last timing ended (ms on the monotonic clock). */
 static double last_timing_end = -1e300;
@@ -373,79 +380,115 @@ static ft_status time_kernel(ft_session *s, const ft_kernel *k, shape_state *st,
     }
 }
 
+/* A kernel as a measure or race command names it: its compile-cache key, family, entry and launch
+ * facts (the head dim and causality come with the shape). */
+typedef struct kernel_cmd {
+    uint8_t key[32];
+    char entry[FT_ENTRY_MAX];
+    const ft_family *fam;
+    ft_launch_facts facts;
+    long long verify, budget;
+} kernel_cmd;
+
+/* Parses a kernel's fields from text (a measure command, or one kernel's part of a race's);
+ * 0 when one is missing or malformed, or the family computes another operation than the shape's. */
+static int parse_kernel(const char *text, const shape_state *st, kernel_cmd *kc)
+{
+    char hex[80], family[64];
+    long long threads = 0, rows = 0, smem = 0, tma_kv = 0, span = 0, persistent = 0, pair = 0;
+    long long keys = 0, gqa_atomic = 0, det = 0, split = 0, pack = 0, packed = 0;
+
+    memset(kc, 0, sizeof *kc);
+    if (!field_str(text, "key", hex, sizeof hex) || !hex_key(hex, kc->key) ||
+        !field_str(text, "family", family, sizeof family) || (kc->fam = ft__family_find(family)) == NULL ||
+        !field_str(text, "entry", kc->entry, sizeof kc->entry) || !field_int(text, "threads", 1, 1 << 20, &threads) ||
+        !field_int(text, "rows", 1, 1 << 20, &rows) || !field_int(text, "smem", 0, 1LL << 32, &smem) ||
+        !field_int(text, "verify", 0, 1, &kc->verify) || !field_int(text, "budget", 1, 1000000, &kc->budget) ||
+        !field_int(text, "tma_kv", 0, 1 << 20, &tma_kv) || !field_int(text, "span", 0, 64, &span) ||
+        !field_int(text, "persistent", 0, 1, &persistent) || !field_int(text, "pair", 0, 1, &pair) ||
+        !field_int(text, "split", 0, 1, &split) || !field_int(text, "pack", 0, 1, &pack) ||
+        !field_int(text, "packed", 0, 1, &packed) || !field_int(text, "keys", 0, 1 << 20, &keys) ||
+        !field_int(text, "gqa_atomic", 0, 1, &gqa_atomic) || !field_int(text, "det", 0, 1, &det) ||
+        st->op == NULL || kc->fam->op != st->op)
+        return 0;
+    one_line(kc->entry);
+    kc->facts.threads = (int)threads, kc->facts.smem_dynamic = smem, kc->facts.rows_per_block = (int)rows;
+    kc->facts.head_dim = st->op == &ft__op_bwd ? st->bwd.problem.head_dim : st->fwd.problem.head_dim;
+    kc->facts.tma = tma_kv > 0, kc->facts.tma_rows_kv = (int)tma_kv, kc->facts.tma_span = (int)span;
+    kc->facts.persistent = (int)persistent, kc->facts.pair_blocks = (int)pair;
+    kc->facts.keys_per_block = (int)keys, kc->facts.gqa_atomic = (int)gqa_atomic, kc->facts.deterministic = (int)det;
+    kc->facts.split_kv = (int)split, kc->facts.pack_gqa = (int)pack, kc->facts.packed = (int)packed;
+    return 1;
+}
+
+/* Loads kc's kernel from the compile cache into k: "error" when the cache lacks it,
+ * "launch_failure" when it does not load, NULL when loaded. */
+static const char *load_kernel(ft_session *s, const kernel_cmd *kc, ft_kernel *k, ft_err *err)
+{
+    ft_compiled c;
+    const char *status = NULL;
+
+    memset(&c, 0, sizeof c);
+    memset(k, 0, sizeof *k);
+    if (!ft__cache_get(s->cache, kc->key, &c)) {
+        snprintf(err->msg, sizeof err->msg, "kernel %s is not in the compile cache", kc->entry);
+        status = "error";
+    } else if (ft__kernel_load_family(s->cu, kc->fam, c.cubin, kc->entry, &kc->facts, &s->arch, k, err) != FT_OK) {
+        status = "launch_failure";
+    }
+    ft__compiled_free(&c);
+    return status;
+}
+
 /* Verifies and times one kernel of a measure command; replies with a result line. Returns 1
  * after a fault (the context is gone). */
 static int do_measure(ft_session *s, const char *line, unsigned long long id, shape_state *st)
 {
-    char hex[80], entry[FT_ENTRY_MAX], family[64], detail[256] = "";
-    long long threads = 0, rows = 0, smem = 0, verify_it = 1, budget = 30, tma_kv = 0, span = 0, persistent = 0, pair = 0;
-    long long keys = 0, gqa_atomic = 0, det = 0, split = 0, pack = 0, packed = 0;
-    const ft_family *fam = NULL;
-    ft_launch_facts facts;
-    uint8_t key[32];
-    ft_compiled c;
+    char detail[256] = "";
+    kernel_cmd kc;
     ft_kernel k;
     ft_timing timing;
     ft_timing_opts o;
     ft_err err;
     double t0, t1, t2, l2 = 0, lse = 0;
-    int pass = 0;
+    int pass = 0, loaded = 0;
     const char *status = "ok";
 
     memset(&timing, 0, sizeof timing);
     memset(&k, 0, sizeof k);
-    memset(&c, 0, sizeof c);
     err.msg[0] = '\0';
-    if (!field_str(line, "key", hex, sizeof hex) || !hex_key(hex, key) ||
-        !field_str(line, "family", family, sizeof family) || (fam = ft__family_find(family)) == NULL ||
-        !field_str(line, "entry", entry, sizeof entry) || !field_int(line, "threads", 1, 1 << 20, &threads) ||
-        !field_int(line, "rows", 1, 1 << 20, &rows) || !field_int(line, "smem", 0, 1LL << 32, &smem) ||
-        !field_int(line, "verify", 0, 1, &verify_it) || !field_int(line, "budget", 1, 1000000, &budget) ||
-        !field_int(line, "tma_kv", 0, 1 << 20, &tma_kv) || !field_int(line, "span", 0, 64, &span) ||
-        !field_int(line, "persistent", 0, 1, &persistent) ||
-        !field_int(line, "pair", 0, 1, &pair) || !field_int(line, "split", 0, 1, &split) ||
-        !field_int(line, "pack", 0, 1, &pack) || !field_int(line, "packed", 0, 1, &packed) ||
-        !field_int(line, "keys", 0, 1 << 20, &keys) ||
-        !field_int(line, "gqa_atomic", 0, 1, &gqa_atomic) || !field_int(line, "det", 0, 1, &det) ||
-        st->op == NULL || fam->op != st->op) {
+    if (!parse_kernel(line, st, &kc)) {
+        const ft_family *fam;
+        char family[64];
         printf("result id=%llu status=error median=0 q1=0 q3=0 reps=0 l2=0 lse=0 regs=0 local=0 verify_ms=0 "
                "time_ms=0 detail=%s\n",
-               id, st->op == NULL ? "no shape set up" : fam != NULL && fam->op != st->op
+               id, st->op == NULL ? "no shape set up"
+                   : field_str(line, "family", family, sizeof family) && (fam = ft__family_find(family)) != NULL &&
+                             fam->op != st->op
                    ? "the kernel's family computes another operation than the shape's" : "malformed measure command");
         fflush(stdout);
         return 0;
     }
-    one_line(entry);
-    /* The kernel computes the shape's head dim and causality. */
-    memset(&facts, 0, sizeof facts);
-    facts.threads = (int)threads, facts.smem_dynamic = smem, facts.rows_per_block = (int)rows;
-    facts.head_dim = st->op == &ft__op_bwd ? st->bwd.problem.head_dim : st->fwd.problem.head_dim;
-    facts.tma = tma_kv > 0, facts.tma_rows_kv = (int)tma_kv, facts.tma_span = (int)span;
-    facts.persistent = (int)persistent, facts.pair_blocks = (int)pair;
-    facts.keys_per_block = (int)keys, facts.gqa_atomic = (int)gqa_atomic, facts.deterministic = (int)det;
-    facts.split_kv = (int)split, facts.pack_gqa = (int)pack, facts.packed = (int)packed;
     t0 = ft__now_ms();
     t1 = t2 = t0;
-    if (!ft__cache_get(s->cache, key, &c)) {
-        status = "error";
-        snprintf(err.msg, sizeof err.msg, "kernel %s is not in the compile cache", entry);
-    } else if (ft__kernel_load_family(s->cu, fam, c.cubin, entry, &facts, &s->arch, &k, &err) != FT_OK) {
-        status = "launch_failure";
-    } else {
-        if (verify_it && verify(s, &k, st, &pass, &l2, &lse, detail, sizeof detail, &err) != FT_OK) {
+    if ((status = load_kernel(s, &kc, &k, &err)) == NULL) {
+        status = "ok";
+        loaded = 1;
+        if (kc.verify && verify(s, &k, st, &pass, &l2, &lse, detail, sizeof detail, &err) != FT_OK) {
             status = is_fault(&err) ? "fault" : "launch_failure";
-        } else if (verify_it && !pass) {
+        } else if (kc.verify && !pass) {
             status = "wrong_result";
             snprintf(err.msg, sizeof err.msg, "%s", detail);
         } else {
             t1 = ft__now_ms();
             ft__timing_opts_default(&o);
-            o.warmup_ms = (double)budget / 6.0;
-            o.heat_ms = t0 - last_timing_end > IDLE_MS ? FT_HEAT_MS : 0;
-            o.budget_ms = (double)budget;
+            o.warmup_ms = (double)kc.budget / 6.0;
+            /* a check (a leader verified on a neighbour: its time unused) needs no heat */
+            o.heat_ms = t0 - last_timing_end > IDLE_MS && kc.budget > FT_TUNE_CHECK_MS ? FT_HEAT_MS : 0;
+            o.budget_ms = (double)kc.budget;
             o.min_reps = 5;
             o.max_reps = 100;
-            const int whole = st->part && st->op == &ft__op_fwd && verify_it;
+            const int whole = st->part && st->op == &ft__op_fwd && kc.verify;
             int written = 1;
             if ((whole && lse_poison(s, st, &err) != FT_OK) || time_kernel(s, &k, st, &o, &timing, &err) != FT_OK ||
                 (whole && lse_written(s, st, &written, &err) != FT_OK))
@@ -457,14 +500,14 @@ static int do_measure(ft_session *s, const char *line, unsigned long long id, sh
             }
             t2 = last_timing_end = ft__now_ms();
         }
-        if (t1 == t0)
-            t1 = t2 = ft__now_ms();
-        ft__kernel_unload(s->cu, &k);
     }
-    ft__compiled_free(&c);
+    if (t1 == t0)
+        t1 = t2 = ft__now_ms();
+    if (loaded)
+        ft__kernel_unload(s->cu, &k);
     one_line(err.msg);
     /* a verification that did not run leaves no error to report */
-    if (!verify_it || strcmp(status, "launch_failure") == 0 || strcmp(status, "fault") == 0 ||
+    if (!kc.verify || strcmp(status, "launch_failure") == 0 || strcmp(status, "fault") == 0 ||
         strcmp(status, "error") == 0)
         l2 = lse = 0;
     printf("result id=%llu status=%s median=%.9g q1=%.9g q3=%.9g reps=%d l2=%.9g lse=%.9g regs=%d local=%d "
@@ -475,12 +518,116 @@ static int do_measure(ft_session *s, const char *line, unsigned long long id, sh
     return strcmp(status, "fault") == 0;
 }
 
+/* One kernel's launch on the current shape, for a race. */
+typedef struct race_entry {
+    ft_kernel k;
+    int loaded;
+    ft_fwd_launch fwd;
+    ft_bwd_launch bwd;
+} race_entry;
+
+/* Times the kernels of a race command against each other (ft__time_race, heated first: the
+ * parent sent nothing for a while, or other kernels ran) and replies with a raced line: each
+ * kernel's median per round. Its kernels were verified on the shape before; nothing is verified
+ * here. Returns 1 after a fault (the context is gone). */
+static int do_race(ft_session *s, const char *line, unsigned long long id, shape_state *st)
+{
+    static race_entry e[FT_RACE_MAX];
+    kernel_cmd kc;
+    ft_launch_fn fn[FT_RACE_MAX];
+    void *ud[FT_RACE_MAX];
+    double ms[FT_RACE_MAX * RACE_MAX_ROUNDS];
+    ft_timing_opts o;
+    ft_err err;
+    long long n = 0, rounds = 0, budget = 0;
+    const char *status = "ok", *part;
+    char text[1024];
+    double t0 = ft__now_ms();
+    int i, r, parsed = 0, pass;
+
+    err.msg[0] = '\0';
+    memset(e, 0, sizeof e);
+    /* "race id=N n=K rounds=R budget=B" then K parts " ; <a measure command's kernel fields>" */
+    part = strstr(line, " ; ");
+    if (part != NULL && (size_t)(part - line) < sizeof text) {
+        memcpy(text, line, (size_t)(part - line));
+        text[part - line] = '\0';
+        parsed = field_int(text, "n", 1, FT_RACE_MAX, &n) && field_int(text, "rounds", 1, RACE_MAX_ROUNDS, &rounds) &&
+                 field_int(text, "budget", 1, 1000000, &budget);
+    }
+    for (i = 0; parsed && i < n; i++) {
+        const char *next = strstr(part + 3, " ; ");
+        const size_t len = next != NULL ? (size_t)(next - part) : strlen(part);
+        if ((next == NULL) != (i == n - 1) || len >= sizeof text) {
+            parsed = 0;
+            break;
+        }
+        memcpy(text, part + 2, len - 2); /* from the space before the first field */
+        text[len - 2] = '\0';
+        text[0] = ' ';
+        if (!parse_kernel(text, st, &kc))
+            parsed = 0;
+        else if ((status = load_kernel(s, &kc, &e[i].k, &err)) != NULL)
+            break;
+        else
+            e[i].loaded = 1, status = "ok";
+        part = next;
+    }
+    if (!parsed) {
+        status = "error";
+        snprintf(err.msg, sizeof err.msg, "%s", st->op == NULL ? "no shape set up" : "malformed race command");
+    }
+    /* the launches; twice over, since a kernel's workspace may outgrow its predecessors' */
+    for (pass = 0; pass < 2 && strcmp(status, "ok") == 0; pass++)
+        for (i = 0; i < n; i++) {
+            ft_status rc;
+            if (st->op == &ft__op_bwd) {
+                rc = ft__bwd_tensors_launch(s->cu, &e[i].k, &st->bwd, &e[i].bwd, &err);
+                fn[i] = ft__bwd_launch_fn, ud[i] = &e[i].bwd;
+            } else {
+                rc = ft__tensors_workspace(s->cu, &st->fwd, &e[i].k, &err);
+                e[i].fwd.cu = s->cu, e[i].fwd.k = &e[i].k;
+                ft__tensors_params(&st->fwd, &e[i].fwd.params);
+                fn[i] = ft__fwd_launch_fn, ud[i] = &e[i].fwd;
+            }
+            if (rc != FT_OK) {
+                status = "launch_failure";
+                break;
+            }
+        }
+    if (strcmp(status, "ok") == 0) {
+        ft__timing_opts_default(&o);
+        o.warmup_ms = (double)budget / 6.0 * (double)n;
+        o.heat_ms = FT_HEAT_MS;
+        o.budget_ms = (double)budget;
+        o.min_reps = 5;
+        o.max_reps = 100;
+        if (ft__time_race(s->cu, (int)n, fn, ud, &o, (int)rounds, ms, &err) != FT_OK)
+            status = is_fault(&err) || err.code == FT_ERR_CUDA ? "fault" : "launch_failure";
+        last_timing_end = ft__now_ms();
+    }
+    for (i = 0; i < FT_RACE_MAX; i++)
+        if (e[i].loaded)
+            ft__kernel_unload(s->cu, &e[i].k);
+    one_line(err.msg);
+    printf("raced id=%llu status=%s time_ms=%.3f", id, status, ft__now_ms() - t0);
+    for (i = 0; strcmp(status, "ok") == 0 && i < n; i++)
+        for (r = 0; r < rounds; r++) {
+            if (r == 0)
+                printf(" ms%d=", i);
+            printf(r == 0 ? "%.9g" : ",%.9g", ms[i * rounds + r]);
+        }
+    printf(" detail=%s\n", strcmp(status, "ok") == 0 ? "" : err.msg);
+    fflush(stdout);
+    return strcmp(status, "fault") == 0;
+}
+
 int ft__worker_main(int device, const char *cache_dir)
 {
     ft_session s;
     shape_state st;
     ft_err err;
-    char line[4096];
+    char line[8192];
     int count = 0, too_long = 0, rc = 0;
 
 #ifdef __linux__
@@ -525,8 +672,8 @@ int ft__worker_main(int device, const char *cache_dir)
         } else if (strncmp(line, "shape ", 6) == 0) {
             do_shape(&s, line, id, &st);
             continue;
-        } else if (strncmp(line, "measure ", 8) == 0) {
-            if (do_measure(&s, line, id, &st)) {
+        } else if (strncmp(line, "measure ", 8) == 0 || strncmp(line, "race ", 5) == 0) {
+            if ((line[0] == 'm' ? do_measure : do_race)(&s, line, id, &st)) {
                 rc = 3; /* the context is gone: let the parent start a new worker */
                 break;
             }
