@@ -22,7 +22,8 @@
 #                                      /tmp/ft-quality, which outlives the call while the machine
 #                                      stays warm: HD8_DB=$QUALITY_DIR/exhaustive.db for compare;
 #                                      a tune cut by the call's limit resumes on the next call;
-#                                      QUALITY_SECOND=1: a second exhaustive tune measured too;
+#                                      QUALITY_SECOND=exhaustive (or ranked, halving): a second
+#                                      tune of that search measured too;
 #                                      QUALITY_NEIGHBOUR=1: every winner on the bucket's neighbour too)
 #   bash bench/device_hd8.sh knobs     the knobs of 2026-12-05, first on a GPU: flashtune verify of
 #                                      every psmem=1 variant at d = 80 bf16 and 96 f16 (60, 48),
@@ -84,7 +85,7 @@ for mode in "$@"; do
       onlys+=(--only "$only")
     done
     timeout "${QUALITY_LIMIT:-540}" python3 bench/tune_quality.py --flashtune "$ft" --spec specs/flash_fwd_sm90.lua \
-      "${onlys[@]}" --search "${QUALITY_SEARCH:-halving}" --rounds "${QUALITY_ROUNDS:-3}" --reps "${QUALITY_REPS:-10}" ${QUALITY_SECOND:+--second} ${QUALITY_NEIGHBOUR:+--neighbour} \
+      "${onlys[@]}" --search "${QUALITY_SEARCH:-halving}" --rounds "${QUALITY_ROUNDS:-3}" --reps "${QUALITY_REPS:-10}" ${QUALITY_SECOND:+--second --second-search $QUALITY_SECOND} ${QUALITY_NEIGHBOUR:+--neighbour} \
       --out "$qdir" > "$OUT/quality.txt" 2>&1
     note "tune_quality ${onlys[*]}: exit $? in $(since "$t0") s"
     cp "$qdir"/quality.json "$qdir"/quality.md "$OUT"/ 2> /dev/null

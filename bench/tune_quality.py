@@ -16,7 +16,8 @@ again), against which the search's difference can be judged; and the built-in de
 (flashtune.Context(database=""), what an untuned install runs): the tuned winner must not be
 slower than it beyond that spread. Also each tuner's recorded median against the independent
 one. With --second, a second exhaustive tune after the first (a database
-of its own): its winners measured beside them, as two tunes on one machine would pick.
+of its own; --second-search ranked or halving: a second tune of that search instead): its winners
+measured beside them, as two tunes on one machine would pick.
 
     python3 bench/tune_quality.py --flashtune .dev/run/flashtune --spec specs/flash_fwd_sm90.lua \\
         --only d=64,dtype=bf16 --only d=128,dtype=bf16 --only d=256,dtype=bf16 --out /tmp/quality
@@ -95,6 +96,8 @@ def main():
     ap.add_argument("--tune-arg", action="append", default=[], help="an extra argument for both tunes")
     ap.add_argument("--search", default="halving", choices=("halving", "ranked"), help="the search against the oracle")
     ap.add_argument("--second", action="store_true", help="a second exhaustive tune, its winners measured too")
+    ap.add_argument("--second-search", default="exhaustive", choices=("exhaustive", "halving", "ranked"),
+                    help="the second tune's search (default exhaustive)")
     ap.add_argument("--neighbour", action="store_true",
                     help="every system measured again on the bucket's neighbour (the tuner's: 11/16 of the sequence "
                          "lengths, a multiple of 8), so a winner is judged for the bucket, not only its own shape")
@@ -105,8 +108,8 @@ def main():
     tunes = {s: [] for s in dbs}
     for only in a.only:
         for s in dbs:
-            t = run_tune(a.flashtune, a.spec, dbs[s], only, a.search if s == "search" else "exhaustive",
-                         a.tune_arg)
+            t = run_tune(a.flashtune, a.spec, dbs[s], only,
+                         {"search": a.search, "second": a.second_search}.get(s, "exhaustive"), a.tune_arg)
             tunes[s].append(t)
             print("tune %-10s --only %s: %.1f s wall, compiling %.1f s, verifying %.1f s, timing %.1f s, %d measured"
                   % (s, only, t["wall_ms"] / 1e3, t["compile_ms"] / 1e3, t["verify_ms"] / 1e3, t["time_ms"] / 1e3,
@@ -186,12 +189,13 @@ def main():
         if a.second:
             m2 = med["second"]
             rows[-1].update({"second": variants["second"], "second_ms": m2, "oracle_over_second": me / m2,
-                             "second_recorded_ms": w2[key]["median_ms"]})
+                             "search_over_second": mh / m2, "second_recorded_ms": w2[key]["median_ms"]})
             rows[-1]["recorded_over_measured"].append(w2[key]["median_ms"] / m2)
         print("%-70s %s  search %.4f ms, oracle %.4f ms (again %.4f): %.3f (noise %.3f), default / oracle %.3f%s; "
               "recorded/measured %s%s"
               % (key[1], e["shape"], mh, me, ma, me / mh, me / ma, md / me,
-                 ", oracle / second tune's %.3f" % rows[-1]["oracle_over_second"] if a.second else "",
+                 ", oracle / second tune's %.3f, search / second tune's %.3f"
+                 % (rows[-1]["oracle_over_second"], rows[-1]["search_over_second"]) if a.second else "",
                  " ".join("%.3f" % x for x in rows[-1]["recorded_over_measured"]),
                  "; neighbour %s: oracle / search %.3f (noise %.3f), default / oracle %.3f"
                  % (rows[-1]["neighbour"], rows[-1]["nb_oracle_over_search"], rows[-1]["nb_oracle_over_again"],
@@ -199,7 +203,7 @@ def main():
     sums = {s: {k: sum(t[k] for t in tunes[s]) for k in ("wall_ms", "compile_ms", "verify_ms", "time_ms", "measured")}
             for s in tunes}
     with open(os.path.join(a.out, "quality.json"), "w") as f:
-        json.dump({"spec": a.spec, "search": a.search, "only": a.only, "rounds": a.rounds, "reps": a.reps, "tunes": tunes, "sums": sums,
+        json.dump({"spec": a.spec, "search": a.search, "second_search": a.second_search if a.second else None, "only": a.only, "rounds": a.rounds, "reps": a.reps, "tunes": tunes, "sums": sums,
                    "rows": rows}, f, indent=1)
     with open(os.path.join(a.out, "quality.md"), "w") as f:
         f.write("| bucket | shape | search's winner | oracle's winner | oracle ms / search ms | oracle ms / oracle ms "
@@ -226,8 +230,10 @@ def main():
           % (len(rows), worst, noise, sums["search"]["time_ms"] / 1e3, a.search, sums["exhaustive"]["time_ms"] / 1e3,
              min(rec, default=float("nan")), max(rec, default=float("nan")),
              min((r["default_over_oracle"] for r in rows), default=float("nan")),
-             "; oracle / second tune's %.3f-%.3f" % (min(r["oracle_over_second"] for r in rows),
-                                                     max(r["oracle_over_second"] for r in rows))
+             "; oracle / second tune's %.3f-%.3f, search / second tune's %.3f-%.3f (the second: %s)"
+             % (min(r["oracle_over_second"] for r in rows), max(r["oracle_over_second"] for r in rows),
+                min(r["search_over_second"] for r in rows), max(r["search_over_second"] for r in rows),
+                a.second_search)
              if a.second and rows else ""))
 
 

@@ -441,6 +441,14 @@ static ft_status on_line(tuner *tu, worker *w, const char *line, char *why, size
                 else
                     t->race_ms[t->racing[i]][r] = race.ms[i * RACE_ROUNDS + r];
             }
+        if (race.status != FT_RESULT_OK) {
+            char shown[600];
+            ft__printable_str(shown, sizeof shown, race.detail);
+            fprintf(stderr, "flashtune tune: bucket %s d=%d causal=%d seqlen %d: the leaders' race%s failed (%s); %s\n",
+                    t->key.dtype, t->shape.head_dim, t->shape.causal, t->shape.seqlen_k,
+                    nb ? " on the neighbour" : "", shown,
+                    nb ? "the workload's rounds decide" : "their own measurements decide");
+        }
         if (race.status == FT_RESULT_FAULT)
             rc = replace_after_fault(tu, w, t, err);
         return rc;
