@@ -22,7 +22,10 @@ measured beside them, as two tunes on one machine would pick.
     python3 bench/tune_quality.py --flashtune .dev/run/flashtune --spec specs/flash_fwd_sm90.lua \\
         --only d=64,dtype=bf16 --only d=128,dtype=bf16 --only d=256,dtype=bf16 --out /tmp/quality
 
-Writes OUT/quality.json and OUT/quality.md; prints the table. Needs PyTorch with CUDA.
+Writes OUT/quality.json and OUT/quality.md; prints the table. Needs PyTorch with CUDA. With
+--check it exits 1 where a bucket misses a bar of the tuner's: the search's winner within 2 % of
+the oracle's, not slower than the built-in default beyond the re-measurement's own spread (1 % at
+least), and the search tune's recorded median within 3 % of the re-measured one.
 """
 import argparse
 import json
@@ -102,6 +105,7 @@ def main():
                     help="every system measured again on the bucket's neighbour (the tuner's: 11/16 of the sequence "
                          "lengths, a multiple of 8), so a winner is judged for the bucket, not only its own shape")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--check", action="store_true", help="exit 1 where a bucket misses a bar (see the top)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     dbs = {s: os.path.join(a.out, s + ".db") for s in ("search", "exhaustive") + (("second",) if a.second else ())}
@@ -235,6 +239,29 @@ def main():
                 min(r["search_over_second"] for r in rows), max(r["search_over_second"] for r in rows),
                 a.second_search)
              if a.second and rows else ""))
+
+    if a.check:
+        sys.exit(check(rows))
+
+
+def check(rows):
+    """The bars of --check, each miss printed; 1 when there is one, else 0."""
+    spread = max([0.01] + [abs(1 - r[k]) for r in rows for k in ("oracle_over_again", "nb_oracle_over_again") if k in r])
+    misses = []
+    for r in rows:
+        what = "%s %s" % (r["key"], r["shape"])
+        if r["oracle_over_search"] < 0.98:
+            misses.append("%s: the search's winner at %.3f of the oracle's speed (2 %% allowed)" % (what, r["oracle_over_search"]))
+        if r["default_over_oracle"] * r["oracle_over_search"] < 1 - spread:
+            misses.append("%s: the built-in default %.3f times as fast as the search's winner (spread %.3f)"
+                          % (what, 1 / (r["default_over_oracle"] * r["oracle_over_search"]), spread))
+        if abs(r["recorded_over_measured"][0] - 1) > 0.03:
+            misses.append("%s: the search tune recorded %.3f of the re-measured median (3 %% allowed)"
+                          % (what, r["recorded_over_measured"][0]))
+    for m in misses:
+        print("MISS " + m)
+    print("check: %d buckets, %d misses (the re-measurement's spread %.3f)" % (len(rows), len(misses), spread))
+    return 1 if misses or not rows else 0
 
 
 if __name__ == "__main__":

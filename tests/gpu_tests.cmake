@@ -15,6 +15,10 @@ set_tests_properties(gpu_tune PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 
 
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_FOUND)
+  add_test(NAME gpu_tune_quality COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gpu_tune_quality.sh $<TARGET_FILE:flashtune>
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(gpu_tune_quality PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
+    ENVIRONMENT "${FT_TEST_ENV};FLASHTUNE_LIB=$<TARGET_FILE:flashtune_shared>")
   add_test(NAME gpu_python COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_python.py
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(gpu_python PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
