@@ -94,13 +94,11 @@ static int fwd_sm90_span(int d)
 }
 
 /* The width of flash_bwd_sm90's tiles (its template's D): the head dim rounded up to whole k16
- * steps, and with kvsplit an odd multiple of 8 to two halves of whole k16 steps (d = 72: 80; 168
- * with kvsplit: 192). TMA fills the columns past the head dim with zeros. (A multiple of 16
- * keeps its own width with kvsplit: 176, 208 and 240, whose halves are no multiple of 16, stay
- * with the sm80 family, verified there, until 192-, 224- and 256-wide tiles have run for them.) */
+ * steps, and with kvsplit to two halves of whole k16 steps, a multiple of 32 (d = 72: 80; 168
+ * and 176 with kvsplit: 192; 240: 256). TMA fills the columns past the head dim with zeros. */
 static int bwd_sm90_tile_width(int d, int kvsplit)
 {
-    if (kvsplit && d % 16 != 0)
+    if (kvsplit)
         return (d + 31) / 32 * 32;
     return (d + 15) / 16 * 16;
 }

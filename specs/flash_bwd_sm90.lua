@@ -14,12 +14,12 @@
 
 local hopper = require("hopper")
 
--- The tiles' width: the head dim rounded up to whole k16 steps, and with kvsplit an odd
--- multiple of 8 to two halves of whole k16 steps (d = 72: 80; 168 with kvsplit: 192). TMA fills
--- the columns past the head dim with zeros, and the products compute over the whole width
--- (generator/family.c bwd_sm90_tile_width, which says why a multiple of 16 keeps its own).
+-- The tiles' width: the head dim rounded up to whole k16 steps, and with kvsplit to two halves
+-- of whole k16 steps, a multiple of 32 (d = 72: 80; 168 and 176 with kvsplit: 192; 240: 256).
+-- TMA fills the columns past the head dim with zeros, and the products compute over the whole
+-- width (generator/family.c bwd_sm90_tile_width).
 local function width(v)
-  if v.kvsplit == 1 and v.d % 16 ~= 0 then return (v.d + 31) // 32 * 32 end
+  if v.kvsplit == 1 then return (v.d + 31) // 32 * 32 end
   return (v.d + 15) // 16 * 16
 end
 

@@ -137,7 +137,7 @@ constexpr bool DQ_RED = FTP_DQ_RED != 0;
 constexpr bool DET = FTP_DET != 0;
 constexpr bool S_AHEAD = FTP_S_AHEAD != 0;
 // The tiles' width D (FTP_TILE_D): the head dim rounded up to whole k16 steps, and with KVSPLIT
-// an odd multiple of 8 to two halves of whole k16 steps (generator/family.c bwd_sm90_tile_width).
+// to two halves of whole k16 steps, a multiple of 32 (generator/family.c bwd_sm90_tile_width).
 // TMA fills a tile's D − DH columns past the head dim with zeros, so every product over them adds
 // zeros and the gradients' columns there are zeros, never stored; the dQ accumulator tiles in
 // the workspace are D wide too.
