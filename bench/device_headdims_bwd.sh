@@ -10,6 +10,13 @@
 #                                              sm80 (ODD_SM80: 72 bf16, 120 f16 gqa=atomic, 200 bf16
 #                                              deterministic causal), then compute-sanitizer's three
 #                                              tools on a d = 72 sm_90a variant
+#   bash bench/device_headdims_bwd.sh widths   flashtune verify of the kvsplit variants whose tiles
+#                                              are wider than the head dim by a multiple of 32 (112,
+#                                              176 and 240, bf16 and f16), then of those the spec
+#                                              holds back (a column block wholly past the head dim:
+#                                              80, 144, 200, 208 with kvsplit, 136 causal f16, 72),
+#                                              on a copy of the spec without that constraint; and
+#                                              compute-sanitizer's three tools on a d = 176 variant
 #   bash bench/device_headdims_bwd.sh tests    test_gpu (the public backward at 19 head dims, odd
 #                                              multiples of 8 among them) and test_python_bwd
 #   bash bench/device_headdims_bwd.sh bench    bench/bwd_compare.py at the new head dims (HD_DIMS,
@@ -66,6 +73,16 @@ for mode in "$@"; do
     for f in ${VERIFY_SM80:-d=80,dtype=bf16,gqa=loop,det=0 d=144,dtype=f16,gqa=loop,det=0}; do
       verify "sm80_${f%%,*}" specs/flash_bwd.lua "$f"
     done
+    ;;
+  widths)
+    for f in ${WIDTHS_VERIFY:-d=112,kvsplit=1 d=176,kvsplit=1 d=240,kvsplit=1}; do
+      verify "sm90_width_${f//[=,]/_}" specs/flash_bwd_sm90.lua "$f"
+    done
+    sed '/no column block of the tiles lies wholly past/,+1d' specs/flash_bwd_sm90.lua > "$OUT/flash_bwd_sm90_nohold.lua"
+    for f in ${NOHOLD_VERIFY:-d=80,kvsplit=1 d=144,kvsplit=1 d=200,kvsplit=1 d=208,kvsplit=1 d=136,causal=1,dtype=f16 d=72,dtype=bf16}; do
+      verify "sm90_nohold_${f//[=,]/_}" "$OUT/flash_bwd_sm90_nohold.lua" "$f"
+    done
+    sanitize bwd_width176 specs/flash_bwd_sm90.lua d=176,bm=64,bn=64,causal=1,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,s_ahead=0,dtype=bf16
     ;;
   odd)
     for f in ${ODD_VERIFY:-d=72,dtype=bf16 d=88,dtype=f16 d=168,dtype=bf16 d=216,dtype=f16 d=184,dtype=bf16,kvsplit=1}; do
