@@ -120,10 +120,6 @@ return {
       function(v) return v.det == 0 or (v.dq_red == 0 and v.lpt == 0) end },
     { "each warpgroup's dQ columns go in passes of a multiple of 16 columns (at most 112), its dK and dV columns are a multiple of 16",
       function(v) return dq_width(v) ~= nil and (v.kvsplit == 0 or (width(v) // 2) % 16 == 0) end },
-    -- (a box wholly past the tensor's last column would be filled with zeros by TMA too, it is
-    -- thought, but no such load has run on a GPU yet: d = 72, 136 and 200 with kvsplit)
-    { "no column block of the tiles lies wholly past the head dim (TMA boxes partly out of bounds only)",
-      function(v) return width(v) - v.d < span(v) end },
     { "consumer registers within what setmaxnreg gives them",
       function(v) return consumer_registers(v) <= register_limit(v) end },
   },

@@ -353,8 +353,7 @@ static void test_defaults_new_dims(void)
  * family's with kvsplit to 32: 168 and 184 take d = 192's entries, two warpgroups of 96 columns
  * each). Except the sm_90a family's deterministic calls above 192: its deterministic structure
  * (dQ staged in shared memory) does not fit there, so none of its entries is kept and the sm80
- * family serves them (on an H200 too). (200 and 136 causal have no sm_90a structure: their
- * kvsplit tiles, 224 and 160 wide, would have a column block wholly past the head dim.) */
+ * family serves them (on an H200 too). */
 static void test_bwd_defaults_new_dims(void)
 {
     /* per family: 216 on the sm_90a one (224-wide kvsplit tiles), 200 on the sm80 one (whose

@@ -923,9 +923,9 @@ static void test_bwd_sm90_s_ahead(void)
  * rounded up to 16 wide, with kvsplit to 32 (two warpgroups of whole k16 steps): the shared
  * memory, the dK/dV wgmma's n, the tensor maps' span and the workspace's dQ tiles follow that
  * width (the launch facts' tile_dim), the maps' head dim the call's (TMA fills the rest with
- * zeros). kvsplit at 184 takes tiles 192 wide; at 176, a multiple of 16 whose half is not, it keeps
- * 176 and is pruned (176 runs the sm80 family, verified there); at 200 its 224-wide tiles in
- * blocks of 16 would have one wholly past the head dim, which no GPU has run yet: pruned. */
+ * zeros). kvsplit at 184 takes tiles 192 wide, and so does 176, a multiple of 16 whose half is
+ * not; at 200 and 208 its 224-wide tiles in blocks of 16 have one wholly past the head dim (TMA
+ * fills that box with zeros as it does a box partly past: verified on an H200, 2026-12-05). */
 static void test_bwd_head_dims_by_8(void)
 {
     static const struct {
@@ -944,12 +944,16 @@ static void test_bwd_head_dims_by_8(void)
          64, 64, 1, 1},
         {"d=184,bm=64,bn=64,causal=1,early_dv=0,lpt=0,kvsplit=1,dq_red=0,det=1,s_ahead=0,dtype=f16", NULL, 192, 32,
          64, 64, 1, 0},
-        {"d=176,bm=64,bn=64,causal=1,early_dv=0,lpt=0,kvsplit=1,dq_red=0,det=1,s_ahead=0,dtype=f16",
-         "each warpgroup's dQ columns go in passes of a multiple of 16 columns (at most 112), its dK and dV columns are a multiple of 16",
-         0, 0, 0, 0, 0, 0},
-        {"d=200,bm=64,bn=64,causal=0,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,s_ahead=0,dtype=bf16",
-         "no column block of the tiles lies wholly past the head dim (TMA boxes partly out of bounds only)", 0, 0,
-         0, 0, 0, 0},
+        /* a multiple of 16 too is 32-aligned with kvsplit: 176 in 192-wide tiles, 240 in 256 */
+        {"d=176,bm=64,bn=64,causal=1,early_dv=0,lpt=0,kvsplit=1,dq_red=0,det=1,s_ahead=0,dtype=f16", NULL, 192, 32,
+         64, 64, 1, 0},
+        {"d=240,bm=64,bn=64,causal=0,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,s_ahead=0,dtype=bf16", NULL, 256, 64,
+         64, 64, 1, 1},
+        /* 208 and 200: 224 wide in blocks of 16, the last wholly past the head dim */
+        {"d=208,bm=64,bn=64,causal=0,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,s_ahead=0,dtype=bf16", NULL, 224, 16,
+         64, 64, 1, 1},
+        {"d=200,bm=64,bn=64,causal=1,early_dv=0,lpt=0,kvsplit=1,dq_red=0,det=0,s_ahead=0,dtype=f16", NULL, 224, 16,
+         64, 64, 1, 0},
         {"d=36,bm=64,bn=64,causal=0,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0,s_ahead=0,dtype=bf16",
          "head dims are multiples of 8 from 32 to 256", 0, 0, 0, 0, 0, 0},
         {"d=264,bm=64,bn=64,causal=0,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,s_ahead=0,dtype=bf16",
