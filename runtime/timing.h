@@ -31,6 +31,7 @@ typedef struct ft_timing_opts {
 } ft_timing_opts;
 
 #define FT_HEAT_MS 150.0       /* the heat a timing after an idle spell takes (worker, flashtune run) */
+#define FT_RACE_HEAT_MS 100.0  /* ... and a race right after other timings (the worker's race command) */
 #define FT_HEAT_BATCH_MS 10.0
 #define FT_HEAT_AGREE 0.01
 #define FT_HEAT_EXTRA_MS 500.0

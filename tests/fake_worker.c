@@ -23,6 +23,8 @@
  *                     is the file's (measurements made elsewhere, replayed: bench/search_replay.py);
  *                     one the file lacks is a wrong result; a shape the file has no line of is
  *                     refused at set-up (the replay cannot speak for it)
+ *   FAKE_RACE_SLOWER  every median a race command answers times 1 + this (a race times at the
+ *                     sustained clock, slower than a measurement after a gap)
  *   FAKE_JITTER       every median times 1 + a made-up deviation of at most this fraction
  *                     (deterministic: the same sequence in every run), as a GPU's noise
  *   FAKE_BAD          a way to break the protocol, in the reply to every measurement of a kernel
@@ -214,6 +216,7 @@ static int race(const char *line, long long id)
     const long long n = field(line, "n", 0), rounds = field(line, "rounds", 0);
     const char *part = strstr(line, " ; ");
     long delay_ms = getenv("FAKE_DELAY_MS") ? atol(getenv("FAKE_DELAY_MS")) : 0;
+    const double slower = getenv("FAKE_RACE_SLOWER") ? atof(getenv("FAKE_RACE_SLOWER")) : 0;
     char idf[32];
     long long i, r;
 
@@ -238,7 +241,7 @@ static int race(const char *line, long long id)
         memcpy(text, part, len);
         text[len] = '\0';
         for (r = 0; r < rounds; r++) {
-            double ms = made_up_ms(text);
+            double ms = made_up_ms(text) * (1 + slower);
             if (r == 0)
                 printf(" ms%lld=", i);
             if (bad(line, "nan") && r == 0)

@@ -56,6 +56,13 @@ static const ft_plan_item *measure_line(const tuner *tu, const kernel_ref *kr, u
     return it;
 }
 
+/* A race's budget per kernel and round: a third of a measurement's, so that a leader's three
+ * rounds take about one measurement's time. */
+static int race_budget(const tuner *tu)
+{
+    return tu->o->budget_ms / 3 + 1;
+}
+
 /* The race command for kernels ks[0..n-1] (indices into the kernel table), with id: each
  * kernel's fields as its measure command has them, after " ; ". */
 static void race_line(const tuner *tu, const int *ks, int n, unsigned long long id, int budget, char *out, size_t cap)
@@ -237,7 +244,7 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
             }
             if (t->nracing > 0) {
                 w->id = ++w->ids;
-                race_line(tu, ks, t->nracing, w->id, tu->o->budget_ms / 2 + 1, line, sizeof line);
+                race_line(tu, ks, t->nracing, w->id, race_budget(tu), line, sizeof line);
                 w->waiting = P_RACE;
                 return ft__tuner_worker_send(tu, w, line, tu->o->timeout_s * 1e3) ? 1 : -1;
             }
@@ -277,7 +284,7 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
             }
             if (t->nb_nracing >= 2) {
                 w->id = ++w->ids;
-                race_line(tu, ks, t->nb_nracing, w->id, tu->o->budget_ms / 2 + 1, line, sizeof line);
+                race_line(tu, ks, t->nb_nracing, w->id, race_budget(tu), line, sizeof line);
                 w->waiting = P_NB_RACE;
                 return ft__tuner_worker_send(tu, w, line, tu->o->timeout_s * 1e3) ? 1 : -1;
             }

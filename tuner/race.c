@@ -288,48 +288,48 @@ int ft__tuner_judge_race(task *t)
 
 /* The race is over: each leader whose rounds all came back (checked times, NAN where a round
  * failed) gets the median of its rounds, unless the neighbour found it wrong (recorded then).
- * Where the neighbour decided for a leader slower on the workload, that one is the key's
- * decided winner. */
+ * The race's winner (the fastest of its rounds, or the one the neighbour decided for) is the
+ * key's decided winner: the leaders' figures are now of a sustained clock, which a variant
+ * measured once, after a gap, beats by up to 10 % at long shapes (H200, 2026-12-05), so no
+ * such single measurement may take the bucket from them. */
 ft_status ft__tuner_finish_race(tuner *tu, task *t, ft_err *err)
 {
     double w[MAX_LEADERS][RACE_ROUNDS], nb[MAX_LEADERS][RACE_ROUNDS];
     ft_status rc = FT_OK;
-    int tied[MAX_LEADERS], ntied = 0, fastest, pick, i, k;
+    int tied[MAX_LEADERS], ntied = 0, winner, pick, i, k;
 
+    memcpy(w, t->race_ms, sizeof w);
+    for (i = 0; i < MAX_LEADERS; i++)
+        for (k = 0; k < RACE_ROUNDS; k++)
+            nb[i][k] = NAN;
+    /* the leaders found wrong (or failing) on the neighbour take no part */
+    for (i = 0; i < t->ntied; i++)
+        for (k = 0; k < RACE_ROUNDS; k++) {
+            nb[t->tied[i]][k] = t->nb_bad[i] ? NAN : t->nb_ms[i][k];
+            if (t->nb_bad[i] == 1)
+                w[t->tied[i]][k] = NAN;
+        }
     for (i = 0; i < t->nleaders && rc == FT_OK; i++) {
         double median;
         ft_db_result r = t->leaders[i].result;
-        int bad = 0;
-        for (k = 0; k < t->ntied; k++)
-            if (t->tied[k] == i && t->nb_bad[k] == 1)
-                bad = 1;
-        if (bad || !rounds_of(t->race_ms[i], &median, NULL))
+        if (!rounds_of(w[i], &median, NULL))
             continue; /* a round failed: the leader keeps its own measurement */
         r.median_ms = median;
         r.tflops = t->key.op->flops(&t->shape) / (r.median_ms * 1e-3) / 1e12;
         rc = ft__db_record(tu->db, &r, err);
     }
+    winner = ft__tuner_race_decide(t->nleaders, (const double(*)[RACE_ROUNDS])w, NULL, tied, &ntied);
     if (rc == FT_OK && t->ntied >= 2 && t->nb_raced) {
-        /* the leaders found wrong (or failing) on the neighbour take no part */
-        memcpy(w, t->race_ms, sizeof w);
-        for (i = 0; i < MAX_LEADERS; i++)
-            for (k = 0; k < RACE_ROUNDS; k++)
-                nb[i][k] = NAN;
-        for (i = 0; i < t->ntied; i++)
-            for (k = 0; k < RACE_ROUNDS; k++) {
-                nb[t->tied[i]][k] = t->nb_bad[i] ? NAN : t->nb_ms[i][k];
-                if (t->nb_bad[i] == 1)
-                    w[t->tied[i]][k] = NAN;
-            }
-        fastest = ft__tuner_race_decide(t->nleaders, (const double(*)[RACE_ROUNDS])w, NULL, tied, &ntied);
         pick = ft__tuner_race_decide(t->nleaders, (const double(*)[RACE_ROUNDS])w, (const double(*)[RACE_ROUNDS])nb,
                                      tied, &ntied);
         tu->sum->ties++;
-        if (pick >= 0 && pick != fastest) {
-            rc = ft__db_decide(tu->db, tu->device_id, &t->key, t->leaders[pick].result.kernel_id, err);
+        if (pick >= 0 && pick != winner) {
+            winner = pick;
             tu->sum->decided++;
         }
     }
+    if (rc == FT_OK && winner >= 0)
+        rc = ft__db_decide(tu->db, tu->device_id, &t->key, t->leaders[winner].result.kernel_id, err);
     if (rc == FT_OK)
         tu->sum->races++;
     return rc;

@@ -598,7 +598,8 @@ static int do_race(ft_session *s, const char *line, unsigned long long id, shape
     if (strcmp(status, "ok") == 0) {
         ft__timing_opts_default(&o);
         o.warmup_ms = (double)budget / 6.0 * (double)n;
-        o.heat_ms = FT_HEAT_MS;
+        /* right after the bucket's measurements the board is warm: a shorter heat settles it */
+        o.heat_ms = t0 - last_timing_end > IDLE_MS ? FT_HEAT_MS : FT_RACE_HEAT_MS;
         o.budget_ms = (double)budget;
         o.min_reps = 5;
         o.max_reps = 100;
