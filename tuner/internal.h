@@ -19,7 +19,9 @@
 #include "tuning_db/db.h"
 
 #define RACE_ROUNDS 3
-#define MAX_LEADERS 5 /* the fastest within the noise (4 at most, the runner-up at least) and the default */
+#define MAX_LEADERS 6 /* the fastest within the noise (4 at most, the runner-up at least), the winner of the
+                        * bucket's race before (a ranked search's refinement) and the default */
+#define MAX_NOISE_LEADERS 4
 
 #define LINE_MAX_BYTES 8192      /* the longest line a worker may send, its newline included */
 #define BOOT_TIMEOUT_MS 120e3    /* for the ready line */
@@ -67,6 +69,7 @@ typedef struct task {
     int race_retried;              /* ... a second time, after a protocol error or a lost command */
     int racing[MAX_LEADERS];       /* ... the leaders it names, in its order */
     int nracing;
+    long long race_winner;         /* the kernel id of the race's winner (0: none yet) */
     /* leaders within each other's measured noise race again on a neighbour: a shape of the same
      * bucket (race.c, ft__tuner_race_decide) */
     ft_problem nb;     /* the neighbour shape */

@@ -140,9 +140,9 @@ static ft_status fastest(tuner *tu, task *t, collect **out, ft_err *err)
 /* Leaders: the ok results within the noise of the fastest (2 %, or twice its spread), 4 at
  * most, and the runner-up however far behind: measured one after the other, a kernel timed
  * when the board was cooler reads fast (up to 11 % at 16k tokens on an H100), so no decision
- * is left to separate measurements. Then the bucket's built-in default, where one of them was
- * measured: the winner is never slower than what an untuned install runs but by the race's
- * noise. */
+ * is left to separate measurements. Then the winners of the bucket's earlier races in this
+ * tune, and the bucket's built-in default, where one of them was measured: the winner is
+ * never slower than what an untuned install runs but by the race's noise. */
 ft_status ft__tuner_find_leaders(tuner *tu, task *t, ft_err *err)
 {
     char defaults[8][512];
@@ -157,8 +157,22 @@ ft_status ft__tuner_find_leaders(tuner *tu, task *t, ft_err *err)
     if (c->n >= 2) {
         best = c->rows[0].result.median_ms;
         margin = fmax(0.02 * best, 2 * (isfinite(c->rows[0].result.iqr_ms) ? c->rows[0].result.iqr_ms : 0));
-        for (i = 0; i < c->n && i < MAX_LEADERS - 1 && (i < 2 || c->rows[i].result.median_ms <= best + margin); i++)
+        for (i = 0; i < c->n && i < MAX_NOISE_LEADERS && (i < 2 || c->rows[i].result.median_ms <= best + margin); i++)
             t->leaders[t->nleaders++] = c->rows[i];
+        /* the winners of the bucket's races before (a ranked search refines a group after its
+         * first race): their figures are of the sustained clock, slower than the new variants'
+         * single measurements read, so they race again rather than fall behind on paper */
+        for (j = 0; j < (int)(t - tu->tasks); j++) {
+            const task *o = &tu->tasks[j];
+            if (o->race_winner == 0 || !ft__key_equal(&o->key, &t->key))
+                continue;
+            for (i = 0; i < c->n && c->rows[i].result.kernel_id != o->race_winner; i++)
+                ;
+            for (k = 0; k < t->nleaders && t->leaders[k].result.kernel_id != o->race_winner; k++)
+                ;
+            if (i < c->n && k == t->nleaders && t->nleaders < MAX_LEADERS - 1)
+                t->leaders[t->nleaders++] = c->rows[i];
+        }
         ndefs = ft__tuner_task_defaults(tu, t, defaults, 8);
         for (j = 0; j < ndefs; j++) { /* the first default the bucket measured ok */
             for (i = 0; i < c->n && strcmp(c->rows[i].variant, defaults[j]) != 0; i++)
@@ -328,8 +342,10 @@ ft_status ft__tuner_finish_race(tuner *tu, task *t, ft_err *err)
             tu->sum->decided++;
         }
     }
-    if (rc == FT_OK && winner >= 0)
-        rc = ft__db_decide(tu->db, tu->device_id, &t->key, t->leaders[winner].result.kernel_id, err);
+    if (rc == FT_OK && winner >= 0) {
+        t->race_winner = t->leaders[winner].result.kernel_id;
+        rc = ft__db_decide(tu->db, tu->device_id, &t->key, t->race_winner, err);
+    }
     if (rc == FT_OK)
         tu->sum->races++;
     return rc;
