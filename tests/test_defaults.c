@@ -350,8 +350,8 @@ static void test_defaults_new_dims(void)
  * call, causal or not, deterministic or not, and each backward family, the first of its entries
  * of the nearest head dim above that its spec keeps compiles without spills (the sm_90a family
  * for sm_90a, the sm80 one for sm_80), its tiles the head dim rounded up to 16 (the sm_90a
- * family's with kvsplit to 32: 168 and 184 take d = 192's entries, two warpgroups of 96 columns
- * each). Except the sm_90a family's deterministic calls above 192: its deterministic structure
+ * family's with kvsplit to 32: 168, 176 and 184 take d = 192's entries, two warpgroups of 96
+ * columns each; 208 and 240 d = 224's and 256's). Except the sm_90a family's deterministic calls above 192: its deterministic structure
  * (dQ staged in shared memory) does not fit there, so none of its entries is kept and the sm80
  * family serves them (on an H200 too). */
 static void test_bwd_defaults_new_dims(void)
@@ -360,9 +360,9 @@ static void test_bwd_defaults_new_dims(void)
      * d = 224 entry, at its register limit there, spills 44-60 bytes at 216 on sm_80) */
     static const struct {
         const char *family, *arch;
-        int dims[8];
-    } families[] = {{"flash_bwd_sm90", "sm_90a", {40, 72, 88, 120, 168, 184, 216, 248}},
-                    {"flash_bwd_sm80", "sm_80", {40, 72, 88, 120, 168, 184, 200, 248}}};
+        int ndims, dims[12];
+    } families[] = {{"flash_bwd_sm90", "sm_90a", 11, {40, 72, 88, 120, 168, 176, 184, 208, 216, 240, 248}},
+                    {"flash_bwd_sm80", "sm_80", 8, {40, 72, 88, 120, 168, 184, 200, 248}}};
     const char *cache_dir = getenv("FLASHTUNE_CACHE_DIR");
     ft_cache *cache = NULL;
     ft_err err;
@@ -378,7 +378,7 @@ static void test_bwd_defaults_new_dims(void)
         ASSERT_TRUE(spec != NULL);
         if (spec == NULL)
             continue;
-        for (di = 0; di < 8; di++)
+        for (di = 0; di < (size_t)families[fi].ndims; di++)
             for (c = 0; c <= 1; c++)
                 for (det = 0; det <= 1; det++) {
                     const int d = families[fi].dims[di], none = hopper && det && d > 192;
@@ -406,7 +406,8 @@ static void test_bwd_defaults_new_dims(void)
         ft__spec_free(spec);
     }
     printf("  %d backward defaults compiled at head dims the table does not list\n", compiled);
-    ASSERT_EQ(compiled, 8 * 4 * 2 - 2 * 2); /* 8 head dims x causal x det, 2 families; not sm_90a det above 192 */
+    /* the head dims x causal x det of both families; not sm_90a's deterministic ones above 192 */
+    ASSERT_EQ(compiled, 11 * 4 + 8 * 4 - 4 * 2);
     ft__cache_close(cache);
 }
 
