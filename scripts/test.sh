@@ -9,8 +9,8 @@
 #          tests is copied in first (NVRTC's output does not depend on how flashtune was built)
 #   fuzz   scripts/fuzz.sh: the pack reader and the spec loader under libFuzzer for
 #          $FT_FUZZ_SECONDS (default 60) each, both at once; "skipped" without clang's libFuzzer
-# On two cores without a GPU, from a clean clone with the packages installed: 11 to 15 minutes
-# (build 8-11, asan 1.5-2, fuzz 1-2; the sampled spaces 6.5 of them, sm_90a alone 2.3).
+# On two cores without a GPU, from a clean clone with the packages installed: 12 to 18 minutes
+# (build 9-14.5, asan 1.5-3, fuzz 1-2; the sampled spaces 6.5 of them, sm_90a alone 2.3).
 #
 # FT_TEST_LABELS replaces the build phase's selection of labels (default '-LE full'):
 #   FT_TEST_LABELS='-L full'   the whole spaces, every kept variant (about 100 minutes)

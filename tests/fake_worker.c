@@ -181,6 +181,17 @@ static void forever(void)
         pause();
 }
 
+/* A command's time as FAKE_DELAY_MS says, or the end FAKE_CRASH or FAKE_HANG makes of it. */
+static void take_time(const char *line, long delay_ms)
+{
+    if (delay_ms > 0)
+        sleep_ms(delay_ms);
+    if (matches(line, "FAKE_CRASH"))
+        abort();
+    if (matches(line, "FAKE_HANG"))
+        forever();
+}
+
 /* The made-up median of the kernel whose fields text holds (its first entry=) on the current
  * shape: a launch and 100 to 500 TFLOP/s by kernel, or what the replay says (-1: not there),
  * with the jitter. */
@@ -221,12 +232,7 @@ static int race(const char *line, long long id)
     long long i, r;
 
     id_field(bad(line, "noid") ? 0 : bad(line, "wrongid") ? id + 1 : id, idf, sizeof idf);
-    if (delay_ms > 0)
-        sleep_ms(delay_ms);
-    if (matches(line, "FAKE_CRASH"))
-        abort();
-    if (matches(line, "FAKE_HANG"))
-        forever();
+    take_time(line, delay_ms);
     if (matches(line, "FAKE_FAULT")) {
         printf("raced%s status=fault time_ms=1 detail=running the kernel: CUDA_ERROR_ILLEGAL_ADDRESS (made up)\n", idf);
         fflush(stdout);
@@ -342,12 +348,7 @@ int main(int argc, char **argv)
             double ms = made_up_ms(line);
             if (strstr(line, " verify=0") == NULL)
                 measured++;
-            if (delay_ms > 0)
-                sleep_ms(delay_ms);
-            if (matches(line, "FAKE_CRASH"))
-                abort();
-            if (matches(line, "FAKE_HANG"))
-                forever();
+            take_time(line, delay_ms);
             if (matches(line, "FAKE_FAULT")) {
                 printf("result%s status=fault median=0 q1=0 q3=0 reps=0 l2=0 lse=0 regs=0 local=0 verify_ms=1 "
                        "time_ms=0 detail=running the kernel: CUDA_ERROR_ILLEGAL_ADDRESS (made up)\n",
