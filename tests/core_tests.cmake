@@ -2,6 +2,8 @@
 ft_unit_test(test_core test_core.c)
 # flashtune plan --sample: the sample's size, coverage, spread and determinism (no compiling).
 ft_unit_test(test_plan_sample test_plan_sample.c)
+# The timing (warm-up, heat, races) against a made-up driver whose clock slows under load.
+ft_unit_test(test_timing test_timing.c)
 
 # The command, on good and bad input: every failure is a clear message and a non-zero exit
 # (cli_expect.sh also fails on a crash).
