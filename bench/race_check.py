@@ -3,7 +3,7 @@
 a spec, on one bucket's shape, three figures side by side: the tuner's recorded median (an
 exhaustive tune of the filter; its leaders' figures come from the worker's race), `flashtune run`
 of each alone (heated, then timed), and this process's interleaved measurement (each variant one
-repetition a turn, the order rotating, after 300 ms of heat, as bench/tune_quality.py measures).
+repetition a turn, the order rotating, after 300 ms of heat: bench/tune_quality.py's interleaved).
 
     python3 bench/race_check.py --flashtune .dev/run/flashtune --spec specs/flash_fwd_sm90.lua \\
         --only d=256,dtype=bf16,causal=0,bm=128,bn=64,stages=2 --shape b=2,hq=8,sq=8192 --out /tmp/rc
@@ -11,9 +11,10 @@ repetition a turn, the order rotating, after 300 ms of heat, as bench/tune_quali
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
+
+from tune_quality import interleaved
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
@@ -61,31 +62,9 @@ def main():
     flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
     names = sorted(res)
     ctx = {n: flashtune.Context(spec=a.spec, variant=n) for n in names}
-    times = {n: [] for n in names}
-
-    def queue(n):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        flush.zero_()
-        e0.record()
-        ctx[n].forward(q, k, v_, causal=causal)
-        e1.record()
-        return n, e0, e1
-
-    for n in names:
-        ctx[n].forward(q, k, v_, causal=causal)
-    heated = 0.0
-    while heated < 300:
-        ev = [queue(names[i % len(names)]) for i in range(10)]
-        torch.cuda.synchronize()
-        heated += ev[0][1].elapsed_time(ev[-1][2])
-    for r in range(a.rounds):
-        m = len(names)
-        ev = [queue(n) for i in range(a.reps) for n in names[(r + i) % m:] + names[:(r + i) % m]]
-        torch.cuda.synchronize()
-        for n, e0, e1 in ev:
-            times[n].append(e0.elapsed_time(e1))
-    for n in names:
-        res[n]["interleaved"] = statistics.median(times[n])
+    calls = {n: (lambda c: lambda: c.forward(q, k, v_, causal=causal))(ctx[n]) for n in names}
+    for n, ms in interleaved(calls, flush, a.rounds, a.reps, names[0]).items():
+        res[n]["interleaved"] = ms
     with open(os.path.join(a.out, "race_check.json"), "w") as f:
         json.dump({"spec": a.spec, "only": a.only, "shape": shape_arg, "results": res}, f, indent=1)
     print("shape %s %s causal=%d" % (shape_arg, dtype, causal))

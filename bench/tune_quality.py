@@ -53,6 +53,35 @@ def timed_call(flush, fn):
     return e0, e1
 
 
+def interleaved(calls, flush, rounds, reps, heat_with):
+    """The medians (ms) of calls (name -> a function that queues one call), measured as the top
+    of this file says: heat_with's call back to back until HEAT_MS of GPU time, then `rounds`
+    rounds of `reps` turns, each call one repetition a turn (after the flush), the order
+    rotating every turn, a round queued without waiting for the GPU. The first call of each
+    (the kernel's load) is made before."""
+    import torch
+    names = list(calls)
+    times = {n: [] for n in names}
+
+    def queue(n):
+        return (n,) + timed_call(flush, calls[n])
+
+    for n in names:
+        calls[n]()
+    heated = 0.0
+    while heated < HEAT_MS:
+        ev = [queue(heat_with) for _ in range(10)]
+        torch.cuda.synchronize()
+        heated += ev[0][1].elapsed_time(ev[-1][2])
+    for r in range(rounds):
+        m = len(names)
+        ev = [queue(n) for i in range(reps) for n in names[(r + i) % m:] + names[:(r + i) % m]]
+        torch.cuda.synchronize()
+        for n, e0, e1 in ev:
+            times[n].append(e0.elapsed_time(e1))
+    return {n: statistics.median(times[n]) for n in names}
+
+
 def run_tune(ft, spec, db, only, search, extra):
     cmd = [ft, "tune", spec, "--db", db, "--only", only, "--search", search, "--json", "-q"] + extra
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -153,28 +182,10 @@ def main():
             q = torch.randn(sh["b"], sh["sq"], sh["hq"], e["d"], device="cuda", dtype=dt)
             k = torch.randn(sh["b"], sh["sk"], sh["hkv"], e["d"], device="cuda", dtype=dt)
             v = torch.randn_like(k)
-            times = {s: [] for s in systems}
-
-            def queue(s):
-                return (s,) + timed_call(flush, lambda: ctxs[s].forward(q, k, v, causal=causal))
-
-            # heat: the oracle's winner back to back until HEAT_MS of GPU time have passed, so that
-            # every system is timed at the clock the GPU settles at under this load
-            for s in systems:
-                ctxs[s].forward(q, k, v, causal=causal)  # the first call loads the kernel
-            heated = 0.0
-            while heated < HEAT_MS:
-                ev = [queue("exhaustive") for _ in range(10)]
-                torch.cuda.synchronize()
-                heated += ev[0][1].elapsed_time(ev[-1][2])
-            # rounds: the systems take turns on every repetition, the order rotating each time
-            for r in range(a.rounds):
-                n = len(systems)
-                ev = [queue(s) for i in range(a.reps) for s in systems[(r + i) % n:] + systems[:(r + i) % n]]
-                torch.cuda.synchronize()
-                for s, e0, e1 in ev:
-                    times[s].append(e0.elapsed_time(e1))
-            return {s: statistics.median(times[s]) for s in systems}
+            calls = {s: (lambda c: lambda: c.forward(q, k, v, causal=causal))(ctxs[s]) for s in systems}
+            # heated with the oracle's winner, so that every system is timed at the clock the GPU
+            # settles at under this load
+            return interleaved(calls, flush, a.rounds, a.reps, "exhaustive")
 
         med = measure(sh)
         mh, me, ma, md = (med[s] for s in systems[:4])

@@ -21,29 +21,6 @@ int ft__heat_done(double heated_ms, double prev_ms, double cur_ms, double heat_m
     return heated_ms >= heat_ms && prev_ms > 0 && fabs(cur_ms - prev_ms) <= FT_HEAT_AGREE * prev_ms;
 }
 
-/* Enqueues n repetitions on stream, each after the L2 flush (flush 0: none), the first and last
- * between events ev0 and ev1 when they are given. */
-static ft_status enqueue_reps(const ft_cuda *cu, ft_launch_fn fn, void *ud, CUstream stream, CUdeviceptr flush,
-                              size_t flush_bytes, int n, CUevent *ev, ft_err *err)
-{
-    ft_status rc;
-    int i;
-
-    for (i = 0; i < n; i++) {
-        if (flush != 0) {
-            rc = ft__cuda_check(cu, cu->p_cuMemsetD8Async(flush, (unsigned char)i, flush_bytes, stream), err,
-                                "flushing L2");
-            if (rc != FT_OK)
-                return rc;
-        }
-        if ((rc = ft__cuda_check(cu, cu->p_cuEventRecord(ev[2 * i], stream), err, "cuEventRecord")) != FT_OK ||
-            (rc = fn(ud, stream, err)) != FT_OK ||
-            (rc = ft__cuda_check(cu, cu->p_cuEventRecord(ev[2 * i + 1], stream), err, "cuEventRecord")) != FT_OK)
-            return rc;
-    }
-    return FT_OK;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -66,108 +43,6 @@ void ft__timing_summarise(double *xs, int n, ft_timing *out)
     out->median_ms = quantile(xs, n, 0.5);
     out->q1_ms = quantile(xs, n, 0.25);
     out->q3_ms = quantile(xs, n, 0.75);
-}
-
-ft_status ft__time(const ft_cuda *cu, ft_launch_fn fn, void *ud, const ft_timing_opts *o, ft_timing *out,
-                   ft_err *err)
-{
-    ft_status rc;
-    CUstream stream = NULL;
-    CUdeviceptr flush = 0;
-    CUevent *ev = NULL;
-    double *ms = NULL;
-    int nev = 0;
-    int reps, i, calls = 0;
-    float t = 0;
-    double warm = 0, per_call;
-
-    memset(out, 0, sizeof *out);
-    rc = ft__cuda_check(cu, cu->p_cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), err, "cuStreamCreate");
-    if (rc != FT_OK)
-        goto out;
-    if (o->flush_bytes > 0) {
-        rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&flush, o->flush_bytes), err, "allocating the L2 flush buffer");
-        if (rc != FT_OK)
-            goto out;
-    }
-    ev = calloc((size_t)2 * (o->max_reps > 2 ? o->max_reps : 2), sizeof *ev);
-    ms = calloc((size_t)(o->max_reps > 2 ? o->max_reps : 2), sizeof *ms);
-    if (ev == NULL || ms == NULL) {
-        rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
-        goto out;
-    }
-    for (nev = 0; nev < 2 * o->max_reps; nev++) {
-        rc = ft__cuda_check(cu, cu->p_cuEventCreate(&ev[nev], CU_EVENT_DEFAULT), err, "cuEventCreate");
-        if (rc != FT_OK)
-            goto out;
-    }
-    /* Warm-up: module load, first-launch costs, clocks; also measures one call. */
-    while (calls < 3 || warm < o->warmup_ms) {
-        if ((rc = ft__cuda_check(cu, cu->p_cuEventRecord(ev[0], stream), err, "cuEventRecord")) != FT_OK ||
-            (rc = fn(ud, stream, err)) != FT_OK ||
-            (rc = ft__cuda_check(cu, cu->p_cuEventRecord(ev[1], stream), err, "cuEventRecord")) != FT_OK ||
-            (rc = ft__cuda_check(cu, cu->p_cuEventSynchronize(ev[1]), err, "running the kernel")) != FT_OK ||
-            (rc = ft__cuda_check(cu, cu->p_cuEventElapsedTime(&t, ev[0], ev[1]), err, "cuEventElapsedTime")) != FT_OK)
-            goto out;
-        warm += t;
-        calls++;
-        if (calls > 10000)
-            break;
-    }
-    per_call = warm / calls;
-    reps = per_call > 0 ? (int)(o->budget_ms / per_call) : o->max_reps;
-    if (reps < o->min_reps)
-        reps = o->min_reps;
-    if (reps > o->max_reps)
-        reps = o->max_reps;
-    /* Heat: batches of repetitions, each timed as a whole (from the first's start event to the
-     * last's end event), until the clock has settled. */
-    if (o->heat_ms > 0) {
-        int batch = per_call > 0 ? (int)(FT_HEAT_BATCH_MS / per_call) : 1;
-        double heated = 0, prev = 0, cur;
-        if (batch < 1)
-            batch = 1;
-        if (batch > o->max_reps)
-            batch = o->max_reps;
-        for (;;) {
-            if ((rc = enqueue_reps(cu, fn, ud, stream, flush, o->flush_bytes, batch, ev, err)) != FT_OK ||
-                (rc = ft__cuda_check(cu, cu->p_cuEventSynchronize(ev[2 * batch - 1]), err, "running the kernel")) !=
-                    FT_OK ||
-                (rc = ft__cuda_check(cu, cu->p_cuEventElapsedTime(&t, ev[0], ev[2 * batch - 1]), err,
-                                     "cuEventElapsedTime")) != FT_OK)
-                goto out;
-            heated += t;
-            cur = t / batch;
-            if (t <= 0 || ft__heat_done(heated, prev, cur, o->heat_ms))
-                break;
-            prev = cur;
-        }
-    }
-    rc = enqueue_reps(cu, fn, ud, stream, flush, o->flush_bytes, reps, ev, err);
-    if (rc != FT_OK)
-        goto out;
-    rc = ft__cuda_check(cu, cu->p_cuStreamSynchronize(stream), err, "running the kernel");
-    if (rc != FT_OK)
-        goto out;
-    for (i = 0; i < reps; i++) {
-        rc = ft__cuda_check(cu, cu->p_cuEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]), err, "cuEventElapsedTime");
-        if (rc != FT_OK)
-            goto out;
-        ms[i] = t;
-    }
-    ft__timing_summarise(ms, reps, out);
-out:
-    for (i = 0; i < nev; i++)
-        cu->p_cuEventDestroy(ev[i]);
-    free(ev);
-    free(ms);
-    if (flush != 0)
-        cu->p_cuMemFree(flush);
-    if (stream != NULL) {
-        cu->p_cuStreamSynchronize(stream);
-        cu->p_cuStreamDestroy(stream);
-    }
-    return rc;
 }
 
 /* Enqueues turns turn0 .. turn0 + nturns - 1 of a race on stream: in each, every piece once (the
@@ -204,7 +79,7 @@ static ft_status enqueue_turns(const ft_cuda *cu, int n, const ft_launch_fn *fn,
 }
 
 ft_status ft__time_race(const ft_cuda *cu, int n, const ft_launch_fn *fn, void *const *ud, const ft_timing_opts *o,
-                        int rounds, double *ms, ft_err *err)
+                        int rounds, ft_timing *out, ft_err *err)
 {
     ft_status rc;
     CUstream stream = NULL;
@@ -218,8 +93,7 @@ ft_status ft__time_race(const ft_cuda *cu, int n, const ft_launch_fn *fn, void *
     if (n < 1 || n > FT_RACE_MAX || rounds < 1)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "a race of %d pieces in %d rounds (1 to %d pieces)", n, rounds,
                         FT_RACE_MAX);
-    for (i = 0; i < n * rounds; i++)
-        ms[i] = NAN;
+    memset(out, 0, (size_t)n * rounds * sizeof *out);
     rc = ft__cuda_check(cu, cu->p_cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), err, "cuStreamCreate");
     if (rc == FT_OK && o->flush_bytes > 0)
         rc = ft__cuda_check(cu, cu->p_cuMemAlloc(&flush, o->flush_bytes), err, "allocating the L2 flush buffer");
@@ -283,7 +157,6 @@ ft_status ft__time_race(const ft_cuda *cu, int n, const ft_launch_fn *fn, void *
     for (r = 0; rc == FT_OK && r < rounds; r++)
         for (i = 0; rc == FT_OK && i < n; i++) {
             const CUevent *e = ev + (size_t)2 * n * reps * r;
-            ft_timing tm;
             for (t = 0; t < reps; t++) {
                 rc = ft__cuda_check(cu, cu->p_cuEventElapsedTime(&f, e[2 * ((size_t)t * n + i)],
                                                                  e[2 * ((size_t)t * n + i) + 1]),
@@ -292,10 +165,8 @@ ft_status ft__time_race(const ft_cuda *cu, int n, const ft_launch_fn *fn, void *
                     break;
                 xs[t] = f;
             }
-            if (rc == FT_OK) {
-                ft__timing_summarise(xs, reps, &tm);
-                ms[i * rounds + r] = tm.median_ms;
-            }
+            if (rc == FT_OK)
+                ft__timing_summarise(xs, reps, &out[i * rounds + r]);
         }
 out:
     for (; nev > 0; nev--)
@@ -312,7 +183,12 @@ out:
         cu->p_cuStreamDestroy(stream);
     }
     if (rc != FT_OK)
-        for (i = 0; i < n * rounds; i++)
-            ms[i] = NAN;
+        memset(out, 0, (size_t)n * rounds * sizeof *out);
     return rc;
+}
+
+ft_status ft__time(const ft_cuda *cu, ft_launch_fn fn, void *ud, const ft_timing_opts *o, ft_timing *out,
+                   ft_err *err)
+{
+    return ft__time_race(cu, 1, &fn, &ud, o, 1, out, err);
 }

@@ -45,20 +45,20 @@ int ft__heat_done(double heated_ms, double prev_ms, double cur_ms, double heat_m
 /* The work to time: one call enqueues it on stream. */
 typedef ft_status (*ft_launch_fn)(void *ud, CUstream stream, ft_err *err);
 
-/* Times fn on a new stream of the current context. */
-ft_status ft__time(const ft_cuda *cu, ft_launch_fn fn, void *ud, const ft_timing_opts *o, ft_timing *out,
-                   ft_err *err);
-
-/* Times n pieces of work (fn[i] on ud[i], n <= FT_RACE_MAX) against each other on a new stream:
- * each warmed up on its own, then the heat (o->heat_ms, every piece in turn), then `rounds`
- * rounds, each of reps turns in which every piece runs once, the order rotating from turn to
- * turn and round to round, all queued back to back: every piece is timed at the same sustained
- * clock, and a drift of the clock falls on all alike. A piece gets about o->budget_ms of
- * repetitions a round (o->min_reps to o->max_reps turns). ms[i * rounds + r]: piece i's median
- * in round r. */
+/* Times n pieces of work (fn[i] on ud[i], n <= FT_RACE_MAX) against each other on a new stream
+ * of the current context: each warmed up on its own, then the heat (o->heat_ms, every piece in
+ * turn), then `rounds` rounds, each of reps turns in which every piece runs once after the L2
+ * flush, the order rotating from turn to turn and round to round, all queued back to back:
+ * every piece is timed at the same sustained clock, and a drift of the clock falls on all
+ * alike. A piece gets about o->budget_ms of repetitions a round (o->min_reps to o->max_reps
+ * turns). out[i * rounds + r]: piece i's timing in round r (zeroed on failure). */
 #define FT_RACE_MAX 8
 ft_status ft__time_race(const ft_cuda *cu, int n, const ft_launch_fn *fn, void *const *ud, const ft_timing_opts *o,
-                        int rounds, double *ms, ft_err *err);
+                        int rounds, ft_timing *out, ft_err *err);
+
+/* Times fn alone: a race of one piece in one round. */
+ft_status ft__time(const ft_cuda *cu, ft_launch_fn fn, void *ud, const ft_timing_opts *o, ft_timing *out,
+                   ft_err *err);
 
 /* Sorts xs and fills median, quartiles and min (n >= 1). */
 void ft__timing_summarise(double *xs, int n, ft_timing *out);

@@ -168,7 +168,7 @@ static void test_race(void)
     piece p[N] = {{1.0, 1.1, 0}, {2.0, 1.1, 0}, {3.0, 1.1, 0}};
     ft_launch_fn fn[N] = {run_piece, run_piece, run_piece};
     void *ud[N] = {&p[0], &p[1], &p[2]};
-    double ms[N * ROUNDS];
+    ft_timing ms[N * ROUNDS];
     ft_cuda cu;
     ft_timing_opts o;
     ft_err err;
@@ -180,15 +180,16 @@ static void test_race(void)
     ASSERT_OK(ft__time_race(&cu, N, fn, ud, &o, ROUNDS, ms, &err), &err);
     for (i = 0; i < N; i++)
         for (r = 0; r < ROUNDS; r++)
-            if (fabs(ms[i * ROUNDS + r] - p[i].base_ms * 1.1) > 1e-4)
-                FT_FAIL_("piece %d round %d: %.6f ms, want %.6f", i, r, ms[i * ROUNDS + r], p[i].base_ms * 1.1);
+            if (fabs(ms[i * ROUNDS + r].median_ms - p[i].base_ms * 1.1) > 1e-4 || ms[i * ROUNDS + r].reps < 5)
+                FT_FAIL_("piece %d round %d: %.6f ms (%d reps), want %.6f", i, r, ms[i * ROUNDS + r].median_ms,
+                         ms[i * ROUNDS + r].reps, p[i].base_ms * 1.1);
     /* too many pieces: refused */
     {
         ft_launch_fn many_fn[FT_RACE_MAX + 1];
         void *many_ud[FT_RACE_MAX + 1];
-        double many_ms[FT_RACE_MAX + 1];
+        ft_timing many_ms[FT_RACE_MAX + 1];
         for (i = 0; i <= FT_RACE_MAX; i++)
-            many_fn[i] = run_piece, many_ud[i] = &p[0], many_ms[i] = 0;
+            many_fn[i] = run_piece, many_ud[i] = &p[0];
         ASSERT_TRUE(ft__time_race(&cu, FT_RACE_MAX + 1, many_fn, many_ud, &o, 1, many_ms, &err) ==
                     FT_ERR_INVALID_ARGUMENT);
     }

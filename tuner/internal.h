@@ -226,10 +226,12 @@ ft_status ft__tuner_on_result(tuner *tu, task *t, int j, const ft_tune_reply *re
 int ft__tuner_task_defaults(const tuner *tu, const task *t, char (*out)[512], int cap);
 
 /* The race's runners: the ok results within the noise of the fastest (4 at most; the runner-up
- * whatever its time), and the bucket's built-in default where it was measured. */
+ * whatever its time), the winners of the bucket's earlier races in this tune, and the bucket's
+ * built-in default where it was measured. */
 ft_status ft__tuner_find_leaders(tuner *tu, task *t, ft_err *err);
 
-/* Records the medians of the race's rounds, and the winner the neighbour decided where it did. */
+/* Records the medians of the race's rounds and decides the bucket's winner: the race's fastest,
+ * or the one the neighbour decided for. */
 ft_status ft__tuner_finish_race(tuner *tu, task *t, ft_err *err);
 
 /* The workload's rounds are in: the leaders within each other's noise (t->tied, t->ntied; fewer

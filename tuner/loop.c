@@ -35,51 +35,58 @@ void ft__tuner_progress(tuner *tu, const char *what)
         tu->progress(tu->ud, tu->done, tu->planned, what);
 }
 
-/* The measure command for a kernel, with id; returns its plan item. */
-static const ft_plan_item *measure_line(const tuner *tu, const kernel_ref *kr, unsigned long long id, int verify,
-                                        int budget, char *out, size_t cap)
+/* A kernel's fields in a measure or race command: its compile-cache key, family, entry and
+ * launch facts, as its family gives them (the head dim and causality come with the shape);
+ * returns its plan item. */
+static const ft_plan_item *kernel_fields(const tuner *tu, const kernel_ref *kr, int verify, int budget, char *out,
+                                         size_t cap)
 {
     const ft_plan_item *it = &tu->plans[kr->spec]->items[kr->item];
     ft_launch_facts f;
     char hex[65];
 
-    /* The kernel's launch facts, as its family gives them; the head dim and causality come with
-     * the shape. */
     ft__family_launch(tu->plans[kr->spec]->family, it->source.variant, it->threads, it->smem_dynamic, &f);
     ft__sha256_hex(it->key, hex);
     snprintf(out, cap,
-             "measure id=%llu key=%s family=%s entry=%s threads=%d rows=%d smem=%lld verify=%d budget=%d tma_kv=%d "
-             "span=%d persistent=%d pair=%d split=%d pack=%d packed=%d keys=%d gqa_atomic=%d det=%d\n",
-             id, hex, tu->plans[kr->spec]->family->name, it->source.entry, f.threads, f.rows_per_block,
-             f.smem_dynamic, verify, budget, f.tma ? f.tma_rows_kv : 0, f.tma ? f.tma_span : 0, f.persistent,
-             f.pair_blocks, f.split_kv, f.pack_gqa, f.packed, f.keys_per_block, f.gqa_atomic, f.deterministic);
+             "key=%s family=%s entry=%s threads=%d rows=%d smem=%lld verify=%d budget=%d tma_kv=%d span=%d "
+             "persistent=%d pair=%d split=%d pack=%d packed=%d keys=%d gqa_atomic=%d det=%d",
+             hex, tu->plans[kr->spec]->family->name, it->source.entry, f.threads, f.rows_per_block, f.smem_dynamic,
+             verify, budget, f.tma ? f.tma_rows_kv : 0, f.tma ? f.tma_span : 0, f.persistent, f.pair_blocks,
+             f.split_kv, f.pack_gqa, f.packed, f.keys_per_block, f.gqa_atomic, f.deterministic);
     return it;
 }
 
-/* A race's budget per kernel and round: a third of a measurement's, so that a leader's three
- * rounds take about one measurement's time. */
-static int race_budget(const tuner *tu)
+/* The measure command for a kernel, with id; returns its plan item. */
+static const ft_plan_item *measure_line(const tuner *tu, const kernel_ref *kr, unsigned long long id, int verify,
+                                        int budget, char *out, size_t cap)
 {
-    return tu->o->budget_ms / 3 + 1;
+    char fields[1024];
+    const ft_plan_item *it = kernel_fields(tu, kr, verify, budget, fields, sizeof fields);
+
+    snprintf(out, cap, "measure id=%llu %s\n", id, fields);
+    return it;
 }
 
-/* The race command for kernels ks[0..n-1] (indices into the kernel table), with id: each
- * kernel's fields as its measure command has them, after " ; ". */
-static void race_line(const tuner *tu, const int *ks, int n, unsigned long long id, int budget, char *out, size_t cap)
+/* Sends worker w the race of kernels ks[0..n-1] (indices into the kernel table), each a third of
+ * a measurement's budget a round, so that a leader's three rounds take about one measurement's
+ * time; it is then waiting for `what`. Returns ft__tuner_worker_send's answer. */
+static int send_race(tuner *tu, worker *w, const int *ks, int n, pending what)
 {
-    size_t len = (size_t)snprintf(out, cap, "race id=%llu n=%d rounds=%d budget=%d", id, n, RACE_ROUNDS, budget);
+    char line[LINE_MAX_BYTES], fields[1024];
+    const int budget = tu->o->budget_ms / 3 + 1;
+    size_t len;
     int i;
 
-    for (i = 0; i < n && len < cap; i++) {
-        char one[1024];
-        const char *fields;
-        measure_line(tu, &tu->kernels[ks[i]], id, 0, budget, one, sizeof one);
-        one[strcspn(one, "\n")] = '\0';
-        fields = strchr(strchr(one, ' ') + 1, ' '); /* after "measure id=N" */
-        len += (size_t)snprintf(out + len, cap - len, " ;%s", fields);
+    w->id = ++w->ids;
+    len = (size_t)snprintf(line, sizeof line, "race id=%llu n=%d rounds=%d budget=%d", w->id, n, RACE_ROUNDS, budget);
+    for (i = 0; i < n && len < sizeof line; i++) {
+        kernel_fields(tu, &tu->kernels[ks[i]], 0, budget, fields, sizeof fields);
+        len += (size_t)snprintf(line + len, sizeof line - len, " ; %s", fields);
     }
-    if (len < cap)
-        snprintf(out + len, cap - len, "\n");
+    if (len < sizeof line)
+        snprintf(line + len, sizeof line - len, "\n");
+    w->waiting = what;
+    return ft__tuner_worker_send(tu, w, line, tu->o->timeout_s * 1e3);
 }
 
 /* The shape command for shape p of operation op, with id and the inputs' random seed. */
@@ -176,7 +183,7 @@ static ft_status record_nb_failure(tuner *tu, task *t, int slot, ft_result_statu
  * command could not be sent. */
 static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
 {
-    char line[LINE_MAX_BYTES];
+    char line[1024];
 
     while (w->cur < w->ntasks) {
         task *t = &tu->tasks[w->tasks[w->cur]];
@@ -242,12 +249,8 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
                 if (k >= 0)
                     t->racing[t->nracing] = i, ks[t->nracing++] = k;
             }
-            if (t->nracing > 0) {
-                w->id = ++w->ids;
-                race_line(tu, ks, t->nracing, w->id, race_budget(tu), line, sizeof line);
-                w->waiting = P_RACE;
-                return ft__tuner_worker_send(tu, w, line, tu->o->timeout_s * 1e3) ? 1 : -1;
-            }
+            if (t->nracing > 0)
+                return send_race(tu, w, ks, t->nracing, P_RACE) ? 1 : -1;
             continue;
         }
         if (t->race_started && t->nleaders > 0 && !t->nb_started)
@@ -282,12 +285,8 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
                 if (k >= 0 && !t->nb_bad[slot])
                     t->nb_racing[t->nb_nracing] = slot, ks[t->nb_nracing++] = k;
             }
-            if (t->nb_nracing >= 2) {
-                w->id = ++w->ids;
-                race_line(tu, ks, t->nb_nracing, w->id, race_budget(tu), line, sizeof line);
-                w->waiting = P_NB_RACE;
-                return ft__tuner_worker_send(tu, w, line, tu->o->timeout_s * 1e3) ? 1 : -1;
-            }
+            if (t->nb_nracing >= 2)
+                return send_race(tu, w, ks, t->nb_nracing, P_NB_RACE) ? 1 : -1;
             continue;
         }
         if (t->race_started && t->nleaders > 0) {

@@ -410,7 +410,7 @@ ft_status ft__tune_parse_race(const char *line, unsigned long long id, const ft_
     int i, k, ok;
 
     memset(&r, 0, sizeof r);
-    if (n < 1 || n > 8 || rounds < 1 || rounds > 8)
+    if (n < 1 || n > FT_TUNE_RACE_KERNELS || rounds < 1 || rounds > FT_TUNE_RACE_ROUNDS)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "a race of %d kernels in %d rounds", n, rounds);
     rc = split_fields(line, "detail", &f, err);
     if (rc == FT_OK && strcmp(f.word, "raced") != 0)

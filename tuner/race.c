@@ -1,10 +1,10 @@
 /*
- * Recording results, and the leaders' race: when the fastest variants of a bucket lie within
- * each other's noise they are re-measured interleaved, a few rounds, and the median decides
- * where the rounds tell them apart. Those the rounds cannot (their medians closer than either
- * one's spread) race again on a neighbour, a second shape of the bucket, and the better over
- * both shapes wins: the database keeps it as the bucket's decided winner where it was not the
- * fastest on the bucket's own shape (ft__db_decide).
+ * Recording results, and the leaders' race: the fastest variants of a bucket (with the
+ * runner-up, earlier races' winners and the built-in default) are timed against each other in
+ * one worker command, a few rounds, and the median decides where the rounds tell them apart.
+ * Those the rounds cannot (their medians closer than either one's spread) race again on a
+ * neighbour, a second shape of the bucket, and the better over both shapes wins. The race's
+ * winner is the bucket's decided winner in the database (ft__db_decide).
  */
 #include <errno.h>
 #include <fcntl.h>

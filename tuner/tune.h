@@ -79,7 +79,7 @@ typedef struct ft_tune_summary {
     long long resumed;       /* skipped: already in the database */
     long long by_status[FT_RESULT_TIMEOUT + 1];
     int winners;
-    int races;               /* buckets whose leaders were re-measured interleaved */
+    int races;               /* races of a bucket's leaders (a ranked search's refinement races again) */
     int ties;                /* ... whose leaders stayed within the noise the rounds measured, and
                                 raced again on a neighbouring shape of the bucket */
     int decided;             /* ... where that shape decided for another than the workload's fastest */
@@ -165,10 +165,12 @@ typedef struct ft_tune_reply {
 ft_status ft__tune_parse_result(const char *line, unsigned long long id, const ft_op *op, const ft_problem *shape,
                                 double elapsed_ms, ft_tune_reply *out, ft_err *err);
 
-/* A worker's answer to a race command of n kernels (at most 8) in `rounds` rounds (at most 8). */
+/* A worker's answer to a race command of n kernels in `rounds` rounds. */
+#define FT_TUNE_RACE_KERNELS 8 /* kernels a race command may name (at most FT_RACE_MAX) */
+#define FT_TUNE_RACE_ROUNDS 8  /* rounds it may ask for */
 typedef struct ft_race_reply {
     ft_result_status status; /* ok, launch_failure ("error" too) or fault */
-    double ms[8 * 8];        /* ok: kernel i's median in round r at [i * rounds + r] */
+    double ms[FT_TUNE_RACE_KERNELS * FT_TUNE_RACE_ROUNDS]; /* ok: kernel i's median in round r at [i * rounds + r] */
     double time_ms;
     char detail[512];
 } ft_race_reply;

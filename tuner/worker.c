@@ -195,8 +195,6 @@ ft_status ft__worker_parse_shape(const char *line, const ft_op **op, ft_problem 
  * heated. */
 #define IDLE_MS 50.0
 
-#define RACE_MAX_ROUNDS 8 /* rounds a race command may ask for */
-
 /* When the last timing ended (ms on the monotonic clock). */
 static double last_timing_end = -1e300;
 
@@ -362,22 +360,42 @@ static ft_status lse_written(ft_session *s, shape_state *st, int *ok, ft_err *er
     return rc;
 }
 
+/* A loaded kernel's launch on the current shape, for the timing. */
+typedef struct launch {
+    ft_fwd_launch fwd;
+    ft_bwd_launch bwd;
+} launch;
+
+/* Prepares k's launch on the current shape into l (the workspace grown to what k needs: a
+ * kernel prepared before with a smaller one must be prepared again), with the function that
+ * runs it and its argument. */
+static ft_status prepare_launch(ft_session *s, const ft_kernel *k, shape_state *st, launch *l, ft_launch_fn *fn,
+                                void **ud, ft_err *err)
+{
+    ft_status rc;
+
+    if (st->op == &ft__op_bwd) {
+        rc = ft__bwd_tensors_launch(s->cu, k, &st->bwd, &l->bwd, err);
+        *fn = ft__bwd_launch_fn, *ud = &l->bwd;
+    } else {
+        rc = ft__tensors_workspace(s->cu, &st->fwd, k, err);
+        l->fwd.cu = s->cu, l->fwd.k = k;
+        ft__tensors_params(&st->fwd, &l->fwd.params);
+        *fn = ft__fwd_launch_fn, *ud = &l->fwd;
+    }
+    return rc;
+}
+
 /* Times a loaded kernel on the current shape. */
 static ft_status time_kernel(ft_session *s, const ft_kernel *k, shape_state *st, const ft_timing_opts *o,
                              ft_timing *out, ft_err *err)
 {
-    if (st->op == &ft__op_bwd) {
-        ft_bwd_launch l;
-        ft_status rc = ft__bwd_tensors_launch(s->cu, k, &st->bwd, &l, err);
-        return rc != FT_OK ? rc : ft__time(s->cu, ft__bwd_launch_fn, &l, o, out, err);
-    } else {
-        ft_fwd_launch l;
-        ft_status rc = ft__tensors_workspace(s->cu, &st->fwd, k, err);
-        l.cu = s->cu;
-        l.k = k;
-        ft__tensors_params(&st->fwd, &l.params);
-        return rc != FT_OK ? rc : ft__time(s->cu, ft__fwd_launch_fn, &l, o, out, err);
-    }
+    launch l;
+    ft_launch_fn fn;
+    void *ud;
+    ft_status rc = prepare_launch(s, k, st, &l, &fn, &ud, err);
+
+    return rc != FT_OK ? rc : ft__time(s->cu, fn, ud, o, out, err);
 }
 
 /* A kernel as a measure or race command names it: its compile-cache key, family, entry and launch
@@ -391,8 +409,8 @@ typedef struct kernel_cmd {
 } kernel_cmd;
 
 /* Parses a kernel's fields from text (a measure command, or one kernel's part of a race's);
- * 0 when one is missing or malformed, or the family computes another operation than the shape's. */
-static int parse_kernel(const char *text, const shape_state *st, kernel_cmd *kc)
+ * NULL when they are good, else why not. */
+static const char *parse_kernel(const char *text, const shape_state *st, kernel_cmd *kc)
 {
     char hex[80], family[64];
     long long threads = 0, rows = 0, smem = 0, tma_kv = 0, span = 0, persistent = 0, pair = 0;
@@ -408,9 +426,12 @@ static int parse_kernel(const char *text, const shape_state *st, kernel_cmd *kc)
         !field_int(text, "persistent", 0, 1, &persistent) || !field_int(text, "pair", 0, 1, &pair) ||
         !field_int(text, "split", 0, 1, &split) || !field_int(text, "pack", 0, 1, &pack) ||
         !field_int(text, "packed", 0, 1, &packed) || !field_int(text, "keys", 0, 1 << 20, &keys) ||
-        !field_int(text, "gqa_atomic", 0, 1, &gqa_atomic) || !field_int(text, "det", 0, 1, &det) ||
-        st->op == NULL || kc->fam->op != st->op)
-        return 0;
+        !field_int(text, "gqa_atomic", 0, 1, &gqa_atomic) || !field_int(text, "det", 0, 1, &det))
+        return st->op == NULL ? "no shape set up" : "a malformed kernel";
+    if (st->op == NULL)
+        return "no shape set up";
+    if (kc->fam->op != st->op)
+        return "the kernel's family computes another operation than the shape's";
     one_line(kc->entry);
     kc->facts.threads = (int)threads, kc->facts.smem_dynamic = smem, kc->facts.rows_per_block = (int)rows;
     kc->facts.head_dim = st->op == &ft__op_bwd ? st->bwd.problem.head_dim : st->fwd.problem.head_dim;
@@ -418,7 +439,7 @@ static int parse_kernel(const char *text, const shape_state *st, kernel_cmd *kc)
     kc->facts.persistent = (int)persistent, kc->facts.pair_blocks = (int)pair;
     kc->facts.keys_per_block = (int)keys, kc->facts.gqa_atomic = (int)gqa_atomic, kc->facts.deterministic = (int)det;
     kc->facts.split_kv = (int)split, kc->facts.pack_gqa = (int)pack, kc->facts.packed = (int)packed;
-    return 1;
+    return NULL;
 }
 
 /* Loads kc's kernel from the compile cache into k: "error" when the cache lacks it,
@@ -457,15 +478,9 @@ static int do_measure(ft_session *s, const char *line, unsigned long long id, sh
     memset(&timing, 0, sizeof timing);
     memset(&k, 0, sizeof k);
     err.msg[0] = '\0';
-    if (!parse_kernel(line, st, &kc)) {
-        const ft_family *fam;
-        char family[64];
+    if ((status = parse_kernel(line, st, &kc)) != NULL) {
         printf("result id=%llu status=error median=0 q1=0 q3=0 reps=0 l2=0 lse=0 regs=0 local=0 verify_ms=0 "
-               "time_ms=0 detail=%s\n",
-               id, st->op == NULL ? "no shape set up"
-                   : field_str(line, "family", family, sizeof family) && (fam = ft__family_find(family)) != NULL &&
-                             fam->op != st->op
-                   ? "the kernel's family computes another operation than the shape's" : "malformed measure command");
+               "time_ms=0 detail=%s\n", id, status);
         fflush(stdout);
         return 0;
     }
@@ -518,84 +533,60 @@ static int do_measure(ft_session *s, const char *line, unsigned long long id, sh
     return strcmp(status, "fault") == 0;
 }
 
-/* One kernel's launch on the current shape, for a race. */
-typedef struct race_entry {
-    ft_kernel k;
-    int loaded;
-    ft_fwd_launch fwd;
-    ft_bwd_launch bwd;
-} race_entry;
+/* Times the kernels of a race command against each other (ft__time_race, heated first) and
+ * replies with a raced line: each kernel's median per round. Its kernels were verified on the
+ * shape before; nothing is verified here. Returns 1 after a fault (the context is gone). */
+_Static_assert(FT_TUNE_RACE_KERNELS <= FT_RACE_MAX, "a race command's kernels all race at once");
 
-/* Times the kernels of a race command against each other (ft__time_race, heated first: the
- * parent sent nothing for a while, or other kernels ran) and replies with a raced line: each
- * kernel's median per round. Its kernels were verified on the shape before; nothing is verified
- * here. Returns 1 after a fault (the context is gone). */
 static int do_race(ft_session *s, const char *line, unsigned long long id, shape_state *st)
 {
-    static race_entry e[FT_RACE_MAX];
+    static ft_kernel k[FT_TUNE_RACE_KERNELS];
+    static launch l[FT_TUNE_RACE_KERNELS];
+    static ft_timing out[FT_TUNE_RACE_KERNELS * FT_TUNE_RACE_ROUNDS];
+    ft_launch_fn fn[FT_TUNE_RACE_KERNELS];
+    void *ud[FT_TUNE_RACE_KERNELS];
     kernel_cmd kc;
-    ft_launch_fn fn[FT_RACE_MAX];
-    void *ud[FT_RACE_MAX];
-    double ms[FT_RACE_MAX * RACE_MAX_ROUNDS];
     ft_timing_opts o;
     ft_err err;
     long long n = 0, rounds = 0, budget = 0;
-    const char *status = "ok", *part;
+    const char *status = NULL, *part = strstr(line, " ; ");
     char text[1024];
-    double t0 = ft__now_ms();
-    int i, r, parsed = 0, pass;
+    const double t0 = ft__now_ms();
+    int i, r, loaded = 0, pass;
 
     err.msg[0] = '\0';
-    memset(e, 0, sizeof e);
-    /* "race id=N n=K rounds=R budget=B" then K parts " ; <a measure command's kernel fields>" */
-    part = strstr(line, " ; ");
-    if (part != NULL && (size_t)(part - line) < sizeof text) {
+    /* "race id=N n=K rounds=R budget=B", then K parts " ; <a measure command's kernel fields>" */
+    if (part == NULL || (size_t)(part - line) >= sizeof text)
+        status = "a malformed race";
+    else {
         memcpy(text, line, (size_t)(part - line));
         text[part - line] = '\0';
-        parsed = field_int(text, "n", 1, FT_RACE_MAX, &n) && field_int(text, "rounds", 1, RACE_MAX_ROUNDS, &rounds) &&
-                 field_int(text, "budget", 1, 1000000, &budget);
+        if (!field_int(text, "n", 1, FT_TUNE_RACE_KERNELS, &n) ||
+            !field_int(text, "rounds", 1, FT_TUNE_RACE_ROUNDS, &rounds) || !field_int(text, "budget", 1, 1000000, &budget))
+            status = "a malformed race";
     }
-    for (i = 0; parsed && i < n; i++) {
+    for (i = 0; status == NULL && i < n; i++, part = strstr(part + 3, " ; ")) {
         const char *next = strstr(part + 3, " ; ");
         const size_t len = next != NULL ? (size_t)(next - part) : strlen(part);
         if ((next == NULL) != (i == n - 1) || len >= sizeof text) {
-            parsed = 0;
+            status = "a malformed race";
             break;
         }
-        memcpy(text, part + 2, len - 2); /* from the space before the first field */
+        memcpy(text, part + 2, len - 2); /* from the space before the kernel's first field */
         text[len - 2] = '\0';
-        text[0] = ' ';
-        if (!parse_kernel(text, st, &kc))
-            parsed = 0;
-        else if ((status = load_kernel(s, &kc, &e[i].k, &err)) != NULL)
-            break;
-        else
-            e[i].loaded = 1, status = "ok";
-        part = next;
+        if ((status = parse_kernel(text, st, &kc)) == NULL && (status = load_kernel(s, &kc, &k[i], &err)) == NULL)
+            loaded++;
     }
-    if (!parsed) {
+    if (status != NULL && err.msg[0] == '\0')
+        snprintf(err.msg, sizeof err.msg, "%s", status);
+    if (status != NULL && strcmp(status, "launch_failure") != 0)
         status = "error";
-        snprintf(err.msg, sizeof err.msg, "%s", st->op == NULL ? "no shape set up" : "malformed race command");
-    }
-    /* the launches; twice over, since a kernel's workspace may outgrow its predecessors' */
-    for (pass = 0; pass < 2 && strcmp(status, "ok") == 0; pass++)
-        for (i = 0; i < n; i++) {
-            ft_status rc;
-            if (st->op == &ft__op_bwd) {
-                rc = ft__bwd_tensors_launch(s->cu, &e[i].k, &st->bwd, &e[i].bwd, &err);
-                fn[i] = ft__bwd_launch_fn, ud[i] = &e[i].bwd;
-            } else {
-                rc = ft__tensors_workspace(s->cu, &st->fwd, &e[i].k, &err);
-                e[i].fwd.cu = s->cu, e[i].fwd.k = &e[i].k;
-                ft__tensors_params(&st->fwd, &e[i].fwd.params);
-                fn[i] = ft__fwd_launch_fn, ud[i] = &e[i].fwd;
-            }
-            if (rc != FT_OK) {
+    /* twice over: a kernel's workspace may outgrow the one an earlier kernel was prepared with */
+    for (pass = 0; pass < 2 && status == NULL; pass++)
+        for (i = 0; i < n && status == NULL; i++)
+            if (prepare_launch(s, &k[i], st, &l[i], &fn[i], &ud[i], &err) != FT_OK)
                 status = "launch_failure";
-                break;
-            }
-        }
-    if (strcmp(status, "ok") == 0) {
+    if (status == NULL) {
         ft__timing_opts_default(&o);
         o.warmup_ms = (double)budget / 6.0 * (double)n;
         /* right after the bucket's measurements the board is warm: a shorter heat settles it */
@@ -603,24 +594,23 @@ static int do_race(ft_session *s, const char *line, unsigned long long id, shape
         o.budget_ms = (double)budget;
         o.min_reps = 5;
         o.max_reps = 100;
-        if (ft__time_race(s->cu, (int)n, fn, ud, &o, (int)rounds, ms, &err) != FT_OK)
+        if (ft__time_race(s->cu, (int)n, fn, ud, &o, (int)rounds, out, &err) != FT_OK)
             status = is_fault(&err) || err.code == FT_ERR_CUDA ? "fault" : "launch_failure";
         last_timing_end = ft__now_ms();
     }
-    for (i = 0; i < FT_RACE_MAX; i++)
-        if (e[i].loaded)
-            ft__kernel_unload(s->cu, &e[i].k);
+    for (i = 0; i < loaded; i++)
+        ft__kernel_unload(s->cu, &k[i]);
     one_line(err.msg);
-    printf("raced id=%llu status=%s time_ms=%.3f", id, status, ft__now_ms() - t0);
-    for (i = 0; strcmp(status, "ok") == 0 && i < n; i++)
+    printf("raced id=%llu status=%s time_ms=%.3f", id, status != NULL ? status : "ok", ft__now_ms() - t0);
+    for (i = 0; status == NULL && i < n; i++)
         for (r = 0; r < rounds; r++) {
             if (r == 0)
                 printf(" ms%d=", i);
-            printf(r == 0 ? "%.9g" : ",%.9g", ms[i * rounds + r]);
+            printf(r == 0 ? "%.9g" : ",%.9g", out[i * rounds + r].median_ms);
         }
-    printf(" detail=%s\n", strcmp(status, "ok") == 0 ? "" : err.msg);
+    printf(" detail=%s\n", status == NULL ? "" : err.msg);
     fflush(stdout);
-    return strcmp(status, "fault") == 0;
+    return status != NULL && strcmp(status, "fault") == 0;
 }
 
 int ft__worker_main(int device, const char *cache_dir)
