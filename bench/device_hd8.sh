@@ -50,6 +50,13 @@
 #                                      compile cache $FULLTUNE_CACHE (default /tmp/ft-cache-full,
 #                                      emptied first unless FULLTUNE_WARM=1), FULLTUNE_LIMIT
 #                                      seconds at most; its JSON summary and the winners to $OUT
+#                                      (and every measurement, fulltune_all.jsonl.gz)
+#   bash bench/device_hd8.sh sched     the causal forward's longest-first order (balance=2):
+#                                      flashtune verify of its variants (SCHED_VERIFY: FILTER
+#                                      words, default d = 128 bf16 bm = 128, d = 64 f16 192 x 128,
+#                                      d = 256 bf16 bn = 80), compute-sanitizer's three tools on
+#                                      one (unless SCHED_SANITIZE=0), then bench/sched_ab.py: balance 0, 1 and 2 twins of
+#                                      the causal defaults interleaved on the grid (SCHED_SEQLENS)
 # Expects bench/stage_run.sh's folder in $RUN (default .dev/run). Logs and JSON go to $OUT, one
 # line each to $OUT/summary.txt.
 set -u
@@ -127,9 +134,23 @@ for mode in "$@"; do
     note "tune ${specs[*]:-(built-in specs)} --search ${TUNE_SEARCH:-ranked}: exit $? in $(since "$t0") s"
     tail -n 1 "$OUT/fulltune_${TUNE_TAG:-all}.json" | tee -a "$summary"
     "$ft" query --db "$db" --json > "$OUT/fulltune_winners.jsonl" 2>&1
+    "$ft" query --db "$db" --all --json 2>&1 | gzip > "$OUT/fulltune_all.jsonl.gz" # every measurement, per family
+    ;;
+  sched)
+    for only in ${SCHED_VERIFY:-d=128,dtype=bf16,causal=1,balance=2,bm=128,stages=2 \
+        d=64,dtype=f16,causal=1,balance=2,bm=192,bn=128 d=256,dtype=bf16,causal=1,balance=2,bn=80,stages=2}; do
+      verify "sched_${only//[=,]/_}" specs/flash_fwd_sm90.lua "$only"
+    done
+    [ "${SCHED_SANITIZE:-1}" = 0 ] || sanitize sched specs/flash_fwd_sm90.lua \
+      d=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0
+    t0=$(date +%s)
+    timeout "${SCHED_LIMIT:-300}" python3 bench/sched_ab.py --seqlens "${SCHED_SEQLENS:-1024,4096,16384}" \
+      --json "$OUT/sched_ab.json" > "$OUT/sched_ab.txt" 2>&1
+    note "sched_ab: exit $? in $(since "$t0") s"
+    tail -n 13 "$OUT/sched_ab.txt" | tee -a "$summary"
     ;;
   *)
-    note "unknown mode $mode (verify, sanitize, compare, quality, ablate, vsfa4, fulltune)"
+    note "unknown mode $mode (verify, sanitize, compare, quality, ablate, vsfa4, fulltune, sched)"
     ;;
   esac
 done

@@ -205,7 +205,8 @@ static void fwd_sm80_launch(const char *variant, ft_launch_facts *out)
 }
 
 /* Tensor maps of Q (bm rows) and K, V (bn rows); a persistent grid when not causal, or causal
- * with balance (units of two row blocks); else one block per row block. */
+ * with balance 1 (units of two row blocks) or 2 (blocks from a counter in the workspace); else
+ * one block per row block. */
 static void fwd_sm90_launch(const char *variant, ft_launch_facts *out)
 {
     const int causal = text_int(variant, "causal", 0), balance = text_int(variant, "balance", 0);
@@ -215,8 +216,9 @@ static void fwd_sm90_launch(const char *variant, ft_launch_facts *out)
     out->tma = 1;
     out->tma_rows_kv = text_int(variant, "bn", 64);
     out->tma_span = fwd_sm90_span(out->head_dim);
-    out->pair_blocks = causal && balance;
-    out->persistent = !causal || out->pair_blocks;
+    out->pair_blocks = causal && balance == 1;
+    out->block_counter = causal && balance == 2;
+    out->persistent = !causal || balance != 0;
     out->packed = 1;
 }
 

@@ -198,7 +198,9 @@ static ft_status fwd_plan_split(const ft_launch_facts *f, const ft_problem *p, f
 
 /* One kernel step. Without TMA: a block per (row block, head, batch). With TMA: the row blocks
  * of every head and batch in one dimension (units of two with pair_blocks), at most
- * max_resident blocks when the kernel is persistent. Split keys: fwd_plan_split. */
+ * max_resident blocks when the kernel is persistent; with block_counter and a workspace (4
+ * bytes at least, or a size query), the counter zeroed in a step before it. Split keys:
+ * fwd_plan_split. */
 static ft_status fwd_plan(const ft_launch_facts *f, const ft_problem *p, ft_launch_plan *out, ft_err *err)
 {
     ft_launch_step *s = &out->steps[0];
@@ -231,6 +233,14 @@ static ft_status fwd_plan(const ft_launch_facts *f, const ft_problem *p, ft_laun
         units = f->max_resident;
     s->grid[0] = (unsigned)units, s->grid[1] = 1, s->grid[2] = 1;
     out->nsteps = 1;
+    if (f->block_counter && (p->workspace_cap < 0 || p->workspace_cap >= FT_BLOCK_COUNTER_BYTES)) {
+        out->steps[1] = *s;
+        memset(s, 0, sizeof *s);
+        s->kind = FT_STEP_MEMSET;
+        s->ws_offset = 0, s->ws_bytes = FT_BLOCK_COUNTER_BYTES;
+        out->workspace_bytes = FT_BLOCK_COUNTER_BYTES;
+        out->nsteps = 2;
+    }
     return FT_OK;
 }
 

@@ -126,6 +126,9 @@ typedef struct ft_launch_facts {
     int persistent;         /* a TMA kernel whose grid is at most max_resident blocks */
     int pair_blocks;        /* a unit of work is two row blocks of a head, the i-th longest and
                                the i-th shortest */
+    int block_counter;      /* a persistent kernel whose blocks take their next row block from an
+                               int counter at the workspace's start (FT_BLOCK_COUNTER_BYTES), zeroed
+                               by the plan before it (without a workspace they take every grid-th) */
     int max_resident;       /* blocks the device holds at once; set when the kernel is loaded */
     /* The backward's kernels (ops/bwd.c): */
     int keys_per_block;     /* keys of one K/V head per block of the main kernel (the split-key
@@ -156,6 +159,9 @@ int ft__fwd_needs(int kv_cache, const void *cu_seqlens_q, int total_q, const voi
 int ft__facts_take(const ft_launch_facts *f, int needs);
 
 typedef enum ft_step_kind { FT_STEP_KERNEL = 0, FT_STEP_MEMSET = 1 } ft_step_kind;
+
+/* The workspace a forward kernel with facts.block_counter uses: one int, zeroed before it. */
+#define FT_BLOCK_COUNTER_BYTES 4
 
 typedef struct ft_launch_step {
     ft_step_kind kind;

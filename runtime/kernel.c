@@ -277,6 +277,7 @@ ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd
                                     p->cu_seqlens_k, p->total_k);
     ft_problem prob;
     ft_status rc;
+    int i;
 
     memset(l, 0, sizeof *l);
     if (!ft__facts_take(f, needs))
@@ -294,7 +295,11 @@ ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd
     if (rc != FT_OK || l->plan.nsteps == 0)
         return rc; /* nothing to compute: grid 0 */
     l->params.splits = l->plan.splits;
-    memcpy(l->grid, l->plan.steps[0].grid, sizeof l->grid);
+    if (l->plan.workspace_bytes == 0) /* the kernels read a workspace only where the plan uses one */
+        l->params.ws = NULL, l->params.ws_bytes = 0;
+    for (i = 0; l->plan.steps[i].kind != FT_STEP_KERNEL && i + 1 < l->plan.nsteps; i++)
+        ; /* the main kernel: the first kernel step (a memset may come before it) */
+    memcpy(l->grid, l->plan.steps[i].grid, sizeof l->grid);
     if (!f->tma)
         return FT_OK;
     if (cu->p_cuTensorMapEncodeTiled == NULL) {
@@ -324,6 +329,13 @@ ft_status ft__kernel_launch_prepared(const ft_cuda *cu, const ft_kernel *k, ft_l
         return FT_OK;
     for (i = 0; i < l->plan.nsteps && rc == FT_OK; i++) {
         const ft_launch_step *s = &l->plan.steps[i];
+        if (s->kind == FT_STEP_MEMSET) {
+            rc = ft__cuda_check(cu,
+                                cu->p_cuMemsetD8Async((CUdeviceptr)(uintptr_t)l->params.ws + s->ws_offset, 0,
+                                                      s->ws_bytes, stream),
+                                err, "cuMemsetD8Async(workspace)");
+            continue;
+        }
         if (s->kind != FT_STEP_KERNEL || s->kernel < 0 || s->kernel >= k->nfns || k->fns[s->kernel] == NULL)
             return ft__fail(err, FT_ERR_INTERNAL, "a forward plan's step %d names kernel %d of %d loaded", i,
                             s->kernel, k->nfns);

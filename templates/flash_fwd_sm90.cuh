@@ -7,7 +7,10 @@
 // block and the hardware hands them out as CTAs finish; with BALANCE the grid is persistent
 // and a unit is two blocks of one head, its i-th longest and its i-th shortest, whose K/V
 // tiles add up to about the same count for every i, so CTAs stay in step and the ones working
-// at the same time share a few heads' K and V in the L2 cache.
+// at the same time share a few heads' K and V in the L2 cache. With DYNAMIC the grid is
+// persistent too and each CTA takes its next block from a counter in the workspace as it
+// needs one, the blocks in longest-first order within sections of heads whose K and V fit in
+// the L2 cache together (see lpt_item): the longest-processing-time-first list schedule.
 // Warpgroup 0 is the producer: one of its threads walks the CTA's blocks, announces each to
 // the consumers in a shared-memory slot, loads its Q tile and streams the K and V tiles
 // through a STAGES-deep ring of shared-memory buffers with the tensor-memory accelerator
@@ -63,7 +66,9 @@
 //   FTP_STAGES   depth of the K/V ring (2..4)
 //   FTP_CAUSAL   0 or 1                 FTP_PINGPONG  1: consumer warpgroups take turns (BM 128)
 //   FTP_OVERLAP  1: softmax of S_j while P_{j-1}·V_{j-1} runs
-//   FTP_BALANCE  1: (causal) persistent grid, units of a long and a short block
+//   FTP_BALANCE  (causal) 1: persistent grid, units of a long and a short block; 2 (DYNAMIC):
+//                persistent grid, blocks longest first from a counter (FwdParams::ws: an int the
+//                launch plan zeroes; without a workspace each CTA takes every gridDim.x-th)
 //   FTP_PSMEM    1: P through shared memory (see PSMEM above)
 //   FTP_PEXP     of every 8 exponentials of the softmax, how many the FMA pipe computes
 //                (ft_exp2_poly, ft_exp2.cuh) instead of the multi-function unit (0..8)
@@ -99,7 +104,8 @@ constexpr int STAGES = FTP_STAGES;
 constexpr bool CAUSAL = FTP_CAUSAL != 0;
 constexpr bool PINGPONG = FTP_PINGPONG != 0;
 constexpr bool OVERLAP = FTP_OVERLAP != 0;
-constexpr bool BALANCE = FTP_BALANCE != 0;
+constexpr bool BALANCE = FTP_BALANCE == 1;
+constexpr bool DYNAMIC = FTP_BALANCE == 2;
 constexpr bool PSMEM = FTP_PSMEM != 0;
 constexpr int PEXP = FTP_PEXP;
 constexpr bool SKIP_RESCALE = FTP_SKIP_RESCALE != 0;
@@ -153,7 +159,8 @@ static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "key tile must be a multipl
 static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 pipeline stages");
 static_assert(PEXP >= 0 && PEXP <= 8, "of every 8 exponentials, 0 to 8 by FMA");
 static_assert(!PINGPONG || NWG == 2, "ping-pong takes two consumer warpgroups");
-static_assert(!BALANCE || CAUSAL, "balanced units pair causal blocks");
+static_assert(FTP_BALANCE >= 0 && FTP_BALANCE <= 2, "balance 0, 1 or 2");
+static_assert(FTP_BALANCE == 0 || CAUSAL, "balanced units and the longest-first order are for causal blocks");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
 static_assert(Q_BYTES % 2048 == 0, "one Q buffer or two: the same alignment before the P tiles");
 static_assert(P_WG_BYTES % 1024 == 0, "each warpgroup's P tile on a 1024-byte boundary");
@@ -235,12 +242,34 @@ __device__ __forceinline__ Block block_of(const FwdParams &p, int item)
     return b;
 }
 
+// DYNAMIC: the bytes of L2 cache a section's K and V may fill (the H100 has 50 MiB, the H200
+// 60: the rest is left to the Q and O tiles streaming past).
+constexpr long long SECTION_L2_BYTES = 32ll << 20;
+
+// DYNAMIC: the block number (for block_of) at position idx of the longest-first order. The
+// (batch, head) pairs go in sections of consecutive ones whose K and V together take at most
+// SECTION_L2_BYTES (the query heads of one K/V head share theirs); a section's blocks go
+// longest first, its heads in turn at each length (block k = 0 of each, then k = 1, ...), then
+// the next section's. So the CTAs working at once read the K and V of one section, and the
+// short blocks that end the kernel even out the CTAs' loads.
+__device__ __forceinline__ int lpt_item(const FwdParams &p, int idx, int m)
+{
+    const int heads = p.heads_q * p.batch;
+    const long long kv_bytes = (long long)max(p.seqlen_k, 1) * DK * 4; // K and V of one K/V head
+    const long long fit = SECTION_L2_BYTES * (p.heads_q / p.heads_kv) / kv_bytes;
+    const int sect = (int)max(1ll, min((long long)heads, fit));
+    const int sec = idx / (sect * m), r = idx - sec * sect * m;
+    const int n = min(sect, heads - sec * sect); // the last section may have fewer heads
+    return (sec * sect + r % n) * m + r / n;
+}
+
 // The blocks a CTA works on, in order (see the top of the file), walked by the producer: a unit
 // is one block, or with BALANCE the blocks k = i and k = m - 1 - i of one head (k counts from
 // the longest, as block_of numbers them; m the sequence's row blocks), the longer first; an odd
-// count leaves the middle block alone. Without BALANCE the walk's position is the unit; with
-// it, 2·unit, plus 1 when the unit's second block comes next (the producer runs on
-// PRODUCER_REGS registers).
+// count leaves the middle block alone. Without BALANCE the walk's position is the unit (DYNAMIC:
+// the position in lpt_item's order; -1 once it is to come from the counter); with it,
+// 2·unit, plus 1 when the unit's second block comes next (the producer runs on PRODUCER_REGS
+// registers).
 struct Walk {
     int pos;
     int units; // without BALANCE: units of the whole grid
@@ -257,6 +286,20 @@ __device__ __forceinline__ Walk walk_begin(const FwdParams &p)
 __device__ __forceinline__ int walk_next(const FwdParams &p, Walk &w)
 {
     const int m = max_blocks(p);
+    if (DYNAMIC) {
+        // The first position is the CTA's own; each later one is taken from the counter when
+        // the CTA comes for it (positions gridDim.x on), or without one every gridDim.x-th.
+        int *const counter = (int *)p.ws;
+        for (;;) {
+            const int idx = w.pos >= 0 ? w.pos : (int)gridDim.x + atomicAdd(counter, 1);
+            w.pos = counter != nullptr ? -1 : idx + (int)gridDim.x;
+            if (idx >= w.units)
+                return -1;
+            const int item = lpt_item(p, idx, m);
+            if (p.cu_seqlens_q == nullptr || item % m < seq_blocks(p, item / m / p.heads_q))
+                return item;
+        }
+    }
     if (!BALANCE) {
         for (;;) {
             const int item = w.pos;

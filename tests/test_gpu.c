@@ -510,7 +510,9 @@ static void test_public_kv_cache(void)
  * the fp64 CPU reference of that sequence alone, the LSE in its [heads_q, total_q] layout, and
  * the rows past the last sequence's left as they were. There, with the totals, forced variants
  * too: of the sm_90a forward one, two and three consumer warpgroups, ping-pong, two and three
- * stages; of the sm80 forward two ring depths, Q in registers or not, overlapped or not. */
+ * stages, causal blocks taken longest first from a block counter (balance=2: its workspace size
+ * asked of the API, and run with it and without); of the sm80 forward two ring depths, Q in
+ * registers or not, overlapped or not. */
 static void test_public_varlen(void)
 {
     static const struct {
@@ -525,13 +527,17 @@ static void test_public_varlen(void)
         {"specs/flash_fwd_sm90.lua", "bm=64,bn=128,stages=2,pingpong=0,overlap=0,balance=0"},
         {"specs/flash_fwd_sm90.lua", "bm=192,bn=64,stages=2,pingpong=0,overlap=1,balance=0"},
         {"specs/flash_fwd_sm90.lua", "bm=128,bn=96,stages=3,pingpong=1,overlap=1,balance=0"},
+        {"specs/flash_fwd_sm90.lua", "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=2"},
         {"specs/flash_fwd.lua", "bm=128,bn=64,warps=4,stages=2,qreg=0,overlap=1"},
         {"specs/flash_fwd.lua", "bm=64,bn=64,warps=4,stages=1,qreg=1,overlap=0"}};
     ft_context *ctxs[1 + sizeof forced / sizeof forced[0]];
+    CUdeviceptr ws_counter;
     size_t c, f;
     int mode, with_ws;
 
     forced_contexts(forced, sizeof forced / sizeof forced[0], ctxs);
+    ASSERT_EQ(session.cu->p_cuMemAlloc(&ws_counter, 256), CUDA_SUCCESS);
+    ASSERT_EQ(session.cu->p_cuMemsetD32(ws_counter, 0x7fffffffu, 64), CUDA_SUCCESS); /* the plan must zero it */
     for (c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (mode = 0; mode < 4; mode++) {
             const int causal = mode & 1, totals = mode >> 1;
@@ -594,14 +600,27 @@ static void test_public_varlen(void)
             hl = malloc(total_q * hq * 4 + 4);
             ASSERT_TRUE(hqv && hk && hv && ho && hl);
             for (f = 0; f < sizeof ctxs / sizeof ctxs[0]; f++)
-            for (with_ws = f == 0 && bytes > 0; with_ws >= 0; with_ws--) {
+            for (with_ws = (f == 0 && bytes > 0) || (f > 0 && strstr(forced[f - 1].variant, "balance=2")); with_ws >= 0;
+                 with_ws--) {
                 ft_context *ctx = ctxs[f];
                 double worst = 0;
                 size_t i;
                 const int sm90 = f > 0 && strstr(forced[f - 1].spec, "sm90") != NULL;
+                const int counter = f > 0 && strstr(forced[f - 1].variant, "balance=2") != NULL;
+                const char *ws_how = counter ? (with_ws ? "block counter" : "no counter") : with_ws ? "split" : "unsplit";
                 if (f > 0 && (!totals || max_q <= 16 || d > 128 || (sm90 && session.arch.cc != 90)))
                     break; /* the forced variants: prefill-length batches with totals (sm_90a on an H100/H200) */
-                a.workspace = with_ws ? (void *)(uintptr_t)ws : NULL, a.workspace_bytes = with_ws ? bytes : 0;
+                if (counter && !causal)
+                    break; /* the longest-first order is for causal blocks */
+                if (counter) { /* its workspace: the counter (the API says so), in the first bytes of ws_counter */
+                    size_t want = 0;
+                    if (ft_attention_forward_workspace_size(ctx, &a, &want) != FT_OK)
+                        FT_FAIL_("varlen case %zu: workspace size (block counter): %s", c, ft_last_error(ctx));
+                    ASSERT_EQ(want, FT_BLOCK_COUNTER_BYTES);
+                    a.workspace = with_ws ? (void *)(uintptr_t)ws_counter : NULL, a.workspace_bytes = with_ws ? 256 : 0;
+                } else {
+                    a.workspace = with_ws ? (void *)(uintptr_t)ws : NULL, a.workspace_bytes = with_ws ? bytes : 0;
+                }
                 ASSERT_EQ(session.cu->p_cuMemsetD16(out, 0xffff, (total_q + guard) * hq * d), CUDA_SUCCESS);
                 ASSERT_EQ(session.cu->p_cuMemsetD32(lse, 0xffffffffu, total_q * hq), CUDA_SUCCESS);
                 if (ft_attention_forward(ctx, &a, NULL) != FT_OK)
@@ -645,13 +664,13 @@ static void test_public_varlen(void)
                     ft__check_outputs(&one, ho + (size_t)cu_q[b] * hq * d, qs, lk, o32, m32, l32, &check);
                     if (!check.pass)
                         FT_FAIL_("varlen case %zu sequence %d (%d queries, %d keys) causal=%d %s %s: %s", c, b, sq,
-                                 sk, causal, with_ws ? "split" : "unsplit", f > 0 ? forced[f - 1].variant : how, check.detail);
+                                 sk, causal, ws_how, f > 0 ? forced[f - 1].variant : how, check.detail);
                     worst = check.o_rel_l2 > worst ? check.o_rel_l2 : worst;
                     free(o64), free(m64), free(l64), free(o32), free(m32), free(l32), free(lk);
                 }
                 printf("  varlen %d sequences hq=%d hkv=%d d=%d (<= %d queries, <= %d keys) causal=%d %s %s%s: pass "
                        "(worst O rel L2 %.2e; %s)\n", B, hq, hkv, d, max_q, max_k, causal, bf16 ? "bf16" : "f16",
-                       with_ws ? "split" : "unsplit", totals ? ", totals" : "", worst, f > 0 ? forced[f - 1].variant : how);
+                       ws_how, totals ? ", totals" : "", worst, f > 0 ? forced[f - 1].variant : how);
             }
             free(hqv), free(hk), free(hv), free(ho), free(hl);
             session.cu->p_cuMemFree(q), session.cu->p_cuMemFree(k), session.cu->p_cuMemFree(v);
@@ -660,6 +679,7 @@ static void test_public_varlen(void)
             if (ws != 0)
                 session.cu->p_cuMemFree(ws);
         }
+    session.cu->p_cuMemFree(ws_counter);
     for (f = 0; f < sizeof ctxs / sizeof ctxs[0]; f++)
         ft_context_destroy(ctxs[f]);
 }

@@ -274,6 +274,34 @@ static void test_fwd_plan_grids(void)
     f.pair_blocks = 1, f.max_resident = 1000;
     ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
     ASSERT_EQ(plan.steps[0].grid[0], 4 * 5 * 3);
+    /* A block counter: with a workspace (or a size query) its int is zeroed in a step before the
+     * kernel, which keeps its grid; without one (or with less than the int) the kernel alone. */
+    f.pair_blocks = 0, f.block_counter = 1, f.max_resident = 100;
+    p.workspace_cap = -1;
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.nsteps, 2);
+    ASSERT_EQ(plan.workspace_bytes, FT_BLOCK_COUNTER_BYTES);
+    ASSERT_EQ(plan.steps[0].kind, FT_STEP_MEMSET);
+    ASSERT_EQ(plan.steps[0].ws_offset, 0);
+    ASSERT_EQ(plan.steps[0].ws_bytes, FT_BLOCK_COUNTER_BYTES);
+    ASSERT_EQ(plan.steps[1].kind, FT_STEP_KERNEL);
+    ASSERT_EQ(plan.steps[1].kernel, 0);
+    ASSERT_EQ(plan.steps[1].grid[0], 100);
+    ASSERT_EQ(plan.steps[1].block, 128);
+    ASSERT_EQ(plan.steps[1].smem, 49152);
+    p.workspace_cap = 256;
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.nsteps, 2);
+    p.workspace_cap = FT_BLOCK_COUNTER_BYTES - 1;
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.nsteps, 1);
+    ASSERT_EQ(plan.workspace_bytes, 0);
+    ASSERT_EQ(plan.steps[0].kind, FT_STEP_KERNEL);
+    ASSERT_EQ(plan.steps[0].grid[0], 100);
+    p.workspace_cap = 0;
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.nsteps, 1);
+    ASSERT_EQ(plan.workspace_bytes, 0);
     /* Too many heads for a grid dimension. */
     p.heads_q = p.heads_kv = 70000;
     ASSERT_EQ(ft__op_fwd.plan(&f, &p, &plan, &err), FT_ERR_UNSUPPORTED);

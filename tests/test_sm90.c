@@ -502,6 +502,7 @@ static void test_emit_sm90(void)
         {"d=96,bm=192,bn=64,stages=2,causal=1,dtype=f16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0", 512, 2},
         {"d=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0", 384, 1},
         {"d=128,bm=128,bn=176,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0", 384, 1},
+        {"d=64,bm=192,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=0,balance=2,psmem=0,pexp=0,skip_rescale=0", 512, 2},
     };
     ft_spec *spec = load_sm90();
     const ft_family *fam = ft__family_find("flash_fwd_sm90");
@@ -547,6 +548,17 @@ static void test_emit_sm90(void)
         snprintf(want, sizeof want, "ft_flash_fwd_sm90_d%lld_bm%lld_bn%lld_stages%lld_", d, bm, bn, st);
         ASSERT_TRUE(strncmp(src.entry, want, strlen(want)) == 0);
         ASSERT_CONTAINS(src.text, src.entry);
+        { /* the grid: persistent but for causal balance=0; pairs with 1; a block counter with 2 */
+            const long long causal = ft__variant_int(spec, &v, "causal", 0);
+            const long long balance = ft__variant_int(spec, &v, "balance", 0);
+            ft_launch_facts f;
+            snprintf(want, sizeof want, "#define FTP_BALANCE %lld\n", balance);
+            ASSERT_CONTAINS(src.text, want);
+            ft__family_launch(fam, cases[i].variant, src.threads, src.smem_dynamic, &f);
+            ASSERT_EQ(f.persistent, !causal || balance != 0);
+            ASSERT_EQ(f.pair_blocks, causal && balance == 1);
+            ASSERT_EQ(f.block_counter, causal && balance == 2);
+        }
         ft__kernel_source_free(&src);
     }
     ft__spec_free(spec);
@@ -588,7 +600,7 @@ static void test_sm90_pruning(void)
     ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
     ASSERT_OK(ft__plan_build(spec, &arch, NULL, 0, &plan, &err), &err);
     ASSERT_EQ(plan->nitems, spec->nvariants);
-    ASSERT_EQ(spec->nvariants, 7 * 3 * 8 * 2 * 2 * 2 * 2 * 2 * 2 * 2 * 2 * 2);
+    ASSERT_EQ(spec->nvariants, 7 * 3 * 8 * 2 * 2 * 2 * 2 * 2 * 3 * 2 * 2 * 2);
     for (i = 0; i < plan->nitems; i++) {
         const ft_plan_item *it = &plan->items[i];
         long long d = ft__variant_int(spec, &it->variant, "d", 0);
@@ -601,10 +613,10 @@ static void test_sm90_pruning(void)
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
             ASSERT_STREQ(it->reason, "ping-pong takes two consumer warpgroups");
             pingpong++;
-        } else if (ft__variant_int(spec, &it->variant, "balance", 0) == 1 &&
+        } else if (ft__variant_int(spec, &it->variant, "balance", 0) != 0 &&
                    ft__variant_int(spec, &it->variant, "causal", 0) == 0) {
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
-            ASSERT_STREQ(it->reason, "balanced units pair causal row blocks");
+            ASSERT_STREQ(it->reason, "balanced units and the longest-first order are for causal row blocks");
             balance++;
         } else if (ps == 1 && bm != 192) {
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);

@@ -13,8 +13,8 @@ tune() { "$ft" tune --db "$db" -q -j 2 "$@" > "$dir/out" 2>&1; }
 count() { sqlite3 "$db" "$1"; }
 
 # Parameters both families have: per causal value, flash_fwd keeps 2 variants (qreg 0/1;
-# warps=8 cannot split 64 rows) and flash_fwd_sm90 keeps 2 non-causal and 4 causal (ping-pong
-# needs bm=128; balance 0/1 only when causal; pexp 0/2 at d = 64). Both specs have the same six
+# warps=8 cannot split 64 rows) and flash_fwd_sm90 keeps 2 non-causal and 6 causal (ping-pong
+# needs bm=128; balance 0/1/2 only when causal; pexp 0/2 at d = 64). Both specs have the same six
 # d=64 workloads: 12 buckets (6 x 2 causal).
 both='d=64,bm=64,bn=64,stages=2,dtype=f16,overlap=0'
 
@@ -32,24 +32,25 @@ grep -q 'warps=4' "$dir/out" || fail "cc 8.0: query --all shows no flash_fwd var
 grep -q 'entry=ft_flash_fwd_sm90' "$dir/log80" && fail "cc 8.0: the worker was asked to measure an sm90 kernel"
 echo "cc 8.0, built-in specs: flash_fwd only: ok"
 
-# 2. Compute capability 9.0: both families on the same buckets, 6 sm90 variants per causality; the
+# 2. Compute capability 9.0: both families on the same buckets, 8 sm90 variants (2 + 6); the
 #    sm90 kernels are launched with tensor maps of the K/V tile (tma_kv = bn) and 128 threads
 #    per consumer warpgroup plus a producer warpgroup.
 db=$dir/cc90.db
 FAKE_CC=90 FAKE_LOG="$dir/log90" tune --only "$both" || fail "tune on cc 9.0 failed"
-grep -q 'measured 60, already in the database 0: 60 ok' "$dir/out" || fail "cc 9.0: expected 60 measurements"
+grep -q 'measured 72, already in the database 0: 72 ok' "$dir/out" || fail "cc 9.0: expected 72 measurements"
 grep -q 'tuned Fake GPU: 12 buckets' "$dir/out" || fail "cc 9.0: the summary should count each shared bucket once"
 grep -q '^winners: 12 buckets' "$dir/out" || fail "cc 9.0: the summary should count 12 winners"
-[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90'")" = 6 ] || fail "cc 9.0: expected 6 sm90 kernels"
+[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90'")" = 8 ] || fail "cc 9.0: expected 8 sm90 kernels"
 [ "$(count "select count(*) from kernels where family = 'flash_fwd_sm80'")" = 4 ] || fail "cc 9.0: expected 4 sm80 kernels"
-[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90' and threads = 256")" = 6 ] ||
+[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90' and threads = 256")" = 8 ] ||
   fail "cc 9.0: sm90 kernels with bm=64 should have 256 threads"
-[ "$(count 'select count(*) from results')" = 60 ] || fail "cc 9.0: the database does not hold 60 results"
+[ "$(count 'select count(*) from results')" = 72 ] || fail "cc 9.0: the database does not hold 72 results"
 [ "$(count 'select count(*) from v_winners')" = 12 ] || fail "cc 9.0: expected 12 winners (one per bucket, both families)"
 "$ft" query --db "$db" --all > "$dir/out" 2>&1 || fail "cc 9.0: query --all failed"
-grep -q '^60 rows from' "$dir/out" || fail "cc 9.0: query --all: expected 60 rows"
-[ "$(grep -c 'pingpong=0' "$dir/out")" = 36 ] || fail "cc 9.0: query --all: expected 36 rows of sm90 variants"
+grep -q '^72 rows from' "$dir/out" || fail "cc 9.0: query --all: expected 72 rows"
+[ "$(grep -c 'pingpong=0' "$dir/out")" = 48 ] || fail "cc 9.0: query --all: expected 48 rows of sm90 variants"
 [ "$(grep -c 'balance=1' "$dir/out")" = 12 ] || fail "cc 9.0: query --all: expected 12 rows of balanced sm90 variants"
+[ "$(grep -c 'balance=2' "$dir/out")" = 12 ] || fail "cc 9.0: query --all: expected 12 rows of longest-first sm90 variants"
 [ "$(grep -c 'warps=4' "$dir/out")" = 24 ] || fail "cc 9.0: query --all: expected 24 rows of flash_fwd variants"
 # the measure commands (a race command names several kernels of both families)
 grep '^\[[0-9]\] measure ' "$dir/log90" > "$dir/measures90"
@@ -75,7 +76,7 @@ echo "cc 9.0, --only warps=4: flash_fwd only: ok"
 #    spec, a clear error. A parameter no spec knows is the usual error.
 db=$dir/pingpong.db
 FAKE_CC=90 tune --only "$both,pingpong=0" || fail "--only pingpong=0 on cc 9.0 failed"
-grep -q 'measured 36, already in the database 0: 36 ok' "$dir/out" || fail "--only pingpong=0: expected 36 measurements"
+grep -q 'measured 48, already in the database 0: 48 ok' "$dir/out" || fail "--only pingpong=0: expected 48 measurements"
 [ "$(count "select count(*) from kernels where family = 'flash_fwd_sm80'")" = 0 ] || fail "--only pingpong=0: sm80 kernels recorded"
 db=$dir/none.db
 FAKE_CC=80 tune --only "$both,pingpong=0" && fail "--only pingpong=0 on cc 8.0 should fail"
@@ -85,17 +86,23 @@ grep -q "unknown parameter 'tile'" "$dir/out" || fail "--only tile=2: no clear m
 echo "filters of one family, or none: ok"
 
 # 5. Naming the sm90 spec: tuned on cc 9.0 (ping-pong, overlap and skip_rescale both ways,
-#    balance both ways when causal, d=128 buckets),
+#    balance three ways when causal, d=128 buckets),
 #    refused on cc 8.0 with the reason.
 db=$dir/sm90.db
 FAKE_CC=90 FAKE_LOG="$dir/log90b" tune flash_fwd_sm90 --only 'd=128,bm=128,bn=128,stages=2,dtype=bf16' || fail "tune flash_fwd_sm90 failed"
-grep -q 'tuned Fake GPU: 12 buckets, 24 variants' "$dir/out" || fail "tune flash_fwd_sm90: expected 12 buckets, 24 variants"
-grep -q 'measured 144, already in the database 0: 144 ok' "$dir/out" || fail "tune flash_fwd_sm90: expected 144 measurements"
-[ "$(count "select count(distinct variant) from kernels where family = 'flash_fwd_sm90' and threads = 384")" = 24 ] ||
-  fail "tune flash_fwd_sm90: expected 24 kernels of 384 threads"
+grep -q 'tuned Fake GPU: 12 buckets, 32 variants' "$dir/out" || fail "tune flash_fwd_sm90: expected 12 buckets, 32 variants"
+grep -q 'measured 192, already in the database 0: 192 ok' "$dir/out" || fail "tune flash_fwd_sm90: expected 192 measurements"
+[ "$(count "select count(distinct variant) from kernels where family = 'flash_fwd_sm90' and threads = 384")" = 32 ] ||
+  fail "tune flash_fwd_sm90: expected 32 kernels of 384 threads"
 grep ' pair=1 ' "$dir/log90b" | grep -q 'entry=ft_flash_fwd_sm90_d128_[a-z0-9_]*_causal1_' ||
   fail "tune flash_fwd_sm90: no causal measurement with balance=1"
 grep ' pair=1 ' "$dir/log90b" | grep -q '_causal0_' && fail "tune flash_fwd_sm90: a non-causal measurement with balance=1"
+# the block counter (balance=2) reaches the worker as counter=1, on causal variants with it only
+grep '^\[[0-9]\] measure ' "$dir/log90b" > "$dir/measures90b"
+grep ' counter=1' "$dir/measures90b" | grep -q 'entry=ft_flash_fwd_sm90_d128_[a-z0-9_]*_causal1_[a-z0-9_]*_balance2_' ||
+  fail "tune flash_fwd_sm90: no causal measurement with balance=2 and counter=1"
+grep ' counter=1' "$dir/measures90b" | grep -q -v '_balance2_' && fail "tune flash_fwd_sm90: counter=1 without balance=2"
+grep '_balance2_' "$dir/measures90b" | grep -q ' counter=0' && fail "tune flash_fwd_sm90: balance=2 without counter=1"
 db=$dir/sm90-cc80.db
 FAKE_CC=80 tune flash_fwd_sm90 --only 'd=128,bm=128,bn=128,stages=2,dtype=bf16' && fail "tune flash_fwd_sm90 on cc 8.0 should fail"
 grep -q 'runs only on compute capability 9.0' "$dir/out" || fail "tune flash_fwd_sm90 on cc 8.0: no clear message"

@@ -20,7 +20,8 @@ struct FwdParams {
     float scale;      // softmax scale applied to q·k
     float scale_log2; // scale · log2(e)
     int reserved;
-    // Families that split the keys across CTAs (flash_decode_sm80) and need a workspace:
+    // The launch plan's workspace: the split-key family's partial results (flash_decode_sm80), the
+    // block counter of flash_fwd_sm90's longest-first order (balance=2); NULL where unused:
     float *ws;        // the workspace of the launch plan (its layout: the family's template)
     long long ws_bytes; // its size: what the plan may use (the host's; kernels do not read it)
     int splits;       // runs of keys per row block (1: no partial results)
