@@ -183,6 +183,9 @@ typedef struct ft_attention_args {
                               how much the call can use. Calls with few queries against many keys
                               split the keys across blocks and need it for their partial results;
                               without it (or with less) they run unsplit: the same result, slower.
+                              A causal kernel that hands out its row blocks from a counter (the
+                              sm_90a forward's balance=2) takes 4 bytes of it, zeroed on the
+                              stream before it runs; without them, a fixed order: the same result.
                               The caller owns it; it must not be touched by anything else until the
                               call's work on its stream is done. */
     size_t workspace_bytes;
@@ -263,7 +266,7 @@ FT_API ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *
  * 0 when its kernel needs none; for few queries against many keys, the partial results of the
  * split keys: splits · batch · heads_q · seqlen_q · (head_dim + 1) · 4 bytes, the splits chosen
  * so that about as many blocks run as the GPU holds at once (0.5 MB for 32 splits of 32 query
- * rows at head dim 128). The first call for a kind of problem builds its
+ * rows at head dim 128); 4 for a causal kernel that hands out its row blocks from a counter. The first call for a kind of problem builds its
  * kernel, as ft_attention_forward would. Errors as ft_attention_forward's; *bytes is 0 on
  * failure (bytes must not be NULL). Thread-safe. */
 FT_API ft_status ft_attention_forward_workspace_size(ft_context *ctx, const ft_attention_args *args,
