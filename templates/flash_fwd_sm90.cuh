@@ -94,6 +94,7 @@
 #include "ft_sm90.cuh"
 #include "ft_softmax.cuh"
 #include "ft_exp2.cuh"
+#include "ft_sched.cuh"
 
 namespace ft {
 
@@ -242,25 +243,12 @@ __device__ __forceinline__ Block block_of(const FwdParams &p, int item)
     return b;
 }
 
-// DYNAMIC: the bytes of L2 cache a section's K and V may fill (the H100 has 50 MiB, the H200
-// 60: the rest is left to the Q and O tiles streaming past).
-constexpr long long SECTION_L2_BYTES = 32ll << 20;
-
-// DYNAMIC: the block number (for block_of) at position idx of the longest-first order. The
-// (batch, head) pairs go in sections of consecutive ones whose K and V together take at most
-// SECTION_L2_BYTES (the query heads of one K/V head share theirs); a section's blocks go
-// longest first, its heads in turn at each length (block k = 0 of each, then k = 1, ...), then
-// the next section's. So the CTAs working at once read the K and V of one section, and the
-// short blocks that end the kernel even out the CTAs' loads.
+// DYNAMIC: the block number (for block_of) at position idx of the longest-first order
+// (ft_sched.cuh: sections of (batch, head) pairs whose K and V share the L2, longest first in each).
 __device__ __forceinline__ int lpt_item(const FwdParams &p, int idx, int m)
 {
     const int heads = p.heads_q * p.batch;
-    const long long kv_bytes = (long long)max(p.seqlen_k, 1) * DK * 4; // K and V of one K/V head
-    const long long fit = SECTION_L2_BYTES * (p.heads_q / p.heads_kv) / kv_bytes;
-    const int sect = (int)max(1ll, min((long long)heads, fit));
-    const int sec = idx / (sect * m), r = idx - sec * sect * m;
-    const int n = min(sect, heads - sec * sect); // the last section may have fewer heads
-    return (sec * sect + r % n) * m + r / n;
+    return ft_sched_item(idx, m, heads, ft_sched_section(heads, p.heads_q / p.heads_kv, p.seqlen_k, DK));
 }
 
 // The blocks a CTA works on, in order (see the top of the file), walked by the producer: a unit

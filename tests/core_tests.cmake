@@ -254,6 +254,7 @@ ft_unit_test(test_args test_args.c ${CMAKE_SOURCE_DIR}/runtime/args.c)
 ft_unit_test(test_bwd test_bwd.c)
 # the FMA-pipe exponential the forward's pexp knob uses, its very source against exp2
 ft_unit_test(test_exp2 test_exp2.c)
+ft_unit_test(test_sched test_sched.c)
 add_test(NAME bwd_cli COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/bwd_cli.sh $<TARGET_FILE:flashtune>
   $<TARGET_FILE:fake_worker> WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(bwd_cli PROPERTIES LABELS cli TIMEOUT 600 ENVIRONMENT "${FT_TEST_ENV}")
