@@ -1,6 +1,8 @@
 // ft_sched.cuh — the longest-first order in which flash_fwd_sm90's persistent CTAs take causal
-// row blocks from a counter (balance=2; FlashAttention-3's dynamic causal scheduler, written for
-// this template).
+// row blocks from a counter (balance=2). The idea is FlashAttention-3's dynamic causal scheduler
+// (Dao-AILab/flash-attention hopper/tile_scheduler.hpp: a tile counter, heads in sections whose
+// K and V fill 32 MB of L2, its sections rounded down to a power of two); written for this
+// template, with sections of exactly as many pairs as fit.
 //
 // The (batch, head) pairs go in sections of consecutive ones whose K and V together fill at most
 // FT_SECTION_L2_BYTES of L2 (the query heads of one K/V head share theirs); a section's blocks go
