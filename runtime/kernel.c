@@ -211,16 +211,14 @@ static ft_status encode_bwd_maps(const ft_cuda *cu, const ft_launch_facts *f, co
                       p->v_row_stride, p->v_head_stride, f->tma_rows_kv, "V", err);
 }
 
-ft_status ft__kernel_run_plan(const ft_cuda *cu, const ft_kernel *k, const ft_launch_plan *plan,
-                              const ft_bwd_params *params, CUdeviceptr ws, CUstream stream, ft_err *err)
+/* Enqueues a launch plan's steps on stream, in order: memsets of the workspace ws, and kernels
+ * of k, each taking args. */
+static ft_status run_steps(const ft_cuda *cu, const ft_kernel *k, const ft_launch_plan *plan, void **args,
+                           CUdeviceptr ws, CUstream stream, ft_err *err)
 {
-    CUtensorMap maps[4];
-    void *args[] = {(void *)params, &maps[0], &maps[1], &maps[2], &maps[3]};
     ft_status rc = FT_OK;
     int i;
 
-    if (plan->nsteps > 0 && k->facts.tma && (rc = encode_bwd_maps(cu, &k->facts, params, maps, err)) != FT_OK)
-        return rc;
     for (i = 0; i < plan->nsteps && rc == FT_OK; i++) {
         const ft_launch_step *s = &plan->steps[i];
         if (s->kind == FT_STEP_MEMSET) {
@@ -228,7 +226,7 @@ ft_status ft__kernel_run_plan(const ft_cuda *cu, const ft_kernel *k, const ft_la
                                 "cuMemsetD8Async(workspace)");
             continue;
         }
-        if (s->kernel < 0 || s->kernel >= k->nfns || k->fns[s->kernel] == NULL)
+        if (s->kind != FT_STEP_KERNEL || s->kernel < 0 || s->kernel >= k->nfns || k->fns[s->kernel] == NULL)
             return ft__fail(err, FT_ERR_INTERNAL, "a launch plan's step %d names kernel %d of %d loaded", i, s->kernel,
                             k->nfns);
         rc = ft__cuda_check(cu,
@@ -237,6 +235,18 @@ ft_status ft__kernel_run_plan(const ft_cuda *cu, const ft_kernel *k, const ft_la
                             err, "cuLaunchKernel");
     }
     return rc;
+}
+
+ft_status ft__kernel_run_plan(const ft_cuda *cu, const ft_kernel *k, const ft_launch_plan *plan,
+                              const ft_bwd_params *params, CUdeviceptr ws, CUstream stream, ft_err *err)
+{
+    CUtensorMap maps[4];
+    void *args[] = {(void *)params, &maps[0], &maps[1], &maps[2], &maps[3]};
+    ft_status rc;
+
+    if (plan->nsteps > 0 && k->facts.tma && (rc = encode_bwd_maps(cu, &k->facts, params, maps, err)) != FT_OK)
+        return rc;
+    return run_steps(cu, k, plan, args, ws, stream, err);
 }
 
 void ft__fwd_params_problem(const ft_fwd_params *p, ft_problem *out)
@@ -322,29 +332,9 @@ ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd
 ft_status ft__kernel_launch_prepared(const ft_cuda *cu, const ft_kernel *k, ft_launch *l, CUstream stream,
                                      ft_err *err)
 {
-    ft_status rc = FT_OK;
-    int i;
-
     if (l->grid[0] == 0)
         return FT_OK;
-    for (i = 0; i < l->plan.nsteps && rc == FT_OK; i++) {
-        const ft_launch_step *s = &l->plan.steps[i];
-        if (s->kind == FT_STEP_MEMSET) {
-            rc = ft__cuda_check(cu,
-                                cu->p_cuMemsetD8Async((CUdeviceptr)(uintptr_t)l->params.ws + s->ws_offset, 0,
-                                                      s->ws_bytes, stream),
-                                err, "cuMemsetD8Async(workspace)");
-            continue;
-        }
-        if (s->kind != FT_STEP_KERNEL || s->kernel < 0 || s->kernel >= k->nfns || k->fns[s->kernel] == NULL)
-            return ft__fail(err, FT_ERR_INTERNAL, "a forward plan's step %d names kernel %d of %d loaded", i,
-                            s->kernel, k->nfns);
-        rc = ft__cuda_check(cu,
-                            cu->p_cuLaunchKernel(k->fns[s->kernel], s->grid[0], s->grid[1], s->grid[2], s->block, 1, 1,
-                                                 s->smem, stream, l->args, NULL),
-                            err, "cuLaunchKernel");
-    }
-    return rc;
+    return run_steps(cu, k, &l->plan, l->args, (CUdeviceptr)(uintptr_t)l->params.ws, stream, err);
 }
 
 ft_status ft__kernel_launch_fwd(const ft_cuda *cu, const ft_kernel *k, const ft_fwd_params *p,

@@ -4,6 +4,8 @@ ft_unit_test(test_core test_core.c)
 ft_unit_test(test_plan_sample test_plan_sample.c)
 # The timing (warm-up, heat, races) against a made-up driver whose clock slows under load.
 ft_unit_test(test_timing test_timing.c)
+# The launch of a plan's steps (memsets, kernels, their arguments) against a made-up driver.
+ft_unit_test(test_launch test_launch.c)
 
 # The command, on good and bad input: every failure is a clear message and a non-zero exit
 # (cli_expect.sh also fails on a crash).
