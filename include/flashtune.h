@@ -266,8 +266,8 @@ FT_API ft_status ft_attention_forward(ft_context *ctx, const ft_attention_args *
  * 0 when its kernel needs none; for few queries against many keys, the partial results of the
  * split keys: splits · batch · heads_q · seqlen_q · (head_dim + 1) · 4 bytes, the splits chosen
  * so that about as many blocks run as the GPU holds at once (0.5 MB for 32 splits of 32 query
- * rows at head dim 128); 4 for a causal kernel that hands out its row blocks from a counter. The first call for a kind of problem builds its
- * kernel, as ft_attention_forward would. Errors as ft_attention_forward's; *bytes is 0 on
+ * rows at head dim 128); 4 for a causal kernel that hands out its row blocks from a counter.
+ * The first call for a kind of problem builds its kernel, as ft_attention_forward would. Errors as ft_attention_forward's; *bytes is 0 on
  * failure (bytes must not be NULL). Thread-safe. */
 FT_API ft_status ft_attention_forward_workspace_size(ft_context *ctx, const ft_attention_args *args,
                                                      size_t *bytes);

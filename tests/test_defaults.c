@@ -351,9 +351,9 @@ static void test_defaults_new_dims(void)
  * of the nearest head dim above that its spec keeps compiles without spills (the sm_90a family
  * for sm_90a, the sm80 one for sm_80), its tiles the head dim rounded up to 16 (the sm_90a
  * family's with kvsplit to 32: 168, 176 and 184 take d = 192's entries, two warpgroups of 96
- * columns each; 208 and 240 d = 224's and 256's). Except the sm_90a family's deterministic calls above 192: its deterministic structure
- * (dQ staged in shared memory) does not fit there, so none of its entries is kept and the sm80
- * family serves them (on an H200 too). */
+ * columns each; 208 and 240 d = 224's and 256's). Except the sm_90a family's deterministic calls
+ * above 192: its deterministic structure (dQ staged in shared memory) does not fit there, so none
+ * of its entries is kept and the sm80 family serves them (on an H200 too). */
 static void test_bwd_defaults_new_dims(void)
 {
     /* per family: 216 on the sm_90a one (224-wide kvsplit tiles), 200 on the sm80 one (whose

@@ -175,8 +175,8 @@ ft_status ft__db_query(ft_db *db, const ft_db_filter *f,
 
 /* Decides the winner of (device, key): the kernel's ok result is preferred to faster ones (the
  * tuner's race's winner, whose figure is of a sustained clock, over figures measured otherwise),
- * any other decision for the key is cleared; kernel_id 0 only clears. Measuring the key again (ft__db_record, by any writer)
- * clears the decision too. Needs a writable handle. */
+ * any other decision for the key is cleared; kernel_id 0 only clears. Measuring the key again
+ * (ft__db_record, by any writer) clears the decision too. Needs a writable handle. */
 ft_status ft__db_decide(ft_db *db, long long device_id, const ft_key *key, long long kernel_id, ft_err *err);
 
 /* The winner of (device, key), with its kernel's cubin (malloc'd into *cubin, caller
