@@ -8,8 +8,8 @@
 // FT_SECTION_L2_BYTES of L2 (the query heads of one K/V head share theirs); a section's blocks go
 // longest first, its pairs in turn at each length (block k = 0 of each, then k = 1, ...), then the
 // next section's. So the CTAs working at once read the K and V of one section, and the short
-// blocks that end the kernel even out the CTAs' loads (bench/sched_model.py: 0.99-0.999 of a
-// perfect balance on the papers' grid, where smaller sections fall to 0.88-0.96).
+// blocks that end the kernel even out the CTAs' loads (bench/sched_model.py prices a
+// longest-first order at 0.97-0.999 of a perfect balance on the papers' grid).
 //
 // Plain C as much as CUDA C++: the template includes it, and so does the CPU test
 // (tests/test_sched.c), which checks that the order takes every block exactly once.
