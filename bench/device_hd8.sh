@@ -24,7 +24,10 @@
 #                                      a tune cut by the call's limit resumes on the next call;
 #                                      QUALITY_SECOND=exhaustive (or ranked, halving): a second
 #                                      tune of that search measured too;
-#                                      QUALITY_NEIGHBOUR=1: every winner on the bucket's neighbour too)
+#                                      QUALITY_NEIGHBOUR=1: every winner on the bucket's neighbour too;
+#                                      QUALITY_TRACE=1: the workers' conversation timed
+#                                      (bench/worker_tap_ts.py), nvidia-smi sampled every 100 ms,
+#                                      and bench/clock_match.py on them)
 #   bash bench/device_hd8.sh knobs     the knobs of 2026-12-05, first on a GPU: flashtune verify of
 #                                      every psmem=1 variant at d = 80 bf16 and 96 f16 (60, 48),
 #                                      every pexp=2 one at d = 64 with bm = 192 bf16 (112) and
@@ -91,6 +94,13 @@ for mode in "$@"; do
     for only in ${QUALITY_ONLY:-d=80,dtype=bf16 d=160,dtype=bf16 d=128,dtype=bf16,causal=1 d=64,dtype=bf16,causal=0}; do
       onlys+=(--only "$only")
     done
+    if [ "${QUALITY_TRACE:-0}" = 1 ]; then # the worker's conversation timed, and the clock sampled
+      rm -f "$OUT/tap.in" "$OUT/tap.out"
+      TZ=UTC nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader,nounits \
+        -lms 100 > "$OUT/smi.csv" 2>&1 &
+      smi=$!
+      export FLASHTUNE_WORKER=$PWD/bench/worker_tap_ts.py TAP_REAL=$(realpath "$ft") TAP_LOG=$OUT/tap
+    fi
     timeout "${QUALITY_LIMIT:-540}" python3 bench/tune_quality.py --flashtune "$ft" --spec specs/flash_fwd_sm90.lua \
       "${onlys[@]}" --search "${QUALITY_SEARCH:-halving}" --rounds "${QUALITY_ROUNDS:-3}" --reps "${QUALITY_REPS:-10}" ${QUALITY_SECOND:+--second --second-search $QUALITY_SECOND} ${QUALITY_NEIGHBOUR:+--neighbour} \
       --out "$qdir" > "$OUT/quality.txt" 2>&1
@@ -99,6 +109,15 @@ for mode in "$@"; do
     "$ft" query --db "$qdir/exhaustive.db" --all --json > "$OUT/quality_exhaustive_all.jsonl" 2>&1
     "$ft" query --db "$qdir/search.db" --all --json > "$OUT/quality_search_all.jsonl" 2>&1
     grep -E '^tune|^buckets' "$OUT/quality.txt" | tee -a "$summary"
+    if [ "${QUALITY_TRACE:-0}" = 1 ]; then
+      kill "$smi" 2> /dev/null
+      unset FLASHTUNE_WORKER TAP_REAL TAP_LOG
+      python3 bench/clock_match.py --tap "$OUT/tap" --smi "$OUT/smi.csv" --quality "$OUT/quality.json" \
+        --json "$OUT/clock_match.json" > "$OUT/clock_match.txt" 2>&1
+      note "clock_match: exit $?"
+      gzip -f "$OUT/tap.in" "$OUT/tap.out" "$OUT/smi.csv"
+      cut -c1-150 "$OUT/clock_match.txt" | tee -a "$summary"
+    fi
     ;;
   knobs)
     for only in ${KNOBS_VERIFY:-d=80,psmem=1,dtype=bf16 d=96,psmem=1,dtype=f16 d=64,pexp=2,dtype=bf16,bm=192 \

@@ -33,6 +33,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 # ms of GPU time the oracle's winner runs before a bucket's measurement (the H200's clock settles
 # within 50-100 ms of sustained load: runtime/timing.h)
@@ -187,13 +188,15 @@ def main():
             # settles at under this load
             return interleaved(calls, flush, a.rounds, a.reps, "exhaustive")
 
+        t0 = time.time()
         med = measure(sh)
+        window = [t0, time.time()]  # wall-clock seconds, for bench/clock_match.py
         mh, me, ma, md = (med[s] for s in systems[:4])
         rows.append({"key": key[1], "shape": e["shape"], "search": h["variant"], "exhaustive": e["variant"],
                      "search_ms": mh, "exhaustive_ms": me, "again_ms": ma, "oracle_over_search": me / mh,
                      "oracle_over_again": me / ma, "default_ms": md, "default_over_oracle": md / me,
                      "search_recorded_ms": h["median_ms"], "exhaustive_recorded_ms": e["median_ms"],
-                     "recorded_over_measured": [h["median_ms"] / mh, e["median_ms"] / me]})
+                     "recorded_over_measured": [h["median_ms"] / mh, e["median_ms"] / me], "window": window})
         if a.neighbour:
             nb = neighbour_of(sh)
             mn = measure(nb)
