@@ -101,6 +101,9 @@ static const char run_usage[] =
     "  --seed N          random inputs' seed (default 1)\n"
     "  --no-verify       time without verifying first\n"
     "  --no-time         verify only (e.g. under compute-sanitizer)\n"
+    "  --heat MS         GPU time the kernel runs before its timing, until the clock settles\n"
+    "                    (default 150; 0: none)\n"
+    "  --budget MS       kernel time the timed repetitions take (default 200)\n"
     "  --json            print JSON\n"
     "  --cache-dir DIR   compile cache\n";
 
@@ -146,12 +149,13 @@ int cmd_run(int argc, char **argv)
         {"layout", required_argument, NULL, 'l'},  {"spec", required_argument, NULL, 'S'},
         {"device", required_argument, NULL, 'd'},  {"seed", required_argument, NULL, 'r'},
         {"no-verify", no_argument, NULL, 'n'},     {"no-time", no_argument, NULL, 'T'},
-        {"json", no_argument, NULL, 'J'},
+        {"json", no_argument, NULL, 'J'},          {"heat", required_argument, NULL, 'H'},
+        {"budget", required_argument, NULL, 'B'},
         {"cache-dir", required_argument, NULL, 'C'}, {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *variant = NULL, *shape = NULL, *dtype = NULL, *spec_path = NULL, *cache_dir = NULL;
     int causal = -1, verify = 1, time_it = 1, json = 0, ch, status = 1;
-    long device = 0, seed = 1;
+    long device = 0, seed = 1, heat = (long)FT_HEAT_MS, budget = 200;
     ft_layout layout = FT_LAYOUT_BSHD;
     ft_session s;
     ft_spec *spec = NULL;
@@ -198,6 +202,14 @@ int cmd_run(int argc, char **argv)
         case 'n': verify = 0; break;
         case 'T': time_it = 0; break;
         case 'J': json = 1; break;
+        case 'H':
+            if (!cli_parse_int("run", "--heat", optarg, 0, 60000, &heat))
+                return EXIT_USAGE;
+            break;
+        case 'B':
+            if (!cli_parse_int("run", "--budget", optarg, 1, 60000, &budget))
+                return EXIT_USAGE;
+            break;
         case 'C': cache_dir = optarg; break;
         case 'h': fputs(run_usage, stdout); return 0;
         default: return cli_usage_error("run", "bad option");
@@ -261,7 +273,8 @@ int cmd_run(int argc, char **argv)
     lc.cu = s.cu;
     lc.k = &k;
     ft__timing_opts_default(&topts);
-    topts.heat_ms = FT_HEAT_MS; /* the GPU idled while the kernel compiled: time it at its working clock */
+    topts.heat_ms = (double)heat; /* the GPU idled while the kernel compiled: time it at its working clock */
+    topts.budget_ms = (double)budget;
     if (ft__tensors_workspace(s.cu, &t, &k, &err) != FT_OK) {
         status = cli_fail("run", &err);
         goto out;

@@ -27,7 +27,8 @@ static const char usage[] =
     "  --only FILTER     only the variants matching, e.g. 'd=128,causal=1'\n"
     "  -j, --jobs N      parallel compilations (default: the number of cores)\n"
     "  --budget MS       timing budget per measurement (default 30)\n"
-    "  --search HOW      exhaustive (default): every variant at the whole budget; halving: every\n"
+    "  --search HOW      ranked (default), halving or exhaustive (every variant at the whole\n"
+    "                    budget: the oracle the others are checked against); halving: every\n"
     "                    variant at a quarter of it (5 ms at least), the fastest quarter of each\n"
     "                    bucket's (4 at least) again at the whole budget; ranked: halving over the\n"
     "                    candidates of each group of buckets (same head dim, dtype, causality),\n"
@@ -130,6 +131,7 @@ int cmd_tune(int argc, char **argv)
     memset(&tp, 0, sizeof tp);
     o.budget_ms = 30;
     o.timeout_s = 60;
+    o.search = FT_SEARCH_RANKED; /* within 2 % of the exhaustive oracle on the sample of bench/tune_quality.py */
     optind = 1;
     while ((ch = getopt_long(argc, argv, "j:qh", longopts, NULL)) != -1) {
         switch (ch) {

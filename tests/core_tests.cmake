@@ -38,6 +38,10 @@ ft_cli_test(plan_dtype_alias ok "d=64,bm=64,bn=64,warps=4,stages=1,causal=0,dtyp
   plan specs/flash_fwd.lua --only "d=64,bm=64,bn=64,warps=4,stages=1,causal=0,dtype=bfloat16,qreg=0,overlap=0" -j 2)
 ft_cli_test(run_dtype_bad fail "--dtype takes f16 \\(fp16, float16, half\\) or bf16 \\(bfloat16\\), not 'fp32'"
   run --variant d=64 --shape 1,1,64,64 --dtype fp32)
+ft_cli_test(run_heat_bad fail "--heat takes an integer from 0 to 60000, not '-5'"
+  run --variant d=64 --shape 1,1,64,64 --heat -5)
+ft_cli_test(run_budget_bad fail "--budget takes an integer from 1 to 60000, not '0'"
+  run --variant d=64 --shape 1,1,64,64 --budget 0)
 ft_cli_test(query_dtype_alias fail "cannot open tuning database /nonexistent/t.db"
   query --dtype fp16 --db /nonexistent/t.db)
 # JSON lines; no database yet is no failure (a fresh machine)

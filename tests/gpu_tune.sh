@@ -12,12 +12,12 @@ fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 only='d=64,bm=128,warps=4,stages=2,dtype=f16,qreg=0'   # 10 variants kept, 6 workloads x 2 causal
-"$ft" tune --db "$dir/t.db" --only "$only" -q > "$dir/out" 2>&1 || { cat "$dir/out"; echo "tune failed"; exit 1; }
+"$ft" tune --search exhaustive --db "$dir/t.db" --only "$only" -q > "$dir/out" 2>&1 || { cat "$dir/out"; echo "tune failed"; exit 1; }
 cat "$dir/out"
 grep -q 'tuned .*: 12 buckets, 10 variants' "$dir/out" || { echo "unexpected summary"; exit 1; }
 grep -q 'measured 60, already in the database 0: 60 ok' "$dir/out" || { echo "expected 60 ok measurements"; exit 1; }
 grep -q '^winners: 12 buckets' "$dir/out" || { echo "expected 12 winners"; exit 1; }
-"$ft" tune --db "$dir/t.db" --only "$only" -q > "$dir/out" 2>&1 || { cat "$dir/out"; echo "second tune failed"; exit 1; }
+"$ft" tune --search exhaustive --db "$dir/t.db" --only "$only" -q > "$dir/out" 2>&1 || { cat "$dir/out"; echo "second tune failed"; exit 1; }
 grep -q 'measured 0, already in the database 60' "$dir/out" || { cat "$dir/out"; echo "the second tune re-measured"; exit 1; }
 "$ft" query --db "$dir/t.db" --d 64 | tee "$dir/q"
 [ "$(grep -c ' winner' "$dir/q")" = 12 ] || { echo "query: expected 12 winners"; exit 1; }

@@ -20,14 +20,18 @@ report = checks.report
 only = "d=64,bm=64,bn=64,warps=4,dtype=f16"  # as tune_fake.sh: 20 variants, 12 buckets
 with tempfile.TemporaryDirectory() as tmp:
     db = os.path.join(tmp, "t.db")
-    s = flashtune.tune("specs/flash_fwd.lua", database=db, only=only, jobs=2)
+    s = flashtune.tune("specs/flash_fwd.lua", database=db, only=only, jobs=2, search="exhaustive")
     report(s.get("kind") == "summary" and s.get("device") == "Fake GPU" and s.get("buckets") == 12 and
            s.get("winners") == 12 and s.get("database") == db, "tune: the summary (%s)" % {
                k: s.get(k) for k in ("kind", "device", "buckets", "winners")})
     n = sqlite3.connect(db).execute("select count(*) from results").fetchone()[0]
     report(n == s.get("measured"), "tune: the database holds every measurement (%d)" % n)
-    again = flashtune.tune(["specs/flash_fwd.lua"], database=db, only=only, jobs=2)
+    again = flashtune.tune(["specs/flash_fwd.lua"], database=db, only=only, jobs=2, search="exhaustive")
     report(again.get("measured") == 0 and again.get("winners") == 12, "tune again: nothing measured twice")
+    ranked = flashtune.tune("specs/flash_fwd.lua", database=os.path.join(tmp, "r.db"), only=only, jobs=2)
+    report(ranked.get("search") == "ranked" and ranked.get("winners") == 12 and
+           0 < ranked.get("screened", 0) < s.get("measured"), "tune(): the ranked search by default (%s)" % {
+               k: ranked.get(k) for k in ("search", "screened", "winners")})
     halved = flashtune.tune("specs/flash_fwd.lua", database=os.path.join(tmp, "h.db"), only=only, jobs=2,
                             search="halving")
     report(halved.get("search") == "halving" and halved.get("screened") == 120 and halved.get("kept") == 48 and
@@ -36,8 +40,10 @@ with tempfile.TemporaryDirectory() as tmp:
     # With made-up noise of 5 % some buckets' leaders tie and race on a second shape; one_shape
     # turns that off.
     os.environ["FAKE_JITTER"] = "0.05"
-    two = flashtune.tune("specs/flash_fwd.lua", database=os.path.join(tmp, "n.db"), only=only, jobs=2)
-    one = flashtune.tune("specs/flash_fwd.lua", database=os.path.join(tmp, "o.db"), only=only, jobs=2, one_shape=True)
+    two = flashtune.tune("specs/flash_fwd.lua", database=os.path.join(tmp, "n.db"), only=only, jobs=2,
+                         search="exhaustive")
+    one = flashtune.tune("specs/flash_fwd.lua", database=os.path.join(tmp, "o.db"), only=only, jobs=2, one_shape=True,
+                         search="exhaustive")
     del os.environ["FAKE_JITTER"]
     report(two.get("ties", 0) > 0 and one.get("winners") == 12 and one.get("ties") == 0 and one.get("decided") == 0,
            "tune(one_shape=True): %s, without it %s" % ({k: one.get(k) for k in ("winners", "ties", "decided")},

@@ -9,7 +9,7 @@ trap 'rm -rf "$dir"' EXIT
 db=$dir/tuning.db
 only='d=64,bm=64,bn=64,warps=4,dtype=f16'   # 20 compiled variants, 6 workloads x 2 causal
 fail() { echo "tune_fake: $*"; [ -f "$dir/out" ] && cat "$dir/out"; exit 1; }
-tune() { "$ft" tune flash_fwd --db "$db" --only "$only" -q -j 2 "$@" > "$dir/out" 2>&1; }
+tune() { "$ft" tune --search exhaustive flash_fwd --db "$db" --only "$only" -q -j 2 "$@" > "$dir/out" 2>&1; }
 count() { sqlite3 "$db" "$1"; }
 
 # 1. A clean tune records every measurement, one winner per bucket.
@@ -58,9 +58,9 @@ echo "faults, crashes, hangs and wrong results: ok"
 
 # 5. Two tuners (two GPUs) on one database at once: nothing lost, the file intact.
 rm -f "$db"
-FAKE_DEVICE="Fake GPU A" "$ft" tune flash_fwd --db "$db" --only "$only" -q -j 1 > "$dir/a" 2>&1 &
+FAKE_DEVICE="Fake GPU A" "$ft" tune --search exhaustive flash_fwd --db "$db" --only "$only" -q -j 1 > "$dir/a" 2>&1 &
 pa=$!
-FAKE_DEVICE="Fake GPU B" "$ft" tune flash_fwd --db "$db" --only "$only" -q -j 1 > "$dir/b" 2>&1 &
+FAKE_DEVICE="Fake GPU B" "$ft" tune --search exhaustive flash_fwd --db "$db" --only "$only" -q -j 1 > "$dir/b" 2>&1 &
 pb=$!
 wait $pa || { cat "$dir/a"; fail "tuner A failed"; }
 wait $pb || { cat "$dir/b"; fail "tuner B failed"; }
@@ -96,7 +96,7 @@ echo "--device all ($n0 + $n1 measurements): ok"
 # 8. A head dim the spec does not list (its d is open): --only d=112 adds it, and the tune
 #    measures it on the workloads of the nearest head dim they have above it (d = 128's six).
 rm -f "$db"
-"$ft" tune flash_fwd --db "$db" --only 'd=112,bm=64,bn=64,warps=4,dtype=f16' -q -j 2 > "$dir/out" 2>&1 ||
+"$ft" tune --search exhaustive flash_fwd --db "$db" --only 'd=112,bm=64,bn=64,warps=4,dtype=f16' -q -j 2 > "$dir/out" 2>&1 ||
   fail "tune --only d=112 failed"
 grep -q 'tuned Fake GPU: 12 buckets, 20 variants' "$dir/out" || fail "tune --only d=112: expected 12 buckets of 20 variants"
 [ "$(count "select count(*) from results r join kernels k on k.id = r.kernel_id where k.variant like 'd=112,%' and r.status = 'ok'")" = 120 ] ||
@@ -108,7 +108,7 @@ echo "a head dim the spec does not list (d=112): ok"
 #    workloads do not have, so of the 16 variants this filter keeps (8 head dims x 2 causal)
 #    the 12 of d = 32, 64, 96, 128, 192 and 256 are compiled and measured.
 rm -f "$db"
-"$ft" tune flash_fwd --db "$db" --only 'bm=64,bn=64,warps=4,stages=1,dtype=f16,qreg=0,overlap=0' -q -j 2 > "$dir/out" 2>&1 ||
+"$ft" tune --search exhaustive flash_fwd --db "$db" --only 'bm=64,bn=64,warps=4,stages=1,dtype=f16,qreg=0,overlap=0' -q -j 2 > "$dir/out" 2>&1 ||
   fail "the tune of six head dims failed"
 grep -q 'tuned Fake GPU: 48 buckets, 12 variants' "$dir/out" || fail "expected 48 buckets of 12 variants (no d=80 or 160)"
 [ "$(count "select count(*) from kernels where variant like 'd=80,%' or variant like 'd=160,%'")" = 0 ] ||
@@ -135,6 +135,8 @@ tune --search halving --json || fail "tune --search halving --json failed"
 grep -q '"search": "halving", "screened": 0, "kept": 0' "$dir/out" || fail "halving --json: no search fields"
 "$ft" tune flash_fwd --search fast > "$dir/out" 2>&1 && fail "--search fast should be a usage error"
 grep -q "search takes exhaustive, halving or ranked, not 'fast'" "$dir/out" || fail "--search: no clear message"
+"$ft" tune flash_fwd --db "$dir/default.db" --only "$only" -q -j 2 --json > "$dir/out" 2>&1 || fail "tune without --search failed"
+grep -q '"search": "ranked"' "$dir/out" || fail "the default search is not the ranked one"
 echo "--search halving (the exhaustive tune's winners): ok"
 
 # 11. Compiling hides behind timing: the buckets go in groups of the same variants (here twelve:
@@ -142,7 +144,7 @@ echo "--search halving (the exhaustive tune's winners): ok"
 #     cold cache and measurements that take 400 ms (as on a GPU), the tune waits for the first
 #     group's compilation and little else: under half of the compile time (about a sixth here).
 rm -f "$db"
-FAKE_DELAY_MS=400 "$ft" tune flash_fwd --db "$db" --cache-dir "$dir/cold-cache" --json -q -j 2 \
+FAKE_DELAY_MS=400 "$ft" tune --search exhaustive flash_fwd --db "$db" --cache-dir "$dir/cold-cache" --json -q -j 2 \
   --only 'bm=64,bn=64,warps=4,stages=1,dtype=f16,qreg=0,overlap=0' > "$dir/out" 2>&1 || fail "the delayed tune failed"
 compile=$(sed -n 's/.*"compile_ms": \([0-9.]*\).*/\1/p' "$dir/out")
 wait=$(sed -n 's/.*"compile_wait_ms": \([0-9.]*\).*/\1/p' "$dir/out")
@@ -333,7 +335,7 @@ echo "a leader that faults or hangs on the neighbour: recorded so, the tune goes
 #     race command (the kernels timed against each other); the fastest still wins.
 dflt=bm128_bn128_warps4_stages1
 rm -f "$db"
-"$ft" tune flash_fwd --db "$db" --only 'd=64,bn=128,warps=4,dtype=f16,qreg=0,overlap=0' -q -j 2 > "$dir/out" 2>&1 ||
+"$ft" tune --search exhaustive flash_fwd --db "$db" --only 'd=64,bn=128,warps=4,dtype=f16,qreg=0,overlap=0' -q -j 2 > "$dir/out" 2>&1 ||
   fail "the tune for the default's replay failed"
 count "select k.entry, r.batch, r.heads_q, r.heads_kv, r.seqlen_q, r.seqlen_k from results r join kernels k on k.id = r.kernel_id" |
   awk -F'|' '{ ms = $1 ~ /bm64_bn128_warps4_stages2/ ? 1.00 : $1 ~ /bm64_bn128_warps4_stages3/ ? 1.01 : 1.2
@@ -341,7 +343,7 @@ count "select k.entry, r.batch, r.heads_q, r.heads_kv, r.seqlen_q, r.seqlen_k fr
                print $1, $2, $3, $4, $5, $6, ms }' > "$dir/replay"
 [ "$(wc -l < "$dir/replay")" = 72 ] || fail "the default's replay should have 72 lines"
 rm -f "$db" "$dir/log"
-FAKE_REPLAY="$dir/replay" FAKE_LOG="$dir/log" "$ft" tune flash_fwd --db "$db" --only 'd=64,bn=128,warps=4,dtype=f16,qreg=0,overlap=0' \
+FAKE_REPLAY="$dir/replay" FAKE_LOG="$dir/log" "$ft" tune --search exhaustive flash_fwd --db "$db" --only 'd=64,bn=128,warps=4,dtype=f16,qreg=0,overlap=0' \
   -q -j 2 > "$dir/out" 2>&1 || fail "the replayed tune with the default failed"
 [ "$(grep -c "race .* rounds=3 .*entry=[a-z0-9_]*$dflt" "$dir/log")" = 12 ] ||
   fail "the default should race 3 rounds in each of the 12 buckets, not in $(grep -c "race .*entry=[a-z0-9_]*$dflt" "$dir/log")"
@@ -354,7 +356,7 @@ grep -q "measure .* verify=0 budget=11 " "$dir/log" && fail "a race round went a
 #     by 30 %: the raced figures 1.30, 1.31, 1.37 against the others' 1.2): the race's winner
 #     still wins, decided, and no variant measured once, however fast it read.
 rm -f "$db"
-FAKE_REPLAY="$dir/replay" FAKE_RACE_SLOWER=0.3 "$ft" tune flash_fwd --db "$db" \
+FAKE_REPLAY="$dir/replay" FAKE_RACE_SLOWER=0.3 "$ft" tune --search exhaustive flash_fwd --db "$db" \
   --only 'd=64,bn=128,warps=4,dtype=f16,qreg=0,overlap=0' -q -j 2 > "$dir/out" 2>&1 ||
   fail "the replayed tune with slower races failed"
 [ "$(count "select count(*) from v_winners where variant like 'd=64,bm=64,bn=128,warps=4,stages=2,%' and preferred = 1

@@ -9,7 +9,7 @@ export FLASHTUNE_WORKER=$2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "tune_fake_sm90: $*"; [ -f "$dir/out" ] && cat "$dir/out"; exit 1; }
-tune() { "$ft" tune --db "$db" -q -j 2 "$@" > "$dir/out" 2>&1; }
+tune() { "$ft" tune --search exhaustive --db "$db" -q -j 2 "$@" > "$dir/out" 2>&1; }
 count() { sqlite3 "$db" "$1"; }
 
 # Parameters both families have: per causal value, flash_fwd keeps 2 variants (qreg 0/1;

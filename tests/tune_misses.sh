@@ -14,7 +14,7 @@ fail() { echo "tune_misses: $*"; [ -f "$dir/out" ] && cat "$dir/out"; exit 1; }
 sql() { sqlite3 "$db" "$1"; }
 
 # 1. Nothing recorded: tune --misses says so and measures nothing; query --misses lists none.
-"$ft" tune specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses on an empty database failed"
+"$ft" tune --search exhaustive specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses on an empty database failed"
 grep -q 'no misses recorded for Fake GPU' "$dir/out" || fail "tune --misses should say that nothing was missed"
 [ "$(sql 'select count(*) from results')" = 0 ] || fail "tune --misses without misses measured something"
 "$ft" query --misses --db "$db" > "$dir/out" 2>&1 || fail "query --misses failed"
@@ -56,7 +56,7 @@ grep -q '"device": "Other GPU".*"shape": "b=1,hq=8,hkv=8,sq=1024,sk=1024", "fall
 echo "query --misses: ok"
 
 # 3. tune --misses tunes the two missed buckets of this model (whatever the driver), nothing else.
-"$ft" tune specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses failed"
+"$ft" tune --search exhaustive specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses failed"
 grep -q 'tune: 2 missed buckets of Fake GPU' "$dir/out" || fail "tune --misses: expected 2 missed buckets"
 grep -q 'tuned Fake GPU: 2 buckets, 20 variants' "$dir/out" || fail "tune --misses: expected 2 buckets"
 grep -q 'measured 20, already in the database 0' "$dir/out" || fail "tune --misses: expected 20 measurements (10 variants per causality)"
@@ -68,7 +68,7 @@ grep -q 'measured 20, already in the database 0' "$dir/out" || fail "tune --miss
 # other driver have none of their own (a runtime under that driver would not use these).
 [ "$(grep -c ' yes$' "$dir/out")" = 1 ] || fail "the miss recorded under this driver should show as tuned"
 [ "$(grep -c ' no$' "$dir/out")" = 2 ] || fail "the misses recorded under the other driver have no winners of their own"
-"$ft" tune specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "the second tune --misses failed"
+"$ft" tune --search exhaustive specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "the second tune --misses failed"
 grep -q 'measured 0, already in the database 20' "$dir/out" || fail "the second tune --misses re-measured"
 echo "tune --misses: ok"
 
@@ -83,7 +83,7 @@ sql "$insert_misses
      ($dev, 'f16', 64, 1, 256, 4, 1, 4, 4, 3000, 3000, 'nearest', 1),
      ($dev, 'f32', 64, 0, 128, 8, 1, 8, 8, 128, 128, 'default', 1),
      ($dev, 'f16', 64, 0, 128, 16, 4294967297, 8, 8, 128, 128, 'default', 1));" || fail "cannot add invalid misses"
-FAKE_LOG="$dir/log" "$ft" tune specs/flash_fwd.lua --misses --remeasure --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 ||
+FAKE_LOG="$dir/log" "$ft" tune --search exhaustive specs/flash_fwd.lua --misses --remeasure --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 ||
   fail "tune --misses with invalid misses failed"
 grep -q 'tune: 2 missed buckets of Fake GPU (8 recorded misses skipped for an invalid shape)' "$dir/out" ||
   fail "tune --misses: the invalid misses are not counted"
@@ -105,11 +105,11 @@ echo "invalid misses skipped: ok"
 
 # 5. Only invalid misses: nothing to tune, said so.
 db=$dir/invalid.db
-"$ft" tune specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses on a new database failed"
+"$ft" tune --search exhaustive specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses on a new database failed"
 dev=$(sql "select id from devices where name = 'Fake GPU'")
 sql "$insert_misses
      ($dev, 'f16', 64, 0, 128, 1, -5, 0, 1, 128, 128, 'default', 1));" || fail "cannot add an invalid miss"
-"$ft" tune specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses with one invalid miss failed"
+"$ft" tune --search exhaustive specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses with one invalid miss failed"
 grep -q 'tune: no valid misses recorded for Fake GPU in .* (1 skipped for an invalid shape): nothing to tune' "$dir/out" ||
   fail "tune --misses: an invalid miss only should say that nothing is left"
 [ "$(sql 'select count(*) from results')" = 0 ] || fail "tune --misses: measured an invalid miss"
@@ -122,14 +122,14 @@ echo "only invalid misses: ok"
 # misses of it: ROWS of the misses table's values, DEV standing for the device's id.
 new_db() {
   db=$1
-  "$ft" tune specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses on a new database failed"
+  "$ft" tune --search exhaustive specs/flash_fwd.lua --misses --db "$db" --only "$only" -q -j 2 > "$dir/out" 2>&1 || fail "tune --misses on a new database failed"
   dev=$(sql "select id from devices where name = 'Fake GPU'")
   sql "insert into misses (device_id, op, key, batch, heads_q, heads_kv, seqlen_q, seqlen_k, fallback, count) values
        $(printf '%s' "$2" | sed "s/DEV/$dev/g");" || fail "cannot add the misses"
 }
 new_db "$dir/open.db" "(DEV, 'fwd', $(key f16 112 0 1 1024 1024 8), 1, 8, 8, 1000, 1000, 'default', 2),
                        (DEV, 'fwd', $(key f16 264 0 1 1024 1024 8), 1, 8, 8, 1000, 1000, 'failed', 1)"
-"$ft" tune specs/flash_fwd.lua --misses --db "$db" --only 'bm=64,bn=64,warps=4,stages=1,dtype=f16,qreg=0,overlap=0' -q -j 2 \
+"$ft" tune --search exhaustive specs/flash_fwd.lua --misses --db "$db" --only 'bm=64,bn=64,warps=4,stages=1,dtype=f16,qreg=0,overlap=0' -q -j 2 \
   > "$dir/out" 2>&1 || fail "tune --misses of d=112 failed"
 grep -q 'skipping the recorded miss .*d=264 .*no spec has kernels of head dim 264' "$dir/out" || fail "the d=264 miss was not skipped"
 grep -q 'measured 1, already in the database 0: 1 ok' "$dir/out" || fail "the d=112 miss was not measured"

@@ -895,10 +895,10 @@ def tune(specs=(), database=None, only=None, device=None, misses=False, jobs=Non
     to database (default: $FLASHTUNE_DB, else ~/.local/share/flashtune/tuning.db), where Context
     finds them. only filters the variants ("d=128,causal=1"); device is an ordinal, a part of a
     GPU's name or "all"; jobs the parallel compilations; budget_ms the timing budget per
-    measurement; search "exhaustive" (the default), "halving" (every variant screened at a
-    quarter of the budget, the fastest quarter of each bucket's measured again) or "ranked"
-    (halving over each group's candidates, chosen and compiled by a ranking: `flashtune tune
-    --help`). one_shape=True decides near-ties on each bucket's own shape only (no second shape
+    measurement; search "ranked" (the command's default: halving over each group's candidates,
+    chosen and compiled by a ranking: `flashtune tune --help`), "halving" (every variant screened
+    at a quarter of the budget, the fastest quarter of each bucket's measured again) or
+    "exhaustive" (every variant at the whole budget: the oracle). one_shape=True decides near-ties on each bucket's own shape only (no second shape
     of the bucket: a shorter tune). quiet=False shows the command's progress on stderr. Returns the tune's summary
     (the command's --json line) as a dict; raises FlashtuneError with the command's message when
     it fails. Without a GPU the command runs a compile-only plan instead: then the dict is the
