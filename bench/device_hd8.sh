@@ -60,6 +60,11 @@
 #                                      d = 256 bf16 bn = 80), compute-sanitizer's three tools on
 #                                      one (unless SCHED_SANITIZE=0), then bench/sched_ab.py: balance 0, 1 and 2 twins of
 #                                      the causal defaults interleaved on the grid (SCHED_SEQLENS)
+#   bash bench/device_hd8.sh callpath  bench/call_path.py: one kernel timed by `flashtune run`, by
+#                                      the library from PyTorch alone, in tune_quality's rotation,
+#                                      and into a preallocated output (CALLPATH_CASES: SHAPE:VARIANT
+#                                      words; default the three widest gaps of 2026-12-05's
+#                                      recorded-against-re-measured check)
 # Expects bench/stage_run.sh's folder in $RUN (default .dev/run). Logs and JSON go to $OUT, one
 # line each to $OUT/summary.txt.
 set -u
@@ -168,8 +173,20 @@ for mode in "$@"; do
     note "sched_ab: exit $? in $(since "$t0") s"
     tail -n 13 "$OUT/sched_ab.txt" | tee -a "$summary"
     ;;
+  callpath)
+    v64=d=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0
+    v256=d=256,bm=128,bn=64,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0
+    cases=()
+    for c in ${CALLPATH_CASES:-b=16,hq=32,sq=1024:$v64 b=2,hq=32,sq=8192:$v64 b=32,hq=8,sq=512:$v256}; do
+      cases+=(--case "$c")
+    done
+    timeout "${CALLPATH_LIMIT:-300}" python3 bench/call_path.py --flashtune "$ft" --spec specs/flash_fwd_sm90.lua \
+      "${cases[@]}" --json "$OUT/call_path.json" > "$OUT/call_path.txt" 2>&1
+    note "call_path: exit $? in $(since "$t0") s"
+    cut -c1-200 "$OUT/call_path.txt" | tee -a "$summary"
+    ;;
   *)
-    note "unknown mode $mode (verify, sanitize, compare, quality, ablate, vsfa4, fulltune, sched)"
+    note "unknown mode $mode (verify, sanitize, compare, quality, ablate, vsfa4, fulltune, sched, callpath)"
     ;;
   esac
 done
