@@ -15,6 +15,7 @@ import datetime
 import json
 import re
 import statistics
+import sys
 
 
 def races(tap):
@@ -61,16 +62,8 @@ def over(smi, t0, t1):
     return tuple(statistics.mean(s[i] for s in inside) for i in (1, 2, 3))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tap", required=True)
-    ap.add_argument("--smi", required=True)
-    ap.add_argument("--quality", required=True)
-    ap.add_argument("--json")
-    a = ap.parse_args()
-    rs = races(a.tap)
-    smi = samples(a.smi)
-    q = json.load(open(a.quality))
+def match(rs, smi, q):
+    """The rows described at the top, printed; returned as a list of dicts."""
     out = []
     print("%-44s %-10s %9s %9s %6s | %7s %7s %6s | %5s %5s | %4s %4s | %s" % (
         "bucket", "tune", "recorded", "measured", "r/m", "MHz rc", "MHz ms", "ms/rc", "W rc", "W ms", "C rc",
@@ -98,6 +91,48 @@ def main():
             print("%-44s %-10s %9.4f %9.4f %6.3f | %7.0f %7.0f %6.3f | %5.0f %5.0f | %4.0f %4.0f | %s" % (
                 name, tune, rec, meas, rec / meas, rc[0], mc[0], mc[0] / rc[0], rc[1], mc[1], rc[2], mc[2],
                 ",".join("%.4f" % x for x in rounds) if rounds else "(not raced)"))
+    return out
+
+
+def selftest():
+    """Made-up files whose answer is known: a race at 1500 MHz, a re-measurement at 1800."""
+    import os
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        tap = os.path.join(d, "tap")
+        with open(tap + ".in", "w") as f:
+            f.write("99.0 shape id=1 op=fwd b=1\n100.0 race id=7 n=2 rounds=3 budget=11 ; key=a ; key=b\n")
+        with open(tap + ".out", "w") as f:
+            f.write("99.5 shaped id=1 status=ok\n100.5 raced id=7 status=ok time_ms=500 ms0=1.2,1.0,1.1 "
+                    "ms1=2,2,2 detail=\n")
+        smi = os.path.join(d, "smi.csv")
+        with open(smi, "w") as f:
+            for t, mhz in ((100.2, 1500), (100.4, 1500), (150.0, 1980), (200.2, 1800), (200.6, 1800)):
+                stamp = datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y/%m/%d %H:%M:%S.%f")
+                f.write("%s, %d, 650.0, 60\n" % (stamp[:-3], mhz))
+        q = {"rows": [{"key": json.dumps({"d": 64, "causal": 0, "sq": 1024}), "window": [200.0, 201.0],
+                       "search_recorded_ms": 1.1, "search_ms": 1.0, "exhaustive_recorded_ms": 3.0,
+                       "exhaustive_ms": 3.0}]}
+        rows = match(races(tap), samples(smi), q)
+    ok = (len(rows) == 2 and rows[0]["found"] and rows[0]["race_mhz"] == 1500 and rows[0]["measure_mhz"] == 1800
+          and rows[0]["rounds"] == [1.2, 1.0, 1.1] and not rows[1]["found"])
+    print("clock_match selftest: %s" % ("ok" if ok else "FAIL %s" % rows))
+    return 0 if ok else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tap")
+    ap.add_argument("--smi")
+    ap.add_argument("--quality")
+    ap.add_argument("--json")
+    ap.add_argument("--selftest", action="store_true", help="check the matching on made-up files, then exit")
+    a = ap.parse_args()
+    if a.selftest:
+        sys.exit(selftest())
+    if not (a.tap and a.smi and a.quality):
+        ap.error("--tap, --smi and --quality are required")
+    out = match(races(a.tap), samples(a.smi), json.load(open(a.quality)))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)
