@@ -155,7 +155,7 @@ int cmd_run(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     const char *variant = NULL, *shape = NULL, *dtype = NULL, *spec_path = NULL, *cache_dir = NULL;
     int causal = -1, verify = 1, time_it = 1, json = 0, ch, status = 1;
-    long device = 0, seed = 1, heat = (long)FT_HEAT_MS, budget = 200;
+    long device = 0, seed = 1, heat = (long)FT_HEAT_MS, budget = 0;
     ft_layout layout = FT_LAYOUT_BSHD;
     ft_session s;
     ft_spec *spec = NULL;
@@ -274,7 +274,8 @@ int cmd_run(int argc, char **argv)
     lc.k = &k;
     ft__timing_opts_default(&topts);
     topts.heat_ms = (double)heat; /* the GPU idled while the kernel compiled: time it at its working clock */
-    topts.budget_ms = (double)budget;
+    if (budget > 0)
+        topts.budget_ms = (double)budget;
     if (ft__tensors_workspace(s.cu, &t, &k, &err) != FT_OK) {
         status = cli_fail("run", &err);
         goto out;
