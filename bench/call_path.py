@@ -23,20 +23,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 
-from tune_quality import interleaved
+from tune_quality import flashtune_run, interleaved
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-
-
-def run_c(ft, spec, variant, shape, d, causal, dtype, heat):
-    cmd = [ft, "run", "--spec", spec, "--variant", variant, "--shape", "%s,d=%d" % (shape, d), "--dtype", dtype,
-           "--json", "--no-verify", "--heat", str(heat)] + (["--causal"] if causal else [])
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    js = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
-    return js[-1]["median_ms"] if p.returncode == 0 and js else float("nan")
 
 
 class DriverFlush:
@@ -90,7 +81,8 @@ def main():
         shape = "b=%d,hq=%d,hkv=%d,sq=%d,sk=%d" % (sh["b"], sh["hq"], sh["hkv"], sh["sq"], sh["sk"])
         figs = {"run": [], "alone": [], "rotation": [], "prealloc": [], "memset": []}
         for _ in range(a.repeat):
-            figs["run"].append(run_c(a.flashtune, a.spec, variant, shape, d, causal, dtype, a.heat))
+            figs["run"].append(flashtune_run(a.flashtune, a.spec, variant, "%s,d=%d" % (shape, d), dtype, causal,
+                                             heat=a.heat))
             c0 = ctxs[0]
             figs["alone"].append(interleaved({"x": lambda: c0.forward(q, k, v, causal=causal)}, flush, a.rounds,
                                              a.reps, "x")["x"])

@@ -10,17 +10,8 @@ and the four figures side by side as ratios to the re-measurement.
 import argparse
 import json
 import statistics
-import subprocess
 
-
-def run(ft, spec, variant, shape, causal, dtype, heat, budget):
-    cmd = [ft, "run", "--spec", spec, "--variant", variant, "--shape", shape, "--dtype", dtype, "--json",
-           "--no-verify", "--heat", str(heat), "--budget", str(budget)] + (["--causal"] if causal else [])
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    js = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
-    if p.returncode != 0 or not js:
-        return float("nan")
-    return js[-1].get("median_ms", float("nan"))
+from tune_quality import flashtune_run
 
 
 def main():
@@ -40,9 +31,9 @@ def main():
         key = json.loads(r["key"])
         sh = dict(kv.split("=") for kv in r["shape"].split(","))
         shape = "b=%s,hq=%s,hkv=%s,sq=%s,sk=%s,d=%d" % (sh["b"], sh["hq"], sh["hkv"], sh["sq"], sh["sk"], key["d"])
-        args = (a.flashtune, q["spec"], r["search"], shape, key["causal"], key["dtype"])
-        short = run(*args, a.short, a.budget)
-        long_ = run(*args, a.long, a.budget)
+        args = (a.flashtune, q["spec"], r["search"], shape, key["dtype"], key["causal"])
+        short = flashtune_run(*args, heat=a.short, budget=a.budget)
+        long_ = flashtune_run(*args, heat=a.long, budget=a.budget)
         m, rec = r["search_ms"], r["search_recorded_ms"]
         row = {"key": key, "shape": shape, "variant": r["search"], "recorded_ms": rec, "measured_ms": m,
                "run_short_ms": short, "run_long_ms": long_, "short_heat_ms": a.short, "long_heat_ms": a.long}

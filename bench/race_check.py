@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 
-from tune_quality import interleaved
+from tune_quality import flashtune_run, interleaved
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
@@ -48,11 +48,8 @@ def main():
     res = {r["variant"]: {"recorded": r["median_ms"]} for r in rows}
     shape_arg = "b=%d,hq=%d,hkv=%d,sq=%d,sk=%d,d=%d" % (sh["b"], sh["hq"], sh["hkv"], sh["sq"], sh["sk"], d)
     for v in res:
-        cmd = [a.flashtune, "run", "--spec", a.spec, "--variant", v, "--shape", shape_arg, "--dtype", dtype, "--json",
-               "--no-verify"] + (["--causal"] if causal else [])
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        js = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
-        res[v]["run"] = js[-1].get("median_ms") if js else None
+        ms = flashtune_run(a.flashtune, a.spec, v, shape_arg, dtype, causal)
+        res[v]["run"] = ms if ms == ms else None
     import torch
     import flashtune
     dt = torch.bfloat16 if dtype == "bf16" else torch.float16

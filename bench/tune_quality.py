@@ -83,6 +83,17 @@ def interleaved(calls, flush, rounds, reps, heat_with):
     return {n: statistics.median(times[n]) for n in names}
 
 
+def flashtune_run(ft, spec, variant, shape, dtype, causal, heat=None, budget=None):
+    """`flashtune run` of one variant on shape ("b=..,hq=..,..,d=.."), unverified: its median ms
+    (NaN when it fails); heat and budget in ms, None for the command's defaults."""
+    cmd = [ft, "run", "--spec", spec, "--variant", variant, "--shape", shape, "--dtype", dtype, "--json",
+           "--no-verify"] + (["--causal"] if causal else [])
+    cmd += (["--heat", str(heat)] if heat is not None else []) + (["--budget", str(budget)] if budget is not None else [])
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    js = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+    return js[-1].get("median_ms", float("nan")) if p.returncode == 0 and js else float("nan")
+
+
 def run_tune(ft, spec, db, only, search, extra):
     cmd = [ft, "tune", spec, "--db", db, "--only", only, "--search", search, "--json", "-q"] + extra
     p = subprocess.run(cmd, capture_output=True, text=True)
