@@ -101,8 +101,9 @@ static const char run_usage[] =
     "  --seed N          random inputs' seed (default 1)\n"
     "  --no-verify       time without verifying first\n"
     "  --no-time         verify only (e.g. under compute-sanitizer)\n"
-    "  --heat MS         GPU time the kernel runs before its timing, until the clock settles\n"
-    "                    (default 150; 0: none)\n"
+    "  --heat MS         GPU time the kernel runs before its timing (default 1000: a GPU at its\n"
+    "                    power limit runs a few per cent faster in its first second of load than\n"
+    "                    after, and the tuner records the latter; 0: none)\n"
     "  --budget MS       kernel time the timed repetitions take (default 200)\n"
     "  --json            print JSON\n"
     "  --cache-dir DIR   compile cache\n";
@@ -155,7 +156,7 @@ int cmd_run(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     const char *variant = NULL, *shape = NULL, *dtype = NULL, *spec_path = NULL, *cache_dir = NULL;
     int causal = -1, verify = 1, time_it = 1, json = 0, ch, status = 1;
-    long device = 0, seed = 1, heat = (long)FT_HEAT_MS, budget = 0;
+    long device = 0, seed = 1, heat = (long)FT_SETTLE_MS, budget = 0;
     ft_layout layout = FT_LAYOUT_BSHD;
     ft_session s;
     ft_spec *spec = NULL;
@@ -273,7 +274,7 @@ int cmd_run(int argc, char **argv)
     lc.cu = s.cu;
     lc.k = &k;
     ft__timing_opts_default(&topts);
-    topts.heat_ms = (double)heat; /* the GPU idled while the kernel compiled: time it at its working clock */
+    topts.heat_ms = (double)heat; /* the GPU idled while the kernel compiled: time it at its sustained clock */
     if (budget > 0)
         topts.budget_ms = (double)budget;
     if (ft__tensors_workspace(s.cu, &t, &k, &err) != FT_OK) {

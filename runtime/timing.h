@@ -32,6 +32,13 @@ typedef struct ft_timing_opts {
 
 #define FT_HEAT_MS 150.0       /* the heat a timing after an idle spell takes (worker, flashtune run) */
 #define FT_RACE_HEAT_MS 100.0  /* ... and a race right after other timings (the worker's race command) */
+/* The load a GPU at its power limit needs before it times as it does under sustained work: an
+ * H100 (700 W) ran the d = 64 forward at 8k 3-4 % faster for the first 0.8 s after an idle spell
+ * than from 1 s on, its clock falling from 1980 to 1550-1650 MHz as the power reached the limit;
+ * a timing that stops heating while the two batches agree stops on that early plateau
+ * (bench/sustain.py, 2026-12-05). A race heats until its worker's stretch of timing is this
+ * long (flashtune tune --settle), and `flashtune run` heats this long by default. */
+#define FT_SETTLE_MS 1000.0
 #define FT_HEAT_BATCH_MS 10.0
 #define FT_HEAT_AGREE 0.01
 #define FT_HEAT_EXTRA_MS 500.0

@@ -40,6 +40,8 @@ ft_cli_test(run_dtype_bad fail "--dtype takes f16 \\(fp16, float16, half\\) or b
   run --variant d=64 --shape 1,1,64,64 --dtype fp32)
 ft_cli_test(run_heat_bad fail "--heat takes an integer from 0 to 60000, not '-5'"
   run --variant d=64 --shape 1,1,64,64 --heat -5)
+ft_cli_test(tune_settle_bad fail "--settle takes an integer from 0 to 60000, not '1s'"
+  tune --settle 1s)
 ft_cli_test(run_budget_bad fail "--budget takes an integer from 1 to 60000, not '0'"
   run --variant d=64 --shape 1,1,64,64 --budget 0)
 ft_cli_test(query_dtype_alias fail "cannot open tuning database /nonexistent/t.db"
