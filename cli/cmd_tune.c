@@ -8,7 +8,6 @@
 #include "common/fs.h"
 #include "common/json.h"
 #include "runtime/driver.h"
-#include "runtime/timing.h"
 #include "tuner/tune.h"
 
 static const char usage[] =
@@ -48,9 +47,9 @@ static const char usage[] =
     "                    without a tuned winner on this GPU model (recorded with\n"
     "                    FLASHTUNE_RECORD_MISSES=1; flashtune query --misses lists them)\n"
     "  --settle MS       a race of a bucket's leaders first keeps the GPU busy until it has timed\n"
-    "                    this long without a pause (default 1000): a GPU at its power limit times\n"
-    "                    a few per cent faster in its first second of load than after, and the\n"
-    "                    race's figures are the ones recorded; 0: a short heat only\n"
+    "                    this long without a pause (a GPU at its power limit times a few per cent\n"
+    "                    faster in its first second of load than after; 1000 reaches the\n"
+    "                    sustained clock); default 0: a short heat only\n"
     "  --timeout S       seconds a measurement may take before the kernel counts as hung (60)\n"
     "  --arch NAME       target of the compile-only plan when there is no GPU (default sm_90)\n"
     "  --cache-dir DIR   compile cache\n"
@@ -138,7 +137,10 @@ int cmd_tune(int argc, char **argv)
     o.budget_ms = 30;
     o.timeout_s = 60;
     o.search = FT_SEARCH_RANKED; /* within 2 % of the exhaustive oracle on the sample of bench/tune_quality.py */
-    o.settle_ms = (int)FT_SETTLE_MS;
+    /* no settle by default: on an H100 a settled race cost the default tune 18 s and its
+     * recorded figures agreed no better with a later re-measurement (bench/results/
+     * h100-2026-12-05-settle) */
+    o.settle_ms = 0;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "j:qh", longopts, NULL)) != -1) {
         switch (ch) {

@@ -606,10 +606,10 @@ static int do_race(ft_session *s, const char *line, unsigned long long id, shape
     if (status == NULL) {
         ft__timing_opts_default(&o);
         o.warmup_ms = (double)budget / 6.0 * (double)n;
-        /* right after the bucket's measurements the board is warm: a shorter heat would do for
-         * the clock's first settling, but a GPU at its power limit times slower again once the
-         * stretch of timing reaches a second (FT_SETTLE_MS): the heat tops the stretch up to
-         * settle ms, so the race and its recorded figures are of the sustained clock */
+        /* right after the bucket's measurements the board is warm: a shorter heat settles the
+         * clock's first ramp; a GPU at its power limit times slower again once the stretch of
+         * timing reaches a second (FT_SETTLE_MS), so a tune that asks (--settle) has the heat
+         * top the stretch up to settle ms */
         timing_begins(t0);
         o.heat_ms = t0 - last_timing_end > IDLE_MS ? FT_HEAT_MS : FT_RACE_HEAT_MS;
         if ((double)settle - (t0 - stretch_start) > o.heat_ms)
