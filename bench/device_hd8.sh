@@ -65,6 +65,10 @@
 #                                      and into a preallocated output (CALLPATH_CASES: SHAPE:VARIANT
 #                                      words; default the three widest gaps of 2026-12-05's
 #                                      recorded-against-re-measured check)
+#   bash bench/device_hd8.sh sustain   bench/sustain.py: one kernel back to back for seconds, its time
+#                                      per window beside the clock, power and throttle reasons
+#                                      (SUSTAIN_CASES: SHAPE:VARIANT words; default d = 64 8k and
+#                                      d = 256 512, 12 s of load, twice)
 # Expects bench/stage_run.sh's folder in $RUN (default .dev/run). Logs and JSON go to $OUT, one
 # line each to $OUT/summary.txt.
 set -u
@@ -185,8 +189,20 @@ for mode in "$@"; do
     note "call_path: exit $? in $(since "$t0") s"
     cut -c1-200 "$OUT/call_path.txt" | tee -a "$summary"
     ;;
+  sustain)
+    v64=d=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0
+    v256=d=256,bm=128,bn=64,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0
+    i=0
+    for c in ${SUSTAIN_CASES:-b=2,hq=32,sq=8192:$v64 b=32,hq=8,sq=512:$v256}; do
+      i=$((i + 1))
+      timeout "${SUSTAIN_LIMIT:-120}" python3 bench/sustain.py --spec specs/flash_fwd_sm90.lua --shape "${c%%:*}" \
+        --variant "${c#*:}" --load "${SUSTAIN_LOAD:-12}" --idle 3 --cycles 2 --json "$OUT/sustain$i.json" \
+        > "$OUT/sustain$i.txt" 2>&1
+      note "sustain ${c%%:*}: exit $? in $(since "$t0") s: $(tail -n 1 "$OUT/sustain$i.txt")"
+    done
+    ;;
   *)
-    note "unknown mode $mode (verify, sanitize, compare, quality, ablate, vsfa4, fulltune, sched, callpath)"
+    note "unknown mode $mode (verify, sanitize, compare, quality, ablate, vsfa4, fulltune, sched, callpath, sustain)"
     ;;
   esac
 done

@@ -9,6 +9,8 @@ conditions compare.
 
     python3 bench/sustain.py --spec specs/flash_fwd_sm90.lua --shape b=2,hq=32,sq=8192 \\
         --variant d=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0
+
+(--selftest checks the sampling's bookkeeping on made-up samples, without a GPU.)
 """
 import argparse
 import json
@@ -48,7 +50,50 @@ def smi_read(path):
     return rows
 
 
+def window_rows(windows, samples, t_origin):
+    """Each window (cycle, wall start, wall end, reps, median ms) with the medians of the
+    nvidia-smi samples taken within it (the nearest one when none was), its hottest temperature
+    and the throttle reasons seen (or-ed)."""
+    rows = []
+    for c, w0, w1, n, med in windows:
+        s = [x for x in samples if w0 <= x[0] <= w1]
+        if not s and samples:
+            s = [min(samples, key=lambda x: abs(x[0] - w0))]
+        mask = 0
+        for x in s:
+            mask |= x[4]
+        rows.append({"cycle": c, "t_s": round(w0 - t_origin, 3), "reps": n, "median_ms": med,
+                     "mhz": statistics.median(x[1] for x in s) if s else None,
+                     "watts": statistics.median(x[2] for x in s) if s else None,
+                     "temp_c": max(x[3] for x in s) if s else None,
+                     "throttle": "%#x" % mask})
+    return rows
+
+
+def selftest():
+    """smi_read and window_rows on made-up samples; 0 when they hold."""
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+        f.write("2026/12/05 10:00:00.000, 1980, 130.5, 40, 0x0000000000000000\n"
+                "2026/12/05 10:00:00.100, 1700, 690.0, 50, 0x0000000000000004\n"
+                "2026/12/05 10:00:00.200, 1600, 700.0, 52, 0x0000000000000004\n"
+                "garbage line\n"
+                "2026/12/05 10:00:02.000, 1980, 120.0, 45, 0x0000000000000000\n")
+        path = f.name
+    samples = smi_read(path)
+    os.unlink(path)
+    t0 = samples[0][0] if samples else 0.0
+    rows = window_rows([(0, t0 + 0.05, t0 + 0.25, 10, 2.2), (1, t0 + 1.0, t0 + 1.1, 5, 2.1)], samples, t0)
+    ok = (len(samples) == 4 and rows[0]["mhz"] == 1650 and rows[0]["watts"] == 695.0 and rows[0]["temp_c"] == 52
+          and rows[0]["throttle"] == "0x4" and rows[1]["mhz"] == 1600 and rows[1]["throttle"] == "0x4"
+          and abs(rows[1]["t_s"] - 1.0) < 1e-6)
+    print("sustain selftest: %s" % ("ok" if ok else "FAIL %s %s" % (samples, rows)))
+    return 0 if ok else 1
+
+
 def main():
+    if "--selftest" in sys.argv[1:]:
+        sys.exit(selftest())
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--spec", required=True)
     ap.add_argument("--variant", required=True)
@@ -97,17 +142,11 @@ def main():
     smi.wait()
     smi_f.close()
     samples = smi_read(smi_path)
-    rows = []
-    for c, w0, w1, n, med in windows:
-        s = [x for x in samples if w0 <= x[0] <= w1] or [min(samples, key=lambda x: abs(x[0] - w0))] if samples else []
-        row = {"cycle": c, "t_s": round(w0 - t_origin, 3), "reps": n, "median_ms": med,
-               "mhz": statistics.median(x[1] for x in s) if s else None,
-               "watts": statistics.median(x[2] for x in s) if s else None,
-               "temp_c": max(x[3] for x in s) if s else None,
-               "throttle": "%#x" % (max(x[4] for x in s) if s else 0)}
-        rows.append(row)
+    rows = window_rows(windows, samples, t_origin)
+    for row in rows:
         print("cycle %d t=%7.2f s  %4d reps  median %.4f ms  %s MHz  %s W  %s C  throttle %s" % (
-            c, row["t_s"], n, med, row["mhz"], row["watts"], row["temp_c"], row["throttle"]), flush=True)
+            row["cycle"], row["t_s"], row["reps"], row["median_ms"], row["mhz"], row["watts"], row["temp_c"],
+            row["throttle"]), flush=True)
     first = [r["median_ms"] for r in rows if r["cycle"] == 0][:2]
     last = [r["median_ms"] for r in rows if r["cycle"] == 0][-4:]
     if first and last:

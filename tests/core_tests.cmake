@@ -238,6 +238,10 @@ if(Python3_FOUND AND NOT FT_SANITIZE)
   add_test(NAME clock_match_selftest COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/bench/clock_match.py --selftest
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(clock_match_selftest PROPERTIES LABELS unit TIMEOUT 60)
+  # bench/sustain.py's reading of nvidia-smi's samples and their windows, on made-up samples.
+  add_test(NAME sustain_selftest COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/bench/sustain.py --selftest
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(sustain_selftest PROPERTIES LABELS unit TIMEOUT 60)
   # bench/op_overhead.py's argument checks, and a short run where PyTorch and a GPU are (else it
   # says "skipped", which this test shows).
   add_test(NAME op_overhead_args COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/op_overhead_args.sh ${Python3_EXECUTABLE}
