@@ -101,9 +101,9 @@ static const char run_usage[] =
     "  --seed N          random inputs' seed (default 1)\n"
     "  --no-verify       time without verifying first\n"
     "  --no-time         verify only (e.g. under compute-sanitizer)\n"
-    "  --heat MS         GPU time the kernel runs before its timing (default 1000: a GPU at its\n"
+    "  --heat MS         GPU time the kernel runs before its timing (default 2000: a GPU at its\n"
     "                    power limit runs a few per cent faster in its first second of load than\n"
-    "                    after, and the tuner records the latter; 0: none)\n"
+    "                    under sustained load; 0: none)\n"
     "  --budget MS       kernel time the timed repetitions take (default 200)\n"
     "  --json            print JSON\n"
     "  --cache-dir DIR   compile cache\n";

@@ -48,7 +48,7 @@ static const char usage[] =
     "                    FLASHTUNE_RECORD_MISSES=1; flashtune query --misses lists them)\n"
     "  --settle MS       a race of a bucket's leaders first keeps the GPU busy until it has timed\n"
     "                    this long without a pause (a GPU at its power limit times a few per cent\n"
-    "                    faster in its first second of load than after; 1000 reaches the\n"
+    "                    faster in its first second of load than after; 2000 reaches the\n"
     "                    sustained clock); default 0: a short heat only\n"
     "  --timeout S       seconds a measurement may take before the kernel counts as hung (60)\n"
     "  --arch NAME       target of the compile-only plan when there is no GPU (default sm_90)\n"

@@ -36,11 +36,12 @@ typedef struct ft_timing_opts {
  * H100 (700 W) ran the d = 64 forward at 8k 3-4 % faster for the first 0.8 s after an idle spell
  * than from 1 s on, its clock falling from 1980 to 1550-1650 MHz as the power reached the limit;
  * a timing that stops heating while the two batches agree stops on that early plateau
- * (bench/sustain.py, 2026-12-05). `flashtune run` heats this long by default; a tune's races
- * only when asked (flashtune tune --settle 1000): settled, they cost the default tune 18 s and
+ * (bench/sustain.py, 2026-12-05). `flashtune run` heats this long by default (after 1000 ms it
+ * read 2.106-2.140 ms, after 2000 ms 2.152-2.196, after 3000 ms 2.165; sustained: 2.165); a
+ * tune's races only when asked (tune --settle): settled (1000 ms), they cost the default tune 18 s and
  * their records agreed no better with a later re-measurement (the clock wanders by up to 9 %
  * over seconds at the limit, settled or not). */
-#define FT_SETTLE_MS 1000.0
+#define FT_SETTLE_MS 2000.0
 #define FT_HEAT_BATCH_MS 10.0
 #define FT_HEAT_AGREE 0.01
 #define FT_HEAT_EXTRA_MS 500.0
