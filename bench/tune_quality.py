@@ -5,8 +5,8 @@ database and the
 exhaustive tune into another (the compile cache shared, so the second compiles nothing), then
 each bucket's two winners re-measured interleaved in this process on the bucket's own shape
 (flashtune.Context(spec=SPEC, variant=V), CUDA events around each call, a 256 MiB buffer
-cleared before each repetition; first 300 ms of the oracle's winner to bring the GPU to the
-clock it settles at under the load, then --rounds rounds of --reps turns, each system one
+cleared before each repetition; first 2 s of the oracle's winner to bring the GPU to the
+clock it settles at under sustained load, then --rounds rounds of --reps turns, each system one
 repetition a turn in an order that rotates every turn, a round queued without waiting for the
 GPU in between, so that the host's work per call is hidden as in the tuner's timing; the median
 of all repetitions; with --neighbour all of it again on the bucket's neighbour, the second shape
@@ -15,7 +15,10 @@ again, through a second context: the spread of this re-measurement itself (oracl
 again), against which the search's difference can be judged; and the built-in default
 (flashtune.Context(database=""), what an untuned install runs): the tuned winner must not be
 slower than it beyond that spread. Also each tuner's recorded median against the independent
-one. With --second, a second exhaustive tune after the first (a database
+one, and the same relative to the built-in default where the tune raced it (its rows carry it):
+the winner's recorded median over the default's, against the re-measured ratio, a figure the
+board's state (the clock at the power limit wanders by several per cent over seconds) falls on
+alike. With --second, a second exhaustive tune after the first (a database
 of its own; --second-search ranked or halving: a second tune of that search instead): its winners
 measured beside them, as two tunes on one machine would pick.
 
@@ -118,6 +121,48 @@ def winners(ft, db):
     return out
 
 
+def recorded_all(ft, db):
+    """Every ok measurement of a database: (op, key, variant) -> its recorded median (ms)."""
+    p = subprocess.run([ft, "query", "--db", db, "--all", "--json"], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("tune_quality: flashtune query --db %s --all failed: %s" % (db, p.stderr[-1000:]))
+    out = {}
+    for line in p.stdout.splitlines():
+        if line.startswith("{"):
+            r = json.loads(line)
+            if r.get("status") == "ok" and r.get("median_ms"):
+                out[(r["op"], r["key"], r["variant"])] = r["median_ms"]
+    return out
+
+
+def variant_of(how):
+    """The variant in flashtune.Context.kernel()'s answer ("built-in default: d=64,bm=..."), or None."""
+    tail = how.rsplit(": ", 1)[-1].strip()
+    return tail if tail.startswith("d=") and "=" in tail and " " not in tail else None
+
+
+def relative(recorded, op, key, winner, default, winner_ms, default_ms):
+    """The winner's recorded median over the default's (the same tune's) against the re-measured
+    ratio winner_ms / default_ms: 1.0 where they agree; None where the tune recorded no default."""
+    w, d = recorded.get((op, key, winner)), recorded.get((op, key, default))
+    if w is None or d is None or not default_ms or not winner_ms:
+        return None
+    return (w / d) / (winner_ms / default_ms)
+
+
+def selftest():
+    """variant_of and relative on made-up answers; 0 when they hold."""
+    rec = {("fwd", "k", "d=64,bm=128"): 1.10, ("fwd", "k", "d=64,bm=192"): 1.00}
+    r = relative(rec, "fwd", "k", "d=64,bm=192", "d=64,bm=128", 0.95, 1.05)
+    ok = (variant_of("built-in default: d=64,bm=128,bn=128") == "d=64,bm=128,bn=128"
+          and variant_of("tuned for the nearest bucket (bf16 d=64): d=64,bm=192") == "d=64,bm=192"
+          and variant_of("nothing tuned for bf16 d=64 causal=0") is None
+          and r is not None and abs(r - (1.00 / 1.10) / (0.95 / 1.05)) < 1e-12
+          and relative(rec, "fwd", "k", "d=64,bm=192", "d=64,bm=64", 0.95, 1.05) is None)
+    print("tune_quality selftest: %s" % ("ok" if ok else "FAIL"))
+    return 0 if ok else 1
+
+
 def shape_of(text):
     return {k: int(v) for k, v in (kv.split("=") for kv in text.split(","))}
 
@@ -133,6 +178,8 @@ def neighbour_of(sh):
 
 
 def main():
+    if "--selftest" in sys.argv[1:]:
+        sys.exit(selftest())
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--flashtune", default="build/flashtune")
     ap.add_argument("--spec", required=True)
@@ -163,6 +210,7 @@ def main():
                      t["measured"]), flush=True)
     wh, we = winners(a.flashtune, dbs["search"]), winners(a.flashtune, dbs["exhaustive"])
     w2 = winners(a.flashtune, dbs["second"]) if a.second else {}
+    rec_h, rec_e = recorded_all(a.flashtune, dbs["search"]), recorded_all(a.flashtune, dbs["exhaustive"])
 
     import torch
     import flashtune
@@ -191,11 +239,15 @@ def main():
             variants["second"] = w2[key]["variant"]
             ctxs["second"] = ctx(variants["second"])
 
+        default_variant = [None]  # the built-in default's variant on the bucket's shape
+
         def measure(sh):
             """The systems' medians on shape sh, interleaved (see the top of the file)."""
             q = torch.randn(sh["b"], sh["sq"], sh["hq"], e["d"], device="cuda", dtype=dt)
             k = torch.randn(sh["b"], sh["sk"], sh["hkv"], e["d"], device="cuda", dtype=dt)
             v = torch.randn_like(k)
+            if default_variant[0] is None:
+                default_variant[0] = variant_of(default_ctx.kernel(q, k, v, causal=causal))
             calls = {s: (lambda c: lambda: c.forward(q, k, v, causal=causal))(ctxs[s]) for s in systems}
             # heated with the oracle's winner, so that every system is timed at the clock the GPU
             # settles at under this load
@@ -209,7 +261,11 @@ def main():
                      "search_ms": mh, "exhaustive_ms": me, "again_ms": ma, "oracle_over_search": me / mh,
                      "oracle_over_again": me / ma, "default_ms": md, "default_over_oracle": md / me,
                      "search_recorded_ms": h["median_ms"], "exhaustive_recorded_ms": e["median_ms"],
-                     "recorded_over_measured": [h["median_ms"] / mh, e["median_ms"] / me], "window": window})
+                     "recorded_over_measured": [h["median_ms"] / mh, e["median_ms"] / me], "window": window,
+                     "default": default_variant[0],
+                     "relative_recorded_over_measured": [
+                         relative(rec_h, key[0], key[1], h["variant"], default_variant[0], mh, md),
+                         relative(rec_e, key[0], key[1], e["variant"], default_variant[0], me, md)]})
         if a.neighbour:
             nb = neighbour_of(sh)
             mn = measure(nb)
@@ -223,11 +279,12 @@ def main():
                              "search_over_second": mh / m2, "second_recorded_ms": w2[key]["median_ms"]})
             rows[-1]["recorded_over_measured"].append(w2[key]["median_ms"] / m2)
         print("%-70s %s  search %.4f ms, oracle %.4f ms (again %.4f): %.3f (noise %.3f), default / oracle %.3f%s; "
-              "recorded/measured %s%s"
+              "recorded/measured %s (relative to the default %s)%s"
               % (key[1], e["shape"], mh, me, ma, me / mh, me / ma, md / me,
                  ", oracle / second tune's %.3f, search / second tune's %.3f"
                  % (rows[-1]["oracle_over_second"], rows[-1]["search_over_second"]) if a.second else "",
                  " ".join("%.3f" % x for x in rows[-1]["recorded_over_measured"]),
+                 " ".join("-" if x is None else "%.3f" % x for x in rows[-1]["relative_recorded_over_measured"]),
                  "; neighbour %s: oracle / search %.3f (noise %.3f), default / oracle %.3f"
                  % (rows[-1]["neighbour"], rows[-1]["nb_oracle_over_search"], rows[-1]["nb_oracle_over_again"],
                     rows[-1]["nb_default_over_oracle"]) if a.neighbour else ""), flush=True)
@@ -239,15 +296,16 @@ def main():
     with open(os.path.join(a.out, "quality.md"), "w") as f:
         f.write("| bucket | shape | search's winner | oracle's winner | oracle ms / search ms | oracle ms / oracle ms "
                 "again | default ms / oracle ms | oracle ms / second tune's ms | recorded / measured (search, oracle, "
-                "second) |%s\n|---|---|---|---|---|---|---|---|---|%s\n"
+                "second) | the same relative to the default (search, oracle) |%s\n|---|---|---|---|---|---|---|---|---|---|%s\n"
                 % (" neighbour | there: oracle / search | there: oracle / again | there: default / oracle |"
                    if a.neighbour else "", "---|---|---|---|" if a.neighbour else ""))
         for r in rows:
-            f.write("| %s | %s | %s | %s | %.3f | %.3f | %.3f | %s | %s |%s\n" % (
+            f.write("| %s | %s | %s | %s | %.3f | %.3f | %.3f | %s | %s | %s |%s\n" % (
                 r["key"], r["shape"], r["search"], r["exhaustive"], r["oracle_over_search"], r["oracle_over_again"],
                 r["default_over_oracle"],
                 "%.3f" % r["oracle_over_second"] if "second" in r else "",
                 " ".join("%.3f" % x for x in r["recorded_over_measured"]),
+                " ".join("-" if x is None else "%.3f" % x for x in r["relative_recorded_over_measured"]),
                 " %s | %.3f | %.3f | %.3f |" % (r["neighbour"], r["nb_oracle_over_search"], r["nb_oracle_over_again"],
                                                  r["nb_default_over_oracle"]) if a.neighbour else ""))
         f.write("\nTuning time (s): " + ", ".join("%s: wall %.1f, timing %.1f, %d measured" % (
@@ -255,11 +313,14 @@ def main():
     worst = min((r["oracle_over_search"] for r in rows), default=float("nan"))
     noise = max((abs(1 - r["oracle_over_again"]) for r in rows), default=float("nan"))
     rec = [x for r in rows for x in r["recorded_over_measured"]]
+    rel = [x for r in rows for x in r["relative_recorded_over_measured"] if x is not None]
     print("buckets %d; worst oracle/search %.3f (1.0: the search's winner as fast as the oracle's), the "
           "re-measurement's own spread up to %.3f; timing %.1f s %s against %.1f s exhaustive; tuners' "
-          "recorded / measured %.3f-%.3f; default / oracle at least %.3f (under 1: the default faster)%s"
+          "recorded / measured %.3f-%.3f, relative to the default %.3f-%.3f (%d of %d raced it); default / oracle at "
+          "least %.3f (under 1: the default faster)%s"
           % (len(rows), worst, noise, sums["search"]["time_ms"] / 1e3, a.search, sums["exhaustive"]["time_ms"] / 1e3,
              min(rec, default=float("nan")), max(rec, default=float("nan")),
+             min(rel, default=float("nan")), max(rel, default=float("nan")), len(rel), 2 * len(rows),
              min((r["default_over_oracle"] for r in rows), default=float("nan")),
              "; oracle / second tune's %.3f-%.3f, search / second tune's %.3f-%.3f (the second: %s)"
              % (min(r["oracle_over_second"] for r in rows), max(r["oracle_over_second"] for r in rows),

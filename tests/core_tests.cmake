@@ -238,6 +238,10 @@ if(Python3_FOUND AND NOT FT_SANITIZE)
   add_test(NAME clock_match_selftest COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/bench/clock_match.py --selftest
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(clock_match_selftest PROPERTIES LABELS unit TIMEOUT 60)
+  # bench/tune_quality.py's reading of the default's variant and its ratio to the winner, made up.
+  add_test(NAME tune_quality_selftest COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/bench/tune_quality.py --selftest
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(tune_quality_selftest PROPERTIES LABELS unit TIMEOUT 60)
   # bench/sustain.py's reading of nvidia-smi's samples and their windows, on made-up samples.
   add_test(NAME sustain_selftest COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/bench/sustain.py --selftest
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
