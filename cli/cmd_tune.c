@@ -1,5 +1,6 @@
 /* flashtune tune, and the worker it starts (flashtune worker). */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,9 +106,14 @@ static void print_json_summary(const ft_tune_summary *s, int misses, ft_search s
                s->by_status[i]);
     printf("}, \"winners\": %d, \"races\": %d, \"ties\": %d, \"decided\": %d, \"worker_restarts\": %d, \"protocol_errors\": %d, "
            "\"wall_ms\": %.1f, \"compile_ms\": %.1f, \"compile_wait_ms\": %.1f, \"verify_ms\": %.1f, "
-           "\"time_ms\": %.1f, \"setup_ms\": %.1f, \"measure_ms\": %.1f, \"race_ms\": %.1f, \"interrupted\": %s}\n",
+           "\"time_ms\": %.1f, \"setup_ms\": %.1f, \"measure_ms\": %.1f, \"race_ms\": %.1f, \"interrupted\": %s",
            s->winners, s->races, s->ties, s->decided, s->worker_restarts, s->protocol_errors, s->wall_ms, s->compile_ms, s->compile_wait_ms,
            s->verify_ms, s->time_ms, s->setup_ms, s->measure_ms, s->race_ms, s->interrupted ? "true" : "false");
+    printf(", \"over_default\": {\"races\": %d", s->over_default);
+    if (s->over_default > 0)
+        printf(", \"geomean\": %.4f, \"min\": %.4f, \"max\": %.4f", exp(s->over_default_log / s->over_default),
+               s->over_default_min, s->over_default_max);
+    printf("}}\n");
 }
 
 int cmd_tune(int argc, char **argv)
@@ -298,6 +304,10 @@ int cmd_tune(int argc, char **argv)
     printf("winners: %d buckets (%d races of the leaders, runner-up and default, interleaved; %d within the measured "
            "noise raced again on a neighbouring shape, which decided %d); worker restarts: %d; protocol errors: %d\n",
            s.winners, s.races, s.ties, s.decided, s.worker_restarts, s.protocol_errors);
+    if (s.over_default > 0)
+        printf("against the built-in default, raced beside the winner in %d races: %.3fx as fast (geometric mean; "
+               "%.3f-%.3f)\n",
+               s.over_default, exp(s.over_default_log / s.over_default), s.over_default_min, s.over_default_max);
     if (o.search != FT_SEARCH_EXHAUSTIVE)
         printf("search: %s: %lld variants screened, %lld of them measured again at the whole budget\n",
                search_names[o.search], s.screened, s.kept);

@@ -344,7 +344,10 @@ count "select k.entry, r.batch, r.heads_q, r.heads_kv, r.seqlen_q, r.seqlen_k fr
 [ "$(wc -l < "$dir/replay")" = 72 ] || fail "the default's replay should have 72 lines"
 rm -f "$db" "$dir/log"
 FAKE_REPLAY="$dir/replay" FAKE_LOG="$dir/log" "$ft" tune --search exhaustive flash_fwd --db "$db" --only 'd=64,bn=128,warps=4,dtype=f16,qreg=0,overlap=0' \
-  -q -j 2 > "$dir/out" 2>&1 || fail "the replayed tune with the default failed"
+  -q -j 2 --json > "$dir/out" 2>&1 || fail "the replayed tune with the default failed"
+#     The summary sets the default's raced median beside the winner's: 1.05 / 1.00 in each race.
+grep -q '"over_default": {"races": 12, "geomean": 1.0500, "min": 1.0500, "max": 1.0500}}$' "$dir/out" ||
+  fail "the summary should give the default's median over the winner's as 1.05 in 12 races: $(grep -o '"over_default.*' "$dir/out")"
 [ "$(grep -c "race .* rounds=3 .*entry=[a-z0-9_]*$dflt" "$dir/log")" = 12 ] ||
   fail "the default should race 3 rounds in each of the 12 buckets, not in $(grep -c "race .*entry=[a-z0-9_]*$dflt" "$dir/log")"
 [ "$(grep -c "race .* rounds=3 .*entry=[a-z0-9_]*bm64_bn128_warps4_stages3" "$dir/log")" = 12 ] ||

@@ -70,6 +70,7 @@ typedef struct task {
     int racing[MAX_LEADERS];       /* ... the leaders it names, in its order */
     int nracing;
     long long race_winner;         /* the kernel id of the race's winner (0: none yet) */
+    int default_leader;            /* the leader that is the bucket's built-in default, or -1 */
     /* leaders within each other's measured noise race again on a neighbour: a shape of the same
      * bucket (race.c, ft__tuner_race_decide) */
     ft_problem nb;     /* the neighbour shape */

@@ -152,6 +152,7 @@ ft_status ft__tuner_find_leaders(tuner *tu, task *t, ft_err *err)
     int ndefs, i, j, k;
 
     t->nleaders = 0;
+    t->default_leader = -1;
     if (rc != FT_OK)
         return rc;
     if (c->n >= 2) {
@@ -183,6 +184,7 @@ ft_status ft__tuner_find_leaders(tuner *tu, task *t, ft_err *err)
                 ;
             if (k == t->nleaders)
                 t->leaders[t->nleaders++] = c->rows[i];
+            t->default_leader = k;
             break;
         }
     }
@@ -308,14 +310,16 @@ int ft__tuner_judge_race(task *t)
  * such single measurement may take the bucket from them. */
 ft_status ft__tuner_finish_race(tuner *tu, task *t, ft_err *err)
 {
-    double w[MAX_LEADERS][RACE_ROUNDS], nb[MAX_LEADERS][RACE_ROUNDS];
+    double w[MAX_LEADERS][RACE_ROUNDS], nb[MAX_LEADERS][RACE_ROUNDS], med[MAX_LEADERS];
     ft_status rc = FT_OK;
     int tied[MAX_LEADERS], ntied = 0, winner, pick, i, k;
 
     memcpy(w, t->race_ms, sizeof w);
-    for (i = 0; i < MAX_LEADERS; i++)
+    for (i = 0; i < MAX_LEADERS; i++) {
+        med[i] = NAN;
         for (k = 0; k < RACE_ROUNDS; k++)
             nb[i][k] = NAN;
+    }
     /* the leaders found wrong (or failing) on the neighbour take no part */
     for (i = 0; i < t->ntied; i++)
         for (k = 0; k < RACE_ROUNDS; k++) {
@@ -328,6 +332,7 @@ ft_status ft__tuner_finish_race(tuner *tu, task *t, ft_err *err)
         ft_db_result r = t->leaders[i].result;
         if (!rounds_of(w[i], &median, NULL))
             continue; /* a round failed: the leader keeps its own measurement */
+        med[i] = median;
         r.median_ms = median;
         r.tflops = t->key.op->flops(&t->shape) / (r.median_ms * 1e-3) / 1e12;
         rc = ft__db_record(tu->db, &r, err);
@@ -345,6 +350,15 @@ ft_status ft__tuner_finish_race(tuner *tu, task *t, ft_err *err)
     if (rc == FT_OK && winner >= 0) {
         t->race_winner = t->leaders[winner].result.kernel_id;
         rc = ft__db_decide(tu->db, tu->device_id, &t->key, t->race_winner, err);
+    }
+    if (rc == FT_OK && winner >= 0 && t->default_leader >= 0 && t->default_leader < t->nleaders &&
+        isfinite(med[winner]) && isfinite(med[t->default_leader])) {
+        const double x = med[t->default_leader] / med[winner];
+        ft_tune_summary *s = tu->sum;
+        s->over_default_min = s->over_default == 0 || x < s->over_default_min ? x : s->over_default_min;
+        s->over_default_max = s->over_default == 0 || x > s->over_default_max ? x : s->over_default_max;
+        s->over_default_log += log(x);
+        s->over_default++;
     }
     if (rc == FT_OK)
         tu->sum->races++;

@@ -85,6 +85,12 @@ typedef struct ft_tune_summary {
     int ties;                /* ... whose leaders stayed within the noise the rounds measured, and
                                 raced again on a neighbouring shape of the bucket */
     int decided;             /* ... where that shape decided for another than the workload's fastest */
+    int over_default;        /* races whose winner and the bucket's built-in default both finished their
+                                rounds: the default's median over the winner's, in the same race (a
+                                speed-up that the board's state, which moves absolute figures by
+                                several per cent from one moment to the next, falls on alike) ... */
+    double over_default_log; /* ... its logarithms summed (the geometric mean's), ... */
+    double over_default_min, over_default_max; /* ... the least and the most */
     int ranked_out;          /* ranked: variants the ranking left uncompiled */
     int left_to_newer;       /* ranked: buckets left to a spec of a newer family */
     long long screened;      /* halving, ranked: measurements at the screening budget ... */
