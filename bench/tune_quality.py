@@ -40,8 +40,8 @@ import time
 
 # ms of GPU time the oracle's winner runs before a bucket's measurement: a GPU at its power limit
 # times a few per cent faster in its first second of load than after (FT_SETTLE_MS in
-# runtime/timing.h, bench/sustain.py); the measurement is of the sustained clock, as the tuner's
-# record is
+# runtime/timing.h, bench/sustain.py), so the measurement is of the sustained clock, as a
+# training loop runs (the tuner's races heat less: their absolute figures may read fast)
 HEAT_MS = 2000.0
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
@@ -108,37 +108,29 @@ def run_tune(ft, spec, db, only, search, extra):
     return json.loads(lines[-1])
 
 
-def winners(ft, db):
-    p = subprocess.run([ft, "query", "--db", db, "--json"], capture_output=True, text=True)
+def query_ok(ft, db, *extra):
+    """The ok rows of `flashtune query --db DB --json` (extra: e.g. "--all", every measurement)."""
+    p = subprocess.run([ft, "query", "--db", db, "--json"] + list(extra), capture_output=True, text=True)
     if p.returncode != 0:
-        sys.exit("tune_quality: flashtune query --db %s failed: %s" % (db, p.stderr[-1000:]))
-    out = {}
-    for line in p.stdout.splitlines():
-        if line.startswith("{"):
-            r = json.loads(line)
-            if r.get("winner") and r.get("status") == "ok":
-                out[(r["op"], r["key"])] = r
-    return out
+        sys.exit("tune_quality: flashtune query --db %s %s failed: %s" % (db, " ".join(extra), p.stderr[-1000:]))
+    rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    return [r for r in rows if r.get("status") == "ok"]
+
+
+def winners(ft, db):
+    """Each bucket's winner row: (op, key) -> row."""
+    return {(r["op"], r["key"]): r for r in query_ok(ft, db) if r.get("winner")}
 
 
 def recorded_all(ft, db):
     """Every ok measurement of a database: (op, key, variant) -> its recorded median (ms)."""
-    p = subprocess.run([ft, "query", "--db", db, "--all", "--json"], capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit("tune_quality: flashtune query --db %s --all failed: %s" % (db, p.stderr[-1000:]))
-    out = {}
-    for line in p.stdout.splitlines():
-        if line.startswith("{"):
-            r = json.loads(line)
-            if r.get("status") == "ok" and r.get("median_ms"):
-                out[(r["op"], r["key"], r["variant"])] = r["median_ms"]
-    return out
+    return {(r["op"], r["key"], r["variant"]): r["median_ms"] for r in query_ok(ft, db, "--all") if r.get("median_ms")}
 
 
 def variant_of(how):
     """The variant in flashtune.Context.kernel()'s answer ("built-in default: d=64,bm=..."), or None."""
     tail = how.rsplit(": ", 1)[-1].strip()
-    return tail if tail.startswith("d=") and "=" in tail and " " not in tail else None
+    return tail if tail.startswith("d=") and " " not in tail else None
 
 
 def relative(recorded, op, key, winner, default, winner_ms, default_ms):

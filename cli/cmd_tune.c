@@ -47,10 +47,6 @@ static const char usage[] =
     "  --misses          instead of the specs' workloads, the buckets that applications ran\n"
     "                    without a tuned winner on this GPU model (recorded with\n"
     "                    FLASHTUNE_RECORD_MISSES=1; flashtune query --misses lists them)\n"
-    "  --settle MS       a race of a bucket's leaders first keeps the GPU busy until it has timed\n"
-    "                    this long without a pause (a GPU at its power limit times a few per cent\n"
-    "                    faster in its first second of load than after; 2000 reaches the\n"
-    "                    sustained clock); default 0: a short heat only\n"
     "  --timeout S       seconds a measurement may take before the kernel counts as hung (60)\n"
     "  --arch NAME       target of the compile-only plan when there is no GPU (default sm_90)\n"
     "  --cache-dir DIR   compile cache\n"
@@ -126,8 +122,7 @@ int cmd_tune(int argc, char **argv)
         {"quiet", no_argument, NULL, 'q'},        {"timeout", required_argument, NULL, 'T'},
         {"misses", no_argument, NULL, 'M'},       {"json", no_argument, NULL, 'J'},
         {"search", required_argument, NULL, 'S'}, {"one-shape", no_argument, NULL, 'O'},
-        {"settle", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     ft_tune_opts o;
     ft_tune_summary s;
     ft_spec *specs[16];
@@ -143,10 +138,6 @@ int cmd_tune(int argc, char **argv)
     o.budget_ms = 30;
     o.timeout_s = 60;
     o.search = FT_SEARCH_RANKED; /* within 2 % of the exhaustive oracle on the sample of bench/tune_quality.py */
-    /* no settle by default: on an H100 a settled race cost the default tune 18 s and its
-     * recorded figures agreed no better with a later re-measurement (bench/results/
-     * h100-2026-12-05-settle) */
-    o.settle_ms = 0;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "j:qh", longopts, NULL)) != -1) {
         switch (ch) {
@@ -170,11 +161,6 @@ int cmd_tune(int argc, char **argv)
             if (!cli_parse_int("tune", "--budget", optarg, 1, 10000, &v))
                 return EXIT_USAGE;
             o.budget_ms = (int)v;
-            break;
-        case 's':
-            if (!cli_parse_int("tune", "--settle", optarg, 0, 60000, &v))
-                return EXIT_USAGE;
-            o.settle_ms = (int)v;
             break;
         case 'R': o.remeasure = 1; break;
         case 'O': o.one_shape = 1; break;

@@ -37,10 +37,10 @@ typedef struct ft_timing_opts {
  * than from 1 s on, its clock falling from 1980 to 1550-1650 MHz as the power reached the limit;
  * a timing that stops heating while the two batches agree stops on that early plateau
  * (bench/sustain.py, 2026-12-05). `flashtune run` heats this long by default (after 1000 ms it
- * read 2.106-2.140 ms, after 2000 ms 2.152-2.196, after 3000 ms 2.165; sustained: 2.165); a
- * tune's races only when asked (tune --settle): settled (1000 ms), they cost the default tune 18 s and
- * their records agreed no better with a later re-measurement (the clock wanders by up to 9 %
- * over seconds at the limit, settled or not). */
+ * read 2.106-2.140 ms, after 2000 ms 2.152-2.196, after 3000 ms 2.165; sustained: 2.165). A
+ * tune's races do not: heated until the worker had timed for a second without a pause
+ * (ebf272e), they cost the default tune 18 s and their records agreed no better with a later
+ * re-measurement (the clock wanders by up to 9 % over seconds at the limit, settled or not). */
 #define FT_SETTLE_MS 2000.0
 #define FT_HEAT_BATCH_MS 10.0
 #define FT_HEAT_AGREE 0.01

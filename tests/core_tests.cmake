@@ -40,8 +40,6 @@ ft_cli_test(run_dtype_bad fail "--dtype takes f16 \\(fp16, float16, half\\) or b
   run --variant d=64 --shape 1,1,64,64 --dtype fp32)
 ft_cli_test(run_heat_bad fail "--heat takes an integer from 0 to 60000, not '-5'"
   run --variant d=64 --shape 1,1,64,64 --heat -5)
-ft_cli_test(tune_settle_bad fail "--settle takes an integer from 0 to 60000, not '1s'"
-  tune --settle 1s)
 ft_cli_test(run_budget_bad fail "--budget takes an integer from 1 to 60000, not '0'"
   run --variant d=64 --shape 1,1,64,64 --budget 0)
 ft_cli_test(query_dtype_alias fail "cannot open tuning database /nonexistent/t.db"
@@ -230,22 +228,16 @@ if(Python3_FOUND AND NOT FT_SANITIZE)
   # Its bucket keys come from the library (flashtune.key): this build's, not whichever the checkout has.
   set_tests_properties(report_selftest PROPERTIES LABELS unit TIMEOUT 300
     ENVIRONMENT "FLASHTUNE_LIB=$<TARGET_FILE:flashtune_shared>")
-  # bench/ablation.py's tables from made-up measurements whose answers are known.
-  add_test(NAME ablation_selftest COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/bench/ablation.py --selftest
-    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-  set_tests_properties(ablation_selftest PROPERTIES LABELS unit TIMEOUT 60)
-  # bench/clock_match.py's matching of races, clock samples and measurement windows, on made-up files.
-  add_test(NAME clock_match_selftest COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/bench/clock_match.py --selftest
-    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-  set_tests_properties(clock_match_selftest PROPERTIES LABELS unit TIMEOUT 60)
-  # bench/tune_quality.py's reading of the default's variant and its ratio to the winner, made up.
-  add_test(NAME tune_quality_selftest COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/bench/tune_quality.py --selftest
-    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-  set_tests_properties(tune_quality_selftest PROPERTIES LABELS unit TIMEOUT 60)
-  # bench/sustain.py's reading of nvidia-smi's samples and their windows, on made-up samples.
-  add_test(NAME sustain_selftest COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/bench/sustain.py --selftest
-    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-  set_tests_properties(sustain_selftest PROPERTIES LABELS unit TIMEOUT 60)
+  # A bench script's --selftest: its parts that need no GPU, on made-up input whose answers are known.
+  function(ft_bench_selftest name script)
+    add_test(NAME ${name}_selftest COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/bench/${script} --selftest
+      WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    set_tests_properties(${name}_selftest PROPERTIES LABELS unit TIMEOUT 60)
+  endfunction()
+  ft_bench_selftest(ablation ablation.py)          # its tables from made-up measurements
+  ft_bench_selftest(clock_match clock_match.py)    # races, clock samples and measurement windows matched
+  ft_bench_selftest(tune_quality tune_quality.py)  # the default's variant read, its ratio to the winner
+  ft_bench_selftest(sustain sustain.py)            # nvidia-smi's samples read and set in their windows
   # bench/op_overhead.py's argument checks, and a short run where PyTorch and a GPU are (else it
   # says "skipped", which this test shows).
   add_test(NAME op_overhead_args COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/op_overhead_args.sh ${Python3_EXECUTABLE}

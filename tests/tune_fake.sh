@@ -353,14 +353,6 @@ grep -q '"over_default": {"races": 12, "geomean": 1.0500, "min": 1.0500, "max": 
 [ "$(grep -c "race .* rounds=3 .*entry=[a-z0-9_]*bm64_bn128_warps4_stages3" "$dir/log")" = 12 ] ||
   fail "the runner-up should race 3 rounds in each of the 12 buckets, not in $(grep -c "race .*entry=[a-z0-9_]*bm64_bn128_warps4_stages3" "$dir/log")"
 grep -q "measure .* verify=0 budget=11 " "$dir/log" && fail "a race round went as a measure command"
-#     A race asks the worker for no settling heat by default, for what --settle says otherwise.
-[ "$(grep -c "race .* budget=11 settle=0 ;" "$dir/log")" = "$(grep -c "race " "$dir/log")" ] ||
-  fail "every race should carry settle=0 by default: $(grep -m1 "race " "$dir/log" | cut -c1-120)"
-rm -f "$db" "$dir/log"
-FAKE_REPLAY="$dir/replay" FAKE_LOG="$dir/log" "$ft" tune --search exhaustive flash_fwd --db "$db" --settle 250 \
-  --only 'd=64,bn=128,warps=4,dtype=f16,qreg=0,overlap=0' -q -j 2 > "$dir/out" 2>&1 || fail "the tune with --settle 250 failed"
-[ "$(grep -c "race .* settle=250 ;" "$dir/log")" -ge 12 ] && ! grep -q "race .* settle=0 " "$dir/log" ||
-  fail "--settle 250 should reach every race command"
 [ "$(count "select count(*) from v_winners where variant like 'd=64,bm=64,bn=128,warps=4,stages=2,%'")" = 12 ] ||
   fail "the fastest should win every bucket"
 #     The race times at a sustained clock, slower than single measurements after a gap (here

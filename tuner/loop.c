@@ -69,8 +69,7 @@ static const ft_plan_item *measure_line(const tuner *tu, const kernel_ref *kr, u
 
 /* Sends worker w the race of kernels ks[0..n-1] (indices into the kernel table), each a third of
  * a measurement's budget a round, so that a leader's three rounds take about one measurement's
- * time, after the heat that settles the GPU (the tune's settle_ms); it is then waiting for
- * `what`. Returns ft__tuner_worker_send's answer. */
+ * time; it is then waiting for `what`. Returns ft__tuner_worker_send's answer. */
 static int send_race(tuner *tu, worker *w, const int *ks, int n, pending what)
 {
     char line[LINE_MAX_BYTES], fields[1024];
@@ -79,8 +78,7 @@ static int send_race(tuner *tu, worker *w, const int *ks, int n, pending what)
     int i;
 
     w->id = ++w->ids;
-    len = (size_t)snprintf(line, sizeof line, "race id=%llu n=%d rounds=%d budget=%d settle=%d", w->id, n, RACE_ROUNDS,
-                           budget, tu->o->settle_ms);
+    len = (size_t)snprintf(line, sizeof line, "race id=%llu n=%d rounds=%d budget=%d", w->id, n, RACE_ROUNDS, budget);
     for (i = 0; i < n && len < sizeof line; i++) {
         kernel_fields(tu, &tu->kernels[ks[i]], 0, budget, fields, sizeof fields);
         len += (size_t)snprintf(line + len, sizeof line - len, " ; %s", fields);

@@ -56,8 +56,6 @@ typedef struct ft_tune_opts {
                                 GPU model (ft__db_misses) instead of the specs' workloads */
     ft_search search;        /* how the variants of a bucket are chosen and measured (ft_search) */
     int one_shape;           /* near-ties decided on the bucket's own shape only (no neighbour) */
-    int settle_ms;           /* a race heats until its worker's stretch of timing is this long
-                                (FT_SETTLE_MS reaches the sustained clock); 0: a short heat only */
 } ft_tune_opts;
 
 #define FT_TUNE_SCREEN_MS 5 /* the screening budget's floor (ms) */

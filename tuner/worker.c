@@ -23,11 +23,9 @@
  *                            q3=.. reps=.. l2=.. lse=.. regs=.. local=.. verify_ms=.. time_ms=.. detail=<text>
  *                      (l2: the relative L2 error of O, or the largest of dQ's, dK's and dV's; lse: the
  *                       LSE's largest error, 0 for the backward)
- *   parent -> worker   race id=N n=K rounds=R budget=<ms> [settle=<ms>] ; <kernel 1's fields> ; ... ;
- *                      <kernel K's fields>
+ *   parent -> worker   race id=N n=K rounds=R budget=<ms> ; <kernel 1's fields> ; ... ; <kernel K's fields>
  *                      (K kernels, each named by the fields of a measure command after its id, all
- *                       verified on the shape before; they are timed against each other, R rounds,
- *                       after a heat that brings the stretch of timing to settle ms: FT_SETTLE_MS)
+ *                       verified on the shape before; they are timed against each other, R rounds)
  *   worker -> parent   raced id=N status=<ok|launch_failure|fault|error> time_ms=.. ms0=a,b,.. ms1=.. detail=<text>
  *                      (ms<i>: kernel i's median in each round, on an ok race only)
  *   parent -> worker   quit
@@ -198,17 +196,8 @@ ft_status ft__worker_parse_shape(const char *line, const ft_op **op, ft_problem 
  * heated. */
 #define IDLE_MS 50.0
 
-/* When the last timing ended, and when the stretch of timings it belongs to began: its first
- * timing after a gap longer than IDLE_MS (ms on the monotonic clock). */
+/* When the last timing ended (ms on the monotonic clock). */
 static double last_timing_end = -1e300;
-static double stretch_start = -1e300;
-
-/* Called as a timing begins at now: a gap since the last one starts a new stretch. */
-static void timing_begins(double now)
-{
-    if (now - last_timing_end > IDLE_MS)
-        stretch_start = now;
-}
 
 /* The fp32 reference reads every key for every query row of every head: on the tuner's largest
  * shapes it took seconds a bucket (the forward's 16k-token grid at d = 64: 5-7 s, the
@@ -509,7 +498,6 @@ static int do_measure(ft_session *s, const char *line, unsigned long long id, sh
             snprintf(err.msg, sizeof err.msg, "%s", detail);
         } else {
             t1 = ft__now_ms();
-            timing_begins(t0);
             ft__timing_opts_default(&o);
             o.warmup_ms = (double)kc.budget / 6.0;
             /* a check (a leader verified on a neighbour: its time unused) needs no heat */
@@ -562,14 +550,14 @@ static int do_race(ft_session *s, const char *line, unsigned long long id, shape
     kernel_cmd kc;
     ft_timing_opts o;
     ft_err err;
-    long long n = 0, rounds = 0, budget = 0, settle = 0;
+    long long n = 0, rounds = 0, budget = 0;
     const char *status = NULL, *part = strstr(line, " ; ");
     char text[1024];
     const double t0 = ft__now_ms();
     int i, r, loaded = 0, pass;
 
     err.msg[0] = '\0';
-    /* "race id=N n=K rounds=R budget=B [settle=S]", then K parts " ; <a measure command's kernel fields>" */
+    /* "race id=N n=K rounds=R budget=B", then K parts " ; <a measure command's kernel fields>" */
     if (part == NULL || (size_t)(part - line) >= sizeof text)
         status = "a malformed race";
     else {
@@ -577,9 +565,6 @@ static int do_race(ft_session *s, const char *line, unsigned long long id, shape
         text[part - line] = '\0';
         if (!field_int(text, "n", 1, FT_TUNE_RACE_KERNELS, &n) ||
             !field_int(text, "rounds", 1, FT_TUNE_RACE_ROUNDS, &rounds) || !field_int(text, "budget", 1, 1000000, &budget))
-            status = "a malformed race";
-        /* settle (optional: older tuners' lines have none) */
-        else if (strstr(text, " settle=") != NULL && !field_int(text, "settle", 0, 60000, &settle))
             status = "a malformed race";
     }
     for (i = 0; status == NULL && i < n; i++, part = strstr(part + 3, " ; ")) {
@@ -606,14 +591,8 @@ static int do_race(ft_session *s, const char *line, unsigned long long id, shape
     if (status == NULL) {
         ft__timing_opts_default(&o);
         o.warmup_ms = (double)budget / 6.0 * (double)n;
-        /* right after the bucket's measurements the board is warm: a shorter heat settles the
-         * clock's first ramp; a GPU at its power limit times slower again once the stretch of
-         * timing reaches a second (FT_SETTLE_MS), so a tune that asks (--settle) has the heat
-         * top the stretch up to settle ms */
-        timing_begins(t0);
+        /* right after the bucket's measurements the board is warm: a shorter heat settles it */
         o.heat_ms = t0 - last_timing_end > IDLE_MS ? FT_HEAT_MS : FT_RACE_HEAT_MS;
-        if ((double)settle - (t0 - stretch_start) > o.heat_ms)
-            o.heat_ms = (double)settle - (t0 - stretch_start);
         o.budget_ms = (double)budget;
         o.min_reps = 5;
         o.max_reps = 100;
