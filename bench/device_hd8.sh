@@ -28,14 +28,16 @@
 #                                      QUALITY_TRACE=1: the workers' conversation timed
 #                                      (bench/worker_tap_ts.py), nvidia-smi sampled every 100 ms,
 #                                      and bench/clock_match.py on them)
-#   bash bench/device_hd8.sh knobs     the knobs of 2026-12-05, first on a GPU: flashtune verify of
-#                                      every psmem=1 variant at d = 80 bf16 and 96 f16 (60, 48),
-#                                      every pexp=2 one at d = 64 with bm = 192 bf16 (112) and
-#                                      bm = 128 f16, every skip_rescale=1 one at d = 256 bf16 (48)
+#   bash bench/device_hd8.sh knobs     the knobs of 2026-12-06, first on a GPU: flashtune verify of
+#                                      the ostore=1 variants at d = 128 bf16 with 128-row tiles and
+#                                      two stages, d = 80 f16 (32-byte swizzle) and d = 64 bf16 with
+#                                      192-row tiles, the early_rescale=1 ones at d = 256 bf16 with
+#                                      80-key tiles and d = 192 f16 with 128-row tiles
 #                                      (KNOBS_VERIFY overrides: FILTER words; each verify stops at
-#                                      VERIFY_LIMIT, 150 s), then
-#                                      compute-sanitizer's three tools on a psmem 192 x 144 variant
-#                                      and a skip_rescale d = 256 one
+#                                      VERIFY_LIMIT, 150 s), compute-sanitizer's three tools on an
+#                                      ostore causal d = 128 variant and an early_rescale d = 256
+#                                      one, then bench/knob_ab.py: each knob's twins interleaved
+#                                      (KNOBS_AB=0 leaves it out)
 #   bash bench/device_hd8.sh ablate    each knob's worth: flashtune verify, then an exhaustive
 #                                      tune of the sm_90a forward's ABLATE_ONLY filter (default
 #                                      d = 64 bf16) into $OUT/ablate.db, and bench/ablation.py
@@ -58,7 +60,7 @@
 #                                      flashtune verify of its variants (SCHED_VERIFY: FILTER
 #                                      words, default d = 128 bf16 bm = 128, d = 64 f16 192 x 128,
 #                                      d = 256 bf16 bn = 80), compute-sanitizer's three tools on
-#                                      one (unless SCHED_SANITIZE=0), then bench/sched_ab.py: balance 0, 1 and 2 twins of
+#                                      one (unless SCHED_SANITIZE=0), then bench/knob_ab.py: balance 0, 1 and 2 twins of
 #                                      the causal defaults interleaved on the grid (SCHED_SEQLENS)
 #   bash bench/device_hd8.sh callpath  bench/call_path.py: one kernel timed by `flashtune run`, by
 #                                      the library from PyTorch alone, in tune_quality's rotation,
@@ -86,7 +88,7 @@ for mode in "$@"; do
     ;;
   sanitize)
     sanitize hd8 specs/flash_fwd_sm90.lua \
-      "${HD8_SANITIZE:-d=72,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0}"
+      "${HD8_SANITIZE:-d=72,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0}"
     ;;
   compare)
     db="--no-db"
@@ -129,14 +131,30 @@ for mode in "$@"; do
     fi
     ;;
   knobs)
-    for only in ${KNOBS_VERIFY:-d=80,psmem=1,dtype=bf16 d=96,psmem=1,dtype=f16 d=64,pexp=2,dtype=bf16,bm=192 \
-        d=64,pexp=2,dtype=f16,bm=128 d=256,skip_rescale=1,dtype=bf16}; do
+    for only in ${KNOBS_VERIFY:-d=128,ostore=1,dtype=bf16,bm=128,stages=2 d=80,ostore=1,dtype=f16 \
+        d=64,ostore=1,dtype=bf16,bm=192 d=256,early_rescale=1,dtype=bf16,bn=80 d=192,early_rescale=1,dtype=f16,bm=128}; do
       verify "knob_${only//[=,]/_}" specs/flash_fwd_sm90.lua "$only"
     done
-    sanitize psmem specs/flash_fwd_sm90.lua \
-      d=80,bm=192,bn=144,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=1,pexp=0,skip_rescale=0
-    sanitize skip specs/flash_fwd_sm90.lua \
-      d=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=1
+    sanitize ostore specs/flash_fwd_sm90.lua \
+      d=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0
+    sanitize early specs/flash_fwd_sm90.lua \
+      d=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=1
+    if [ "${KNOBS_AB:-1}" != 0 ]; then
+      # ostore on the built-in defaults of d = 64 and 128 (non-causal; 128 causal too), early_rescale
+      # on those of d = 256 and 192. 512 and 1k are where O's stores weigh most.
+      t0=$(date +%s)
+      timeout "${KNOBS_LIMIT:-240}" python3 bench/knob_ab.py --knob ostore --values 0,1 --seqlens 512,1024,4096 \
+        --bases "d=64,bm=192,bn=128,stages=2,causal=0,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,early_rescale=0;d=128,bm=128,bn=128,stages=2,causal=0,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,early_rescale=0;d=128,bm=128,bn=128,stages=2,causal=1,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,early_rescale=0" \
+        --json "$OUT/knob_ab_ostore.json" > "$OUT/knob_ab_ostore.txt" 2>&1
+      note "knob_ab ostore: exit $? in $(since "$t0") s"
+      tail -n 10 "$OUT/knob_ab_ostore.txt" | tee -a "$summary"
+      t0=$(date +%s)
+      timeout "${KNOBS_LIMIT:-240}" python3 bench/knob_ab.py --knob early_rescale --values 0,1 --seqlens 512,2048,8192 \
+        --bases "d=256,bm=128,bn=80,stages=2,causal=0,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0;d=256,bm=128,bn=80,stages=2,causal=1,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0;d=192,bm=128,bn=96,stages=2,causal=0,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0" \
+        --json "$OUT/knob_ab_early.json" > "$OUT/knob_ab_early.txt" 2>&1
+      note "knob_ab early_rescale: exit $? in $(since "$t0") s"
+      tail -n 10 "$OUT/knob_ab_early.txt" | tee -a "$summary"
+    fi
     ;;
   ablate)
     only=${ABLATE_ONLY:-d=64,dtype=bf16}
@@ -147,7 +165,7 @@ for mode in "$@"; do
     note "tune --only $only --search exhaustive: exit $? in $(since "$t0") s"
     "$ft" query --db "$OUT/ablate.db" --all --json > "$OUT/ablate_all.jsonl" 2>&1
     python3 bench/ablation.py "$OUT/ablate_all.jsonl" --markdown > "$OUT/ablate.md" 2>&1
-    grep -E '^\| (bm|bn|stages|overlap|pingpong|balance|psmem|geometric)' "$OUT/ablate.md" | tee -a "$summary"
+    grep -E '^\| (bm|bn|stages|overlap|pingpong|balance|psmem|ostore|early_rescale|geometric)' "$OUT/ablate.md" | tee -a "$summary"
     ;;
   vsfa4)
     vs_fa4 fwd "${FWD_SHAPES:-64/8192/0 256/8192/1}" fwd_vsfa4 2 1 2
@@ -170,16 +188,16 @@ for mode in "$@"; do
       verify "sched_${only//[=,]/_}" specs/flash_fwd_sm90.lua "$only"
     done
     [ "${SCHED_SANITIZE:-1}" = 0 ] || sanitize sched specs/flash_fwd_sm90.lua \
-      d=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0
+      d=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0
     t0=$(date +%s)
-    timeout "${SCHED_LIMIT:-300}" python3 bench/sched_ab.py --seqlens "${SCHED_SEQLENS:-1024,4096,16384}" \
-      --json "$OUT/sched_ab.json" > "$OUT/sched_ab.txt" 2>&1
-    note "sched_ab: exit $? in $(since "$t0") s"
+    timeout "${SCHED_LIMIT:-300}" python3 bench/knob_ab.py --knob balance --values 0,1,2 \
+      --seqlens "${SCHED_SEQLENS:-1024,4096,16384}" --json "$OUT/sched_ab.json" > "$OUT/sched_ab.txt" 2>&1
+    note "knob_ab balance: exit $? in $(since "$t0") s"
     tail -n 13 "$OUT/sched_ab.txt" | tee -a "$summary"
     ;;
   callpath)
-    v64=d=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0
-    v256=d=256,bm=128,bn=64,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0
+    v64=d=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0
+    v256=d=256,bm=128,bn=64,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0
     cases=()
     for c in ${CALLPATH_CASES:-b=16,hq=32,sq=1024:$v64 b=2,hq=32,sq=8192:$v64 b=32,hq=8,sq=512:$v256}; do
       cases+=(--case "$c")
@@ -190,8 +208,8 @@ for mode in "$@"; do
     cut -c1-200 "$OUT/call_path.txt" | tee -a "$summary"
     ;;
   sustain)
-    v64=d=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0
-    v256=d=256,bm=128,bn=64,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0
+    v64=d=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0
+    v256=d=256,bm=128,bn=64,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0
     i=0
     for c in ${SUSTAIN_CASES:-b=2,hq=32,sq=8192:$v64 b=32,hq=8,sq=512:$v256}; do
       i=$((i + 1))

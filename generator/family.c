@@ -13,8 +13,9 @@ static const char *const *const fwd_string_values[] = {dtype_values};
 
 static const char *const fwd_sm80_ints[] = {"d", "bm", "bn", "warps", "stages", "causal", "qreg",
                                             "overlap", NULL};
-static const char *const fwd_sm90_ints[] = {"d",       "bm",      "bn",    "stages", "causal", "pingpong",
-                                            "overlap", "balance", "psmem", "pexp",   "skip_rescale", NULL};
+static const char *const fwd_sm90_ints[] = {"d",       "bm",      "bn",    "stages",       "causal", "pingpong",
+                                            "overlap", "balance", "psmem", "pexp",         "skip_rescale",
+                                            "ostore",  "early_rescale", NULL};
 
 static int fwd_sm80_threads(const ft_spec *spec, const ft_variant *v)
 {
@@ -204,7 +205,7 @@ static void fwd_sm80_launch(const char *variant, ft_launch_facts *out)
     out->packed = 1;
 }
 
-/* Tensor maps of Q (bm rows) and K, V (bn rows); a persistent grid when not causal, or causal
+/* Tensor maps of Q (bm rows) and K, V (bn rows), with ostore O (FT_TMA_O_ROWS); a persistent grid when not causal, or causal
  * with balance 1 (units of two row blocks) or 2 (blocks from a counter in the workspace); else
  * one block per row block. */
 static void fwd_sm90_launch(const char *variant, ft_launch_facts *out)
@@ -220,6 +221,7 @@ static void fwd_sm90_launch(const char *variant, ft_launch_facts *out)
     out->block_counter = causal && balance == 2;
     out->persistent = !causal || balance != 0;
     out->packed = 1;
+    out->tma_o = text_int(variant, "ostore", 0);
 }
 
 static const char *const gqa_values[] = {"loop", "atomic", NULL};

@@ -123,6 +123,8 @@ typedef struct ft_launch_facts {
     int tma_rows_kv;
     int tma_span;           /* elements per swizzled row of the maps' boxes: 64 (128-byte swizzle),
                                32 (64-byte) or 16 (32-byte), as the kernel's tiles are laid out */
+    int tma_o;              /* a forward TMA kernel that stores O through a tensor map of it too
+                               (boxes of FT_TMA_O_ROWS rows, tma_span elements) */
     int persistent;         /* a TMA kernel whose grid is at most max_resident blocks */
     int pair_blocks;        /* a unit of work is two row blocks of a head, the i-th longest and
                                the i-th shortest */
@@ -162,6 +164,9 @@ typedef enum ft_step_kind { FT_STEP_KERNEL = 0, FT_STEP_MEMSET = 1 } ft_step_kin
 
 /* The workspace a forward kernel with facts.block_counter uses: one int, zeroed before it. */
 #define FT_BLOCK_COUNTER_BYTES 4
+
+/* The rows of a box of O's tensor map (facts.tma_o): one consumer warpgroup's. */
+#define FT_TMA_O_ROWS 64
 
 typedef struct ft_launch_step {
     ft_step_kind kind;

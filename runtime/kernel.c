@@ -300,6 +300,7 @@ ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd
     l->args[1] = &l->maps[0];
     l->args[2] = &l->maps[1];
     l->args[3] = &l->maps[2];
+    l->args[4] = &l->maps[3];
     ft__fwd_params_problem(p, &prob);
     rc = fwd_plan_of(k, &prob, &l->plan, err);
     if (rc != FT_OK || l->plan.nsteps == 0)
@@ -324,7 +325,10 @@ ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd
                              p->k_head_stride, f->tma_rows_kv, "K", err)) != FT_OK ||
         (rc = encode_fwd_map(cu, &l->maps[2], p->v, f, p->seqlen_k, p->heads_kv, p->batch,
                              p->cu_seqlens_k != NULL ? p->total_k : 0, p->v_batch_stride, p->v_row_stride,
-                             p->v_head_stride, f->tma_rows_kv, "V", err)) != FT_OK)
+                             p->v_head_stride, f->tma_rows_kv, "V", err)) != FT_OK ||
+        (f->tma_o && (rc = encode_fwd_map(cu, &l->maps[3], p->o, f, p->seqlen_q, p->heads_q, p->batch,
+                                          p->cu_seqlens_q != NULL ? p->total_q : 0, p->o_batch_stride,
+                                          p->o_row_stride, p->o_head_stride, FT_TMA_O_ROWS, "O", err)) != FT_OK))
         l->grid[0] = 0;
     return rc;
 }

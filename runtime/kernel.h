@@ -117,12 +117,13 @@ ft_status ft__kernel_run_plan(const ft_cuda *cu, const ft_kernel *k, const ft_la
 void ft__fwd_params_problem(const ft_fwd_params *p, ft_problem *out);
 
 /* What cuLaunchKernel takes for the steps of one forward call: the plan, the kernel arguments
- * (a copy of the params with the plan's splits, then for TMA kernels their tensor maps, which live
- * here) and the main step's grid. */
+ * (a copy of the params with the plan's splits, then for TMA kernels their tensor maps of Q, K, V
+ * and O, which live here; O's is encoded for the kernels that store through it, facts.tma_o, and
+ * zeros for the others, which ignore it) and the main step's grid. */
 typedef struct ft_launch {
     ft_fwd_params params;
-    CUtensorMap maps[3];
-    void *args[4];
+    CUtensorMap maps[4];
+    void *args[5];
     ft_launch_plan plan;
     unsigned grid[3]; /* grid[0] == 0: nothing to compute */
 } ft_launch;

@@ -255,19 +255,7 @@ __device__ __forceinline__ void bulk_reduce_add(float *dst, u32 src, u32 bytes)
     asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n"
                  ::"l"(dst), "r"(src), "r"(bytes)
                  : "memory");
-    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-}
-
-// Waits until at most N of the thread's latest bulk groups still read their sources (the older
-// ones' buffers may be written again), not for their additions.
-template <int N> __device__ __forceinline__ void bulk_wait_read()
-{
-    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
-}
-
-__device__ __forceinline__ void bulk_wait_all()
-{
-    asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+    bulk_commit();
 }
 
 

@@ -39,6 +39,22 @@
 // P_{j-1}·V_{j-1} is done (the step waits for it before the softmax's last part), so one tile a
 // warpgroup is enough; a proxy fence and the warpgroup's named barrier order the stores before
 // the wgmma that reads them.
+// OSTORE: O leaves through shared memory. Each consumer warpgroup writes its 64 normalised rows
+// (stmatrix) over its own rows of the block's Q buffer, which no wgmma reads any more once the
+// block's last S is done, laid out as TMA writes Q there; one thread of the warpgroup stores them
+// with TMA (cp.async.bulk.tensor, a tensor map of O whose boxes are 64 rows: the whole rows of a
+// warpgroup in as many stores as a tile has column blocks), and the warpgroup releases the block
+// (its Q buffer) only once that store has read them. The consumers' warps issue 8 stmatrix
+// instead of D/4 stores of 4 bytes a thread, and the stores reach global memory in whole rows.
+// A variable-length batch's warpgroup whose rows run past its sequence stores from registers as
+// without OSTORE (a box would write into the next sequence's rows; a dense tensor's map ends at
+// seqlen_q). It takes two Q buffers: with one, the next block's Q and K/V loads would wait for
+// the store.
+// EARLY_RESCALE (with OVERLAP): O is rescaled by the previous tile's factors right after S_j is
+// issued, while the tensor cores compute it, and P_{j-1}·V_{j-1} is issued after that (O then
+// holds the sum relative to the previous tile's maxima until the P·V of that tile is added):
+// FlashAttention-4's "rescale O before the GEMM" for wide O (head dims above 128), where the
+// rescale otherwise sits between P·V's completion and the next issue.
 //
 // Conventions are those of flash_fwd_sm80 (the runtime and the reference rely on them):
 // Q, O [batch, seqlen_q, heads_q, D], K, V [batch, seqlen_k, heads_kv, D] up to strides (in
@@ -74,6 +90,8 @@
 //                (ft_exp2_poly, ft_exp2.cuh) instead of the multi-function unit (0..8)
 //   FTP_SKIP_RESCALE 1: O is rescaled only in warps where some row found a new maximum (see
 //                softmax_step); the others' factors are exactly 1
+//   FTP_OSTORE   1: O through shared memory and TMA stores (see OSTORE above)
+//   FTP_EARLY_RESCALE 1: O rescaled while S_j is computed (see EARLY_RESCALE above)
 //   FTP_DTYPE_F16 or FTP_DTYPE_BF16      FT_SMEM_BYTES  dynamic shared memory
 // and the generated wgmma wrappers ft_wgmma_s (m64n{BN}k16, both operands from shared memory)
 // and ft_wgmma_o (m64n{DK}k16, A from registers; PSMEM: ft_wgmma_op, A K-major from shared
@@ -82,8 +100,9 @@
 
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_STAGES) ||              \
     !defined(FTP_CAUSAL) || !defined(FTP_PINGPONG) || !defined(FTP_OVERLAP) || !defined(FTP_BALANCE) ||    \
-    !defined(FTP_PSMEM) || !defined(FTP_PEXP) || !defined(FTP_SKIP_RESCALE) || !defined(FT_SMEM_BYTES)
-#error "flash_fwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_STAGES, FTP_CAUSAL, FTP_PINGPONG, FTP_OVERLAP, FTP_BALANCE, FTP_PSMEM, FTP_PEXP, FTP_SKIP_RESCALE and FT_SMEM_BYTES"
+    !defined(FTP_PSMEM) || !defined(FTP_PEXP) || !defined(FTP_SKIP_RESCALE) || !defined(FTP_OSTORE) ||                 \
+    !defined(FTP_EARLY_RESCALE) || !defined(FT_SMEM_BYTES)
+#error "flash_fwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_STAGES, FTP_CAUSAL, FTP_PINGPONG, FTP_OVERLAP, FTP_BALANCE, FTP_PSMEM, FTP_PEXP, FTP_SKIP_RESCALE, FTP_OSTORE, FTP_EARLY_RESCALE and FT_SMEM_BYTES"
 #endif
 #if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
 #error "flash_fwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
@@ -110,6 +129,8 @@ constexpr bool DYNAMIC = FTP_BALANCE == 2;
 constexpr bool PSMEM = FTP_PSMEM != 0;
 constexpr int PEXP = FTP_PEXP;
 constexpr bool SKIP_RESCALE = FTP_SKIP_RESCALE != 0;
+constexpr bool OSTORE = FTP_OSTORE != 0;
+constexpr bool EARLY_RESCALE = FTP_EARLY_RESCALE != 0;
 
 constexpr int NWG = BM / 64;             // consumer warpgroups
 constexpr int THREADS = 128 * (NWG + 1); // plus the producer warpgroup
@@ -166,14 +187,17 @@ static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees wi
 static_assert(Q_BYTES % 2048 == 0, "one Q buffer or two: the same alignment before the P tiles");
 static_assert(P_WG_BYTES % 1024 == 0, "each warpgroup's P tile on a 1024-byte boundary");
 static_assert(BAR_BYTES % 16 == 0, "the barriers keep the block slots 16-byte aligned");
+static_assert(!OSTORE || Q_BUFS == 2, "O through shared memory takes two Q buffers (the spec's smem formula gives them)");
+static_assert(!EARLY_RESCALE || OVERLAP, "the early rescale is a step of the overlapped schedule");
 
 // Registers per thread after setmaxnreg: the producer gives its registers to the consumers.
 constexpr int PRODUCER_REGS = 24;
 constexpr int CONSUMER_REGS = NWG == 2 ? 240 : 160;
 
-// Named barriers (0 is __syncthreads): ping-pong turns; PSMEM, 3 + w: consumer w's P tile
-// written (store_p).
+// Named barriers (0 is __syncthreads): ping-pong turns; 3 + w: every thread of consumer w has
+// written its part of the warpgroup's P tile (PSMEM, store_p) or O tile (OSTORE, store_o).
 constexpr int BAR_TURN = 1; // BAR_TURN + w: consumer w may issue its wgmmas
+constexpr int BAR_WG = 3;   // BAR_WG + w: consumer w's own
 
 // ---- shared-memory matrix descriptors (smem_desc, ft_sm90.cuh) -------------------------------
 
@@ -363,6 +387,7 @@ constexpr u32 P_TILES = BARS - P_BYTES;
 struct Consumer {
     u32 base;              // start of shared memory (1024-aligned)
     const FwdParams *prm;
+    const TensorMap *to;   // OSTORE: O's tensor map
     int row0;              // first query row of this thread's rows (row0 and row0 + 8)
     int n_tiles;           // of the current block
     int r0;                // ring position of the block's first tile
@@ -534,7 +559,6 @@ template <int NS> __device__ __forceinline__ void pack_p(const float (&acc)[SN],
 // reads through the async proxy) and the warpgroup's barrier: its P·V reads every thread's part.
 template <int NS> __device__ __forceinline__ void store_p(const Consumer &c, const float (&acc)[SN])
 {
-    constexpr int BAR_P = 3; // BAR_P + w: every thread of consumer w has stored its part of P
     const int l = c.lane();
     const u32 row_bytes = (u32)((c.warp() * 16 + (l & 7) + 8 * ((l >> 3) & 1)) * PSWB);
     const u32 swz = (row_bytes >> 3) & ((PSWB / 16 - 1) << 4); // the row's XOR of chunk bits
@@ -547,7 +571,7 @@ template <int NS> __device__ __forceinline__ void store_p(const Consumer &c, con
                     pack2(acc[8 * kb + 4], acc[8 * kb + 5]), pack2(acc[8 * kb + 6], acc[8 * kb + 7]));
     }
     fence_proxy_async();
-    named_sync(BAR_P + c.w(), 128);
+    named_sync(BAR_WG + c.w(), 128);
 }
 
 // P_j for the next P·V: packed in registers, or (PSMEM) stored in the P tile.
@@ -584,18 +608,27 @@ __device__ __forceinline__ void turn_end(const Consumer &c)
         named_arrive(BAR_TURN + (1 - c.w()), 256);
 }
 
+// O *= the rows' factors: all of it, or (SKIP_RESCALE) in warps where some row's factor is not
+// 1 (a warp vote, so that ptxas knows the branch is uniform).
+__device__ __forceinline__ void rescale(float (&o)[ON], const float (&alpha)[2])
+{
+    if (!SKIP_RESCALE || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
+        rescale_o(o, alpha);
+}
+
 // Iteration j >= 1: S_j and O += P_{j-1}·V_{j-1}, the softmax of S_j; K slot j and V slot
 // j-1 released as soon as their wgmmas are done. NARROW_P: P_{j-1} covers NARROW keys (see
 // NARROW). Every wgmma is complete when a step returns: callers may choose between steps at
 // run time (ptxas serialises wgmmas whose results are still in flight where two paths meet).
+// alpha: the factors of S_j's softmax on return; EARLY_RESCALE takes those of S_{j-1} in it
+// (1 after the first tile: O is still 0) and rescales O by them before P_{j-1}·V_{j-1}.
 template <bool MASK, bool NARROW_P = false>
 __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u32 (&p)[PN], float (&m)[2],
-                                     float (&l)[2])
+                                     float (&l)[2], float (&alpha)[2])
 {
     const int r = c.r0 + j, s = slot_of(r), prev = slot_of(r - 1);
     const bool leader = c.lane() == 0; // arrives for its warp
     float acc[SN];
-    float alpha[2];
 
     mbar_wait(k_full(c.bars(), s), parity_of(r));
     mbar_wait(v_full(c.bars(), prev), parity_of(r - 1));
@@ -603,6 +636,10 @@ __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u
     wgmma_fence();
     issue_s(c, s, acc);
     wgmma_commit();
+    if (EARLY_RESCALE) { // while the tensor cores compute S_j
+        rescale(o, alpha);
+        wgmma_fence();
+    }
     fence_regs(o);
     fence_regs(p);
     issue_o<NARROW_P ? NARROW : BN>(c, prev, o, p);
@@ -628,10 +665,8 @@ __device__ __forceinline__ void step(const Consumer &c, int j, float (&o)[ON], u
     }
     if (leader)
         mbar_arrive(v_empty(c.bars(), prev));
-    // (SKIP_RESCALE: a warp vote, so that ptxas knows the branch is uniform; every wgmma is
-    // complete here, none in flight across it)
-    if (!SKIP_RESCALE || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
-        rescale_o(o, alpha);
+    if (!EARLY_RESCALE) // (every wgmma is complete here, none in flight across the vote)
+        rescale(o, alpha);
     make_p<SN>(c, acc, p);
 }
 
@@ -659,10 +694,14 @@ __device__ __forceinline__ void first_step(const Consumer &c, u32 (&p)[PN], floa
     make_p<NARROW_S ? SNN : SN>(c, acc, p);
 }
 
-// The block's last P·V, complete on return.
-template <bool NARROW_P> __device__ __forceinline__ void last_step(const Consumer &c, float (&o)[ON], u32 (&p)[PN])
+// The block's last P·V, complete on return (EARLY_RESCALE: O rescaled by the last softmax's
+// factors, alpha, first).
+template <bool NARROW_P>
+__device__ __forceinline__ void last_step(const Consumer &c, float (&o)[ON], u32 (&p)[PN], const float (&alpha)[2])
 {
     const int last = c.r0 + c.n_tiles - 1;
+    if (EARLY_RESCALE)
+        rescale(o, alpha);
     mbar_wait(v_full(c.bars(), slot_of(last)), parity_of(last));
     turn_begin(c);
     wgmma_fence();
@@ -675,6 +714,57 @@ template <bool NARROW_P> __device__ __forceinline__ void last_step(const Consume
     fence_regs(o);
     if (c.lane() == 0)
         mbar_arrive(v_empty(c.bars(), slot_of(last)));
+}
+
+// O's rows from registers, those inside the sequence: each quad of threads writes 16 contiguous
+// bytes of a row.
+__device__ __forceinline__ void store_o_rows(const Consumer &c, const FwdParams &prm, const float (&o)[ON],
+                                             const float (&inv)[2], int batch, int head, const Seq &seq)
+{
+    u16 *out = (u16 *)prm.o + seq.o_offset(prm, batch) + head * prm.o_head_stride;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int row = c.row0 + 8 * h;
+        if (row >= seq.sq)
+            continue;
+        u16 *orow = out + (long long)row * prm.o_row_stride + 2 * (c.lane() & 3);
+#pragma unroll
+        for (int nb = 0; nb < D / 8; ++nb)
+            *(u32 *)(orow + 8 * nb) = pack2(o[4 * nb + 2 * h] * inv[h], o[4 * nb + 2 * h + 1] * inv[h]);
+    }
+}
+
+// OSTORE: the warpgroup's 64 rows of O into its rows of the block's Q buffer, then one thread
+// stores them with TMA at (row, head, batch) of O's map and waits until the store has read
+// them (the caller then releases the buffer). The layout is the Q tile's (kmajor_desc): column
+// blocks of CH columns, BM rows apart, rows of SWB bytes whose 16-byte chunks are swizzled as
+// TMA's SWIZZLE_{SWB}B; the stmatrix registers and addresses are store_p's, 16 columns a step.
+// Columns past D are zeros that the map's extent leaves unwritten.
+__device__ __forceinline__ void store_o(const Consumer &c, const float (&o)[ON], const float (&inv)[2], int batch,
+                                        int head, int row)
+{
+    const int l = c.lane();
+    const u32 row_bytes = (u32)((c.warp() * 16 + (l & 7) + 8 * ((l >> 3) & 1)) * SWB);
+    const u32 swz = (row_bytes >> 3) & ((SWB / 16 - 1) << 4); // the row's XOR of chunk bits
+    const u32 tile = c.sq();
+#pragma unroll
+    for (int kb = 0; kb < DK / 16; ++kb) {
+        const int col = 16 * kb + 8 * (l >> 4);
+        const u32 off = (u32)((col / CH) * BM * SWB) + row_bytes + (((u32)(col % CH) * 2) ^ swz);
+        stmatrix_x4(tile + off, pack2(o[8 * kb] * inv[0], o[8 * kb + 1] * inv[0]),
+                    pack2(o[8 * kb + 2] * inv[1], o[8 * kb + 3] * inv[1]),
+                    pack2(o[8 * kb + 4] * inv[0], o[8 * kb + 5] * inv[0]),
+                    pack2(o[8 * kb + 6] * inv[1], o[8 * kb + 7] * inv[1]));
+    }
+    fence_proxy_async();
+    named_sync(BAR_WG + c.w(), 128);
+    if (c.warp() == 0 && l == 0) {
+#pragma unroll
+        for (int b = 0; b < NCB; ++b)
+            tma_store(c.to, tile + b * BM * SWB, b * CH, row, head, batch);
+        bulk_commit();
+        bulk_wait_read<0>();
+    }
 }
 
 // The sequence of the block in a slot, as far as the consumers need it (its queries and keys
@@ -695,6 +785,7 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
         p[0] = 0u;
     float m[2] = {NEG_INF, NEG_INF};
     float l[2] = {0.f, 0.f};
+    float alpha[2] = {1.f, 1.f}; // the last softmax's factors (see step)
 
 #pragma unroll
     for (int i = 0; i < ON; ++i)
@@ -714,39 +805,45 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
         first_step<false>(c, p, m, l);
     int j = 1;
     if (narrow_first && j < c.n_tiles) // the narrow P·V (masked or not: one path is enough)
-        step<true, true>(c, j++, o, p, m, l);
+        step<true, true>(c, j++, o, p, m, l, alpha);
     for (; j < c.n_tiles && __all_sync(0xffffffffu, needs_mask(c, tile_of(c, j))); ++j)
-        step<true>(c, j, o, p, m, l);
+        step<true>(c, j, o, p, m, l, alpha);
     for (; j < c.n_tiles; ++j)
-        step<false>(c, j, o, p, m, l);
+        step<false>(c, j, o, p, m, l, alpha);
     // Every S of the block is done: the next Q may come. Each thread arrives, releasing its own
-    // reads of the block slots.
-    mbar_arrive(released(c.bars(), c.qi));
+    // reads of the block slots. (OSTORE: after O has left through the Q buffer, below.)
+    if (!OSTORE)
+        mbar_arrive(released(c.bars(), c.qi));
 
     // The last P·V, narrow after a narrow first tile that was the only one.
     if (narrow_first && c.n_tiles == 1)
-        last_step<true>(c, o, p);
+        last_step<true>(c, o, p, alpha);
     else
-        last_step<false>(c, o, p);
+        last_step<false>(c, o, p, alpha);
 
-    // Normalise, write the LSE and O (each quad of threads writes 16 contiguous bytes per row).
-    const int t = c.lane() & 3;
+    // Normalise, write the LSE and O.
     const int batch = ld_shared(slot + SLOT_BATCH), head = ld_shared(slot + SLOT_HEAD);
     const Seq seq = slot_seq(slot);
-    u16 *out = (u16 *)prm.o + seq.o_offset(prm, batch) + head * prm.o_head_stride;
+    float inv[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const float lsum = quad_sum(l[h]);
-        const float inv = lsum > 0.f ? 1.f / lsum : 0.f;
+        inv[h] = lsum > 0.f ? 1.f / lsum : 0.f;
         const int row = c.row0 + 8 * h;
-        if (row >= seq.sq)
-            continue;
-        if (prm.lse != nullptr && t == 0)
+        if (prm.lse != nullptr && (c.lane() & 3) == 0 && row < seq.sq)
             prm.lse[seq.lse_index(prm, batch, head, row)] = row_lse(m[h], lsum, c.scale_log2());
-        u16 *orow = out + (long long)row * prm.o_row_stride + 2 * t;
-#pragma unroll
-        for (int nb = 0; nb < D / 8; ++nb)
-            *(u32 *)(orow + 8 * nb) = pack2(o[4 * nb + 2 * h] * inv, o[4 * nb + 2 * h + 1] * inv);
+    }
+    if (OSTORE) {
+        // The warpgroup's rows, from its first: all inside the sequence, or a dense tensor whose
+        // map ends where the sequence does (the same in every thread of the warpgroup).
+        const int first = ld_shared(slot + SLOT_Q_FIRST) + 64 * c.w();
+        if (prm.cu_seqlens_q == nullptr || first + 64 <= seq.sq)
+            store_o(c, o, inv, prm.cu_seqlens_q != nullptr ? 0 : batch, head, seq.q0 + first);
+        else
+            store_o_rows(c, prm, o, inv, batch, head, seq);
+        mbar_arrive(released(c.bars(), c.qi));
+    } else {
+        store_o_rows(c, prm, o, inv, batch, head, seq);
     }
 }
 
@@ -821,7 +918,7 @@ __device__ __forceinline__ void produce(const FwdParams &p, u32 sq, u32 sk, u32 
 }
 
 __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *tq, const TensorMap *tk,
-                                          const TensorMap *tv)
+                                          const TensorMap *tv, const TensorMap *to)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
 
@@ -862,6 +959,7 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
     Consumer c;
     c.base = base;
     c.prm = &p;
+    c.to = to;
     c.r0 = 0;
     // Ping-pong: the turns alternate across blocks (both warpgroups take n_tiles + 1 turns per
     // block); consumer 0 takes the first, and at the end takes consumer 1's last hand-over.
@@ -886,15 +984,20 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
     }
     if (PINGPONG && c.w() == 0)
         named_sync(BAR_TURN + 0, 256);
+    if (OSTORE && c.warp() == 0 && c.lane() == 0)
+        bulk_wait_all(); // the last block's stores written before the CTA ends
 }
 
 } // namespace ft
 
-// The generated entry point: FT_DEFINE_KERNEL(name) at the end of each generated source.
+// The generated entry point: FT_DEFINE_KERNEL(name) at the end of each generated source. (to,
+// O's map, is read with OSTORE only; the runtime encodes it for those kernels, launch facts'
+// tma_o.)
 #define FT_DEFINE_KERNEL(name)                                                                           \
     extern "C" __global__ void __launch_bounds__(ft::THREADS, 1)                                         \
         name(const ft::FwdParams p, const __grid_constant__ ft::TensorMap tq,                            \
-             const __grid_constant__ ft::TensorMap tk, const __grid_constant__ ft::TensorMap tv)         \
+             const __grid_constant__ ft::TensorMap tk, const __grid_constant__ ft::TensorMap tv,         \
+             const __grid_constant__ ft::TensorMap to)                                                   \
     {                                                                                                    \
-        ft::flash_fwd(p, &tq, &tk, &tv);                                                                 \
+        ft::flash_fwd(p, &tq, &tk, &tv, &to);                                                            \
     }

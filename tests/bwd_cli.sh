@@ -56,7 +56,7 @@ grep -q 'measured 24, already in the database 0: 24 ok' "$dir/out" || fail "tune
   fail "tune: expected 12 deterministic backward results"
 [ "$(sqlite3 "$db" "select count(*) from v_winners where op = 'bwd'")" = 24 ] || fail "tune: expected 24 backward winners"
 grep -q '] shape id=[0-9]* op=bwd .* det=1 ' "$dir/log" || fail "tune: no deterministic backward shape sent"
-grep '] measure ' "$dir/log" | grep -v -q 'family=flash_bwd_sm80 .* keys=128 gqa_atomic=0 det=[01] counter=0$' &&
+grep '] measure ' "$dir/log" | grep -v -q 'family=flash_bwd_sm80 .* keys=128 gqa_atomic=0 det=[01] counter=0 tma_o=0$' &&
   fail "tune: a measure command without the backward kernel's family and launch facts"
 sqlite3 "$db" "select k.variant, r.key from results r join kernels k on k.id = r.kernel_id" |
   grep -v -q 'det=\([01]\).*"det":\1,' && fail "tune: a kernel measured on a bucket of the other determinism"

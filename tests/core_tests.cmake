@@ -96,12 +96,12 @@ ft_cli_test(plan_sm90_on_sm80 fail "flash_fwd_sm90 runs only on compute capabili
 ft_cli_test(plan_sm90_on_sm89 fail "flash_fwd_sm90 runs only on compute capability 9\\.0, not sm_89"
   plan flash_fwd_sm90 --arch sm_89)
 ft_cli_test(plan_sm90_subset ok "summary \\(sm_90a\\): 576 variants: [1-9][0-9]* compiled .*, 0 compile errors, 0 over limits"
-  plan flash_fwd_sm90 --arch sm_90 --only "d=64,dtype=f16,causal=0,psmem=0,pexp=0,skip_rescale=0" -q -j 2)
+  plan flash_fwd_sm90 --arch sm_90 --only "d=64,dtype=f16,causal=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0" -q -j 2)
 ft_cli_test(gen_sm90_source ok "void ft_wgmma_o\\(float \\(&d\\)\\[96\\]"
-  gen specs/flash_fwd_sm90.lua --arch sm_90a --variant "d=192,bm=64,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0")
+  gen specs/flash_fwd_sm90.lua --arch sm_90a --variant "d=192,bm=64,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0")
 # --cubin compiles through the runtime's NVRTC path for the family's target (sm_90a, not sm_90)
 ft_cli_test(gen_sm90_cubin ok "Compiling entry function 'ft_flash_fwd_sm90_d64_[a-z0-9_]*' for 'sm_90a'"
-  gen specs/flash_fwd_sm90.lua --variant "d=64,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0"
+  gen specs/flash_fwd_sm90.lua --variant "d=64,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0"
   -o /dev/null --cubin ${CMAKE_CURRENT_BINARY_DIR}/gen_sm90.cubin)
 ft_cli_test(no_command fail "usage: flashtune COMMAND")
 ft_cli_test(help_exit_status ok "exit status: 0 done, 1 failed \\(the reason on stderr\\), 2 usage error, 130 interrupted" --help)
@@ -150,8 +150,9 @@ endif()
 # variants (flashtune plan --sample: every value of every parameter, spread over the space;
 # pruning still runs on all), about 6 minutes for the forward's (an eighth of each) and 2.5 for
 # the backward's (150 of each target's); the kept counts are now 1912 (sm_80), 1460 (sm_86,
-# sm_89), 2108 (sm_90) and 6304 (flash_fwd_sm90 on sm_90a, 4732 before balance=2: 266 of them
-# sampled, an eighth of the 2352 before psmem, pexp, skip_rescale and bn 112/144); the backward's 1616 (sm_80) and 1840
+# sm_89), 2108 (sm_90) and 12888 (flash_fwd_sm90 on sm_90a; 6304 before ostore and early_rescale,
+# 4732 before balance=2: 266 of them sampled, an eighth of the 2352 before psmem, pexp,
+# skip_rescale and bn 112/144); the backward's 1616 (sm_80) and 1840
 # (sm_90; 1232 and 1408 before 80 and 160 were listed), the Hopper backward's 976 (sm_90a; 574 before s_ahead). Each
 # entry: spec, target, sample size, test name.
 set(ft_spaces
@@ -238,6 +239,7 @@ if(Python3_FOUND AND NOT FT_SANITIZE)
   ft_bench_selftest(clock_match clock_match.py)    # races, clock samples and measurement windows matched
   ft_bench_selftest(tune_quality tune_quality.py)  # the default's variant read, its ratio to the winner
   ft_bench_selftest(sustain sustain.py)            # nvidia-smi's samples read and set in their windows
+  ft_bench_selftest(knob_ab knob_ab.py)            # twins of a base, their shapes and the printed ratios
   # bench/op_overhead.py's argument checks, and a short run where PyTorch and a GPU are (else it
   # says "skipped", which this test shows).
   add_test(NAME op_overhead_args COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/op_overhead_args.sh ${Python3_EXECUTABLE}

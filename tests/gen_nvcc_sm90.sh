@@ -31,20 +31,23 @@ sass() { # sass file.cubin > listing; fails when no tool works
 # Each variant is one the spec keeps (gen notes a pruned one, which fails here). Together they
 # cover every head dimension, both dtypes, causal on and off, ping-pong, overlap, balance and P
 # through shared memory (psmem: FlashAttention-4's 192 x 144 tile) on and off, a quarter of the
-# exponentials by FMA (pexp=2) or none, O's rescale skipped where no maximum changed or not, one,
-# two and three
+# exponentials by FMA (pexp=2) or none, O's rescale skipped where no maximum changed or not, early
+# or not, O through shared memory and TMA stores or from registers, one, two and three
 # consumer warpgroups, 2 and 3 stages.
 #   variant                                                                  no spills expected
 set -- \
-  'd=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0'     1 \
-  'd=64,bm=192,bn=96,stages=3,causal=1,dtype=f16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0'       1 \
-  'd=96,bm=128,bn=80,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0'      1 \
-  'd=128,bm=64,bn=176,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0'     1 \
-  'd=192,bm=64,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0'     0 \
-  'd=256,bm=128,bn=64,stages=2,causal=1,dtype=f16,pingpong=1,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0'      1 \
-  'd=80,bm=192,bn=144,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=1,pexp=0,skip_rescale=0'     1 \
-  'd=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=2,skip_rescale=0'     1 \
-  'd=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=1'    1
+  'd=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'     1 \
+  'd=64,bm=192,bn=96,stages=3,causal=1,dtype=f16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'       1 \
+  'd=96,bm=128,bn=80,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'      1 \
+  'd=128,bm=64,bn=176,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'     1 \
+  'd=192,bm=64,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'     0 \
+  'd=256,bm=128,bn=64,stages=2,causal=1,dtype=f16,pingpong=1,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'      1 \
+  'd=80,bm=192,bn=144,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=1,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'     1 \
+  'd=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=2,skip_rescale=0,ostore=0,early_rescale=0'     1 \
+  'd=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=1,ostore=0,early_rescale=0'    1 \
+  'd=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0'    1 \
+  'd=192,bm=128,bn=64,stages=2,causal=0,dtype=f16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=1,ostore=1,early_rescale=1'     1 \
+  'd=256,bm=128,bn=80,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=1'    1
 sass_checked=0
 while [ $# -ge 2 ]; do
   v=$1; nospill=$2; shift 2
@@ -85,6 +88,15 @@ while [ $# -ge 2 ]; do
       *)
         grep "HGMMA\.64x${d}x16\." "$dir/k.sass" | grep -q -E ' R[0-9]+, R[0-9]+, gdesc' ||
           fail "$v: P·V does not take P from registers" ;;
+    esac
+    # O: with ostore=1 through shared memory (stmatrix) and a TMA store (UTMASTG), else stored
+    # from registers (no TMA store)
+    case $v in
+      *ostore=1*)
+        grep -q 'UTMASTG' "$dir/k.sass" || fail "$v: ostore=1 without a TMA store (UTMASTG)"
+        grep -q 'STSM' "$dir/k.sass" || fail "$v: ostore=1 without stmatrix (STSM)" ;;
+      *)
+        if grep -q 'UTMASTG' "$dir/k.sass"; then fail "$v: ostore=0 with a TMA store (UTMASTG)"; fi ;;
     esac
     sass_checked=$((sass_checked + 1))
   fi

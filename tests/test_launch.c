@@ -4,7 +4,9 @@
  * start of the call's workspace, and the kernel sees that workspace; without one, or for a kernel
  * that uses none, no memset and a NULL workspace in the kernel's parameters. The backward's plan
  * runs its memsets and kernels in the plan's order, and a step naming a kernel that is not loaded
- * stops it. */
+ * stops it. A forward kernel that stores O through TMA (ostore) gets a fourth tensor map, of O
+ * (its pointer and strides, boxes of one warpgroup's 64 rows; a variable-length batch's packed
+ * rows), the others three and zeros in its place. */
 #include <stdint.h>
 #include <string.h>
 
@@ -21,8 +23,16 @@ typedef struct call {
     const void *ws;     /* launch of a forward kernel: the workspace its parameters hold */
 } call;
 
+typedef struct map_call {
+    const void *ptr;
+    cuuint64_t dims[4], strides[3];
+    cuuint32_t box[4];
+} map_call;
+
 static call calls[16];
 static int ncalls;
+static map_call maps[8];
+static int nmaps;
 static int forward; /* the launches' first argument is an ft_fwd_params */
 
 static CUresult CUDAAPI memset_async(CUdeviceptr p, unsigned char v, size_t n, CUstream s)
@@ -51,9 +61,18 @@ static CUresult CUDAAPI encode(CUtensorMap *map, CUtensorMapDataType t, cuuint32
                                const cuuint32_t *estrides, CUtensorMapInterleave il, CUtensorMapSwizzle sw,
                                CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob)
 {
-    (void)t, (void)rank, (void)ptr, (void)dims, (void)strides, (void)box, (void)estrides, (void)il, (void)sw,
-        (void)l2, (void)oob;
+    (void)t, (void)estrides, (void)il, (void)sw, (void)l2, (void)oob;
+    if (rank != 4)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (nmaps < 8) {
+        maps[nmaps].ptr = ptr;
+        memcpy(maps[nmaps].dims, dims, sizeof maps[nmaps].dims);
+        memcpy(maps[nmaps].strides, strides, sizeof maps[nmaps].strides);
+        memcpy(maps[nmaps].box, box, sizeof maps[nmaps].box);
+    }
+    nmaps++;
     memset(map, 0, sizeof *map);
+    memcpy(map, &nmaps, sizeof nmaps); /* which encode made it */
     return CUDA_SUCCESS;
 }
 
@@ -64,6 +83,7 @@ static void fake_driver(ft_cuda *cu)
     cu->p_cuLaunchKernel = launch;
     cu->p_cuTensorMapEncodeTiled = encode;
     ncalls = 0;
+    nmaps = 0;
 }
 
 /* An sm_90a forward kernel of 128-row blocks at d = 128, 132 blocks resident. */
@@ -154,4 +174,63 @@ static void test_bwd_plan_order(void)
     ASSERT_EQ(ncalls, 1);
 }
 
-FT_TEST_MAIN(FT_CASE(test_fwd_block_counter), FT_CASE(test_bwd_plan_order))
+static int map_number(const CUtensorMap *m)
+{
+    int n;
+    memcpy(&n, m, sizeof n);
+    return n;
+}
+
+static void test_fwd_o_map(void)
+{
+    static uint16_t q[8], k_[8], v[8], o[8];
+    static const int cu_seqlens[3] = {0, 700, 1300};
+    ft_cuda cu;
+    ft_kernel k;
+    ft_fwd_params p;
+    ft_launch l;
+    ft_err err;
+    int i;
+
+    forward = 1;
+    /* without ostore: Q, K and V, and O's place zeros */
+    fake_driver(&cu);
+    fwd_kernel(&k, 0);
+    fwd_params(&p, NULL, 0);
+    p.q = q, p.k = k_, p.v = v, p.o = o;
+    p.o_row_stride = 8 * 128, p.o_head_stride = 2 * 128, p.o_batch_stride = 1000 * 8 * 128;
+    ASSERT_OK(ft__kernel_prepare(&cu, &k, &p, &l, &err), &err);
+    ASSERT_EQ(nmaps, 3);
+    ASSERT_TRUE(maps[0].ptr == q && maps[1].ptr == k_ && maps[2].ptr == v);
+    ASSERT_TRUE(l.args[1] == &l.maps[0] && l.args[4] == &l.maps[3]);
+    for (i = 0; i < (int)sizeof l.maps[3]; i++)
+        ASSERT_EQ(((const unsigned char *)&l.maps[3])[i], 0);
+    /* with it: O's map too, its strides in bytes, 64-row boxes as wide as Q's */
+    fake_driver(&cu);
+    k.facts.tma_o = 1;
+    ASSERT_OK(ft__kernel_prepare(&cu, &k, &p, &l, &err), &err);
+    ASSERT_EQ(nmaps, 4);
+    ASSERT_TRUE(maps[3].ptr == o);
+    ASSERT_EQ(map_number(&l.maps[3]), 4);
+    ASSERT_TRUE(l.args[4] == &l.maps[3]);
+    ASSERT_EQ(maps[3].dims[0], 128);
+    ASSERT_EQ(maps[3].dims[1], 1000);
+    ASSERT_EQ(maps[3].dims[2], 4);
+    ASSERT_EQ(maps[3].dims[3], 2);
+    ASSERT_EQ(maps[3].strides[0], 8 * 128 * 2);
+    ASSERT_EQ(maps[3].strides[1], 2 * 128 * 2);
+    ASSERT_EQ(maps[3].strides[2], 1000 * 8 * 128 * 2);
+    ASSERT_EQ(maps[3].box[0], 64);
+    ASSERT_EQ(maps[3].box[1], FT_TMA_O_ROWS);
+    ASSERT_EQ(maps[0].box[1], 128); /* Q's: the block's rows */
+    /* a variable-length batch: O's packed rows as one batch */
+    fake_driver(&cu);
+    k.facts.packed = 1;
+    p.cu_seqlens_q = p.cu_seqlens_k = cu_seqlens, p.total_q = p.total_k = 1300;
+    ASSERT_OK(ft__kernel_prepare(&cu, &k, &p, &l, &err), &err);
+    ASSERT_EQ(nmaps, 4);
+    ASSERT_EQ(maps[3].dims[1], 1300);
+    ASSERT_EQ(maps[3].dims[3], 1);
+}
+
+FT_TEST_MAIN(FT_CASE(test_fwd_block_counter), FT_CASE(test_bwd_plan_order), FT_CASE(test_fwd_o_map))

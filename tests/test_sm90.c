@@ -86,7 +86,7 @@ static void test_load_builtin_index(void)
     ASSERT_STREQ(spec->name, "flash_fwd_sm90");
     ASSERT_STREQ(spec->template_name, "flash_fwd_sm90");
     ASSERT_STREQ(spec->path, "specs/flash_fwd_sm90.lua");
-    ASSERT_EQ(spec->nparams, 12);
+    ASSERT_EQ(spec->nparams, 14);
     ASSERT_TRUE(spec->nworkloads > 0);
     ft__spec_free(spec);
     ASSERT_OK(ft__spec_load_builtin(2, &spec, &err), &err);
@@ -460,7 +460,7 @@ static void test_wgmma_wrappers(void)
                 ASSERT_TRUE(bn % 16 == 0 && bn >= 16 && bn <= 256);
                 ASSERT_TRUE(d % 16 == 0 && d >= 16 && d <= 256);
                 snprintf(text, sizeof text,
-                         "d=%d,bm=64,bn=%d,stages=2,causal=1,dtype=%s,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0", d, bn, type);
+                         "d=%d,bm=64,bn=%d,stages=2,causal=1,dtype=%s,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0", d, bn, type);
                 ASSERT_OK(ft__variant_parse(spec, text, &v, &err), &err);
                 ASSERT_OK(ft__emit(spec, fam, &v, &arch, &src, &err), &err);
                 check_wrapper(src.text, "ft_wgmma_s", bn, type, 0);
@@ -497,12 +497,12 @@ static void test_emit_sm90(void)
         int threads;
         int q_bufs; /* a second Q buffer where it fits in sm_90a's 227 KiB */
     } cases[] = {
-        {"d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0", 384, 2},
-        {"d=64,bm=64,bn=80,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0", 256, 2},
-        {"d=96,bm=192,bn=64,stages=2,causal=1,dtype=f16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0", 512, 2},
-        {"d=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0", 384, 1},
-        {"d=128,bm=128,bn=176,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0", 384, 1},
-        {"d=64,bm=192,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=0,balance=2,psmem=0,pexp=0,skip_rescale=0", 512, 2},
+        {"d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0", 384, 2},
+        {"d=64,bm=64,bn=80,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0", 256, 2},
+        {"d=96,bm=192,bn=64,stages=2,causal=1,dtype=f16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0", 512, 2},
+        {"d=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0", 384, 1},
+        {"d=128,bm=128,bn=176,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0", 384, 1},
+        {"d=64,bm=192,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=0,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0", 512, 2},
     };
     ft_spec *spec = load_sm90();
     const ft_family *fam = ft__family_find("flash_fwd_sm90");
@@ -583,8 +583,10 @@ static int consumer_limit(long long bm)
 
 /* The whole space on sm_90a: ping-pong only with two consumer warpgroups, P through shared
  * memory only with three and 144-key tiles only with it, 112-key tiles only above d = 128,
- * exponentials by FMA only up to d = 64, the skipped rescale only from d = 128,
- * the consumers' register estimate (no
+ * exponentials by FMA only up to d = 64, the skipped rescale only from d = 128, the early one
+ * only overlapped and above d = 128, O through shared memory only with two Q buffers (at d = 256
+ * only with 64-row tiles: two 64 KiB Q tiles of 128 rows leave no room for a K/V ring), the
+ * consumers' register estimate (no
  * packed P with psmem) within setmaxnreg's share, shared memory within the opt-in limit;
  * FlashAttention-4's 192 x 144 tile with P through shared memory is kept at d = 80 and 96. */
 static void test_sm90_pruning(void)
@@ -594,13 +596,13 @@ static void test_sm90_pruning(void)
     ft_arch arch;
     ft_err err;
     int i, pingpong = 0, regs = 0, balance = 0, psmem = 0, wide = 0, narrow = 0, b112 = 0, pexp = 0, skip = 0;
-    int smem = 0, kept = 0, fa4 = 0;
+    int early = 0, smem = 0, kept = 0, fa4 = 0, ostore_kept = 0, early_kept = 0;
 
     ASSERT_TRUE(spec != NULL);
     ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
     ASSERT_OK(ft__plan_build(spec, &arch, NULL, 0, &plan, &err), &err);
     ASSERT_EQ(plan->nitems, spec->nvariants);
-    ASSERT_EQ(spec->nvariants, 7 * 3 * 8 * 2 * 2 * 2 * 2 * 2 * 3 * 2 * 2 * 2);
+    ASSERT_EQ(spec->nvariants, 7 * 3 * 8 * 2 * 2 * 2 * 2 * 2 * 3 * 2 * 2 * 2 * 2 * 2);
     for (i = 0; i < plan->nitems; i++) {
         const ft_plan_item *it = &plan->items[i];
         long long d = ft__variant_int(spec, &it->variant, "d", 0);
@@ -642,6 +644,11 @@ static void test_sm90_pruning(void)
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
             ASSERT_CONTAINS(it->reason, "the rescale is skipped where O is wide enough");
             skip++;
+        } else if (ft__variant_int(spec, &it->variant, "early_rescale", 0) != 0 &&
+                   (d <= 128 || ft__variant_int(spec, &it->variant, "overlap", 0) == 0)) {
+            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+            ASSERT_CONTAINS(it->reason, "the early rescale is for the overlapped schedule");
+            early++;
         } else if (est > consumer_limit(bm)) {
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
             ASSERT_STREQ(it->reason, "consumer registers within what setmaxnreg gives them");
@@ -652,16 +659,25 @@ static void test_sm90_pruning(void)
             smem++;
         }
         /* the 192 x 128 tile at d = 64 (FlashAttention-3's causal choice) fits three warpgroups */
-        if (d == 64 && bm == 192 && bn == 128 && pp == 0 && ft__variant_int(spec, &it->variant, "skip_rescale", 0) == 0)
+        if (d == 64 && bm == 192 && bn == 128 && pp == 0 && ft__variant_int(spec, &it->variant, "skip_rescale", 0) == 0 &&
+            ft__variant_int(spec, &it->variant, "early_rescale", 0) == 0)
             ASSERT_TRUE(it->status == FT_PLAN_PENDING || strstr(it->reason, "balanced") != NULL);
         if (it->status == FT_PLAN_PENDING) {
             ASSERT_TRUE(it->smem_dynamic > 0 && it->smem_dynamic <= arch.smem_per_block);
             ASSERT_EQ(it->threads, 128 * (bm / 64 + 1));
             kept++;
             fa4 += (d == 80 || d == 96) && bm == 192 && bn == 144 && ps == 1;
+            if (ft__variant_int(spec, &it->variant, "ostore", 0) != 0) { /* two Q buffers */
+                const long long dk = (d + 15) / 16 * 16, stages = ft__variant_int(spec, &it->variant, "stages", 0);
+                ASSERT_TRUE(it->smem_dynamic >= 1024 + 2 * bm * dk * 2 + 2 * stages * bn * dk * 2);
+                ASSERT_TRUE(d < 256 || bm == 64);
+                ostore_kept++;
+            }
+            early_kept += ft__variant_int(spec, &it->variant, "early_rescale", 0) != 0;
         }
     }
-    ASSERT_TRUE(psmem > 0 && wide > 0 && narrow > 0 && b112 > 0 && pexp > 0 && skip > 0);
+    ASSERT_TRUE(psmem > 0 && wide > 0 && narrow > 0 && b112 > 0 && pexp > 0 && skip > 0 && early > 0);
+    ASSERT_TRUE(ostore_kept > 0 && early_kept > 0);
     ASSERT_TRUE(fa4 > 0);
     ASSERT_EQ(pingpong, spec->nvariants / 2 * 2 / 3); /* pingpong=1 with bm 64 or 192 */
     ASSERT_TRUE(regs > 0);
@@ -681,8 +697,8 @@ static void test_sm90_pruning(void)
 static void test_sm90_compile_sample(void)
 {
     static const char *const no_spill[] = {
-        "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0",
-        "d=64,bm=192,bn=128,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0",
+        "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
+        "d=64,bm=192,bn=128,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
     };
     ft_spec *spec = load_sm90();
     const char *cache_dir = getenv("FLASHTUNE_CACHE_DIR");
@@ -817,13 +833,13 @@ static void test_fwd_head_dims_by_8(void)
          "head dims are multiples of 8 from 32 to 256", 0, 0},
         {"flash_fwd.lua", "sm_80", "d=264,bm=64,bn=64,warps=4,stages=2,causal=0,dtype=f16,qreg=0,overlap=0",
          "head dims are multiples of 8 from 32 to 256", 0, 0},
-        {"flash_fwd_sm90.lua", "sm_90a", "d=72,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0",
+        {"flash_fwd_sm90.lua", "sm_90a", "d=72,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
          NULL, 1024 + 2 * 128 * 80 * 2 + 2 * 2 * 128 * 80 * 2 + 8 * (8 + 8) + 128, 16},
-        {"flash_fwd_sm90.lua", "sm_90a", "d=88,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0",
+        {"flash_fwd_sm90.lua", "sm_90a", "d=88,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
          NULL, 1024 + 2 * 128 * 96 * 2 + 2 * 2 * 128 * 96 * 2 + 8 * (8 + 8) + 128, 32},
-        {"flash_fwd_sm90.lua", "sm_90a", "d=120,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0",
+        {"flash_fwd_sm90.lua", "sm_90a", "d=120,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
          NULL, 1024 + 2 * 128 * 128 * 2 + 2 * 2 * 128 * 128 * 2 + 8 * (8 + 8) + 128, 64},
-        {"flash_fwd_sm90.lua", "sm_90a", "d=36,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0",
+        {"flash_fwd_sm90.lua", "sm_90a", "d=36,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
          "head dims are multiples of 8 from 32 to 256", 0, 0},
         {"flash_decode.lua", "sm_80", "d=72,bn=16,warps=4,stages=2,mt=1,pack=1,causal=0,dtype=f16", NULL,
          (16 + 4 * 2 * 2 * 16) * 88 * 2, 0},

@@ -13,9 +13,9 @@ tune() { "$ft" tune --search exhaustive --db "$db" -q -j 2 "$@" > "$dir/out" 2>&
 count() { sqlite3 "$db" "$1"; }
 
 # Parameters both families have: per causal value, flash_fwd keeps 2 variants (qreg 0/1;
-# warps=8 cannot split 64 rows) and flash_fwd_sm90 keeps 2 non-causal and 6 causal (ping-pong
-# needs bm=128; balance 0/1/2 only when causal; pexp 0/2 at d = 64). Both specs have the same six
-# d=64 workloads: 12 buckets (6 x 2 causal).
+# warps=8 cannot split 64 rows) and flash_fwd_sm90 keeps 4 non-causal and 12 causal (ping-pong
+# needs bm=128; balance 0/1/2 only when causal; pexp 0/2 at d = 64; ostore 0/1; early_rescale
+# only above d = 128). Both specs have the same six d=64 workloads: 12 buckets (6 x 2 causal).
 both='d=64,bm=64,bn=64,stages=2,dtype=f16,overlap=0'
 
 # 1. Compute capability 8.0: only flash_fwd is measured, 2 variants per bucket.
@@ -32,25 +32,25 @@ grep -q 'warps=4' "$dir/out" || fail "cc 8.0: query --all shows no flash_fwd var
 grep -q 'entry=ft_flash_fwd_sm90' "$dir/log80" && fail "cc 8.0: the worker was asked to measure an sm90 kernel"
 echo "cc 8.0, built-in specs: flash_fwd only: ok"
 
-# 2. Compute capability 9.0: both families on the same buckets, 8 sm90 variants (2 + 6); the
+# 2. Compute capability 9.0: both families on the same buckets, 16 sm90 variants (4 + 12); the
 #    sm90 kernels are launched with tensor maps of the K/V tile (tma_kv = bn) and 128 threads
 #    per consumer warpgroup plus a producer warpgroup.
 db=$dir/cc90.db
 FAKE_CC=90 FAKE_LOG="$dir/log90" tune --only "$both" || fail "tune on cc 9.0 failed"
-grep -q 'measured 72, already in the database 0: 72 ok' "$dir/out" || fail "cc 9.0: expected 72 measurements"
+grep -q 'measured 120, already in the database 0: 120 ok' "$dir/out" || fail "cc 9.0: expected 120 measurements"
 grep -q 'tuned Fake GPU: 12 buckets' "$dir/out" || fail "cc 9.0: the summary should count each shared bucket once"
 grep -q '^winners: 12 buckets' "$dir/out" || fail "cc 9.0: the summary should count 12 winners"
-[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90'")" = 8 ] || fail "cc 9.0: expected 8 sm90 kernels"
+[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90'")" = 16 ] || fail "cc 9.0: expected 16 sm90 kernels"
 [ "$(count "select count(*) from kernels where family = 'flash_fwd_sm80'")" = 4 ] || fail "cc 9.0: expected 4 sm80 kernels"
-[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90' and threads = 256")" = 8 ] ||
+[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90' and threads = 256")" = 16 ] ||
   fail "cc 9.0: sm90 kernels with bm=64 should have 256 threads"
-[ "$(count 'select count(*) from results')" = 72 ] || fail "cc 9.0: the database does not hold 72 results"
+[ "$(count 'select count(*) from results')" = 120 ] || fail "cc 9.0: the database does not hold 120 results"
 [ "$(count 'select count(*) from v_winners')" = 12 ] || fail "cc 9.0: expected 12 winners (one per bucket, both families)"
 "$ft" query --db "$db" --all > "$dir/out" 2>&1 || fail "cc 9.0: query --all failed"
-grep -q '^72 rows from' "$dir/out" || fail "cc 9.0: query --all: expected 72 rows"
-[ "$(grep -c 'pingpong=0' "$dir/out")" = 48 ] || fail "cc 9.0: query --all: expected 48 rows of sm90 variants"
-[ "$(grep -c 'balance=1' "$dir/out")" = 12 ] || fail "cc 9.0: query --all: expected 12 rows of balanced sm90 variants"
-[ "$(grep -c 'balance=2' "$dir/out")" = 12 ] || fail "cc 9.0: query --all: expected 12 rows of longest-first sm90 variants"
+grep -q '^120 rows from' "$dir/out" || fail "cc 9.0: query --all: expected 120 rows"
+[ "$(grep -c 'pingpong=0' "$dir/out")" = 96 ] || fail "cc 9.0: query --all: expected 96 rows of sm90 variants"
+[ "$(grep -c 'balance=1' "$dir/out")" = 24 ] || fail "cc 9.0: query --all: expected 24 rows of balanced sm90 variants"
+[ "$(grep -c 'balance=2' "$dir/out")" = 24 ] || fail "cc 9.0: query --all: expected 24 rows of longest-first sm90 variants"
 [ "$(grep -c 'warps=4' "$dir/out")" = 24 ] || fail "cc 9.0: query --all: expected 24 rows of flash_fwd variants"
 # the measure commands (a race command names several kernels of both families)
 grep '^\[[0-9]\] measure ' "$dir/log90" > "$dir/measures90"
@@ -76,7 +76,7 @@ echo "cc 9.0, --only warps=4: flash_fwd only: ok"
 #    spec, a clear error. A parameter no spec knows is the usual error.
 db=$dir/pingpong.db
 FAKE_CC=90 tune --only "$both,pingpong=0" || fail "--only pingpong=0 on cc 9.0 failed"
-grep -q 'measured 48, already in the database 0: 48 ok' "$dir/out" || fail "--only pingpong=0: expected 48 measurements"
+grep -q 'measured 96, already in the database 0: 96 ok' "$dir/out" || fail "--only pingpong=0: expected 96 measurements"
 [ "$(count "select count(*) from kernels where family = 'flash_fwd_sm80'")" = 0 ] || fail "--only pingpong=0: sm80 kernels recorded"
 db=$dir/none.db
 FAKE_CC=80 tune --only "$both,pingpong=0" && fail "--only pingpong=0 on cc 8.0 should fail"
@@ -85,15 +85,15 @@ FAKE_CC=90 tune --only 'tile=2' && fail "--only tile=2 should fail"
 grep -q "unknown parameter 'tile'" "$dir/out" || fail "--only tile=2: no clear message"
 echo "filters of one family, or none: ok"
 
-# 5. Naming the sm90 spec: tuned on cc 9.0 (ping-pong, overlap and skip_rescale both ways,
-#    balance three ways when causal, d=128 buckets),
+# 5. Naming the sm90 spec: tuned on cc 9.0 (ping-pong, overlap, skip_rescale and ostore both
+#    ways, balance three ways when causal, d=128 buckets),
 #    refused on cc 8.0 with the reason.
 db=$dir/sm90.db
 FAKE_CC=90 FAKE_LOG="$dir/log90b" tune flash_fwd_sm90 --only 'd=128,bm=128,bn=128,stages=2,dtype=bf16' || fail "tune flash_fwd_sm90 failed"
-grep -q 'tuned Fake GPU: 12 buckets, 32 variants' "$dir/out" || fail "tune flash_fwd_sm90: expected 12 buckets, 32 variants"
-grep -q 'measured 192, already in the database 0: 192 ok' "$dir/out" || fail "tune flash_fwd_sm90: expected 192 measurements"
-[ "$(count "select count(distinct variant) from kernels where family = 'flash_fwd_sm90' and threads = 384")" = 32 ] ||
-  fail "tune flash_fwd_sm90: expected 32 kernels of 384 threads"
+grep -q 'tuned Fake GPU: 12 buckets, 64 variants' "$dir/out" || fail "tune flash_fwd_sm90: expected 12 buckets, 64 variants"
+grep -q 'measured 384, already in the database 0: 384 ok' "$dir/out" || fail "tune flash_fwd_sm90: expected 384 measurements"
+[ "$(count "select count(distinct variant) from kernels where family = 'flash_fwd_sm90' and threads = 384")" = 64 ] ||
+  fail "tune flash_fwd_sm90: expected 64 kernels of 384 threads"
 grep ' pair=1 ' "$dir/log90b" | grep -q 'entry=ft_flash_fwd_sm90_d128_[a-z0-9_]*_causal1_' ||
   fail "tune flash_fwd_sm90: no causal measurement with balance=1"
 grep ' pair=1 ' "$dir/log90b" | grep -q '_causal0_' && fail "tune flash_fwd_sm90: a non-causal measurement with balance=1"
@@ -103,6 +103,11 @@ grep ' counter=1' "$dir/measures90b" | grep -q 'entry=ft_flash_fwd_sm90_d128_[a-
   fail "tune flash_fwd_sm90: no causal measurement with balance=2 and counter=1"
 grep ' counter=1' "$dir/measures90b" | grep -q -v '_balance2_' && fail "tune flash_fwd_sm90: counter=1 without balance=2"
 grep '_balance2_' "$dir/measures90b" | grep -q ' counter=0' && fail "tune flash_fwd_sm90: balance=2 without counter=1"
+# O's tensor map (ostore=1) reaches the worker as tma_o=1, on those variants only
+grep ' tma_o=1' "$dir/measures90b" | grep -q 'entry=ft_flash_fwd_sm90_d128_[a-z0-9_]*_ostore1_' ||
+  fail "tune flash_fwd_sm90: no measurement with ostore=1 and tma_o=1"
+grep ' tma_o=1' "$dir/measures90b" | grep -q -v '_ostore1_' && fail "tune flash_fwd_sm90: tma_o=1 without ostore=1"
+grep '_ostore1_' "$dir/measures90b" | grep -q ' tma_o=0' && fail "tune flash_fwd_sm90: ostore=1 without tma_o=1"
 db=$dir/sm90-cc80.db
 FAKE_CC=80 tune flash_fwd_sm90 --only 'd=128,bm=128,bn=128,stages=2,dtype=bf16' && fail "tune flash_fwd_sm90 on cc 8.0 should fail"
 grep -q 'runs only on compute capability 9.0' "$dir/out" || fail "tune flash_fwd_sm90 on cc 8.0: no clear message"

@@ -49,10 +49,11 @@ static const ft_plan_item *kernel_fields(const tuner *tu, const kernel_ref *kr, 
     ft__sha256_hex(it->key, hex);
     snprintf(out, cap,
              "key=%s family=%s entry=%s threads=%d rows=%d smem=%lld verify=%d budget=%d tma_kv=%d span=%d "
-             "persistent=%d pair=%d split=%d pack=%d packed=%d keys=%d gqa_atomic=%d det=%d counter=%d",
+             "persistent=%d pair=%d split=%d pack=%d packed=%d keys=%d gqa_atomic=%d det=%d counter=%d tma_o=%d",
              hex, tu->plans[kr->spec]->family->name, it->source.entry, f.threads, f.rows_per_block, f.smem_dynamic,
              verify, budget, f.tma ? f.tma_rows_kv : 0, f.tma ? f.tma_span : 0, f.persistent, f.pair_blocks,
-             f.split_kv, f.pack_gqa, f.packed, f.keys_per_block, f.gqa_atomic, f.deterministic, f.block_counter);
+             f.split_kv, f.pack_gqa, f.packed, f.keys_per_block, f.gqa_atomic, f.deterministic, f.block_counter,
+             f.tma && f.tma_o);
     return it;
 }
 

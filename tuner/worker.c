@@ -15,8 +15,9 @@
  *   worker -> parent   ok id=N  |  error id=N <message>
  *   parent -> worker   measure id=N key=<sha256 hex> family=<name> entry=<name> threads=.. rows=.. smem=..
  *                            verify=0|1 budget=<ms> tma_kv=.. span=.. persistent=0|1 pair=0|1 split=0|1 pack=0|1 keys=..
- *                            gqa_atomic=0|1 det=0|1 [counter=0|1]
- *                      (counter: facts.block_counter; 0 where absent, as in lines written before it)
+ *                            gqa_atomic=0|1 det=0|1 [counter=0|1] [tma_o=0|1]
+ *                      (counter: facts.block_counter, tma_o: facts.tma_o; 0 where absent, as in lines
+ *                       written before them)
  *                      (the kernel's family, which must compute the shape's operation, and its launch
  *                       facts, from the family: ft__family_launch)
  *   worker -> parent   result id=N status=<ok|wrong_result|launch_failure|fault|error> median=.. q1=..
@@ -415,7 +416,7 @@ static const char *parse_kernel(const char *text, const shape_state *st, kernel_
 {
     char hex[80], family[64];
     long long threads = 0, rows = 0, smem = 0, tma_kv = 0, span = 0, persistent = 0, pair = 0;
-    long long keys = 0, gqa_atomic = 0, det = 0, split = 0, pack = 0, packed = 0, counter = 0;
+    long long keys = 0, gqa_atomic = 0, det = 0, split = 0, pack = 0, packed = 0, counter = 0, tma_o = 0;
 
     memset(kc, 0, sizeof *kc);
     if (!field_str(text, "key", hex, sizeof hex) || !hex_key(hex, kc->key) ||
@@ -428,7 +429,8 @@ static const char *parse_kernel(const char *text, const shape_state *st, kernel_
         !field_int(text, "split", 0, 1, &split) || !field_int(text, "pack", 0, 1, &pack) ||
         !field_int(text, "packed", 0, 1, &packed) || !field_int(text, "keys", 0, 1 << 20, &keys) ||
         !field_int(text, "gqa_atomic", 0, 1, &gqa_atomic) || !field_int(text, "det", 0, 1, &det) ||
-        (strstr(text, " counter=") != NULL && !field_int(text, "counter", 0, 1, &counter)))
+        (strstr(text, " counter=") != NULL && !field_int(text, "counter", 0, 1, &counter)) ||
+        (strstr(text, " tma_o=") != NULL && !field_int(text, "tma_o", 0, 1, &tma_o)))
         return st->op == NULL ? "no shape set up" : "a malformed kernel";
     if (st->op == NULL)
         return "no shape set up";
@@ -439,6 +441,7 @@ static const char *parse_kernel(const char *text, const shape_state *st, kernel_
     kc->facts.head_dim = st->op == &ft__op_bwd ? st->bwd.problem.head_dim : st->fwd.problem.head_dim;
     kc->facts.tma = tma_kv > 0, kc->facts.tma_rows_kv = (int)tma_kv, kc->facts.tma_span = (int)span;
     kc->facts.persistent = (int)persistent, kc->facts.pair_blocks = (int)pair, kc->facts.block_counter = (int)counter;
+    kc->facts.tma_o = kc->facts.tma && tma_o;
     kc->facts.keys_per_block = (int)keys, kc->facts.gqa_atomic = (int)gqa_atomic, kc->facts.deterministic = (int)det;
     kc->facts.split_kv = (int)split, kc->facts.pack_gqa = (int)pack, kc->facts.packed = (int)packed;
     return NULL;

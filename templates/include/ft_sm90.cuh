@@ -48,6 +48,31 @@ __device__ __forceinline__ void tma_load(u32 dst, const TensorMap *map, int c0, 
                  : "memory");
 }
 
+// One box of a rank-4 tensor map (element, row, head, batch) from shared memory into global
+// memory: elements past the map's extents are not written. Its own bulk group (bulk_commit).
+__device__ __forceinline__ void tma_store(const TensorMap *map, u32 src, int c0, int c1, int c2, int c3)
+{
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%1, %2, %3, %4}], [%5];\n" ::"l"((u64)map),
+                 "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src)
+                 : "memory");
+}
+
+// Closes the thread's bulk operations issued since the last commit into one bulk group.
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+
+// Waits until at most N of the thread's latest bulk groups still read their sources (the older
+// ones' buffers may be written again), not for their writes to global memory.
+template <int N> __device__ __forceinline__ void bulk_wait_read()
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+
+// Waits until every bulk group of the thread is complete, its writes done.
+__device__ __forceinline__ void bulk_wait_all()
+{
+    asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
 __device__ __forceinline__ void st_shared4(u32 addr, int a, int b, int c, int d)
 {
     asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");

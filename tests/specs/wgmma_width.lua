@@ -8,7 +8,8 @@ return {
     { name = "causal", values = { 0 } }, { name = "dtype", values = { "f16" } },
     { name = "pingpong", values = { 0 } }, { name = "overlap", values = { 0 } },
     { name = "balance", values = { 0 } }, { name = "psmem", values = { 0 } }, { name = "pexp", values = { 0 } },
-    { name = "skip_rescale", values = { 0 } },
+    { name = "skip_rescale", values = { 0 } }, { name = "ostore", values = { 0 } },
+    { name = "early_rescale", values = { 0 } },
   },
   smem = function(v) return 0 end,
 }

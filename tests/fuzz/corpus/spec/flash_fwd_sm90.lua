@@ -3,7 +3,8 @@
 --
 -- Every parameter becomes a compile-time constant of the template; `flashtune plan --arch sm_90a
 -- flash_fwd_sm90` prints each variant as
--- "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0".
+-- "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,
+-- ostore=0,early_rescale=0".
 
 local hopper = require("hopper")
 
@@ -46,13 +47,18 @@ return {
     { name = "dtype",    values = { "f16", "bf16" },  doc = "element type of Q, K, V and O" },
     { name = "pingpong", values = { 0, 1 },           doc = "1: the two consumer warpgroups take turns on the tensor cores" },
     { name = "overlap",  values = { 0, 1 },           doc = "1: softmax of one tile while P·V of the previous runs" },
-    { name = "balance",  values = { 0, 1 },           doc = "causal, 1: persistent CTAs, each taking a long and a short row block of a head in turn" },
+    { name = "balance",  values = { 0, 1, 2 },
+      doc = "causal, 1: persistent CTAs, each taking a long and a short row block of a head in turn; 2: persistent CTAs taking the row blocks longest first from a counter, in sections of heads whose K and V share the L2 cache" },
     { name = "psmem",    values = { 0, 1 }, default = 0,
       doc = "1: P goes through shared memory and P·V reads it there (192-row tiles: frees P's registers for wider key tiles)" },
     { name = "pexp",     values = { 0, 2 }, default = 0,
       doc = "of every 8 exponentials, how many the FMA pipe computes (a polynomial) instead of the multi-function unit" },
     { name = "skip_rescale", values = { 0, 1 }, default = 0,
       doc = "1: O is rescaled only in warps where some row found a new maximum (exact: the others' factor is 1)" },
+    { name = "ostore",   values = { 0, 1 }, default = 0,
+      doc = "1: O leaves through shared memory (over the block's Q tile) and TMA stores, whole rows at a time" },
+    { name = "early_rescale", values = { 0, 1 }, default = 0,
+      doc = "1: O is rescaled while the tensor cores compute the next S, before the previous P·V is issued" },
   },
 
   constraints = {
@@ -60,7 +66,7 @@ return {
       function(v) return v.d % 8 == 0 and v.d >= 32 and v.d <= 256 end },
     { "ping-pong takes two consumer warpgroups",
       function(v) return v.pingpong == 0 or v.bm == 128 end },
-    { "balanced units pair causal row blocks",
+    { "balanced units and the longest-first order are for causal row blocks",
       function(v) return v.balance == 0 or v.causal == 1 end },
     { "P through shared memory is for 192-row tiles, whose three consumer warpgroups are short of registers",
       function(v) return v.psmem == 0 or v.bm == 192 end },
@@ -76,6 +82,10 @@ return {
       function(v) return v.pexp == 0 or v.d <= 64 end },
     { "the rescale is skipped where O is wide enough for it to matter (head dims from 128)",
       function(v) return v.skip_rescale == 0 or v.d >= 128 end },
+    -- FlashAttention-4 (flash_fwd_sm90.py) rescales O before the GEMM where the head dim of V is
+    -- above 128, and only in its overlapped schedule.
+    { "the early rescale is for the overlapped schedule and O wider than 128 columns",
+      function(v) return v.early_rescale == 0 or (v.overlap == 1 and v.d > 128) end },
     { "consumer registers within what setmaxnreg gives them",
       function(v) return consumer_registers(v) <= register_limit(v) end },
   },
@@ -84,8 +94,10 @@ return {
   -- (bm x bn, from the next 1024-byte boundary), the mbarriers and four 32-byte slots that
   -- announce the blocks to the consumers; and a second Q buffer where it fits (the next
   -- block's Q then loads while this one computes; the template reads the choice from this
-  -- size). Tiles are the head dim rounded up to a multiple of 16 wide (d = 72: 80, the last 8
-  -- columns zeros that TMA writes).
+  -- size), which ostore needs (O leaves through a Q buffer that is released after the store:
+  -- with one, the next block would wait for it), so there the size with two is the size, and
+  -- the limit check prunes what they overfill. Tiles are the head dim rounded up to a multiple
+  -- of 16 wide (d = 72: 80, the last 8 columns zeros that TMA writes).
   smem = function(v, arch)
     local dk = (v.d + 15) // 16 * 16
     local q = v.bm * dk * 2
@@ -96,7 +108,7 @@ return {
       end
       return 1024 + body + 8 * (8 + 4 * v.stages) + 128
     end
-    if total(2) <= arch.smem_per_block then
+    if total(2) <= arch.smem_per_block or v.ostore == 1 then
       return total(2)
     end
     return total(1)
