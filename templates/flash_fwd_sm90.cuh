@@ -716,18 +716,28 @@ __device__ __forceinline__ void last_step(const Consumer &c, float (&o)[ON], u32
         mbar_arrive(v_empty(c.bars(), slot_of(last)));
 }
 
-// O's rows from registers, those inside the sequence: each quad of threads writes 16 contiguous
-// bytes of a row.
-__device__ __forceinline__ void store_o_rows(const Consumer &c, const FwdParams &prm, const float (&o)[ON],
-                                             const float (&inv)[2], int batch, int head, const Seq &seq)
+// The end of the thread's rows: each row's factor 1/l (0 for a row that saw no key) into inv,
+// and for a row inside the sequence its LSE and, with STORE, its O from registers (each quad of
+// threads writes 16 contiguous bytes of a row).
+template <bool STORE>
+__device__ __forceinline__ void finish_rows(const Consumer &c, const FwdParams &prm, const float (&o)[ON],
+                                            const float (&m)[2], const float (&l)[2], int batch, int head,
+                                            const Seq &seq, float (&inv)[2])
 {
+    const int t = c.lane() & 3;
     u16 *out = (u16 *)prm.o + seq.o_offset(prm, batch) + head * prm.o_head_stride;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
+        const float lsum = quad_sum(l[h]);
+        inv[h] = lsum > 0.f ? 1.f / lsum : 0.f;
         const int row = c.row0 + 8 * h;
         if (row >= seq.sq)
             continue;
-        u16 *orow = out + (long long)row * prm.o_row_stride + 2 * (c.lane() & 3);
+        if (prm.lse != nullptr && t == 0)
+            prm.lse[seq.lse_index(prm, batch, head, row)] = row_lse(m[h], lsum, c.scale_log2());
+        if (!STORE)
+            continue;
+        u16 *orow = out + (long long)row * prm.o_row_stride + 2 * t;
 #pragma unroll
         for (int nb = 0; nb < D / 8; ++nb)
             *(u32 *)(orow + 8 * nb) = pack2(o[4 * nb + 2 * h] * inv[h], o[4 * nb + 2 * h + 1] * inv[h]);
@@ -825,26 +835,20 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
     const int batch = ld_shared(slot + SLOT_BATCH), head = ld_shared(slot + SLOT_HEAD);
     const Seq seq = slot_seq(slot);
     float inv[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const float lsum = quad_sum(l[h]);
-        inv[h] = lsum > 0.f ? 1.f / lsum : 0.f;
-        const int row = c.row0 + 8 * h;
-        if (prm.lse != nullptr && (c.lane() & 3) == 0 && row < seq.sq)
-            prm.lse[seq.lse_index(prm, batch, head, row)] = row_lse(m[h], lsum, c.scale_log2());
+    if (!OSTORE) {
+        finish_rows<true>(c, prm, o, m, l, batch, head, seq, inv);
+        return;
     }
-    if (OSTORE) {
-        // The warpgroup's rows, from its first: all inside the sequence, or a dense tensor whose
-        // map ends where the sequence does (the same in every thread of the warpgroup).
-        const int first = ld_shared(slot + SLOT_Q_FIRST) + 64 * c.w();
-        if (prm.cu_seqlens_q == nullptr || first + 64 <= seq.sq)
-            store_o(c, o, inv, prm.cu_seqlens_q != nullptr ? 0 : batch, head, seq.q0 + first);
-        else
-            store_o_rows(c, prm, o, inv, batch, head, seq);
-        mbar_arrive(released(c.bars(), c.qi));
+    // The warpgroup's rows, from its first: all inside the sequence, or a dense tensor whose map
+    // ends where the sequence does (the same in every thread of the warpgroup).
+    const int first = ld_shared(slot + SLOT_Q_FIRST) + 64 * c.w();
+    if (prm.cu_seqlens_q == nullptr || first + 64 <= seq.sq) {
+        finish_rows<false>(c, prm, o, m, l, batch, head, seq, inv);
+        store_o(c, o, inv, prm.cu_seqlens_q != nullptr ? 0 : batch, head, seq.q0 + first);
     } else {
-        store_o_rows(c, prm, o, inv, batch, head, seq);
+        finish_rows<true>(c, prm, o, m, l, batch, head, seq, inv);
     }
+    mbar_arrive(released(c.bars(), c.qi));
 }
 
 // A block whose rows see no key: O = 0 and LSE = +inf for this warpgroup's 64 rows.
