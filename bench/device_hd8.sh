@@ -28,16 +28,19 @@
 #                                      QUALITY_TRACE=1: the workers' conversation timed
 #                                      (bench/worker_tap_ts.py), nvidia-smi sampled every 100 ms,
 #                                      and bench/clock_match.py on them)
-#   bash bench/device_hd8.sh knobs     the knobs of 2026-12-06, first on a GPU: flashtune verify of
-#                                      the ostore=1 variants at d = 128 bf16 with 128-row tiles and
-#                                      two stages, d = 80 f16 (32-byte swizzle) and d = 64 bf16 with
-#                                      192-row tiles, the early_rescale=1 ones at d = 256 bf16 with
-#                                      80-key tiles and d = 192 f16 with 128-row tiles
+#   bash bench/device_hd8.sh knobs     the knobs of 2026-12-05 (eighth stop), first on a GPU:
+#                                      flashtune verify of the ostore=1 variants at d = 128 bf16 with
+#                                      128-row tiles and two stages, d = 80 f16 (32-byte swizzle)
+#                                      and d = 64 bf16 with 192-row tiles, the early_rescale=1 ones
+#                                      at d = 256 bf16 with 80-key tiles and d = 192 f16 with
+#                                      128-row tiles, the overlap=2 ones at d = 128 bf16 with
+#                                      128-key tiles and d = 64 f16 with 192-row tiles
 #                                      (KNOBS_VERIFY overrides: FILTER words; each verify stops at
 #                                      VERIFY_LIMIT, 150 s), compute-sanitizer's three tools on an
-#                                      ostore causal d = 128 variant and an early_rescale d = 256
-#                                      one, then bench/knob_ab.py: each knob's twins interleaved
-#                                      (KNOBS_AB=0 leaves it out)
+#                                      ostore causal d = 128 variant, an early_rescale d = 256 one and
+#                                      an overlap=2 causal d = 128 one with ostore, then
+#                                      bench/knob_ab.py: each knob's twins interleaved (KNOBS_AB=0
+#                                      leaves it out)
 #   bash bench/device_hd8.sh ablate    each knob's worth: flashtune verify, then an exhaustive
 #                                      tune of the sm_90a forward's ABLATE_ONLY filter (default
 #                                      d = 64 bf16) into $OUT/ablate.db, and bench/ablation.py
@@ -132,13 +135,16 @@ for mode in "$@"; do
     ;;
   knobs)
     for only in ${KNOBS_VERIFY:-d=128,ostore=1,dtype=bf16,bm=128,stages=2 d=80,ostore=1,dtype=f16 \
-        d=64,ostore=1,dtype=bf16,bm=192 d=256,early_rescale=1,dtype=bf16,bn=80 d=192,early_rescale=1,dtype=f16,bm=128}; do
+        d=64,ostore=1,dtype=bf16,bm=192 d=256,early_rescale=1,dtype=bf16,bn=80 d=192,early_rescale=1,dtype=f16,bm=128 \
+        d=128,overlap=2,dtype=bf16,bn=128 d=64,overlap=2,dtype=f16,bm=192}; do
       verify "knob_${only//[=,]/_}" specs/flash_fwd_sm90.lua "$only"
     done
     sanitize ostore specs/flash_fwd_sm90.lua \
       d=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0
     sanitize early specs/flash_fwd_sm90.lua \
       d=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=1
+    sanitize across specs/flash_fwd_sm90.lua \
+      d=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=2,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0
     if [ "${KNOBS_AB:-1}" != 0 ]; then
       # ostore on the built-in defaults of d = 64 and 128 (non-causal; 128 causal too), early_rescale
       # on those of d = 256 and 192. 512 and 1k are where O's stores weigh most.
@@ -154,6 +160,13 @@ for mode in "$@"; do
         --json "$OUT/knob_ab_early.json" > "$OUT/knob_ab_early.txt" 2>&1
       note "knob_ab early_rescale: exit $? in $(since "$t0") s"
       tail -n 10 "$OUT/knob_ab_early.txt" | tee -a "$summary"
+      # the overlap across blocks (2) against within (1) and none (0), on the defaults' tiles
+      t0=$(date +%s)
+      timeout "${KNOBS_LIMIT:-240}" python3 bench/knob_ab.py --knob overlap --values 1,2,0 --seqlens 512,1024,4096 \
+        --bases "d=64,bm=192,bn=128,stages=2,causal=0,pingpong=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0;d=128,bm=128,bn=128,stages=2,causal=0,pingpong=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0;d=128,bm=128,bn=128,stages=2,causal=1,pingpong=0,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0" \
+        --json "$OUT/knob_ab_overlap.json" > "$OUT/knob_ab_overlap.txt" 2>&1
+      note "knob_ab overlap: exit $? in $(since "$t0") s"
+      tail -n 10 "$OUT/knob_ab_overlap.txt" | tee -a "$summary"
     fi
     ;;
   ablate)

@@ -55,6 +55,14 @@
 // holds the sum relative to the previous tile's maxima until the P·V of that tile is added):
 // FlashAttention-4's "rescale O before the GEMM" for wide O (head dims above 128), where the
 // rescale otherwise sits between P·V's completion and the next issue.
+// CHAIN (OVERLAP 2, without PINGPONG): a block's last P·V is not issued at its end but with
+// the next block's first S (iteration 0 of the next block issues S_0 and the last P·V of the
+// one before together, and runs S_0's softmax while that P·V is in flight); the earlier
+// block's O is then normalised and stored. Without it, each block begins with an S that nothing
+// overlaps and ends with a P·V that nothing overlaps: at 512 keys and 128-key tiles two of a
+// block's five tensor-core phases. The pending block's O, P and row statistics stay in the
+// consumer's registers between blocks (Chain); before a block without keys, after a block whose
+// only tile was narrow, and at the end, its last P·V runs alone as without CHAIN (drain).
 //
 // Conventions are those of flash_fwd_sm80 (the runtime and the reference rely on them):
 // Q, O [batch, seqlen_q, heads_q, D], K, V [batch, seqlen_k, heads_kv, D] up to strides (in
@@ -81,7 +89,7 @@
 //   FTP_BN       keys per K/V tile (a multiple of 16, at most 256)
 //   FTP_STAGES   depth of the K/V ring (2..4)
 //   FTP_CAUSAL   0 or 1                 FTP_PINGPONG  1: consumer warpgroups take turns (BM 128)
-//   FTP_OVERLAP  1: softmax of S_j while P_{j-1}·V_{j-1} runs
+//   FTP_OVERLAP  1: softmax of S_j while P_{j-1}·V_{j-1} runs; 2: also across blocks (CHAIN)
 //   FTP_BALANCE  (causal) 1: persistent grid, units of a long and a short block; 2 (DYNAMIC):
 //                persistent grid, blocks longest first from a counter (FwdParams::ws: an int the
 //                launch plan zeroes; without a workspace each CTA takes every gridDim.x-th)
@@ -131,6 +139,7 @@ constexpr int PEXP = FTP_PEXP;
 constexpr bool SKIP_RESCALE = FTP_SKIP_RESCALE != 0;
 constexpr bool OSTORE = FTP_OSTORE != 0;
 constexpr bool EARLY_RESCALE = FTP_EARLY_RESCALE != 0;
+constexpr bool CHAIN = FTP_OVERLAP == 2;
 
 constexpr int NWG = BM / 64;             // consumer warpgroups
 constexpr int THREADS = 128 * (NWG + 1); // plus the producer warpgroup
@@ -189,6 +198,8 @@ static_assert(P_WG_BYTES % 1024 == 0, "each warpgroup's P tile on a 1024-byte bo
 static_assert(BAR_BYTES % 16 == 0, "the barriers keep the block slots 16-byte aligned");
 static_assert(!OSTORE || Q_BUFS == 2, "O through shared memory takes two Q buffers (the spec's smem formula gives them)");
 static_assert(!EARLY_RESCALE || OVERLAP, "the early rescale is a step of the overlapped schedule");
+static_assert(FTP_OVERLAP >= 0 && FTP_OVERLAP <= 2, "overlap 0, 1 or 2");
+static_assert(!CHAIN || !PINGPONG, "blocks overlapped across take no ping-pong turns");
 
 // Registers per thread after setmaxnreg: the producer gives its registers to the consumers.
 constexpr int PRODUCER_REGS = 24;
@@ -786,6 +797,9 @@ __device__ __forceinline__ Seq slot_seq(u32 slot)
     return s;
 }
 
+__device__ __forceinline__ void finish(const Consumer &c, const FwdParams &prm, u32 slot, const float (&o)[ON],
+                                       const float (&m)[2], const float (&l)[2]);
+
 // One block of rows for this consumer warpgroup, whose Q tile has arrived.
 __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm, u32 slot)
 {
@@ -830,8 +844,14 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
         last_step<true>(c, o, p, alpha);
     else
         last_step<false>(c, o, p, alpha);
+    finish(c, prm, slot, o, m, l);
+}
 
-    // Normalise, write the LSE and O.
+// The end of a block whose last P·V is done: normalise, write the LSE and O (OSTORE: then
+// release the block).
+__device__ __forceinline__ void finish(const Consumer &c, const FwdParams &prm, u32 slot, const float (&o)[ON],
+                                       const float (&m)[2], const float (&l)[2])
+{
     const int batch = ld_shared(slot + SLOT_BATCH), head = ld_shared(slot + SLOT_HEAD);
     const Seq seq = slot_seq(slot);
     float inv[2];
@@ -849,6 +869,121 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
         finish_rows<true>(c, prm, o, m, l, batch, head, seq, inv);
     }
     mbar_arrive(released(c.bars(), c.qi));
+}
+
+// ---- CHAIN: a block's last P·V with the next block's first S -----------------------------------
+// The consumer thread's state between blocks: the pending block's O, P (of its last tile), row
+// statistics and last factors, and which block it is (qi < 0: none pending) with its rows.
+struct Chain {
+    float o[ON];
+    u32 p[PN];
+    float m[2], l[2], alpha[2];
+    int qi, row0;
+};
+
+// The pending block as a Consumer: its block number and rows, and its last tile at ring position
+// c.r0 - 1 (r0 and n_tiles such that last_step finds it there).
+__device__ __forceinline__ Consumer pending_of(const Consumer &c, const Chain &ch)
+{
+    Consumer cp = c;
+    cp.qi = ch.qi, cp.row0 = ch.row0, cp.r0 = c.r0 - 1, cp.n_tiles = 1;
+    return cp;
+}
+
+// Iteration 0 of block c with the pending block's last P·V (its V at ring position c.r0 - 1):
+// S_0 and that P·V issued together (EARLY_RESCALE: the pending O rescaled by its last factors
+// between them), S_0's softmax while P·V runs, into m and l (the new block's); complete on
+// return like step, P_0 made in ch.p. S_0's mask is applied whether or not the tile needs one
+// (a vote with P·V in flight would join two paths: ptxas serialises the wgmmas there).
+template <bool NARROW_S>
+__device__ __forceinline__ void first_step_chained(const Consumer &c, Chain &ch, float (&m)[2], float (&l)[2])
+{
+    const int r = c.r0, s = slot_of(r), prev = slot_of(r - 1);
+    const bool leader = c.lane() == 0;
+    float acc[SN];
+    float alpha[2];
+
+    mbar_wait(k_full(c.bars(), s), parity_of(r));
+    mbar_wait(v_full(c.bars(), prev), parity_of(r - 1));
+    wgmma_fence();
+    issue_s(c, s, acc);
+    wgmma_commit();
+    if (EARLY_RESCALE) {
+        rescale(ch.o, ch.alpha);
+        wgmma_fence();
+    }
+    fence_regs(ch.o);
+    fence_regs(ch.p);
+    issue_o<BN>(c, prev, ch.o, ch.p);
+    wgmma_commit();
+    wgmma_wait<1>();
+    fence_regs(acc);
+    if (leader)
+        mbar_arrive(k_empty(c.bars(), s));
+    softmax_of<true, NARROW_S>(c, 0, acc, m, l, alpha);
+    wgmma_wait<0>();
+    fence_regs(ch.o);
+    fence_regs(ch.p);
+    if (leader)
+        mbar_arrive(v_empty(c.bars(), prev));
+    make_p<NARROW_S ? SNN : SN>(c, acc, ch.p);
+}
+
+// The pending block's last P·V alone, then its end; none pending after.
+__device__ __forceinline__ void drain(const Consumer &c, const FwdParams &prm, Chain &ch)
+{
+    if (ch.qi < 0)
+        return;
+    const Consumer cp = pending_of(c, ch);
+    last_step<false>(cp, ch.o, ch.p, ch.alpha);
+    finish(cp, prm, cp.slot(), ch.o, ch.m, ch.l);
+    ch.qi = -1;
+}
+
+// One block of rows for this consumer warpgroup, whose Q tile has arrived, chained: its first S
+// with the pending block's last P·V (which then ends), its own last P·V left pending, unless it
+// is narrow (a narrow first tile that was the only one: it runs at once).
+__device__ __forceinline__ void consume_chained(const Consumer &c, const FwdParams &prm, u32 slot, Chain &ch)
+{
+    float m[2] = {NEG_INF, NEG_INF};
+    float l[2] = {0.f, 0.f};
+
+    // (the choices as in consume)
+    const bool narrow_first = USE_NARROW && __all_sync(0xffffffffu, narrow(c, tile_of(c, 0)));
+    if (ch.qi >= 0) {
+        if (narrow_first)
+            first_step_chained<true>(c, ch, m, l);
+        else
+            first_step_chained<false>(c, ch, m, l);
+        const Consumer cp = pending_of(c, ch);
+        finish(cp, prm, cp.slot(), ch.o, ch.m, ch.l);
+    } else if (narrow_first) {
+        first_step<true>(c, ch.p, m, l);
+    } else {
+        first_step<false>(c, ch.p, m, l);
+    }
+#pragma unroll
+    for (int i = 0; i < ON; ++i)
+        ch.o[i] = 0.f;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+        ch.m[h] = m[h], ch.l[h] = l[h], ch.alpha[h] = 1.f;
+    int j = 1;
+    if (narrow_first && j < c.n_tiles)
+        step<true, true>(c, j++, ch.o, ch.p, ch.m, ch.l, ch.alpha);
+    for (; j < c.n_tiles && __all_sync(0xffffffffu, needs_mask(c, tile_of(c, j))); ++j)
+        step<true>(c, j, ch.o, ch.p, ch.m, ch.l, ch.alpha);
+    for (; j < c.n_tiles; ++j)
+        step<false>(c, j, ch.o, ch.p, ch.m, ch.l, ch.alpha);
+    if (!OSTORE)
+        mbar_arrive(released(c.bars(), c.qi));
+    if (narrow_first && c.n_tiles == 1) {
+        last_step<true>(c, ch.o, ch.p, ch.alpha);
+        finish(c, prm, slot, ch.o, ch.m, ch.l);
+        ch.qi = -1;
+    } else {
+        ch.qi = c.qi, ch.row0 = c.row0;
+    }
 }
 
 // A block whose rows see no key: O = 0 and LSE = +inf for this warpgroup's 64 rows.
@@ -969,21 +1104,33 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
     // block); consumer 0 takes the first, and at the end takes consumer 1's last hand-over.
     if (PINGPONG && c.w() == 1)
         named_arrive(BAR_TURN + 0, 256);
+    Chain ch; // CHAIN: the block whose last P·V is pending
+    ch.qi = -1;
+    if (PSMEM)
+        ch.p[0] = 0u;
     // The blocks come from the producer (see produce).
     for (c.qi = 0;; ++c.qi) {
         mbar_wait(slot_full(c.bars(), c.qi), slot_parity(c.qi));
         const u32 slot = block_slot(c.bars(), c.qi);
         c.n_tiles = ld_shared(slot + SLOT_N_TILES);
-        if (c.n_tiles < 0)
+        if (c.n_tiles < 0) {
+            if (CHAIN)
+                drain(c, p, ch);
             break;
+        }
         if (c.n_tiles == 0) {
+            if (CHAIN)
+                drain(c, p, ch);
             write_empty(p, slot, c.w(), tid % 128);
             mbar_arrive(released(c.bars(), c.qi));
             continue;
         }
         c.row0 = ld_shared(slot + SLOT_Q_FIRST) + c.w() * 64 + c.warp() * 16 + (c.lane() >> 2);
         mbar_wait(q_full(c.bars(), c.qi), block_parity(c.qi));
-        consume(c, p, slot);
+        if (CHAIN)
+            consume_chained(c, p, slot, ch);
+        else
+            consume(c, p, slot);
         c.r0 += c.n_tiles;
     }
     if (PINGPONG && c.w() == 0)

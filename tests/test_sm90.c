@@ -584,7 +584,8 @@ static int consumer_limit(long long bm)
 /* The whole space on sm_90a: ping-pong only with two consumer warpgroups, P through shared
  * memory only with three and 144-key tiles only with it, 112-key tiles only above d = 128,
  * exponentials by FMA only up to d = 64, the skipped rescale only from d = 128, the early one
- * only overlapped and above d = 128, O through shared memory only with two Q buffers (at d = 256
+ * only overlapped and above d = 128, the overlap across blocks only without ping-pong, O through
+ * shared memory only with two Q buffers (at d = 256
  * only with 64-row tiles: two 64 KiB Q tiles of 128 rows leave no room for a K/V ring), the
  * consumers' register estimate (no
  * packed P with psmem) within setmaxnreg's share, shared memory within the opt-in limit;
@@ -596,13 +597,13 @@ static void test_sm90_pruning(void)
     ft_arch arch;
     ft_err err;
     int i, pingpong = 0, regs = 0, balance = 0, psmem = 0, wide = 0, narrow = 0, b112 = 0, pexp = 0, skip = 0;
-    int early = 0, smem = 0, kept = 0, fa4 = 0, ostore_kept = 0, early_kept = 0;
+    int early = 0, across = 0, smem = 0, kept = 0, fa4 = 0, ostore_kept = 0, early_kept = 0, across_kept = 0;
 
     ASSERT_TRUE(spec != NULL);
     ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
     ASSERT_OK(ft__plan_build(spec, &arch, NULL, 0, &plan, &err), &err);
     ASSERT_EQ(plan->nitems, spec->nvariants);
-    ASSERT_EQ(spec->nvariants, 7 * 3 * 8 * 2 * 2 * 2 * 2 * 2 * 3 * 2 * 2 * 2 * 2 * 2);
+    ASSERT_EQ(spec->nvariants, 7 * 3 * 8 * 2 * 2 * 2 * 2 * 3 * 3 * 2 * 2 * 2 * 2 * 2);
     for (i = 0; i < plan->nitems; i++) {
         const ft_plan_item *it = &plan->items[i];
         long long d = ft__variant_int(spec, &it->variant, "d", 0);
@@ -649,6 +650,10 @@ static void test_sm90_pruning(void)
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
             ASSERT_CONTAINS(it->reason, "the early rescale is for the overlapped schedule");
             early++;
+        } else if (ft__variant_int(spec, &it->variant, "overlap", 0) == 2 && pp == 1) {
+            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+            ASSERT_STREQ(it->reason, "blocks overlapped across take no ping-pong turns");
+            across++;
         } else if (est > consumer_limit(bm)) {
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
             ASSERT_STREQ(it->reason, "consumer registers within what setmaxnreg gives them");
@@ -674,10 +679,11 @@ static void test_sm90_pruning(void)
                 ostore_kept++;
             }
             early_kept += ft__variant_int(spec, &it->variant, "early_rescale", 0) != 0;
+            across_kept += ft__variant_int(spec, &it->variant, "overlap", 0) == 2;
         }
     }
-    ASSERT_TRUE(psmem > 0 && wide > 0 && narrow > 0 && b112 > 0 && pexp > 0 && skip > 0 && early > 0);
-    ASSERT_TRUE(ostore_kept > 0 && early_kept > 0);
+    ASSERT_TRUE(psmem > 0 && wide > 0 && narrow > 0 && b112 > 0 && pexp > 0 && skip > 0 && early > 0 && across > 0);
+    ASSERT_TRUE(ostore_kept > 0 && early_kept > 0 && across_kept > 0);
     ASSERT_TRUE(fa4 > 0);
     ASSERT_EQ(pingpong, spec->nvariants / 2 * 2 / 3); /* pingpong=1 with bm 64 or 192 */
     ASSERT_TRUE(regs > 0);

@@ -85,15 +85,15 @@ FAKE_CC=90 tune --only 'tile=2' && fail "--only tile=2 should fail"
 grep -q "unknown parameter 'tile'" "$dir/out" || fail "--only tile=2: no clear message"
 echo "filters of one family, or none: ok"
 
-# 5. Naming the sm90 spec: tuned on cc 9.0 (ping-pong, overlap, skip_rescale and ostore both
-#    ways, balance three ways when causal, d=128 buckets),
+# 5. Naming the sm90 spec: tuned on cc 9.0 (ping-pong, skip_rescale and ostore both ways, overlap
+#    three ways (2 only without ping-pong), balance three ways when causal, d=128 buckets),
 #    refused on cc 8.0 with the reason.
 db=$dir/sm90.db
 FAKE_CC=90 FAKE_LOG="$dir/log90b" tune flash_fwd_sm90 --only 'd=128,bm=128,bn=128,stages=2,dtype=bf16' || fail "tune flash_fwd_sm90 failed"
-grep -q 'tuned Fake GPU: 12 buckets, 64 variants' "$dir/out" || fail "tune flash_fwd_sm90: expected 12 buckets, 64 variants"
-grep -q 'measured 384, already in the database 0: 384 ok' "$dir/out" || fail "tune flash_fwd_sm90: expected 384 measurements"
-[ "$(count "select count(distinct variant) from kernels where family = 'flash_fwd_sm90' and threads = 384")" = 64 ] ||
-  fail "tune flash_fwd_sm90: expected 64 kernels of 384 threads"
+grep -q 'tuned Fake GPU: 12 buckets, 80 variants' "$dir/out" || fail "tune flash_fwd_sm90: expected 12 buckets, 80 variants"
+grep -q 'measured 480, already in the database 0: 480 ok' "$dir/out" || fail "tune flash_fwd_sm90: expected 480 measurements"
+[ "$(count "select count(distinct variant) from kernels where family = 'flash_fwd_sm90' and threads = 384")" = 80 ] ||
+  fail "tune flash_fwd_sm90: expected 80 kernels of 384 threads"
 grep ' pair=1 ' "$dir/log90b" | grep -q 'entry=ft_flash_fwd_sm90_d128_[a-z0-9_]*_causal1_' ||
   fail "tune flash_fwd_sm90: no causal measurement with balance=1"
 grep ' pair=1 ' "$dir/log90b" | grep -q '_causal0_' && fail "tune flash_fwd_sm90: a non-causal measurement with balance=1"

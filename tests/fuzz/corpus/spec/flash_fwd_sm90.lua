@@ -46,7 +46,8 @@ return {
     { name = "causal",   values = { 0, 1 },           doc = "bottom-right causal mask" },
     { name = "dtype",    values = { "f16", "bf16" },  doc = "element type of Q, K, V and O" },
     { name = "pingpong", values = { 0, 1 },           doc = "1: the two consumer warpgroups take turns on the tensor cores" },
-    { name = "overlap",  values = { 0, 1 },           doc = "1: softmax of one tile while P·V of the previous runs" },
+    { name = "overlap",  values = { 0, 1, 2 },
+      doc = "1: softmax of one tile while P·V of the previous runs; 2: across row blocks too (a block's last P·V with the next block's first S)" },
     { name = "balance",  values = { 0, 1, 2 },
       doc = "causal, 1: persistent CTAs, each taking a long and a short row block of a head in turn; 2: persistent CTAs taking the row blocks longest first from a counter, in sections of heads whose K and V share the L2 cache" },
     { name = "psmem",    values = { 0, 1 }, default = 0,
@@ -85,7 +86,9 @@ return {
     -- FlashAttention-4 (flash_fwd_sm90.py) rescales O before the GEMM where the head dim of V is
     -- above 128, and only in its overlapped schedule.
     { "the early rescale is for the overlapped schedule and O wider than 128 columns",
-      function(v) return v.early_rescale == 0 or (v.overlap == 1 and v.d > 128) end },
+      function(v) return v.early_rescale == 0 or (v.overlap >= 1 and v.d > 128) end },
+    { "blocks overlapped across take no ping-pong turns",
+      function(v) return v.overlap <= 1 or v.pingpong == 0 end },
     { "consumer registers within what setmaxnreg gives them",
       function(v) return consumer_registers(v) <= register_limit(v) end },
   },
