@@ -25,7 +25,7 @@
 
 /* ---- calls of the spec's functions ------------------------------------------------------- */
 
-static void push_variant(lua_State *L, const ft_spec *spec, const ft_variant *v)
+static void push_values(lua_State *L, const ft_spec *spec, const ft_variant *v)
 {
     int i;
 
@@ -38,6 +38,73 @@ static void push_variant(lua_State *L, const ft_spec *spec, const ft_variant *v)
             lua_pushstring(L, p->strings[v->idx[i]]);
         lua_setfield(L, -2, p->name);
     }
+}
+
+static int arch_next(lua_State *L);
+
+/* Notes that the call read parameter i. */
+static void log_read(read_log *log, int i)
+{
+    if (!(log->seen & (1u << i))) {
+        log->seen |= 1u << i;
+        log->order[log->n++] = i;
+    }
+}
+
+/* __index of a variant view: the value from the real table (upvalue 1), the read noted in the
+ * log (upvalue 2) when the key names a parameter. */
+static int view_index(lua_State *L)
+{
+    read_log *log = lua_touserdata(L, lua_upvalueindex(2));
+    const char *key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : NULL;
+    int i;
+
+    for (i = 0; key != NULL && i < log->spec->nparams; i++)
+        if (strcmp(key, log->spec->params[i].name) == 0) {
+            log_read(log, i);
+            break;
+        }
+    lua_pushvalue(L, 2);
+    lua_gettable(L, lua_upvalueindex(1));
+    return 1;
+}
+
+/* __pairs of a variant view: every parameter read (in the spec's order), then next over the
+ * real table (upvalue 1). */
+static int view_pairs(lua_State *L)
+{
+    read_log *log = lua_touserdata(L, lua_upvalueindex(2));
+    int i;
+
+    for (i = 0; i < log->spec->nparams; i++)
+        log_read(log, i);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_pushcclosure(L, arch_next, 1);
+    lua_pushvalue(L, 1);
+    lua_pushnil(L);
+    return 3;
+}
+
+/* The variant table a spec function receives: its parameters' values by name; with a read log
+ * (c->log), a view of them that notes which parameters the call reads (reads through
+ * v.name and pairs(v); values the function stores in it are its own). */
+static void push_variant(lua_State *L, const call_ctx *c)
+{
+    if (c->log == NULL) {
+        push_values(L, c->spec, c->v);
+        return;
+    }
+    lua_createtable(L, 0, 0); /* the view */
+    lua_createtable(L, 0, 2); /* its metatable */
+    push_values(L, c->spec, c->v);
+    lua_pushlightuserdata(L, c->log);
+    lua_pushvalue(L, -2);
+    lua_pushvalue(L, -2);
+    lua_pushcclosure(L, view_pairs, 2); /* view, metatable, values, log, __pairs */
+    lua_setfield(L, -4, "__pairs");
+    lua_pushcclosure(L, view_index, 2);
+    lua_setfield(L, -2, "__index");
+    lua_setmetatable(L, -2);
 }
 
 static void set_int(lua_State *L, const char *key, long long x)
@@ -132,7 +199,8 @@ static void function_where(const ft_spec *spec, int line, char *buf, size_t cap)
         snprintf(buf, cap, "%s: ", spec->path);
 }
 
-/* Evaluates the constraints in order on the variant table (2) and arch table (3). */
+/* Evaluates the constraints in order on the variant table (2) and arch table (3) (c->only >= 0:
+ * that one alone). */
 static void run_constraints(lua_State *L, call_ctx *c)
 {
     ft_spec_lua *S = c->spec->lua;
@@ -142,7 +210,7 @@ static void run_constraints(lua_State *L, call_ctx *c)
     int i;
 
     c->keep = 1;
-    for (i = 0; i < c->spec->nconstraints; i++) {
+    for (i = c->only >= 0 ? c->only : 0; i < (c->only >= 0 ? c->only + 1 : c->spec->nconstraints); i++) {
         const char *name = c->spec->constraint_names[i];
         int t;
         c->current = i;
@@ -167,6 +235,11 @@ static void run_constraints(lua_State *L, call_ctx *c)
             return;
         }
         c->keep = 0;
+        if (c->log != NULL && lua_type(L, -1) == LUA_TSTRING && lua_rawlen(L, -1) > 0 &&
+            (c->raw_reason = malloc(lua_rawlen(L, -1))) != NULL) {
+            c->raw_len = lua_rawlen(L, -1);
+            memcpy(c->raw_reason, lua_tostring(L, -1), c->raw_len);
+        }
         if (c->reason != NULL && c->reason_cap > 0 && lua_type(L, -1) == LUA_TSTRING &&
             lua_rawlen(L, -1) > 0)
             ft__printable(c->reason, c->reason_cap, lua_tostring(L, -1), lua_rawlen(L, -1));
@@ -212,7 +285,7 @@ static int call_driver(lua_State *L)
 {
     call_ctx *c = lua_touserdata(L, 1);
 
-    push_variant(L, c->spec, c->v);
+    push_variant(L, c);
     push_arch(L, c->spec->lua, c->arch);
     if (c->what == CALL_CHECK)
         run_constraints(L, c);
@@ -273,11 +346,161 @@ static ft_status call_spec(call_ctx *c)
     return c->rc;
 }
 
+/* ---- memos --------------------------------------------------------------------------------
+ * A spec function is a function of the variant's values and the target: the same values give
+ * the same result. Planning calls the constraints, smem and registers on every variant of the
+ * space (774144 of the sm_90a forward's), most of which differ only in parameters a function
+ * never reads, so each function's results are kept in a tree of the reads it made: an inner
+ * node is the parameter the function read next, a child per value of it, a leaf the result.
+ * A variant walks down by its values; where the walk ends before a leaf the function runs, its
+ * reads noted (a view of the variant, push_variant), and the path is added. A function whose
+ * reads differ on the same values (it keeps state between calls) is called every time from
+ * then on. Errors are not kept: the next call runs again and fails the same way. */
+typedef struct memo_node {
+    int param;                  /* the parameter read next; -1: a leaf */
+    int nchild;                 /* children allocated (a value added later has none yet) */
+    struct memo_node **child;
+    int pass;                   /* leaf of a constraint: it holds */
+    long long number;           /* leaf of smem or registers */
+    char *reason;               /* leaf of a constraint that fails: the reason it returned, as it
+                                   returned it (reason_len bytes); NULL: none (its name says why) */
+    size_t reason_len;
+} memo_node;
+
+static void memo_node_free(memo_node *n)
+{
+    int i;
+
+    if (n == NULL)
+        return;
+    for (i = 0; i < n->nchild; i++)
+        memo_node_free(n->child[i]);
+    free(n->child);
+    free(n->reason);
+    free(n);
+}
+
+void ft__spec_memo_free(ft_spec_lua *S)
+{
+    int i;
+
+    for (i = 0; S->memo != NULL && i < S->nmemo; i++)
+        memo_node_free(S->memo[i]);
+    free(S->memo);
+    free(S->memo_off);
+    S->memo = NULL, S->memo_off = NULL, S->nmemo = 0, S->memo_set = 0;
+}
+
+/* The memos for target arch: fresh when the target changed (a function may read arch). 0: none
+ * (out of memory: every call runs). */
+static int memo_ready(ft_spec *spec, const ft_arch *arch)
+{
+    ft_spec_lua *S = spec->lua;
+    const int n = spec->nconstraints + 2;
+
+    if (S->memo_set && S->nmemo == n && same_arch(&S->memo_arch, arch))
+        return 1;
+    ft__spec_memo_free(S);
+    S->memo = calloc((size_t)n, sizeof *S->memo);
+    S->memo_off = calloc((size_t)n, 1);
+    if (S->memo == NULL || S->memo_off == NULL) {
+        ft__spec_memo_free(S);
+        return 0;
+    }
+    S->nmemo = n, S->memo_set = 1, S->memo_arch = *arch;
+    return 1;
+}
+
+/* Function f's leaf for v, or NULL where its tree does not reach. */
+static const memo_node *memo_find(const ft_spec_lua *S, int f, const ft_variant *v)
+{
+    const memo_node *n = S->memo_off[f] ? NULL : S->memo[f];
+
+    while (n != NULL && n->param >= 0)
+        n = v->idx[n->param] < n->nchild ? n->child[v->idx[n->param]] : NULL;
+    return n;
+}
+
+static memo_node *memo_new(int param)
+{
+    memo_node *n = calloc(1, sizeof *n);
+
+    if (n != NULL)
+        n->param = param;
+    return n;
+}
+
+/* Adds the path of a call of function f on v that read log's parameters; returns its leaf, or
+ * NULL when it cannot keep it (no memory: nothing is lost; reads that disagree with the tree:
+ * the function is left unmemoised). */
+static memo_node *memo_add(ft_spec *spec, int f, const ft_variant *v, const read_log *log)
+{
+    ft_spec_lua *S = spec->lua;
+    memo_node **slot = &S->memo[f];
+    int k;
+
+    for (k = 0; k <= log->n; k++) {
+        const int p = k < log->n ? log->order[k] : -1;
+        memo_node *n = *slot;
+        if (n == NULL && (n = *slot = memo_new(p)) == NULL)
+            return NULL;
+        if (n->param != p) {
+            S->memo_off[f] = 1;
+            return NULL;
+        }
+        if (p < 0)
+            return n;
+        if (v->idx[p] >= n->nchild) {
+            const int want = spec->params[p].nvalues;
+            memo_node **c = realloc(n->child, (size_t)want * sizeof *c);
+            if (c == NULL)
+                return NULL;
+            memset(c + n->nchild, 0, (size_t)(want - n->nchild) * sizeof *c);
+            n->child = c, n->nchild = want;
+        }
+        slot = &n->child[v->idx[p]];
+    }
+    return NULL;
+}
+
+/* One function on v through its memo: CALL_CHECK with c->only the constraint, or smem or
+ * registers; fills c->keep (and c->reason) or c->number as call_spec does. */
+static ft_status memo_call(call_ctx *c)
+{
+    ft_spec_lua *S = c->spec->lua;
+    const int f = c->what == CALL_CHECK ? c->only : c->spec->nconstraints + (c->what == CALL_SMEM ? 0 : 1);
+    const int memo = memo_ready(c->spec, c->arch);
+    const memo_node *hit = memo ? memo_find(S, f, c->v) : NULL;
+    memo_node *leaf;
+    read_log log;
+
+    if (hit != NULL) { /* the reason as run_constraints writes it */
+        c->keep = hit->pass, c->number = hit->number;
+        if (!hit->pass && c->reason != NULL && c->reason_cap > 0 && hit->reason != NULL)
+            ft__printable(c->reason, c->reason_cap, hit->reason, hit->reason_len);
+        else if (!hit->pass && c->reason != NULL && c->reason_cap > 0)
+            snprintf(c->reason, c->reason_cap, "%s", c->spec->constraint_names[f]);
+        return FT_OK;
+    }
+    memset(&log, 0, sizeof log);
+    log.spec = c->spec;
+    c->log = memo && !S->memo_off[f] ? &log : NULL;
+    if (call_spec(c) == FT_OK && c->log != NULL && (leaf = memo_add(c->spec, f, c->v, &log)) != NULL) {
+        leaf->pass = c->keep, leaf->number = c->number;
+        if (!c->keep && leaf->reason == NULL)
+            leaf->reason = c->raw_reason, leaf->reason_len = c->raw_len, c->raw_reason = NULL;
+    }
+    free(c->raw_reason);
+    c->raw_reason = NULL;
+    return c->rc;
+}
+
 ft_status ft__spec_check(ft_spec *spec, const ft_variant *v, const ft_arch *arch, int *keep,
                          char *reason, size_t reason_cap, ft_err *err)
 {
     ft_status rc;
     call_ctx c;
+    int i;
 
     if (keep != NULL)
         *keep = 0;
@@ -285,16 +508,22 @@ ft_status ft__spec_check(ft_spec *spec, const ft_variant *v, const ft_arch *arch
         reason[0] = '\0';
     rc = check_args(spec, v, arch, keep, err);
     if (rc != FT_OK)
-        goto out;
-    c = (call_ctx){.spec = spec, .v = v, .arch = arch, .what = CALL_CHECK, .reason = reason, .reason_cap = reason_cap,
-                   .err = err};
-    rc = call_spec(&c);
-    if (rc == FT_OK)
-        *keep = c.keep;
-    else if (reason != NULL && reason_cap > 0)
-        reason[0] = '\0';
-out:
-    return rc;
+        return rc;
+    /* each constraint through its memo, in order, up to the first that fails */
+    for (i = 0; i < spec->nconstraints; i++) {
+        c = (call_ctx){.spec = spec, .v = v, .arch = arch, .what = CALL_CHECK, .only = i, .reason = reason,
+                       .reason_cap = reason_cap, .err = err};
+        rc = memo_call(&c);
+        if (rc != FT_OK) {
+            if (reason != NULL && reason_cap > 0)
+                reason[0] = '\0';
+            return rc;
+        }
+        if (!c.keep)
+            return FT_OK;
+    }
+    *keep = 1;
+    return FT_OK;
 }
 
 ft_status ft__spec_smem(ft_spec *spec, const ft_variant *v, const ft_arch *arch, long long *bytes,
@@ -308,8 +537,8 @@ ft_status ft__spec_smem(ft_spec *spec, const ft_variant *v, const ft_arch *arch,
     rc = check_args(spec, v, arch, bytes, err);
     if (rc != FT_OK)
         goto out;
-    c = (call_ctx){.spec = spec, .v = v, .arch = arch, .what = CALL_SMEM, .err = err};
-    rc = call_spec(&c);
+    c = (call_ctx){.spec = spec, .v = v, .arch = arch, .what = CALL_SMEM, .only = -1, .err = err};
+    rc = memo_call(&c);
     if (rc == FT_OK)
         *bytes = c.number;
 out:
@@ -332,8 +561,8 @@ ft_status ft__spec_registers(ft_spec *spec, const ft_variant *v, const ft_arch *
                       spec->path);
         goto out;
     }
-    c = (call_ctx){.spec = spec, .v = v, .arch = arch, .what = CALL_REGISTERS, .err = err};
-    rc = call_spec(&c);
+    c = (call_ctx){.spec = spec, .v = v, .arch = arch, .what = CALL_REGISTERS, .only = -1, .err = err};
+    rc = memo_call(&c);
     if (rc == FT_OK)
         *regs = c.number;
 out:

@@ -69,7 +69,23 @@ struct ft_spec_lua {
     int *constraint_lines;
     int arch_ref;  /* the read-only arch table last built, LUA_NOREF before the first */
     ft_arch arch;  /* the target it was built for */
+    /* Memos of the spec's functions (spec_call.c): the constraints', then smem's and
+     * registers' (nconstraints + 2 roots), for the target memo_arch; off: a function whose
+     * reads were not the same on the same values (not a function of the variant alone). */
+    struct memo_node **memo;
+    unsigned char *memo_off;
+    int nmemo;
+    int memo_set;
+    ft_arch memo_arch;
 };
+
+/* The parameters one call of a spec function read, in the order it first read them. */
+typedef struct read_log {
+    const ft_spec *spec;
+    int n;
+    int order[FT_MAX_PARAMS];
+    unsigned seen; /* bit i: parameter i read */
+} read_log;
 
 typedef struct load_ctx {
     ft_spec *spec;
@@ -84,10 +100,15 @@ typedef struct call_ctx {
     const ft_variant *v;
     const ft_arch *arch;
     int what;    /* CALL_* */
+    int only;    /* CALL_CHECK: the one constraint to run; -1: all, in order */
+    read_log *log; /* non-NULL: the variant is a view that records the reads here */
     int current; /* the constraint being evaluated; -1 before the first */
     int keep;
     char *reason;
     size_t reason_cap;
+    char *raw_reason;      /* with a log, a failing constraint's returned reason as it returned it
+                              (malloc'd, raw_len bytes), NULL where it gave none */
+    size_t raw_len;
     long long number;
     ft_err *err;
     ft_status rc;
@@ -117,6 +138,9 @@ void ft__spec_open_sandbox(lua_State *L, ft_spec_lua *S);
 
 /* Turns the Lua error at the top of the stack into err: "path:line: message" and context. */
 ft_status ft__spec_lua_failure(ft_spec_lua *S, int status, const char *context, ft_err *err);
+
+/* Frees the memos of the spec's functions (spec_call.c). */
+void ft__spec_memo_free(ft_spec_lua *S);
 
 /* How a value reads in a message: "nil", "a boolean", "64.5", "the string 'x'". */
 const char *ft__spec_describe(lua_State *L, int idx, char *buf, size_t cap);

@@ -1150,6 +1150,7 @@ void ft__spec_free(ft_spec *spec)
             lua_close(spec->lua->L);
         free(spec->lua->constraint_refs);
         free(spec->lua->constraint_lines);
+        ft__spec_memo_free(spec->lua);
         free(spec->lua);
     }
     for (i = 0; i < FT_MAX_PARAMS; i++) {

@@ -1258,6 +1258,78 @@ static void test_load_buffer_mutations(void)
     ASSERT_TRUE(ft__now_ms() - t0 < 60000);
 }
 
+/* The spec's functions are kept per the values they read (generator/spec_call.c, memos): a
+ * constraint that reads one parameter runs once per value of it however many variants share
+ * the value (its fourth call errors, and 3 x 10 variants are checked), smem likewise with its
+ * results right; a function that reads the target runs again for another one; the variant
+ * a function gets can be iterated and written to; a value added to an open parameter after the
+ * memo was made is checked anew; and a function whose reads are not a function of the values
+ * (state kept between calls) is called every time from the first disagreement on. */
+static void test_memo(void)
+{
+    static const char text[] =
+        "local checks, sizes, flips = 0, 0, 0\n"
+        "return { name = 'memo', template = 'flash_fwd_sm80',\n"
+        "  params = { { name = 'd', values = { 32, 64, 128 }, open = true },\n"
+        "             { name = 'b', values = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 } } },\n"
+        "  constraints = {\n"
+        "    { 'd is not 64', function(v)\n"
+        "        checks = checks + 1\n"
+        "        if checks > 4 then error('checked ' .. checks .. ' times') end\n"
+        "        return v.d ~= 64, 'd = ' .. v.d end },\n"
+        "    { 'fields', function(v) local n = 0; for k in pairs(v) do n = n + 1 end; v.extra = 1\n"
+        "        return n == 2 and v.extra == 1 end },\n"
+        "    { 'flip', function(v) flips = flips + 1\n"
+        "        if flips % 2 == 1 then return v.b ~= 3 end\n"
+        "        return v.d ~= 999 and v.b ~= 3 end },\n"
+        "  },\n"
+        "  smem = function(v, arch)\n"
+        "    sizes = sizes + 1\n"
+        "    if sizes > 8 then error('sized ' .. sizes .. ' times') end\n"
+        "    return v.d * 100 + arch.cc end }\n";
+    ft_sandbox_limits limits = {64 << 20, 1000000, 1000000, 1000000, 1000, 256 << 20, 1 << 20, 1000, 1000};
+    ft_spec *spec = NULL;
+    ft_arch a80, a90;
+    ft_variant v;
+    ft_err err;
+    char reason[64];
+    int d, b, keep;
+    long long n;
+
+    ASSERT_OK(ft__spec_load_text("memo", text, &limits, &spec, &err), &err);
+    ASSERT_OK(ft__arch_builtin("sm_80", &a80, &err), &err);
+    ASSERT_OK(ft__arch_builtin("sm_90", &a90, &err), &err);
+    for (d = 0; d < 3; d++)
+        for (b = 0; b < 10; b++) {
+            v.idx[0] = d, v.idx[1] = b;
+            ASSERT_OK(ft__spec_check(spec, &v, &a80, &keep, reason, sizeof reason, &err), &err);
+            ASSERT_EQ(keep, d != 1 && b != 2);
+            if (d == 1)
+                ASSERT_STREQ(reason, "d = 64");
+            else if (b == 2)
+                ASSERT_STREQ(reason, "flip");
+            ASSERT_OK(ft__spec_smem(spec, &v, &a80, &n, &err), &err);
+            ASSERT_EQ(n, spec->params[0].ints[d] * 100 + 80);
+        }
+    /* another target: smem runs again (3 more calls) and reads its cc */
+    for (d = 0; d < 3; d++) {
+        v.idx[0] = d, v.idx[1] = 0;
+        ASSERT_OK(ft__spec_smem(spec, &v, &a90, &n, &err), &err);
+        ASSERT_EQ(n, spec->params[0].ints[d] * 100 + 90);
+    }
+    /* d = 256 added: the constraint's fourth call, smem's seventh; the memo grows a child */
+    ASSERT_OK(ft__spec_add_values(spec, "d=256", &err), &err);
+    v.idx[0] = 3, v.idx[1] = 0;
+    ASSERT_OK(ft__spec_check(spec, &v, &a90, &keep, reason, sizeof reason, &err), &err);
+    ASSERT_EQ(keep, 1);
+    ASSERT_OK(ft__spec_smem(spec, &v, &a90, &n, &err), &err);
+    ASSERT_EQ(n, 256 * 100 + 90);
+    /* kept: no fifth call of the constraint */
+    ASSERT_OK(ft__spec_check(spec, &v, &a90, &keep, reason, sizeof reason, &err), &err);
+    ASSERT_EQ(keep, 1);
+    ft__spec_free(spec);
+}
+
 FT_TEST_MAIN(FT_CASE(test_require), FT_CASE(test_valid_spec_loads), FT_CASE(test_check_smem_registers),
              FT_CASE(test_whole_space), FT_CASE(test_arch_fields), FT_CASE(test_arch_read_only),
              FT_CASE(test_pcall_still_works), FT_CASE(test_bad_return_values),
@@ -1272,6 +1344,6 @@ FT_TEST_MAIN(FT_CASE(test_require), FT_CASE(test_valid_spec_loads), FT_CASE(test
              FT_CASE(test_pattern_budget_in_calls), FT_CASE(test_allocation_budget),
              FT_CASE(test_rep_of_nothing), FT_CASE(test_library_loops),
              FT_CASE(test_cpu_time_limit), FT_CASE(test_context_create_bounds_the_spec),
-             FT_CASE(test_spec_text_is_printable), FT_CASE(test_source_holds_no_spec_text),
+             FT_CASE(test_spec_text_is_printable), FT_CASE(test_source_holds_no_spec_text), FT_CASE(test_memo),
              FT_CASE(test_generated_names), FT_CASE(test_source_independent_of_path),
              FT_CASE(test_load_buffer), FT_CASE(test_load_buffer_mutations))

@@ -80,8 +80,10 @@ static ft_status prune(ft_plan *plan, ft_plan_item *it, ft_err *err)
     return FT_OK;
 }
 
-ft_status ft__plan_build(ft_spec *spec, const ft_arch *arch, const ft_variant *filter,
-                         unsigned mask, ft_plan **out, ft_err *err)
+/* ft__plan_build, and with keep_pruned 0 ft__plan_build_kept: a pruned variant is counted
+ * (count[FT_PLAN_PRUNED]) but not kept, its item's room taken by the next one. */
+static ft_status plan_build(ft_spec *spec, const ft_arch *arch, const ft_variant *filter, unsigned mask,
+                            int keep_pruned, ft_plan **out, ft_err *err)
 {
     ft_status rc;
     ft_plan *plan = NULL;
@@ -125,16 +127,19 @@ ft_status ft__plan_build(ft_spec *spec, const ft_arch *arch, const ft_variant *f
             plan->items = p;
             cap = ncap;
         }
-        it = &plan->items[plan->nitems++];
+        it = &plan->items[plan->nitems];
         memset(it, 0, sizeof *it);
         it->variant = v;
         it->smem_dynamic = -1;
         it->report.registers = -1;
-        ft__variant_format(spec, &v, it->variant_str, sizeof it->variant_str);
         plan->count[FT_PLAN_PENDING]++;
         rc = prune(plan, it, err);
         if (rc != FT_OK)
             goto out;
+        if (!keep_pruned && it->status == FT_PLAN_PRUNED)
+            continue;
+        ft__variant_format(spec, &v, it->variant_str, sizeof it->variant_str);
+        plan->nitems++;
     }
     *out = plan;
     plan = NULL;
@@ -142,6 +147,18 @@ ft_status ft__plan_build(ft_spec *spec, const ft_arch *arch, const ft_variant *f
 out:
     ft__plan_free(plan);
     return rc;
+}
+
+ft_status ft__plan_build(ft_spec *spec, const ft_arch *arch, const ft_variant *filter, unsigned mask, ft_plan **out,
+                         ft_err *err)
+{
+    return plan_build(spec, arch, filter, mask, 1, out, err);
+}
+
+ft_status ft__plan_build_kept(ft_spec *spec, const ft_arch *arch, const ft_variant *filter, unsigned mask,
+                              ft_plan **out, ft_err *err)
+{
+    return plan_build(spec, arch, filter, mask, 0, out, err);
 }
 
 /* splitmix64's finaliser: the sample's positions from its seed. */

@@ -128,7 +128,7 @@ ft_status ft__tuner_plan_all(tuner *tu, ft_variant *filter, unsigned *masks, ft_
         char th[65];
         const ft_family *fam = ft__family_find(tu->specs[s]->template_name);
         needed_ctx nc;
-        rc = ft__plan_build(tu->specs[s], &tu->arch, &filter[s], masks[s], &tu->plans[s], err);
+        rc = ft__plan_build_kept(tu->specs[s], &tu->arch, &filter[s], masks[s], &tu->plans[s], err);
         if (rc != FT_OK)
             break;
         plan = tu->plans[s];
@@ -137,7 +137,7 @@ ft_status ft__tuner_plan_all(tuner *tu, ft_variant *filter, unsigned *masks, ft_
         ft__family_hash(plan->family, th);
         rc = ft__db_set_current(tu->db, tu->dev.driver_version, tu->dev.nvrtc_version, plan->family->name, th, err);
         tu->sum->pruned += plan->count[FT_PLAN_PRUNED];
-        tu->sum->variants += plan->nitems - plan->count[FT_PLAN_PRUNED] - plan->count[FT_PLAN_NOT_SAMPLED];
+        tu->sum->variants += plan->count[FT_PLAN_PENDING]; /* neither pruned nor left out */
         tu->to_compile += plan->count[FT_PLAN_PENDING];
         total += plan->nitems;
     }
