@@ -52,7 +52,11 @@
 
 #define FT_MAX_PARAMS 24
 #define FT_MAX_VALUES 64
-#define FT_MAX_VARIANTS 1000000
+/* The most variants a spec may describe, with the values open parameters take later: planning
+ * costs about 2 µs a variant (each spec function runs once per set of values it reads), a tune
+ * keeps the variants pruning keeps only, and the sm_90a forward's 774144 take eight head dims
+ * more (1.66 million) for a tune of recorded misses. */
+#define FT_MAX_VARIANTS 4000000
 #define FT_VARIANT_STR_MAX 512 /* a variant string's buffer, NUL included: "d=128,bm=64,..." */
 
 typedef enum ft_param_kind { FT_PARAM_INT = 0, FT_PARAM_STRING = 1 } ft_param_kind;

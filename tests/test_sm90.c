@@ -823,6 +823,38 @@ static void test_plan_rejects_spills(void)
  * number of chunks), the sm_90a family's of 16·k in column blocks of the widest swizzle span that
  * divides that (72: 80 in blocks of 16, 88: 96 in 32, 120: 128 in 64), the span its tensor maps
  * take as a launch fact; its P·V wgmma is m64n{that width}k16 (whole column blocks of V). */
+/* Eight head dims the spec does not list, as a tune of recorded misses asks for them at once,
+ * join the sm_90a forward (FT_MAX_VARIANTS has room for them), and the tuner's plan of one of
+ * them holds the variants pruning keeps only, counting the others. */
+static void test_many_open_head_dims(void)
+{
+    ft_spec *spec = load_sm90();
+    ft_plan *plan = NULL, *all = NULL;
+    ft_variant filter;
+    unsigned mask = 0;
+    ft_arch arch;
+    ft_err err;
+    int i;
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_OK(ft__spec_add_values(spec, "d=72,d=88,d=104,d=120,d=136,d=152,d=168,d=184", &err), &err);
+    ASSERT_EQ(spec->nvariants, 774144LL / 7 * 15);
+    ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
+    ASSERT_OK(ft__variant_filter_parse(spec, "d=104,dtype=bf16,causal=1", &filter, &mask, &err), &err);
+    ASSERT_OK(ft__plan_build_kept(spec, &arch, &filter, mask, &plan, &err), &err);
+    ASSERT_OK(ft__plan_build(spec, &arch, &filter, mask, &all, &err), &err);
+    ASSERT_EQ(plan->nitems, plan->count[FT_PLAN_PENDING]);
+    ASSERT_TRUE(plan->nitems > 0 && plan->count[FT_PLAN_PRUNED] > 0);
+    ASSERT_EQ(all->nitems, spec->nvariants / 15 / 2 / 2);
+    ASSERT_EQ(plan->count[FT_PLAN_PRUNED], all->count[FT_PLAN_PRUNED]);
+    ASSERT_EQ(plan->count[FT_PLAN_PENDING], all->count[FT_PLAN_PENDING]);
+    for (i = 0; i < plan->nitems; i++)
+        ASSERT_EQ(plan->items[i].status, FT_PLAN_PENDING);
+    ft__plan_free(plan);
+    ft__plan_free(all);
+    ft__spec_free(spec);
+}
+
 static void test_fwd_head_dims_by_8(void)
 {
     static const struct {
@@ -1040,5 +1072,5 @@ static void test_bwd_head_dims_by_8(void)
 FT_TEST_MAIN(FT_CASE(test_builtin_table), FT_CASE(test_load_builtin_index), FT_CASE(test_load_default_names),
              FT_CASE(test_family_target), FT_CASE(test_plan_target), FT_CASE(test_wgmma_wrappers),
              FT_CASE(test_emit_sm90), FT_CASE(test_sm90_pruning), FT_CASE(test_sm90_compile_sample),
-             FT_CASE(test_plan_rejects_spills), FT_CASE(test_fwd_head_dims_by_8),
+             FT_CASE(test_plan_rejects_spills), FT_CASE(test_fwd_head_dims_by_8), FT_CASE(test_many_open_head_dims),
              FT_CASE(test_bwd_sm90_s_ahead), FT_CASE(test_bwd_head_dims_by_8))
