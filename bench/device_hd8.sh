@@ -34,7 +34,8 @@
 #                                      and d = 64 bf16 with 192-row tiles, the early_rescale=1 ones
 #                                      at d = 256 bf16 with 80-key tiles and d = 192 f16 with
 #                                      128-row tiles, the overlap=2 ones at d = 128 bf16 with
-#                                      128-key tiles and d = 64 f16 with 192-row tiles
+#                                      128-key tiles and d = 64 f16 with 192-row tiles, ping-pong of
+#                                      three warpgroups at d = 64 bf16 and d = 96 f16 (psmem)
 #                                      (KNOBS_VERIFY overrides: FILTER words; each verify stops at
 #                                      VERIFY_LIMIT, 150 s), compute-sanitizer's three tools on an
 #                                      ostore causal d = 128 variant, an early_rescale d = 256 one and
@@ -136,7 +137,8 @@ for mode in "$@"; do
   knobs)
     for only in ${KNOBS_VERIFY:-d=128,ostore=1,dtype=bf16,bm=128,stages=2 d=80,ostore=1,dtype=f16 \
         d=64,ostore=1,dtype=bf16,bm=192 d=256,early_rescale=1,dtype=bf16,bn=80 d=192,early_rescale=1,dtype=f16,bm=128 \
-        d=128,overlap=2,dtype=bf16,bn=128 d=64,overlap=2,dtype=f16,bm=192}; do
+        d=128,overlap=2,dtype=bf16,bn=128 d=64,overlap=2,dtype=f16,bm=192 d=64,pingpong=1,bm=192,dtype=bf16 \
+        d=96,pingpong=1,bm=192,psmem=1,dtype=f16}; do
       verify "knob_${only//[=,]/_}" specs/flash_fwd_sm90.lua "$only"
     done
     sanitize ostore specs/flash_fwd_sm90.lua \
@@ -167,6 +169,15 @@ for mode in "$@"; do
         --json "$OUT/knob_ab_overlap.json" > "$OUT/knob_ab_overlap.txt" 2>&1
       note "knob_ab overlap: exit $? in $(since "$t0") s"
       tail -n 10 "$OUT/knob_ab_overlap.txt" | tee -a "$summary"
+      # ping-pong of three warpgroups: FlashAttention-4's d <= 64 point (192 x 128, overlapped,
+      # its scheduler barrier) against the same tile without turns, and d = 96's 192 x 144 with
+      # P through shared memory
+      t0=$(date +%s)
+      timeout "${KNOBS_LIMIT:-240}" python3 bench/knob_ab.py --knob pingpong --values 0,1 --seqlens 1024,4096,16384 \
+        --bases "d=64,bm=192,bn=128,stages=2,causal=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0;d=64,bm=192,bn=128,stages=2,causal=1,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0;d=96,bm=192,bn=144,stages=2,causal=0,overlap=1,balance=0,psmem=1,pexp=0,skip_rescale=0,ostore=0,early_rescale=0" \
+        --json "$OUT/knob_ab_pingpong.json" > "$OUT/knob_ab_pingpong.txt" 2>&1
+      note "knob_ab pingpong: exit $? in $(since "$t0") s"
+      tail -n 10 "$OUT/knob_ab_pingpong.txt" | tee -a "$summary"
     fi
     ;;
   ablate)

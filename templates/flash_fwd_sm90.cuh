@@ -28,9 +28,10 @@
 //     OVERLAP: wait for S_j only, softmax statistics of S_j while P·V runs, then wait for P·V
 //     else:    wait for both, then the softmax of S_j
 //     release slot j-1, rescale O, P_j = exp2(S_j·c − m·c) packed to 16 bits
-// PINGPONG (two consumer warpgroups): named barriers make the warpgroups issue their wgmmas
-// in turn, so one warpgroup's softmax runs while the other's matrix products use the tensor
-// cores.
+// PINGPONG (two or three consumer warpgroups): named barriers make the warpgroups issue their
+// wgmmas in turn, round robin, so one warpgroup's softmax runs while another's matrix products
+// use the tensor cores (with three: FlashAttention-4's scheduler barrier at head dims up to 128,
+// 192-row tiles).
 // PSMEM: P_j goes to shared memory (stmatrix, each warpgroup its own 64 × BN tile, laid out as
 // TMA would write a K-major tile) instead of staying in registers as P·V's A operand, and P·V
 // reads it from there (both operands in shared memory): the BN/4 registers of packed P are free,
@@ -88,7 +89,7 @@
 //   FTP_BM       query rows per CTA: 64 per consumer warpgroup (64, 128, 192)
 //   FTP_BN       keys per K/V tile (a multiple of 16, at most 256)
 //   FTP_STAGES   depth of the K/V ring (2..4)
-//   FTP_CAUSAL   0 or 1                 FTP_PINGPONG  1: consumer warpgroups take turns (BM 128)
+//   FTP_CAUSAL   0 or 1                 FTP_PINGPONG  1: consumer warpgroups take turns (BM 128, 192)
 //   FTP_OVERLAP  1: softmax of S_j while P_{j-1}·V_{j-1} runs; 2: also across blocks (CHAIN)
 //   FTP_BALANCE  (causal) 1: persistent grid, units of a long and a short block; 2 (DYNAMIC):
 //                persistent grid, blocks longest first from a counter (FwdParams::ws: an int the
@@ -189,7 +190,7 @@ static_assert(BM % 64 == 0 && NWG >= 1 && NWG <= 3, "64 query rows per consumer 
 static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "key tile must be a multiple of 16, at most 256");
 static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 pipeline stages");
 static_assert(PEXP >= 0 && PEXP <= 8, "of every 8 exponentials, 0 to 8 by FMA");
-static_assert(!PINGPONG || NWG == 2, "ping-pong takes two consumer warpgroups");
+static_assert(!PINGPONG || NWG >= 2, "ping-pong takes two or three consumer warpgroups");
 static_assert(FTP_BALANCE >= 0 && FTP_BALANCE <= 2, "balance 0, 1 or 2");
 static_assert(FTP_BALANCE == 0 || CAUSAL, "balanced units and the longest-first order are for causal blocks");
 static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees with this template's layout");
@@ -205,10 +206,16 @@ static_assert(!CHAIN || !PINGPONG, "blocks overlapped across take no ping-pong t
 constexpr int PRODUCER_REGS = 24;
 constexpr int CONSUMER_REGS = NWG == 2 ? 240 : 160;
 
-// Named barriers (0 is __syncthreads): ping-pong turns; 3 + w: every thread of consumer w has
-// written its part of the warpgroup's P tile (PSMEM, store_p) or O tile (OSTORE, store_o).
-constexpr int BAR_TURN = 1; // BAR_TURN + w: consumer w may issue its wgmmas
+// Named barriers (0 is __syncthreads): ping-pong turns (turn_bar); 3 + w: every thread of
+// consumer w has written its part of the warpgroup's P tile (PSMEM, store_p) or O tile
+// (OSTORE, store_o).
+constexpr int BAR_TURN = 1; // BAR_TURN + w: consumer w (0 or 1) may issue its wgmmas
 constexpr int BAR_WG = 3;   // BAR_WG + w: consumer w's own
+constexpr int BAR_TURN2 = 6; // consumer 2 may issue its wgmmas (three consumer warpgroups)
+
+// The barrier on which consumer w waits for its turn; the turn passes from w to w + 1 (mod NWG).
+__device__ __forceinline__ int turn_bar(int w) { return NWG == 3 && w == 2 ? BAR_TURN2 : BAR_TURN + w; }
+__device__ __forceinline__ int next_turn(int w) { return NWG == 2 ? 1 - w : w == NWG - 1 ? 0 : w + 1; }
 
 // ---- shared-memory matrix descriptors (smem_desc, ft_sm90.cuh) -------------------------------
 
@@ -610,13 +617,13 @@ __device__ __forceinline__ void softmax_of(const Consumer &c, int j, float (&acc
 __device__ __forceinline__ void turn_begin(const Consumer &c)
 {
     if (PINGPONG)
-        named_sync(BAR_TURN + c.w(), 256);
+        named_sync(turn_bar(c.w()), 256);
 }
 
 __device__ __forceinline__ void turn_end(const Consumer &c)
 {
     if (PINGPONG)
-        named_arrive(BAR_TURN + (1 - c.w()), 256);
+        named_arrive(turn_bar(next_turn(c.w())), 256);
 }
 
 // O *= the rows' factors: all of it, or (SKIP_RESCALE) in warps where some row's factor is not
@@ -1100,10 +1107,10 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
     c.prm = &p;
     c.to = to;
     c.r0 = 0;
-    // Ping-pong: the turns alternate across blocks (both warpgroups take n_tiles + 1 turns per
-    // block); consumer 0 takes the first, and at the end takes consumer 1's last hand-over.
-    if (PINGPONG && c.w() == 1)
-        named_arrive(BAR_TURN + 0, 256);
+    // Ping-pong: the turns go round across blocks (every warpgroup takes n_tiles + 1 turns per
+    // block); consumer 0 takes the first, and at the end takes the last one's last hand-over.
+    if (PINGPONG && c.w() == NWG - 1)
+        named_arrive(turn_bar(0), 256);
     Chain ch; // CHAIN: the block whose last P·V is pending
     ch.qi = -1;
     if (PSMEM)
@@ -1134,7 +1141,7 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
         c.r0 += c.n_tiles;
     }
     if (PINGPONG && c.w() == 0)
-        named_sync(BAR_TURN + 0, 256);
+        named_sync(turn_bar(0), 256);
     if (OSTORE && c.warp() == 0 && c.lane() == 0)
         bulk_wait_all(); // the last block's stores written before the CTA ends
 }

@@ -32,8 +32,8 @@ sass() { # sass file.cubin > listing; fails when no tool works
 # cover every head dimension, both dtypes, causal on and off, ping-pong, overlap, balance and P
 # through shared memory (psmem: FlashAttention-4's 192 x 144 tile) on and off, a quarter of the
 # exponentials by FMA (pexp=2) or none, O's rescale skipped where no maximum changed or not, early
-# or not, O through shared memory and TMA stores or from registers, the overlap across blocks, one,
-# two and three
+# or not, O through shared memory and TMA stores or from registers, the overlap across blocks,
+# ping-pong of two and of three warpgroups, one, two and three
 # consumer warpgroups, 2 and 3 stages.
 #   variant                                                                  no spills expected
 set -- \
@@ -50,7 +50,8 @@ set -- \
   'd=192,bm=128,bn=64,stages=2,causal=0,dtype=f16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=1,ostore=1,early_rescale=1'     1 \
   'd=256,bm=128,bn=80,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=1'    1 \
   'd=128,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=0,overlap=2,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0'     1 \
-  'd=80,bm=192,bn=144,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=2,balance=0,psmem=1,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'    1
+  'd=80,bm=192,bn=144,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=2,balance=0,psmem=1,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'    1 \
+  'd=64,bm=192,bn=128,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'    1
 sass_checked=0
 while [ $# -ge 2 ]; do
   v=$1; nospill=$2; shift 2

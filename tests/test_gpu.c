@@ -514,7 +514,8 @@ static void test_public_kv_cache(void)
  * asked of the API, and run with it and without), O through shared memory and TMA stores with
  * two and three consumer warpgroups (ostore=1: a warpgroup whose rows run past its sequence
  * stores from registers), the overlap across blocks (overlap=2, a block's last P·V with the
- * next block's first S: sequences of 0 and 1 queries between long ones); of the sm80 forward
+ * next block's first S: sequences of 0 and 1 queries between long ones), ping-pong of three
+ * warpgroups (FlashAttention-4's d <= 64 point); of the sm80 forward
  * two ring depths, Q in registers or not, overlapped or not. */
 static void test_public_varlen(void)
 {
@@ -534,6 +535,7 @@ static void test_public_varlen(void)
         {"specs/flash_fwd_sm90.lua", "bm=128,bn=96,stages=2,pingpong=1,overlap=1,balance=0,ostore=1"},
         {"specs/flash_fwd_sm90.lua", "bm=192,bn=64,stages=2,pingpong=0,overlap=2,balance=0,ostore=1"},
         {"specs/flash_fwd_sm90.lua", "bm=128,bn=80,stages=3,pingpong=0,overlap=2,balance=2"},
+        {"specs/flash_fwd_sm90.lua", "bm=192,bn=128,stages=2,pingpong=1,overlap=1,balance=1"},
         {"specs/flash_fwd.lua", "bm=128,bn=64,warps=4,stages=2,qreg=0,overlap=1"},
         {"specs/flash_fwd.lua", "bm=64,bn=64,warps=4,stages=1,qreg=1,overlap=0"}};
     ft_context *ctxs[1 + sizeof forced / sizeof forced[0]];

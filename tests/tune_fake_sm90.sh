@@ -14,7 +14,7 @@ count() { sqlite3 "$db" "$1"; }
 
 # Parameters both families have: per causal value, flash_fwd keeps 2 variants (qreg 0/1;
 # warps=8 cannot split 64 rows) and flash_fwd_sm90 keeps 4 non-causal and 12 causal (ping-pong
-# needs bm=128; balance 0/1/2 only when causal; pexp 0/2 at d = 64; ostore 0/1; early_rescale
+# needs bm=128 or 192; balance 0/1/2 only when causal; pexp 0/2 at d = 64; ostore 0/1; early_rescale
 # only above d = 128). Both specs have the same six d=64 workloads: 12 buckets (6 x 2 causal).
 both='d=64,bm=64,bn=64,stages=2,dtype=f16,overlap=0'
 
