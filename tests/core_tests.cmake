@@ -54,7 +54,7 @@ ft_cli_test(plan_sm86_prunes ok "shared memory 1.* B > 101376 B per block on sm_
 # --sample: 5 of the 20 kept variants, with every value the 20 have; the same sample twice
 ft_cli_test(plan_sample ok "sample: 5 of 20 kept variants \\(seed 0\\), with every one of the 14 parameter values"
   plan specs/flash_fwd.lua --only "d=64,bm=64,bn=64,warps=4,dtype=f16" --sample 5 -j 2)
-ft_cli_test(plan_sample_zero fail "--sample takes an integer from 1 to 1000000, not '0'"
+ft_cli_test(plan_sample_zero fail "--sample takes an integer from 1 to 4000000, not '0'"
   plan specs/flash_fwd.lua --sample 0)
 ft_cli_test(plan_seed_bad fail "--seed takes an integer from 0 to 2147483647, not 'x'"
   plan specs/flash_fwd.lua --sample 3 --seed x)
