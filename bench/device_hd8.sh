@@ -79,6 +79,18 @@
 # line each to $OUT/summary.txt.
 set -u
 . "$(dirname "$0")/device_common.sh"
+
+# knob_twins KNOB VALUES SEQLENS BASES: bench/knob_ab.py's interleaved twins of the ';'-separated
+# BASES with KNOB at each of VALUES (KNOBS_LIMIT seconds, default 240), its last lines to the summary.
+knob_twins() {
+  local t0
+  t0=$(date +%s)
+  timeout "${KNOBS_LIMIT:-240}" python3 bench/knob_ab.py --knob "$1" --values "$2" --seqlens "$3" --bases "$4" \
+    --json "$OUT/knob_ab_$1.json" > "$OUT/knob_ab_$1.txt" 2>&1
+  note "knob_ab $1: exit $? in $(since "$t0") s"
+  tail -n 10 "$OUT/knob_ab_$1.txt" | tee -a "$summary"
+}
+
 for mode in "$@"; do
   t0=$(date +%s)
   case $mode in
@@ -148,36 +160,21 @@ for mode in "$@"; do
     sanitize across specs/flash_fwd_sm90.lua \
       d=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=2,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0
     if [ "${KNOBS_AB:-1}" != 0 ]; then
-      # ostore on the built-in defaults of d = 64 and 128 (non-causal; 128 causal too), early_rescale
-      # on those of d = 256 and 192. 512 and 1k are where O's stores weigh most.
-      t0=$(date +%s)
-      timeout "${KNOBS_LIMIT:-240}" python3 bench/knob_ab.py --knob ostore --values 0,1 --seqlens 512,1024,4096 \
-        --bases "d=64,bm=192,bn=128,stages=2,causal=0,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,early_rescale=0;d=128,bm=128,bn=128,stages=2,causal=0,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,early_rescale=0;d=128,bm=128,bn=128,stages=2,causal=1,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,early_rescale=0" \
-        --json "$OUT/knob_ab_ostore.json" > "$OUT/knob_ab_ostore.txt" 2>&1
-      note "knob_ab ostore: exit $? in $(since "$t0") s"
-      tail -n 10 "$OUT/knob_ab_ostore.txt" | tee -a "$summary"
-      t0=$(date +%s)
-      timeout "${KNOBS_LIMIT:-240}" python3 bench/knob_ab.py --knob early_rescale --values 0,1 --seqlens 512,2048,8192 \
-        --bases "d=256,bm=128,bn=80,stages=2,causal=0,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0;d=256,bm=128,bn=80,stages=2,causal=1,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0;d=192,bm=128,bn=96,stages=2,causal=0,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0" \
-        --json "$OUT/knob_ab_early.json" > "$OUT/knob_ab_early.txt" 2>&1
-      note "knob_ab early_rescale: exit $? in $(since "$t0") s"
-      tail -n 10 "$OUT/knob_ab_early.txt" | tee -a "$summary"
+      # ostore on the built-in defaults of d = 64 and 128 (non-causal; 128 causal too): 512 and 1k
+      # are where O's stores weigh most
+      knob_twins ostore 0,1 512,1024,4096 \
+        "d=64,bm=192,bn=128,stages=2,causal=0,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,early_rescale=0;d=128,bm=128,bn=128,stages=2,causal=0,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,early_rescale=0;d=128,bm=128,bn=128,stages=2,causal=1,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,early_rescale=0"
+      # early_rescale on the defaults of d = 256 and 192
+      knob_twins early_rescale 0,1 512,2048,8192 \
+        "d=256,bm=128,bn=80,stages=2,causal=0,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0;d=256,bm=128,bn=80,stages=2,causal=1,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0;d=192,bm=128,bn=96,stages=2,causal=0,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0"
       # the overlap across blocks (2) against within (1) and none (0), on the defaults' tiles
-      t0=$(date +%s)
-      timeout "${KNOBS_LIMIT:-240}" python3 bench/knob_ab.py --knob overlap --values 1,2,0 --seqlens 512,1024,4096 \
-        --bases "d=64,bm=192,bn=128,stages=2,causal=0,pingpong=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0;d=128,bm=128,bn=128,stages=2,causal=0,pingpong=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0;d=128,bm=128,bn=128,stages=2,causal=1,pingpong=0,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0" \
-        --json "$OUT/knob_ab_overlap.json" > "$OUT/knob_ab_overlap.txt" 2>&1
-      note "knob_ab overlap: exit $? in $(since "$t0") s"
-      tail -n 10 "$OUT/knob_ab_overlap.txt" | tee -a "$summary"
+      knob_twins overlap 1,2,0 512,1024,4096 \
+        "d=64,bm=192,bn=128,stages=2,causal=0,pingpong=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0;d=128,bm=128,bn=128,stages=2,causal=0,pingpong=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0;d=128,bm=128,bn=128,stages=2,causal=1,pingpong=0,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0"
       # ping-pong of three warpgroups: FlashAttention-4's d <= 64 point (192 x 128, overlapped,
       # its scheduler barrier) against the same tile without turns, and d = 96's 192 x 144 with
       # P through shared memory
-      t0=$(date +%s)
-      timeout "${KNOBS_LIMIT:-240}" python3 bench/knob_ab.py --knob pingpong --values 0,1 --seqlens 1024,4096,16384 \
-        --bases "d=64,bm=192,bn=128,stages=2,causal=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0;d=64,bm=192,bn=128,stages=2,causal=1,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0;d=96,bm=192,bn=144,stages=2,causal=0,overlap=1,balance=0,psmem=1,pexp=0,skip_rescale=0,ostore=0,early_rescale=0" \
-        --json "$OUT/knob_ab_pingpong.json" > "$OUT/knob_ab_pingpong.txt" 2>&1
-      note "knob_ab pingpong: exit $? in $(since "$t0") s"
-      tail -n 10 "$OUT/knob_ab_pingpong.txt" | tee -a "$summary"
+      knob_twins pingpong 0,1 1024,4096,16384 \
+        "d=64,bm=192,bn=128,stages=2,causal=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0;d=64,bm=192,bn=128,stages=2,causal=1,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0;d=96,bm=192,bn=144,stages=2,causal=0,overlap=1,balance=0,psmem=1,pexp=0,skip_rescale=0,ostore=0,early_rescale=0"
     fi
     ;;
   ablate)

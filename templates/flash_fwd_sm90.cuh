@@ -807,6 +807,20 @@ __device__ __forceinline__ Seq slot_seq(u32 slot)
 __device__ __forceinline__ void finish(const Consumer &c, const FwdParams &prm, u32 slot, const float (&o)[ON],
                                        const float (&m)[2], const float (&l)[2]);
 
+// Iterations 1 .. n_tiles - 1 of a block: the narrow P·V first after a narrow first tile
+// (masked or not: one path is enough), then the tiles that need a mask, then the rest.
+__device__ __forceinline__ void steps(const Consumer &c, bool narrow_first, float (&o)[ON], u32 (&p)[PN],
+                                      float (&m)[2], float (&l)[2], float (&alpha)[2])
+{
+    int j = 1;
+    if (narrow_first && j < c.n_tiles)
+        step<true, true>(c, j++, o, p, m, l, alpha);
+    for (; j < c.n_tiles && __all_sync(0xffffffffu, needs_mask(c, tile_of(c, j))); ++j)
+        step<true>(c, j, o, p, m, l, alpha);
+    for (; j < c.n_tiles; ++j)
+        step<false>(c, j, o, p, m, l, alpha);
+}
+
 // One block of rows for this consumer warpgroup, whose Q tile has arrived.
 __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm, u32 slot)
 {
@@ -834,13 +848,7 @@ __device__ __forceinline__ void consume(const Consumer &c, const FwdParams &prm,
         first_step<true>(c, p, m, l);
     else
         first_step<false>(c, p, m, l);
-    int j = 1;
-    if (narrow_first && j < c.n_tiles) // the narrow P·V (masked or not: one path is enough)
-        step<true, true>(c, j++, o, p, m, l, alpha);
-    for (; j < c.n_tiles && __all_sync(0xffffffffu, needs_mask(c, tile_of(c, j))); ++j)
-        step<true>(c, j, o, p, m, l, alpha);
-    for (; j < c.n_tiles; ++j)
-        step<false>(c, j, o, p, m, l, alpha);
+    steps(c, narrow_first, o, p, m, l, alpha);
     // Every S of the block is done: the next Q may come. Each thread arrives, releasing its own
     // reads of the block slots. (OSTORE: after O has left through the Q buffer, below.)
     if (!OSTORE)
@@ -975,13 +983,7 @@ __device__ __forceinline__ void consume_chained(const Consumer &c, const FwdPara
 #pragma unroll
     for (int h = 0; h < 2; ++h)
         ch.m[h] = m[h], ch.l[h] = l[h], ch.alpha[h] = 1.f;
-    int j = 1;
-    if (narrow_first && j < c.n_tiles)
-        step<true, true>(c, j++, ch.o, ch.p, ch.m, ch.l, ch.alpha);
-    for (; j < c.n_tiles && __all_sync(0xffffffffu, needs_mask(c, tile_of(c, j))); ++j)
-        step<true>(c, j, ch.o, ch.p, ch.m, ch.l, ch.alpha);
-    for (; j < c.n_tiles; ++j)
-        step<false>(c, j, ch.o, ch.p, ch.m, ch.l, ch.alpha);
+    steps(c, narrow_first, ch.o, ch.p, ch.m, ch.l, ch.alpha);
     if (!OSTORE)
         mbar_arrive(released(c.bars(), c.qi));
     if (narrow_first && c.n_tiles == 1) {
