@@ -53,8 +53,9 @@
 #define FT_MAX_PARAMS 24
 #define FT_MAX_VALUES 64
 /* The most variants a spec may describe, with the values open parameters take later: planning
- * costs about 2 µs a variant (each spec function runs once per set of values it reads), a tune
- * keeps the variants pruning keeps only, and the sm_90a forward's 774144 take eight head dims
+ * costs about 0.3 µs a variant for a tune, which keeps the variants pruning keeps only, and 3 µs
+ * for a plan that keeps them all (each spec function runs once per set of values it reads; the
+ * sm_90a forward's 774144, 2 cores, 2026-12-05), and the sm_90a forward takes eight head dims
  * more (1.66 million) for a tune of recorded misses. */
 #define FT_MAX_VARIANTS 4000000
 #define FT_VARIANT_STR_MAX 512 /* a variant string's buffer, NUL included: "d=128,bm=64,..." */

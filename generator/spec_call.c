@@ -199,54 +199,48 @@ static void function_where(const ft_spec *spec, int line, char *buf, size_t cap)
         snprintf(buf, cap, "%s: ", spec->path);
 }
 
-/* Evaluates the constraints in order on the variant table (2) and arch table (3) (c->only >= 0:
- * that one alone). */
-static void run_constraints(lua_State *L, call_ctx *c)
+/* Evaluates constraint c->only on the variant table (2) and arch table (3) (ft__spec_check
+ * takes them in order, each through its memo). */
+static void run_constraint(lua_State *L, call_ctx *c)
 {
     ft_spec_lua *S = c->spec->lua;
+    const int i = c->only;
+    const char *name = c->spec->constraint_names[i];
     char where[FT_ERR_MSG_MAX / 2];
     char variant[512];
     char buf[96];
-    int i;
+    int t;
 
     c->keep = 1;
-    for (i = c->only >= 0 ? c->only : 0; i < (c->only >= 0 ? c->only + 1 : c->spec->nconstraints); i++) {
-        const char *name = c->spec->constraint_names[i];
-        int t;
-        c->current = i;
-        lua_rawgeti(L, LUA_REGISTRYINDEX, S->constraint_refs[i]);
-        lua_pushvalue(L, 2);
-        lua_pushvalue(L, 3);
-        ft__spec_begin_call(S, 0);
-        lua_call(L, 2, 2);
-        ft__spec_end_call(S);
-        t = lua_type(L, -2);
-        if (t == LUA_TBOOLEAN && lua_toboolean(L, -2)) {
-            lua_pop(L, 2);
-            continue;
-        }
-        if (t != LUA_TNIL && t != LUA_TBOOLEAN) {
-            function_where(c->spec, S->constraint_lines[i], where, sizeof where);
-            ft__variant_format(c->spec, c->v, variant, sizeof variant);
-            c->rc = ft__fail(c->err, FT_ERR_SPEC,
-                             "%sconstraint '%s' returned %s for variant %s; it must return true, "
-                             "or false and an optional reason",
-                             where, name, ft__spec_describe(L, -2, buf, sizeof buf), variant);
-            return;
-        }
-        c->keep = 0;
-        if (c->log != NULL && lua_type(L, -1) == LUA_TSTRING && lua_rawlen(L, -1) > 0 &&
-            (c->raw_reason = malloc(lua_rawlen(L, -1))) != NULL) {
-            c->raw_len = lua_rawlen(L, -1);
-            memcpy(c->raw_reason, lua_tostring(L, -1), c->raw_len);
-        }
-        if (c->reason != NULL && c->reason_cap > 0 && lua_type(L, -1) == LUA_TSTRING &&
-            lua_rawlen(L, -1) > 0)
-            ft__printable(c->reason, c->reason_cap, lua_tostring(L, -1), lua_rawlen(L, -1));
-        else if (c->reason != NULL && c->reason_cap > 0)
-            snprintf(c->reason, c->reason_cap, "%s", name); /* printable since the load */
+    c->current = i;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, S->constraint_refs[i]);
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, 3);
+    ft__spec_begin_call(S, 0);
+    lua_call(L, 2, 2);
+    ft__spec_end_call(S);
+    t = lua_type(L, -2);
+    if (t == LUA_TBOOLEAN && lua_toboolean(L, -2))
+        return;
+    if (t != LUA_TNIL && t != LUA_TBOOLEAN) {
+        function_where(c->spec, S->constraint_lines[i], where, sizeof where);
+        ft__variant_format(c->spec, c->v, variant, sizeof variant);
+        c->rc = ft__fail(c->err, FT_ERR_SPEC,
+                         "%sconstraint '%s' returned %s for variant %s; it must return true, "
+                         "or false and an optional reason",
+                         where, name, ft__spec_describe(L, -2, buf, sizeof buf), variant);
         return;
     }
+    c->keep = 0;
+    if (c->log != NULL && lua_type(L, -1) == LUA_TSTRING && lua_rawlen(L, -1) > 0 &&
+        (c->raw_reason = malloc(lua_rawlen(L, -1))) != NULL) {
+        c->raw_len = lua_rawlen(L, -1);
+        memcpy(c->raw_reason, lua_tostring(L, -1), c->raw_len);
+    }
+    if (c->reason != NULL && c->reason_cap > 0 && lua_type(L, -1) == LUA_TSTRING && lua_rawlen(L, -1) > 0)
+        ft__printable(c->reason, c->reason_cap, lua_tostring(L, -1), lua_rawlen(L, -1));
+    else if (c->reason != NULL && c->reason_cap > 0)
+        snprintf(c->reason, c->reason_cap, "%s", name); /* printable since the load */
 }
 
 /* smem or registers on the variant table (2) and arch table (3). */
@@ -288,7 +282,7 @@ static int call_driver(lua_State *L)
     push_variant(L, c);
     push_arch(L, c->spec->lua, c->arch);
     if (c->what == CALL_CHECK)
-        run_constraints(L, c);
+        run_constraint(L, c);
     else
         run_number(L, c);
     return 0;
@@ -388,7 +382,7 @@ void ft__spec_memo_free(ft_spec_lua *S)
         memo_node_free(S->memo[i]);
     free(S->memo);
     free(S->memo_off);
-    S->memo = NULL, S->memo_off = NULL, S->nmemo = 0, S->memo_set = 0;
+    S->memo = NULL, S->memo_off = NULL, S->nmemo = 0;
 }
 
 /* The memos for target arch: fresh when the target changed (a function may read arch). 0: none
@@ -398,7 +392,7 @@ static int memo_ready(ft_spec *spec, const ft_arch *arch)
     ft_spec_lua *S = spec->lua;
     const int n = spec->nconstraints + 2;
 
-    if (S->memo_set && S->nmemo == n && same_arch(&S->memo_arch, arch))
+    if (S->memo != NULL && S->nmemo == n && same_arch(&S->memo_arch, arch))
         return 1;
     ft__spec_memo_free(S);
     S->memo = calloc((size_t)n, sizeof *S->memo);
@@ -407,7 +401,7 @@ static int memo_ready(ft_spec *spec, const ft_arch *arch)
         ft__spec_memo_free(S);
         return 0;
     }
-    S->nmemo = n, S->memo_set = 1, S->memo_arch = *arch;
+    S->nmemo = n, S->memo_arch = *arch;
     return 1;
 }
 
@@ -464,7 +458,8 @@ static memo_node *memo_add(ft_spec *spec, int f, const ft_variant *v, const read
 }
 
 /* One function on v through its memo: CALL_CHECK with c->only the constraint, or smem or
- * registers; fills c->keep (and c->reason) or c->number as call_spec does. */
+ * registers; fills c->keep (and c->reason) or c->number as call_spec does (the reason of a
+ * constraint kept as it returned it, written as run_constraint writes it). */
 static ft_status memo_call(call_ctx *c)
 {
     ft_spec_lua *S = c->spec->lua;
@@ -474,7 +469,7 @@ static ft_status memo_call(call_ctx *c)
     memo_node *leaf;
     read_log log;
 
-    if (hit != NULL) { /* the reason as run_constraints writes it */
+    if (hit != NULL) {
         c->keep = hit->pass, c->number = hit->number;
         if (!hit->pass && c->reason != NULL && c->reason_cap > 0 && hit->reason != NULL)
             ft__printable(c->reason, c->reason_cap, hit->reason, hit->reason_len);
@@ -537,7 +532,7 @@ ft_status ft__spec_smem(ft_spec *spec, const ft_variant *v, const ft_arch *arch,
     rc = check_args(spec, v, arch, bytes, err);
     if (rc != FT_OK)
         goto out;
-    c = (call_ctx){.spec = spec, .v = v, .arch = arch, .what = CALL_SMEM, .only = -1, .err = err};
+    c = (call_ctx){.spec = spec, .v = v, .arch = arch, .what = CALL_SMEM, .err = err};
     rc = memo_call(&c);
     if (rc == FT_OK)
         *bytes = c.number;
@@ -561,7 +556,7 @@ ft_status ft__spec_registers(ft_spec *spec, const ft_variant *v, const ft_arch *
                       spec->path);
         goto out;
     }
-    c = (call_ctx){.spec = spec, .v = v, .arch = arch, .what = CALL_REGISTERS, .only = -1, .err = err};
+    c = (call_ctx){.spec = spec, .v = v, .arch = arch, .what = CALL_REGISTERS, .err = err};
     rc = memo_call(&c);
     if (rc == FT_OK)
         *regs = c.number;

@@ -75,7 +75,6 @@ struct ft_spec_lua {
     struct memo_node **memo;
     unsigned char *memo_off;
     int nmemo;
-    int memo_set;
     ft_arch memo_arch;
 };
 
@@ -100,7 +99,7 @@ typedef struct call_ctx {
     const ft_variant *v;
     const ft_arch *arch;
     int what;    /* CALL_* */
-    int only;    /* CALL_CHECK: the one constraint to run; -1: all, in order */
+    int only;    /* CALL_CHECK: the constraint to run */
     read_log *log; /* non-NULL: the variant is a view that records the reads here */
     int current; /* the constraint being evaluated; -1 before the first */
     int keep;

@@ -575,19 +575,28 @@ template <int NS> __device__ __forceinline__ void pack_p(const float (&acc)[SN],
 // row's 16-byte chunks are swizzled as TMA's SWIZZLE_{PSWB}B writes them (chunk bits 4.. XOR
 // address bits 7..; the tile starts on a 1024-byte boundary). Then the proxy fence (the wgmma
 // reads through the async proxy) and the warpgroup's barrier: its P·V reads every thread's part.
+// The byte offset, in a tile of column blocks of ROWS rows of SPAN bytes swizzled as TMA's
+// SWIZZLE_{SPAN}B writes them (from a 1024-byte boundary), of the address lane l of warp wp (in
+// its warpgroup) gives stmatrix for step kb of 16 columns: row 16·wp + l % 8 + 8·((l >> 3) & 1),
+// columns 16·kb + 8·(l >> 4). (The caller reads the lane and warp once: Consumer's are volatile.)
+template <int SPAN, int ROWS> __device__ __forceinline__ u32 stmatrix_offset(int wp, int l, int kb)
+{
+    constexpr int COLS = SPAN / 2; // 16-bit elements per swizzled row of a column block
+    const u32 row_bytes = (u32)((wp * 16 + (l & 7) + 8 * ((l >> 3) & 1)) * SPAN);
+    const u32 swz = (row_bytes >> 3) & ((SPAN / 16 - 1) << 4); // the row's XOR of chunk bits
+    const int col = 16 * kb + 8 * (l >> 4);
+    return (u32)((col / COLS) * ROWS * SPAN) + row_bytes + (((u32)(col % COLS) * 2) ^ swz);
+}
+
 template <int NS> __device__ __forceinline__ void store_p(const Consumer &c, const float (&acc)[SN])
 {
-    const int l = c.lane();
-    const u32 row_bytes = (u32)((c.warp() * 16 + (l & 7) + 8 * ((l >> 3) & 1)) * PSWB);
-    const u32 swz = (row_bytes >> 3) & ((PSWB / 16 - 1) << 4); // the row's XOR of chunk bits
     const u32 tile = c.sp();
+    const int l = c.lane(), wp = c.warp();
 #pragma unroll
-    for (int kb = 0; kb < NS / 8; ++kb) {
-        const int key = 16 * kb + 8 * (l >> 4);
-        const u32 off = (u32)((key / PCH) * 64 * PSWB) + row_bytes + (((u32)(key % PCH) * 2) ^ swz);
-        stmatrix_x4(tile + off, pack2(acc[8 * kb], acc[8 * kb + 1]), pack2(acc[8 * kb + 2], acc[8 * kb + 3]),
-                    pack2(acc[8 * kb + 4], acc[8 * kb + 5]), pack2(acc[8 * kb + 6], acc[8 * kb + 7]));
-    }
+    for (int kb = 0; kb < NS / 8; ++kb)
+        stmatrix_x4(tile + stmatrix_offset<PSWB, 64>(wp, l, kb), pack2(acc[8 * kb], acc[8 * kb + 1]),
+                    pack2(acc[8 * kb + 2], acc[8 * kb + 3]), pack2(acc[8 * kb + 4], acc[8 * kb + 5]),
+                    pack2(acc[8 * kb + 6], acc[8 * kb + 7]));
     fence_proxy_async();
     named_sync(BAR_WG + c.w(), 128);
 }
@@ -766,27 +775,22 @@ __device__ __forceinline__ void finish_rows(const Consumer &c, const FwdParams &
 // stores them with TMA at (row, head, batch) of O's map and waits until the store has read
 // them (the caller then releases the buffer). The layout is the Q tile's (kmajor_desc): column
 // blocks of CH columns, BM rows apart, rows of SWB bytes whose 16-byte chunks are swizzled as
-// TMA's SWIZZLE_{SWB}B; the stmatrix registers and addresses are store_p's, 16 columns a step.
+// TMA's SWIZZLE_{SWB}B (stmatrix_offset); the stmatrix registers are store_p's.
 // Columns past D are zeros that the map's extent leaves unwritten.
 __device__ __forceinline__ void store_o(const Consumer &c, const float (&o)[ON], const float (&inv)[2], int batch,
                                         int head, int row)
 {
-    const int l = c.lane();
-    const u32 row_bytes = (u32)((c.warp() * 16 + (l & 7) + 8 * ((l >> 3) & 1)) * SWB);
-    const u32 swz = (row_bytes >> 3) & ((SWB / 16 - 1) << 4); // the row's XOR of chunk bits
     const u32 tile = c.sq();
+    const int l = c.lane(), wp = c.warp();
 #pragma unroll
-    for (int kb = 0; kb < DK / 16; ++kb) {
-        const int col = 16 * kb + 8 * (l >> 4);
-        const u32 off = (u32)((col / CH) * BM * SWB) + row_bytes + (((u32)(col % CH) * 2) ^ swz);
-        stmatrix_x4(tile + off, pack2(o[8 * kb] * inv[0], o[8 * kb + 1] * inv[0]),
+    for (int kb = 0; kb < DK / 16; ++kb)
+        stmatrix_x4(tile + stmatrix_offset<SWB, BM>(wp, l, kb), pack2(o[8 * kb] * inv[0], o[8 * kb + 1] * inv[0]),
                     pack2(o[8 * kb + 2] * inv[1], o[8 * kb + 3] * inv[1]),
                     pack2(o[8 * kb + 4] * inv[0], o[8 * kb + 5] * inv[0]),
                     pack2(o[8 * kb + 6] * inv[1], o[8 * kb + 7] * inv[1]));
-    }
     fence_proxy_async();
     named_sync(BAR_WG + c.w(), 128);
-    if (c.warp() == 0 && l == 0) {
+    if (wp == 0 && l == 0) {
 #pragma unroll
         for (int b = 0; b < NCB; ++b)
             tma_store(c.to, tile + b * BM * SWB, b * CH, row, head, batch);
@@ -1150,9 +1154,10 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
 
 } // namespace ft
 
-// The generated entry point: FT_DEFINE_KERNEL(name) at the end of each generated source. (to,
-// O's map, is read with OSTORE only; the runtime encodes it for those kernels, launch facts'
-// tma_o.)
+// The generated entry point: FT_DEFINE_KERNEL(name) at the end of each generated source. With
+// OSTORE it takes O's map too (the runtime encodes it for those kernels, launch facts' tma_o,
+// and passes a fourth map to every one: a kernel that declares three ignores it).
+#if FTP_OSTORE
 #define FT_DEFINE_KERNEL(name)                                                                           \
     extern "C" __global__ void __launch_bounds__(ft::THREADS, 1)                                         \
         name(const ft::FwdParams p, const __grid_constant__ ft::TensorMap tq,                            \
@@ -1161,3 +1166,12 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
     {                                                                                                    \
         ft::flash_fwd(p, &tq, &tk, &tv, &to);                                                            \
     }
+#else
+#define FT_DEFINE_KERNEL(name)                                                                           \
+    extern "C" __global__ void __launch_bounds__(ft::THREADS, 1)                                         \
+        name(const ft::FwdParams p, const __grid_constant__ ft::TensorMap tq,                            \
+             const __grid_constant__ ft::TensorMap tk, const __grid_constant__ ft::TensorMap tv)         \
+    {                                                                                                    \
+        ft::flash_fwd(p, &tq, &tk, &tv, nullptr);                                                        \
+    }
+#endif
