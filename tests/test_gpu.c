@@ -535,7 +535,7 @@ static void test_public_varlen(void)
         {"specs/flash_fwd_sm90.lua", "bm=128,bn=96,stages=2,pingpong=1,overlap=1,balance=0,ostore=1"},
         {"specs/flash_fwd_sm90.lua", "bm=192,bn=64,stages=2,pingpong=0,overlap=2,balance=0,ostore=1"},
         {"specs/flash_fwd_sm90.lua", "bm=128,bn=80,stages=3,pingpong=0,overlap=2,balance=2"},
-        {"specs/flash_fwd_sm90.lua", "bm=192,bn=128,stages=2,pingpong=1,overlap=1,balance=1"},
+        {"specs/flash_fwd_sm90.lua", "bm=192,bn=128,stages=2,pingpong=1,overlap=1,balance=0"},
         {"specs/flash_fwd.lua", "bm=128,bn=64,warps=4,stages=2,qreg=0,overlap=1"},
         {"specs/flash_fwd.lua", "bm=64,bn=64,warps=4,stages=1,qreg=1,overlap=0"}};
     ft_context *ctxs[1 + sizeof forced / sizeof forced[0]];
