@@ -127,7 +127,7 @@ def main():
             ok = finite and diff <= 1e-2
             bad += not ok
             calls = {n: (lambda c: lambda: c.forward(q, k, v_, causal=causal))(c) for n, c in ctxs.items()}
-            med = interleaved(calls, flush, a.rounds, a.reps, 1)
+            med = interleaved(calls, flush, a.rounds, a.reps, values[0])  # heat with the first
             flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
             tflops = {n: flops / med[n] / 1e9 for n in med}
             rows.append({"base": base, "knob": a.knob, "d": d, "causal": causal, "seqlen": s, "batch": b,
