@@ -11,7 +11,8 @@
 #   bash bench/device_hd8.sh compare   bench/report.py at HD8_DIMS (default 72,80,88,160) on the
 #                                      grid's seqlens with HD8_HIDDEN (default 2880, which every
 #                                      one of them divides): flashtune's defaults, cuDNN and FA4
-#                                      (when it imports), interleaved (HD8_SYSTEMS, HD8_ROUNDS);
+#                                      (when it imports), interleaved (HD8_SYSTEMS, HD8_ROUNDS;
+#                                      HD8_DTYPES, default bf16);
 #                                      with HD8_DB, that tuning database's winners instead of
 #                                      the defaults
 #   bash bench/device_hd8.sh quality   bench/tune_quality.py on each QUALITY_ONLY filter of the
@@ -109,7 +110,7 @@ for mode in "$@"; do
   compare)
     db="--no-db"
     [ -n "${HD8_DB:-}" ] && db="--db $HD8_DB --flashtune $ft"
-    args="--head-dims ${HD8_DIMS:-72,80,88,160} --hidden ${HD8_HIDDEN:-2880} --dtypes bf16 $db --no-plots
+    args="--head-dims ${HD8_DIMS:-72,80,88,160} --hidden ${HD8_HIDDEN:-2880} --dtypes ${HD8_DTYPES:-bf16} $db --no-plots
           --rounds ${HD8_ROUNDS:-2} --systems ${HD8_SYSTEMS:-flashtune,cudnn,fa4}"
     python3 bench/report.py $args --out "$OUT/compare" > "$OUT/compare.txt" 2> "$OUT/compare.err"
     note "report.py $(echo $args): exit $? in $(since "$t0") s"
