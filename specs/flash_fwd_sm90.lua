@@ -14,6 +14,27 @@ local function register_limit(v)
   return hopper.consumer_register_limit(v.bm // 64)
 end
 
+-- The tiles' width: the head dim rounded up to whole k16 steps.
+local function tile_width(v)
+  return (v.d + 15) // 16 * 16
+end
+
+-- Dynamic shared memory with `q_bufs` Q buffers (see `smem` below).
+local function smem_bytes(v, q_bufs)
+  local dk = tile_width(v)
+  local body = q_bufs * v.bm * dk * 2 + 2 * v.stages * v.bn * dk * 2
+  if v.psmem == 1 then
+    body = (body + 1023) // 1024 * 1024 + v.bm * v.bn * 2
+  end
+  return 1024 + body + 8 * (8 + 4 * v.stages) + 128
+end
+
+-- Two Q buffers where they fit in the target's shared memory per block, else one.
+local function q_buffers(v, arch)
+  if smem_bytes(v, 2) <= arch.smem_per_block then return 2 end
+  return 1
+end
+
 -- Per consumer thread: O (d/2 fp32, d rounded up to 16), S (bn/2 fp32), P (bn/4 packed pairs;
 -- with psmem, which stores P to shared memory as it packs it, 8 for the stores' addresses), and
 -- about 32 for addresses, row statistics and loop state. An estimate that prunes before
@@ -22,9 +43,8 @@ end
 -- a thread under three consumer warpgroups; ptxas fits it without spilling, sm_90a, NVRTC 13.0),
 -- the 192 x 128 tile FlashAttention-3 uses for causal d <= 64; bn = 176 and 192 spill there.
 local function consumer_registers(v)
-  local width = (v.d + 15) // 16 * 16 -- O over the tiles' width: d rounded up to 16
   local p = v.psmem == 1 and 8 or v.bn // 4
-  return width // 2 + v.bn // 2 + p + 32
+  return tile_width(v) // 2 + v.bn // 2 + p + 32
 end
 
 -- The tuner's workloads: the same grid as specs/flash_fwd.lua (specs/lib/workloads.lua), so both
@@ -90,6 +110,9 @@ return {
       function(v) return v.early_rescale == 0 or (v.overlap >= 1 and v.d > 128) end },
     { "blocks overlapped across take no ping-pong turns",
       function(v) return v.overlap <= 1 or v.pingpong == 0 end },
+    -- (with one Q buffer the next block's first S would need the Q tile that O still occupies)
+    { "O through the only Q buffer ends the block before the next one starts (no overlap across blocks)",
+      function(v, arch) return v.ostore == 0 or v.overlap <= 1 or q_buffers(v, arch) == 2 end },
     { "consumer registers within what setmaxnreg gives them",
       function(v) return consumer_registers(v) <= register_limit(v) end },
   },
@@ -98,24 +121,12 @@ return {
   -- (bm x bn, from the next 1024-byte boundary), the mbarriers and four 32-byte slots that
   -- announce the blocks to the consumers; and a second Q buffer where it fits (the next
   -- block's Q then loads while this one computes; the template reads the choice from this
-  -- size), which ostore needs (O leaves through a Q buffer that is released after the store:
-  -- with one, the next block would wait for it), so there the size with two is the size, and
-  -- the limit check prunes what they overfill. Tiles are the head dim rounded up to a multiple
-  -- of 16 wide (d = 72: 80, the last 8 columns zeros that TMA writes).
+  -- size). With ostore and one Q buffer, O leaves through the only one: the next block's first
+  -- K and V tiles still load during the store, its Q after it (FlashAttention-4's sm90 forward
+  -- writes O over its one Q tile too). Tiles are the head dim rounded up to a multiple of 16
+  -- wide (d = 72: 80, the last 8 columns zeros that TMA writes).
   smem = function(v, arch)
-    local dk = (v.d + 15) // 16 * 16
-    local q = v.bm * dk * 2
-    local function total(q_bufs)
-      local body = q_bufs * q + 2 * v.stages * v.bn * dk * 2
-      if v.psmem == 1 then
-        body = (body + 1023) // 1024 * 1024 + v.bm * v.bn * 2
-      end
-      return 1024 + body + 8 * (8 + 4 * v.stages) + 128
-    end
-    if total(2) <= arch.smem_per_block or v.ostore == 1 then
-      return total(2)
-    end
-    return total(1)
+    return smem_bytes(v, q_buffers(v, arch))
   end,
 
   registers = function(v)

@@ -49,8 +49,9 @@
 // instead of D/4 stores of 4 bytes a thread, and the stores reach global memory in whole rows.
 // A variable-length batch's warpgroup whose rows run past its sequence stores from registers as
 // without OSTORE (a box would write into the next sequence's rows; a dense tensor's map ends at
-// seqlen_q). It takes two Q buffers: with one, the next block's Q and K/V loads would wait for
-// the store.
+// seqlen_q). With two Q buffers the next block's Q loads meanwhile; with one (LATE_Q: d = 256 at
+// 128 rows) the producer loads the next block's first K and V tiles before it waits for the
+// store, and its Q after (FlashAttention-4's sm90 forward stores O over its one Q tile too).
 // EARLY_RESCALE (with OVERLAP): O is rescaled by the previous tile's factors right after S_j is
 // issued, while the tensor cores compute it, and P_{j-1}·V_{j-1} is issued after that (O then
 // holds the sum relative to the previous tile's maxima until the P·V of that tile is added):
@@ -197,7 +198,10 @@ static_assert(SMEM_BYTES == FT_SMEM_BYTES, "the spec's smem formula disagrees wi
 static_assert(Q_BYTES % 2048 == 0, "one Q buffer or two: the same alignment before the P tiles");
 static_assert(P_WG_BYTES % 1024 == 0, "each warpgroup's P tile on a 1024-byte boundary");
 static_assert(BAR_BYTES % 16 == 0, "the barriers keep the block slots 16-byte aligned");
-static_assert(!OSTORE || Q_BUFS == 2, "O through shared memory takes two Q buffers (the spec's smem formula gives them)");
+// OSTORE with one Q buffer: the buffer is free only once O has left it, at the very end of a
+// block, so the producer loads a block's first K and V tiles before it waits for that.
+constexpr bool LATE_Q = OSTORE && Q_BUFS == 1;
+static_assert(!LATE_Q || !CHAIN, "O through the only Q buffer ends a block before the next one's first S");
 static_assert(!EARLY_RESCALE || OVERLAP, "the early rescale is a step of the overlapped schedule");
 static_assert(FTP_OVERLAP >= 0 && FTP_OVERLAP <= 2, "overlap 0, 1 or 2");
 static_assert(!CHAIN || !PINGPONG, "blocks overlapped across take no ping-pong turns");
@@ -376,11 +380,12 @@ __device__ __forceinline__ u32 v_empty(u32 bars, int s) { return bars + 32 + 24 
 // sequence's queries and keys and first query row), each slot with its own mbarrier that the producer's
 // store completes (release) and the consumers wait on (acquire). The consumers read the fields
 // where they need them, so no block state stays in their registers. The producer announces
-// block qi once block qi - Q_BUFS is released, when the consumers are done with block
-// qi - Q_BUFS - 1 and before: so 2 + Q_BUFS slots are enough.
+// block qi once block qi - ANNOUNCE_AHEAD is released, when the consumers are done with block
+// qi - ANNOUNCE_AHEAD - 1 and before: so 2 + ANNOUNCE_AHEAD slots are enough.
 constexpr int SLOT_Q_FIRST = 0, SLOT_N_TILES = 4, SLOT_HEAD = 8, SLOT_BATCH = 12; // byte offsets
 constexpr int SLOT_SQ = 16, SLOT_SK = 20, SLOT_Q0 = 24;
-static_assert(NSLOTS >= 2 + Q_BUFS && (NSLOTS & (NSLOTS - 1)) == 0, "slots for the blocks in flight");
+constexpr int ANNOUNCE_AHEAD = LATE_Q ? 2 : Q_BUFS;
+static_assert(NSLOTS >= 2 + ANNOUNCE_AHEAD && (NSLOTS & (NSLOTS - 1)) == 0, "slots for the blocks in flight");
 __device__ __forceinline__ u32 slot_full(u32 bars, int qi) { return bars + 32 + 32 * STAGES + 8 * (qi % NSLOTS); }
 __device__ __forceinline__ u32 slot_parity(int qi) { return (u32)(qi / NSLOTS) & 1; }
 __device__ __forceinline__ u32 block_slot(u32 bars, int qi)
@@ -1016,19 +1021,40 @@ __device__ __forceinline__ void write_empty(const FwdParams &p, u32 slot, int w,
 }
 
 // ---- the producer -------------------------------------------------------------------------------
+// One K/V tile (its first key row krow) into the ring at position r, once the consumers have
+// emptied the slot's last use.
+__device__ __forceinline__ void load_kv(u32 sk, u32 sv, u32 bars, const TensorMap *tk, const TensorMap *tv, int r,
+                                        int krow, int kv_head, int k_batch)
+{
+    const int s = slot_of(r);
+    if (r >= STAGES)
+        mbar_wait(k_empty(bars, s), parity_of(r - STAGES));
+    mbar_expect_tx(k_full(bars, s), KV_BYTES);
+#pragma unroll
+    for (int b = 0; b < NCB; ++b)
+        tma_load(sk + s * KV_BYTES + b * BN * SWB, tk, b * CH, krow, kv_head, k_batch, k_full(bars, s));
+    if (r >= STAGES)
+        mbar_wait(v_empty(bars, s), parity_of(r - STAGES));
+    mbar_expect_tx(v_full(bars, s), KV_BYTES);
+#pragma unroll
+    for (int b = 0; b < NCB; ++b)
+        tma_load(sv + s * KV_BYTES + b * BN * SWB, tv, b * CH, krow, kv_head, k_batch, v_full(bars, s));
+}
+
 __device__ __forceinline__ void produce(const FwdParams &p, u32 sq, u32 sk, u32 sv, u32 bars, const TensorMap *tq,
                                         const TensorMap *tk, const TensorMap *tv)
 {
     int r = 0; // ring position
     Walk walk = walk_begin(p);
     // Each block qi, and the end (n_tiles -1), is announced in its slot once the consumers have
-    // released block qi - Q_BUFS: its Q buffer, the one block qi takes, is free then, and so
-    // are the slots of the blocks before it (see NSLOTS).
+    // released block qi - ANNOUNCE_AHEAD: without LATE_Q that frees the Q buffer block qi takes,
+    // and so the slots of the blocks before it (see NSLOTS); LATE_Q waits for block qi - 1's
+    // release (its O store) only after block qi's first K/V tile, before its Q.
     // (The producer runs on PRODUCER_REGS registers: it waits before it works out the block, so
     // that little is live across the wait.)
     for (int qi = 0;; ++qi) {
-        if (qi >= Q_BUFS)
-            mbar_wait(released(bars, qi - Q_BUFS), block_parity(qi - Q_BUFS));
+        if (qi >= ANNOUNCE_AHEAD)
+            mbar_wait(released(bars, qi - ANNOUNCE_AHEAD), block_parity(qi - ANNOUNCE_AHEAD));
         const int item = walk_next(p, walk);
         if (item < 0) {
             st_shared4(block_slot(bars, qi), 0, -1, 0, 0);
@@ -1043,29 +1069,25 @@ __device__ __forceinline__ void produce(const FwdParams &p, u32 sq, u32 sk, u32 
             mbar_arrive(q_full(bars, qi)); // nothing to load: the phase completes as it is
             continue;
         }
+        // The K/V tiles go from the last to the first (krow: the tile's first key row in the
+        // tensor; packed keys are one batch); LATE_Q loads the first of them before the Q tile.
+        if (LATE_Q) {
+            load_kv(sk, sv, bars, tk, tv, r, blk.k0 + (blk.n_tiles - 1) * BN, blk.kv_head,
+                    p.cu_seqlens_k != nullptr ? 0 : blk.batch);
+            ++r;
+            if (qi >= 1)
+                mbar_wait(released(bars, qi - 1), block_parity(qi - 1));
+        }
         const u32 q_buf = sq + (qi % Q_BUFS) * Q_BYTES;
         mbar_expect_tx(q_full(bars, qi), Q_BYTES);
 #pragma unroll
         for (int b = 0; b < NCB; ++b)
             tma_load(q_buf + b * BM * SWB, tq, b * CH, blk.q0 + blk.q_first, blk.head,
                      p.cu_seqlens_q != nullptr ? 0 : blk.batch, q_full(bars, qi));
-        const int k_batch = p.cu_seqlens_k != nullptr ? 0 : blk.batch; // packed keys: one batch
-        // The tiles from the last to the first: krow, the tile's first key row in the tensor.
-        for (int left = blk.n_tiles, krow = blk.k0 + (blk.n_tiles - 1) * BN; left > 0; --left, krow -= BN, ++r) {
-            const int s = slot_of(r);
-            if (r >= STAGES)
-                mbar_wait(k_empty(bars, s), parity_of(r - STAGES));
-            mbar_expect_tx(k_full(bars, s), KV_BYTES);
-#pragma unroll
-            for (int b = 0; b < NCB; ++b)
-                tma_load(sk + s * KV_BYTES + b * BN * SWB, tk, b * CH, krow, blk.kv_head, k_batch, k_full(bars, s));
-            if (r >= STAGES)
-                mbar_wait(v_empty(bars, s), parity_of(r - STAGES));
-            mbar_expect_tx(v_full(bars, s), KV_BYTES);
-#pragma unroll
-            for (int b = 0; b < NCB; ++b)
-                tma_load(sv + s * KV_BYTES + b * BN * SWB, tv, b * CH, krow, blk.kv_head, k_batch, v_full(bars, s));
-        }
+        const int k_batch = p.cu_seqlens_k != nullptr ? 0 : blk.batch;
+        for (int left = blk.n_tiles - LATE_Q, krow = blk.k0 + (blk.n_tiles - 1 - LATE_Q) * BN; left > 0;
+             --left, krow -= BN, ++r)
+            load_kv(sk, sv, bars, tk, tv, r, krow, blk.kv_head, k_batch);
     }
 }
 
