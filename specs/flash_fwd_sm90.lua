@@ -110,11 +110,11 @@ return {
       function(v) return v.early_rescale == 0 or (v.overlap >= 1 and v.d > 128) end },
     { "blocks overlapped across take no ping-pong turns",
       function(v) return v.overlap <= 1 or v.pingpong == 0 end },
+    { "consumer registers within what setmaxnreg gives them",
+      function(v) return consumer_registers(v) <= register_limit(v) end },
     -- (with one Q buffer the next block's first S would need the Q tile that O still occupies)
     { "O through the only Q buffer ends the block before the next one starts (no overlap across blocks)",
       function(v, arch) return v.ostore == 0 or v.overlap <= 1 or q_buffers(v, arch) == 2 end },
-    { "consumer registers within what setmaxnreg gives them",
-      function(v) return consumer_registers(v) <= register_limit(v) end },
   },
 
   -- 1 KiB to align the tiles to 1024 bytes, Q, `stages` K and V tiles, with psmem the P tiles

@@ -581,12 +581,31 @@ static int consumer_limit(long long bm)
     return bm == 64 ? 255 : bm == 128 ? 240 : 160;
 }
 
+/* The dynamic shared memory of a forward variant with q_bufs Q buffers, as the spec's formula
+ * and the template's layout count it. */
+static long long smem_with(const ft_spec *spec, const ft_variant *v, long long q_bufs)
+{
+    const long long d = ft__variant_int(spec, v, "d", 0), bm = ft__variant_int(spec, v, "bm", 0);
+    const long long bn = ft__variant_int(spec, v, "bn", 0), stages = ft__variant_int(spec, v, "stages", 0);
+    const long long dk = (d + 15) / 16 * 16;
+    long long body = q_bufs * bm * dk * 2 + 2 * stages * bn * dk * 2;
+    if (ft__variant_int(spec, v, "psmem", 0) != 0)
+        body = (body + 1023) / 1024 * 1024 + bm * bn * 2;
+    return 1024 + body + 8 * (8 + 4 * stages) + 128;
+}
+
+/* Whether a second Q buffer fits beside the K/V ring. */
+static int two_q_buffers(const ft_spec *spec, const ft_variant *v, const ft_arch *arch)
+{
+    return smem_with(spec, v, 2) <= arch->smem_per_block;
+}
+
 /* The whole space on sm_90a: ping-pong only with two or three consumer warpgroups, P through shared
  * memory only with three and 144-key tiles only with it, 112-key tiles only above d = 128,
  * exponentials by FMA only up to d = 64, the skipped rescale only from d = 128, the early one
  * only overlapped and above d = 128, the overlap across blocks only without ping-pong, O through
- * shared memory only with two Q buffers (at d = 256
- * only with 64-row tiles: two 64 KiB Q tiles of 128 rows leave no room for a K/V ring), the
+ * shared memory with two Q buffers where they fit, else through the one (at d = 256 with 128-row
+ * tiles), and then not overlapped across blocks, the
  * consumers' register estimate (no
  * packed P with psmem) within setmaxnreg's share, shared memory within the opt-in limit;
  * FlashAttention-4's 192 x 144 tile with P through shared memory is kept at d = 80 and 96. */
@@ -598,6 +617,7 @@ static void test_sm90_pruning(void)
     ft_err err;
     int i, pingpong = 0, regs = 0, balance = 0, psmem = 0, wide = 0, narrow = 0, b112 = 0, pexp = 0, skip = 0;
     int early = 0, across = 0, smem = 0, kept = 0, fa4 = 0, ostore_kept = 0, early_kept = 0, across_kept = 0;
+    int late_kept = 0, late_across = 0;
 
     ASSERT_TRUE(spec != NULL);
     ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
@@ -658,6 +678,11 @@ static void test_sm90_pruning(void)
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
             ASSERT_STREQ(it->reason, "consumer registers within what setmaxnreg gives them");
             regs++;
+        } else if (ft__variant_int(spec, &it->variant, "ostore", 0) != 0 &&
+                   ft__variant_int(spec, &it->variant, "overlap", 0) == 2 && !two_q_buffers(spec, &it->variant, &arch)) {
+            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+            ASSERT_CONTAINS(it->reason, "O through the only Q buffer ends the block");
+            late_across++;
         }
         if (strncmp(it->reason, "shared memory ", 14) == 0) { /* the limit's reason */
             ASSERT_TRUE(it->smem_dynamic > arch.smem_per_block);
@@ -672,18 +697,18 @@ static void test_sm90_pruning(void)
             ASSERT_EQ(it->threads, 128 * (bm / 64 + 1));
             kept++;
             fa4 += (d == 80 || d == 96) && bm == 192 && bn == 144 && ps == 1;
-            if (ft__variant_int(spec, &it->variant, "ostore", 0) != 0) { /* two Q buffers */
-                const long long dk = (d + 15) / 16 * 16, stages = ft__variant_int(spec, &it->variant, "stages", 0);
-                ASSERT_TRUE(it->smem_dynamic >= 1024 + 2 * bm * dk * 2 + 2 * stages * bn * dk * 2);
-                ASSERT_TRUE(d < 256 || bm == 64);
+            /* two Q buffers where they fit (with ostore as without) */
+            ASSERT_EQ(it->smem_dynamic, smem_with(spec, &it->variant, two_q_buffers(spec, &it->variant, &arch) ? 2 : 1));
+            if (ft__variant_int(spec, &it->variant, "ostore", 0) != 0) {
                 ostore_kept++;
+                late_kept += !two_q_buffers(spec, &it->variant, &arch) && d == 256 && bm == 128;
             }
             early_kept += ft__variant_int(spec, &it->variant, "early_rescale", 0) != 0;
             across_kept += ft__variant_int(spec, &it->variant, "overlap", 0) == 2;
         }
     }
     ASSERT_TRUE(psmem > 0 && wide > 0 && narrow > 0 && b112 > 0 && pexp > 0 && skip > 0 && early > 0 && across > 0);
-    ASSERT_TRUE(ostore_kept > 0 && early_kept > 0 && across_kept > 0);
+    ASSERT_TRUE(ostore_kept > 0 && early_kept > 0 && across_kept > 0 && late_kept > 0 && late_across > 0);
     ASSERT_TRUE(fa4 > 0);
     ASSERT_EQ(pingpong, spec->nvariants / 2 / 3); /* pingpong=1 with bm 64 */
     ASSERT_TRUE(regs > 0);
