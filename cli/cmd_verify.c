@@ -233,8 +233,14 @@ int cmd_verify(int argc, char **argv)
         (only != NULL && (ft__spec_add_values(spec, only, &err) != FT_OK ||
                           ft__variant_filter_parse(spec, only, &filter, &mask, &err) != FT_OK)) ||
         ft__session_open((int)device, cache_dir, 1, &s, &err) != FT_OK ||
-        ft__plan_build(spec, &s.arch, &filter, mask, &plan, &err) != FT_OK) {
+        ft__plan_build_kept(spec, &s.arch, &filter, mask, &plan, &err) != FT_OK) {
         status = cli_fail("verify", &err);
+        goto out;
+    }
+    /* (Only what pruning keeps is an item: verify reports the pruned ones as a count.) */
+    if (plan->nitems == 0) {
+        fprintf(stderr, "flashtune verify: all %d variants of %s%s%s are pruned for %s; nothing to verify\n",
+                plan->count[FT_PLAN_PRUNED], spec->path, only ? " matching " : "", only ? only : "", s.arch.name);
         goto out;
     }
     bwd = fam->op == &ft__op_bwd;
