@@ -16,7 +16,12 @@
  * bf16 tune on an H200 (bench/results/h200-2026-12-03-ranked): non-causal 192 x 128 without
  * overlap (0.99 of each bucket's best; the earlier 128 x 176 read 0.88-0.95), causal
  * 128 x 128 with three stages (0.96; 192 x 128 wins from 4k, the earlier 128 x 192 read
- * 0.85-0.96). Backward: at d = 64, 128 and 256 the variant that won most buckets of a
+ * 0.85-0.96); at d = 128, 192 and 256 (since 2026-12-06) O leaves through shared memory (ostore=1;
+ * at 192 and 256 through the only Q buffer): twins of these defaults interleaved on an H100,
+ * one run each, read 1.10 / 1.08 / 1.06 (d = 128 causal, 512 / 1k / 2k), 1.115 / 1.083 / 1.027
+ * (d = 256 non-causal, 512 / 1k / 4k) and 1.109 / 1.079 / 1.041 (d = 256 causal), and a full
+ * tune on it chose ostore=1 for 53 of the 56 buckets of those head dims (both dtypes)
+ * (bench/results/h100-2026-12-06-lateq). Backward: at d = 64, 128 and 256 the variant that won most buckets of a
  * bf16 tune of the backward's spec on an H200 (2026-12-01, bench/results/h200-2026-12-01-train),
  * at 32, 96 and 192 the fastest of those timed by tests/bwd there; at 128 (non-causal), 192 and
  * 256 a second choice with one Q/dO stage for GPUs with less shared memory than an H200 (the
@@ -70,11 +75,11 @@ static const ft_default_kernel defaults[] = {
     {"flash_fwd_sm90", 64, 0, "bm=192,bn=128,stages=2,pingpong=0,overlap=0,balance=0", 0},
     {"flash_fwd_sm90", 64, 1, "bm=128,bn=128,stages=3,pingpong=0,overlap=1,balance=1", 0},
     {"flash_fwd_sm90", 96, -1, "bm=128,bn=128,stages=2,pingpong=1,overlap=1,balance=0", 0},
-    {"flash_fwd_sm90", 128, 0, "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=0", 0},
-    {"flash_fwd_sm90", 128, 1, "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=1", 0},
-    {"flash_fwd_sm90", 192, -1, "bm=128,bn=96,stages=2,pingpong=1,overlap=1,balance=0", 0},
-    {"flash_fwd_sm90", 256, 0, "bm=128,bn=80,stages=2,pingpong=0,overlap=1,balance=0", 0},
-    {"flash_fwd_sm90", 256, 1, "bm=128,bn=80,stages=2,pingpong=1,overlap=1,balance=1", 0},
+    {"flash_fwd_sm90", 128, 0, "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=0,ostore=1", 0},
+    {"flash_fwd_sm90", 128, 1, "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=1,ostore=1", 0},
+    {"flash_fwd_sm90", 192, -1, "bm=128,bn=96,stages=2,pingpong=1,overlap=1,balance=0,ostore=1", 0},
+    {"flash_fwd_sm90", 256, 0, "bm=128,bn=80,stages=2,pingpong=0,overlap=1,balance=0,ostore=1", 0},
+    {"flash_fwd_sm90", 256, 1, "bm=128,bn=80,stages=2,pingpong=1,overlap=1,balance=1,ostore=1", 0},
     {"flash_fwd_sm80", 32, -1, "bm=128,bn=128,warps=4,stages=2,qreg=0,overlap=0", 0},
     {"flash_fwd_sm80", 64, -1, "bm=128,bn=128,warps=4,stages=1,qreg=0,overlap=0", 0},
     {"flash_fwd_sm80", 96, -1, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0", 0},
