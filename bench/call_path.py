@@ -17,7 +17,7 @@ alone is the call path's or the flush's (memset tells which); between alone and 
 rotation's.
 
     python3 bench/call_path.py --flashtune .dev/run/flashtune --spec specs/flash_fwd_sm90.lua \\
-        --case 'b=16,hq=32,sq=1024,causal=0:d=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'
+        --case 'b=16,hq=32,sq=1024,causal=0:d=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1'
 """
 import argparse
 import json

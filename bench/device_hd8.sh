@@ -32,7 +32,7 @@
 #   bash bench/device_hd8.sh knobs     the knobs of 2026-12-05 (eighth stop), first on a GPU:
 #                                      flashtune verify of the ostore=1 variants at d = 128 bf16 with
 #                                      128-row tiles and two stages, d = 80 f16 (32-byte swizzle)
-#                                      and d = 64 bf16 with 192-row tiles, the early_rescale=1 ones
+#                                      and d = 64 bf16 with 192-row tiles, the early_rescale=1,ctas=1 ones
 #                                      at d = 256 bf16 with 80-key tiles and d = 192 f16 with
 #                                      128-row tiles, the overlap=2 ones at d = 128 bf16 with
 #                                      128-key tiles and d = 64 f16 with 192-row tiles, ping-pong of
@@ -105,7 +105,7 @@ for mode in "$@"; do
     ;;
   sanitize)
     sanitize hd8 specs/flash_fwd_sm90.lua \
-      "${HD8_SANITIZE:-d=72,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0}"
+      "${HD8_SANITIZE:-d=72,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1}"
     ;;
   compare)
     db="--no-db"
@@ -149,33 +149,33 @@ for mode in "$@"; do
     ;;
   knobs)
     for only in ${KNOBS_VERIFY:-d=128,ostore=1,dtype=bf16,bm=128,stages=2 d=80,ostore=1,dtype=f16 \
-        d=64,ostore=1,dtype=bf16,bm=192 d=256,early_rescale=1,dtype=bf16,bn=80 d=192,early_rescale=1,dtype=f16,bm=128 \
+        d=64,ostore=1,dtype=bf16,bm=192 d=256,early_rescale=1,ctas=1,dtype=bf16,bn=80 d=192,early_rescale=1,ctas=1,dtype=f16,bm=128 \
         d=128,overlap=2,dtype=bf16,bn=128 d=64,overlap=2,dtype=f16,bm=192 d=64,pingpong=1,bm=192,dtype=bf16 \
         d=96,pingpong=1,bm=192,psmem=1,dtype=f16}; do
       verify "knob_${only//[=,]/_}" specs/flash_fwd_sm90.lua "$only"
     done
     sanitize ostore specs/flash_fwd_sm90.lua \
-      d=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0
+      d=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0,ctas=1
     sanitize early specs/flash_fwd_sm90.lua \
-      d=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=1
+      d=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=1,ctas=1
     sanitize across specs/flash_fwd_sm90.lua \
-      d=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=2,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0
+      d=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=2,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0,ctas=1
     if [ "${KNOBS_AB:-1}" != 0 ]; then
       # ostore on the built-in defaults of d = 64 and 128 (non-causal; 128 causal too): 512 and 1k
       # are where O's stores weigh most
       knob_twins ostore 0,1 512,1024,4096 \
-        "d=64,bm=192,bn=128,stages=2,causal=0,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,early_rescale=0;d=128,bm=128,bn=128,stages=2,causal=0,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,early_rescale=0;d=128,bm=128,bn=128,stages=2,causal=1,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,early_rescale=0"
+        "d=64,bm=192,bn=128,stages=2,causal=0,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,early_rescale=0,ctas=1;d=128,bm=128,bn=128,stages=2,causal=0,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,early_rescale=0,ctas=1;d=128,bm=128,bn=128,stages=2,causal=1,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,early_rescale=0,ctas=1"
       # early_rescale on the defaults of d = 256 and 192
       knob_twins early_rescale 0,1 512,2048,8192 \
         "d=256,bm=128,bn=80,stages=2,causal=0,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0;d=256,bm=128,bn=80,stages=2,causal=1,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0;d=192,bm=128,bn=96,stages=2,causal=0,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0"
       # the overlap across blocks (2) against within (1) and none (0), on the defaults' tiles
       knob_twins overlap 1,2,0 512,1024,4096 \
-        "d=64,bm=192,bn=128,stages=2,causal=0,pingpong=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0;d=128,bm=128,bn=128,stages=2,causal=0,pingpong=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0;d=128,bm=128,bn=128,stages=2,causal=1,pingpong=0,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0"
+        "d=64,bm=192,bn=128,stages=2,causal=0,pingpong=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1;d=128,bm=128,bn=128,stages=2,causal=0,pingpong=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1;d=128,bm=128,bn=128,stages=2,causal=1,pingpong=0,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1"
       # ping-pong of three warpgroups: FlashAttention-4's d <= 64 point (192 x 128, overlapped,
       # its scheduler barrier) against the same tile without turns, and d = 96's 192 x 144 with
       # P through shared memory
       knob_twins pingpong 0,1 1024,4096,16384 \
-        "d=64,bm=192,bn=128,stages=2,causal=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0;d=64,bm=192,bn=128,stages=2,causal=1,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0;d=96,bm=192,bn=144,stages=2,causal=0,overlap=1,balance=0,psmem=1,pexp=0,skip_rescale=0,ostore=0,early_rescale=0"
+        "d=64,bm=192,bn=128,stages=2,causal=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1;d=64,bm=192,bn=128,stages=2,causal=1,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1;d=96,bm=192,bn=144,stages=2,causal=0,overlap=1,balance=0,psmem=1,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1"
     fi
     ;;
   ablate)
@@ -210,7 +210,7 @@ for mode in "$@"; do
       verify "sched_${only//[=,]/_}" specs/flash_fwd_sm90.lua "$only"
     done
     [ "${SCHED_SANITIZE:-1}" = 0 ] || sanitize sched specs/flash_fwd_sm90.lua \
-      d=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0
+      d=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1
     t0=$(date +%s)
     timeout "${SCHED_LIMIT:-300}" python3 bench/knob_ab.py --knob balance --values 0,1,2 \
       --seqlens "${SCHED_SEQLENS:-1024,4096,16384}" --json "$OUT/sched_ab.json" > "$OUT/sched_ab.txt" 2>&1
@@ -218,8 +218,8 @@ for mode in "$@"; do
     tail -n 13 "$OUT/sched_ab.txt" | tee -a "$summary"
     ;;
   callpath)
-    v64=d=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0
-    v256=d=256,bm=128,bn=64,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0
+    v64=d=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1
+    v256=d=256,bm=128,bn=64,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1
     cases=()
     for c in ${CALLPATH_CASES:-b=16,hq=32,sq=1024:$v64 b=2,hq=32,sq=8192:$v64 b=32,hq=8,sq=512:$v256}; do
       cases+=(--case "$c")
@@ -230,8 +230,8 @@ for mode in "$@"; do
     cut -c1-200 "$OUT/call_path.txt" | tee -a "$summary"
     ;;
   sustain)
-    v64=d=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0
-    v256=d=256,bm=128,bn=64,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0
+    v64=d=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1
+    v256=d=256,bm=128,bn=64,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1
     i=0
     for c in ${SUSTAIN_CASES:-b=2,hq=32,sq=8192:$v64 b=32,hq=8,sq=512:$v256}; do
       i=$((i + 1))

@@ -43,7 +43,7 @@ if [ -z "${SKIP_TESTS:-}" ]; then
 fi
 
 # 3. compute-sanitizer on sm90 variants: odd lengths, grouped-query heads, causal with sq != sk.
-for v in ${SANITIZE_VARIANTS:-'d=128,bm=128,bn=176,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0' 'd=64,bm=192,bn=64,stages=3,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'}; do
+for v in ${SANITIZE_VARIANTS:-'d=128,bm=128,bn=176,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1' 'd=64,bm=192,bn=64,stages=3,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1'}; do
   [ "$v" = none ] && break
   d=${v#d=}; d=${d%%,*}
   for tool in memcheck racecheck synccheck; do

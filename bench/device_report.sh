@@ -65,12 +65,12 @@ test_block() {
   timeout "$(lim 240 150)" $ft verify flash_fwd_sm90 -q > $R/verify.txt 2>&1
   note "verify sm90 (every variant): rc=$? $(tail -n 1 $R/verify.txt) ($(( $(date +%s) - t )) s)"
   note "variants rejected for spills: $(grep -c ' spills ' $R/verify.txt)"
-  for run in "memcheck d=128,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0 b=1,hq=4,hkv=2,sq=1000,sk=1001,d=128" \
-             "racecheck d=128,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0 b=1,hq=4,hkv=2,sq=1000,sk=1001,d=128" \
-             "synccheck d=128,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0 b=1,hq=4,hkv=2,sq=1000,sk=1001,d=128" \
-             "memcheck d=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0 b=2,hq=3,hkv=1,sq=300,sk=100,d=256" \
-             "racecheck d=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0 b=2,hq=3,hkv=1,sq=300,sk=100,d=256" \
-             "racecheck d=64,bm=192,bn=96,stages=3,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0 b=2,hq=40,hkv=8,sq=300,sk=257,d=64"; do
+  for run in "memcheck d=128,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1 b=1,hq=4,hkv=2,sq=1000,sk=1001,d=128" \
+             "racecheck d=128,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1 b=1,hq=4,hkv=2,sq=1000,sk=1001,d=128" \
+             "synccheck d=128,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1 b=1,hq=4,hkv=2,sq=1000,sk=1001,d=128" \
+             "memcheck d=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1 b=2,hq=3,hkv=1,sq=300,sk=100,d=256" \
+             "racecheck d=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1 b=2,hq=3,hkv=1,sq=300,sk=100,d=256" \
+             "racecheck d=64,bm=192,bn=96,stages=3,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1 b=2,hq=40,hkv=8,sq=300,sk=257,d=64"; do
     set -- $run
     [ "$(left)" -lt 60 ] && { note "sanitizer $1 $2: not run (time)"; continue; }
     timeout 45 compute-sanitizer --tool $1 --error-exitcode 9 $ft run --spec flash_fwd_sm90 --no-time \

@@ -21,10 +21,10 @@ import sys
 # The built-in causal defaults at d = 64, 128, 256 (runtime/defaults.c) and d = 64's tuned
 # long-shape tile, without the balance field: the bases of --knob balance.
 BALANCE_BASES = [
-    "d=64,bm=128,bn=128,stages=3,causal=1,pingpong=0,overlap=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
-    "d=64,bm=192,bn=128,stages=3,causal=1,pingpong=0,overlap=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
-    "d=128,bm=128,bn=128,stages=2,causal=1,pingpong=0,overlap=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
-    "d=256,bm=128,bn=80,stages=2,causal=1,pingpong=1,overlap=1,psmem=0,pexp=0,skip_rescale=1,ostore=0,early_rescale=0",
+    "d=64,bm=128,bn=128,stages=3,causal=1,pingpong=0,overlap=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1",
+    "d=64,bm=192,bn=128,stages=3,causal=1,pingpong=0,overlap=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1",
+    "d=128,bm=128,bn=128,stages=2,causal=1,pingpong=0,overlap=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1",
+    "d=256,bm=128,bn=80,stages=2,causal=1,pingpong=1,overlap=1,psmem=0,pexp=0,skip_rescale=1,ostore=0,early_rescale=0,ctas=1",
 ]
 
 

@@ -5,7 +5,7 @@ the time of each phase (the C++ front end, the NVVM optimizer, the PTX translati
 to a CSV file. Runs on the CPU; no GPU needed. The median of --repeat compiles per variant.
 
     python3 bench/nvrtc_phases.py --flashtune build/flashtune --repeat 3 --json phases.json \\
-        'flash_fwd_sm90 sm_90a d=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'
+        'flash_fwd_sm90 sm_90a d=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1'
 
 Each positional argument is "SPEC ARCH VARIANT"; without any, the built-in defaults listed
 below. --option adds an NVRTC option to every compile (to see what one changes).
@@ -22,10 +22,10 @@ import tempfile
 import time
 
 DEFAULTS = [
-    "flash_fwd_sm90 sm_90a d=64,bm=128,bn=176,stages=3,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
-    "flash_fwd_sm90 sm_90a d=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
-    "flash_fwd_sm90 sm_90a d=256,bm=128,bn=80,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
-    "flash_fwd_sm90 sm_90a d=80,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
+    "flash_fwd_sm90 sm_90a d=64,bm=128,bn=176,stages=3,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1",
+    "flash_fwd_sm90 sm_90a d=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1",
+    "flash_fwd_sm90 sm_90a d=256,bm=128,bn=80,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1",
+    "flash_fwd_sm90 sm_90a d=80,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1",
     "flash_fwd sm_80 d=128,bm=128,bn=64,warps=4,stages=1,causal=1,dtype=bf16,qreg=0,overlap=0",
     "flash_decode sm_80 d=128,bn=16,warps=4,stages=2,mt=2,pack=1,causal=0,dtype=bf16",
     "flash_bwd_sm90 sm_90a d=128,bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,causal=1,dtype=bf16",

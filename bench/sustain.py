@@ -8,7 +8,7 @@ load and to recover when idle, which decides how a timing's heat and a re-measur
 conditions compare.
 
     python3 bench/sustain.py --spec specs/flash_fwd_sm90.lua --shape b=2,hq=32,sq=8192 \\
-        --variant d=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0
+        --variant d=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1
 
 (--selftest checks the sampling's bookkeeping on made-up samples, without a GPU.)
 """

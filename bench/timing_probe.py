@@ -15,7 +15,7 @@ and the medians of each set in time order (a drift of the clock shows as a trend
 --smi FILE, nvidia-smi samples the SM clock, power and temperature every 50 ms meanwhile.
 
     python3 bench/timing_probe.py --spec specs/flash_fwd_sm90.lua \\
-        --case 'b=4,hq=21,sq=4096,causal=0:d=80,bm=192,bn=96,stages=3,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'
+        --case 'b=4,hq=21,sq=4096,causal=0:d=80,bm=192,bn=96,stages=3,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1'
 """
 import argparse
 import json

@@ -15,7 +15,7 @@ static const char *const fwd_sm80_ints[] = {"d", "bm", "bn", "warps", "stages", 
                                             "overlap", NULL};
 static const char *const fwd_sm90_ints[] = {"d",       "bm",      "bn",    "stages",       "causal", "pingpong",
                                             "overlap", "balance", "psmem", "pexp",         "skip_rescale",
-                                            "ostore",  "early_rescale", NULL};
+                                            "ostore",  "early_rescale", "ctas", NULL};
 
 static int fwd_sm80_threads(const ft_spec *spec, const ft_variant *v)
 {

@@ -179,10 +179,14 @@ ft_status ft__variant_parse(const ft_spec *spec, const char *text, ft_variant *o
 
     if (rc != FT_OK)
         return rc;
-    for (i = 0; i < spec->nparams; i++)
-        if (!(mask & (1u << i)))
+    for (i = 0; i < spec->nparams; i++) {
+        if (mask & (1u << i))
+            continue;
+        if (spec->params[i].dflt < 0)
             return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "variant '%s' lacks parameter '%s'",
                             text, spec->params[i].name);
+        out->idx[i] = spec->params[i].dflt; /* a knob the text predates, or leaves at its default */
+    }
     return FT_OK;
 }
 

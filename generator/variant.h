@@ -15,7 +15,9 @@ void ft__variant_nth(const ft_spec *spec, long long n, ft_variant *out);
 size_t ft__variant_format(const ft_spec *spec, const ft_variant *v, char *buf, size_t cap);
 
 /* Parses a variant string: comma-separated name=value pairs, in any order, each parameter
- * exactly once, each value one the spec lists. Spaces around items are ignored. */
+ * at most once, each value one the spec lists; a parameter with a `default` may be left out
+ * (it takes the default: text written before a knob joined the spec means the same kernel),
+ * any other must be there. Spaces around items are ignored. */
 ft_status ft__variant_parse(const ft_spec *spec, const char *text, ft_variant *out, ft_err *err);
 
 /* Whether a partial assignment ("d=128,causal=1", as in --only) matches v. The filter is

@@ -4,14 +4,14 @@
 -- Every parameter becomes a compile-time constant of the template; `flashtune plan --arch sm_90a
 -- flash_fwd_sm90` prints each variant as
 -- "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,
--- ostore=0,early_rescale=0".
+-- ostore=0,early_rescale=0,ctas=1".
 
 local hopper = require("hopper")
 
 -- Consumer warpgroups: one per 64 query rows. The producer warpgroup hands its registers to
 -- them (setmaxnreg; specs/lib/hopper.lua says how many each gets).
 local function register_limit(v)
-  return hopper.consumer_register_limit(v.bm // 64)
+  return hopper.consumer_register_limit(v.bm // 64, v.ctas)
 end
 
 -- The tiles' width: the head dim rounded up to whole k16 steps.
@@ -29,9 +29,16 @@ local function smem_bytes(v, q_bufs)
   return 1024 + body + 8 * (8 + 4 * v.stages) + 128
 end
 
--- Two Q buffers where they fit in the target's shared memory per block, else one.
+-- The shared memory a CTA may take: the target's per block, or with two CTAs a multiprocessor
+-- half of the multiprocessor's, less the 1 KiB the hardware keeps for each CTA.
+local function smem_budget(v, arch)
+  if v.ctas == 2 then return arch.smem_per_sm // 2 - 1024 end
+  return arch.smem_per_block
+end
+
+-- Two Q buffers where they fit in that budget, else one.
 local function q_buffers(v, arch)
-  if smem_bytes(v, 2) <= arch.smem_per_block then return 2 end
+  if smem_bytes(v, 2) <= smem_budget(v, arch) then return 2 end
   return 1
 end
 
@@ -81,6 +88,8 @@ return {
       doc = "1: O leaves through shared memory (over the block's Q tile) and TMA stores, whole rows at a time" },
     { name = "early_rescale", values = { 0, 1 }, default = 0,
       doc = "1: O is rescaled while the tensor cores compute the next S, before the previous P·V is issued" },
+    { name = "ctas",     values = { 1, 2 }, default = 1,
+      doc = "CTAs a multiprocessor holds: 2 with one consumer warpgroup (bm = 64), launched at 128 registers a thread" },
   },
 
   constraints = {
@@ -112,6 +121,14 @@ return {
       function(v) return v.overlap <= 1 or v.pingpong == 0 end },
     { "consumer registers within what setmaxnreg gives them",
       function(v) return consumer_registers(v) <= register_limit(v) end },
+    -- Two CTAs a multiprocessor, each a producer and one consumer warpgroup: the hardware
+    -- interleaves their warps as ping-pong interleaves two warpgroups of one CTA, and one CTA's
+    -- start and end of a block (Q's load, the first S, O's stores) run beside the other's
+    -- matrix products, which short blocks (causal, 512-1k) spend much of their time on.
+    { "two CTAs a multiprocessor take one consumer warpgroup each (bm = 64)",
+      function(v) return v.ctas == 1 or v.bm == 64 end },
+    { "two CTAs a multiprocessor fit its shared memory",
+      function(v, arch) return v.ctas == 1 or smem_bytes(v, q_buffers(v, arch)) <= smem_budget(v, arch) end },
     -- (with one Q buffer the next block's first S would need the Q tile that O still occupies)
     { "O through the only Q buffer ends the block before the next one starts (no overlap across blocks)",
       function(v, arch) return v.ostore == 0 or v.overlap <= 1 or q_buffers(v, arch) == 2 end },

@@ -102,6 +102,9 @@
 //                softmax_step); the others' factors are exactly 1
 //   FTP_OSTORE   1: O through shared memory and TMA stores (see OSTORE above)
 //   FTP_EARLY_RESCALE 1: O rescaled while S_j is computed (see EARLY_RESCALE above)
+//   FTP_CTAS     CTAs a multiprocessor holds (the launch bounds): 1, or 2 with one consumer
+//                warpgroup, each CTA launched at 128 registers a thread, its producer giving 104
+//                of them to the consumer (setmaxnreg: 24 and 232)
 //   FTP_DTYPE_F16 or FTP_DTYPE_BF16      FT_SMEM_BYTES  dynamic shared memory
 // and the generated wgmma wrappers ft_wgmma_s (m64n{BN}k16, both operands from shared memory)
 // and ft_wgmma_o (m64n{DK}k16, A from registers; PSMEM: ft_wgmma_op, A K-major from shared
@@ -111,8 +114,8 @@
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_STAGES) ||              \
     !defined(FTP_CAUSAL) || !defined(FTP_PINGPONG) || !defined(FTP_OVERLAP) || !defined(FTP_BALANCE) ||    \
     !defined(FTP_PSMEM) || !defined(FTP_PEXP) || !defined(FTP_SKIP_RESCALE) || !defined(FTP_OSTORE) ||                 \
-    !defined(FTP_EARLY_RESCALE) || !defined(FT_SMEM_BYTES)
-#error "flash_fwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_STAGES, FTP_CAUSAL, FTP_PINGPONG, FTP_OVERLAP, FTP_BALANCE, FTP_PSMEM, FTP_PEXP, FTP_SKIP_RESCALE, FTP_OSTORE, FTP_EARLY_RESCALE and FT_SMEM_BYTES"
+    !defined(FTP_EARLY_RESCALE) || !defined(FTP_CTAS) || !defined(FT_SMEM_BYTES)
+#error "flash_fwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_STAGES, FTP_CAUSAL, FTP_PINGPONG, FTP_OVERLAP, FTP_BALANCE, FTP_PSMEM, FTP_PEXP, FTP_SKIP_RESCALE, FTP_OSTORE, FTP_EARLY_RESCALE, FTP_CTAS and FT_SMEM_BYTES"
 #endif
 #if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
 #error "flash_fwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
@@ -206,9 +209,15 @@ static_assert(!EARLY_RESCALE || OVERLAP, "the early rescale is a step of the ove
 static_assert(FTP_OVERLAP >= 0 && FTP_OVERLAP <= 2, "overlap 0, 1 or 2");
 static_assert(!CHAIN || !PINGPONG, "blocks overlapped across take no ping-pong turns");
 
-// Registers per thread after setmaxnreg: the producer gives its registers to the consumers.
+// Registers per thread after setmaxnreg: the producer gives its registers to the consumers
+// (with one consumer warpgroup only where two CTAs share the multiprocessor: each launches at
+// 128 a thread, 32768 for its 256 threads, of which the producer keeps 24 a thread).
+constexpr int CTAS = FTP_CTAS;
+constexpr bool SHARE_REGS = NWG > 1 || CTAS > 1;
 constexpr int PRODUCER_REGS = 24;
-constexpr int CONSUMER_REGS = NWG == 2 ? 240 : 160;
+constexpr int CONSUMER_REGS = NWG == 2 ? 240 : NWG == 3 ? 160 : 232;
+static_assert(CTAS == 1 || (CTAS == 2 && NWG == 1), "two CTAs a multiprocessor take one consumer warpgroup each");
+static_assert(CTAS == 1 || 128 * (PRODUCER_REGS + CONSUMER_REGS) <= 65536 / 2, "the register split fits the launch's");
 
 // Named barriers (0 is __syncthreads): ping-pong turns (turn_bar); 3 + w: every thread of
 // consumer w has written its part of the warpgroup's P tile (PSMEM, store_p) or O tile
@@ -1121,13 +1130,13 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
 
     const int wg = tid / 128;
     if (wg == 0) {
-        if (NWG > 1)
+        if (SHARE_REGS)
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
         if (tid == 0)
             produce(p, sq, sk, sv, bars, tq, tk, tv);
         return;
     }
-    if (NWG > 1)
+    if (SHARE_REGS)
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
 
     Consumer c;
@@ -1181,7 +1190,7 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
 // and passes a fourth map to every one: a kernel that declares three ignores it).
 #if FTP_OSTORE
 #define FT_DEFINE_KERNEL(name)                                                                           \
-    extern "C" __global__ void __launch_bounds__(ft::THREADS, 1)                                         \
+    extern "C" __global__ void __launch_bounds__(ft::THREADS, ft::CTAS)                                         \
         name(const ft::FwdParams p, const __grid_constant__ ft::TensorMap tq,                            \
              const __grid_constant__ ft::TensorMap tk, const __grid_constant__ ft::TensorMap tv,         \
              const __grid_constant__ ft::TensorMap to)                                                   \
@@ -1190,7 +1199,7 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
     }
 #else
 #define FT_DEFINE_KERNEL(name)                                                                           \
-    extern "C" __global__ void __launch_bounds__(ft::THREADS, 1)                                         \
+    extern "C" __global__ void __launch_bounds__(ft::THREADS, ft::CTAS)                                         \
         name(const ft::FwdParams p, const __grid_constant__ ft::TensorMap tq,                            \
              const __grid_constant__ ft::TensorMap tk, const __grid_constant__ ft::TensorMap tv)         \
     {                                                                                                    \

@@ -96,12 +96,12 @@ ft_cli_test(plan_sm90_on_sm80 fail "flash_fwd_sm90 runs only on compute capabili
 ft_cli_test(plan_sm90_on_sm89 fail "flash_fwd_sm90 runs only on compute capability 9\\.0, not sm_89"
   plan flash_fwd_sm90 --arch sm_89)
 ft_cli_test(plan_sm90_subset ok "summary \\(sm_90a\\): 864 variants: [1-9][0-9]* compiled .*, 0 compile errors, 0 over limits"
-  plan flash_fwd_sm90 --arch sm_90 --only "d=64,dtype=f16,causal=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0" -q -j 2)
+  plan flash_fwd_sm90 --arch sm_90 --only "d=64,dtype=f16,causal=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1" -q -j 2)
 ft_cli_test(gen_sm90_source ok "void ft_wgmma_o\\(float \\(&d\\)\\[96\\]"
-  gen specs/flash_fwd_sm90.lua --arch sm_90a --variant "d=192,bm=64,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0")
+  gen specs/flash_fwd_sm90.lua --arch sm_90a --variant "d=192,bm=64,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1")
 # --cubin compiles through the runtime's NVRTC path for the family's target (sm_90a, not sm_90)
 ft_cli_test(gen_sm90_cubin ok "Compiling entry function 'ft_flash_fwd_sm90_d64_[a-z0-9_]*' for 'sm_90a'"
-  gen specs/flash_fwd_sm90.lua --variant "d=64,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0"
+  gen specs/flash_fwd_sm90.lua --variant "d=64,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1"
   -o /dev/null --cubin ${CMAKE_CURRENT_BINARY_DIR}/gen_sm90.cubin)
 ft_cli_test(no_command fail "usage: flashtune COMMAND")
 ft_cli_test(help_exit_status ok "exit status: 0 done, 1 failed \\(the reason on stderr\\), 2 usage error, 130 interrupted" --help)

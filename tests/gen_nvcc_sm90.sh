@@ -37,21 +37,21 @@ sass() { # sass file.cubin > listing; fails when no tool works
 # consumer warpgroups, 2 and 3 stages.
 #   variant                                                                  no spills expected
 set -- \
-  'd=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'     1 \
-  'd=64,bm=192,bn=96,stages=3,causal=1,dtype=f16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'       1 \
-  'd=96,bm=128,bn=80,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'      1 \
-  'd=128,bm=64,bn=176,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'     1 \
-  'd=192,bm=64,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'     0 \
-  'd=256,bm=128,bn=64,stages=2,causal=1,dtype=f16,pingpong=1,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'      1 \
-  'd=80,bm=192,bn=144,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=1,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'     1 \
-  'd=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=2,skip_rescale=0,ostore=0,early_rescale=0'     1 \
-  'd=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=1,ostore=0,early_rescale=0'    1 \
-  'd=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0'    1 \
-  'd=192,bm=128,bn=64,stages=2,causal=0,dtype=f16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=1,ostore=1,early_rescale=1'     1 \
-  'd=256,bm=128,bn=80,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=1'    1 \
-  'd=128,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=0,overlap=2,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0'     1 \
-  'd=80,bm=192,bn=144,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=2,balance=0,psmem=1,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'    1 \
-  'd=64,bm=192,bn=128,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0'    1
+  'd=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1'     1 \
+  'd=64,bm=192,bn=96,stages=3,causal=1,dtype=f16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1'       1 \
+  'd=96,bm=128,bn=80,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1'      1 \
+  'd=128,bm=64,bn=176,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1'     1 \
+  'd=192,bm=64,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1'     0 \
+  'd=256,bm=128,bn=64,stages=2,causal=1,dtype=f16,pingpong=1,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1'      1 \
+  'd=80,bm=192,bn=144,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=1,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1'     1 \
+  'd=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=2,skip_rescale=0,ostore=0,early_rescale=0,ctas=1'     1 \
+  'd=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=1,ostore=0,early_rescale=0,ctas=1'    1 \
+  'd=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0,ctas=1'    1 \
+  'd=192,bm=128,bn=64,stages=2,causal=0,dtype=f16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=1,ostore=1,early_rescale=1,ctas=1'     1 \
+  'd=256,bm=128,bn=80,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=1,ctas=1'    1 \
+  'd=128,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=0,overlap=2,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0,ctas=1'     1 \
+  'd=80,bm=192,bn=144,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=2,balance=0,psmem=1,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1'    1 \
+  'd=64,bm=192,bn=128,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1'    1
 sass_checked=0
 while [ $# -ge 2 ]; do
   v=$1; nospill=$2; shift 2

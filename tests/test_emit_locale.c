@@ -28,7 +28,7 @@ static void test_macro_names_are_ascii(void)
     ASSERT_OK(ft__spec_load_builtin(1, &spec, &err), &err); /* flash_fwd_sm90: "pingpong" */
     ASSERT_OK(ft__arch_builtin("sm_90a", &a, &err), &err);
     ASSERT_OK(ft__variant_parse(spec, "d=64,bm=128,bn=128,stages=2,causal=1,dtype=f16,pingpong=1,"
-                                      "overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0", &v, &err), &err);
+                                      "overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1", &v, &err), &err);
     ASSERT_OK(ft__emit(spec, ft__family_find(spec->template_name), &v, &a, &src, &err), &err);
     ASSERT_CONTAINS(src.text, "#define FTP_PINGPONG 1\n");
     ASSERT_CONTAINS(src.text, "#define FTP_BALANCE 1\n");

@@ -86,7 +86,7 @@ static void test_load_builtin_index(void)
     ASSERT_STREQ(spec->name, "flash_fwd_sm90");
     ASSERT_STREQ(spec->template_name, "flash_fwd_sm90");
     ASSERT_STREQ(spec->path, "specs/flash_fwd_sm90.lua");
-    ASSERT_EQ(spec->nparams, 14);
+    ASSERT_EQ(spec->nparams, 15);
     ASSERT_TRUE(spec->nworkloads > 0);
     ft__spec_free(spec);
     ASSERT_OK(ft__spec_load_builtin(2, &spec, &err), &err);
@@ -460,7 +460,7 @@ static void test_wgmma_wrappers(void)
                 ASSERT_TRUE(bn % 16 == 0 && bn >= 16 && bn <= 256);
                 ASSERT_TRUE(d % 16 == 0 && d >= 16 && d <= 256);
                 snprintf(text, sizeof text,
-                         "d=%d,bm=64,bn=%d,stages=2,causal=1,dtype=%s,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0", d, bn, type);
+                         "d=%d,bm=64,bn=%d,stages=2,causal=1,dtype=%s,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1", d, bn, type);
                 ASSERT_OK(ft__variant_parse(spec, text, &v, &err), &err);
                 ASSERT_OK(ft__emit(spec, fam, &v, &arch, &src, &err), &err);
                 check_wrapper(src.text, "ft_wgmma_s", bn, type, 0);
@@ -497,12 +497,12 @@ static void test_emit_sm90(void)
         int threads;
         int q_bufs; /* a second Q buffer where it fits in sm_90a's 227 KiB */
     } cases[] = {
-        {"d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0", 384, 2},
-        {"d=64,bm=64,bn=80,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0", 256, 2},
-        {"d=96,bm=192,bn=64,stages=2,causal=1,dtype=f16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0", 512, 2},
-        {"d=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0", 384, 1},
-        {"d=128,bm=128,bn=176,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0", 384, 1},
-        {"d=64,bm=192,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=0,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0", 512, 2},
+        {"d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1", 384, 2},
+        {"d=64,bm=64,bn=80,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1", 256, 2},
+        {"d=96,bm=192,bn=64,stages=2,causal=1,dtype=f16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1", 512, 2},
+        {"d=256,bm=128,bn=80,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1", 384, 1},
+        {"d=128,bm=128,bn=176,stages=2,causal=1,dtype=f16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1", 384, 1},
+        {"d=64,bm=192,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=0,balance=2,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1", 512, 2},
     };
     ft_spec *spec = load_sm90();
     const ft_family *fam = ft__family_find("flash_fwd_sm90");
@@ -576,9 +576,9 @@ static int gcd(int a, int b)
     return a;
 }
 
-static int consumer_limit(long long bm)
+static int consumer_limit(long long bm, long long ctas)
 {
-    return bm == 64 ? 255 : bm == 128 ? 240 : 160;
+    return bm == 64 ? (ctas == 2 ? 232 : 255) : bm == 128 ? 240 : 160;
 }
 
 /* The dynamic shared memory of a forward variant with q_bufs Q buffers, as the spec's formula
@@ -594,10 +594,17 @@ static long long smem_with(const ft_spec *spec, const ft_variant *v, long long q
     return 1024 + body + 8 * (8 + 4 * stages) + 128;
 }
 
+/* The shared memory a CTA may take: per block, or half the multiprocessor's less the 1 KiB
+ * the hardware keeps for each CTA where two share it (ctas=2). */
+static long long smem_budget(const ft_spec *spec, const ft_variant *v, const ft_arch *arch)
+{
+    return ft__variant_int(spec, v, "ctas", 1) == 2 ? arch->smem_per_sm / 2 - 1024 : arch->smem_per_block;
+}
+
 /* Whether a second Q buffer fits beside the K/V ring. */
 static int two_q_buffers(const ft_spec *spec, const ft_variant *v, const ft_arch *arch)
 {
-    return smem_with(spec, v, 2) <= arch->smem_per_block;
+    return smem_with(spec, v, 2) <= smem_budget(spec, v, arch);
 }
 
 /* The whole space on sm_90a: ping-pong only with two or three consumer warpgroups, P through shared
@@ -605,7 +612,8 @@ static int two_q_buffers(const ft_spec *spec, const ft_variant *v, const ft_arch
  * exponentials by FMA only up to d = 64, the skipped rescale only from d = 128, the early one
  * only overlapped and above d = 128, the overlap across blocks only without ping-pong, O through
  * shared memory with two Q buffers where they fit, else through the one (at d = 256 with 128-row
- * tiles), and then not overlapped across blocks, the
+ * tiles), and then not overlapped across blocks, two CTAs a multiprocessor only with 64-row tiles
+ * that fit half its shared memory and 232 registers a consumer thread, the
  * consumers' register estimate (no
  * packed P with psmem) within setmaxnreg's share, shared memory within the opt-in limit;
  * FlashAttention-4's 192 x 144 tile with P through shared memory is kept at d = 80 and 96. */
@@ -617,13 +625,13 @@ static void test_sm90_pruning(void)
     ft_err err;
     int i, pingpong = 0, regs = 0, balance = 0, psmem = 0, wide = 0, narrow = 0, b112 = 0, pexp = 0, skip = 0;
     int early = 0, across = 0, smem = 0, kept = 0, fa4 = 0, ostore_kept = 0, early_kept = 0, across_kept = 0;
-    int late_kept = 0, late_across = 0;
+    int late_kept = 0, late_across = 0, two_many = 0, two_big = 0, two_kept = 0;
 
     ASSERT_TRUE(spec != NULL);
     ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
     ASSERT_OK(ft__plan_build(spec, &arch, NULL, 0, &plan, &err), &err);
     ASSERT_EQ(plan->nitems, spec->nvariants);
-    ASSERT_EQ(spec->nvariants, 7 * 3 * 8 * 2 * 2 * 2 * 2 * 3 * 3 * 2 * 2 * 2 * 2 * 2);
+    ASSERT_EQ(spec->nvariants, 7 * 3 * 8 * 2 * 2 * 2 * 2 * 3 * 3 * 2 * 2 * 2 * 2 * 2 * 2);
     for (i = 0; i < plan->nitems; i++) {
         const ft_plan_item *it = &plan->items[i];
         long long d = ft__variant_int(spec, &it->variant, "d", 0);
@@ -631,6 +639,7 @@ static void test_sm90_pruning(void)
         long long bn = ft__variant_int(spec, &it->variant, "bn", 0);
         long long pp = ft__variant_int(spec, &it->variant, "pingpong", 0);
         long long ps = ft__variant_int(spec, &it->variant, "psmem", 0);
+        long long ctas = ft__variant_int(spec, &it->variant, "ctas", 0);
         long long est = d / 2 + bn / 2 + (ps ? 8 : bn / 4) + 32;
         if (pp == 1 && bm == 64) {
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
@@ -674,10 +683,19 @@ static void test_sm90_pruning(void)
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
             ASSERT_STREQ(it->reason, "blocks overlapped across take no ping-pong turns");
             across++;
-        } else if (est > consumer_limit(bm)) {
+        } else if (est > consumer_limit(bm, ctas)) {
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
             ASSERT_STREQ(it->reason, "consumer registers within what setmaxnreg gives them");
             regs++;
+        } else if (ctas == 2 && bm != 64) {
+            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+            ASSERT_CONTAINS(it->reason, "two CTAs a multiprocessor take one consumer warpgroup");
+            two_many++;
+        } else if (ctas == 2 && smem_with(spec, &it->variant, two_q_buffers(spec, &it->variant, &arch) ? 2 : 1) >
+                                    smem_budget(spec, &it->variant, &arch)) {
+            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+            ASSERT_CONTAINS(it->reason, "two CTAs a multiprocessor fit its shared memory");
+            two_big++;
         } else if (ft__variant_int(spec, &it->variant, "ostore", 0) != 0 &&
                    ft__variant_int(spec, &it->variant, "overlap", 0) == 2 && !two_q_buffers(spec, &it->variant, &arch)) {
             ASSERT_EQ(it->status, FT_PLAN_PRUNED);
@@ -689,7 +707,8 @@ static void test_sm90_pruning(void)
             smem++;
         }
         /* the 192 x 128 tile at d = 64 (FlashAttention-3's causal choice) fits three warpgroups */
-        if (d == 64 && bm == 192 && bn == 128 && pp == 0 && ft__variant_int(spec, &it->variant, "skip_rescale", 0) == 0 &&
+        if (d == 64 && bm == 192 && bn == 128 && pp == 0 && ctas == 1 &&
+            ft__variant_int(spec, &it->variant, "skip_rescale", 0) == 0 &&
             ft__variant_int(spec, &it->variant, "early_rescale", 0) == 0)
             ASSERT_TRUE(it->status == FT_PLAN_PENDING || strstr(it->reason, "balanced") != NULL);
         if (it->status == FT_PLAN_PENDING) {
@@ -704,11 +723,13 @@ static void test_sm90_pruning(void)
                 late_kept += !two_q_buffers(spec, &it->variant, &arch) && d == 256 && bm == 128;
             }
             early_kept += ft__variant_int(spec, &it->variant, "early_rescale", 0) != 0;
+            two_kept += ctas == 2;
             across_kept += ft__variant_int(spec, &it->variant, "overlap", 0) == 2;
         }
     }
     ASSERT_TRUE(psmem > 0 && wide > 0 && narrow > 0 && b112 > 0 && pexp > 0 && skip > 0 && early > 0 && across > 0);
     ASSERT_TRUE(ostore_kept > 0 && early_kept > 0 && across_kept > 0 && late_kept > 0 && late_across > 0);
+    ASSERT_TRUE(two_many > 0 && two_big > 0 && two_kept > 0);
     ASSERT_TRUE(fa4 > 0);
     ASSERT_EQ(pingpong, spec->nvariants / 2 / 3); /* pingpong=1 with bm 64 */
     ASSERT_TRUE(regs > 0);
@@ -728,8 +749,8 @@ static void test_sm90_pruning(void)
 static void test_sm90_compile_sample(void)
 {
     static const char *const no_spill[] = {
-        "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
-        "d=64,bm=192,bn=128,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
+        "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1",
+        "d=64,bm=192,bn=128,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1",
     };
     ft_spec *spec = load_sm90();
     const char *cache_dir = getenv("FLASHTUNE_CACHE_DIR");
@@ -863,7 +884,7 @@ static void test_many_open_head_dims(void)
 
     ASSERT_TRUE(spec != NULL);
     ASSERT_OK(ft__spec_add_values(spec, "d=72,d=88,d=104,d=120,d=136,d=152,d=168,d=184", &err), &err);
-    ASSERT_EQ(spec->nvariants, 774144LL / 7 * 15);
+    ASSERT_EQ(spec->nvariants, 1548288LL / 7 * 15);
     ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
     ASSERT_OK(ft__variant_filter_parse(spec, "d=104,dtype=bf16,causal=1", &filter, &mask, &err), &err);
     ASSERT_OK(ft__plan_build_kept(spec, &arch, &filter, mask, &plan, &err), &err);
@@ -896,13 +917,13 @@ static void test_fwd_head_dims_by_8(void)
          "head dims are multiples of 8 from 32 to 256", 0, 0},
         {"flash_fwd.lua", "sm_80", "d=264,bm=64,bn=64,warps=4,stages=2,causal=0,dtype=f16,qreg=0,overlap=0",
          "head dims are multiples of 8 from 32 to 256", 0, 0},
-        {"flash_fwd_sm90.lua", "sm_90a", "d=72,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
+        {"flash_fwd_sm90.lua", "sm_90a", "d=72,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1",
          NULL, 1024 + 2 * 128 * 80 * 2 + 2 * 2 * 128 * 80 * 2 + 8 * (8 + 8) + 128, 16},
-        {"flash_fwd_sm90.lua", "sm_90a", "d=88,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
+        {"flash_fwd_sm90.lua", "sm_90a", "d=88,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1",
          NULL, 1024 + 2 * 128 * 96 * 2 + 2 * 2 * 128 * 96 * 2 + 8 * (8 + 8) + 128, 32},
-        {"flash_fwd_sm90.lua", "sm_90a", "d=120,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
+        {"flash_fwd_sm90.lua", "sm_90a", "d=120,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1",
          NULL, 1024 + 2 * 128 * 128 * 2 + 2 * 2 * 128 * 128 * 2 + 8 * (8 + 8) + 128, 64},
-        {"flash_fwd_sm90.lua", "sm_90a", "d=36,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
+        {"flash_fwd_sm90.lua", "sm_90a", "d=36,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1",
          "head dims are multiples of 8 from 32 to 256", 0, 0},
         {"flash_decode.lua", "sm_80", "d=72,bn=16,warps=4,stages=2,mt=1,pack=1,causal=0,dtype=f16", NULL,
          (16 + 4 * 2 * 2 * 16) * 88 * 2, 0},

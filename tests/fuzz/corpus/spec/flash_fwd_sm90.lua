@@ -4,14 +4,42 @@
 -- Every parameter becomes a compile-time constant of the template; `flashtune plan --arch sm_90a
 -- flash_fwd_sm90` prints each variant as
 -- "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,
--- ostore=0,early_rescale=0".
+-- ostore=0,early_rescale=0,ctas=1".
 
 local hopper = require("hopper")
 
 -- Consumer warpgroups: one per 64 query rows. The producer warpgroup hands its registers to
 -- them (setmaxnreg; specs/lib/hopper.lua says how many each gets).
 local function register_limit(v)
-  return hopper.consumer_register_limit(v.bm // 64)
+  return hopper.consumer_register_limit(v.bm // 64, v.ctas)
+end
+
+-- The tiles' width: the head dim rounded up to whole k16 steps.
+local function tile_width(v)
+  return (v.d + 15) // 16 * 16
+end
+
+-- Dynamic shared memory with `q_bufs` Q buffers (see `smem` below).
+local function smem_bytes(v, q_bufs)
+  local dk = tile_width(v)
+  local body = q_bufs * v.bm * dk * 2 + 2 * v.stages * v.bn * dk * 2
+  if v.psmem == 1 then
+    body = (body + 1023) // 1024 * 1024 + v.bm * v.bn * 2
+  end
+  return 1024 + body + 8 * (8 + 4 * v.stages) + 128
+end
+
+-- The shared memory a CTA may take: the target's per block, or with two CTAs a multiprocessor
+-- half of the multiprocessor's, less the 1 KiB the hardware keeps for each CTA.
+local function smem_budget(v, arch)
+  if v.ctas == 2 then return arch.smem_per_sm // 2 - 1024 end
+  return arch.smem_per_block
+end
+
+-- Two Q buffers where they fit in that budget, else one.
+local function q_buffers(v, arch)
+  if smem_bytes(v, 2) <= smem_budget(v, arch) then return 2 end
+  return 1
 end
 
 -- Per consumer thread: O (d/2 fp32, d rounded up to 16), S (bn/2 fp32), P (bn/4 packed pairs;
@@ -22,9 +50,8 @@ end
 -- a thread under three consumer warpgroups; ptxas fits it without spilling, sm_90a, NVRTC 13.0),
 -- the 192 x 128 tile FlashAttention-3 uses for causal d <= 64; bn = 176 and 192 spill there.
 local function consumer_registers(v)
-  local width = (v.d + 15) // 16 * 16 -- O over the tiles' width: d rounded up to 16
   local p = v.psmem == 1 and 8 or v.bn // 4
-  return width // 2 + v.bn // 2 + p + 32
+  return tile_width(v) // 2 + v.bn // 2 + p + 32
 end
 
 -- The tuner's workloads: the same grid as specs/flash_fwd.lua (specs/lib/workloads.lua), so both
@@ -61,6 +88,8 @@ return {
       doc = "1: O leaves through shared memory (over the block's Q tile) and TMA stores, whole rows at a time" },
     { name = "early_rescale", values = { 0, 1 }, default = 0,
       doc = "1: O is rescaled while the tensor cores compute the next S, before the previous P·V is issued" },
+    { name = "ctas",     values = { 1, 2 }, default = 1,
+      doc = "CTAs a multiprocessor holds: 2 with one consumer warpgroup (bm = 64), launched at 128 registers a thread" },
   },
 
   constraints = {
@@ -92,30 +121,29 @@ return {
       function(v) return v.overlap <= 1 or v.pingpong == 0 end },
     { "consumer registers within what setmaxnreg gives them",
       function(v) return consumer_registers(v) <= register_limit(v) end },
+    -- Two CTAs a multiprocessor, each a producer and one consumer warpgroup: the hardware
+    -- interleaves their warps as ping-pong interleaves two warpgroups of one CTA, and one CTA's
+    -- start and end of a block (Q's load, the first S, O's stores) run beside the other's
+    -- matrix products, which short blocks (causal, 512-1k) spend much of their time on.
+    { "two CTAs a multiprocessor take one consumer warpgroup each (bm = 64)",
+      function(v) return v.ctas == 1 or v.bm == 64 end },
+    { "two CTAs a multiprocessor fit its shared memory",
+      function(v, arch) return v.ctas == 1 or smem_bytes(v, q_buffers(v, arch)) <= smem_budget(v, arch) end },
+    -- (with one Q buffer the next block's first S would need the Q tile that O still occupies)
+    { "O through the only Q buffer ends the block before the next one starts (no overlap across blocks)",
+      function(v, arch) return v.ostore == 0 or v.overlap <= 1 or q_buffers(v, arch) == 2 end },
   },
 
   -- 1 KiB to align the tiles to 1024 bytes, Q, `stages` K and V tiles, with psmem the P tiles
   -- (bm x bn, from the next 1024-byte boundary), the mbarriers and four 32-byte slots that
   -- announce the blocks to the consumers; and a second Q buffer where it fits (the next
   -- block's Q then loads while this one computes; the template reads the choice from this
-  -- size), which ostore needs (O leaves through a Q buffer that is released after the store:
-  -- with one, the next block would wait for it), so there the size with two is the size, and
-  -- the limit check prunes what they overfill. Tiles are the head dim rounded up to a multiple
-  -- of 16 wide (d = 72: 80, the last 8 columns zeros that TMA writes).
+  -- size). With ostore and one Q buffer, O leaves through the only one: the next block's first
+  -- K and V tiles still load during the store, its Q after it (FlashAttention-4's sm90 forward
+  -- writes O over its one Q tile too). Tiles are the head dim rounded up to a multiple of 16
+  -- wide (d = 72: 80, the last 8 columns zeros that TMA writes).
   smem = function(v, arch)
-    local dk = (v.d + 15) // 16 * 16
-    local q = v.bm * dk * 2
-    local function total(q_bufs)
-      local body = q_bufs * q + 2 * v.stages * v.bn * dk * 2
-      if v.psmem == 1 then
-        body = (body + 1023) // 1024 * 1024 + v.bm * v.bn * 2
-      end
-      return 1024 + body + 8 * (8 + 4 * v.stages) + 128
-    end
-    if total(2) <= arch.smem_per_block or v.ostore == 1 then
-      return total(2)
-    end
-    return total(1)
+    return smem_bytes(v, q_buffers(v, arch))
   end,
 
   registers = function(v)
