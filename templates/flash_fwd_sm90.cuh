@@ -49,7 +49,7 @@
 // instead of D/4 stores of 4 bytes a thread, and the stores reach global memory in whole rows.
 // A variable-length batch's warpgroup whose rows run past its sequence stores from registers as
 // without OSTORE (a box would write into the next sequence's rows; a dense tensor's map ends at
-// seqlen_q). With two Q buffers the next block's Q loads meanwhile; with one (LATE_Q: d = 256 at
+// seqlen_q). With two Q buffers the next block's Q loads meanwhile; with one (LATE_Q: d = 192, 256 at
 // 128 rows) the producer loads the next block's first K and V tiles before it waits for the
 // store, and its Q after (FlashAttention-4's sm90 forward stores O over its one Q tile too).
 // EARLY_RESCALE (with OVERLAP): O is rescaled by the previous tile's factors right after S_j is
