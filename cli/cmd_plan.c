@@ -15,7 +15,8 @@ static const char usage[] =
     "\n"
     "Expands the spec's variants for one target, prunes them by its constraints and the\n"
     "target's limits, generates and compiles the rest with NVRTC, and prints one row per\n"
-    "variant and a summary. Needs no GPU.\n"
+    "variant (the pruned ones as pruning turns them away, then the rest) and a summary.\n"
+    "Needs no GPU.\n"
     "\n"
     "  --arch NAME       target: sm_80, sm_86, sm_89, sm_90, sm_90a (default sm_90)\n"
     "  -j, --jobs N      parallel compilations (default: the number of cores)\n"
@@ -65,6 +66,90 @@ static void on_progress(void *ud, const ft_plan *plan, const ft_plan_item *it, i
     cli_progress_update(&pc->bar, done, it->variant_str);
 }
 
+/* The pruned variants, printed as pruning turns them away (ft__plan_build_streamed) and
+ * counted by reason class, not kept: the plan holds only what it may compile. */
+typedef struct pruned_rows {
+    int json;
+    int width;             /* the table's variant column */
+    long long variants;    /* the variants the plan covers (the JSON plan line's count) */
+    int header;            /* the table's header or the JSON plan line is out */
+    int nclasses;
+    char classes[64][160]; /* reason classes in order of first sight, and their counts */
+    long long counts[64];
+} pruned_rows;
+
+static void print_json_plan(const ft_plan *plan, long long variants);
+static void print_header(int width);
+
+static void start_output(pruned_rows *pr, const ft_plan *plan)
+{
+    if (pr->header)
+        return;
+    pr->header = 1;
+    if (pr->json)
+        print_json_plan(plan, pr->variants);
+    else
+        print_header(pr->width);
+}
+
+static void on_pruned(void *ud, const ft_plan *plan, const ft_plan_item *it)
+{
+    pruned_rows *pr = ud;
+    int k;
+
+    start_output(pr, plan);
+    for (k = 0; k < pr->nclasses && strcmp(pr->classes[k], it->reason_class) != 0; k++)
+        ;
+    if (k == pr->nclasses && k < 64)
+        snprintf(pr->classes[pr->nclasses++], sizeof pr->classes[0], "%s", it->reason_class);
+    if (k < pr->nclasses)
+        pr->counts[k]++;
+    if (pr->json)
+        print_json_item(it);
+    else
+        printf("%-*s %-13s %5s %6s %6s %7s %9s  %s\n", pr->width, it->variant_str, "pruned", "-", "-", "-", "-", "-",
+               it->reason);
+}
+
+/* The widest variant text the plan can have: each parameter's longest value among those the
+ * filter allows, at least as wide as any row, known before a row is printed. */
+static int variant_width(const ft_spec *spec, const ft_variant *filter, unsigned mask)
+{
+    int i, k, w = 0;
+
+    for (i = 0; i < spec->nparams; i++) {
+        const ft_param *p = &spec->params[i];
+        int longest = 0;
+        for (k = 0; k < p->nvalues; k++) {
+            char value[32];
+            int n;
+            if ((mask & (1u << i)) && filter->idx[i] != k)
+                continue;
+            n = p->kind == FT_PARAM_INT ? snprintf(value, sizeof value, "%lld", (long long)p->ints[k])
+                                        : (int)strlen(p->strings[k]);
+            if (n > longest)
+                longest = n;
+        }
+        w += (i > 0) + (int)strlen(p->name) + 1 + longest;
+    }
+    return w > 62 ? w : 62;
+}
+
+/* How many variants the plan covers: the filter's matches in the whole space. */
+static long long matching_variants(const ft_spec *spec, const ft_variant *filter, unsigned mask)
+{
+    long long n, count = 0;
+
+    if (mask == 0)
+        return spec->nvariants;
+    for (n = 0; n < spec->nvariants; n++) {
+        ft_variant v;
+        ft__variant_nth(spec, n, &v);
+        count += ft__variant_matches(&v, filter, mask);
+    }
+    return count;
+}
+
 int cli_variant_width(const ft_plan *plan)
 {
     int i, w = 62;
@@ -75,13 +160,17 @@ int cli_variant_width(const ft_plan *plan)
     return w;
 }
 
-static void print_table(const ft_plan *plan)
+static void print_header(int w)
 {
-    const int w = cli_variant_width(plan);
-    int i;
-
     printf("%-*s %-13s %5s %6s %6s %7s %9s  %s\n", w, "variant", "status", "regs", "spill", "smem",
            "dynsmem", "compile", "note");
+}
+
+/* The rows of the variants pruning kept (the pruned ones are out already: on_pruned). */
+static void print_table(const ft_plan *plan, int w)
+{
+    int i;
+
     for (i = 0; i < plan->nitems; i++) {
         const ft_plan_item *it = &plan->items[i];
         const ft_resource_report *r = &it->report;
@@ -109,26 +198,32 @@ static void print_table(const ft_plan *plan)
     }
 }
 
-/* Counts of each distinct reason class among items of one status, most frequent first. */
-static void print_reasons(const ft_plan *plan, ft_plan_status status, const char *label)
+/* Counts of each distinct reason class, most frequent first: of the pruned variants (their
+ * tally, pr) or of the items of another status. */
+static void print_reasons(const ft_plan *plan, const pruned_rows *pr, ft_plan_status status, const char *label)
 {
     const char *classes[64];
-    int counts[64];
+    long long counts[64];
     int n = 0;
     int i, k;
 
-    for (i = 0; i < plan->nitems; i++) {
-        const ft_plan_item *it = &plan->items[i];
-        if (it->status != status)
-            continue;
-        for (k = 0; k < n && strcmp(classes[k], it->reason_class) != 0; k++)
-            ;
-        if (k == n && n < 64) {
-            classes[n] = it->reason_class;
-            counts[n++] = 0;
+    if (status == FT_PLAN_PRUNED) {
+        for (n = 0; n < pr->nclasses; n++)
+            classes[n] = pr->classes[n], counts[n] = pr->counts[n];
+    } else {
+        for (i = 0; i < plan->nitems; i++) {
+            const ft_plan_item *it = &plan->items[i];
+            if (it->status != status)
+                continue;
+            for (k = 0; k < n && strcmp(classes[k], it->reason_class) != 0; k++)
+                ;
+            if (k == n && n < 64) {
+                classes[n] = it->reason_class;
+                counts[n++] = 0;
+            }
+            if (k < n)
+                counts[k]++;
         }
-        if (k < n)
-            counts[k]++;
     }
     if (n == 0)
         return;
@@ -138,15 +233,15 @@ static void print_reasons(const ft_plan *plan, ft_plan_status status, const char
         for (k = 1; k < n; k++)
             if (counts[k] > counts[best])
                 best = k;
-        printf(" %d %s%s", counts[best], classes[best], n > 1 ? ";" : "\n");
+        printf(" %lld %s%s", counts[best], classes[best], n > 1 ? ";" : "\n");
         classes[best] = classes[n - 1];
         counts[best] = counts[n - 1];
         n--;
     }
 }
 
-static void print_summary(const ft_plan *plan, const ft_plan_sample_info *sample, long long seed,
-                          const ft_cache *cache, double wall_ms, double nvrtc_ms, int jobs)
+static void print_summary(const ft_plan *plan, const pruned_rows *pr, const ft_plan_sample_info *sample,
+                          long long seed, const ft_cache *cache, double wall_ms, double nvrtc_ms, int jobs)
 {
     char wall[32], cpu[32], sampled[48] = "";
     int spills = 0;
@@ -163,11 +258,12 @@ static void print_summary(const ft_plan *plan, const ft_plan_sample_info *sample
         snprintf(sampled, sizeof sampled, ", %d not sampled", plan->count[FT_PLAN_NOT_SAMPLED]);
     printf("summary (%s%s%s): %d variants: %d compiled (%d with register spills), %d pruned%s, "
            "%d compile errors, %d over limits\n",
-           plan->arch.name, plan->arch.from_device ? ", " : "", plan->arch.device_name, plan->nitems,
+           plan->arch.name, plan->arch.from_device ? ", " : "", plan->arch.device_name,
+           plan->nitems + plan->count[FT_PLAN_PRUNED],
            plan->count[FT_PLAN_COMPILED], spills, plan->count[FT_PLAN_PRUNED], sampled,
            plan->count[FT_PLAN_COMPILE_ERROR], plan->count[FT_PLAN_OVER_LIMITS]);
-    print_reasons(plan, FT_PLAN_PRUNED, "pruned");
-    print_reasons(plan, FT_PLAN_OVER_LIMITS, "over limits");
+    print_reasons(plan, pr, FT_PLAN_PRUNED, "pruned");
+    print_reasons(plan, pr, FT_PLAN_OVER_LIMITS, "over limits");
     if (sample != NULL) {
         printf("sample: %d of %d kept variants (seed %lld), ", sample->sampled, sample->kept, seed);
         if (sample->uncovered == 0)
@@ -191,16 +287,16 @@ static void print_summary(const ft_plan *plan, const ft_plan_sample_info *sample
 
 /* --json: the plan's line, each variant's (print_json_items for those whose fate is known
  * before compiling: pruned, not sampled), the summary's. */
-static void print_json_plan(const ft_plan *plan)
+static void print_json_plan(const ft_plan *plan, long long variants)
 {
     printf("{\"kind\": \"plan\", \"spec\": ");
     ft__json_string(stdout, plan->spec->path);
     printf(", \"template\": ");
     ft__json_string(stdout, plan->family->name);
     printf(", \"arch\": {\"name\": \"%s\", \"cc\": %d, \"from_device\": %s, \"smem_per_block\": %lld, "
-           "\"regs_per_thread\": %d}, \"variants\": %d}\n",
+           "\"regs_per_thread\": %d}, \"variants\": %lld}\n",
            plan->arch.name, plan->arch.cc, plan->arch.from_device ? "true" : "false",
-           plan->arch.smem_per_block, plan->arch.regs_per_thread, plan->nitems);
+           plan->arch.smem_per_block, plan->arch.regs_per_thread, variants);
     fflush(stdout);
 }
 
@@ -240,7 +336,7 @@ static void print_json_summary(const ft_plan *plan, const ft_plan_sample_info *s
 {
     printf("{\"kind\": \"summary\", \"variants\": %d, \"compiled\": %d, \"pruned\": %d, "
            "\"compile_errors\": %d, \"over_limits\": %d, \"wall_ms\": %.1f",
-           plan->nitems, plan->count[FT_PLAN_COMPILED], plan->count[FT_PLAN_PRUNED],
+           plan->nitems + plan->count[FT_PLAN_PRUNED], plan->count[FT_PLAN_COMPILED], plan->count[FT_PLAN_PRUNED],
            plan->count[FT_PLAN_COMPILE_ERROR], plan->count[FT_PLAN_OVER_LIMITS], wall_ms);
     if (cache != NULL) {
         ft_cache_stats s = ft__cache_stats(cache);
@@ -318,6 +414,7 @@ int cmd_plan(int argc, char **argv)
     ft_plan_sample_info sample;
     unsigned mask = 0;
     progress_ctx pc = {0};
+    static pruned_rows pr; /* (16 KB of reason classes: not on the stack) */
     volatile int *stop;
     double t0, nvrtc_ms = 0;
     int status = 1;
@@ -342,27 +439,27 @@ int cmd_plan(int argc, char **argv)
         status = cli_fail("plan", &err);
         goto out;
     }
-    if (ft__plan_build(spec, &arch, &filter, mask, &plan, &err) != FT_OK) {
+    pr.json = o.json;
+    pr.width = variant_width(spec, &filter, mask);
+    pr.variants = matching_variants(spec, &filter, mask);
+    if (ft__plan_build_streamed(spec, &arch, &filter, mask, on_pruned, &pr, &plan, &err) != FT_OK) {
         status = cli_fail("plan", &err);
         goto out;
     }
-    if (plan->nitems == 0) {
+    if (plan->nitems == 0 && plan->count[FT_PLAN_PRUNED] == 0) {
         fprintf(stderr, "flashtune plan: no variant of %s matches '%s'\n", spec->path, o.only);
         goto out;
-    }
-    if (o.json) {
-        print_json_plan(plan);
-        print_json_items(plan, FT_PLAN_PRUNED);
     }
     if (plan->count[FT_PLAN_PENDING] == 0) {
         if (o.json)
             print_json_summary(plan, NULL, o.seed, NULL, ft__now_ms() - t0);
         else
-            print_reasons(plan, FT_PLAN_PRUNED, "pruned");
+            print_reasons(plan, &pr, FT_PLAN_PRUNED, "pruned");
         fprintf(stderr, "flashtune plan: all %d variants of %s are pruned for %s; nothing to compile\n",
-                plan->nitems, spec->path, arch.name);
+                plan->count[FT_PLAN_PRUNED], spec->path, arch.name);
         goto out;
     }
+    start_output(&pr, plan); /* (where nothing was pruned) */
     if (o.sample > 0 && ft__plan_sample(plan, o.sample, (unsigned long long)o.seed, &sample, &err) != FT_OK) {
         status = cli_fail("plan", &err);
         goto out;
@@ -388,8 +485,8 @@ int cmd_plan(int argc, char **argv)
     if (o.json)
         print_json_summary(plan, o.sample > 0 ? &sample : NULL, o.seed, cache, ft__now_ms() - t0);
     else {
-        print_table(plan);
-        print_summary(plan, o.sample > 0 ? &sample : NULL, o.seed, cache, ft__now_ms() - t0, nvrtc_ms,
+        print_table(plan, pr.width);
+        print_summary(plan, &pr, o.sample > 0 ? &sample : NULL, o.seed, cache, ft__now_ms() - t0, nvrtc_ms,
                       o.jobs);
     }
     status = plan->count[FT_PLAN_COMPILE_ERROR] > 0 ? 1 : 0;

@@ -617,126 +617,144 @@ static int two_q_buffers(const ft_spec *spec, const ft_variant *v, const ft_arch
  * consumers' register estimate (no
  * packed P with psmem) within setmaxnreg's share, shared memory within the opt-in limit;
  * FlashAttention-4's 192 x 144 tile with P through shared memory is kept at d = 80 and 96. */
+/* The tallies of test_sm90_pruning, filled item by item (check_pruned_item). */
+typedef struct pruning_counts {
+    const ft_spec *spec;
+    const ft_arch *arch;
+    int pingpong, regs, balance, psmem, wide, narrow, b112, pexp, skip, early, across, smem, kept, fa4, ostore_kept, early_kept, across_kept, late_kept, late_across, two_many, two_big, two_kept;
+} pruning_counts;
+
+/* One variant of the whole space, pruned (handed over as pruning turns it away) or kept. */
+static void check_pruned_item(void *ud, const ft_plan *plan, const ft_plan_item *it)
+{
+    pruning_counts *k = ud;
+    long long d = ft__variant_int(k->spec, &it->variant, "d", 0);
+    long long bm = ft__variant_int(k->spec, &it->variant, "bm", 0);
+    long long bn = ft__variant_int(k->spec, &it->variant, "bn", 0);
+    long long pp = ft__variant_int(k->spec, &it->variant, "pingpong", 0);
+    long long ps = ft__variant_int(k->spec, &it->variant, "psmem", 0);
+    long long ctas = ft__variant_int(k->spec, &it->variant, "ctas", 0);
+    long long est = d / 2 + bn / 2 + (ps ? 8 : bn / 4) + 32;
+    (void)plan;
+    if (ft_test_failed_)
+        return; /* one failure is enough to read */
+    if (pp == 1 && bm == 64) {
+        ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+        ASSERT_STREQ(it->reason, "ping-pong takes two or three consumer warpgroups");
+        k->pingpong++;
+    } else if (ft__variant_int(k->spec, &it->variant, "balance", 0) != 0 &&
+               ft__variant_int(k->spec, &it->variant, "causal", 0) == 0) {
+        ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+        ASSERT_STREQ(it->reason, "balanced units and the longest-first order are for causal row blocks");
+        k->balance++;
+    } else if (ps == 1 && bm != 192) {
+        ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+        ASSERT_CONTAINS(it->reason, "P through shared memory is for 192-row tiles");
+        k->psmem++;
+    } else if (bn == 144 && ps == 0) {
+        ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+        ASSERT_CONTAINS(it->reason, "144-key tiles take P through shared memory");
+        k->wide++;
+    } else if (ps == 1 && bn > 144 && ft__variant_int(k->spec, &it->variant, "causal", 0) == 1) {
+        ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+        ASSERT_CONTAINS(it->reason, "causal tiles with P through shared memory take at most 144 keys");
+        k->narrow++;
+    } else if (bn == 112 && d <= 128) {
+        ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+        ASSERT_CONTAINS(it->reason, "112-key tiles are for head dims above 128");
+        k->b112++;
+    } else if (ft__variant_int(k->spec, &it->variant, "pexp", 0) != 0 && d > 64) {
+        ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+        ASSERT_CONTAINS(it->reason, "exponentials by FMA where they pace the tensor cores");
+        k->pexp++;
+    } else if (ft__variant_int(k->spec, &it->variant, "skip_rescale", 0) != 0 && d < 128) {
+        ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+        ASSERT_CONTAINS(it->reason, "the rescale is skipped where O is wide enough");
+        k->skip++;
+    } else if (ft__variant_int(k->spec, &it->variant, "early_rescale", 0) != 0 &&
+               (d <= 128 || ft__variant_int(k->spec, &it->variant, "overlap", 0) == 0)) {
+        ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+        ASSERT_CONTAINS(it->reason, "the early rescale is for the overlapped schedule");
+        k->early++;
+    } else if (ft__variant_int(k->spec, &it->variant, "overlap", 0) == 2 && pp == 1) {
+        ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+        ASSERT_STREQ(it->reason, "blocks overlapped across take no ping-pong turns");
+        k->across++;
+    } else if (est > consumer_limit(bm, ctas)) {
+        ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+        ASSERT_STREQ(it->reason, "consumer registers within what setmaxnreg gives them");
+        k->regs++;
+    } else if (ctas == 2 && bm != 64) {
+        ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+        ASSERT_CONTAINS(it->reason, "two CTAs a multiprocessor take one consumer warpgroup");
+        k->two_many++;
+    } else if (ctas == 2 && smem_with(k->spec, &it->variant, two_q_buffers(k->spec, &it->variant, k->arch) ? 2 : 1) >
+                                smem_budget(k->spec, &it->variant, k->arch)) {
+        ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+        ASSERT_CONTAINS(it->reason, "two CTAs a multiprocessor fit its shared memory");
+        k->two_big++;
+    } else if (ft__variant_int(k->spec, &it->variant, "ostore", 0) != 0 &&
+               ft__variant_int(k->spec, &it->variant, "overlap", 0) == 2 && !two_q_buffers(k->spec, &it->variant, k->arch)) {
+        ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+        ASSERT_CONTAINS(it->reason, "O through the only Q buffer ends the block");
+        k->late_across++;
+    }
+    if (strncmp(it->reason, "shared memory ", 14) == 0) { /* the limit's reason */
+        ASSERT_TRUE(it->smem_dynamic > k->arch->smem_per_block);
+        k->smem++;
+    }
+    /* the 192 x 128 tile at d = 64 (FlashAttention-3's causal choice) fits three warpgroups */
+    if (d == 64 && bm == 192 && bn == 128 && pp == 0 && ctas == 1 &&
+        ft__variant_int(k->spec, &it->variant, "skip_rescale", 0) == 0 &&
+        ft__variant_int(k->spec, &it->variant, "early_rescale", 0) == 0)
+        ASSERT_TRUE(it->status == FT_PLAN_PENDING || strstr(it->reason, "balanced") != NULL);
+    if (it->status == FT_PLAN_PENDING) {
+        ASSERT_TRUE(it->smem_dynamic > 0 && it->smem_dynamic <= k->arch->smem_per_block);
+        ASSERT_EQ(it->threads, 128 * (bm / 64 + 1));
+        k->kept++;
+        k->fa4 += (d == 80 || d == 96) && bm == 192 && bn == 144 && ps == 1;
+        /* two Q buffers where they fit (with ostore as without) */
+        ASSERT_EQ(it->smem_dynamic, smem_with(k->spec, &it->variant, two_q_buffers(k->spec, &it->variant, k->arch) ? 2 : 1));
+        if (ft__variant_int(k->spec, &it->variant, "ostore", 0) != 0) {
+            k->ostore_kept++;
+            k->late_kept += !two_q_buffers(k->spec, &it->variant, k->arch) && d == 256 && bm == 128;
+        }
+        k->early_kept += ft__variant_int(k->spec, &it->variant, "early_rescale", 0) != 0;
+        k->two_kept += ctas == 2;
+        k->across_kept += ft__variant_int(k->spec, &it->variant, "overlap", 0) == 2;
+    }
+}
+
 static void test_sm90_pruning(void)
 {
     ft_spec *spec = load_sm90();
     ft_plan *plan = NULL;
     ft_arch arch;
     ft_err err;
-    int i, pingpong = 0, regs = 0, balance = 0, psmem = 0, wide = 0, narrow = 0, b112 = 0, pexp = 0, skip = 0;
-    int early = 0, across = 0, smem = 0, kept = 0, fa4 = 0, ostore_kept = 0, early_kept = 0, across_kept = 0;
-    int late_kept = 0, late_across = 0, two_many = 0, two_big = 0, two_kept = 0;
+    pruning_counts k;
+    int i;
 
     ASSERT_TRUE(spec != NULL);
     ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
-    ASSERT_OK(ft__plan_build(spec, &arch, NULL, 0, &plan, &err), &err);
-    ASSERT_EQ(plan->nitems, spec->nvariants);
+    memset(&k, 0, sizeof k);
+    k.spec = spec, k.arch = &arch;
+    /* (the pruned ones checked as they are turned away: kept as items, the whole space took 3.6 GB) */
+    ASSERT_OK(ft__plan_build_streamed(spec, &arch, NULL, 0, check_pruned_item, &k, &plan, &err), &err);
+    ASSERT_EQ(plan->nitems + plan->count[FT_PLAN_PRUNED], spec->nvariants);
     ASSERT_EQ(spec->nvariants, 7 * 3 * 8 * 2 * 2 * 2 * 2 * 3 * 3 * 2 * 2 * 2 * 2 * 2 * 2);
-    for (i = 0; i < plan->nitems; i++) {
-        const ft_plan_item *it = &plan->items[i];
-        long long d = ft__variant_int(spec, &it->variant, "d", 0);
-        long long bm = ft__variant_int(spec, &it->variant, "bm", 0);
-        long long bn = ft__variant_int(spec, &it->variant, "bn", 0);
-        long long pp = ft__variant_int(spec, &it->variant, "pingpong", 0);
-        long long ps = ft__variant_int(spec, &it->variant, "psmem", 0);
-        long long ctas = ft__variant_int(spec, &it->variant, "ctas", 0);
-        long long est = d / 2 + bn / 2 + (ps ? 8 : bn / 4) + 32;
-        if (pp == 1 && bm == 64) {
-            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
-            ASSERT_STREQ(it->reason, "ping-pong takes two or three consumer warpgroups");
-            pingpong++;
-        } else if (ft__variant_int(spec, &it->variant, "balance", 0) != 0 &&
-                   ft__variant_int(spec, &it->variant, "causal", 0) == 0) {
-            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
-            ASSERT_STREQ(it->reason, "balanced units and the longest-first order are for causal row blocks");
-            balance++;
-        } else if (ps == 1 && bm != 192) {
-            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
-            ASSERT_CONTAINS(it->reason, "P through shared memory is for 192-row tiles");
-            psmem++;
-        } else if (bn == 144 && ps == 0) {
-            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
-            ASSERT_CONTAINS(it->reason, "144-key tiles take P through shared memory");
-            wide++;
-        } else if (ps == 1 && bn > 144 && ft__variant_int(spec, &it->variant, "causal", 0) == 1) {
-            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
-            ASSERT_CONTAINS(it->reason, "causal tiles with P through shared memory take at most 144 keys");
-            narrow++;
-        } else if (bn == 112 && d <= 128) {
-            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
-            ASSERT_CONTAINS(it->reason, "112-key tiles are for head dims above 128");
-            b112++;
-        } else if (ft__variant_int(spec, &it->variant, "pexp", 0) != 0 && d > 64) {
-            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
-            ASSERT_CONTAINS(it->reason, "exponentials by FMA where they pace the tensor cores");
-            pexp++;
-        } else if (ft__variant_int(spec, &it->variant, "skip_rescale", 0) != 0 && d < 128) {
-            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
-            ASSERT_CONTAINS(it->reason, "the rescale is skipped where O is wide enough");
-            skip++;
-        } else if (ft__variant_int(spec, &it->variant, "early_rescale", 0) != 0 &&
-                   (d <= 128 || ft__variant_int(spec, &it->variant, "overlap", 0) == 0)) {
-            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
-            ASSERT_CONTAINS(it->reason, "the early rescale is for the overlapped schedule");
-            early++;
-        } else if (ft__variant_int(spec, &it->variant, "overlap", 0) == 2 && pp == 1) {
-            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
-            ASSERT_STREQ(it->reason, "blocks overlapped across take no ping-pong turns");
-            across++;
-        } else if (est > consumer_limit(bm, ctas)) {
-            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
-            ASSERT_STREQ(it->reason, "consumer registers within what setmaxnreg gives them");
-            regs++;
-        } else if (ctas == 2 && bm != 64) {
-            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
-            ASSERT_CONTAINS(it->reason, "two CTAs a multiprocessor take one consumer warpgroup");
-            two_many++;
-        } else if (ctas == 2 && smem_with(spec, &it->variant, two_q_buffers(spec, &it->variant, &arch) ? 2 : 1) >
-                                    smem_budget(spec, &it->variant, &arch)) {
-            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
-            ASSERT_CONTAINS(it->reason, "two CTAs a multiprocessor fit its shared memory");
-            two_big++;
-        } else if (ft__variant_int(spec, &it->variant, "ostore", 0) != 0 &&
-                   ft__variant_int(spec, &it->variant, "overlap", 0) == 2 && !two_q_buffers(spec, &it->variant, &arch)) {
-            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
-            ASSERT_CONTAINS(it->reason, "O through the only Q buffer ends the block");
-            late_across++;
-        }
-        if (strncmp(it->reason, "shared memory ", 14) == 0) { /* the limit's reason */
-            ASSERT_TRUE(it->smem_dynamic > arch.smem_per_block);
-            smem++;
-        }
-        /* the 192 x 128 tile at d = 64 (FlashAttention-3's causal choice) fits three warpgroups */
-        if (d == 64 && bm == 192 && bn == 128 && pp == 0 && ctas == 1 &&
-            ft__variant_int(spec, &it->variant, "skip_rescale", 0) == 0 &&
-            ft__variant_int(spec, &it->variant, "early_rescale", 0) == 0)
-            ASSERT_TRUE(it->status == FT_PLAN_PENDING || strstr(it->reason, "balanced") != NULL);
-        if (it->status == FT_PLAN_PENDING) {
-            ASSERT_TRUE(it->smem_dynamic > 0 && it->smem_dynamic <= arch.smem_per_block);
-            ASSERT_EQ(it->threads, 128 * (bm / 64 + 1));
-            kept++;
-            fa4 += (d == 80 || d == 96) && bm == 192 && bn == 144 && ps == 1;
-            /* two Q buffers where they fit (with ostore as without) */
-            ASSERT_EQ(it->smem_dynamic, smem_with(spec, &it->variant, two_q_buffers(spec, &it->variant, &arch) ? 2 : 1));
-            if (ft__variant_int(spec, &it->variant, "ostore", 0) != 0) {
-                ostore_kept++;
-                late_kept += !two_q_buffers(spec, &it->variant, &arch) && d == 256 && bm == 128;
-            }
-            early_kept += ft__variant_int(spec, &it->variant, "early_rescale", 0) != 0;
-            two_kept += ctas == 2;
-            across_kept += ft__variant_int(spec, &it->variant, "overlap", 0) == 2;
-        }
-    }
-    ASSERT_TRUE(psmem > 0 && wide > 0 && narrow > 0 && b112 > 0 && pexp > 0 && skip > 0 && early > 0 && across > 0);
-    ASSERT_TRUE(ostore_kept > 0 && early_kept > 0 && across_kept > 0 && late_kept > 0 && late_across > 0);
-    ASSERT_TRUE(two_many > 0 && two_big > 0 && two_kept > 0);
-    ASSERT_TRUE(fa4 > 0);
-    ASSERT_EQ(pingpong, spec->nvariants / 2 / 3); /* pingpong=1 with bm 64 */
-    ASSERT_TRUE(regs > 0);
-    ASSERT_TRUE(balance > 0);
-    ASSERT_TRUE(smem > 0);
-    ASSERT_TRUE(kept > 0);
-    ASSERT_EQ(plan->count[FT_PLAN_PENDING], kept);
+    for (i = 0; i < plan->nitems; i++)
+        check_pruned_item(&k, plan, &plan->items[i]);
+    ASSERT_TRUE(!ft_test_failed_);
+    ASSERT_TRUE(k.psmem > 0 && k.wide > 0 && k.narrow > 0 && k.b112 > 0 && k.pexp > 0 && k.skip > 0 && k.early > 0 && k.across > 0);
+    ASSERT_TRUE(k.ostore_kept > 0 && k.early_kept > 0 && k.across_kept > 0 && k.late_kept > 0 && k.late_across > 0);
+    ASSERT_TRUE(k.two_many > 0 && k.two_big > 0 && k.two_kept > 0);
+    ASSERT_TRUE(k.fa4 > 0);
+    ASSERT_EQ(k.pingpong, spec->nvariants / 2 / 3); /* k.pingpong=1 with bm 64 */
+    ASSERT_TRUE(k.regs > 0);
+    ASSERT_TRUE(k.balance > 0);
+    ASSERT_TRUE(k.smem > 0);
+    ASSERT_TRUE(k.kept > 0);
+    ASSERT_EQ(plan->count[FT_PLAN_PENDING], k.kept);
     ft__plan_free(plan);
     ft__spec_free(spec);
 }

@@ -80,10 +80,11 @@ static ft_status prune(ft_plan *plan, ft_plan_item *it, ft_err *err)
     return FT_OK;
 }
 
-/* ft__plan_build, and with keep_pruned 0 ft__plan_build_kept: a pruned variant is counted
- * (count[FT_PLAN_PRUNED]) but not kept, its item's room taken by the next one. */
+/* ft__plan_build, and with keep_pruned 0 ft__plan_build_streamed: a pruned variant is counted
+ * (count[FT_PLAN_PRUNED]) and handed to on_pruned (when given) but not kept, its item's room
+ * taken by the next one. */
 static ft_status plan_build(ft_spec *spec, const ft_arch *arch, const ft_variant *filter, unsigned mask,
-                            int keep_pruned, ft_plan **out, ft_err *err)
+                            int keep_pruned, ft_plan_pruned_fn on_pruned, void *ud, ft_plan **out, ft_err *err)
 {
     ft_status rc;
     ft_plan *plan = NULL;
@@ -136,8 +137,13 @@ static ft_status plan_build(ft_spec *spec, const ft_arch *arch, const ft_variant
         rc = prune(plan, it, err);
         if (rc != FT_OK)
             goto out;
-        if (!keep_pruned && it->status == FT_PLAN_PRUNED)
+        if (!keep_pruned && it->status == FT_PLAN_PRUNED) {
+            if (on_pruned != NULL) {
+                ft__variant_format(spec, &v, it->variant_str, sizeof it->variant_str);
+                on_pruned(ud, plan, it);
+            }
             continue;
+        }
         ft__variant_format(spec, &v, it->variant_str, sizeof it->variant_str);
         plan->nitems++;
     }
@@ -152,13 +158,19 @@ out:
 ft_status ft__plan_build(ft_spec *spec, const ft_arch *arch, const ft_variant *filter, unsigned mask, ft_plan **out,
                          ft_err *err)
 {
-    return plan_build(spec, arch, filter, mask, 1, out, err);
+    return plan_build(spec, arch, filter, mask, 1, NULL, NULL, out, err);
 }
 
 ft_status ft__plan_build_kept(ft_spec *spec, const ft_arch *arch, const ft_variant *filter, unsigned mask,
                               ft_plan **out, ft_err *err)
 {
-    return plan_build(spec, arch, filter, mask, 0, out, err);
+    return plan_build(spec, arch, filter, mask, 0, NULL, NULL, out, err);
+}
+
+ft_status ft__plan_build_streamed(ft_spec *spec, const ft_arch *arch, const ft_variant *filter, unsigned mask,
+                                  ft_plan_pruned_fn on_pruned, void *ud, ft_plan **out, ft_err *err)
+{
+    return plan_build(spec, arch, filter, mask, 0, on_pruned, ud, out, err);
 }
 
 /* splitmix64's finaliser: the sample's positions from its seed. */
