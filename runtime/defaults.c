@@ -17,9 +17,11 @@
  * overlap (0.99 of each bucket's best; the earlier 128 x 176 read 0.88-0.95), causal
  * 128 x 128 with three stages (0.96; 192 x 128 wins from 4k, the earlier 128 x 192 read
  * 0.85-0.96); at d = 128, 192 and 256 (since 2026-12-06) O leaves through shared memory (ostore=1;
- * at 192 and 256 through the only Q buffer): twins of these defaults interleaved on an H100,
- * one run each, read 1.10 / 1.08 / 1.06 (d = 128 causal, 512 / 1k / 2k), 1.115 / 1.083 / 1.027
- * (d = 256 non-causal, 512 / 1k / 4k) and 1.109 / 1.079 / 1.041 (d = 256 causal), and a full
+ * at 192 and 256 through the only Q buffer): twins interleaved on an H100, one run each, read
+ * 1.098 / 1.070 / 1.015 (the d = 128 non-causal default, 512 / 1k / 4k,
+ * bench/results/h100-2026-12-05-knobs), 1.10 / 1.08 / 1.06 (d = 128 causal with ping-pong, 512 /
+ * 1k / 2k), 1.115 / 1.083 / 1.027 and 1.109 / 1.079 / 1.041 (the d = 256 defaults, non-causal and
+ * causal, 512 / 1k / 4k), and a full
  * tune on it chose ostore=1 for 53 of the 56 buckets of those head dims (both dtypes)
  * (bench/results/h100-2026-12-06-lateq). Backward: at d = 64, 128 and 256 the variant that won most buckets of a
  * bf16 tune of the backward's spec on an H200 (2026-12-01, bench/results/h200-2026-12-01-train),
