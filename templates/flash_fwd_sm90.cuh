@@ -1031,7 +1031,9 @@ __device__ __forceinline__ void write_empty(const FwdParams &p, u32 slot, int w,
 
 // ---- the producer -------------------------------------------------------------------------------
 // One K/V tile (its first key row krow) into the ring at position r, once the consumers have
-// emptied the slot's last use.
+// emptied the slot's last use. (K's and V's halves are written out: folded into one helper
+// called twice, ptxas orders the producer's code differently, and these kernels' machine code
+// is kept as the GPU verified it.)
 __device__ __forceinline__ void load_kv(u32 sk, u32 sv, u32 bars, const TensorMap *tk, const TensorMap *tv, int r,
                                         int krow, int kv_head, int k_batch)
 {
@@ -1190,7 +1192,7 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
 // and passes a fourth map to every one: a kernel that declares three ignores it).
 #if FTP_OSTORE
 #define FT_DEFINE_KERNEL(name)                                                                           \
-    extern "C" __global__ void __launch_bounds__(ft::THREADS, ft::CTAS)                                         \
+    extern "C" __global__ void __launch_bounds__(ft::THREADS, ft::CTAS)                                  \
         name(const ft::FwdParams p, const __grid_constant__ ft::TensorMap tq,                            \
              const __grid_constant__ ft::TensorMap tk, const __grid_constant__ ft::TensorMap tv,         \
              const __grid_constant__ ft::TensorMap to)                                                   \
@@ -1199,7 +1201,7 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
     }
 #else
 #define FT_DEFINE_KERNEL(name)                                                                           \
-    extern "C" __global__ void __launch_bounds__(ft::THREADS, ft::CTAS)                                         \
+    extern "C" __global__ void __launch_bounds__(ft::THREADS, ft::CTAS)                                  \
         name(const ft::FwdParams p, const __grid_constant__ ft::TensorMap tq,                            \
              const __grid_constant__ ft::TensorMap tk, const __grid_constant__ ft::TensorMap tv)         \
     {                                                                                                    \
