@@ -68,14 +68,31 @@ static void on_progress(void *ud, const ft_plan *plan, const ft_plan_item *it, i
 
 /* The pruned variants, printed as pruning turns them away (ft__plan_build_streamed) and
  * counted by reason class, not kept: the plan holds only what it may compile. */
+/* Reason classes in order of first sight, and how many variants each (print_reasons). */
+typedef struct reason_tally {
+    int n;
+    char classes[64][160];
+    long long counts[64];
+} reason_tally;
+
+static void tally_add(reason_tally *t, const char *reason_class)
+{
+    int k;
+
+    for (k = 0; k < t->n && strcmp(t->classes[k], reason_class) != 0; k++)
+        ;
+    if (k == t->n && k < 64)
+        snprintf(t->classes[t->n++], sizeof t->classes[0], "%s", reason_class);
+    if (k < t->n)
+        t->counts[k]++;
+}
+
 typedef struct pruned_rows {
     int json;
     int width;             /* the table's variant column */
     long long variants;    /* the variants the plan covers (the JSON plan line's count) */
     int header;            /* the table's header or the JSON plan line is out */
-    int nclasses;
-    char classes[64][160]; /* reason classes in order of first sight, and their counts */
-    long long counts[64];
+    reason_tally reasons;  /* of the pruned variants */
 } pruned_rows;
 
 static void print_json_plan(const ft_plan *plan, long long variants);
@@ -95,15 +112,9 @@ static void start_output(pruned_rows *pr, const ft_plan *plan)
 static void on_pruned(void *ud, const ft_plan *plan, const ft_plan_item *it)
 {
     pruned_rows *pr = ud;
-    int k;
 
     start_output(pr, plan);
-    for (k = 0; k < pr->nclasses && strcmp(pr->classes[k], it->reason_class) != 0; k++)
-        ;
-    if (k == pr->nclasses && k < 64)
-        snprintf(pr->classes[pr->nclasses++], sizeof pr->classes[0], "%s", it->reason_class);
-    if (k < pr->nclasses)
-        pr->counts[k]++;
+    tally_add(&pr->reasons, it->reason_class);
     if (pr->json)
         print_json_item(it);
     else
@@ -135,18 +146,15 @@ static int variant_width(const ft_spec *spec, const ft_variant *filter, unsigned
     return w > 62 ? w : 62;
 }
 
-/* How many variants the plan covers: the filter's matches in the whole space. */
-static long long matching_variants(const ft_spec *spec, const ft_variant *filter, unsigned mask)
+/* How many variants the plan covers: the filter fixes each parameter it names to one value. */
+static long long matching_variants(const ft_spec *spec, unsigned mask)
 {
-    long long n, count = 0;
+    long long count = spec->nvariants;
+    int i;
 
-    if (mask == 0)
-        return spec->nvariants;
-    for (n = 0; n < spec->nvariants; n++) {
-        ft_variant v;
-        ft__variant_nth(spec, n, &v);
-        count += ft__variant_matches(&v, filter, mask);
-    }
+    for (i = 0; i < spec->nparams; i++)
+        if (mask & (1u << i))
+            count /= spec->params[i].nvalues;
     return count;
 }
 
@@ -198,33 +206,25 @@ static void print_table(const ft_plan *plan, int w)
     }
 }
 
-/* Counts of each distinct reason class, most frequent first: of the pruned variants (their
- * tally, pr) or of the items of another status. */
+/* Counts of each reason class, most frequent first: of the pruned variants (tallied as they
+ * were turned away) or of the items of another status. */
 static void print_reasons(const ft_plan *plan, const pruned_rows *pr, ft_plan_status status, const char *label)
 {
+    static reason_tally items; /* (16 KB: not on the stack) */
+    const reason_tally *t = &pr->reasons;
     const char *classes[64];
     long long counts[64];
-    int n = 0;
-    int i, k;
+    int n, i, k;
 
-    if (status == FT_PLAN_PRUNED) {
-        for (n = 0; n < pr->nclasses; n++)
-            classes[n] = pr->classes[n], counts[n] = pr->counts[n];
-    } else {
-        for (i = 0; i < plan->nitems; i++) {
-            const ft_plan_item *it = &plan->items[i];
-            if (it->status != status)
-                continue;
-            for (k = 0; k < n && strcmp(classes[k], it->reason_class) != 0; k++)
-                ;
-            if (k == n && n < 64) {
-                classes[n] = it->reason_class;
-                counts[n++] = 0;
-            }
-            if (k < n)
-                counts[k]++;
-        }
+    if (status != FT_PLAN_PRUNED) {
+        memset(&items, 0, sizeof items);
+        for (i = 0; i < plan->nitems; i++)
+            if (plan->items[i].status == status)
+                tally_add(&items, plan->items[i].reason_class);
+        t = &items;
     }
+    for (n = 0; n < t->n; n++)
+        classes[n] = t->classes[n], counts[n] = t->counts[n];
     if (n == 0)
         return;
     printf("%s:", label);
@@ -441,7 +441,7 @@ int cmd_plan(int argc, char **argv)
     }
     pr.json = o.json;
     pr.width = variant_width(spec, &filter, mask);
-    pr.variants = matching_variants(spec, &filter, mask);
+    pr.variants = matching_variants(spec, mask);
     if (ft__plan_build_streamed(spec, &arch, &filter, mask, on_pruned, &pr, &plan, &err) != FT_OK) {
         status = cli_fail("plan", &err);
         goto out;
