@@ -1133,8 +1133,38 @@ static void test_bwd_head_dims_by_8(void)
     ft__spec_free(spec);
 }
 
+/* A variant's text may leave out a parameter that has a default: text written before `ctas`
+ * (or without the knobs at all) names the kernel with their defaults, formatted in full; a
+ * parameter without a default (bm) must be there. */
+static void test_variant_defaults(void)
+{
+    ft_spec *spec = load_sm90();
+    ft_variant a, b;
+    ft_err err;
+    char text[512];
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_OK(ft__variant_parse(spec, "d=64,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,"
+                                      "balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
+                                &a, &err), &err);
+    ASSERT_EQ(ft__variant_int(spec, &a, "ctas", 0), 1);
+    ASSERT_OK(ft__variant_parse(spec, "d=64,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1",
+                                &b, &err), &err);
+    ASSERT_EQ(memcmp(&a, &b, sizeof a), 0);
+    ft__variant_format(spec, &b, text, sizeof text);
+    ASSERT_STREQ(text, "d=64,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,"
+                       "skip_rescale=0,ostore=0,early_rescale=0,ctas=1");
+    ASSERT_OK(ft__variant_parse(spec, "d=64,bm=64,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=0,ctas=2",
+                                &a, &err), &err);
+    ASSERT_EQ(ft__variant_int(spec, &a, "ctas", 0), 2);
+    ASSERT_EQ(ft__variant_parse(spec, "d=64,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=0", &a, &err),
+              FT_ERR_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.msg, "lacks parameter 'bm'");
+    ft__spec_free(spec);
+}
+
 FT_TEST_MAIN(FT_CASE(test_builtin_table), FT_CASE(test_load_builtin_index), FT_CASE(test_load_default_names),
              FT_CASE(test_family_target), FT_CASE(test_plan_target), FT_CASE(test_wgmma_wrappers),
              FT_CASE(test_emit_sm90), FT_CASE(test_sm90_pruning), FT_CASE(test_sm90_compile_sample),
              FT_CASE(test_plan_rejects_spills), FT_CASE(test_fwd_head_dims_by_8), FT_CASE(test_many_open_head_dims),
-             FT_CASE(test_bwd_sm90_s_ahead), FT_CASE(test_bwd_head_dims_by_8))
+             FT_CASE(test_bwd_sm90_s_ahead), FT_CASE(test_bwd_head_dims_by_8), FT_CASE(test_variant_defaults))
