@@ -133,8 +133,9 @@ def main():
     ap.add_argument("--variant", default=None, help="flashtune: the (partial) variant of --spec to force")
     ap.add_argument("--systems", default=None, help="comma-separated names to time (default: all)")
     ap.add_argument("--alt", action="append", default=[],
-                    help="D/CAUSAL=VARIANT: also time this (partial) variant of --alt-spec as system "
-                         "'flashtune alt' on the shapes of head dim D and that causality (repeatable)")
+                    help="D/CAUSAL[:NAME]=VARIANT: also time this (partial) variant of --alt-spec as system "
+                         "'flashtune alt' (or 'flashtune NAME') on the shapes of head dim D and that causality "
+                         "(repeatable; several NAMEs per group)")
     ap.add_argument("--alt-spec", default="specs/flash_bwd_sm90.lua", help="the spec of the --alt variants")
     ap.add_argument("--base-lib", default=None,
                     help="also time the built-in defaults of this other libflashtune (e.g. a build of the "
@@ -154,8 +155,10 @@ def main():
     alts = {}
     for alt in a.alt:
         group, variant = alt.split("=", 1)
+        group, _, label = group.partition(":")
         d, c = (int(x) for x in group.split("/"))
-        alts[(d, c)] = flashtune_system(flashtune.Context(spec=a.alt_spec, variant=variant), a.deterministic)
+        alts.setdefault((d, c), []).append(("flashtune " + (label or "alt"), flashtune_system(
+            flashtune.Context(spec=a.alt_spec, variant=variant), a.deterministic)))
     rows = []
     for dtype in a.dtypes.split(","):
         for d in (int(x) for x in a.head_dims.split(",")):
@@ -167,7 +170,7 @@ def main():
                     fwd_flops = flashtune.flops(b, h, s, s, d, causal)
                     times = {}
                     made = {}
-                    shape_systems = syss + ([("flashtune alt", alts[(d, causal)])] if (d, causal) in alts else [])
+                    shape_systems = syss + alts.get((d, causal), [])
                     for name, make in shape_systems:
                         try:
                             made[name] = make(q, k, v, do, bool(causal))

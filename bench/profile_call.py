@@ -6,7 +6,9 @@ defaults, or one forced variant of a spec (--spec, --variant); its kernels are n
 ft_flash_fwd... and ft_flash_bwd... (the backward's pre, main and post kernels). Or, --system
 fa4, FlashAttention-4's (flash_attn.cute): select its kernels by name, `--kernel-name
 regex:Forward` or `regex:Backward` (the backward runs on autograd's thread, each call's three
-kernels named ...BackwardPreprocess, ...BackwardSm90 and ...BackwardPostprocess).
+kernels named ...BackwardPreprocess, ...BackwardSm90 and ...BackwardPostprocess); or --system
+cudnn, PyTorch's SDPA held to its cuDNN backend (its kernels' names hold `cudnn`, on
+PyTorch 2.11 with cuDNN 9.19 `cudnn_generated_fort_native_sdpa...`; `--kernel-name regex:sdpa|cudnn`).
 
     ncu --clock-control none --kernel-name regex:ft_flash_bwd --launch-skip 3 --launch-count 3 \\
         --section SpeedOfLight --section WarpStateStats python3 bench/profile_call.py --head-dim 128 \\
@@ -37,6 +39,20 @@ def fa4_call(q, k, v, do, causal, backward):
     return call
 
 
+def cudnn_call(q, k, v, do, causal, backward):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    qt, kt, vt, dot = (t.transpose(1, 2) for t in (q, k, v, do))  # (b, h, s, d) views, as SDPA takes them
+    if backward:
+        qt, kt, vt = (t.detach().requires_grad_() for t in (qt, kt, vt))
+
+    def call():
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            o = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+            if backward:
+                o.backward(dot)
+    return call
+
+
 def flashtune_call(ctx, q, k, v, do, causal, backward):
     """The call and the name of the kernel it runs."""
     if not backward:
@@ -57,7 +73,7 @@ def main():
     ap.add_argument("--calls", type=int, default=2)
     ap.add_argument("--spec", default=None)
     ap.add_argument("--variant", default=None)
-    ap.add_argument("--system", default="flashtune", choices=("flashtune", "fa4"))
+    ap.add_argument("--system", default="flashtune", choices=("flashtune", "fa4", "cudnn"))
     a = ap.parse_args()
     d, s, causal, backward = a.head_dim, a.seqlen, bool(a.causal), a.which == "bwd"
     b, h = max(1, 16384 // s), max(1, 2048 // d)  # the grid's shapes: 16k tokens, hidden 2048
@@ -65,6 +81,8 @@ def main():
     q, k, v, do = (torch.randn(b, s, h, d, device="cuda", dtype=dtype) for _ in range(4))
     if a.system == "fa4":
         call, name = fa4_call(q, k, v, do, causal, backward), "FA4 flash_attn.cute"
+    elif a.system == "cudnn":
+        call, name = cudnn_call(q, k, v, do, causal, backward), "SDPA cuDNN"
     else:
         call, name = flashtune_call(flashtune.Context(spec=a.spec, variant=a.variant), q, k, v, do, causal, backward)
     for _ in range(1 + a.calls):
