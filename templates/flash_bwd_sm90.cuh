@@ -345,9 +345,22 @@ __device__ __forceinline__ void load_tile(u32 dst, const TensorMap *map, int row
 }
 
 // The CTA's walk: `total` query blocks, block `it` of query head first_head + it / per_head,
-// row block m_begin + it % per_head.
+// row block m_begin + it % per_head. A loop follows it with a Step (head, row block) that it
+// advances by one block at each turn: no division in the loop.
+struct Step {
+    int head, m;
+};
 struct Walk {
     int batch, kv_head, n0, first_head, m_begin, per_head, total;
+
+    __device__ __forceinline__ Step first() const { return Step{first_head, m_begin}; }
+    __device__ __forceinline__ void advance(Step &s) const
+    {
+        if (++s.m == m_begin + per_head) {
+            s.m = m_begin;
+            ++s.head;
+        }
+    }
 };
 
 __device__ __forceinline__ Walk walk_of(const BwdParams &p, const Workspace &ws)
@@ -393,9 +406,10 @@ __device__ __forceinline__ void produce_loads(const BwdParams &p, const Workspac
     mbar_expect_tx(kv_full(bars), 2 * KV_BYTES);
     load_tile(base + OFF_K, maps.k, BN, w.n0, w.kv_head, w.batch, kv_full(bars));
     load_tile(base + OFF_V, maps.v, BN, w.n0, w.kv_head, w.batch, kv_full(bars));
-    for (int it = 0; it < w.total; ++it) {
+    Step at = w.first();
+    for (int it = 0; it < w.total; ++it, w.advance(at)) {
         const int stage = it & 1;
-        const int head = w.first_head + it / w.per_head, q0 = (w.m_begin + it % w.per_head) * BM;
+        const int head = at.head, q0 = at.m * BM;
         const u32 full = q_full(bars, stage);
         if (it >= 2)
             mbar_wait(q_empty(bars, stage), ((it >> 1) - 1) & 1);
@@ -437,8 +451,9 @@ __device__ __forceinline__ void produce_dq(const BwdParams &p, const Workspace &
     for (int h = 0; h < NWG; ++h)
         named_arrive(bar_dq_empty(h), HAND_THREADS); // the buffer starts empty
     const int nb = w.n0 / BN;
-    for (int it = 0; it < w.total; ++it) {
-        const int head = w.first_head + it / w.per_head, m = w.m_begin + it % w.per_head;
+    Step at = w.first();
+    for (int it = 0; it < w.total; ++it, w.advance(at)) {
+        const int head = at.head, m = at.m;
         const long long tile = ((long long)w.batch * p.heads_q + head) * ws.mbq + m;
         int *sem = DET ? ws.dq_sem + tile : nullptr;
         // Each share's reduction once its warpgroup has staged it (the two in flight at once) ...
@@ -673,9 +688,10 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
             issue_s(s, base, base + OFF_Q, kw, q0c);
         }
     }
-    for (int it = 0; it < w.total; ++it) {
+    Step at = w.first();
+    for (int it = 0; it < w.total; ++it, w.advance(at)) {
         const int stage = it & 1;
-        const int head = w.first_head + it / w.per_head, m = w.m_begin + it % w.per_head;
+        const int head = at.head, m = at.m;
         mbar_wait(q_full(bars, stage), (it >> 1) & 1);
 
         const u32 qt = base + OFF_Q + stage * QT_BYTES, dot = base + OFF_DO + stage * QT_BYTES;
