@@ -46,6 +46,11 @@
 #                                              e.g. of the commit before a change) and cuDNN, interleaved;
 #                                              BASE_VERIFY: more verify filters, BASE_ALT: bwd_compare --alt
 #                                              D/C=VARIANT twins beside them ('flashtune alt')
+#   bash bench/device_headdims_bwd.sh stream   verify of the early_dv=3 variants at d = 64 and 128,
+#                                              compute-sanitizer's three tools on the d = 128 causal
+#                                              one, then bwd_compare at d = 64 and 128 on the whole grid:
+#                                              the defaults, cuDNN, FA4 and early_dv=3 twins of the
+#                                              defaults ('flashtune stream'), interleaved
 #   bash bench/device_headdims_bwd.sh profile  Nsight Compute's full set on one backward call of
 #                                              each PROFILE_SHAPES entry (D/SEQLEN/CAUSAL, the grid's
 #                                              batch and heads), its details page and the SASS
@@ -177,6 +182,25 @@ for mode in "$@"; do
       2> "$OUT/base.err"
     note "bwd_compare against $BASE_LIB${BASE_ALT:+ and the BASE_ALT twins ('flashtune alt')}: exit $? in $(since "$t0") s"
     sed -n '/^type/,$p' "$OUT/base.txt" | tee -a "$summary"
+    ;;
+  stream)
+    # early_dv=3 (dV's k16 steps issued as Pᵀ's columns are made, dSᵀ from the packed Pᵀ): verify,
+    # racecheck on the d = 128 causal one, then twins of the four defaults at d = 64 and 128 with
+    # early_dv=3 ('flashtune stream'), with FA4 and cuDNN where they import, interleaved.
+    verify stream_d128 specs/flash_bwd_sm90.lua d=128,early_dv=3
+    verify stream_d64 specs/flash_bwd_sm90.lua d=64,early_dv=3,dtype=bf16
+    SANITIZE_LIMIT=${SANITIZE_LIMIT:-60} sanitize stream specs/flash_bwd_sm90.lua \
+      d=128,bm=64,bn=128,causal=1,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16
+    t0=$(date +%s)
+    python3 bench/bwd_compare.py --head-dims 64,128 --dtypes bf16 --rounds ${AB_ROUNDS:-2} \
+      --systems flashtune,cuDNN,FA4 \
+      --alt 64/0:stream=bm=128,bn=128,early_dv=3,lpt=0,kvsplit=0,dq_red=1,det=0,s_ahead=0 \
+      --alt 64/1:stream=bm=128,bn=128,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0 \
+      --alt 128/0:stream=bm=64,bn=128,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0 \
+      --alt 128/1:stream=bm=64,bn=128,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0 \
+      --json "$OUT/stream.json" > "$OUT/stream.txt" 2> "$OUT/stream.err"
+    note "bwd_compare d=64,128 with early_dv=3 twins of the defaults: exit $? in $(since "$t0") s"
+    sed -n '/^type/,$p' "$OUT/stream.txt" | tee -a "$summary"
     ;;
   profile)
     for shape in ${PROFILE_SHAPES:-128/8192/1 64/8192/1}; do

@@ -108,7 +108,8 @@ static double bwd_bytes(const ft_problem *p)
  * 2^-8 for bf16):
  *   dV = Σ_i P·dO_i: the kernel rounds P to 16 bits (u·P each), and its P differs from the
  *   reference's by the fp32 error of its score — about 2u·mag in all;
- *   dK and dQ: dS is rounded to 16 bits (u·|dS|) and inherits P's relative error — about 2u·mag;
+ *   dK and dQ: dS is rounded to 16 bits (u·|dS|) and inherits P's relative error — about 2u·mag
+ *   (3u where dS is made from P already rounded to 16 bits: flash_bwd_sm90's early_dv=3);
  *   dP − D cancels where the softmax saturates or a row sees one key (then dP = D exactly), and
  *   is the difference of two fp32 sums of d products, off by about d·2^-24 times the sum of
  *   their products' magnitudes on either side (|dP|₁ = Σ|dO_c v_c|, |D|₁ = Σ|dO_c O_c|; a bound

@@ -95,7 +95,9 @@
 //   FTP_CAUSAL  0 or 1      FTP_DTYPE_F16 or FTP_DTYPE_BF16      FT_SMEM_BYTES
 //   FTP_EARLY_DV 1: dV's product issued while dPᵀ's runs (more registers live), 0: after it;
 //               2: Pᵀ's exponentials while dPᵀ's product runs (Pᵀ kept in fp32 until dSᵀ is
-//               made, then packed), dV after dSᵀ (the order FlashAttention-3/4 use)
+//               made, then packed), dV after dSᵀ (the order FlashAttention-3/4 use); 3: as 1,
+//               dV's k16 steps each issued as soon as its 16 query columns of Pᵀ are packed
+//               (the tensor cores start dV while the rest of the exponentials run)
 //   FTP_LPT     1: the grid's linear index walks key blocks slowest (longest causal walks first)
 //   FTP_S_AHEAD 1: the next block's Sᵀ issued before this block's dK is waited for (not with
 //               KVSPLIT), so that the tensor cores have it while the block's last steps run
@@ -128,7 +130,8 @@ constexpr int DH = FTP_D; // the head dim: the columns of every tensor in global
 constexpr int BM = FTP_BM;
 constexpr int BN = FTP_BN;
 constexpr bool CAUSAL = FTP_CAUSAL != 0;
-constexpr bool EARLY_DV = FTP_EARLY_DV == 1;
+constexpr bool STREAM_DV = FTP_EARLY_DV == 3; // EARLY_DV with dV's k16 steps issued as Pᵀ's columns are made
+constexpr bool EARLY_DV = FTP_EARLY_DV == 1 || STREAM_DV;
 constexpr bool EXP_UNDER_DP = FTP_EARLY_DV == 2;
 constexpr bool S_FIRST = EARLY_DV || EXP_UNDER_DP; // Pᵀ made before dPᵀ's product is done
 constexpr bool LPT = FTP_LPT != 0;
@@ -193,7 +196,8 @@ static_assert(2 * BN * OUT_PITCH <= OFF_BAR, "dK and dV leave through the tiles'
 static_assert(BM == 64 || (BM == 128 && NWG == 2 && !KVSPLIT),
               "64 query rows per block, or 128 with two consumer warpgroups of 64 keys each");
 static_assert(BN == 64 || (BN == 128 && !KVSPLIT), "64 keys per consumer warpgroup, one or two warpgroups, or 64 shared");
-static_assert(FTP_EARLY_DV >= 0 && FTP_EARLY_DV <= 2, "early_dv is 0, 1 or 2");
+static_assert(FTP_EARLY_DV >= 0 && FTP_EARLY_DV <= 3, "early_dv is 0, 1, 2 or 3");
+static_assert(!STREAM_DV || (SQ == BM && !S_AHEAD), "early_dv = 3 streams the whole block's Pᵀ, not with s_ahead");
 static_assert(!KVSPLIT || !EARLY_DV, "with shared keys dV's product waits for both warpgroups' Pᵀ");
 static_assert(!KVSPLIT || DQ_PASSES <= 2, "KVSPLIT keeps every pass of dQ in flight at once: at most two");
 static_assert(NWG <= 2, "one or two consumer warpgroups");
@@ -345,22 +349,11 @@ __device__ __forceinline__ void load_tile(u32 dst, const TensorMap *map, int row
 }
 
 // The CTA's walk: `total` query blocks, block `it` of query head first_head + it / per_head,
-// row block m_begin + it % per_head. A loop follows it with a Step (head, row block) that it
-// advances by one block at each turn: no division in the loop.
-struct Step {
-    int head, m;
-};
+// row block m_begin + it % per_head. (The loops divide at every turn: a head and row block
+// stepped along instead, 2026-12-06, measured the same on an H200 but left ptxas unable to keep
+// them in uniform registers where one consumer warpgroup runs: 35 R2UR for 27 at d = 80.)
 struct Walk {
     int batch, kv_head, n0, first_head, m_begin, per_head, total;
-
-    __device__ __forceinline__ Step first() const { return Step{first_head, m_begin}; }
-    __device__ __forceinline__ void advance(Step &s) const
-    {
-        if (++s.m == m_begin + per_head) {
-            s.m = m_begin;
-            ++s.head;
-        }
-    }
 };
 
 __device__ __forceinline__ Walk walk_of(const BwdParams &p, const Workspace &ws)
@@ -406,10 +399,9 @@ __device__ __forceinline__ void produce_loads(const BwdParams &p, const Workspac
     mbar_expect_tx(kv_full(bars), 2 * KV_BYTES);
     load_tile(base + OFF_K, maps.k, BN, w.n0, w.kv_head, w.batch, kv_full(bars));
     load_tile(base + OFF_V, maps.v, BN, w.n0, w.kv_head, w.batch, kv_full(bars));
-    Step at = w.first();
-    for (int it = 0; it < w.total; ++it, w.advance(at)) {
+    for (int it = 0; it < w.total; ++it) {
         const int stage = it & 1;
-        const int head = at.head, q0 = at.m * BM;
+        const int head = w.first_head + it / w.per_head, q0 = (w.m_begin + it % w.per_head) * BM;
         const u32 full = q_full(bars, stage);
         if (it >= 2)
             mbar_wait(q_empty(bars, stage), ((it >> 1) - 1) & 1);
@@ -451,9 +443,8 @@ __device__ __forceinline__ void produce_dq(const BwdParams &p, const Workspace &
     for (int h = 0; h < NWG; ++h)
         named_arrive(bar_dq_empty(h), HAND_THREADS); // the buffer starts empty
     const int nb = w.n0 / BN;
-    Step at = w.first();
-    for (int it = 0; it < w.total; ++it, w.advance(at)) {
-        const int head = at.head, m = at.m;
+    for (int it = 0; it < w.total; ++it) {
+        const int head = w.first_head + it / w.per_head, m = w.m_begin + it % w.per_head;
         const long long tile = ((long long)w.batch * p.heads_q + head) * ws.mbq + m;
         int *sem = DET ? ws.dq_sem + tile : nullptr;
         // Each share's reduction once its warpgroup has staged it (the two in flight at once) ...
@@ -518,37 +509,68 @@ struct Stats {
 // query column q0c + 8·(i >> 2) + 2·t4 + (i & 1). MASK: keys past seqlen_k, and causal keys past
 // the row's last (row + delta), give 0. FUSED: dSᵀ = Pᵀ ∘ (dPᵀ − D) too, packed alike (dPᵀ
 // done); else Pᵀ replaces Sᵀ in fp32 for grads (dPᵀ may still be running), and only PACK_P
-// packs it now (else it is packed after grads, so fewer registers are live meanwhile).
+// packs it now (else it is packed after grads, so fewer registers are live meanwhile); !KEEP:
+// packed only, its fp32 values dropped. probs_cols makes the four elements of column pair jj.
+template <bool MASK, bool FUSED, bool PACK_P, bool KEEP = true>
+__device__ __forceinline__ void probs_cols(int jj, float (&s)[SN], const float (&dp)[SN], u32 (&pf)[SN / 2],
+                                           u32 (&dsf)[SN / 2], const Stats &lse, const Stats &dsum, u32 stat,
+                                           float scale_log2, int key0, int last0, int seqlen_k, int q0c, int t4)
+{
+    const int col = q0c + 8 * jj + 2 * t4;
+    const float2 l2 = lse.get(jj, stat + 4 * col);
+    const float2 dd = FUSED ? dsum.get(jj, stat + 4 * (BM + col)) : make_float2(0.f, 0.f);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int i = 4 * jj + 2 * h;
+        float x0 = ex2(fmaf(s[i], scale_log2, -l2.x));
+        float x1 = ex2(fmaf(s[i + 1], scale_log2, -l2.y));
+        if (MASK) {
+            const int key = key0 + 8 * h;
+            if (key >= seqlen_k || (CAUSAL && key > last0 + col))
+                x0 = 0.f;
+            if (key >= seqlen_k || (CAUSAL && key > last0 + col + 1))
+                x1 = 0.f;
+        }
+        if (PACK_P || FUSED)
+            pf[i / 2] = pack2(x0, x1);
+        if (FUSED)
+            dsf[i / 2] = pack2(x0 * (dp[i] - dd.x), x1 * (dp[i + 1] - dd.y));
+        else if (KEEP)
+            s[i] = x0, s[i + 1] = x1;
+    }
+}
+
 template <bool MASK, bool FUSED, bool PACK_P>
 __device__ __forceinline__ void probs(float (&s)[SN], const float (&dp)[SN], u32 (&pf)[SN / 2], u32 (&dsf)[SN / 2],
                                       const Stats &lse, const Stats &dsum, u32 stat, float scale_log2, int key0,
                                       int last0, int seqlen_k, int q0c, int t4)
 {
 #pragma unroll
-    for (int jj = 0; jj < SQ / 8; ++jj) {
-        const int col = q0c + 8 * jj + 2 * t4;
-        const float2 l2 = lse.get(jj, stat + 4 * col);
-        const float2 dd = FUSED ? dsum.get(jj, stat + 4 * (BM + col)) : make_float2(0.f, 0.f);
+    for (int jj = 0; jj < SQ / 8; ++jj)
+        probs_cols<MASK, FUSED, PACK_P>(jj, s, dp, pf, dsf, lse, dsum, stat, scale_log2, key0, last0, seqlen_k, q0c,
+                                        t4);
+}
+
+// STREAM_DV: Pᵀ as probs makes it (not fused, packed only: dSᵀ is made from the packed values,
+// grads_packed), dV += Pᵀ·dO issued a k16 step (16 query columns, two of probs' column pairs) at
+// a time as soon as its columns are packed, one wgmma group committed after the last, so that
+// the tensor cores start dV while the rest of the exponentials run.
+template <bool MASK>
+__device__ __forceinline__ void probs_stream_dv(float (&s)[SN], const float (&dp)[SN], u32 (&pf)[SN / 2],
+                                                u32 (&dsf)[SN / 2], float (&dv)[KN], u32 dot, const Stats &lse,
+                                                const Stats &dsum, u32 stat, float scale_log2, int key0, int last0,
+                                                int seqlen_k, int q0c, int t4)
+{
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int i = 4 * jj + 2 * h;
-            float x0 = ex2(fmaf(s[i], scale_log2, -l2.x));
-            float x1 = ex2(fmaf(s[i + 1], scale_log2, -l2.y));
-            if (MASK) {
-                const int key = key0 + 8 * h;
-                if (key >= seqlen_k || (CAUSAL && key > last0 + col))
-                    x0 = 0.f;
-                if (key >= seqlen_k || (CAUSAL && key > last0 + col + 1))
-                    x1 = 0.f;
-            }
-            if (PACK_P || FUSED)
-                pf[i / 2] = pack2(x0, x1);
-            if (FUSED)
-                dsf[i / 2] = pack2(x0 * (dp[i] - dd.x), x1 * (dp[i + 1] - dd.y));
-            else
-                s[i] = x0, s[i + 1] = x1;
-        }
+    for (int kb = 0; kb < BM / 16; ++kb) {
+#pragma unroll
+        for (int jj = 2 * kb; jj < 2 * kb + 2; ++jj)
+            probs_cols<MASK, false, true, false>(jj, s, dp, pf, dsf, lse, dsum, stat, scale_log2, key0, last0,
+                                                 seqlen_k, q0c, t4);
+        wgmma_fence();
+        ft_wgmma_kv(dv, pf[4 * kb], pf[4 * kb + 1], pf[4 * kb + 2], pf[4 * kb + 3], DT::mnmajor(dot, BM, 0, kb));
     }
+    wgmma_commit();
 }
 
 // Sᵀ = K·Qᵀ for the warpgroup's keys (from kw) and queries (from q0c) of the stage's Q tile at
@@ -574,6 +596,24 @@ __device__ __forceinline__ void grads(const float (&pt)[SN], const float (&dp)[S
         for (int h = 0; h < 2; ++h) {
             const int i = 4 * jj + 2 * h;
             dsf[i / 2] = pack2(pt[i] * (dp[i] - dd.x), pt[i + 1] * (dp[i + 1] - dd.y));
+        }
+    }
+}
+
+// STREAM_DV: dSᵀ as grads makes it, from Pᵀ as packed for dV (its fp32 values are not kept: the
+// registers the streamed steps need).
+__device__ __forceinline__ void grads_packed(const u32 (&pf)[SN / 2], const float (&dp)[SN], u32 (&dsf)[SN / 2],
+                                             const Stats &dsum, u32 stat, int q0c, int t4)
+{
+#pragma unroll
+    for (int jj = 0; jj < SQ / 8; ++jj) {
+        const int col = q0c + 8 * jj + 2 * t4;
+        const float2 dd = dsum.get(jj, stat + 4 * (BM + col));
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int i = 4 * jj + 2 * h;
+            const float2 pr = unpack2(pf[i / 2]);
+            dsf[i / 2] = pack2(pr.x * (dp[i] - dd.x), pr.y * (dp[i + 1] - dd.y));
         }
     }
 }
@@ -688,10 +728,9 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
             issue_s(s, base, base + OFF_Q, kw, q0c);
         }
     }
-    Step at = w.first();
-    for (int it = 0; it < w.total; ++it, w.advance(at)) {
+    for (int it = 0; it < w.total; ++it) {
         const int stage = it & 1;
-        const int head = at.head, m = at.m;
+        const int head = w.first_head + it / w.per_head, m = w.m_begin + it % w.per_head;
         mbar_wait(q_full(bars, stage), (it >> 1) & 1);
 
         const u32 qt = base + OFF_Q + stage * QT_BYTES, dot = base + OFF_DO + stage * QT_BYTES;
@@ -732,17 +771,28 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
         u32 pf[SN / 2], dsf[SN / 2];
         if (!S_FIRST)
             fence_regs(dp);
-        if (w.n0 + BN > p.seqlen_k || (CAUSAL && w.n0 + BN - 1 > last0))
+        const bool masked = w.n0 + BN > p.seqlen_k || (CAUSAL && w.n0 + BN - 1 > last0);
+        if (STREAM_DV && masked)
+            probs_stream_dv<true>(s, dp, pf, dsf, dv, dot, lse, dsum, stat, p.scale_log2, key0, last0, p.seqlen_k, q0c,
+                                  t4);
+        else if (STREAM_DV)
+            probs_stream_dv<false>(s, dp, pf, dsf, dv, dot, lse, dsum, stat, p.scale_log2, key0, last0, p.seqlen_k, q0c,
+                                   t4);
+        else if (masked)
             probs<true, !S_FIRST, EARLY_DV>(s, dp, pf, dsf, lse, dsum, stat, p.scale_log2, key0, last0, p.seqlen_k, q0c, t4);
         else
             probs<false, !S_FIRST, EARLY_DV>(s, dp, pf, dsf, lse, dsum, stat, p.scale_log2, key0, last0, p.seqlen_k, q0c, t4);
         if (S_FIRST)
             dsum.load(stat + 4 * BM, q0c, t4);
         if (EARLY_DV) {
-            issue_dv(dv, pf, dot);
+            if (!STREAM_DV)
+                issue_dv(dv, pf, dot);
             wgmma_wait<1>(); // dPᵀ
             fence_regs(dp);
-            grads(s, dp, dsf, dsum, stat, q0c, t4);
+            if (STREAM_DV)
+                grads_packed(pf, dp, dsf, dsum, stat, q0c, t4);
+            else
+                grads(s, dp, dsf, dsum, stat, q0c, t4);
         }
         if (EXP_UNDER_DP) {
             wgmma_wait<0>(); // dPᵀ

@@ -1005,7 +1005,7 @@ static void test_bwd_sm90_s_ahead(void)
     unsigned mask;
     ft_arch arch;
     ft_err err;
-    int i, compiled = 0, serialised = 0;
+    int i, compiled = 0, serialised = 0, pruned = 0;
 
     ASSERT_TRUE(fam != NULL);
     ASSERT_OK(ft__spec_load(FT_SOURCE_DIR "/specs/flash_bwd_sm90.lua", NULL, &spec, &err), &err);
@@ -1032,7 +1032,10 @@ static void test_bwd_sm90_s_ahead(void)
     for (i = 0; i < plan->nitems; i++) {
         const ft_plan_item *it = &plan->items[i];
         printf("  %s: %s %s\n", it->variant_str, ft__plan_status_name(it->status), it->reason);
-        if (ft__variant_int(spec, &it->variant, "early_dv", 0) == 1) {
+        if (ft__variant_int(spec, &it->variant, "early_dv", 0) == 3) {
+            ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+            pruned++;
+        } else if (ft__variant_int(spec, &it->variant, "early_dv", 0) == 1) {
             ASSERT_EQ(it->status, FT_PLAN_OVER_LIMITS);
             ASSERT_STREQ(it->reason_class, "wgmmas serialised by ptxas");
             serialised++;
@@ -1044,6 +1047,66 @@ static void test_bwd_sm90_s_ahead(void)
     }
     ASSERT_EQ(compiled, 2);
     ASSERT_EQ(serialised, 1);
+    ASSERT_EQ(pruned, 1); /* early_dv=3 is not with s_ahead */
+    ft__plan_free(plan);
+    ft__spec_free(spec);
+}
+
+/* flash_bwd_sm90's early_dv=3 (dV's k16 steps issued as Pᵀ's columns are packed, dSᵀ from the
+ * packed Pᵀ): pruned with kvsplit and with s_ahead (the constraints' words); at d = 128 with two
+ * consumer warpgroups, where keeping Pᵀ in fp32 beside the streamed steps made ptxas serialise
+ * every wgmma, NVRTC compiles it asynchronous and without spills, causal or not (masked blocks
+ * stream too), and its source defines FTP_EARLY_DV 3. */
+static void test_bwd_sm90_stream_dv(void)
+{
+    const ft_family *fam = ft__family_find("flash_bwd_sm90");
+    ft_spec *spec = NULL;
+    ft_plan *plan = NULL;
+    ft_variant v, filter;
+    ft_kernel_source ks;
+    unsigned mask;
+    ft_arch arch;
+    ft_err err;
+    int i, compiled = 0;
+
+    ASSERT_TRUE(fam != NULL);
+    ASSERT_OK(ft__spec_load(FT_SOURCE_DIR "/specs/flash_bwd_sm90.lua", NULL, &spec, &err), &err);
+    ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
+    ASSERT_EQ(ft_test_spec_case(spec, &arch, "d=192,bm=64,bn=64,causal=0,early_dv=3,lpt=0,kvsplit=1,dq_red=1,det=0,"
+                                             "s_ahead=0,dtype=bf16",
+                                "with shared keys dV's product needs both warpgroups' Pᵀ: it cannot start while dPᵀ runs",
+                                &v),
+              0);
+    ASSERT_EQ(ft_test_spec_case(spec, &arch, "d=128,bm=64,bn=128,causal=1,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,"
+                                             "s_ahead=1,dtype=bf16",
+                                "dV's steps issued one by one as Pᵀ is made are not with the next block's Sᵀ issued ahead",
+                                &v),
+              0);
+    ASSERT_EQ(ft_test_spec_case(spec, &arch, "d=128,bm=64,bn=128,causal=1,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,"
+                                             "s_ahead=0,dtype=bf16",
+                                NULL, &v),
+              1);
+    ASSERT_OK(ft__emit(spec, fam, &v, &arch, &ks, &err), &err);
+    ASSERT_EQ(ft_test_count(ks.text, "#define FTP_EARLY_DV 3\n"), 1);
+    ft__kernel_source_free(&ks);
+
+    ASSERT_OK(ft__variant_filter_parse(spec, "d=128,bm=64,bn=128,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,"
+                                             "dtype=bf16",
+                                       &filter, &mask, &err),
+              &err);
+    ASSERT_OK(ft__plan_build(spec, &arch, &filter, mask, &plan, &err), &err);
+    ASSERT_EQ(plan->count[FT_PLAN_PENDING], 2);
+    ASSERT_OK(ft__plan_compile(plan, NULL, 2, NULL, NULL, NULL, &err), &err);
+    for (i = 0; i < plan->nitems; i++) {
+        const ft_plan_item *it = &plan->items[i];
+        if (it->status == FT_PLAN_PRUNED)
+            continue;
+        printf("  %s: %s %s\n", it->variant_str, ft__plan_status_name(it->status), it->reason);
+        ASSERT_EQ(it->status, FT_PLAN_COMPILED);
+        ASSERT_EQ(it->report.spill_stores + it->report.spill_loads, 0);
+        compiled++;
+    }
+    ASSERT_EQ(compiled, 2);
     ft__plan_free(plan);
     ft__spec_free(spec);
 }
@@ -1167,4 +1230,5 @@ FT_TEST_MAIN(FT_CASE(test_builtin_table), FT_CASE(test_load_builtin_index), FT_C
              FT_CASE(test_family_target), FT_CASE(test_plan_target), FT_CASE(test_wgmma_wrappers),
              FT_CASE(test_emit_sm90), FT_CASE(test_sm90_pruning), FT_CASE(test_sm90_compile_sample),
              FT_CASE(test_plan_rejects_spills), FT_CASE(test_fwd_head_dims_by_8), FT_CASE(test_many_open_head_dims),
-             FT_CASE(test_bwd_sm90_s_ahead), FT_CASE(test_bwd_head_dims_by_8), FT_CASE(test_variant_defaults))
+             FT_CASE(test_bwd_sm90_s_ahead), FT_CASE(test_bwd_sm90_stream_dv), FT_CASE(test_bwd_head_dims_by_8),
+             FT_CASE(test_variant_defaults))
