@@ -8,6 +8,13 @@ PREFIX.sass.csv.gz: `ncu --page source --csv --print-source sass`).
 
 The main kernel is the profile's longest (raw page) and the one that executed the most
 instructions (source page); where a kernel was profiled more than once, its first instance.
+
+--spans: where each kernel's hot loop waits. The loop is the instructions executed at least
+9/10 as often as its wgmmas (HGMMA); it is cut into spans at each run of wgmmas into one
+accumulator and at each wait (WARPGROUP.DEPBAR, BAR.SYNC / BAR.ARV, an mbarrier try-wait), and
+each span's share of the loop's warp-stall samples is printed with the instruction that opens it,
+then the opcodes' shares of those samples (stall samples count where warps wait, not only where
+the pipes work: compare shares, and across GPUs only shares).
 """
 import argparse
 import collections
@@ -57,13 +64,46 @@ def main_sass(path):
         if name not in seen:
             seen.add(name)
             firsts.append(rows)
-    count = lambda d: int((d.get("Instructions Executed") or "0").replace(",", ""))
     rows = max(firsts, key=lambda rs: sum(count(d) for d in rs))
     mix = collections.Counter()
     for d in rows:
-        op = re.sub(r"^@!?U?P\w+\s+", "", d["Source"].strip()).split(" ")[0].split(".")[0]
-        mix[op] += count(d)
-    return mix
+        mix[opcode(d)] += count(d)
+    return mix, rows
+
+
+def count(d, key="Instructions Executed"):
+    return int((d.get(key) or "0").replace(",", "") or 0)
+
+
+def opcode(d):
+    return re.sub(r"^@!?U?P\w+\s+", "", d["Source"].strip()).split(" ")[0].split(".")[0]
+
+
+WAITS = ("WARPGROUP.DEPBAR", "BAR.SYNC", "BAR.ARV", "SYNCS.PHASECHK")
+
+
+def loop_spans(rows):
+    """The hot loop's spans [(opening instruction, samples)], their total and the opcodes' samples."""
+    samples = "Warp Stall Sampling (All Samples)"
+    hgmma = [count(d) for d in rows if opcode(d) == "HGMMA"]
+    if not hgmma:
+        return [], 0, collections.Counter()
+    floor = 0.9 * max(hgmma)
+    spans, ops, accum = [], collections.Counter(), None
+    for d in rows:
+        if count(d) < floor:
+            continue
+        src = re.sub(r"^@!?U?P\w+\s+", "", d["Source"].strip())
+        m = re.match(r"HGMMA\.(\S+) (R\d+)", src)
+        key = ("HGMMA " + m.group(1) + " " + m.group(2)) if m else None
+        wait = not m and src.startswith(WAITS)
+        if (m and key != accum) or wait or not spans:
+            spans.append([key or " ".join(src.split()[:2]).rstrip(","), 0])
+        if m or wait:
+            accum = key
+        spans[-1][1] += count(d, samples)
+        ops[opcode(d)] += count(d, samples)
+    return spans, sum(n for _, n in spans), ops
 
 
 def number(v):
@@ -78,6 +118,7 @@ def main():
     ap.add_argument("a", help="first profile's prefix")
     ap.add_argument("b", help="second profile's prefix")
     ap.add_argument("--ops", type=int, default=24, help="opcodes listed (the most executed)")
+    ap.add_argument("--spans", action="store_true", help="also each hot loop's spans and stall samples")
     x = ap.parse_args()
     ra, rb = main_raw(x.a + ".raw.csv.gz"), main_raw(x.b + ".raw.csv.gz")
     print("| metric | A | B | B / A |\n|---|---|---|---|")
@@ -86,13 +127,24 @@ def main():
         na, nb = number(va), number(vb)
         ratio = "%.2f" % (nb / na) if na and nb is not None else ""
         print("| %s (%s) | %s | %s | %s |" % (label, ra.get(key, ("", ""))[1], va, vb, ratio))
-    ma, mb = main_sass(x.a + ".sass.csv.gz"), main_sass(x.b + ".sass.csv.gz")
+    (ma, rows_a), (mb, rows_b) = main_sass(x.a + ".sass.csv.gz"), main_sass(x.b + ".sass.csv.gz")
     ta, tb = sum(ma.values()), sum(mb.values())
     print("\n| opcode | A | B | A − B | A, % of all | B, % of all |\n|---|---|---|---|---|---|")
     for op in sorted(set(ma) | set(mb), key=lambda o: -(ma[o] + mb[o]))[:x.ops]:
         print("| %s | %d | %d | %d | %.1f | %.1f |" % (op, ma[op], mb[op], ma[op] - mb[op], 100 * ma[op] / ta,
                                                     100 * mb[op] / tb))
     print("| all | %d | %d | %d | | |" % (ta, tb, ta - tb))
+    if not x.spans:
+        return
+    loops = [loop_spans(rows_a), loop_spans(rows_b)]
+    for name, (spans, total, _) in zip("AB", loops):
+        print("\n%s's hot loop, %d stall samples\n\n| span opened by | samples, %% |\n|---|---|" % (name, total))
+        for label, n in spans:
+            print("| %s | %.1f |" % (label, 100 * n / max(total, 1)))
+    (_, sa, oa), (_, sb, ob) = loops
+    print("\n| opcode | A, % of the loop's samples | B |\n|---|---|---|")
+    for op in sorted(set(oa) | set(ob), key=lambda o: -(oa[o] / max(sa, 1) + ob[o] / max(sb, 1)))[:x.ops]:
+        print("| %s | %.1f | %.1f |" % (op, 100 * oa[op] / max(sa, 1), 100 * ob[op] / max(sb, 1)))
 
 
 if __name__ == "__main__":
