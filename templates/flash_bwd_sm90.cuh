@@ -552,7 +552,7 @@ __device__ __forceinline__ void probs(float (&s)[SN], const float (&dp)[SN], u32
 }
 
 // STREAM_DV: Pᵀ as probs makes it (not fused, packed only: dSᵀ is made from the packed values,
-// grads_packed), dV += Pᵀ·dO issued a k16 step (16 query columns, two of probs' column pairs) at
+// grads<true>), dV += Pᵀ·dO issued a k16 step (16 query columns, two of probs' column pairs) at
 // a time as soon as its columns are packed, one wgmma group committed after the last, so that
 // the tensor cores start dV while the rest of the exponentials run.
 template <bool MASK>
@@ -584,9 +584,11 @@ __device__ __forceinline__ void issue_s(float (&s)[SN], u32 base, u32 qt, int kw
     wgmma_commit();
 }
 
-// dSᵀ = Pᵀ ∘ (dPᵀ − D), packed as probs packs Pᵀ.
-__device__ __forceinline__ void grads(const float (&pt)[SN], const float (&dp)[SN], u32 (&dsf)[SN / 2],
-                                      const Stats &dsum, u32 stat, int q0c, int t4)
+// dSᵀ = Pᵀ ∘ (dPᵀ − D), packed as probs packs Pᵀ; Pᵀ in fp32 (pt) or, PACKED (STREAM_DV: its
+// fp32 values are not kept, for the registers the streamed steps need), as packed for dV (pf).
+template <bool PACKED = false>
+__device__ __forceinline__ void grads(const float (&pt)[SN], const u32 (&pf)[SN / 2], const float (&dp)[SN],
+                                      u32 (&dsf)[SN / 2], const Stats &dsum, u32 stat, int q0c, int t4)
 {
 #pragma unroll
     for (int jj = 0; jj < SQ / 8; ++jj) {
@@ -595,24 +597,7 @@ __device__ __forceinline__ void grads(const float (&pt)[SN], const float (&dp)[S
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int i = 4 * jj + 2 * h;
-            dsf[i / 2] = pack2(pt[i] * (dp[i] - dd.x), pt[i + 1] * (dp[i + 1] - dd.y));
-        }
-    }
-}
-
-// STREAM_DV: dSᵀ as grads makes it, from Pᵀ as packed for dV (its fp32 values are not kept: the
-// registers the streamed steps need).
-__device__ __forceinline__ void grads_packed(const u32 (&pf)[SN / 2], const float (&dp)[SN], u32 (&dsf)[SN / 2],
-                                             const Stats &dsum, u32 stat, int q0c, int t4)
-{
-#pragma unroll
-    for (int jj = 0; jj < SQ / 8; ++jj) {
-        const int col = q0c + 8 * jj + 2 * t4;
-        const float2 dd = dsum.get(jj, stat + 4 * (BM + col));
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int i = 4 * jj + 2 * h;
-            const float2 pr = unpack2(pf[i / 2]);
+            const float2 pr = PACKED ? unpack2(pf[i / 2]) : make_float2(pt[i], pt[i + 1]);
             dsf[i / 2] = pack2(pr.x * (dp[i] - dd.x), pr.y * (dp[i + 1] - dd.y));
         }
     }
@@ -789,15 +774,12 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
                 issue_dv(dv, pf, dot);
             wgmma_wait<1>(); // dPᵀ
             fence_regs(dp);
-            if (STREAM_DV)
-                grads_packed(pf, dp, dsf, dsum, stat, q0c, t4);
-            else
-                grads(s, dp, dsf, dsum, stat, q0c, t4);
+            grads<STREAM_DV>(s, pf, dp, dsf, dsum, stat, q0c, t4);
         }
         if (EXP_UNDER_DP) {
             wgmma_wait<0>(); // dPᵀ
             fence_regs(dp);
-            grads(s, dp, dsf, dsum, stat, q0c, t4);
+            grads(s, pf, dp, dsf, dsum, stat, q0c, t4);
 #pragma unroll
             for (int i = 0; i < SN; i += 2)
                 pf[i / 2] = pack2(s[i], s[i + 1]);
