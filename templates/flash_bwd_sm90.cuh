@@ -197,7 +197,7 @@ static_assert(BM == 64 || (BM == 128 && NWG == 2 && !KVSPLIT),
               "64 query rows per block, or 128 with two consumer warpgroups of 64 keys each");
 static_assert(BN == 64 || (BN == 128 && !KVSPLIT), "64 keys per consumer warpgroup, one or two warpgroups, or 64 shared");
 static_assert(FTP_EARLY_DV >= 0 && FTP_EARLY_DV <= 3, "early_dv is 0, 1, 2 or 3");
-static_assert(!STREAM_DV || (SQ == BM && !S_AHEAD), "early_dv = 3 streams the whole block's Pᵀ, not with s_ahead");
+static_assert(!STREAM_DV || !S_AHEAD, "early_dv = 3 is not with s_ahead");
 static_assert(!KVSPLIT || !EARLY_DV, "with shared keys dV's product waits for both warpgroups' Pᵀ");
 static_assert(!KVSPLIT || DQ_PASSES <= 2, "KVSPLIT keeps every pass of dQ in flight at once: at most two");
 static_assert(NWG <= 2, "one or two consumer warpgroups");
@@ -504,6 +504,12 @@ struct Stats {
     __device__ __forceinline__ float2 get(int jj, u32 addr) const { return PRELOAD ? v[jj] : ld_shared_f2(addr); }
 };
 
+// Step kb of dV += Pᵀ·dO: queries 16·kb.. of Pᵀ (packed, pf[4·kb..]) and of dO's tile at dot.
+__device__ __forceinline__ void dv_step(float (&dv)[KN], const u32 (&pf)[SN / 2], u32 dot, int kb)
+{
+    ft_wgmma_kv(dv, pf[4 * kb], pf[4 * kb + 1], pf[4 * kb + 2], pf[4 * kb + 3], DT::mnmajor(dot, BM, 0, kb));
+}
+
 // Pᵀ = exp2(Sᵀ·scale·log2(e) − LSE·log2(e)), packed in pairs of adjacent query columns: pf[i/2]
 // holds elements i and i + 1 (the A operand's order). Element i is key key0 + 8·((i >> 1) & 1),
 // query column q0c + 8·(i >> 2) + 2·t4 + (i & 1). MASK: keys past seqlen_k, and causal keys past
@@ -568,7 +574,7 @@ __device__ __forceinline__ void probs_stream_dv(float (&s)[SN], const float (&dp
             probs_cols<MASK, false, true, false>(jj, s, dp, pf, dsf, lse, dsum, stat, scale_log2, key0, last0,
                                                  seqlen_k, q0c, t4);
         wgmma_fence();
-        ft_wgmma_kv(dv, pf[4 * kb], pf[4 * kb + 1], pf[4 * kb + 2], pf[4 * kb + 3], DT::mnmajor(dot, BM, 0, kb));
+        dv_step(dv, pf, dot, kb);
     }
     wgmma_commit();
 }
@@ -609,7 +615,7 @@ __device__ __forceinline__ void issue_dv(float (&dv)[KN], const u32 (&pf)[SN / 2
     wgmma_fence();
 #pragma unroll
     for (int kb = 0; kb < BM / 16; ++kb)
-        ft_wgmma_kv(dv, pf[4 * kb], pf[4 * kb + 1], pf[4 * kb + 2], pf[4 * kb + 3], DT::mnmajor(dot, BM, 0, kb));
+        dv_step(dv, pf, dot, kb);
     wgmma_commit();
 }
 
