@@ -187,10 +187,14 @@ for mode in "$@"; do
     # early_dv=3 (dV's k16 steps issued as Pᵀ's columns are made, dSᵀ from the packed Pᵀ): verify,
     # racecheck on the d = 128 causal one, then twins of the four defaults at d = 64 and 128 with
     # early_dv=3 ('flashtune stream'), with FA4 and cuDNN where they import, interleaved.
-    verify stream_d128 specs/flash_bwd_sm90.lua d=128,early_dv=3
-    verify stream_d64 specs/flash_bwd_sm90.lua d=64,early_dv=3,dtype=bf16
-    SANITIZE_LIMIT=${SANITIZE_LIMIT:-60} sanitize stream specs/flash_bwd_sm90.lua \
-      d=128,bm=64,bn=128,causal=1,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16
+    # STREAM_CHECK=0 leaves out the verify and sanitizers, STREAM_BENCH=0 the twins.
+    if [ "${STREAM_CHECK:-1}" != 0 ]; then
+      verify stream_d128 specs/flash_bwd_sm90.lua d=128,early_dv=3
+      verify stream_d64 specs/flash_bwd_sm90.lua d=64,early_dv=3,dtype=bf16
+      SANITIZE_LIMIT=${SANITIZE_LIMIT:-60} sanitize stream specs/flash_bwd_sm90.lua \
+        d=128,bm=64,bn=128,causal=1,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16
+    fi
+    [ "${STREAM_BENCH:-1}" != 0 ] || continue
     t0=$(date +%s)
     python3 bench/bwd_compare.py --head-dims 64,128 --dtypes bf16 --rounds ${AB_ROUNDS:-2} \
       --systems flashtune,cuDNN,FA4 \

@@ -175,6 +175,10 @@ grep -q 'measured 262, already in the database 0: 262 ok' "$dir/out" || fail "ra
 grep -q 'search: ranked: 142 variants screened, 72 of them measured again at the whole budget' "$dir/out" ||
   fail "ranked: expected 142 screenings and 72 at the whole budget"
 grep -q 'ranked: 82 variants not compiled' "$dir/out" || fail "ranked: expected 82 variants left uncompiled"
+#     A refined group's buckets race once, after its last refinement (not once more after each):
+#     24 races for 24 buckets.
+grep -q '^winners: 24 buckets (24 races of the leaders' "$dir/out" ||
+  fail "ranked: expected one race per bucket (the refined group's held for its last refinement)"
 [ "$(count 'select count(*) from kernels')" = 38 ] || fail "ranked: expected 38 kernels in the database"
 f16c0="key like '%\"f16\"%' and key like '%\"causal\":0%'"
 [ "$(count "select min(n) from (select count(*) n from results where $f16c0 and seqlen_q in (512, 16384) group by key)")" -gt 16 ] ||

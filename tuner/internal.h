@@ -60,6 +60,7 @@ typedef struct task {
     int nranked;
     int seeded;      /* ranked: its jobs were cut to its neighbours' fastest (or left whole) */
     int failed;      /* the shape could not be set up */
+    int held;        /* ranked: measured, its race held for the group's last refinement */
     /* the race of the leaders */
     int race_started;
     int nleaders;
@@ -142,6 +143,8 @@ typedef struct group {
     int compiled;   /* its first nitems items have compiled */
     int measured;   /* its tasks for those were measured (a ranked search may measure a group
                        early, while another group's refinement compiles) */
+    int hold_race;  /* ranked: its buckets' races wait for its last refinement (a race before it
+                       would be run again with the new variants among the leaders) */
 } group;
 
 typedef struct tuner {

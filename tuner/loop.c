@@ -232,7 +232,9 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
             if (*rc != FT_OK)
                 return 0;
         }
-        if (t->dirty && !t->race_started) {
+        if (t->dirty && !t->race_started && tu->groups[t->group].hold_race) {
+            t->held = 1; /* the winner so far stored (below); raced after the last refinement */
+        } else if (t->dirty && !t->race_started) {
             t->race_started = 1;
             *rc = ft__tuner_find_leaders(tu, t, err);
             if (*rc != FT_OK)

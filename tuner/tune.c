@@ -177,6 +177,50 @@ static ft_status measure_group(tuner *tu, int g, int from, ft_err *err)
     return rc;
 }
 
+/* Ranked search: whether group g's races wait for its refinements: its candidates came from
+ * the prior and the ranking left variants out, which a refinement may bring in. */
+static int holds_race(const tuner *tu, int g)
+{
+    const group *gr = &tu->groups[g];
+    return tu->o->search == FT_SEARCH_RANKED && !gr->informed && gr->nall > gr->nitems && FT_TUNE_RANK_ROUNDS > 0;
+}
+
+/* Ranked search, after group g's refinements: each of its buckets that has not raced (its
+ * races were held, and the last refinement brought it nothing to measure or was held too)
+ * races now, on its latest held task, the worker setting its shape up again; the leaders come
+ * from every measurement the bucket has. */
+static ft_status race_held(tuner *tu, int g, ft_err *err)
+{
+    int i, j, n = 0;
+
+    tu->groups[g].hold_race = 0;
+    for (i = tu->ntasks - 1; i >= 0; i--) {
+        task *t = &tu->tasks[i];
+        worker *w;
+        if (t->group != g || t->held != 1)
+            continue;
+        for (j = 0; j < tu->ntasks; j++) { /* the bucket raced, or its latest task is queued */
+            const task *o = &tu->tasks[j];
+            if (o->group == g && ft__key_equal(&o->key, &t->key) && (o->race_started || o->held == 2))
+                break;
+        }
+        if (j < tu->ntasks) {
+            t->held = 0;
+            continue;
+        }
+        w = &tu->workers[n++ % tu->nworkers];
+        if (w->ntasks == w->tasks_cap)
+            return ft__fail(err, FT_ERR_INTERNAL, "more tasks than the tuner has room for (%d)", w->tasks_cap);
+        t->held = 2; /* queued: it races now */
+        t->shape_ready = 0;
+        w->tasks[w->ntasks++] = i;
+    }
+    if (n == 0)
+        return FT_OK;
+    ft__tuner_progress(tu, "racing");
+    return ft__tuner_run_workers(tu, err);
+}
+
 /* The groups in turn: the first one's variants compiled (all cores), then while a group is
  * measured the next one with variants of its own compiles (on all cores but one per GPU, for
  * the workers' host side), so that compiling hides behind timing. The ranked search's
@@ -219,8 +263,10 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
             if (rc == FT_OK && n >= 0)
                 inflight = n;
         }
-        if (rc == FT_OK && !tu->groups[g].measured)
+        if (rc == FT_OK && !tu->groups[g].measured) {
+            tu->groups[g].hold_race = holds_race(tu, g);
             rc = measure_group(tu, g, 0, err);
+        }
         tu->groups[g].measured = 1;
         for (round = 0; rc == FT_OK && tu->o->search == FT_SEARCH_RANKED && round < FT_TUNE_RANK_ROUNDS; round++) {
             const int from = tu->groups[g].nitems;
@@ -237,6 +283,7 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
             if (rc == FT_OK)
                 rc = compile_start(tu, g, from, ahead >= 0 ? side : jobs, &job, &th, &started, err);
             if (rc == FT_OK && ahead >= 0) { /* the GPU busy while the refinement compiles */
+                tu->groups[ahead].hold_race = holds_race(tu, ahead);
                 rc = measure_group(tu, ahead, 0, err);
                 tu->groups[ahead].measured = 1;
             }
@@ -246,9 +293,12 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
                 ft_err e2;
                 compile_finish(tu, &job, th, started, &e2);
             }
+            tu->groups[g].hold_race = round + 1 < FT_TUNE_RANK_ROUNDS;
             if (rc == FT_OK)
                 rc = measure_group(tu, g, from, err);
         }
+        if (rc == FT_OK && tu->o->search == FT_SEARCH_RANKED)
+            rc = race_held(tu, g, err);
     }
     if (inflight >= 0) { /* after a failure or a stop (which ends it soon): joined all the same */
         ft_err e2;
@@ -360,8 +410,9 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
         for (i = 0; i < tu.nspecs; i++)
             ntargets += tu.targets[i].n;
         for (i = 0; i < tu.nworkers; i++) {
-            /* a task per spec and target at most, and the ranked search's refinements' */
-            tu.workers[i].tasks_cap = ntargets * (1 + FT_TUNE_RANK_ROUNDS) + 1;
+            /* a task per spec and target at most, the ranked search's refinements' and its
+             * held races' */
+            tu.workers[i].tasks_cap = ntargets * (2 + FT_TUNE_RANK_ROUNDS) + 1;
             tu.workers[i].tasks = calloc((size_t)tu.workers[i].tasks_cap, sizeof(int));
             if (tu.workers[i].tasks == NULL) {
                 rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
