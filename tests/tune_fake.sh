@@ -179,6 +179,11 @@ grep -q 'ranked: 82 variants not compiled' "$dir/out" || fail "ranked: expected 
 #     24 races for 24 buckets.
 grep -q '^winners: 24 buckets (24 races of the leaders' "$dir/out" ||
   fail "ranked: expected one race per bucket (the refined group's held for its last refinement)"
+#     The refinement's variants compiled ahead as each bucket's screening ended: all of them, and
+#     no other (f16 non-causal's kernels: the 16 candidates and those 5).
+grep -q "; 5 refinement variants compiled ahead" "$dir/out" || fail "ranked: expected 5 variants compiled ahead"
+[ "$(count "select count(*) from kernels where variant like '%causal=0,dtype=f16%'")" = 21 ] ||
+  fail "ranked: f16 non-causal should have compiled its 16 candidates and the 5 of its refinement"
 [ "$(count 'select count(*) from kernels')" = 38 ] || fail "ranked: expected 38 kernels in the database"
 f16c0="key like '%\"f16\"%' and key like '%\"causal\":0%'"
 [ "$(count "select min(n) from (select count(*) n from results where $f16c0 and seqlen_q in (512, 16384) group by key)")" -gt 16 ] ||

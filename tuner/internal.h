@@ -145,7 +145,11 @@ typedef struct group {
                        early, while another group's refinement compiles) */
     int hold_race;  /* ranked: its buckets' races wait for its last refinement (a race before it
                        would be run again with the new variants among the leaders) */
+    int rounds;     /* ranked: its refinements so far */
 } group;
+
+/* Compiling ahead into the cache (tuner/prefetch.c). */
+typedef struct ft_prefetch ft_prefetch;
 
 typedef struct tuner {
     const ft_tune_opts *o;     /* NULL for a probe */
@@ -173,6 +177,7 @@ typedef struct tuner {
     ft_tune_progress_fn progress;
     void *ud;
     long long planned, done;
+    ft_prefetch *prefetch;     /* ranked: the refinements' compilations ahead, or NULL */
 } tuner;
 
 
@@ -318,6 +323,25 @@ int ft__tuner_twin_unsettled(const tuner *tu, int n, int g);
  * uncompiled variants one step from one of a bucket's FT_TUNE_RANK_CLIMB fastest join its items
  * (*more: how many; 0 when none is left or the group's candidates came from a twin). */
 ft_status ft__tuner_refine_group(tuner *tu, int g, int *more, ft_err *err);
+
+/* Steps between two variants of a spec: per integer parameter how many values apart they are in
+ * ascending order, per string parameter 1 where they differ (tasks.c). */
+int ft__tuner_steps(const ft_spec *spec, const ft_variant *a, const ft_variant *b);
+
+/* Ranked search, once task t's fastest are known (t->ranked) and its group is to be refined:
+ * the variants its next refinement takes for t's bucket (those one step from one of t's
+ * FT_TUNE_RANK_CLIMB fastest) generated and handed to tu->prefetch to compile into the cache. */
+void ft__tuner_prefetch_refinement(tuner *tu, const task *t);
+
+/* The prefetch's threads (threads of them, FT_PREFETCH_THREADS at most; *out NULL where none
+ * could be made: the tune compiles as before), compiling into cache. */
+ft_status ft__prefetch_start(ft_prefetch **out, ft_cache *cache, int threads, volatile int *stop, ft_err *err);
+/* Queues one source (taken over: freed once compiled) whose kernel is named entry, for arch. */
+ft_status ft__prefetch_add(ft_prefetch *pf, char *text, const char *entry, const char *arch, ft_err *err);
+/* Waits until every queued source has compiled. */
+void ft__prefetch_drain(ft_prefetch *pf);
+/* Drops what waits, joins the threads, adds their counts to sum (may be NULL), frees pf. */
+void ft__prefetch_stop(ft_prefetch *pf, ft_tune_summary *sum);
 
 /* Ranked search: group g's items ordered by the prior and cut to its candidates (before they
  * compile; tuner/tune.h, ft_search). */

@@ -39,6 +39,7 @@ typedef struct ft_plan_item {
     char source_hash[65];      /* sha256 of the generated source */
     ft_kernel_source source;   /* text kept only until compiled, unless keep_sources */
     ft_compiled compiled;      /* cubin and log kept only with keep_cubins */
+    int prefetched;            /* the tuner compiled it ahead into the cache (tuner/prefetch.c) */
 } ft_plan_item;
 
 typedef struct ft_plan {

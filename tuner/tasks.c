@@ -692,7 +692,7 @@ static int int_rank(const ft_param *p, long long x)
 
 /* Steps between two variants in the parameters a group does not fix: for an integer parameter
  * how many values apart they are in ascending order, for a string one 1 when they differ. */
-static int steps(const ft_spec *spec, const ft_variant *a, const ft_variant *b)
+int ft__tuner_steps(const ft_spec *spec, const ft_variant *a, const ft_variant *b)
 {
     int i, n = 0;
     for (i = 0; i < spec->nparams; i++) {
@@ -846,7 +846,7 @@ static ft_status spread(const ft_spec *spec, const ft_plan *plan, int *items, in
     for (i = half; i < n; i++) {
         apart[i] = INT_MAX;
         for (j = 0; j < half; j++) {
-            const int st = steps(spec, &plan->items[items[i]].variant, &plan->items[items[j]].variant);
+            const int st = ft__tuner_steps(spec, &plan->items[items[i]].variant, &plan->items[items[j]].variant);
             apart[i] = st < apart[i] ? st : apart[i];
         }
     }
@@ -860,7 +860,7 @@ static ft_status spread(const ft_spec *spec, const ft_plan *plan, int *items, in
         memmove(apart + k + 1, apart + k, (size_t)(far - k) * sizeof *apart);
         items[k] = item, apart[k] = a;
         for (i = k + 1; i < n; i++) {
-            const int st = steps(spec, &plan->items[items[i]].variant, &plan->items[item].variant);
+            const int st = ft__tuner_steps(spec, &plan->items[items[i]].variant, &plan->items[item].variant);
             apart[i] = st < apart[i] ? st : apart[i];
         }
     }
@@ -891,7 +891,7 @@ ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err)
         const ft_variant *v = &plan->items[gr->items[i]].variant;
         dist[i] = ndefs > 0 ? INT_MAX : 0;
         for (j = 0; j < ndefs; j++) {
-            const int s = steps(spec, v, &defs[j]);
+            const int s = ft__tuner_steps(spec, v, &defs[j]);
             dist[i] = s < dist[i] ? s : dist[i];
         }
     }
@@ -973,7 +973,8 @@ ft_status ft__tuner_refine_group(tuner *tu, int g, int *more, ft_err *err)
         }
     }
     for (i = gr->nitems; i < gr->nall; i++) { /* one step from one of them: to the front */
-        for (j = 0; j < nwin && steps(spec, &plan->items[gr->items[i]].variant, &plan->items[win[j]].variant) != 1; j++)
+        const ft_variant *v = &plan->items[gr->items[i]].variant;
+        for (j = 0; j < nwin && ft__tuner_steps(spec, v, &plan->items[win[j]].variant) != 1; j++)
             ;
         if (j < nwin) {
             const int x = gr->items[gr->nitems + m];

@@ -274,6 +274,12 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
             rc = ft__tuner_refine_group(tu, g, &more, err);
             if (rc != FT_OK || more == 0)
                 break;
+            tu->groups[g].rounds++;
+            { /* what it compiles the refinement finds in the cache (the GPU waits meanwhile) */
+                const double t0 = ft__now_ms();
+                ft__prefetch_drain(tu->prefetch);
+                tu->sum->compile_wait_ms += ft__now_ms() - t0;
+            }
             if (inflight >= 0) { /* the plan's counts are not shared between two compilations */
                 inflight = -1;
                 rc = compile_finish(tu, &job, th, started, err);
@@ -422,8 +428,15 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
     }
     if (tu.progress != NULL)
         tu.progress(tu.ud, 0, tu.to_compile, "compiling");
+    if (o->search == FT_SEARCH_RANKED) { /* the refinements compiled ahead, on the cores not timing */
+        const int jobs = o->jobs > 0 ? o->jobs : ft__cpu_count();
+        rc = ft__prefetch_start(&tu.prefetch, tu.cache, jobs > tu.nworkers ? jobs - tu.nworkers : 1, o->stop, err);
+        if (rc != FT_OK)
+            goto out;
+    }
     rc = measure_groups(&tu, err);
 out:
+    ft__prefetch_stop(tu.prefetch, summary);
     for (i = 0; i < tu.nworkers; i++) {
         ft__tuner_worker_stop(&tu, &tu.workers[i], rc != FT_OK);
         free(tu.workers[i].tasks);

@@ -63,6 +63,7 @@ typedef struct ft_tune_opts {
 #define FT_TUNE_KEEP 4      /* variants a bucket's screening keeps at least */
 #define FT_TUNE_RANK_FIRST 16 /* ranked: candidates of a group no measured group informs (the
                                  most of one that a twin informs) */
+#define FT_PREFETCH_THREADS 64 /* ranked: threads compiling refinements ahead, at most */
 #define FT_TUNE_RANK_ROUNDS 2 /* ranked: refinements of such a group ... */
 #define FT_TUNE_RANK_CLIMB 2  /* ... from the neighbours of each bucket's this many fastest */
 #define FT_TUNE_RANK_TWIN 4   /* ranked: a twin's variant among this many fastest of a bucket */
@@ -91,6 +92,9 @@ typedef struct ft_tune_summary {
     double over_default_min, over_default_max; /* ... the least and the most */
     int ranked_out;          /* ranked: variants the ranking left uncompiled */
     int left_to_newer;       /* ranked: buckets left to a spec of a newer family */
+    int prefetched;          /* ranked: refinement variants compiled ahead, while their group was
+                                measured (tuner/prefetch.c) ... */
+    double prefetch_ms;      /* ... their compile time, summed over the threads */
     long long screened;      /* halving, ranked: measurements at the screening budget ... */
     long long kept;          /* ... and the ones measured again at the whole budget */
     int worker_restarts;
@@ -98,7 +102,8 @@ typedef struct ft_tune_summary {
     double compile_ms, verify_ms, time_ms, wall_ms;
     double compile_wait_ms;  /* of compile_ms, what the measurements waited for (the first group's
                                 compilation, and any that took longer than the group before it
-                                took to measure); the rest ran while the GPU was timing */
+                                took to measure), and the waits for a refinement's compilations
+                                ahead to end; the rest ran while the GPU was timing */
     double setup_ms;         /* the workers' replies, as the tuner waited for them: shapes set up
                                 (inputs and the reference), ... */
     double measure_ms;       /* ... measurements (loading, verifying and timing a kernel), ... */

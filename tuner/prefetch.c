@@ -1,0 +1,203 @@
+/*
+ * The ranked search's refinements, compiled ahead.
+ *
+ * A refined group's next variants are the uncompiled ones one step from each bucket's fastest
+ * (ft__tuner_refine_group); a bucket's fastest are known once its screening ends, long before
+ * the group's last bucket is measured. So each bucket's share of the refinement is generated
+ * then (here, on the tuner's thread: the spec's Lua is its) and compiled into the compile cache
+ * by a few threads of their own while the GPU measures the group's other buckets. When the
+ * refinement comes, its compilation finds them in the cache. The plan's items are not touched:
+ * a prefetch only fills the cache, so what it compiles in vain (a stop, a failure) costs CPU
+ * time and nothing else.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fs.h"
+#include "generator/emit.h"
+#include "runtime/compile.h"
+#include "tuner/internal.h"
+
+typedef struct pf_job {
+    char *text;
+    char name[300];
+    char arch[32];
+} pf_job;
+
+struct ft_prefetch {
+    pthread_mutex_t lock;
+    pthread_cond_t more, idle;
+    pf_job *q;
+    int head, tail, cap; /* jobs [head, tail) wait */
+    int busy;            /* jobs being compiled */
+    int quit;
+    pthread_t th[FT_PREFETCH_THREADS];
+    int nth;
+    ft_cache *cache;
+    volatile int *stop;
+    double ms; /* the compilations' time, summed over the threads */
+    int done;
+};
+
+static void *prefetch_thread(void *arg)
+{
+    ft_prefetch *pf = arg;
+
+    pthread_mutex_lock(&pf->lock);
+    for (;;) {
+        pf_job job;
+        ft_compiled c;
+        ft_err err;
+        double t0;
+        while (pf->head == pf->tail && !pf->quit)
+            pthread_cond_wait(&pf->more, &pf->lock);
+        if (pf->head == pf->tail)
+            break; /* quit, nothing left */
+        job = pf->q[pf->head++];
+        pf->busy++;
+        pthread_mutex_unlock(&pf->lock);
+        t0 = ft__now_ms();
+        memset(&c, 0, sizeof c);
+        if (!pf->quit && (pf->stop == NULL || !__atomic_load_n(pf->stop, __ATOMIC_RELAXED)) &&
+            ft__compile(job.text, job.name, job.arch, pf->cache, &c, &err) == FT_OK)
+            ft__compiled_free(&c);
+        else /* a compile error is the refinement's to record */
+            ft__compiled_free(&c);
+        free(job.text);
+        pthread_mutex_lock(&pf->lock);
+        pf->ms += ft__now_ms() - t0;
+        pf->done++;
+        pf->busy--;
+        if (pf->head == pf->tail && pf->busy == 0)
+            pthread_cond_broadcast(&pf->idle);
+    }
+    pthread_mutex_unlock(&pf->lock);
+    return NULL;
+}
+
+ft_status ft__prefetch_start(ft_prefetch **out, ft_cache *cache, int threads, volatile int *stop, ft_err *err)
+{
+    ft_prefetch *pf = calloc(1, sizeof *pf);
+    int i;
+
+    *out = NULL;
+    if (pf == NULL)
+        return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+    pthread_mutex_init(&pf->lock, NULL);
+    pthread_cond_init(&pf->more, NULL);
+    pthread_cond_init(&pf->idle, NULL);
+    pf->cache = cache;
+    pf->stop = stop;
+    threads = threads < 1 ? 1 : threads > FT_PREFETCH_THREADS ? FT_PREFETCH_THREADS : threads;
+    for (i = 0; i < threads; i++)
+        if (pthread_create(&pf->th[pf->nth], NULL, prefetch_thread, pf) == 0)
+            pf->nth++;
+    if (pf->nth == 0) { /* no thread: the tune goes on without compiling ahead */
+        ft__prefetch_stop(pf, NULL);
+        return FT_OK;
+    }
+    *out = pf;
+    return FT_OK;
+}
+
+ft_status ft__prefetch_add(ft_prefetch *pf, char *text, const char *entry, const char *arch, ft_err *err)
+{
+    if (pf == NULL) {
+        free(text);
+        return FT_OK;
+    }
+    pthread_mutex_lock(&pf->lock);
+    if (pf->tail == pf->cap) {
+        int cap;
+        pf_job *q;
+        if (pf->head > 0) { /* move the waiting jobs to the front */
+            memmove(pf->q, pf->q + pf->head, (size_t)(pf->tail - pf->head) * sizeof *pf->q);
+            pf->tail -= pf->head;
+            pf->head = 0;
+        }
+        cap = pf->tail == pf->cap ? (pf->cap ? 2 * pf->cap : 64) : pf->cap;
+        q = cap != pf->cap ? realloc(pf->q, (size_t)cap * sizeof *q) : pf->q;
+        if (q == NULL) {
+            pthread_mutex_unlock(&pf->lock);
+            free(text);
+            return ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        pf->q = q;
+        pf->cap = cap;
+    }
+    pf->q[pf->tail].text = text;
+    snprintf(pf->q[pf->tail].name, sizeof pf->q[pf->tail].name, "%s.cu", entry);
+    snprintf(pf->q[pf->tail].arch, sizeof pf->q[pf->tail].arch, "%s", arch);
+    pf->tail++;
+    pthread_cond_signal(&pf->more);
+    pthread_mutex_unlock(&pf->lock);
+    return FT_OK;
+}
+
+void ft__prefetch_drain(ft_prefetch *pf)
+{
+    if (pf == NULL)
+        return;
+    pthread_mutex_lock(&pf->lock);
+    while (pf->head != pf->tail || pf->busy > 0)
+        pthread_cond_wait(&pf->idle, &pf->lock);
+    pthread_mutex_unlock(&pf->lock);
+}
+
+void ft__prefetch_stop(ft_prefetch *pf, ft_tune_summary *sum)
+{
+    int i;
+
+    if (pf == NULL)
+        return;
+    pthread_mutex_lock(&pf->lock);
+    pf->quit = 1; /* what waits is dropped: the threads take no new job */
+    for (i = pf->head; i < pf->tail; i++)
+        free(pf->q[i].text);
+    pf->head = pf->tail;
+    pthread_cond_broadcast(&pf->more);
+    pthread_mutex_unlock(&pf->lock);
+    for (i = 0; i < pf->nth; i++)
+        pthread_join(pf->th[i], NULL);
+    if (sum != NULL) {
+        sum->prefetched += pf->done;
+        sum->prefetch_ms += pf->ms;
+    }
+    free(pf->q);
+    pthread_cond_destroy(&pf->more);
+    pthread_cond_destroy(&pf->idle);
+    pthread_mutex_destroy(&pf->lock);
+    free(pf);
+}
+
+void ft__tuner_prefetch_refinement(tuner *tu, const task *t)
+{
+    group *gr = &tu->groups[t->group];
+    const ft_plan *plan = tu->plans[gr->spec];
+    int i, k;
+
+    if (tu->prefetch == NULL || gr->informed || gr->rounds >= FT_TUNE_RANK_ROUNDS || gr->nall <= gr->nitems)
+        return;
+    for (k = 0; k < t->nranked && k < FT_TUNE_RANK_CLIMB; k++) {
+        const int win = tu->kernels[t->ranked[k]].item;
+        for (i = gr->nitems; i < gr->nall; i++) {
+            ft_plan_item *it = &plan->items[gr->items[i]];
+            ft_kernel_source src;
+            ft_err err;
+            if (it->prefetched || it->status != FT_PLAN_PENDING ||
+                ft__tuner_steps(plan->spec, &it->variant, &plan->items[win].variant) != 1)
+                continue;
+            it->prefetched = 1;
+            memset(&src, 0, sizeof src);
+            if (ft__emit(plan->spec, plan->family, &it->variant, &plan->arch, &src, &err) != FT_OK) {
+                ft__kernel_source_free(&src); /* the refinement generates it again and records why */
+                continue;
+            }
+            if (ft__prefetch_add(tu->prefetch, src.text, src.entry, plan->arch.name, &err) == FT_OK)
+                src.text = NULL; /* the job owns it */
+            ft__kernel_source_free(&src);
+        }
+    }
+}
