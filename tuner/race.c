@@ -160,9 +160,10 @@ ft_status ft__tuner_find_leaders(tuner *tu, task *t, ft_err *err)
         margin = fmax(0.02 * best, 2 * (isfinite(c->rows[0].result.iqr_ms) ? c->rows[0].result.iqr_ms : 0));
         for (i = 0; i < c->n && i < MAX_NOISE_LEADERS && (i < 2 || c->rows[i].result.median_ms <= best + margin); i++)
             t->leaders[t->nleaders++] = c->rows[i];
-        /* the winners of the bucket's races before (a ranked search refines a group after its
-         * first race): their figures are of the sustained clock, slower than the new variants'
-         * single measurements read, so they race again rather than fall behind on paper */
+        /* the winners of the bucket's races before (another spec's group that computes the
+         * bucket too; a ranked search's refined groups race once, after their last refinement):
+         * their figures are of the sustained clock, slower than the new variants' single
+         * measurements read, so they race again rather than fall behind on paper */
         for (j = 0; j < (int)(t - tu->tasks); j++) {
             const task *o = &tu->tasks[j];
             if (o->race_winner == 0 || !ft__key_equal(&o->key, &t->key))
