@@ -1,5 +1,7 @@
 /* GPU tests: the GPU reference against the fp64 CPU reference, and the public forward and
- * backward calls against the reference. Without a GPU they report "skipped" (exit status 77). */
+ * backward calls against the reference. Without a GPU they report "skipped" (exit status 77).
+ *   test_gpu [PART...]   only the cases whose names contain one of the PARTs (each other case
+ *                        says "not selected"; a PART that names none is an error) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -973,7 +975,17 @@ static void test_public_bad_arguments(void)
 
 int ft_test_failed_;
 
-int main(void)
+/* Whether case `name` is among argv's parts (all of them without any). */
+static int selected(const char *name, int argc, char **argv)
+{
+    int i;
+    for (i = 1; i < argc; i++)
+        if (strstr(name, argv[i]) != NULL)
+            return 1;
+    return argc < 2;
+}
+
+int main(int argc, char **argv)
 {
     static const ft_test_case cases[] = {FT_CASE(test_gpu_reference_matches_cpu), FT_CASE(test_gpu_bwd_reference_matches_cpu), FT_CASE(test_public_forward),
                                          FT_CASE(test_public_decode), FT_CASE(test_public_head_dims), FT_CASE(test_gpu_reference_kv_lengths),
@@ -981,9 +993,17 @@ int main(void)
                                          FT_CASE(test_public_backward), FT_CASE(test_public_bad_arguments)};
     const ft_cuda *cu;
     ft_err err;
-    int failed = 0;
+    int failed = 0, a;
     size_t i;
 
+    for (a = 1; a < argc; a++) { /* a part that selects nothing is a typo, not a pass */
+        for (i = 0; i < sizeof cases / sizeof cases[0] && strstr(cases[i].name, argv[a]) == NULL; i++)
+            ;
+        if (i == sizeof cases / sizeof cases[0]) {
+            printf("FAIL: no case's name contains '%s'\n", argv[a]);
+            return 2;
+        }
+    }
     if (ft__cuda_load(&cu, &err) != FT_OK) {
         printf("skipped: %s\n", err.msg);
         return 77;
@@ -994,6 +1014,10 @@ int main(void)
     }
     printf("GPU: %s (%s)\n", session.arch.device_name, session.arch.name);
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (!selected(cases[i].name, argc, argv)) {
+            printf("--   %s (not selected)\n", cases[i].name);
+            continue;
+        }
         ft_test_failed_ = 0;
         cases[i].fn();
         printf("%s %s\n", ft_test_failed_ ? "FAIL" : "ok  ", cases[i].name);
