@@ -93,8 +93,9 @@ static void print_json_summary(const ft_tune_summary *s, int misses, ft_search s
     if (search != FT_SEARCH_EXHAUSTIVE)
         printf(", \"screened\": %lld, \"kept\": %lld", s->screened, s->kept);
     if (search == FT_SEARCH_RANKED)
-        printf(", \"ranked_out\": %d, \"left_to_newer\": %d, \"prefetched\": %d, \"prefetch_ms\": %.1f", s->ranked_out,
-               s->left_to_newer, s->prefetched, s->prefetch_ms);
+        printf(", \"ranked_out\": %d, \"left_to_newer\": %d, \"prefetched\": %d, \"prefetch_ms\": %.1f, "
+               "\"prefetch_wait_ms\": %.1f",
+               s->ranked_out, s->left_to_newer, s->prefetched, s->prefetch_ms, s->prefetch_wait_ms);
     printf(", \"buckets\": %d, \"variants\": %d, \"pruned\": %d, \"measured\": %lld, \"resumed\": %lld, "
            "\"results\": {",
            s->buckets, s->variants, s->pruned, s->measured, s->resumed);
@@ -300,8 +301,8 @@ int cmd_tune(int argc, char **argv)
                search_names[o.search], s.screened, s.kept);
     if (o.search == FT_SEARCH_RANKED)
         printf("ranked: %d variants not compiled (ranked below the candidates); %d buckets left to a newer "
-               "family's spec; %d refinement variants compiled ahead (%.1fs of NVRTC)\n",
-               s.ranked_out, s.left_to_newer, s.prefetched, s.prefetch_ms / 1e3);
+               "family's spec; %d variants compiled ahead (%.1fs of NVRTC, %.1fs waited for)\n",
+               s.ranked_out, s.left_to_newer, s.prefetched, s.prefetch_ms / 1e3, s.prefetch_wait_ms / 1e3);
     cli_format_duration(s.compile_wait_ms, cw, sizeof cw);
     printf("time: %s wall; compiling %s (%s of it before the GPU could go on), verifying %s, timing %s\n", w, a, cw,
            b, c);

@@ -170,7 +170,8 @@ echo "compiling behind timing (waited $wait ms of $compile ms): ok"
 #     twin's, and no causal bf16 winner is slower than its f16 twin's.
 rm -f "$db"
 export FAKE_DTYPE_BLIND=1
-"$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q -j 2 --search ranked > "$dir/out" 2>&1 || fail "tune --search ranked failed"
+"$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q -j 2 --search ranked --cache-dir "$dir/ranked-cache" > "$dir/out" 2>&1 ||
+  fail "tune --search ranked failed"
 grep -q 'measured 262, already in the database 0: 262 ok' "$dir/out" || fail "ranked: expected 262 measurements"
 grep -q 'search: ranked: 142 variants screened, 72 of them measured again at the whole budget' "$dir/out" ||
   fail "ranked: expected 142 screenings and 72 at the whole budget"
@@ -179,11 +180,14 @@ grep -q 'ranked: 82 variants not compiled' "$dir/out" || fail "ranked: expected 
 #     24 races for 24 buckets.
 grep -q '^winners: 24 buckets (24 races of the leaders' "$dir/out" ||
   fail "ranked: expected one race per bucket (the refined group's held for its last refinement)"
-#     The refinement's variants compiled ahead as each bucket's screening ended: all of them, and
-#     no other (f16 non-causal's kernels: the 16 candidates and those 5).
-grep -q "; 5 refinement variants compiled ahead" "$dir/out" || fail "ranked: expected 5 variants compiled ahead"
+#     As each bucket's screening ended, the refinement's variants (5: f16 non-causal's kernels are
+#     its 16 candidates and those) and the twin groups' candidates it chose were compiled ahead
+#     into the cache: 19, none in vain (the cache holds the 38 kernels the tune compiled, no more).
+grep -q "; 19 variants compiled ahead" "$dir/out" || fail "ranked: expected 19 variants compiled ahead"
 [ "$(count "select count(*) from kernels where variant like '%causal=0,dtype=f16%'")" = 21 ] ||
   fail "ranked: f16 non-causal should have compiled its 16 candidates and the 5 of its refinement"
+[ "$(find "$dir/ranked-cache" -type f | wc -l)" = 38 ] ||
+  fail "ranked: the compile cache should hold the 38 kernels compiled, not $(find "$dir/ranked-cache" -type f | wc -l)"
 [ "$(count 'select count(*) from kernels')" = 38 ] || fail "ranked: expected 38 kernels in the database"
 f16c0="key like '%\"f16\"%' and key like '%\"causal\":0%'"
 [ "$(count "select min(n) from (select count(*) n from results where $f16c0 and seqlen_q in (512, 16384) group by key)")" -gt 16 ] ||

@@ -328,10 +328,16 @@ ft_status ft__tuner_refine_group(tuner *tu, int g, int *more, ft_err *err);
  * ascending order, per string parameter 1 where they differ (tasks.c). */
 int ft__tuner_steps(const ft_spec *spec, const ft_variant *a, const ft_variant *b);
 
-/* Ranked search, once task t's fastest are known (t->ranked) and its group is to be refined:
- * the variants its next refinement takes for t's bucket (those one step from one of t's
- * FT_TUNE_RANK_CLIMB fastest) generated and handed to tu->prefetch to compile into the cache. */
-void ft__tuner_prefetch_refinement(tuner *tu, const task *t);
+/* Ranked search, once task t's fastest are known (t->ranked): what they choose to compile
+ * next, handed to tu->prefetch (ft__tuner_prefetch_item): where t's group is to be refined, the
+ * variants its refinement takes for t's bucket (one step from one of t's FT_TUNE_RANK_CLIMB
+ * fastest); for each twin group not compiled yet, the twins of t's FT_TUNE_RANK_TWIN fastest
+ * (its candidates, ft__tuner_rank_group). */
+void ft__tuner_prefetch(tuner *tu, const task *t);
+
+/* Item `item` of spec's plan generated here and queued to compile into the cache, unless it
+ * was (prefetched) or is no longer pending; without tu->prefetch nothing. */
+void ft__tuner_prefetch_item(tuner *tu, int spec, int item);
 
 /* The prefetch's threads (threads of them, FT_PREFETCH_THREADS at most; *out NULL where none
  * could be made: the tune compiles as before), compiling into cache. */

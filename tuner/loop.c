@@ -223,7 +223,7 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
                 *rc = ft__tuner_rank_task(tu, t, tu->groups[t->group].spec, err);
                 if (*rc != FT_OK)
                     return 0;
-                ft__tuner_prefetch_refinement(tu, t);
+                ft__tuner_prefetch(tu, t);
             }
             continue;
         }
@@ -232,7 +232,7 @@ static int dispatch(tuner *tu, worker *w, ft_err *err, ft_status *rc)
             *rc = ft__tuner_rank_task(tu, t, tu->groups[t->group].spec, err);
             if (*rc != FT_OK)
                 return 0;
-            ft__tuner_prefetch_refinement(tu, t);
+            ft__tuner_prefetch(tu, t);
         }
         if (t->dirty && !t->race_started && tu->groups[t->group].hold_race) {
             t->held = 1; /* the winner so far stored (below); raced after the last refinement */

@@ -1,14 +1,16 @@
 /*
- * The ranked search's refinements, compiled ahead.
+ * The ranked search's next compilations, ahead.
  *
  * A refined group's next variants are the uncompiled ones one step from each bucket's fastest
- * (ft__tuner_refine_group); a bucket's fastest are known once its screening ends, long before
- * the group's last bucket is measured. So each bucket's share of the refinement is generated
- * then (here, on the tuner's thread: the spec's Lua is its) and compiled into the compile cache
- * by a few threads of their own while the GPU measures the group's other buckets. When the
- * refinement comes, its compilation finds them in the cache. The plan's items are not touched:
- * a prefetch only fills the cache, so what it compiles in vain (a stop, a failure) costs CPU
- * time and nothing else.
+ * (ft__tuner_refine_group), and a twin group's candidates the twins of each of its measured
+ * twin's buckets' fastest (ft__tuner_rank_group); a bucket's fastest are known once its
+ * screening ends, long before the group's last bucket is measured. So each bucket's share of
+ * them is generated then (on the tuner's thread: the spec's Lua is its; ft__tuner_prefetch
+ * chooses) and compiled into the compile cache by a few threads of their own while the GPU
+ * measures on. When the refinement or the twin group comes, its compilation finds them in the
+ * cache. The plan's items are not touched: a prefetch only fills the cache, so what it compiles
+ * in vain (a stop, a failure, a candidate a later measurement displaced) costs CPU time and
+ * nothing else.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -172,32 +174,19 @@ void ft__prefetch_stop(ft_prefetch *pf, ft_tune_summary *sum)
     free(pf);
 }
 
-void ft__tuner_prefetch_refinement(tuner *tu, const task *t)
+void ft__tuner_prefetch_item(tuner *tu, int spec, int item)
 {
-    group *gr = &tu->groups[t->group];
-    const ft_plan *plan = tu->plans[gr->spec];
-    int i, k;
+    const ft_plan *plan = tu->plans[spec];
+    ft_plan_item *it = &plan->items[item];
+    ft_kernel_source src;
+    ft_err err;
 
-    if (tu->prefetch == NULL || gr->informed || gr->rounds >= FT_TUNE_RANK_ROUNDS || gr->nall <= gr->nitems)
+    if (tu->prefetch == NULL || it->prefetched || it->status != FT_PLAN_PENDING)
         return;
-    for (k = 0; k < t->nranked && k < FT_TUNE_RANK_CLIMB; k++) {
-        const int win = tu->kernels[t->ranked[k]].item;
-        for (i = gr->nitems; i < gr->nall; i++) {
-            ft_plan_item *it = &plan->items[gr->items[i]];
-            ft_kernel_source src;
-            ft_err err;
-            if (it->prefetched || it->status != FT_PLAN_PENDING ||
-                ft__tuner_steps(plan->spec, &it->variant, &plan->items[win].variant) != 1)
-                continue;
-            it->prefetched = 1;
-            memset(&src, 0, sizeof src);
-            if (ft__emit(plan->spec, plan->family, &it->variant, &plan->arch, &src, &err) != FT_OK) {
-                ft__kernel_source_free(&src); /* the refinement generates it again and records why */
-                continue;
-            }
-            if (ft__prefetch_add(tu->prefetch, src.text, src.entry, plan->arch.name, &err) == FT_OK)
-                src.text = NULL; /* the job owns it */
-            ft__kernel_source_free(&src);
-        }
-    }
+    it->prefetched = 1;
+    memset(&src, 0, sizeof src);
+    if (ft__emit(plan->spec, plan->family, &it->variant, &plan->arch, &src, &err) == FT_OK &&
+        ft__prefetch_add(tu->prefetch, src.text, src.entry, plan->arch.name, &err) == FT_OK)
+        src.text = NULL; /* the job owns it (an error: its compilation says why in its turn) */
+    ft__kernel_source_free(&src);
 }

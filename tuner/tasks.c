@@ -948,6 +948,38 @@ ft_status ft__tuner_rank_group(tuner *tu, int g, ft_err *err)
     return rc;
 }
 
+void ft__tuner_prefetch(tuner *tu, const task *t)
+{
+    const group *gr = &tu->groups[t->group];
+    const ft_spec *spec = tu->specs[gr->spec];
+    const ft_plan *plan = tu->plans[gr->spec];
+    int i, k, n;
+
+    if (tu->prefetch == NULL)
+        return;
+    /* its group's next refinement, for t's bucket (ft__tuner_refine_group's choice) */
+    for (k = 0; !gr->informed && gr->rounds < FT_TUNE_RANK_ROUNDS && k < t->nranked && k < FT_TUNE_RANK_CLIMB; k++) {
+        const ft_variant *win = &plan->items[tu->kernels[t->ranked[k]].item].variant;
+        for (i = gr->nitems; i < gr->nall; i++)
+            if (ft__tuner_steps(spec, &plan->items[gr->items[i]].variant, win) == 1)
+                ft__tuner_prefetch_item(tu, gr->spec, gr->items[i]);
+    }
+    /* the twin groups still to rank: the twins of t's fastest (ft__tuner_rank_group's choice) */
+    for (n = 0; n < tu->ngroups; n++) {
+        const group *tw = &tu->groups[n];
+        unsigned both;
+        if (tw->compiled || tw->measured || tw->nall > 0 || tw->nitems == 0 || !twin_groups(tu, n, t->group))
+            continue;
+        both = varied(tu, tw) & varied(tu, gr);
+        for (k = 0; k < t->nranked && k < FT_TUNE_RANK_TWIN; k++) {
+            const ft_variant *fast = &plan->items[tu->kernels[t->ranked[k]].item].variant;
+            for (i = 0; i < tw->nitems; i++)
+                if (twins(spec, &plan->items[tw->items[i]].variant, fast, both))
+                    ft__tuner_prefetch_item(tu, tw->spec, tw->items[i]);
+        }
+    }
+}
+
 ft_status ft__tuner_refine_group(tuner *tu, int g, int *more, ft_err *err)
 {
     group *gr = &tu->groups[g];

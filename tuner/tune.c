@@ -177,6 +177,16 @@ static ft_status measure_group(tuner *tu, int g, int from, ft_err *err)
     return rc;
 }
 
+/* Before a compilation the GPU waits for anyway (a refinement's, a twin group's): the
+ * compilations ahead finished, so that it finds them in the cache rather than compiling them
+ * again beside them; the wait goes to the summary. */
+static void prefetch_drain(tuner *tu)
+{
+    const double t0 = ft__now_ms();
+    ft__prefetch_drain(tu->prefetch);
+    tu->sum->prefetch_wait_ms += ft__now_ms() - t0;
+}
+
 /* Ranked search: whether group g's races wait for its refinements: its candidates came from
  * the prior and the ranking left variants out, which a refinement may bring in. */
 static int holds_race(const tuner *tu, int g)
@@ -247,6 +257,7 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
                 inflight = -1;
                 rc = compile_finish(tu, &job, th, started, err);
             }
+            prefetch_drain(tu);
             if (rc == FT_OK)
                 rc = compile_start(tu, g, 0, jobs, &job, &th, &started, err);
             if (rc == FT_OK)
@@ -275,11 +286,7 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
             if (rc != FT_OK || more == 0)
                 break;
             tu->groups[g].rounds++;
-            { /* what it compiles the refinement finds in the cache (the GPU waits meanwhile) */
-                const double t0 = ft__now_ms();
-                ft__prefetch_drain(tu->prefetch);
-                tu->sum->compile_wait_ms += ft__now_ms() - t0;
-            }
+            prefetch_drain(tu);
             if (inflight >= 0) { /* the plan's counts are not shared between two compilations */
                 inflight = -1;
                 rc = compile_finish(tu, &job, th, started, err);

@@ -92,9 +92,11 @@ typedef struct ft_tune_summary {
     double over_default_min, over_default_max; /* ... the least and the most */
     int ranked_out;          /* ranked: variants the ranking left uncompiled */
     int left_to_newer;       /* ranked: buckets left to a spec of a newer family */
-    int prefetched;          /* ranked: refinement variants compiled ahead, while their group was
-                                measured (tuner/prefetch.c) ... */
-    double prefetch_ms;      /* ... their compile time, summed over the threads */
+    int prefetched;          /* ranked: variants compiled ahead, a refinement's or a twin group's,
+                                while others were measured (tuner/prefetch.c) ... */
+    double prefetch_ms;      /* ... their compile time, summed over the threads ... */
+    double prefetch_wait_ms; /* ... and what the tune waited for them to end before a compilation
+                                the GPU waited for anyway (not in compile_ms) */
     long long screened;      /* halving, ranked: measurements at the screening budget ... */
     long long kept;          /* ... and the ones measured again at the whole budget */
     int worker_restarts;
@@ -102,8 +104,7 @@ typedef struct ft_tune_summary {
     double compile_ms, verify_ms, time_ms, wall_ms;
     double compile_wait_ms;  /* of compile_ms, what the measurements waited for (the first group's
                                 compilation, and any that took longer than the group before it
-                                took to measure), and the waits for a refinement's compilations
-                                ahead to end; the rest ran while the GPU was timing */
+                                took to measure); the rest ran while the GPU was timing */
     double setup_ms;         /* the workers' replies, as the tuner waited for them: shapes set up
                                 (inputs and the reference), ... */
     double measure_ms;       /* ... measurements (loading, verifying and timing a kernel), ... */
