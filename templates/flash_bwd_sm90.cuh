@@ -515,68 +515,48 @@ __device__ __forceinline__ void dv_step(float (&dv)[KN], const u32 (&pf)[SN / 2]
 // query column q0c + 8·(i >> 2) + 2·t4 + (i & 1). MASK: keys past seqlen_k, and causal keys past
 // the row's last (row + delta), give 0. FUSED: dSᵀ = Pᵀ ∘ (dPᵀ − D) too, packed alike (dPᵀ
 // done); else Pᵀ replaces Sᵀ in fp32 for grads (dPᵀ may still be running), and only PACK_P
-// packs it now (else it is packed after grads, so fewer registers are live meanwhile); !KEEP:
-// packed only, its fp32 values dropped. probs_cols makes the four elements of column pair jj.
-template <bool MASK, bool FUSED, bool PACK_P, bool KEEP = true>
-__device__ __forceinline__ void probs_cols(int jj, float (&s)[SN], const float (&dp)[SN], u32 (&pf)[SN / 2],
-                                           u32 (&dsf)[SN / 2], const Stats &lse, const Stats &dsum, u32 stat,
-                                           float scale_log2, int key0, int last0, int seqlen_k, int q0c, int t4)
-{
-    const int col = q0c + 8 * jj + 2 * t4;
-    const float2 l2 = lse.get(jj, stat + 4 * col);
-    const float2 dd = FUSED ? dsum.get(jj, stat + 4 * (BM + col)) : make_float2(0.f, 0.f);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const int i = 4 * jj + 2 * h;
-        float x0 = ex2(fmaf(s[i], scale_log2, -l2.x));
-        float x1 = ex2(fmaf(s[i + 1], scale_log2, -l2.y));
-        if (MASK) {
-            const int key = key0 + 8 * h;
-            if (key >= seqlen_k || (CAUSAL && key > last0 + col))
-                x0 = 0.f;
-            if (key >= seqlen_k || (CAUSAL && key > last0 + col + 1))
-                x1 = 0.f;
-        }
-        if (PACK_P || FUSED)
-            pf[i / 2] = pack2(x0, x1);
-        if (FUSED)
-            dsf[i / 2] = pack2(x0 * (dp[i] - dd.x), x1 * (dp[i + 1] - dd.y));
-        else if (KEEP)
-            s[i] = x0, s[i + 1] = x1;
-    }
-}
-
+// packs it now (else it is packed after grads, so fewer registers are live meanwhile).
+// STREAM_DV: packed only (dSᵀ is made from the packed values, grads<true>), and dV += Pᵀ·dO
+// (dot: dO's tile) issued a k16 step (16 query columns: two column pairs jj) at a time as soon as
+// its columns are packed, one wgmma group committed after the last, so that the tensor cores
+// start dV while the rest of the exponentials run.
 template <bool MASK, bool FUSED, bool PACK_P>
 __device__ __forceinline__ void probs(float (&s)[SN], const float (&dp)[SN], u32 (&pf)[SN / 2], u32 (&dsf)[SN / 2],
-                                      const Stats &lse, const Stats &dsum, u32 stat, float scale_log2, int key0,
-                                      int last0, int seqlen_k, int q0c, int t4)
+                                      float (&dv)[KN], u32 dot, const Stats &lse, const Stats &dsum, u32 stat,
+                                      float scale_log2, int key0, int last0, int seqlen_k, int q0c, int t4)
 {
+    static_assert(!STREAM_DV || (PACK_P && !FUSED), "streamed dV steps take Pᵀ packed, dSᵀ made after");
 #pragma unroll
-    for (int jj = 0; jj < SQ / 8; ++jj)
-        probs_cols<MASK, FUSED, PACK_P>(jj, s, dp, pf, dsf, lse, dsum, stat, scale_log2, key0, last0, seqlen_k, q0c,
-                                        t4);
-}
-
-// STREAM_DV: Pᵀ as probs makes it (not fused, packed only: dSᵀ is made from the packed values,
-// grads<true>), dV += Pᵀ·dO issued a k16 step (16 query columns, two of probs' column pairs) at
-// a time as soon as its columns are packed, one wgmma group committed after the last, so that
-// the tensor cores start dV while the rest of the exponentials run.
-template <bool MASK>
-__device__ __forceinline__ void probs_stream_dv(float (&s)[SN], const float (&dp)[SN], u32 (&pf)[SN / 2],
-                                                u32 (&dsf)[SN / 2], float (&dv)[KN], u32 dot, const Stats &lse,
-                                                const Stats &dsum, u32 stat, float scale_log2, int key0, int last0,
-                                                int seqlen_k, int q0c, int t4)
-{
+    for (int jj = 0; jj < SQ / 8; ++jj) {
+        const int col = q0c + 8 * jj + 2 * t4;
+        const float2 l2 = lse.get(jj, stat + 4 * col);
+        const float2 dd = FUSED ? dsum.get(jj, stat + 4 * (BM + col)) : make_float2(0.f, 0.f);
 #pragma unroll
-    for (int kb = 0; kb < BM / 16; ++kb) {
-#pragma unroll
-        for (int jj = 2 * kb; jj < 2 * kb + 2; ++jj)
-            probs_cols<MASK, false, true, false>(jj, s, dp, pf, dsf, lse, dsum, stat, scale_log2, key0, last0,
-                                                 seqlen_k, q0c, t4);
-        wgmma_fence();
-        dv_step(dv, pf, dot, kb);
+        for (int h = 0; h < 2; ++h) {
+            const int i = 4 * jj + 2 * h;
+            float x0 = ex2(fmaf(s[i], scale_log2, -l2.x));
+            float x1 = ex2(fmaf(s[i + 1], scale_log2, -l2.y));
+            if (MASK) {
+                const int key = key0 + 8 * h;
+                if (key >= seqlen_k || (CAUSAL && key > last0 + col))
+                    x0 = 0.f;
+                if (key >= seqlen_k || (CAUSAL && key > last0 + col + 1))
+                    x1 = 0.f;
+            }
+            if (PACK_P || FUSED)
+                pf[i / 2] = pack2(x0, x1);
+            if (FUSED)
+                dsf[i / 2] = pack2(x0 * (dp[i] - dd.x), x1 * (dp[i + 1] - dd.y));
+            else if (!STREAM_DV)
+                s[i] = x0, s[i + 1] = x1;
+        }
+        if (STREAM_DV && jj % 2 == 1) {
+            wgmma_fence();
+            dv_step(dv, pf, dot, jj / 2);
+        }
     }
-    wgmma_commit();
+    if (STREAM_DV)
+        wgmma_commit();
 }
 
 // Sᵀ = K·Qᵀ for the warpgroup's keys (from kw) and queries (from q0c) of the stage's Q tile at
@@ -762,17 +742,12 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
         u32 pf[SN / 2], dsf[SN / 2];
         if (!S_FIRST)
             fence_regs(dp);
-        const bool masked = w.n0 + BN > p.seqlen_k || (CAUSAL && w.n0 + BN - 1 > last0);
-        if (STREAM_DV && masked)
-            probs_stream_dv<true>(s, dp, pf, dsf, dv, dot, lse, dsum, stat, p.scale_log2, key0, last0, p.seqlen_k, q0c,
-                                  t4);
-        else if (STREAM_DV)
-            probs_stream_dv<false>(s, dp, pf, dsf, dv, dot, lse, dsum, stat, p.scale_log2, key0, last0, p.seqlen_k, q0c,
-                                   t4);
-        else if (masked)
-            probs<true, !S_FIRST, EARLY_DV>(s, dp, pf, dsf, lse, dsum, stat, p.scale_log2, key0, last0, p.seqlen_k, q0c, t4);
+        if (w.n0 + BN > p.seqlen_k || (CAUSAL && w.n0 + BN - 1 > last0))
+            probs<true, !S_FIRST, EARLY_DV>(s, dp, pf, dsf, dv, dot, lse, dsum, stat, p.scale_log2, key0, last0,
+                                            p.seqlen_k, q0c, t4);
         else
-            probs<false, !S_FIRST, EARLY_DV>(s, dp, pf, dsf, lse, dsum, stat, p.scale_log2, key0, last0, p.seqlen_k, q0c, t4);
+            probs<false, !S_FIRST, EARLY_DV>(s, dp, pf, dsf, dv, dot, lse, dsum, stat, p.scale_log2, key0, last0,
+                                             p.seqlen_k, q0c, t4);
         if (S_FIRST)
             dsum.load(stat + 4 * BM, q0c, t4);
         if (EARLY_DV) {

@@ -1018,27 +1018,40 @@ static int source_defines(ft_spec *spec, const ft_arch *arch, const char *varian
     return n == 1;
 }
 
-/* The variants of filter compiled with NVRTC (two threads), `pending` of them kept by pruning;
- * the test has failed where *plan comes back NULL. */
-static void compile_filter(ft_spec *spec, const ft_arch *arch, const char *filter, int pending, ft_plan **plan)
+/* The variants of filter compiled with NVRTC (two threads): `pending` of them kept by pruning,
+ * each printed; of those, `serialised` with early_dv = serialised_dv rejected because ptxas
+ * serialised their wgmmas, `compiled` others compiled without spills. */
+static void check_plan(ft_spec *spec, const ft_arch *arch, const char *filter, int pending, int serialised_dv,
+                       int compiled, int serialised)
 {
+    ft_plan *plan = NULL;
     ft_variant f;
     unsigned mask;
     ft_err err;
-    *plan = NULL;
+    int i, n_compiled = 0, n_serialised = 0;
+
+    memset(&err, 0, sizeof err);
     ASSERT_OK(ft__variant_filter_parse(spec, filter, &f, &mask, &err), &err);
-    ASSERT_OK(ft__plan_build(spec, arch, &f, mask, plan, &err), &err);
-    if ((*plan)->count[FT_PLAN_PENDING] != pending) {
-        const int kept = (*plan)->count[FT_PLAN_PENDING];
-        ft__plan_free(*plan);
-        *plan = NULL;
-        FT_FAIL_("%s: %d variants kept, %d expected", filter, kept, pending);
+    ASSERT_OK(ft__plan_build(spec, arch, &f, mask, &plan, &err), &err);
+    if (plan->count[FT_PLAN_PENDING] != pending || ft__plan_compile(plan, NULL, 2, NULL, NULL, NULL, &err) != FT_OK) {
+        const int kept = plan->count[FT_PLAN_PENDING];
+        ft__plan_free(plan);
+        FT_FAIL_("%s: %d variants kept (%d expected), or: %s", filter, kept, pending, err.msg);
     }
-    if (ft__plan_compile(*plan, NULL, 2, NULL, NULL, NULL, &err) != FT_OK) {
-        ft__plan_free(*plan);
-        *plan = NULL;
-        FT_FAIL_("%s: %s", filter, err.msg);
+    for (i = 0; i < plan->nitems; i++) {
+        const ft_plan_item *it = &plan->items[i];
+        if (it->status == FT_PLAN_PRUNED)
+            continue;
+        printf("  %s: %s %s\n", it->variant_str, ft__plan_status_name(it->status), it->reason);
+        if (ft__variant_int(spec, &it->variant, "early_dv", 0) == serialised_dv) {
+            n_serialised += it->status == FT_PLAN_OVER_LIMITS && strcmp(it->reason_class, "wgmmas serialised by ptxas") == 0;
+        } else {
+            n_compiled += it->status == FT_PLAN_COMPILED && it->report.spill_stores + it->report.spill_loads == 0;
+        }
     }
+    ft__plan_free(plan);
+    ASSERT_EQ(n_compiled, compiled);
+    ASSERT_EQ(n_serialised, serialised);
 }
 
 /* flash_bwd_sm90's s_ahead: pruned with kvsplit (the constraint's words), a kept variant's source
@@ -1052,9 +1065,7 @@ static void test_bwd_sm90_s_ahead(void)
 {
     ft_arch arch;
     ft_spec *spec = load_bwd_sm90(&arch);
-    ft_plan *plan = NULL;
     ft_variant v;
-    int i, compiled = 0, serialised = 0;
 
     ASSERT_TRUE(spec != NULL);
     ASSERT_EQ(ft_test_spec_case(spec, &arch, "d=192,bm=64,bn=64,causal=0,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,"
@@ -1064,28 +1075,8 @@ static void test_bwd_sm90_s_ahead(void)
     ASSERT_TRUE(source_defines(spec, &arch, "d=128,bm=64,bn=128,causal=1,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0,"
                                             "s_ahead=1,dtype=bf16",
                                "#define FTP_S_AHEAD 1\n"));
-    compile_filter(spec, &arch, "d=128,bm=64,bn=128,causal=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=1,dtype=bf16", 3,
-                   &plan);
-    if (plan == NULL)
-        return;
-    for (i = 0; i < plan->nitems; i++) {
-        const ft_plan_item *it = &plan->items[i];
-        if (it->status == FT_PLAN_PRUNED)
-            continue;
-        printf("  %s: %s %s\n", it->variant_str, ft__plan_status_name(it->status), it->reason);
-        if (ft__variant_int(spec, &it->variant, "early_dv", 0) == 1) {
-            ASSERT_EQ(it->status, FT_PLAN_OVER_LIMITS);
-            ASSERT_STREQ(it->reason_class, "wgmmas serialised by ptxas");
-            serialised++;
-        } else {
-            ASSERT_EQ(it->status, FT_PLAN_COMPILED);
-            ASSERT_EQ(it->report.spill_stores + it->report.spill_loads, 0);
-            compiled++;
-        }
-    }
-    ASSERT_EQ(compiled, 2);
-    ASSERT_EQ(serialised, 1);
-    ft__plan_free(plan);
+    check_plan(spec, &arch, "d=128,bm=64,bn=128,causal=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=1,dtype=bf16", 3, 1, 2,
+               1);
     ft__spec_free(spec);
 }
 
@@ -1098,9 +1089,7 @@ static void test_bwd_sm90_stream_dv(void)
 {
     ft_arch arch;
     ft_spec *spec = load_bwd_sm90(&arch);
-    ft_plan *plan = NULL;
     ft_variant v;
-    int i, compiled = 0;
 
     ASSERT_TRUE(spec != NULL);
     ASSERT_EQ(ft_test_spec_case(spec, &arch, "d=192,bm=64,bn=64,causal=0,early_dv=3,lpt=0,kvsplit=1,dq_red=1,det=0,"
@@ -1116,21 +1105,8 @@ static void test_bwd_sm90_stream_dv(void)
     ASSERT_TRUE(source_defines(spec, &arch, "d=128,bm=64,bn=128,causal=1,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,"
                                             "s_ahead=0,dtype=bf16",
                                "#define FTP_EARLY_DV 3\n"));
-    compile_filter(spec, &arch, "d=128,bm=64,bn=128,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16", 2,
-                   &plan);
-    if (plan == NULL)
-        return;
-    for (i = 0; i < plan->nitems; i++) {
-        const ft_plan_item *it = &plan->items[i];
-        if (it->status == FT_PLAN_PRUNED)
-            continue;
-        printf("  %s: %s %s\n", it->variant_str, ft__plan_status_name(it->status), it->reason);
-        ASSERT_EQ(it->status, FT_PLAN_COMPILED);
-        ASSERT_EQ(it->report.spill_stores + it->report.spill_loads, 0);
-        compiled++;
-    }
-    ASSERT_EQ(compiled, 2);
-    ft__plan_free(plan);
+    check_plan(spec, &arch, "d=128,bm=64,bn=128,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16", 2, -1,
+               2, 0);
     ft__spec_free(spec);
 }
 

@@ -50,8 +50,7 @@ static void *prefetch_thread(void *arg)
     pthread_mutex_lock(&pf->lock);
     for (;;) {
         pf_job job;
-        ft_compiled c;
-        ft_err err;
+        int go;
         double t0;
         while (pf->head == pf->tail && !pf->quit)
             pthread_cond_wait(&pf->more, &pf->lock);
@@ -61,16 +60,18 @@ static void *prefetch_thread(void *arg)
         pf->busy++;
         pthread_mutex_unlock(&pf->lock);
         t0 = ft__now_ms();
-        memset(&c, 0, sizeof c);
-        if (!pf->quit && (pf->stop == NULL || !__atomic_load_n(pf->stop, __ATOMIC_RELAXED)) &&
-            ft__compile(job.text, job.name, job.arch, pf->cache, &c, &err) == FT_OK)
+        go = pf->stop == NULL || !__atomic_load_n(pf->stop, __ATOMIC_RELAXED); /* a stop: dropped */
+        if (go) { /* into the cache; a compile error is recorded by the tune's own compilation */
+            ft_compiled c;
+            ft_err err;
+            memset(&c, 0, sizeof c);
+            ft__compile(job.text, job.name, job.arch, pf->cache, &c, &err);
             ft__compiled_free(&c);
-        else /* a compile error is the refinement's to record */
-            ft__compiled_free(&c);
+        }
         free(job.text);
         pthread_mutex_lock(&pf->lock);
         pf->ms += ft__now_ms() - t0;
-        pf->done++;
+        pf->done += go;
         pf->busy--;
         if (pf->head == pf->tail && pf->busy == 0)
             pthread_cond_broadcast(&pf->idle);
@@ -111,16 +112,14 @@ ft_status ft__prefetch_add(ft_prefetch *pf, char *text, const char *entry, const
         return FT_OK;
     }
     pthread_mutex_lock(&pf->lock);
+    if (pf->tail == pf->cap && pf->head > 0) { /* the waiting jobs moved to the front */
+        memmove(pf->q, pf->q + pf->head, (size_t)(pf->tail - pf->head) * sizeof *pf->q);
+        pf->tail -= pf->head;
+        pf->head = 0;
+    }
     if (pf->tail == pf->cap) {
-        int cap;
-        pf_job *q;
-        if (pf->head > 0) { /* move the waiting jobs to the front */
-            memmove(pf->q, pf->q + pf->head, (size_t)(pf->tail - pf->head) * sizeof *pf->q);
-            pf->tail -= pf->head;
-            pf->head = 0;
-        }
-        cap = pf->tail == pf->cap ? (pf->cap ? 2 * pf->cap : 64) : pf->cap;
-        q = cap != pf->cap ? realloc(pf->q, (size_t)cap * sizeof *q) : pf->q;
+        const int cap = pf->cap ? 2 * pf->cap : 64;
+        pf_job *q = realloc(pf->q, (size_t)cap * sizeof *q);
         if (q == NULL) {
             pthread_mutex_unlock(&pf->lock);
             free(text);
@@ -178,15 +177,20 @@ void ft__tuner_prefetch_item(tuner *tu, int spec, int item)
 {
     const ft_plan *plan = tu->plans[spec];
     ft_plan_item *it = &plan->items[item];
-    ft_kernel_source src;
     ft_err err;
+    char *text;
 
     if (tu->prefetch == NULL || it->prefetched || it->status != FT_PLAN_PENDING)
         return;
     it->prefetched = 1;
-    memset(&src, 0, sizeof src);
-    if (ft__emit(plan->spec, plan->family, &it->variant, &plan->arch, &src, &err) == FT_OK &&
-        ft__prefetch_add(tu->prefetch, src.text, src.entry, plan->arch.name, &err) == FT_OK)
-        src.text = NULL; /* the job owns it (an error: its compilation says why in its turn) */
-    ft__kernel_source_free(&src);
+    /* the item keeps its source (ft__plan_emit_items then generates it no more), the job a copy;
+     * an error here is the tune's own compilation's to report */
+    if (it->source.text == NULL &&
+        ft__emit(plan->spec, plan->family, &it->variant, &plan->arch, &it->source, &err) != FT_OK) {
+        ft__kernel_source_free(&it->source);
+        return;
+    }
+    text = strdup(it->source.text);
+    if (text != NULL)
+        ft__prefetch_add(tu->prefetch, text, it->source.entry, plan->arch.name, &err);
 }
