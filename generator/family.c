@@ -108,7 +108,8 @@ static int bwd_sm90_tile_width(int d, int kvsplit)
  * tiles' width (bwd_sm90_tile_width of the head dim d): each consumer warpgroup computes dC = W
  * (bm = 128: the warpgroups split dQ's rows) or W / warpgroups columns of dQ's partial, in the
  * fewest passes of equal width, a multiple of 16 and at most 112 (the pass's accumulators,
- * width/2 per thread, live beside dK and dV); and dK and dV for W (or, with kvsplit, W/2)
+ * width/2 per thread, live beside dK and dV), or, with bm not a multiple of 64 (its dQ
+ * transposed, the columns as wgmma's m), passes of 64; and dK and dV for W (or, with kvsplit, W/2)
  * columns. The Q, dO, K and V tiles are column blocks of the widest span of 64, 32 or 16
  * elements that all of these are multiples of, as the pass and warpgroup offsets must start on a
  * block. *width and *span are 0 when no pass width exists (the spec's constraints keep no such
@@ -117,11 +118,13 @@ static void bwd_sm90_cut(int d, int bm, int bn, int kvsplit, int *width, int *sp
 {
     const int nwg = kvsplit ? 2 : bn / 64;
     const int dt = bwd_sm90_tile_width(d, kvsplit);
-    const int dc = bm > 64 || nwg < 1 ? dt : dt / nwg, dkv = kvsplit ? dt / 2 : dt;
+    const int dc = bm == 128 || nwg < 1 ? dt : dt / nwg, dkv = kvsplit ? dt / 2 : dt;
     int passes, s;
 
     *width = *span = 0;
-    for (passes = 1; passes <= dc / 16; passes++)
+    if (bm % 64 != 0)
+        *width = dc % 64 == 0 ? 64 : 0;
+    for (passes = 1; passes <= dc / 16 && bm % 64 == 0; passes++)
         if (dc % passes == 0 && (dc / passes) % 16 == 0 && dc / passes <= 112) {
             *width = dc / passes;
             break;
@@ -134,7 +137,8 @@ static void bwd_sm90_cut(int d, int bm, int bn, int kvsplit, int *width, int *sp
 }
 
 /* flash_bwd_sm90's products: Sᵀ and dPᵀ (n = bm, both operands K-major), dV and dK (n = d, the
- * tiles' width, A from registers, B MN-major), dQ by passes of the cut's width (both MN-major).
+ * tiles' width, A from registers, B MN-major), dQ by passes of the cut's width (both MN-major;
+ * with bm not a multiple of 64 dQᵀ, n = bm, A MN-major and B K-major).
  * With kvsplit two warpgroups share the keys: Sᵀ and dPᵀ take half of the queries each (n =
  * bm/2), dV and dK half of the columns (n = d/2) with A, K-major, from shared memory
  * (ft_wgmma_kvs). Both dK/dV wrappers are emitted at the variant's width, as the template's code
@@ -155,7 +159,10 @@ static void bwd_sm90_prelude(ft_strbuf *sb, const ft_spec *spec, const ft_varian
     emit_wgmma(sb, "ft_wgmma_st", split ? bm / 2 : bm, type, 0, 0, 0);
     emit_wgmma(sb, "ft_wgmma_kv", split ? d / 2 : d, type, 1, 0, 1);
     emit_wgmma(sb, "ft_wgmma_kvs", split ? d / 2 : d, type, 0, 0, 1);
-    emit_wgmma(sb, "ft_wgmma_dq", width > 0 ? width : 64, type, 0, 1, 1);
+    if (bm % 64 != 0)
+        emit_wgmma(sb, "ft_wgmma_dq", bm, type, 0, 1, 0);
+    else
+        emit_wgmma(sb, "ft_wgmma_dq", width > 0 ? width : 64, type, 0, 1, 1);
 }
 
 /* Each of the named parameters gives the n of a generated wgmma wrapper, one accumulator operand
@@ -284,8 +291,8 @@ static void bwd_sm90_launch(const char *variant, ft_launch_facts *out)
 }
 
 /* flash_bwd_sm90: Sᵀ and dPᵀ (n = bm, or bm/2), dV and dK (n = d, or d/2); bn sizes the grid's
- * warpgroups (the template's static_asserts take d a multiple of 8 from 32 to 256, bm 64 or
- * 128, bn 64 or 128). */
+ * warpgroups (the template's static_asserts take d a multiple of 8 from 32 to 256, bm 64, 128 or
+ * a multiple of 16 that 64 does not divide, bn 64 or 128). */
 static ft_status bwd_sm90_check_values(const ft_family *fam, const ft_spec *spec, ft_err *err)
 {
     static const char *const names[] = {"bm", "d", "bn", NULL};

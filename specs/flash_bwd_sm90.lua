@@ -8,7 +8,8 @@
 -- compute their keys' Sᵀ, dPᵀ, dK and dV alone; or, with kvsplit, two of them share 64 keys,
 -- each computing Sᵀ and dPᵀ for half of the block's queries and dK and dV for half of the head
 -- dimension (what fits in registers at d = 256). Each computes its share of the block's dQ
--- partial (split by columns with bm = 64, by rows with bm = 128). A producer warpgroup loads
+-- partial (split by columns with bm = 64, by rows with bm = 128; with bm = 80, which no wgmma's
+-- m is, by columns of dQ transposed, 64 a pass, the queries as n). A producer warpgroup loads
 -- the blocks (TMA) and adds the dQ partials into the workspace (bulk reductions), or the
 -- consumers add them from registers (dq_red).
 
@@ -32,15 +33,22 @@ end
 -- The columns of dQ's partial that each consumer warpgroup computes: the whole width when two
 -- warpgroups split its rows (bm = 128), else width / warpgroups.
 local function dq_columns(v)
-  if v.bm > 64 then return width(v) end
+  if v.bm == 128 then return width(v) end
   return width(v) // consumers(v)
 end
 
+-- dQ transposed (dQᵀ = Kᵀ·dSᵀ): when bm is not a multiple of 64, wgmma's m.
+local function dq_transposed(v)
+  return v.bm % 64 ~= 0
+end
+
 -- The width of one pass over those columns: the fewest passes of equal width, a multiple of 16
--- and at most 112, that make them up (nil when none does). generator/family.c (bwd_sm90_cut)
--- computes the same, and the swizzle span of the tiles from it; the template checks both.
+-- and at most 112, that make them up; transposed, passes of 64 (nil when none does).
+-- generator/family.c (bwd_sm90_cut) computes the same, and the swizzle span of the tiles from
+-- it; the template checks both.
 local function dq_width(v)
   local dc = dq_columns(v)
+  if dq_transposed(v) then return dc % 64 == 0 and 64 or nil end
   for passes = 1, dc // 16 do
     local w = dc // passes
     if dc % passes == 0 and w % 16 == 0 and w <= 112 then return w end
@@ -69,8 +77,9 @@ local function consumer_registers(v)
     return width(v) // 2 + math.max(3 * v.bm // 4, width(v) // 4) + 24
   end
   -- dK and dV (width/2 each), then the larger of Sᵀ and dPᵀ (bm/2 each) and a pass of dQ's
-  -- partial (its width/2) beside Pᵀ and dSᵀ packed (bm/4 each).
-  return width(v) + math.max(v.bm, v.bm // 2 + (dq_width(v) or 64) // 2) + 24
+  -- partial (its width/2; transposed bm/2) beside Pᵀ and dSᵀ packed (bm/4 each).
+  local pass = dq_transposed(v) and v.bm // 2 or (dq_width(v) or 64) // 2
+  return width(v) + math.max(v.bm, v.bm // 2 + pass) + 24
 end
 
 local function register_limit(v)
@@ -90,7 +99,7 @@ return {
   params = {
     { name = "d",      values = { 64, 80, 96, 128, 160, 192, 256 }, open = true,
       doc = "head dimension (a call or --only d=N adds any other multiple of 8 from 32 to 256)" },
-    { name = "bm",     values = { 64, 128 },       doc = "query rows per block of the CTA's loop (128: two consumer warpgroups split dQ by rows)" },
+    { name = "bm",     values = { 64, 80, 128 },   doc = "query rows per block of the CTA's loop (128: two consumer warpgroups split dQ by rows; 80: dQ computed transposed, its columns as wgmma's m)" },
     { name = "bn",     values = { 64, 128 },       doc = "keys per thread block: 64 per consumer warpgroup" },
     { name = "causal", values = { 0, 1 },          doc = "bottom-right causal mask" },
     { name = "early_dv", values = { 0, 1, 2, 3 },
@@ -109,7 +118,7 @@ return {
     { "the launch order by walk length is for causal masks",
       function(v) return v.lpt == 0 or v.causal == 1 end },
     { "128 query rows per block take two consumer warpgroups of 64 keys each",
-      function(v) return v.bm == 64 or (v.bn == 128 and v.kvsplit == 0) end },
+      function(v) return v.bm ~= 128 or (v.bn == 128 and v.kvsplit == 0) end },
     { "two warpgroups sharing keys share 64 of them, and each computes half of a block's queries' Sᵀ",
       function(v) return v.kvsplit == 0 or (v.bn == 64 and v.bm == 64) end },
     { "with shared keys dV's product needs both warpgroups' Pᵀ: it cannot start while dPᵀ runs",
@@ -120,7 +129,7 @@ return {
       function(v) return v.s_ahead == 0 or v.kvsplit == 0 end },
     { "the fixed order of dQ's additions is kept by the producer's bulk reductions, in the launch order",
       function(v) return v.det == 0 or (v.dq_red == 0 and v.lpt == 0) end },
-    { "each warpgroup's dQ columns go in passes of a multiple of 16 columns (at most 112), its dK and dV columns are a multiple of 16",
+    { "each warpgroup's dQ columns go in passes of a multiple of 16 columns (at most 112; transposed, of 64), its dK and dV columns are a multiple of 16",
       function(v) return dq_width(v) ~= nil and (v.kvsplit == 0 or (width(v) // 2) % 16 == 0) end },
     { "consumer registers within what setmaxnreg gives them",
       function(v) return consumer_registers(v) <= register_limit(v) end },

@@ -10,6 +10,10 @@
 //   dQ  = dS·K                     m64 (queries) × 64 × BN per pass, dSᵀ through shared memory
 //                                  (read transposed: MN-major A), K read MN-major; split among
 //                                  the consumers by columns (BM = 64) or by rows (BM = 128)
+//   or, DQT (BM not a multiple of 64: 80),
+//       dQᵀ = Kᵀ·dSᵀ               m64 (columns of dQ) × BM × BN per pass, K read MN-major, dS
+//                                  through shared memory (stored transposed, read K-major); the
+//                                  consumers split the columns, 64 a pass
 // Each consumer warpgroup owns 64 keys (SQ = BM, DKV = D) or, KVSPLIT, the two share the
 // block's 64 keys: warpgroup w computes Sᵀ and dPᵀ for queries SQ·w.. (SQ = BM/2), writes its
 // Pᵀ and dSᵀ to shared memory, and after a barrier dV and dK for columns DKV·w.. (DKV = D/2) from
@@ -72,7 +76,8 @@
 // (along the rows) alike; the variant's span is the widest that its tiles' width, its warpgroups'
 // dK/dV columns and its dQ passes are multiples of (the generator works it out and tells the
 // runtime, which encodes the tensor maps' boxes alike). The dSᵀ and Pᵀ tiles [BN][BM] are column
-// blocks of 64 queries with the 128-byte swizzle (chunk c of row r at c ^ (r & 7)).
+// blocks of 64 queries with the 128-byte swizzle (chunk c of row r at c ^ (r & 7)); DQT's dS
+// tile is [BM][BN], column blocks of 64 keys, swizzled alike.
 //
 // A consumer, per query block: wait for its stage; Sᵀ and dPᵀ issued (two wgmma groups); once
 // Sᵀ is done (EARLY_DV, EXP_UNDER_DP; else once both are), Pᵀ in registers (the masks only on
@@ -86,7 +91,8 @@
 // Compile-time parameters, defined by the generated prelude:
 //   FTP_D       DH, the head dimension: a multiple of 8 from 32 to 256 (the tiles are D wide: DH
 //               rounded up to 16, with KVSPLIT an odd multiple of 8 to 32; see D below)
-//   FTP_BM      query rows per block of the loop: 64, or 128 with two consumer warpgroups
+//   FTP_BM      query rows per block of the loop: 64, or 128 with two consumer warpgroups, or
+//               DQT a multiple of 16 that 64 does not divide (80: the products' n is 80)
 //   FTP_BN      keys per CTA: 64 per consumer warpgroup (64, 128), or 64 with KVSPLIT
 //   FTP_KVSPLIT 1: two consumer warpgroups share the 64 keys (BM = 64, not EARLY_DV)
 //   FTP_DQ_RED  1: dQ's partials added from registers, 0: staged and bulk-reduced
@@ -107,7 +113,7 @@
 // and the generated wgmma wrappers ft_wgmma_st (m64n{SQ}k16, both operands K-major in shared
 // memory), ft_wgmma_kv (m64n{D}k16, A from registers, B MN-major; KVSPLIT: ft_wgmma_kvs,
 // m64n{D/2}k16, A K-major in shared memory) and ft_wgmma_dq (m64n{PW}k16, A and B MN-major in
-// shared memory).
+// shared memory; DQT m64n{BM}k16, A MN-major, B K-major).
 
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_CAUSAL) || !defined(FTP_EARLY_DV) || \
     !defined(FTP_LPT) || !defined(FTP_KVSPLIT) || !defined(FTP_DQ_RED) || !defined(FTP_DET) || !defined(FTP_SPAN) ||  \
@@ -156,10 +162,15 @@ constexpr int HAND_THREADS = 128 + 32;
 // dQ's partial of a block is split among the consumers by columns (BM = 64: warpgroup w owns DC
 // = D/NWG columns of every row) or, with BM = 128 and two consumers, by rows (warpgroup w owns
 // rows 64·w.. of every column).
-constexpr bool ROWSPLIT = BM > 64;
+// DQT (BM not a multiple of 64, which no wgmma's m can be): dQ is computed transposed, the
+// columns as m, 64 a pass, and the block's BM queries as n.
+constexpr bool ROWSPLIT = BM == 128;
+constexpr bool DQT = BM % 64 != 0;
 constexpr int DC = ROWSPLIT ? D : D / NWG; // dQ columns per consumer warpgroup
 constexpr int PW = FTP_DQ_WIDTH;           // dQ columns per pass
 constexpr int DQ_PASSES = DC / PW;
+constexpr int DQ_ACC = DQT ? BM / 2 : PW / 2; // a pass's accumulators per thread
+constexpr int DQ_ALL = DQ_PASSES * DQ_ACC;    // and all of them
 constexpr int CH = FTP_SPAN;       // elements per swizzled row of a Q, dO, K or V column block
 constexpr int SWB = CH * 2;        // its bytes: the swizzle span (128, 64 or 32)
 constexpr int ROW = 128;           // bytes per row of a 64-query block of the dSᵀ and Pᵀ tiles
@@ -193,8 +204,10 @@ static_assert(CH == 64 || CH == 32 || CH == 16, "column blocks of 64, 32 or 16 e
 static_assert(D % CH == 0 && DKV % CH == 0 && PW % CH == 0 && DC == PW * DQ_PASSES && PW <= 112,
               "the head dim, each warpgroup's dK/dV columns and each dQ pass are whole column blocks");
 static_assert(2 * BN * OUT_PITCH <= OFF_BAR, "dK and dV leave through the tiles' space");
-static_assert(BM == 64 || (BM == 128 && NWG == 2 && !KVSPLIT),
-              "64 query rows per block, or 128 with two consumer warpgroups of 64 keys each");
+static_assert(BM == 64 || (BM == 128 && NWG == 2 && !KVSPLIT) || (DQT && BM % 16 == 0 && BM <= 256 && !KVSPLIT),
+              "64 query rows per block, 128 with two consumer warpgroups of 64 keys each, or DQT's "
+              "whole k16 steps");
+static_assert(!DQT || PW == 64, "DQT: dQᵀ by passes of 64 columns (wgmma's m)");
 static_assert(BN == 64 || (BN == 128 && !KVSPLIT), "64 keys per consumer warpgroup, one or two warpgroups, or 64 shared");
 static_assert(FTP_EARLY_DV >= 0 && FTP_EARLY_DV <= 3, "early_dv is 0, 1, 2 or 3");
 static_assert(!STREAM_DV || !S_AHEAD, "early_dv = 3 is not with s_ahead");
@@ -313,17 +326,19 @@ __device__ __forceinline__ Workspace workspace(const BwdParams &p)
 // Where consumer thread `t` (0..CT-1; warpgroup w = t / 128) keeps dQ accumulator i of a tile,
 // in the staging buffer and the workspace alike: groups of four (two rows, two columns) of one
 // thread are adjacent, and the threads' groups i / 4 follow each other, so that a warp's 16-byte
-// accesses cover 512 contiguous bytes; staged, each warpgroup's 64·DC accumulators one after the
-// other (its hand-off's part), DQ_RED the two warpgroups' groups i / 4 in turn (a warpgroup's
+// accesses cover 512 contiguous bytes; staged, each warpgroup's 128·DQ_ALL accumulators one after
+// the other (its hand-off's part), DQ_RED the two warpgroups' groups i / 4 in turn (a warpgroup's
 // after the other's measured 5–9 % slower at d = 128 on 5 of 6 shapes, H200, 2026-12-03).
 // Accumulator i is row (ROWSPLIT ? 64·w : 0) + 16·warp + g + 8·((i >> 1) & 1),
 // column (ROWSPLIT ? 0 : w·DC) + 8·(i >> 2) + 2·(lane & 3) + (i & 1) (warp and lane within the
-// warpgroup, g = lane >> 2): the wgmma accumulator layout.
+// warpgroup, g = lane >> 2): the wgmma accumulator layout. DQT, with pass = i / DQ_ACC and j = i %
+// DQ_ACC, the same transposed: column w·DC + 64·pass + 16·warp + g + 8·((j >> 1) & 1), row
+// 8·(j >> 2) + 2·(lane & 3) + (j & 1) (bwd_post reads them back).
 __device__ __forceinline__ int dq_index(int t, int i)
 {
     if (DQ_RED)
         return (i >> 2) * (CT * 4) + t * 4 + (i & 3);
-    return (t / 128) * (64 * DC) + (i >> 2) * (128 * 4) + (t % 128) * 4 + (i & 3);
+    return (t / 128) * (128 * DQ_ALL) + (i >> 2) * (128 * 4) + (t % 128) * 4 + (i & 3);
 }
 
 // One bulk copy of `bytes` (a multiple of 16) from global into shared memory, completing on bar.
@@ -616,24 +631,29 @@ __device__ __forceinline__ void issue_dkv_shared(float (&dk)[KN], float (&dv)[KN
 }
 
 // One pass of dQ's partial (m64n{PW} over the BN keys): the warpgroup's rows (ROWSPLIT) or its
-// columns pass·PW.. of its DC columns; one wgmma group.
-__device__ __forceinline__ void issue_dq(float (&dq)[PW / 2], u32 ds, u32 kt, int cw, int pass)
+// columns pass·PW.. of its DC columns; DQT those columns transposed (m64n{BM}: Kᵀ's columns as m,
+// the dS tile's queries as n); one wgmma group.
+__device__ __forceinline__ void issue_dq(float (&dq)[DQ_ACC], u32 ds, u32 kt, int cw, int pass)
 {
     wgmma_fence();
 #pragma unroll
-    for (int kb = 0; kb < BN / 16; ++kb)
-        ft_wgmma_dq(dq, ST::mnmajor(ds, BN, ROWSPLIT ? cw : 0, kb),
-                    DT::mnmajor(kt, BN, ((ROWSPLIT ? 0 : cw * DC) + pass * PW) / CH, kb), kb > 0);
+    for (int kb = 0; kb < BN / 16; ++kb) {
+        const u64 k = DT::mnmajor(kt, BN, ((ROWSPLIT ? 0 : cw * DC) + pass * PW) / CH, kb);
+        if (DQT)
+            ft_wgmma_dq(dq, k, ST::kmajor(ds, BM, 0, kb), kb > 0);
+        else
+            ft_wgmma_dq(dq, ST::mnmajor(ds, BN, ROWSPLIT ? cw : 0, kb), k, kb > 0);
+    }
     wgmma_commit();
 }
 
-// One pass of a consumer thread's dQ partial (PW/2 accumulators) into the staging buffer or,
+// One pass of a consumer thread's dQ partial (DQ_ACC accumulators) into the staging buffer or,
 // DQ_RED, added into the block's workspace tile.
-__device__ __forceinline__ void emit_dq(const float (&dq)[PW / 2], u32 base, float *tile, int ct, int pass)
+__device__ __forceinline__ void emit_dq(const float (&dq)[DQ_ACC], u32 base, float *tile, int ct, int pass)
 {
 #pragma unroll
-    for (int i = 0; i < PW / 2; i += 4) {
-        const int at = dq_index(ct, pass * (PW / 2) + i);
+    for (int i = 0; i < DQ_ACC; i += 4) {
+        const int at = dq_index(ct, pass * DQ_ACC + i);
         if (DQ_RED)
             red_add4(tile + at, dq[i], dq[i + 1], dq[i + 2], dq[i + 3]);
         else
@@ -658,6 +678,23 @@ __device__ __forceinline__ void store_keys_by_queries(u32 dst, const u32 (&x)[SN
         const int c = q0c / 8 + i / 2; // even: q0c is a multiple of 16
         stmatrix_x4((row + (u32)((c / 8) * BN * ROW)) ^ (u32)(16 * (c % 8)), x[i], x[i + 1], x[i + 2], x[i + 3]);
     }
+}
+
+// DQT: a warp's dSᵀ (packed pairs, probs' order) into the block's dS tile at dst transposed: row =
+// the query, column blocks of 64 keys (BM rows apart), 128-byte rows, 16-byte chunk j of row q at
+// j ^ (q & 7). The same four 8x8 matrices a store as store_keys_by_queries' (keys kr.. and
+// kr + 8.. of query chunks c and c + 1), each stored transposed: lane l addresses query row
+// 8·(c + l / 16) + l % 8 of matrix l / 8, the chunk of its keys kr + 8·((l / 8) & 1). A matrix's
+// eight query rows put its chunk in eight different 16-byte bank groups: conflict-free. Every
+// lane's row is l % 8 modulo 8, so its swizzled chunk is the same in every store: one base
+// register and a constant a store.
+__device__ __forceinline__ void store_queries_by_keys(u32 dst, const u32 (&x)[SN / 2], int kr, int lane)
+{
+    const int key = kr + 8 * ((lane >> 3) & 1), q = 8 * (lane >> 4) + (lane & 7);
+    const u32 row = dst + (u32)((key / 64) * BM * ROW + q * ROW + 16 * (((key % 64) / 8) ^ (lane & 7)));
+#pragma unroll
+    for (int i = 0; i < SN / 2; i += 4)
+        stmatrix_x4_trans(row + (u32)((i / 2) * 8 * ROW), x[i], x[i + 1], x[i + 2], x[i + 3]);
 }
 
 // Every product that reads a stage is done: the producer may refill it. Every consumer thread
@@ -768,7 +805,10 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
 
         // dSᵀ (KVSPLIT: and Pᵀ) to shared memory for the products that read it there.
         const u32 ds = base + OFF_DS + stage * DS_BYTES, pt = base + OFF_P + stage * DS_BYTES;
-        store_keys_by_queries(ds, dsf, k0 - g, q0c, lane);
+        if (DQT)
+            store_queries_by_keys(ds, dsf, k0 - g, lane);
+        else
+            store_keys_by_queries(ds, dsf, k0 - g, q0c, lane);
         if (KVSPLIT)
             store_keys_by_queries(pt, pf, k0 - g, q0c, lane);
         fence_proxy_async();
@@ -780,7 +820,7 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
         if (KVSPLIT) {
             // dV, dK and every pass of dQ's partial in flight at once; each pass, once done, out.
             issue_dkv_shared(dk, dv, pt, ds, qt, dot, cw);
-            float dq[DQ_PASSES][PW / 2];
+            float dq[DQ_PASSES][DQ_ACC];
 #pragma unroll
             for (int pass = 0; pass < DQ_PASSES; ++pass)
                 issue_dq(dq[pass], ds, base + OFF_K, cw, pass);
@@ -801,7 +841,7 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
             // the producer has taken the last block's), the last while dK's product runs.
 #pragma unroll
             for (int pass = 0; pass < DQ_PASSES; ++pass) {
-                float dq[PW / 2];
+                float dq[DQ_ACC];
                 issue_dq(dq, ds, base + OFF_K, cw, pass);
                 if (pass == DQ_PASSES - 1) {
 #pragma unroll
@@ -943,15 +983,26 @@ __device__ __forceinline__ void bwd_post(const BwdParams &p)
     const float *src = ws.dq + (((long long)batch * p.heads_q + head) * ws.mbq + x) * (BM * D);
     u16 *dq = (u16 *)p.dq + batch * p.dq_batch_stride + head * p.dq_head_stride;
 
-    constexpr int GROUPS = DC / 8; // of four accumulators per consumer thread
+    constexpr int GROUPS = DQ_ALL / 4; // of four accumulators per consumer thread
     for (int k = (int)threadIdx.x; k < CT * GROUPS; k += THREADS) {
         const int t = k % CT, i = 4 * (k / CT);
         const int wgt = t / 128, lane = t % 32;
-        const int row = (ROWSPLIT ? 64 * wgt : 0) + 16 * ((t % 128) / 32) + (lane >> 2);
-        const int col = (ROWSPLIT ? 0 : wgt * DC) + 8 * (i >> 2) + 2 * (lane & 3);
         const float4 a = *(const float4 *)(src + dq_index(t, i));
-        tile[row * RW + col / 2] = pack2(a.x * p.scale, a.y * p.scale);
-        tile[(row + 8) * RW + col / 2] = pack2(a.z * p.scale, a.w * p.scale);
+        if (DQT) {
+            // (column, row), (column, row + 1), (column + 8, row), (column + 8, row + 1)
+            const int j = i % DQ_ACC;
+            const int col = wgt * DC + 64 * (i / DQ_ACC) + 16 * ((t % 128) / 32) + (lane >> 2);
+            const int row = 8 * (j >> 2) + 2 * (lane & 3);
+            const u32 r0 = pack2(a.x * p.scale, a.z * p.scale), r1 = pack2(a.y * p.scale, a.w * p.scale);
+            u16 *const h = (u16 *)tile;
+            h[row * 2 * RW + col] = (u16)r0, h[row * 2 * RW + col + 8] = (u16)(r0 >> 16);
+            h[(row + 1) * 2 * RW + col] = (u16)r1, h[(row + 1) * 2 * RW + col + 8] = (u16)(r1 >> 16);
+        } else {
+            const int row = (ROWSPLIT ? 64 * wgt : 0) + 16 * ((t % 128) / 32) + (lane >> 2);
+            const int col = (ROWSPLIT ? 0 : wgt * DC) + 8 * (i >> 2) + 2 * (lane & 3);
+            tile[row * RW + col / 2] = pack2(a.x * p.scale, a.y * p.scale);
+            tile[(row + 8) * RW + col / 2] = pack2(a.z * p.scale, a.w * p.scale);
+        }
     }
     __syncthreads();
     for (int k = (int)threadIdx.x; k < BM * CPR; k += THREADS) {

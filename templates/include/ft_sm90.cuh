@@ -88,6 +88,15 @@ __device__ __forceinline__ void stmatrix_x4(u32 addr, u32 r0, u32 r1, u32 r2, u3
                  : "memory");
 }
 
+// The same four matrices stored transposed: lane l gives the address of row l%8 of matrix l/8 of
+// the transposes (16 bytes: column l%8 of matrix l/8 as the registers hold it).
+__device__ __forceinline__ void stmatrix_x4_trans(u32 addr, u32 r0, u32 r1, u32 r2, u32 r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0),
+                 "r"(r1), "r"(r2), "r"(r3)
+                 : "memory");
+}
+
 __device__ __forceinline__ int ld_shared(u32 addr)
 {
     int v;
