@@ -1110,6 +1110,47 @@ static void test_bwd_sm90_stream_dv(void)
     ft__spec_free(spec);
 }
 
+/* flash_bwd_sm90 with 80 query rows a block (FlashAttention-4's d = 128 tile, which no wgmma's m
+ * of 64 holds): dQ computed transposed. Pruned with shared keys and where a warpgroup's dQ
+ * columns are no whole passes of 64 (d = 96 over two warpgroups: 48 each, the constraint's
+ * words); a kept variant's source has passes of 64 columns, Sᵀ and dPᵀ as m64n80, and a dQᵀ
+ * wrapper of n = 80 with A transposed (MN-major: K's columns) and B not (the dS tile, K-major):
+ * "1, 0", which no other wrapper has. NVRTC compiles d = 128's two-consumer structure without
+ * spills with early_dv 0, 2 and 3 (1 spills: the plan rejects it). */
+static void test_bwd_sm90_dq_transposed(void)
+{
+    ft_arch arch;
+    ft_spec *spec = load_bwd_sm90(&arch);
+    ft_variant v;
+    ft_kernel_source ks;
+    ft_err err;
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_EQ(ft_test_spec_case(spec, &arch, "d=128,bm=80,bn=64,causal=0,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,"
+                                             "s_ahead=0,dtype=bf16",
+                                "two warpgroups sharing keys share 64 of them, and each computes half of a block's queries' Sᵀ",
+                                &v),
+              0);
+    ASSERT_EQ(ft_test_spec_case(spec, &arch, "d=96,bm=80,bn=128,causal=0,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0,"
+                                             "s_ahead=0,dtype=bf16",
+                                "each warpgroup's dQ columns go in passes of a multiple of 16 columns (at most 112; "
+                                "transposed, of 64), its dK and dV columns are a multiple of 16",
+                                &v),
+              0);
+    ASSERT_EQ(ft_test_spec_case(spec, &arch, "d=128,bm=80,bn=128,causal=1,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=1,"
+                                             "s_ahead=0,dtype=bf16",
+                                NULL, &v),
+              1);
+    ASSERT_OK(ft__emit(spec, ft__family_find("flash_bwd_sm90"), &v, &arch, &ks, &err), &err);
+    ASSERT_EQ(ft_test_count(ks.text, "#define FTP_DQ_WIDTH 64\n"), 1);
+    ASSERT_EQ(ft_test_count(ks.text, "wgmma.mma_async.sync.aligned.m64n80k16"), 2); /* Sᵀ and dPᵀ's, dQᵀ's */
+    ASSERT_EQ(ft_test_count(ks.text, "p, 1, 1, 1, 0;"), 1);
+    ft__kernel_source_free(&ks);
+    check_plan(spec, &arch, "d=128,bm=80,bn=128,causal=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16", 4, 1, 3,
+               0);
+    ft__spec_free(spec);
+}
+
 /* The backward's sm_90a head dims: d is open, and the constraints keep every multiple of 8 from
  * 32 to 256 (36 and 264 pruned with the first constraint's words). The tiles are the head dim
  * rounded up to 16 wide, with kvsplit to 32 (two warpgroups of whole k16 steps): the shared
@@ -1229,5 +1270,5 @@ FT_TEST_MAIN(FT_CASE(test_builtin_table), FT_CASE(test_load_builtin_index), FT_C
              FT_CASE(test_family_target), FT_CASE(test_plan_target), FT_CASE(test_wgmma_wrappers),
              FT_CASE(test_emit_sm90), FT_CASE(test_sm90_pruning), FT_CASE(test_sm90_compile_sample),
              FT_CASE(test_plan_rejects_spills), FT_CASE(test_fwd_head_dims_by_8), FT_CASE(test_many_open_head_dims),
-             FT_CASE(test_bwd_sm90_s_ahead), FT_CASE(test_bwd_sm90_stream_dv), FT_CASE(test_bwd_head_dims_by_8),
-             FT_CASE(test_variant_defaults))
+             FT_CASE(test_bwd_sm90_s_ahead), FT_CASE(test_bwd_sm90_stream_dv), FT_CASE(test_bwd_sm90_dq_transposed),
+             FT_CASE(test_bwd_head_dims_by_8), FT_CASE(test_variant_defaults))
