@@ -744,6 +744,12 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
         const u32 qt = base + OFF_Q + stage * QT_BYTES, dot = base + OFF_DO + stage * QT_BYTES;
         const u32 stat = base + OFF_STAT + stage * 2 * BM * 4;
         float *const dq_tile = ws.dq + (((long long)w.batch * p.heads_q + head) * ws.mbq + m) * (BM * D);
+        // LSE·log2(e) before the products are issued: loads issued behind dPᵀ's wgmmas, whose
+        // operands fill the shared-memory pipe, returned after Sᵀ was done, and the first
+        // exponential waited for them (11 % of the main kernel's stall samples at d = 128 8k on an
+        // H100, 2026-12-06; FA4 loads its LSE between its Sᵀ wgmmas).
+        Stats lse, dsum;
+        lse.load(stat, q0c, t4);
         // Sᵀ (S_AHEAD: issued by the block before) and dPᵀ, two groups. EARLY_DV: Pᵀ, and dV's
         // product (which takes only Pᵀ), while dPᵀ runs; EXP_UNDER_DP: Pᵀ's exponentials while
         // dPᵀ runs; else both waited for first (fewer registers live at once).
@@ -762,9 +768,7 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
         for (int kk = 0; kk < D / 16; ++kk)
             ft_wgmma_st(dp, DT::kmajor(base + OFF_V, BN, kw, kk), DT::kmajor(dot, BM, q0c, kk), kk > 0);
         wgmma_commit();
-        // LSE·log2(e) while Sᵀ runs; D while dPᵀ runs (S_FIRST), else with LSE.
-        Stats lse, dsum;
-        lse.load(stat, q0c, t4);
+        // D while dPᵀ runs (S_FIRST: loaded after Pᵀ), else now.
         if (!S_FIRST)
             dsum.load(stat + 4 * BM, q0c, t4);
         if (S_FIRST)
