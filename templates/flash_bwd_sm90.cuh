@@ -750,6 +750,8 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
         // H100, 2026-12-06; FA4 loads its LSE between its Sᵀ wgmmas).
         Stats lse, dsum;
         lse.load(stat, q0c, t4);
+        if (!S_FIRST) // D too where the exponentials wait for dPᵀ and make dSᵀ at once
+            dsum.load(stat + 4 * BM, q0c, t4);
         // Sᵀ (S_AHEAD: issued by the block before) and dPᵀ, two groups. EARLY_DV: Pᵀ, and dV's
         // product (which takes only Pᵀ), while dPᵀ runs; EXP_UNDER_DP: Pᵀ's exponentials while
         // dPᵀ runs; else both waited for first (fewer registers live at once).
@@ -768,9 +770,7 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
         for (int kk = 0; kk < D / 16; ++kk)
             ft_wgmma_st(dp, DT::kmajor(base + OFF_V, BN, kw, kk), DT::kmajor(dot, BM, q0c, kk), kk > 0);
         wgmma_commit();
-        // D while dPᵀ runs (S_FIRST: loaded after Pᵀ), else now.
-        if (!S_FIRST)
-            dsum.load(stat + 4 * BM, q0c, t4);
+        // (S_FIRST: D is loaded while dPᵀ runs, after Pᵀ.)
         if (S_FIRST)
             wgmma_wait<1>();
         else
