@@ -79,7 +79,8 @@
 // blocks of 64 queries with the 128-byte swizzle (chunk c of row r at c ^ (r & 7)); DQT's dS
 // tile is [BM][BN], column blocks of 64 keys, swizzled alike.
 //
-// A consumer, per query block: wait for its stage; Sᵀ and dPᵀ issued (two wgmma groups); once
+// A consumer, per query block: wait for its stage; its LSE·log2(e) (and, unless S_FIRST, D)
+// into registers where PRELOAD; Sᵀ and dPᵀ issued (two wgmma groups); once
 // Sᵀ is done (EARLY_DV, EXP_UNDER_DP; else once both are), Pᵀ in registers (the masks only on
 // blocks that need them) and, EARLY_DV, dV issued; once dPᵀ is done, dSᵀ in registers (and
 // EXP_UNDER_DP, Pᵀ packed for dV) and to shared memory (and dV issued if not yet); barrier of
