@@ -16,9 +16,11 @@
 #                                      with HD8_DB, that tuning database's winners instead of
 #                                      the defaults
 #   bash bench/device_hd8.sh quality   bench/tune_quality.py on each QUALITY_ONLY filter of the
-#                                      sm_90a forward spec (default d = 80 and 160 bf16, d = 128
-#                                      causal and d = 64 non-causal bf16): the search (QUALITY_SEARCH,
-#                                      default halving; or ranked) and
+#                                      sm_90a forward spec (default d = 256 causal and d = 64
+#                                      non-causal bf16: 12 buckets, 1282 variants, whose exhaustive
+#                                      tune takes about 450 s on an H100; d = 80 and 160 bf16 and
+#                                      d = 128 causal have 5376 more): the search (QUALITY_SEARCH,
+#                                      default ranked; or halving) and
 #                                      the exhaustive tune into $QUALITY_DIR (default
 #                                      /tmp/ft-quality, which outlives the call while the machine
 #                                      stays warm: HD8_DB=$QUALITY_DIR/exhaustive.db for compare;
@@ -119,7 +121,7 @@ for mode in "$@"; do
   quality)
     qdir=${QUALITY_DIR:-/tmp/ft-quality}
     onlys=()
-    for only in ${QUALITY_ONLY:-d=80,dtype=bf16 d=160,dtype=bf16 d=128,dtype=bf16,causal=1 d=64,dtype=bf16,causal=0}; do
+    for only in ${QUALITY_ONLY:-d=256,dtype=bf16,causal=1 d=64,dtype=bf16,causal=0}; do
       onlys+=(--only "$only")
     done
     if [ "${QUALITY_TRACE:-0}" = 1 ]; then # the worker's conversation timed, and the clock sampled
@@ -130,7 +132,7 @@ for mode in "$@"; do
       export FLASHTUNE_WORKER=$PWD/bench/worker_tap_ts.py TAP_REAL=$(realpath "$ft") TAP_LOG=$OUT/tap
     fi
     timeout "${QUALITY_LIMIT:-540}" python3 bench/tune_quality.py --flashtune "$ft" --spec specs/flash_fwd_sm90.lua \
-      "${onlys[@]}" --search "${QUALITY_SEARCH:-halving}" --rounds "${QUALITY_ROUNDS:-3}" --reps "${QUALITY_REPS:-10}" ${QUALITY_SECOND:+--second --second-search $QUALITY_SECOND} ${QUALITY_NEIGHBOUR:+--neighbour} \
+      "${onlys[@]}" --search "${QUALITY_SEARCH:-ranked}" --rounds "${QUALITY_ROUNDS:-3}" --reps "${QUALITY_REPS:-10}" ${QUALITY_SECOND:+--second --second-search $QUALITY_SECOND} ${QUALITY_NEIGHBOUR:+--neighbour} \
       --out "$qdir" > "$OUT/quality.txt" 2>&1
     note "tune_quality ${onlys[*]}: exit $? in $(since "$t0") s"
     cp "$qdir"/quality.json "$qdir"/quality.md "$OUT"/ 2> /dev/null
