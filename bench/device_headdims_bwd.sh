@@ -43,7 +43,9 @@
 #                                              d = 192's kvsplit ones with staged dQ), then
 #                                              bwd_compare at d = 64, 128 (BASE_DIMS) on the whole grid:
 #                                              this build's defaults against BASE_LIB's (another build,
-#                                              e.g. of the commit before a change) and cuDNN, interleaved;
+#                                              e.g. of the commit before a change), cuDNN and FA4 (where
+#                                              it imports: bench/fa4_install.sh), interleaved (BASE_SEQLENS,
+#                                              default the grid's);
 #                                              BASE_VERIFY: more verify filters, BASE_ALT: bwd_compare --alt
 #                                              D/C=VARIANT twins beside them ('flashtune alt')
 #   bash bench/device_headdims_bwd.sh stream   verify of the early_dv=3 variants at d = 64 and 128,
@@ -177,8 +179,9 @@ for mode in "$@"; do
     for alt in ${BASE_ALT:-}; do
       alts+=(--alt "$alt")
     done
-    python3 bench/bwd_compare.py --head-dims "${BASE_DIMS:-64,128}" --dtypes bf16 --rounds ${AB_ROUNDS:-2} \
-      --systems flashtune,cuDNN --base-lib "$BASE_LIB" "${alts[@]}" --json "$OUT/base.json" > "$OUT/base.txt" \
+    python3 bench/bwd_compare.py --head-dims "${BASE_DIMS:-64,128}" --seqlens "${BASE_SEQLENS:-512,1024,2048,4096,8192,16384}" \
+      --dtypes bf16 --rounds ${AB_ROUNDS:-2} \
+      --systems flashtune,cuDNN,FA4 --base-lib "$BASE_LIB" "${alts[@]}" --json "$OUT/base.json" > "$OUT/base.txt" \
       2> "$OUT/base.err"
     note "bwd_compare against $BASE_LIB${BASE_ALT:+ and the BASE_ALT twins ('flashtune alt')}: exit $? in $(since "$t0") s"
     sed -n '/^type/,$p' "$OUT/base.txt" | tee -a "$summary"
