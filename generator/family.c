@@ -122,13 +122,14 @@ static void bwd_sm90_cut(int d, int bm, int bn, int kvsplit, int *width, int *sp
     int passes, s;
 
     *width = *span = 0;
-    if (bm % 64 != 0)
+    if (bm % 64 != 0) /* dQ transposed: passes of 64 columns, wgmma's m */
         *width = dc % 64 == 0 ? 64 : 0;
-    for (passes = 1; passes <= dc / 16 && bm % 64 == 0; passes++)
-        if (dc % passes == 0 && (dc / passes) % 16 == 0 && dc / passes <= 112) {
-            *width = dc / passes;
-            break;
-        }
+    else
+        for (passes = 1; passes <= dc / 16; passes++)
+            if (dc % passes == 0 && (dc / passes) % 16 == 0 && dc / passes <= 112) {
+                *width = dc / passes;
+                break;
+            }
     for (s = 64; s >= 16 && *width > 0; s /= 2)
         if (dt % s == 0 && dkv % s == 0 && *width % s == 0) {
             *span = s;
