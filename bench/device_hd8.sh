@@ -18,7 +18,11 @@
 #   bash bench/device_hd8.sh quality   bench/tune_quality.py on each QUALITY_ONLY filter of the
 #                                      sm_90a forward spec (default d = 256 causal and d = 64
 #                                      non-causal bf16: 12 buckets, 1282 variants, whose exhaustive
-#                                      tune takes about 450 s on an H100; d = 80 and 160 bf16 and
+#                                      tunes took 173 s and 308 s on an H100 with a cold compile
+#                                      cache, so that with the searches and the re-measurement both
+#                                      need more than one call: one filter a call, e.g.
+#                                      QUALITY_ONLY=d=64,dtype=bf16,causal=0, or the call again;
+#                                      d = 80 and 160 bf16 and
 #                                      d = 128 causal have 5376 more): the search (QUALITY_SEARCH,
 #                                      default ranked; or halving) and
 #                                      the exhaustive tune into $QUALITY_DIR (default
