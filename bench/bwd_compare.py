@@ -128,6 +128,8 @@ def main():
     ap.add_argument("--causal", default="0,1")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--database", default="", help="tuning database (default: none, the built-in defaults)")
+    ap.add_argument("--beside-defaults", action="store_true",
+                    help="with --database: also time the built-in defaults, as system 'flashtune defaults'")
     ap.add_argument("--deterministic", action="store_true", help="flashtune's deterministic backward")
     ap.add_argument("--spec", default=None, help="flashtune: a backward spec whose --variant every call runs")
     ap.add_argument("--variant", default=None, help="flashtune: the (partial) variant of --spec to force")
@@ -149,6 +151,8 @@ def main():
     if a.systems:
         keep = a.systems.split(",")
         syss = [(n, m) for n, m in syss if any(n.startswith(k) for k in keep)]
+    if a.beside_defaults:
+        syss.append(("flashtune defaults", flashtune_system(flashtune.Context(), a.deterministic)))
     if a.base_lib:
         syss.append(("flashtune base", flashtune_system(base_module(a.base_lib).Context(
             cache_dir=os.path.join(os.environ.get("FLASHTUNE_CACHE_DIR", "/tmp"), "base")), a.deterministic)))

@@ -68,9 +68,8 @@
 #                                              /tmp/ft-bwd-tuned.db, which outlives the call while the machine
 #                                              stays warm; a copy and the winners under $OUT)
 #   bash bench/device_headdims_bwd.sh tuned    bwd_compare at TUNED_DIMS (default 128) and BASE_SEQLENS's lengths:
-#                                              flashtune with $TUNED_DB's winners, cuDNN and FA4, and the
-#                                              built-in defaults forced beside them ('flashtune alt': TUNED_ALT,
-#                                              default d = 128's two), interleaved
+#                                              flashtune with $TUNED_DB's winners, the built-in defaults
+#                                              ('flashtune defaults'), cuDNN and FA4, interleaved
 # Expects bench/stage_run.sh's folder in $RUN (default .dev/run). Logs and JSON go to $OUT, one
 # line each to $OUT/summary.txt.
 set -u
@@ -204,14 +203,10 @@ for mode in "$@"; do
     "$ft" query --db "$db" > "$OUT/tunebwd_winners.txt" 2>&1
     ;;
   tuned)
-    alts=()
-    for alt in ${TUNED_ALT:-128/0=bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0 128/1=bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0}; do
-      alts+=(--alt "$alt")
-    done
     python3 bench/bwd_compare.py --head-dims "${TUNED_DIMS:-128}" --seqlens "${BASE_SEQLENS:-4096,8192,16384}" \
       --dtypes bf16 --rounds ${AB_ROUNDS:-3} --systems flashtune,cuDNN,FA4 --database "${TUNED_DB:-/tmp/ft-bwd-tuned.db}" \
-      "${alts[@]}" --json "$OUT/tuned${TUNED_TAG:-}.json" > "$OUT/tuned${TUNED_TAG:-}.txt" 2> "$OUT/tuned${TUNED_TAG:-}.err"
-    note "bwd_compare, the tuned winners against the defaults ('flashtune alt'): exit $? in $(since "$t0") s"
+      --beside-defaults --json "$OUT/tuned${TUNED_TAG:-}.json" > "$OUT/tuned${TUNED_TAG:-}.txt" 2> "$OUT/tuned${TUNED_TAG:-}.err"
+    note "bwd_compare, the tuned winners against the built-in defaults: exit $? in $(since "$t0") s"
     sed -n '/^type/,$p' "$OUT/tuned${TUNED_TAG:-}.txt" | tee -a "$summary"
     ;;
   stream)

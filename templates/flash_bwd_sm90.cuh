@@ -87,8 +87,8 @@
 // the consumers; dQ's partial by passes of PW columns, and dK issued with the last;
 // each pass, once done, to the staging buffer (the last while dK runs); the stage released once
 // every product is done; the staged partial handed to the producer once the next block's Sᵀ and
-// dPᵀ are issued (DQ_LATE; or at once). KVSPLIT: Pᵀ and dSᵀ both to shared memory; after the barrier dV, dK
-// and every pass of dQ issued at once, each pass added to the workspace once done.
+// dPᵀ are issued (DQ_LATE; or at once). KVSPLIT: Pᵀ and dSᵀ both to shared memory; after the
+// barrier dV, dK and every pass of dQ issued at once, each pass added to the workspace once done.
 //
 // Compile-time parameters, defined by the generated prelude:
 //   FTP_D       DH, the head dimension: a multiple of 8 from 32 to 256 (the tiles are D wide: DH
