@@ -180,8 +180,14 @@ def main():
                             made[name] = make(q, k, v, do, bool(causal))
                         except Exception as e:  # noqa: BLE001 - a system that cannot run this shape
                             print("  %s: %s" % (name, str(e).splitlines()[0][:120]), file=sys.stderr)
-                    for _ in range(a.rounds):
-                        for name, (bwd, fwdbwd) in made.items():
+                    # The order rotates each round, so that no system always runs first (after the
+                    # shape's set-up) or right after the same one: two systems of the same kernel
+                    # had measured up to 3 % apart in a fixed order.
+                    order = list(made)
+                    for r in range(a.rounds):
+                        turn = r % len(order) if order else 0
+                        for name in order[turn:] + order[:turn]:
+                            bwd, fwdbwd = made[name]
                             times.setdefault(name, ([], []))
                             times[name][0].append(timer(bwd))
                             times[name][1].append(timer(fwdbwd))

@@ -178,9 +178,11 @@ def main():
                     except Exception as e:  # noqa: BLE001 - a system that cannot run this shape
                         print("  %s: %s" % (name, str(e).splitlines()[0][:120]), file=sys.stderr)
                 how = ctx.kernel(q, k, v, causal=bool(causal)) if "flashtune" in made else ""
-                for _ in range(a.rounds):
-                    for name, run in made.items():
-                        times.setdefault(name, []).append(timer(run))
+                order = list(made)  # rotating each round, as bwd_compare's
+                for r in range(a.rounds):
+                    turn = r % len(order) if order else 0
+                    for name in order[turn:] + order[:turn]:
+                        times.setdefault(name, []).append(timer(made[name]))
                 for name, ts in times.items():
                     ms = statistics.median(ts)
                     rows.append({"system": name, "dtype": dtype, "d": d, "batch": b, "heads_q": hq, "heads_kv": hkv,
