@@ -70,6 +70,13 @@
 #   bash bench/device_headdims_bwd.sh tuned    bwd_compare at TUNED_DIMS (default 128) and BASE_SEQLENS's lengths:
 #                                              flashtune with $TUNED_DB's winners, the built-in defaults
 #                                              ('flashtune defaults'), cuDNN and FA4, interleaved
+#   bash bench/device_headdims_bwd.sh late     dq_late (the staged dQ partial handed over once the next block's
+#                                              products are issued): verify of its variants at d = 64 and 128
+#                                              bf16 (and LATE_VERIFY's filters), compute-sanitizer's three
+#                                              tools on the d = 128 deterministic default's twin, then
+#                                              bwd_compare at d = 64 and 128 (BASE_SEQLENS, default the grid's):
+#                                              the defaults, their dq_late = 1 twins ('flashtune late'; d = 64
+#                                              non-causal's with dq_red = 0), cuDNN and FA4, interleaved
 # Expects bench/stage_run.sh's folder in $RUN (default .dev/run). Logs and JSON go to $OUT, one
 # line each to $OUT/summary.txt.
 set -u
@@ -105,7 +112,7 @@ for mode in "$@"; do
     for f in ${ODD_SM80:-d=72,dtype=bf16,gqa=loop,det=0 d=120,dtype=f16,gqa=atomic d=200,dtype=bf16,det=1,causal=1}; do
       verify "sm80_odd_${f%%,*}" specs/flash_bwd.lua "$f"
     done
-    sanitize bwd_odd72 specs/flash_bwd_sm90.lua d=72,bm=64,bn=64,causal=1,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16
+    sanitize bwd_odd72 specs/flash_bwd_sm90.lua d=72,bm=64,bn=64,causal=1,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,dtype=bf16
     ;;
   tests)
     gpu_tests
@@ -133,7 +140,7 @@ for mode in "$@"; do
     ;;
   sanitize)
     n=0
-    for only in ${SANITIZE_ONLY:-d=80,bm=64,bn=64,causal=1,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16}; do
+    for only in ${SANITIZE_ONLY:-d=80,bm=64,bn=64,causal=1,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,dtype=bf16}; do
       n=$((n + 1))
       sanitize "bwd$n" specs/flash_bwd_sm90.lua "$only"
     done
@@ -209,6 +216,30 @@ for mode in "$@"; do
     note "bwd_compare, the tuned winners against the built-in defaults: exit $? in $(since "$t0") s"
     sed -n '/^type/,$p' "$OUT/tuned${TUNED_TAG:-}.txt" | tee -a "$summary"
     ;;
+  late)
+    if [ "${LATE_CHECK:-1}" != 0 ]; then
+      verify late_d64 specs/flash_bwd_sm90.lua d=64,dtype=bf16,dq_late=1
+      verify late_d128 specs/flash_bwd_sm90.lua d=128,dtype=bf16,dq_late=1
+      n=0
+      for only in ${LATE_VERIFY:-}; do
+        n=$((n + 1))
+        verify "late_extra$n" specs/flash_bwd_sm90.lua "$only"
+      done
+      SANITIZE_LIMIT=${SANITIZE_LIMIT:-60} sanitize late specs/flash_bwd_sm90.lua \
+        d=128,bm=64,bn=128,causal=1,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1,s_ahead=0,dq_late=1,dtype=bf16
+    fi
+    [ "${LATE_BENCH:-1}" != 0 ] || continue
+    t0=$(date +%s)
+    python3 bench/bwd_compare.py --head-dims 64,128 --seqlens "${BASE_SEQLENS:-512,1024,2048,4096,8192,16384}" \
+      --dtypes bf16 --rounds ${AB_ROUNDS:-3} --systems flashtune,cuDNN,FA4 \
+      --alt 64/0:late=bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=1 \
+      --alt 64/1:late=bm=128,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=1 \
+      --alt 128/0:late=bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=1 \
+      --alt 128/1:late=bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=1 \
+      --json "$OUT/late${LATE_TAG:-}.json" > "$OUT/late${LATE_TAG:-}.txt" 2> "$OUT/late${LATE_TAG:-}.err"
+    note "bwd_compare d=64,128 with dq_late=1 twins of the defaults: exit $? in $(since "$t0") s"
+    sed -n '/^type/,$p' "$OUT/late${LATE_TAG:-}.txt" | tee -a "$summary"
+    ;;
   stream)
     # early_dv=3 (dV's k16 steps issued as Pᵀ's columns are made, dSᵀ from the packed Pᵀ): verify,
     # racecheck on the d = 128 causal one, then twins of the four defaults at d = 64 and 128 with
@@ -218,7 +249,7 @@ for mode in "$@"; do
       verify stream_d128 specs/flash_bwd_sm90.lua d=128,early_dv=3
       verify stream_d64 specs/flash_bwd_sm90.lua d=64,early_dv=3,dtype=bf16
       SANITIZE_LIMIT=${SANITIZE_LIMIT:-60} sanitize stream specs/flash_bwd_sm90.lua \
-        d=128,bm=64,bn=128,causal=1,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16
+        d=128,bm=64,bn=128,causal=1,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,dtype=bf16
     fi
     [ "${STREAM_BENCH:-1}" != 0 ] || continue
     t0=$(date +%s)

@@ -261,8 +261,8 @@ static void bwd_sm80_launch(const char *variant, ft_launch_facts *out)
                       strcmp(gqa, "atomic") == 0;
 }
 
-static const char *const bwd_sm90_ints[] = {"d",   "bm",      "bn",     "causal", "early_dv", "lpt",
-                                            "kvsplit", "dq_red", "det", "s_ahead", NULL};
+static const char *const bwd_sm90_ints[] = {"d",      "bm",  "bn",      "causal",  "early_dv", "lpt", "kvsplit",
+                                            "dq_red", "det", "s_ahead", "dq_late", NULL};
 
 /* One consumer warpgroup per 64 keys of the CTA's block (or two sharing them, kvsplit), and the
  * producer warpgroup. */

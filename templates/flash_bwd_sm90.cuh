@@ -87,7 +87,7 @@
 // the consumers; dQ's partial by passes of PW columns, and dK issued with the last;
 // each pass, once done, to the staging buffer (the last while dK runs); the stage released once
 // every product is done; the staged partial handed to the producer once the next block's Sᵀ and
-// dPᵀ are issued (DQ_LATE; or at once). KVSPLIT: Pᵀ and dSᵀ both to shared memory; after the
+// dPᵀ are issued (DQ_LATE) or at once. KVSPLIT: Pᵀ and dSᵀ both to shared memory; after the
 // barrier dV, dK and every pass of dQ issued at once, each pass added to the workspace once done.
 //
 // Compile-time parameters, defined by the generated prelude:
@@ -109,6 +109,8 @@
 //   FTP_LPT     1: the grid's linear index walks key blocks slowest (longest causal walks first)
 //   FTP_S_AHEAD 1: the next block's Sᵀ issued before this block's dK is waited for (not with
 //               KVSPLIT), so that the tensor cores have it while the block's last steps run
+//   FTP_DQ_LATE 1: the staged dQ partial handed over after the next block's Sᵀ and dPᵀ are issued
+//               (DQ_LATE; not with DQ_RED, S_AHEAD or KVSPLIT)
 //   FTP_TILE_D  D, the tiles' width (see D below)
 //   FTP_SPAN    CH, elements per swizzled row of a Q, dO, K or V column block (64, 32 or 16)
 //   FTP_DQ_WIDTH PW, columns per pass of a warpgroup's dQ partial (a multiple of CH, at most 112)
@@ -119,8 +121,9 @@
 
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_CAUSAL) || !defined(FTP_EARLY_DV) || \
     !defined(FTP_LPT) || !defined(FTP_KVSPLIT) || !defined(FTP_DQ_RED) || !defined(FTP_DET) || !defined(FTP_SPAN) ||  \
-    !defined(FTP_DQ_WIDTH) || !defined(FTP_TILE_D) || !defined(FTP_S_AHEAD) || !defined(FT_SMEM_BYTES)
-#error "flash_bwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_CAUSAL, FTP_EARLY_DV, FTP_LPT, FTP_KVSPLIT, FTP_DQ_RED, FTP_DET, FTP_SPAN, FTP_DQ_WIDTH, FTP_TILE_D, FTP_S_AHEAD and FT_SMEM_BYTES"
+    !defined(FTP_DQ_WIDTH) || !defined(FTP_TILE_D) || !defined(FTP_S_AHEAD) || !defined(FTP_DQ_LATE) ||              \
+    !defined(FT_SMEM_BYTES)
+#error "flash_bwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_CAUSAL, FTP_EARLY_DV, FTP_LPT, FTP_KVSPLIT, FTP_DQ_RED, FTP_DET, FTP_SPAN, FTP_DQ_WIDTH, FTP_TILE_D, FTP_S_AHEAD, FTP_DQ_LATE and FT_SMEM_BYTES"
 #endif
 #if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
 #error "flash_bwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
@@ -173,9 +176,10 @@ constexpr int DC = ROWSPLIT ? D : D / NWG; // dQ columns per consumer warpgroup
 // waits for the staging stores, and the arrival) after the next block's Sᵀ and dPᵀ are issued,
 // not before dK is waited for: at the loop's turn the fence and the arrival stood between dK's
 // completion and the next Sᵀ's issue (9 % of the consumers' stall samples at d = 128 8k on an
-// H100, 2026-12-06), the tensor cores idle. S_AHEAD issues that Sᵀ before them already; KVSPLIT
-// stages all passes at the end of its own order.
-constexpr bool DQ_LATE = !DQ_RED && !S_AHEAD && !KVSPLIT;
+// H100, 2026-12-06), the tensor cores idle. Not with S_AHEAD, which issues that Sᵀ before them
+// already, nor KVSPLIT, which stages all passes at the end of its own order.
+constexpr bool DQ_LATE = FTP_DQ_LATE != 0;
+static_assert(!DQ_LATE || (!DQ_RED && !S_AHEAD && !KVSPLIT), "the late hand-off is of a staged partial, without S_AHEAD or KVSPLIT");
 constexpr int PW = FTP_DQ_WIDTH;           // dQ columns per pass
 constexpr int DQ_PASSES = DC / PW;
 constexpr int DQ_ACC = DQT ? BM / 2 : PW / 2; // a pass's accumulators per thread

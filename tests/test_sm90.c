@@ -1105,8 +1105,8 @@ static void test_bwd_sm90_stream_dv(void)
     ASSERT_TRUE(source_defines(spec, &arch, "d=128,bm=64,bn=128,causal=1,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,"
                                             "s_ahead=0,dtype=bf16",
                                "#define FTP_EARLY_DV 3\n"));
-    check_plan(spec, &arch, "d=128,bm=64,bn=128,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16", 2, -1,
-               2, 0);
+    check_plan(spec, &arch, "d=128,bm=64,bn=128,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,dtype=bf16",
+               2, -1, 2, 0);
     ft__spec_free(spec);
 }
 
@@ -1116,8 +1116,7 @@ static void test_bwd_sm90_stream_dv(void)
  * words); a kept variant's source has passes of 64 columns, Sᵀ and dPᵀ as m64n80, and a dQᵀ
  * wrapper of n = 80 with A transposed (MN-major: K's columns) and B not (the dS tile, K-major):
  * "1, 0", which no other wrapper has. NVRTC compiles d = 128's causal two-consumer structure
- * without spills with early_dv 2 and 3 (1 spills, and since the dQ hand-off waits for the next
- * block's products, DQ_LATE, 0 too: 12 bytes; the plan rejects them). */
+ * without spills with early_dv 0, 2 and 3 (1 spills: the plan rejects it). */
 static void test_bwd_sm90_dq_transposed(void)
 {
     ft_arch arch;
@@ -1147,8 +1146,51 @@ static void test_bwd_sm90_dq_transposed(void)
     ASSERT_EQ(ft_test_count(ks.text, "wgmma.mma_async.sync.aligned.m64n80k16"), 2); /* Sᵀ and dPᵀ's, dQᵀ's */
     ASSERT_EQ(ft_test_count(ks.text, "p, 1, 1, 1, 0;"), 1);
     ft__kernel_source_free(&ks);
-    check_plan(spec, &arch, "d=128,bm=80,bn=128,causal=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16", 4, 1, 2,
-               0);
+    check_plan(spec, &arch, "d=128,bm=80,bn=128,causal=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,dtype=bf16", 4, 1,
+               3, 0);
+    ft__spec_free(spec);
+}
+
+/* flash_bwd_sm90's dq_late (the staged dQ partial handed over once the next block's Sᵀ and dPᵀ
+ * are issued): pruned with dq_red (nothing staged), with s_ahead and with kvsplit (the
+ * constraint's words); a kept variant's source defines FTP_DQ_LATE 1, a variant text without the
+ * knob takes its default (0: the built-in defaults' kernels as they were); NVRTC compiles
+ * d = 128's defaults' twins (two consumers, early_dv = 1, causal or not) with it, asynchronous and
+ * without spills. */
+static void test_bwd_sm90_dq_late(void)
+{
+    const char *why = "the dQ partial's late hand-off is of a staged partial, without the next Sᵀ issued ahead or "
+                      "shared keys";
+    ft_arch arch;
+    ft_spec *spec = load_bwd_sm90(&arch);
+    ft_variant v;
+
+    ASSERT_TRUE(spec != NULL);
+    ASSERT_EQ(ft_test_spec_case(spec, &arch,
+                                "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=1,det=0,s_ahead=0,"
+                                "dq_late=1,dtype=bf16",
+                                why, &v),
+              0);
+    ASSERT_EQ(ft_test_spec_case(spec, &arch,
+                                "d=128,bm=64,bn=128,causal=1,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=1,"
+                                "dq_late=1,dtype=bf16",
+                                why, &v),
+              0);
+    ASSERT_EQ(ft_test_spec_case(spec, &arch,
+                                "d=256,bm=64,bn=64,causal=0,early_dv=0,lpt=0,kvsplit=1,dq_red=0,det=0,s_ahead=0,"
+                                "dq_late=1,dtype=bf16",
+                                why, &v),
+              0);
+    ASSERT_TRUE(source_defines(spec, &arch,
+                               "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1,s_ahead=0,"
+                               "dq_late=1,dtype=bf16",
+                               "#define FTP_DQ_LATE 1\n"));
+    ASSERT_TRUE(source_defines(spec, &arch,
+                               "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,"
+                               "dtype=bf16",
+                               "#define FTP_DQ_LATE 0\n"));
+    check_plan(spec, &arch, "d=128,bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=1,dtype=bf16",
+               2, -1, 2, 0);
     ft__spec_free(spec);
 }
 
@@ -1272,4 +1314,4 @@ FT_TEST_MAIN(FT_CASE(test_builtin_table), FT_CASE(test_load_builtin_index), FT_C
              FT_CASE(test_emit_sm90), FT_CASE(test_sm90_pruning), FT_CASE(test_sm90_compile_sample),
              FT_CASE(test_plan_rejects_spills), FT_CASE(test_fwd_head_dims_by_8), FT_CASE(test_many_open_head_dims),
              FT_CASE(test_bwd_sm90_s_ahead), FT_CASE(test_bwd_sm90_stream_dv), FT_CASE(test_bwd_sm90_dq_transposed),
-             FT_CASE(test_bwd_head_dims_by_8), FT_CASE(test_variant_defaults))
+             FT_CASE(test_bwd_sm90_dq_late), FT_CASE(test_bwd_head_dims_by_8), FT_CASE(test_variant_defaults))
