@@ -179,7 +179,8 @@ constexpr int DC = ROWSPLIT ? D : D / NWG; // dQ columns per consumer warpgroup
 // H100, 2026-12-06), the tensor cores idle. Not with S_AHEAD, which issues that Sᵀ before them
 // already, nor KVSPLIT, which stages all passes at the end of its own order.
 constexpr bool DQ_LATE = FTP_DQ_LATE != 0;
-static_assert(!DQ_LATE || (!DQ_RED && !S_AHEAD && !KVSPLIT), "the late hand-off is of a staged partial, without S_AHEAD or KVSPLIT");
+static_assert(!DQ_LATE || (!DQ_RED && !S_AHEAD && !KVSPLIT),
+              "the late hand-off is of a staged partial, without S_AHEAD or KVSPLIT");
 constexpr int PW = FTP_DQ_WIDTH;           // dQ columns per pass
 constexpr int DQ_PASSES = DC / PW;
 constexpr int DQ_ACC = DQT ? BM / 2 : PW / 2; // a pass's accumulators per thread
