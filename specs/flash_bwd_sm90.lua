@@ -4,8 +4,8 @@
 -- Every parameter becomes a compile-time constant of the template; a variant reads
 -- "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,dtype=bf16".
 -- A CTA owns bn keys of one K/V head and loops over the query blocks of bm rows that see them
--- (every query head of the K/V group in turn). Its consumer warpgroups split the keys, 64 each, and so
--- compute their keys' Sᵀ, dPᵀ, dK and dV alone; or, with kvsplit, two of them share 64 keys,
+-- (every query head of the K/V group in turn). Its consumer warpgroups split the keys, 64
+-- each, and so compute their keys' Sᵀ, dPᵀ, dK and dV alone; or, with kvsplit, two of them share 64 keys,
 -- each computing Sᵀ and dPᵀ for half of the block's queries and dK and dV for half of the head
 -- dimension (what fits in registers at d = 256). Each computes its share of the block's dQ
 -- partial (split by columns with bm = 64, by rows with bm = 128; with bm = 80, which no wgmma's
