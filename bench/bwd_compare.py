@@ -61,6 +61,23 @@ def base_module(lib):
     return mod
 
 
+def twin_system(knobs, spec, deterministic):
+    """The built-in default of each shape (as ft_attention_backward_kernel names it) with knobs
+    ("name=value,...") changed, forced through spec, as a system's make."""
+    defaults = flashtune.Context()
+    contexts = {}
+
+    def make(q, k, v, do, causal):
+        how = defaults.backward_kernel(q, k, v, causal=causal, deterministic=deterministic)
+        params = dict(p.split("=", 1) for p in how.rsplit(": ", 1)[-1].split(","))
+        params.update(p.split("=", 1) for p in knobs.split(","))
+        variant = ",".join("%s=%s" % kv for kv in params.items())
+        if variant not in contexts:
+            contexts[variant] = flashtune.Context(spec=spec, variant=variant)
+        return flashtune_system(contexts[variant], deterministic)(q, k, v, do, causal)
+    return make
+
+
 def flashtune_system(ctx, deterministic):
     """flashtune through the context ctx (its tuned, forced or default kernels) as a system's make."""
 
@@ -138,7 +155,10 @@ def main():
                     help="D/CAUSAL[:NAME]=VARIANT: also time this (partial) variant of --alt-spec as system "
                          "'flashtune alt' (or 'flashtune NAME') on the shapes of head dim D and that causality "
                          "(repeatable; several NAMEs per group)")
-    ap.add_argument("--alt-spec", default="specs/flash_bwd_sm90.lua", help="the spec of the --alt variants")
+    ap.add_argument("--twin", action="append", default=[],
+                    help="NAME:KNOBS: also time each shape's built-in default with KNOBS (name=value,...) "
+                         "changed, a variant of --alt-spec, as system 'flashtune NAME' (repeatable)")
+    ap.add_argument("--alt-spec", default="specs/flash_bwd_sm90.lua", help="the spec of the --alt and --twin variants")
     ap.add_argument("--base-lib", default=None,
                     help="also time the built-in defaults of this other libflashtune (e.g. a build of the "
                          "commit before a change) as system 'flashtune base', interleaved with the rest")
@@ -156,6 +176,9 @@ def main():
     if a.base_lib:
         syss.append(("flashtune base", flashtune_system(base_module(a.base_lib).Context(
             cache_dir=os.path.join(os.environ.get("FLASHTUNE_CACHE_DIR", "/tmp"), "base")), a.deterministic)))
+    for twin in a.twin:
+        label, knobs = twin.split(":", 1)
+        syss.append(("flashtune " + label, twin_system(knobs, a.alt_spec, a.deterministic)))
     alts = {}
     for alt in a.alt:
         group, variant = alt.split("=", 1)

@@ -232,10 +232,7 @@ for mode in "$@"; do
     t0=$(date +%s)
     python3 bench/bwd_compare.py --head-dims 64,128 --seqlens "${BASE_SEQLENS:-512,1024,2048,4096,8192,16384}" \
       --dtypes bf16 --rounds ${AB_ROUNDS:-3} --systems flashtune,cuDNN,FA4 \
-      --alt 64/0:late=bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=1 \
-      --alt 64/1:late=bm=128,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=1 \
-      --alt 128/0:late=bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=1 \
-      --alt 128/1:late=bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=1 \
+      --twin late:dq_red=0,dq_late=1 \
       --json "$OUT/late${LATE_TAG:-}.json" > "$OUT/late${LATE_TAG:-}.txt" 2> "$OUT/late${LATE_TAG:-}.err"
     note "bwd_compare d=64,128 with dq_late=1 twins of the defaults: exit $? in $(since "$t0") s"
     sed -n '/^type/,$p' "$OUT/late${LATE_TAG:-}.txt" | tee -a "$summary"
