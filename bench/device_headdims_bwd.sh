@@ -70,13 +70,17 @@
 #   bash bench/device_headdims_bwd.sh tuned    bwd_compare at TUNED_DIMS (default 128) and BASE_SEQLENS's lengths:
 #                                              flashtune with $TUNED_DB's winners, the built-in defaults
 #                                              ('flashtune defaults'), cuDNN and FA4, interleaved
-#   bash bench/device_headdims_bwd.sh late     dq_late (the staged dQ partial handed over once the next block's
-#                                              products are issued): verify of its variants at d = 64 and 128
-#                                              bf16 (and LATE_VERIFY's filters), compute-sanitizer's three
-#                                              tools on the d = 128 deterministic default's twin, then
-#                                              bwd_compare at d = 64 and 128 (BASE_SEQLENS, default the grid's):
-#                                              the defaults, their dq_late = 1 twins ('flashtune late'; d = 64
-#                                              non-causal's with dq_red = 0), cuDNN and FA4, interleaved
+#   bash bench/device_headdims_bwd.sh twins    dq_late (the staged dQ partial handed over once the next block's
+#                                              products are issued) and qrot (each key block's walk starting
+#                                              at its own query block): verify of their variants at d = 64 and
+#                                              128 bf16 (and TWINS_VERIFY's filters), compute-sanitizer's three
+#                                              tools on the d = 128 deterministic default's dq_late twin and the
+#                                              non-causal default's qrot twin, then bwd_compare at d = 64 and 128
+#                                              (BASE_SEQLENS, default the grid's): the defaults and their twins
+#                                              'flashtune late' (dq_late = 1, dq_red = 0), 'flashtune qrot'
+#                                              (qrot = 1, non-causal) and 'flashtune both', cuDNN and FA4,
+#                                              interleaved; TWINS_CHECK=0 leaves out the checks, TWINS_BENCH=0
+#                                              the timing, TWINS_TAG names the files
 # Expects bench/stage_run.sh's folder in $RUN (default .dev/run). Logs and JSON go to $OUT, one
 # line each to $OUT/summary.txt.
 set -u
@@ -216,26 +220,31 @@ for mode in "$@"; do
     note "bwd_compare, the tuned winners against the built-in defaults: exit $? in $(since "$t0") s"
     sed -n '/^type/,$p' "$OUT/tuned${TUNED_TAG:-}.txt" | tee -a "$summary"
     ;;
-  late)
-    if [ "${LATE_CHECK:-1}" != 0 ]; then
+  twins)
+    if [ "${TWINS_CHECK:-1}" != 0 ]; then
       verify late_d64 specs/flash_bwd_sm90.lua d=64,dtype=bf16,dq_late=1
       verify late_d128 specs/flash_bwd_sm90.lua d=128,dtype=bf16,dq_late=1
+      verify qrot_d64 specs/flash_bwd_sm90.lua d=64,dtype=bf16,qrot=1
+      verify qrot_d128 specs/flash_bwd_sm90.lua d=128,dtype=bf16,qrot=1
       n=0
-      for only in ${LATE_VERIFY:-}; do
+      for only in ${TWINS_VERIFY:-}; do
         n=$((n + 1))
-        verify "late_extra$n" specs/flash_bwd_sm90.lua "$only"
+        verify "twins_extra$n" specs/flash_bwd_sm90.lua "$only"
       done
       SANITIZE_LIMIT=${SANITIZE_LIMIT:-60} sanitize late specs/flash_bwd_sm90.lua \
-        d=128,bm=64,bn=128,causal=1,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1,s_ahead=0,dq_late=1,dtype=bf16
+        d=128,bm=64,bn=128,causal=1,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1,s_ahead=0,dq_late=1,qrot=0,dtype=bf16
+      SANITIZE_LIMIT=${SANITIZE_LIMIT:-60} sanitize qrot specs/flash_bwd_sm90.lua \
+        d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=1,dtype=bf16
     fi
-    [ "${LATE_BENCH:-1}" != 0 ] || continue
+    [ "${TWINS_BENCH:-1}" != 0 ] || continue
     t0=$(date +%s)
+    tag=twins${TWINS_TAG:-}
     python3 bench/bwd_compare.py --head-dims 64,128 --seqlens "${BASE_SEQLENS:-512,1024,2048,4096,8192,16384}" \
       --dtypes bf16 --rounds ${AB_ROUNDS:-3} --systems flashtune,cuDNN,FA4 \
-      --twin late:dq_red=0,dq_late=1 \
-      --json "$OUT/late${LATE_TAG:-}.json" > "$OUT/late${LATE_TAG:-}.txt" 2> "$OUT/late${LATE_TAG:-}.err"
-    note "bwd_compare d=64,128 with dq_late=1 twins of the defaults: exit $? in $(since "$t0") s"
-    sed -n '/^type/,$p' "$OUT/late${LATE_TAG:-}.txt" | tee -a "$summary"
+      --twin late:dq_red=0,dq_late=1 --twin qrot:qrot=1 --twin both:dq_red=0,dq_late=1,qrot=1 \
+      --json "$OUT/$tag.json" > "$OUT/$tag.txt" 2> "$OUT/$tag.err"
+    note "bwd_compare d=64,128 with the defaults' dq_late and qrot twins: exit $? in $(since "$t0") s"
+    sed -n '/^type/,$p' "$OUT/$tag.txt" | tee -a "$summary"
     ;;
   stream)
     # early_dv=3 (dV's k16 steps issued as Pᵀ's columns are made, dSᵀ from the packed Pᵀ): verify,
@@ -246,7 +255,7 @@ for mode in "$@"; do
       verify stream_d128 specs/flash_bwd_sm90.lua d=128,early_dv=3
       verify stream_d64 specs/flash_bwd_sm90.lua d=64,early_dv=3,dtype=bf16
       SANITIZE_LIMIT=${SANITIZE_LIMIT:-60} sanitize stream specs/flash_bwd_sm90.lua \
-        d=128,bm=64,bn=128,causal=1,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,dtype=bf16
+        d=128,bm=64,bn=128,causal=1,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=0,dtype=bf16
     fi
     [ "${STREAM_BENCH:-1}" != 0 ] || continue
     t0=$(date +%s)

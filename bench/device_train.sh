@@ -63,7 +63,7 @@ for mode in "$@"; do
     ;;
   sanitize)
     n=0
-    for only in ${SANITIZE_ONLY:-d=128,bm=64,bn=128,causal=1,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,dtype=bf16 d=64,bm=128,bn=128,causal=0,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,dtype=f16 d=256,bm=64,bn=64,causal=1,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,s_ahead=0,dtype=bf16}; do
+    for only in ${SANITIZE_ONLY:-d=128,bm=64,bn=128,causal=1,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,dtype=bf16 d=64,bm=128,bn=128,causal=0,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=0,dtype=f16 d=256,bm=64,bn=64,causal=1,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,s_ahead=0,dtype=bf16}; do
       n=$((n + 1))
       SANITIZE_LIMIT=${SANITIZE_LIMIT:-200} sanitize "bwd$n" specs/flash_bwd_sm90.lua "$only"
     done

@@ -262,7 +262,7 @@ static void bwd_sm80_launch(const char *variant, ft_launch_facts *out)
 }
 
 static const char *const bwd_sm90_ints[] = {"d",      "bm",  "bn",      "causal",  "early_dv", "lpt", "kvsplit",
-                                            "dq_red", "det", "s_ahead", "dq_late", NULL};
+                                            "dq_red", "det", "s_ahead", "dq_late", "qrot", NULL};
 
 /* One consumer warpgroup per 64 keys of the CTA's block (or two sharing them, kvsplit), and the
  * producer warpgroup. */

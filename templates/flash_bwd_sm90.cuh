@@ -111,6 +111,8 @@
 //               KVSPLIT), so that the tensor cores have it while the block's last steps run
 //   FTP_DQ_LATE 1: the staged dQ partial handed over after the next block's Sᵀ and dPᵀ are issued
 //               (DQ_LATE; not with DQ_RED, S_AHEAD or KVSPLIT)
+//   FTP_QROT    1: key block j starts its walk at row block j (modulo the walk's length; QROT, not
+//               with CAUSAL or DET)
 //   FTP_TILE_D  D, the tiles' width (see D below)
 //   FTP_SPAN    CH, elements per swizzled row of a Q, dO, K or V column block (64, 32 or 16)
 //   FTP_DQ_WIDTH PW, columns per pass of a warpgroup's dQ partial (a multiple of CH, at most 112)
@@ -122,8 +124,8 @@
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_CAUSAL) || !defined(FTP_EARLY_DV) || \
     !defined(FTP_LPT) || !defined(FTP_KVSPLIT) || !defined(FTP_DQ_RED) || !defined(FTP_DET) || !defined(FTP_SPAN) ||  \
     !defined(FTP_DQ_WIDTH) || !defined(FTP_TILE_D) || !defined(FTP_S_AHEAD) || !defined(FTP_DQ_LATE) ||              \
-    !defined(FT_SMEM_BYTES)
-#error "flash_bwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_CAUSAL, FTP_EARLY_DV, FTP_LPT, FTP_KVSPLIT, FTP_DQ_RED, FTP_DET, FTP_SPAN, FTP_DQ_WIDTH, FTP_TILE_D, FTP_S_AHEAD, FTP_DQ_LATE and FT_SMEM_BYTES"
+    !defined(FTP_QROT) || !defined(FT_SMEM_BYTES)
+#error "flash_bwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_CAUSAL, FTP_EARLY_DV, FTP_LPT, FTP_KVSPLIT, FTP_DQ_RED, FTP_DET, FTP_SPAN, FTP_DQ_WIDTH, FTP_TILE_D, FTP_S_AHEAD, FTP_DQ_LATE, FTP_QROT and FT_SMEM_BYTES"
 #endif
 #if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
 #error "flash_bwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
@@ -181,6 +183,15 @@ constexpr int DC = ROWSPLIT ? D : D / NWG; // dQ columns per consumer warpgroup
 constexpr bool DQ_LATE = FTP_DQ_LATE != 0;
 static_assert(!DQ_LATE || (!DQ_RED && !S_AHEAD && !KVSPLIT),
               "the late hand-off is of a staged partial, without S_AHEAD or KVSPLIT");
+// QROT: without it every CTA of a head walks the query blocks from the first, in step with the
+// others, and so all of them add their dQ partials into the same tile at about the same time
+// (the read-modify-writes of one address in L2 wait for each other); with it key block j starts
+// at row block j of the walk and goes round, so the CTAs running at once add into different
+// tiles. The query tiles they read then differ too (a window of as many tiles as CTAs of the head
+// run at once, kept in L2). Non-causal only: causal walks start at the diagonal, apart already;
+// DET fixes the order of the additions by the walk.
+constexpr bool QROT = FTP_QROT != 0;
+static_assert(!QROT || (!CAUSAL && !DET), "the rotated walk is for non-causal, non-deterministic kernels");
 constexpr int PW = FTP_DQ_WIDTH;           // dQ columns per pass
 constexpr int DQ_PASSES = DC / PW;
 constexpr int DQ_ACC = DQT ? BM / 2 : PW / 2; // a pass's accumulators per thread
@@ -378,12 +389,29 @@ __device__ __forceinline__ void load_tile(u32 dst, const TensorMap *map, int row
 }
 
 // The CTA's walk: `total` query blocks, block `it` of query head first_head + it / per_head,
-// row block m_begin + it % per_head. (The loops divide at every turn: a head and row block
+// row block m_begin + (it + rot) % per_head (row_block). (The loops divide at every turn: a head and row block
 // stepped along instead, 2026-12-06, measured the same on an H200 but left ptxas unable to keep
 // them in uniform registers where one consumer warpgroup runs: 35 R2UR for 27 at d = 80.)
 struct Walk {
-    int batch, kv_head, n0, first_head, m_begin, per_head, total;
+    int batch, kv_head, n0, first_head, m_begin, per_head, total, rot;
 };
+
+// Block `it` of the walk: its query head and row block.
+__device__ __forceinline__ int head_of(const Walk &w, int it)
+{
+    return w.first_head + it / w.per_head;
+}
+
+__device__ __forceinline__ int row_block(const Walk &w, int it)
+{
+    int r = it % w.per_head;
+    if (QROT) {
+        r += w.rot;
+        if (r >= w.per_head)
+            r -= w.per_head;
+    }
+    return w.m_begin + r;
+}
 
 __device__ __forceinline__ Walk walk_of(const BwdParams &p, const Workspace &ws)
 {
@@ -416,6 +444,7 @@ __device__ __forceinline__ Walk walk_of(const BwdParams &p, const Workspace &ws)
     }
     w.per_head = ws.mbq > w.m_begin ? ws.mbq - w.m_begin : 0;
     w.total = w.per_head * group;
+    w.rot = QROT && w.per_head > 0 ? w.n0 / BN % w.per_head : 0;
     return w;
 }
 
@@ -430,7 +459,7 @@ __device__ __forceinline__ void produce_loads(const BwdParams &p, const Workspac
     load_tile(base + OFF_V, maps.v, BN, w.n0, w.kv_head, w.batch, kv_full(bars));
     for (int it = 0; it < w.total; ++it) {
         const int stage = it & 1;
-        const int head = w.first_head + it / w.per_head, q0 = (w.m_begin + it % w.per_head) * BM;
+        const int head = head_of(w, it), q0 = row_block(w, it) * BM;
         const u32 full = q_full(bars, stage);
         if (it >= 2)
             mbar_wait(q_empty(bars, stage), ((it >> 1) - 1) & 1);
@@ -473,7 +502,7 @@ __device__ __forceinline__ void produce_dq(const BwdParams &p, const Workspace &
         named_arrive(bar_dq_empty(h), HAND_THREADS); // the buffer starts empty
     const int nb = w.n0 / BN;
     for (int it = 0; it < w.total; ++it) {
-        const int head = w.first_head + it / w.per_head, m = w.m_begin + it % w.per_head;
+        const int head = head_of(w, it), m = row_block(w, it);
         const long long tile = ((long long)w.batch * p.heads_q + head) * ws.mbq + m;
         int *sem = DET ? ws.dq_sem + tile : nullptr;
         // Each share's reduction once its warpgroup has staged it (the two in flight at once) ...
@@ -761,7 +790,7 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
     }
     for (int it = 0; it < w.total; ++it) {
         const int stage = it & 1;
-        const int head = w.first_head + it / w.per_head, m = w.m_begin + it % w.per_head;
+        const int head = head_of(w, it), m = row_block(w, it);
         mbar_wait(q_full(bars, stage), (it >> 1) & 1);
 
         const u32 qt = base + OFF_Q + stage * QT_BYTES, dot = base + OFF_DO + stage * QT_BYTES;

@@ -1105,8 +1105,9 @@ static void test_bwd_sm90_stream_dv(void)
     ASSERT_TRUE(source_defines(spec, &arch, "d=128,bm=64,bn=128,causal=1,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,"
                                             "s_ahead=0,dtype=bf16",
                                "#define FTP_EARLY_DV 3\n"));
-    check_plan(spec, &arch, "d=128,bm=64,bn=128,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,dtype=bf16",
-               2, -1, 2, 0);
+    check_plan(spec, &arch,
+               "d=128,bm=64,bn=128,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=0,dtype=bf16", 2, -1,
+               2, 0);
     ft__spec_free(spec);
 }
 
@@ -1187,8 +1188,52 @@ static void test_bwd_sm90_dq_late(void)
                                "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,"
                                "dtype=bf16",
                                "#define FTP_DQ_LATE 0\n"));
-    check_plan(spec, &arch, "d=128,bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=1,dtype=bf16",
-               2, -1, 2, 0);
+    check_plan(spec, &arch,
+               "d=128,bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=1,qrot=0,dtype=bf16", 2, -1,
+               2, 0);
+    ft__spec_free(spec);
+}
+
+/* flash_bwd_sm90's qrot (key block j starts its walk at row block j, so the CTAs running at once
+ * add into different dQ tiles): pruned causal and deterministic (the constraint's words); a kept
+ * variant's source defines FTP_QROT 1, a variant text without the knob takes its default (0: the
+ * built-in defaults' kernels as they were); NVRTC compiles the non-causal twins of d = 128's and
+ * d = 64's defaults (two consumers; staged or from registers) without spills. */
+static void test_bwd_sm90_qrot(void)
+{
+    static const char *const pruned[] = {
+        /* causal: the walks start at the diagonal */
+        "d=128,bm=64,bn=128,causal=1,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=1,dtype=bf16",
+        /* det: the additions' order is the walk's */
+        "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1,s_ahead=0,dq_late=0,qrot=1,dtype=bf16",
+    };
+    ft_arch arch;
+    ft_spec *spec = load_bwd_sm90(&arch);
+    ft_variant v;
+    size_t i;
+
+    ASSERT_TRUE(spec != NULL);
+    for (i = 0; i < sizeof pruned / sizeof pruned[0]; i++)
+        ASSERT_EQ(ft_test_spec_case(spec, &arch, pruned[i],
+                                    "the walks start at different query blocks only without a causal mask (whose "
+                                    "walks start at the diagonal, apart already) and without a fixed order of dQ's "
+                                    "additions",
+                                    &v),
+                  0);
+    ASSERT_TRUE(source_defines(spec, &arch,
+                               "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,"
+                               "dq_late=0,qrot=1,dtype=bf16",
+                               "#define FTP_QROT 1\n"));
+    ASSERT_TRUE(source_defines(spec, &arch,
+                               "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,"
+                               "dq_late=0,dtype=bf16",
+                               "#define FTP_QROT 0\n"));
+    check_plan(spec, &arch,
+               "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=1,dtype=bf16",
+               1, -1, 1, 0);
+    check_plan(spec, &arch,
+               "d=64,bm=128,bn=128,causal=0,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0,s_ahead=0,dq_late=0,qrot=1,dtype=bf16",
+               1, -1, 1, 0);
     ft__spec_free(spec);
 }
 
@@ -1312,4 +1357,4 @@ FT_TEST_MAIN(FT_CASE(test_builtin_table), FT_CASE(test_load_builtin_index), FT_C
              FT_CASE(test_emit_sm90), FT_CASE(test_sm90_pruning), FT_CASE(test_sm90_compile_sample),
              FT_CASE(test_plan_rejects_spills), FT_CASE(test_fwd_head_dims_by_8), FT_CASE(test_many_open_head_dims),
              FT_CASE(test_bwd_sm90_s_ahead), FT_CASE(test_bwd_sm90_stream_dv), FT_CASE(test_bwd_sm90_dq_transposed),
-             FT_CASE(test_bwd_sm90_dq_late), FT_CASE(test_bwd_head_dims_by_8), FT_CASE(test_variant_defaults))
+             FT_CASE(test_bwd_sm90_dq_late), FT_CASE(test_bwd_sm90_qrot), FT_CASE(test_bwd_head_dims_by_8), FT_CASE(test_variant_defaults))
