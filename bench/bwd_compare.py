@@ -201,7 +201,9 @@ def main():
                     for name, make in shape_systems:
                         try:
                             made[name] = make(q, k, v, do, bool(causal))
+                            made[name][0]()  # compiles now: a variant the spec prunes fails here, not mid-round
                         except Exception as e:  # noqa: BLE001 - a system that cannot run this shape
+                            made.pop(name, None)
                             print("  %s: %s" % (name, str(e).splitlines()[0][:120]), file=sys.stderr)
                     # The order rotates each round, so that no system always runs first (after the
                     # shape's set-up) or right after the same one: two systems of the same kernel
