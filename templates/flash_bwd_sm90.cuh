@@ -388,9 +388,9 @@ __device__ __forceinline__ void load_tile(u32 dst, const TensorMap *map, int row
         tma_load(dst + b * rows * SWB, map, b * CH, r0, head, batch, bar);
 }
 
-// The CTA's walk: `total` query blocks, block `it` of query head first_head + it / per_head,
-// row block m_begin + (it + rot) % per_head (row_block). (The loops divide at every turn: a head and row block
-// stepped along instead, 2026-12-06, measured the same on an H200 but left ptxas unable to keep
+// The CTA's walk: `total` query blocks, block `it` of query head first_head + it / per_head
+// (head_of), row block m_begin + (it + rot) % per_head (row_block). (The loops divide at every
+// turn: a head and row block stepped along instead, 2026-12-06, measured the same on an H200 but left ptxas unable to keep
 // them in uniform registers where one consumer warpgroup runs: 35 R2UR for 27 at d = 80.)
 struct Walk {
     int batch, kv_head, n0, first_head, m_begin, per_head, total, rot;

@@ -1152,6 +1152,24 @@ static void test_bwd_sm90_dq_transposed(void)
     ft__spec_free(spec);
 }
 
+/* A two-valued knob of flash_bwd_sm90 whose define is `define`: each of the n variant texts in
+ * pruned is turned away with the constraint's words; `on`'s source defines it 1, and `off`'s (a
+ * text without the knob, so its default) 0. */
+static void check_knob(ft_spec *spec, const ft_arch *arch, const char *define, const char *const *pruned,
+                       size_t n, const char *words, const char *on, const char *off)
+{
+    char line[64];
+    ft_variant v;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        ASSERT_EQ(ft_test_spec_case(spec, arch, pruned[i], words, &v), 0);
+    snprintf(line, sizeof line, "#define %s 1\n", define);
+    ASSERT_TRUE(source_defines(spec, arch, on, line));
+    snprintf(line, sizeof line, "#define %s 0\n", define);
+    ASSERT_TRUE(source_defines(spec, arch, off, line));
+}
+
 /* flash_bwd_sm90's dq_late (the staged dQ partial handed over once the next block's Sᵀ and dPᵀ
  * are issued): pruned with dq_red (nothing staged), with s_ahead and with kvsplit (the
  * constraint's words); a kept variant's source defines FTP_DQ_LATE 1, a variant text without the
@@ -1170,24 +1188,12 @@ static void test_bwd_sm90_dq_late(void)
     };
     ft_arch arch;
     ft_spec *spec = load_bwd_sm90(&arch);
-    ft_variant v;
-    size_t i;
 
     ASSERT_TRUE(spec != NULL);
-    for (i = 0; i < sizeof pruned / sizeof pruned[0]; i++)
-        ASSERT_EQ(ft_test_spec_case(spec, &arch, pruned[i],
-                                    "the dQ partial's late hand-off is of a staged partial, without the next Sᵀ "
-                                    "issued ahead or shared keys",
-                                    &v),
-                  0);
-    ASSERT_TRUE(source_defines(spec, &arch,
-                               "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1,s_ahead=0,"
-                               "dq_late=1,dtype=bf16",
-                               "#define FTP_DQ_LATE 1\n"));
-    ASSERT_TRUE(source_defines(spec, &arch,
-                               "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,"
-                               "dtype=bf16",
-                               "#define FTP_DQ_LATE 0\n"));
+    check_knob(spec, &arch, "FTP_DQ_LATE", pruned, sizeof pruned / sizeof pruned[0],
+               "the dQ partial's late hand-off is of a staged partial, without the next Sᵀ issued ahead or shared keys",
+               "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1,s_ahead=0,dq_late=1,dtype=bf16",
+               "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16");
     check_plan(spec, &arch,
                "d=128,bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=1,qrot=0,dtype=bf16", 2, -1,
                2, 0);
@@ -1209,25 +1215,13 @@ static void test_bwd_sm90_qrot(void)
     };
     ft_arch arch;
     ft_spec *spec = load_bwd_sm90(&arch);
-    ft_variant v;
-    size_t i;
 
     ASSERT_TRUE(spec != NULL);
-    for (i = 0; i < sizeof pruned / sizeof pruned[0]; i++)
-        ASSERT_EQ(ft_test_spec_case(spec, &arch, pruned[i],
-                                    "the walks start at different query blocks only without a causal mask (whose "
-                                    "walks start at the diagonal, apart already) and without a fixed order of dQ's "
-                                    "additions",
-                                    &v),
-                  0);
-    ASSERT_TRUE(source_defines(spec, &arch,
-                               "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,"
-                               "dq_late=0,qrot=1,dtype=bf16",
-                               "#define FTP_QROT 1\n"));
-    ASSERT_TRUE(source_defines(spec, &arch,
-                               "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,"
-                               "dq_late=0,dtype=bf16",
-                               "#define FTP_QROT 0\n"));
+    check_knob(spec, &arch, "FTP_QROT", pruned, sizeof pruned / sizeof pruned[0],
+               "the walks start at different query blocks only without a causal mask (whose walks start at the "
+               "diagonal, apart already) and without a fixed order of dQ's additions",
+               "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=1,dtype=bf16",
+               "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,dtype=bf16");
     check_plan(spec, &arch,
                "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=1,dtype=bf16",
                1, -1, 1, 0);
