@@ -3,6 +3,11 @@
 // themselves depend on the tile shape and are generated per variant (generator/family.c).
 // Needs ft_device.cuh.
 
+// FT_DESC64 (0 unless the source defines it): how smem_desc below builds a descriptor; see there.
+#ifndef FT_DESC64
+#define FT_DESC64 0
+#endif
+
 namespace ft {
 
 // A CUtensorMap as the kernel sees it: 128 opaque bytes, passed as a __grid_constant__.
@@ -144,11 +149,21 @@ template <int N> __device__ __forceinline__ void wgmma_wait()
 // (228 KB), so start fits its 14 bits and the low word is (tile >> 4) + (off >> 4) + the LBO
 // field with no carry between them: with the tile's address in a uniform register, one add a
 // wgmma operand (the offset and both fields are compile-time constants), the high word a
-// constant.
+// constant. ptxas makes that a ULEA.HI of the tile's address and a UMOV of the high word for
+// each operand of each wgmma. With FT_DESC64 the descriptor is a 64-bit base per tile and
+// layout plus off >> 4, the same bits (the low word stays below 2^30, so nothing carries into
+// the high one), and ptxas adds the offset with one UIADD3.64: 11–31 fewer instructions a trip
+// of every sm_90a default's main loop (bf16, nvcc 13.0; FlashAttention-4's loops are built
+// that way), the same registers, no spills (tests/desc64_sass.sh). Off until timed on a GPU.
 template <int SPAN> __device__ __forceinline__ u64 smem_desc(u32 tile, u32 off, u32 lbo, u32 sbo)
 {
     constexpr u64 MODE = SPAN == 128 ? 1ull : SPAN == 64 ? 2ull : 3ull;
+#if FT_DESC64
+    const u64 base = (u64)(((tile & 0x3FFFF) >> 4) + ((lbo >> 4) << 16)) | ((u64)(sbo >> 4) << 32) | (MODE << 62);
+    return base + (u64)(off >> 4);
+#else
     return (u64)(((tile & 0x3FFFF) >> 4) + (off >> 4) + ((lbo >> 4) << 16)) | ((u64)(sbo >> 4) << 32) | (MODE << 62);
+#endif
 }
 
 // Keeps the compiler from moving accumulator reads or writes across wgmma fences and waits.
