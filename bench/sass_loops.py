@@ -110,7 +110,9 @@ def trip(seq, labels, head, tail):
 
 def loops(seq, labels, min_hgmma):
     """The innermost loops with enough HGMMA: of back-edges whose bodies share HGMMAs (an outer
-    loop, or one that enters the inner one's body part way), the shortest body."""
+    loop, or one that enters the inner one's body part way), the shortest body. A back-edge
+    whose body holds an EXIT is no loop of the kernel's work but the return from a retry stub
+    (an mbarrier's wait, placed after the kernel's code) and is left out."""
     found = []
     for i, ins in enumerate(seq):
         m = BRANCH.match(ins)
@@ -118,6 +120,8 @@ def loops(seq, labels, min_hgmma):
             continue
         head = labels[m.group(3)]
         hgmma = {j for j in range(head, i + 1) if "HGMMA" in seq[j]}
+        if any(opcode(x) == "EXIT" for x in seq[head:i + 1]):
+            continue
         if len(hgmma) >= min_hgmma:
             found.append((i - head, head, i, hgmma))
     kept = []
