@@ -8,7 +8,8 @@ block; the mbarrier's ready case), one without is taken (over the other arm), an
 branch other than the loop's own closes a retry loop, not taken. Instructions are grouped
 (uniform datapath, floating point, integer, shared memory, synchronisation) and put against
 the trip's tensor work: the FLOPs of its HGMMAs (2·M·N·K each, one warpgroup's), so that
-kernels with other tiles compare per unit of work.
+kernels with other tiles compare per unit of work; and how many instructions the trip issues
+before its first HGMMA (at a trip's start the tensor cores wait for them).
 
   python3 bench/sass_loops.py ours.sass theirs.sass
   python3 bench/sass_loops.py --flashtune build/flashtune --variant d=128,... specs/flash_bwd_sm90.lua
@@ -144,7 +145,8 @@ def summarise(path):
                 groups[g] += n
                 by_group[g][op] = n
                 break
-    return {"instructions": len(path), "hgmma": ops.get("HGMMA", 0), "mflop": flops / 1e6,
+    lead = next((i for i, x in enumerate(path) if opcode(x) == "HGMMA"), len(path))
+    return {"instructions": len(path), "hgmma": ops.get("HGMMA", 0), "lead": lead, "mflop": flops / 1e6,
             "per_mflop": len(path) / (flops / 1e6) if flops else None, "groups": dict(groups),
             "ops": {g: dict(sorted(d.items(), key=lambda kv: -kv[1])) for g, d in by_group.items()}}
 
@@ -184,9 +186,10 @@ def main():
                 s.update({"source": label, "kernel": name, "loop": [head, tail]})
                 report.append(s)
                 print("%s :: %s" % (label, name[:90]))
-                print("  loop at %d..%d: %d instructions a trip, %d HGMMA (%.2f MFLOP a warpgroup), %s a MFLOP"
+                print("  loop at %d..%d: %d instructions a trip, %d HGMMA (%.2f MFLOP a warpgroup), %s a MFLOP,"
+                      " %d before the first HGMMA"
                       % (head, tail, s["instructions"], s["hgmma"], s["mflop"],
-                         "%.1f" % s["per_mflop"] if s["per_mflop"] else "-"))
+                         "%.1f" % s["per_mflop"] if s["per_mflop"] else "-", s["lead"]))
                 for g, n in s["groups"].items():
                     if n:
                         detail = ", ".join("%s %d" % kv for kv in s["ops"][g].items())

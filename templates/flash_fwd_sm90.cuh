@@ -120,6 +120,9 @@
 #if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
 #error "flash_fwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
 #endif
+#ifndef FT_QW // see Consumer::sq
+#define FT_QW 0
+#endif
 
 #include "ft_device.cuh"
 #include "ft_params.cuh"
@@ -424,6 +427,7 @@ struct Consumer {
     int n_tiles;           // of the current block
     int r0;                // ring position of the block's first tile
     int qi;                // the current block, counted over the CTA's life
+    u32 qw;                // FT_QW: this warpgroup's rows' offset in a Q buffer (w() · 64 rows)
 
     // The thread's place, read from %tid.x where used (volatile: not kept in a register).
     __device__ __forceinline__ int tid() const
@@ -441,7 +445,19 @@ struct Consumer {
     __device__ __forceinline__ int lane() const { return tid() % 32; }
 
     // This warpgroup's rows of the current block's Q buffer.
+    // FT_QW (0 unless the source defines it): the offset w() · 64 rows held from the start
+    // (qw) instead of rebuilt from %tid.x where used. Rebuilt, each S's first wgmma waits on a
+    // chain of S2R, shifts, SHFL, R2UR and the descriptor's arithmetic, and with EARLY_RESCALE
+    // ptxas fills that wait with O's rescale: a trip issues 48 instructions before its first
+    // wgmma at d = 256 (95 with EARLY_RESCALE), 52 at d = 128, FlashAttention-4's 21 and 25;
+    // held, 38 (46) and 37, no spills, registers as before (FT_DESC64 on, nvcc 13.0,
+    // bench/sass_loops.py). Off until timed: trips of the ping-pong defaults grow by 5-15
+    // instructions (bench/defaults_loops.sh).
+#if FT_QW
+    __device__ __forceinline__ u32 sq() const { return base + (qi % Q_BUFS) * Q_BYTES + qw; }
+#else
     __device__ __forceinline__ u32 sq() const { return base + (qi % Q_BUFS) * Q_BYTES + w() * 64 * SWB; }
+#endif
     __device__ __forceinline__ u32 sk() const { return base + K_RING; }
     __device__ __forceinline__ u32 sv() const { return base + V_RING; }
     // PSMEM: this warpgroup's P tile.
@@ -1146,6 +1162,7 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
     c.prm = &p;
     c.to = to;
     c.r0 = 0;
+    c.qw = FT_QW ? (u32)c.w() * 64 * SWB : 0u;
     // Ping-pong: the turns go round across blocks (every warpgroup takes n_tiles + 1 turns per
     // block); consumer 0 takes the first, and at the end takes the last one's last hand-over.
     if (PINGPONG && c.w() == NWG - 1)

@@ -142,13 +142,14 @@ if(FT_NVCC)
   add_test(NAME cli_gen_nvcc_sm90 COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gen_nvcc_sm90.sh $<TARGET_FILE:flashtune> ${FT_NVCC}
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(cli_gen_nvcc_sm90 PROPERTIES LABELS cli TIMEOUT 600 ENVIRONMENT "${FT_SASS_ENV}")
-  # FT_DESC64 (the 64-bit wgmma descriptors, off unless defined): the d = 128 defaults compile
-  # with it, without spills, with the same HGMMA and fewer instructions a trip of their loops.
+  # FT_DESC64 and FT_QW (code changes of the sm_90a templates, off unless defined): defaults
+  # compile with them, without spills, with the same HGMMA and fewer instructions a trip of
+  # their loops (FT_DESC64) or before a trip's first HGMMA (FT_QW).
   find_package(Python3 COMPONENTS Interpreter)
   if(Python3_Interpreter_FOUND)
-    add_test(NAME cli_desc64_sass COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/desc64_sass.sh $<TARGET_FILE:flashtune> ${FT_NVCC}
+    add_test(NAME cli_sass_macros COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/sass_macros.sh $<TARGET_FILE:flashtune> ${FT_NVCC}
       WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-    set_tests_properties(cli_desc64_sass PROPERTIES LABELS cli TIMEOUT 600 ENVIRONMENT "${FT_SASS_ENV}")
+    set_tests_properties(cli_sass_macros PROPERTIES LABELS cli TIMEOUT 600 ENVIRONMENT "${FT_SASS_ENV}")
   endif()
 endif()
 

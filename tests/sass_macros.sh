@@ -1,0 +1,98 @@
+#!/bin/sh
+# Two code changes of the sm_90a templates that stay off until timed on a GPU, each compiled both
+# ways by nvcc for sm_90a (bench/sass_loops.py reads the main loops):
+# - FT_DESC64 (templates/include/ft_sm90.cuh): the wgmma descriptors as one 64-bit base per tile
+#   and layout plus a constant for each k-step, instead of the low word rebuilt from the tile's
+#   address and the high word set again for every wgmma; the same bits either way. For the
+#   forward's and the backward's d = 128 defaults: the same HGMMA in each main loop, no spills,
+#   and fewer instructions a trip of every main loop with it.
+# - FT_QW (templates/flash_fwd_sm90.cuh, Consumer::sq): this warpgroup's Q offset held instead
+#   of rebuilt from %tid.x. For the forward's d = 128 and d = 256 defaults (with FT_DESC64): no
+#   spills, the same HGMMA, fewer instructions before a trip's first HGMMA in the steady loop.
+# Without a disassembler the SASS comparisons are left out, and the script says so.
+#   sass_macros.sh path/to/flashtune path/to/nvcc
+set -eu
+ft=$1; nvcc=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "sass_macros: $*"; exit 1; }
+
+bindir=$(dirname "$nvcc")
+nvdisasm=${NVDISASM:-}
+[ -n "$nvdisasm" ] && [ -x "$nvdisasm" ] || nvdisasm=$bindir/nvdisasm
+[ -x "$nvdisasm" ] || nvdisasm=$(command -v nvdisasm 2>/dev/null || true)
+
+# compile SPEC VARIANT NAME DEFINES...: $dir/NAME.cubin, failing on an error or a spill
+compile() {
+  spec=$1; v=$2; name=$3; shift 3
+  "$ft" gen "$spec" --arch sm_90a --variant "$v" > "$dir/k.cu" 2> "$dir/gen.err" ||
+    { cat "$dir/gen.err"; fail "gen failed for $spec $v"; }
+  "$nvcc" -arch=sm_90a -cubin -Xptxas -v "$@" "$dir/k.cu" -o "$dir/$name.cubin" > "$dir/$name.log" 2>&1 ||
+    { cat "$dir/$name.log"; fail "nvcc failed for $spec $v with $*"; }
+  grep -q 'bytes spill stores' "$dir/$name.log" || { cat "$dir/$name.log"; fail "no spill report from ptxas"; }
+  if grep -q -E ' [1-9][0-9]* bytes spill (stores|loads)' "$dir/$name.log"; then
+    cat "$dir/$name.log"; fail "$spec $v spills with $*"
+  fi
+}
+
+# loops NAME: $dir/NAME.json, the main loops of $dir/NAME.cubin
+loops() {
+  NVDISASM=$nvdisasm python3 bench/sass_loops.py --json "$dir/$1.json" "$dir/$1.cubin" > "$dir/$1.txt" ||
+    { cat "$dir/$1.txt"; fail "no main loop found in $1"; }
+}
+
+# compare WHAT A B LABEL: every loop (trip) of B has A's HGMMA and fewer instructions (WHAT =
+# trip) or fewer before its first HGMMA (WHAT = lead; the steady loop only: the last found)
+compare() {
+  python3 - "$1" "$dir/$2.json" "$dir/$3.json" "$4" << 'PY'
+import json, sys
+what, pa, pb, label = sys.argv[1:5]
+a, b = json.load(open(pa)), json.load(open(pb))
+if len(a) != len(b) or not a:
+    sys.exit("%s: %d main loops against %d" % (label, len(b), len(a)))
+if what == "lead":
+    a, b = a[-1:], b[-1:]
+for x, y in zip(a, b):
+    if x["hgmma"] != y["hgmma"] or abs(x["mflop"] - y["mflop"]) > 1e-9:
+        sys.exit("%s: a loop's HGMMA differ: %d against %d" % (label, y["hgmma"], x["hgmma"]))
+    key = "instructions" if what == "trip" else "lead"
+    if not y[key] < x[key]:
+        sys.exit("%s: %d %s against %d" % (label, y[key], key, x[key]))
+    print("%s: a trip of %d HGMMA, %d instructions, %d before the first HGMMA (against %d, %d)"
+          % (label, y["hgmma"], y["instructions"], y["lead"], x["instructions"], x["lead"]))
+PY
+}
+
+checked=0
+set -- \
+  flash_fwd_sm90 'd=128,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,ostore=1' \
+  flash_bwd_sm90 'd=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,dtype=bf16'
+while [ $# -ge 2 ]; do
+  compile "$1" "$2" d0 -DFT_DESC64=0
+  compile "$1" "$2" d1 -DFT_DESC64=1
+  if [ -n "$nvdisasm" ]; then
+    loops d0
+    loops d1
+    compare trip d0 d1 "$1 FT_DESC64" || fail "$1 $2: see above"
+    checked=$((checked + 1))
+  fi
+  shift 2
+done
+
+for v in 'd=128,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,ostore=1' \
+         'd=256,bm=128,bn=80,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,ostore=1'; do
+  compile flash_fwd_sm90 "$v" q0 -DFT_DESC64=1 -DFT_QW=0
+  compile flash_fwd_sm90 "$v" q1 -DFT_DESC64=1 -DFT_QW=1
+  if [ -n "$nvdisasm" ]; then
+    loops q0
+    loops q1
+    compare lead q0 q1 "flash_fwd_sm90 FT_QW" || fail "$v: see above"
+    checked=$((checked + 1))
+  fi
+done
+
+if [ "$checked" -gt 0 ]; then
+  echo "sass_macros: SASS compared for $checked kernels"
+else
+  echo "sass_macros: compiled both ways without spills; SASS comparisons left out: no nvdisasm here (set NVDISASM)"
+fi
