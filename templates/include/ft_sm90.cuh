@@ -154,7 +154,7 @@ template <int N> __device__ __forceinline__ void wgmma_wait()
 // layout plus off >> 4, the same bits (the low word stays below 2^30, so nothing carries into
 // the high one), and ptxas adds the offset with one UIADD3.64: 11–31 fewer instructions a trip
 // of every sm_90a default's main loop (bf16, nvcc 13.0; FlashAttention-4's loops are built
-// that way), the same registers, no spills (tests/desc64_sass.sh). Off until timed on a GPU.
+// that way), the same registers, no spills (tests/sass_macros.sh). Off until timed on a GPU.
 template <int SPAN> __device__ __forceinline__ u64 smem_desc(u32 tile, u32 off, u32 lbo, u32 sbo)
 {
     constexpr u64 MODE = SPAN == 128 ? 1ull : SPAN == 64 ? 2ull : 3ull;
