@@ -1,0 +1,89 @@
+#!/bin/bash
+# The sm_90a templates' code changes that are off until timed (FT_DESC64, FT_QW; bench/NOTES.md,
+# fifteenth stop), on the GPU machine, from three staged builds (bench/stage_run.sh): BASE (both
+# off, default .dev/run), DESC (FT_DESC64 on, default .dev/run_desc64) and BOTH (FT_DESC64 and
+# FT_QW on, default .dev/run_both). One mode a call:
+#   bash bench/device_macros.sh verify   flashtune verify, with DESC and with BOTH, of the
+#                                        built-in defaults of the sm_90a forward at d = 64, 128 and
+#                                        256 and of the sm_90a backward at d = 64 and 128 (bf16,
+#                                        causal both ways: 11 kernels, each alone); compute-
+#                                        sanitizer on BOTH's d = 256 non-causal forward default
+#   bash bench/device_macros.sh fwd      bench/ab_libs.py: DESC against BASE, then BOTH against
+#                                        DESC (the forward's defaults, 18 shapes, AB_ROUNDS rounds,
+#                                        default 3), cuDNN's forward beside them is in none: the
+#                                        question is the change, not the anchor
+#   bash bench/device_macros.sh bwd      bench/bwd_compare.py with DESC as flashtune and BASE as
+#                                        'flashtune base', cuDNN interleaved, d = 64 and 128 bf16,
+#                                        BWD_SEQLENS (default 1024,4096,16384), AB_ROUNDS rounds
+# Logs and JSON under $OUT (default /tmp/ft-out), a line a step in $OUT/summary.txt.
+set -u
+cd "$(dirname "$0")/.."
+BASE=$(cd "${BASE:-.dev/run}" && pwd)
+DESC=$(cd "${DESC:-.dev/run_desc64}" && pwd)
+BOTH=$(cd "${BOTH:-.dev/run_both}" && pwd)
+RUN=$DESC
+source bench/device_common.sh
+mode=${1:-}
+
+# The built-in defaults of SPEC at the head dims given, each as its full variant (one --only
+# filter that matches it alone; bf16, causal 0 and 1 where the default serves it).
+defaults_of() {
+  local spec=$1 d c knobs v
+  shift
+  for d in "$@"; do
+    grep -E "^\s*\{\"$spec\", $d, " runtime/defaults.c |
+      sed -E 's/.*\{"[a-z0-9_]+", [0-9]+, (-?[0-9]+), "([^"]*)".*/\1 \2/' |
+      while read -r c knobs; do
+        for causal in 0 1; do
+          [ "$c" = -1 ] || [ "$c" = "$causal" ] || continue
+          v=$("$BASE/flashtune" gen "$spec" --arch sm_90a --variant "d=$d,dtype=bf16,causal=$causal,$knobs" 2> /dev/null |
+            sed -n 's|^// variant *||p')
+          [ -n "$v" ] && echo "$v"
+        done
+      done
+  done | sort -u
+}
+
+case $mode in
+  verify)
+    for build in DESC BOTH; do
+      ft=${!build}/flashtune
+      n=0
+      while read -r f; do
+        n=$((n + 1))
+        verify "${build}_fwd$n" specs/flash_fwd_sm90.lua "$f"
+      done < <(defaults_of flash_fwd_sm90 64 128 256)
+      n=0
+      while read -r f; do
+        n=$((n + 1))
+        verify "${build}_bwd$n" specs/flash_bwd_sm90.lua "$f"
+      done < <(defaults_of flash_bwd_sm90 64 128)
+    done
+    ft=$BOTH/flashtune
+    sanitize both_fwd256 specs/flash_fwd_sm90.lua "$(defaults_of flash_fwd_sm90 256 | grep 'causal=0' | head -1)"
+    ;;
+  fwd)
+    t0=$(date +%s)
+    python3 bench/ab_libs.py "$DESC/libflashtune.so" "$BASE/libflashtune.so" --rounds "${AB_ROUNDS:-3}" \
+      --json "$OUT/ab_desc_base.json" > "$OUT/ab_desc_base.txt" 2>&1
+    note "ab_libs DESC against BASE: exit $? in $(since "$t0") s"
+    cat "$OUT/ab_desc_base.txt" | tee -a "$summary"
+    t0=$(date +%s)
+    python3 bench/ab_libs.py "$BOTH/libflashtune.so" "$DESC/libflashtune.so" --rounds "${AB_ROUNDS:-3}" \
+      --json "$OUT/ab_both_desc.json" > "$OUT/ab_both_desc.txt" 2>&1
+    note "ab_libs BOTH against DESC: exit $? in $(since "$t0") s"
+    cat "$OUT/ab_both_desc.txt" | tee -a "$summary"
+    ;;
+  bwd)
+    t0=$(date +%s)
+    python3 bench/bwd_compare.py --head-dims 64,128 --seqlens "${BWD_SEQLENS:-1024,4096,16384}" --dtypes bf16 \
+      --rounds "${AB_ROUNDS:-3}" --systems flashtune,cuDNN --base-lib "$BASE/libflashtune.so" \
+      --json "$OUT/bwd_desc_base.json" > "$OUT/bwd_desc_base.txt" 2> "$OUT/bwd_desc_base.err"
+    note "bwd_compare DESC (flashtune) against BASE (flashtune base): exit $? in $(since "$t0") s"
+    sed -n '/^type/,$p' "$OUT/bwd_desc_base.txt" | tee -a "$summary"
+    ;;
+  *)
+    echo "usage: bash bench/device_macros.sh verify | fwd | bwd" >&2
+    exit 2
+    ;;
+esac
