@@ -10,8 +10,8 @@
 #                                        sanitizer on BOTH's d = 256 non-causal forward default
 #   bash bench/device_macros.sh fwd      bench/ab_libs.py: DESC against BASE, then BOTH against
 #                                        DESC (the forward's defaults, 18 shapes, AB_ROUNDS rounds,
-#                                        default 3), cuDNN's forward beside them is in none: the
-#                                        question is the change, not the anchor
+#                                        default 3); no anchor in it: the question is the change,
+#                                        and the anchors come with the bar's run after
 #   bash bench/device_macros.sh bwd      bench/bwd_compare.py with DESC as flashtune and BASE as
 #                                        'flashtune base', cuDNN interleaved, d = 64 and 128 bf16,
 #                                        BWD_SEQLENS (default 1024,4096,16384), AB_ROUNDS rounds
@@ -25,23 +25,9 @@ RUN=$DESC
 source bench/device_common.sh
 mode=${1:-}
 
-# The built-in defaults of SPEC at the head dims given, each as its full variant (one --only
-# filter that matches it alone; bf16, causal 0 and 1 where the default serves it).
+# The built-in defaults of SPEC at the head dims given, one full variant a line.
 defaults_of() {
-  local spec=$1 d c knobs v
-  shift
-  for d in "$@"; do
-    grep -E "^\s*\{\"$spec\", $d, " runtime/defaults.c |
-      sed -E 's/.*\{"[a-z0-9_]+", [0-9]+, (-?[0-9]+), "([^"]*)".*/\1 \2/' |
-      while read -r c knobs; do
-        for causal in 0 1; do
-          [ "$c" = -1 ] || [ "$c" = "$causal" ] || continue
-          v=$("$BASE/flashtune" gen "$spec" --arch sm_90a --variant "d=$d,dtype=bf16,causal=$causal,$knobs" 2> /dev/null |
-            sed -n 's|^// variant *||p')
-          [ -n "$v" ] && echo "$v"
-        done
-      done
-  done | sort -u
+  sh bench/sm90_defaults.sh "$BASE/flashtune" "$@"
 }
 
 case $mode in
@@ -67,12 +53,12 @@ case $mode in
     python3 bench/ab_libs.py "$DESC/libflashtune.so" "$BASE/libflashtune.so" --rounds "${AB_ROUNDS:-3}" \
       --json "$OUT/ab_desc_base.json" > "$OUT/ab_desc_base.txt" 2>&1
     note "ab_libs DESC against BASE: exit $? in $(since "$t0") s"
-    cat "$OUT/ab_desc_base.txt" | tee -a "$summary"
+    tee -a "$summary" < "$OUT/ab_desc_base.txt"
     t0=$(date +%s)
     python3 bench/ab_libs.py "$BOTH/libflashtune.so" "$DESC/libflashtune.so" --rounds "${AB_ROUNDS:-3}" \
       --json "$OUT/ab_both_desc.json" > "$OUT/ab_both_desc.txt" 2>&1
     note "ab_libs BOTH against DESC: exit $? in $(since "$t0") s"
-    cat "$OUT/ab_both_desc.txt" | tee -a "$summary"
+    tee -a "$summary" < "$OUT/ab_both_desc.txt"
     ;;
   bwd)
     t0=$(date +%s)

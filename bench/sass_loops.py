@@ -161,15 +161,15 @@ def main():
     args = ap.parse_args()
 
     sources = []  # (label, text)
-    tmp = tempfile.mkdtemp(prefix="sass_loops.")
     if args.variant:
         if not args.flashtune or len(args.files) != 1:
             sys.exit("sass_loops: --variant takes --flashtune and one spec")
-        for v in args.variant:
-            cubin = os.path.join(tmp, "v%d.cubin" % len(sources))
-            subprocess.run([args.flashtune, "gen", args.files[0], "--variant", v, "--cubin", cubin],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-            sources.append((v, disassemble(cubin)))
+        with tempfile.TemporaryDirectory(prefix="sass_loops.") as tmp:
+            for v in args.variant:
+                cubin = os.path.join(tmp, "v%d.cubin" % len(sources))
+                subprocess.run([args.flashtune, "gen", args.files[0], "--variant", v, "--cubin", cubin],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+                sources.append((v, disassemble(cubin)))
     else:
         for f in args.files:
             with open(f, "rb") as fh:

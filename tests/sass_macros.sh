@@ -17,10 +17,9 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "sass_macros: $*"; exit 1; }
 
-bindir=$(dirname "$nvcc")
-nvdisasm=${NVDISASM:-}
-[ -n "$nvdisasm" ] && [ -x "$nvdisasm" ] || nvdisasm=$bindir/nvdisasm
-[ -x "$nvdisasm" ] || nvdisasm=$(command -v nvdisasm 2>/dev/null || true)
+# The disassembler bench/sass_loops.py reads cubins with ($NVDISASM, PATH, the toolkit's, the
+# copy scripts/setup.sh fetches); none: the SASS comparisons are left out.
+nvdisasm=$(python3 -c 'import sys; sys.path.insert(0, "bench"); import sass_loops; print(sass_loops.find_nvdisasm() or "")')
 
 # compile SPEC VARIANT NAME DEFINES...: $dir/NAME.cubin, failing on an error or a spill
 compile() {
@@ -37,7 +36,7 @@ compile() {
 
 # loops NAME: $dir/NAME.json, the main loops of $dir/NAME.cubin
 loops() {
-  NVDISASM=$nvdisasm python3 bench/sass_loops.py --json "$dir/$1.json" "$dir/$1.cubin" > "$dir/$1.txt" ||
+  python3 bench/sass_loops.py --json "$dir/$1.json" "$dir/$1.cubin" > "$dir/$1.txt" ||
     { cat "$dir/$1.txt"; fail "no main loop found in $1"; }
 }
 

@@ -777,8 +777,8 @@ static void test_memory_in_call(void)
 
 /* Fails within a few seconds: every test of a runaway below must end well before its ctest
  * timeout, with the message (under ASan, which makes allocating several times slower, later:
- * rep_loop.lua's 1 GiB took 7.6 s of CPU on the build machine, and CI's has been 2.5 times
- * slower than that). */
+ * rep_loop.lua's 1 GiB took 7.6 s of CPU on the build machine; CI's machine took over 5 s for
+ * a loop that takes 2 s here). */
 #if defined(__SANITIZE_ADDRESS__)
 #define QUICK_MS 60000.0
 #else
