@@ -9,6 +9,9 @@
 # - FT_QW (templates/flash_fwd_sm90.cuh, Consumer::sq): this warpgroup's Q offset held instead
 #   of rebuilt from %tid.x. For the forward's d = 128 and d = 256 defaults (with FT_DESC64): no
 #   spills, the same HGMMA, fewer instructions before a trip's first HGMMA in the steady loop.
+# - FT_HOLD_BASE (templates/flash_bwd_sm90.cuh, consume): the shared-memory base held instead of
+#   rebuilt from the CTA's shared window at every trip. For the backward's d = 128 default (with
+#   FT_DESC64): no spills, the same HGMMA, fewer instructions a trip and before its first HGMMA.
 # Without a disassembler the SASS comparisons are left out, and the script says so.
 #   sass_macros.sh path/to/flashtune path/to/nvcc
 set -eu
@@ -89,6 +92,17 @@ for v in 'd=128,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,
     checked=$((checked + 1))
   fi
 done
+
+v='d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,dtype=bf16'
+compile flash_bwd_sm90 "$v" h0 -DFT_DESC64=1 -DFT_HOLD_BASE=0
+compile flash_bwd_sm90 "$v" h1 -DFT_DESC64=1 -DFT_HOLD_BASE=1
+if [ -n "$nvdisasm" ]; then
+  loops h0
+  loops h1
+  compare trip h0 h1 "flash_bwd_sm90 FT_HOLD_BASE" || fail "$v: see above"
+  compare lead h0 h1 "flash_bwd_sm90 FT_HOLD_BASE" || fail "$v: see above"
+  checked=$((checked + 1))
+fi
 
 if [ "$checked" -gt 0 ]; then
   echo "sass_macros: SASS compared for $checked kernels"
