@@ -451,8 +451,9 @@ struct Consumer {
     // ptxas fills that wait with O's rescale: a trip issues 48 instructions before its first
     // wgmma at d = 256 (95 with EARLY_RESCALE), 52 at d = 128, FlashAttention-4's 21 and 25;
     // held, 38 (46) and 37, no spills, registers as before (FT_DESC64 on, nvcc 13.0,
-    // bench/sass_loops.py). Off until timed: trips of the ping-pong defaults grow by 5-15
-    // instructions (bench/defaults_loops.sh).
+    // bench/sass_loops.py). Off: trips of the ping-pong defaults grow by 5-15 instructions
+    // (bench/defaults_loops.sh), and on an H100 the defaults with it measured 0.977–1.021 of
+    // those without per group, inside the noise (bench/results/h100-2026-12-06-macros/).
 #if FT_QW
     __device__ __forceinline__ u32 sq() const { return base + (qi % Q_BUFS) * Q_BYTES + qw; }
 #else
