@@ -66,44 +66,31 @@ for x, y in zip(a, b):
 PY
 }
 
+# both SPEC VARIANT MACRO "WHAT..." "DEFINES OFF" "DEFINES ON": VARIANT compiled both ways, and
+# where SASS can be read each WHAT (trip, lead) compared: fewer with the macro on
 checked=0
-set -- \
-  flash_fwd_sm90 'd=128,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,ostore=1' \
-  flash_bwd_sm90 'd=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,dtype=bf16'
-while [ $# -ge 2 ]; do
-  compile "$1" "$2" d0 -DFT_DESC64=0
-  compile "$1" "$2" d1 -DFT_DESC64=1
-  if [ -n "$nvdisasm" ]; then
-    loops d0
-    loops d1
-    compare trip d0 d1 "$1 FT_DESC64" || fail "$1 $2: see above"
-    checked=$((checked + 1))
-  fi
-  shift 2
-done
-
-for v in 'd=128,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,ostore=1' \
-         'd=256,bm=128,bn=80,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,ostore=1'; do
-  compile flash_fwd_sm90 "$v" q0 -DFT_DESC64=1 -DFT_QW=0
-  compile flash_fwd_sm90 "$v" q1 -DFT_DESC64=1 -DFT_QW=1
-  if [ -n "$nvdisasm" ]; then
-    loops q0
-    loops q1
-    compare lead q0 q1 "flash_fwd_sm90 FT_QW" || fail "$v: see above"
-    checked=$((checked + 1))
-  fi
-done
-
-v='d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,dtype=bf16'
-compile flash_bwd_sm90 "$v" h0 -DFT_DESC64=1 -DFT_HOLD_BASE=0
-compile flash_bwd_sm90 "$v" h1 -DFT_DESC64=1 -DFT_HOLD_BASE=1
-if [ -n "$nvdisasm" ]; then
-  loops h0
-  loops h1
-  compare trip h0 h1 "flash_bwd_sm90 FT_HOLD_BASE" || fail "$v: see above"
-  compare lead h0 h1 "flash_bwd_sm90 FT_HOLD_BASE" || fail "$v: see above"
+both() {
+  # shellcheck disable=SC2086 # the defines are words
+  compile "$1" "$2" off $5
+  # shellcheck disable=SC2086
+  compile "$1" "$2" on $6
+  [ -n "$nvdisasm" ] || return 0
+  loops off
+  loops on
+  for what in $4; do
+    compare "$what" off on "$1 $3" || fail "$2: see above"
+  done
   checked=$((checked + 1))
-fi
+}
+
+fwd128='d=128,bm=128,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,ostore=1'
+fwd256='d=256,bm=128,bn=80,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=1,balance=0,ostore=1'
+bwd128='d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,dtype=bf16'
+both flash_fwd_sm90 "$fwd128" FT_DESC64 trip "-DFT_DESC64=0" "-DFT_DESC64=1"
+both flash_bwd_sm90 "$bwd128" FT_DESC64 trip "-DFT_DESC64=0 -DFT_HOLD_BASE=0" "-DFT_DESC64=1 -DFT_HOLD_BASE=0"
+both flash_fwd_sm90 "$fwd128" FT_QW lead "-DFT_DESC64=1 -DFT_QW=0" "-DFT_DESC64=1 -DFT_QW=1"
+both flash_fwd_sm90 "$fwd256" FT_QW lead "-DFT_DESC64=1 -DFT_QW=0" "-DFT_DESC64=1 -DFT_QW=1"
+both flash_bwd_sm90 "$bwd128" FT_HOLD_BASE "trip lead" "-DFT_DESC64=1 -DFT_HOLD_BASE=0" "-DFT_DESC64=1 -DFT_HOLD_BASE=1"
 
 if [ "$checked" -gt 0 ]; then
   echo "sass_macros: SASS compared for $checked kernels"
