@@ -2,7 +2,7 @@
 # The sm_90a templates' code changes behind macros (FT_DESC64, FT_QW, FT_HOLD_BASE; bench/NOTES.md,
 # fifteenth and sixteenth stops), timed on the GPU machine from staged builds (bench/stage_run.sh)
 # named by the macros they turn on (as they were timed, bench/results/h100-2026-12-06-macros/;
-# since then FT_DESC64 and FT_HOLD_BASE are on by default, so a BASE build now needs them set 0):
+# all three are off by default):
 #   BASE  all off                                          (default folder .dev/run)
 #   DESC  FT_DESC64                                        (.dev/run_desc64)
 #   ALL   FT_DESC64, the forward's FT_QW, the backward's   (.dev/run_all)

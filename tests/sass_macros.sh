@@ -1,7 +1,7 @@
 #!/bin/sh
-# Code changes of the sm_90a templates behind macros (FT_DESC64 and FT_HOLD_BASE on by default,
-# FT_QW off; timed in bench/results/h100-2026-12-06-macros/), each compiled both ways by nvcc
-# for sm_90a (bench/sass_loops.py reads the main loops):
+# Code changes of the sm_90a templates behind macros, off by default (timed in
+# bench/results/h100-2026-12-06-macros/; see the templates for why each stays off), each compiled
+# both ways by nvcc for sm_90a (bench/sass_loops.py reads the main loops):
 # - FT_DESC64 (templates/include/ft_sm90.cuh): the wgmma descriptors as one 64-bit base per tile
 #   and layout plus a constant for each k-step, instead of the low word rebuilt from the tile's
 #   address and the high word set again for every wgmma; the same bits either way. For the

@@ -3,9 +3,9 @@
 // themselves depend on the tile shape and are generated per variant (generator/family.c).
 // Needs ft_device.cuh.
 
-// FT_DESC64 (1 unless the source defines it 0): how smem_desc below builds a descriptor; see there.
+// FT_DESC64 (0 unless the source defines it): how smem_desc below builds a descriptor; see there.
 #ifndef FT_DESC64
-#define FT_DESC64 1
+#define FT_DESC64 0
 #endif
 
 namespace ft {
@@ -156,8 +156,9 @@ template <int N> __device__ __forceinline__ void wgmma_wait()
 // of every sm_90a default's main loop (bf16, nvcc 13.0; FlashAttention-4's loops are built
 // that way), the same registers, no spills (tests/sass_macros.sh). Timed on an H100 against the
 // old form (bench/results/h100-2026-12-06-macros/): the forward's defaults 0.988–1.028 per
-// group, the backward's 0.980–1.007, inside the noise of those runs; on since, for the fewer
-// instructions and as the base FT_HOLD_BASE was measured on.
+// group, the backward's 0.980–1.007, inside the noise of those runs. Off: the 64-bit bases
+// cost registers elsewhere in the space: 67 of the 396 d = 128 bf16 backward variants that
+// compile without spills as it is spill with it (every s_ahead = 1 and most bm = 80 ones).
 template <int SPAN> __device__ __forceinline__ u64 smem_desc(u32 tile, u32 off, u32 lbo, u32 sbo)
 {
     constexpr u64 MODE = SPAN == 128 ? 1ull : SPAN == 64 ? 2ull : 3ull;
