@@ -19,7 +19,6 @@ nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
-ft=$(cd "$(dirname "$ft")" && pwd)/flashtune
 for spec in flash_fwd_sm90 flash_bwd_sm90; do
   sh bench/sm90_defaults.sh "$ft" "$spec" | sed "s/^/$spec /"
 done |

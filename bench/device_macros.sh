@@ -13,7 +13,7 @@
 # while it stays warm). Steps, run in the order given:
 #   verify:BUILD     flashtune verify with BUILD of the built-in defaults of the sm_90a forward
 #                    at d = 64, 128 and 256 and of the sm_90a backward at d = 64 and 128 (bf16,
-#                    causal both ways: 11 kernels, each alone)
+#                    causal both ways: 14 kernels, each alone)
 #   sanitize:BUILD   compute-sanitizer's three tools on BUILD's d = 256 non-causal forward default
 #                    and d = 128 causal backward default
 #   fwd:NEW:OLD      bench/ab_libs.py, NEW's library against OLD's (the forward's defaults, 18
@@ -27,7 +27,7 @@
 set -u
 cd "$(dirname "$0")/.."
 
-# The folder of build $1 (BASE, DESC or ALL), or a note and failure when it is not here.
+# The folder of build $1 (BASE, DESC, ALL or HOLD), or a message and failure when it is not here.
 build_dir() {
   local dir
   case $1 in

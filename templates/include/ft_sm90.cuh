@@ -157,8 +157,8 @@ template <int N> __device__ __forceinline__ void wgmma_wait()
 // that way), the same registers, no spills (tests/sass_macros.sh). Timed on an H100 against the
 // old form (bench/results/h100-2026-12-06-macros/): the forward's defaults 0.988–1.028 per
 // group, the backward's 0.980–1.007, inside the noise of those runs. Off: the 64-bit bases
-// cost registers elsewhere in the space: 67 of the 396 d = 128 bf16 backward variants that
-// compile without spills as it is spill with it (every s_ahead = 1 and most bm = 80 ones).
+// cost registers elsewhere in the space: of the 396 d = 128 bf16 backward variants, 325
+// compile without spills as it is and 258 with it (every s_ahead = 1 and most bm = 80 ones lost).
 template <int SPAN> __device__ __forceinline__ u64 smem_desc(u32 tile, u32 off, u32 lbo, u32 sbo)
 {
     constexpr u64 MODE = SPAN == 128 ? 1ull : SPAN == 64 ? 2ull : 3ull;
