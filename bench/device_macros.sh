@@ -13,7 +13,8 @@
 # while it stays warm). Steps, run in the order given:
 #   verify:BUILD     flashtune verify with BUILD of the built-in defaults of the sm_90a forward
 #                    at d = 64, 128 and 256 and of the sm_90a backward at d = 64 and 128 (bf16,
-#                    causal both ways: 14 kernels, each alone)
+#                    causal both ways: 14 kernels, each alone), then every backward variant of
+#                    each FILTER in VERIFY_EXTRA (space-separated, e.g. d=128,dtype=bf16,bm=80)
 #   sanitize:BUILD   compute-sanitizer's three tools on BUILD's d = 256 non-causal forward default
 #                    and d = 128 causal backward default
 #   fwd:NEW:OLD      bench/ab_libs.py, NEW's library against OLD's (the forward's defaults, 18
@@ -21,7 +22,9 @@
 #                    it: the question is the change, the anchors come with the bar's run after
 #   bwd:NEW:OLD      bench/bwd_compare.py with NEW as flashtune and OLD as 'flashtune base',
 #                    cuDNN interleaved, d = 64 and 128 bf16, BWD_SEQLENS (default
-#                    1024,4096,16384), AB_ROUNDS rounds
+#                    1024,4096,16384), AB_ROUNDS rounds; BWD_DIMS other head dims (default
+#                    64,128), BWD_TWINS NEW's defaults with knobs changed beside them
+#                    (space-separated LABEL:KNOBS words, bwd_compare.py's --twin)
 #   e.g. bash bench/device_macros.sh verify:ALL fwd:DESC:BASE fwd:ALL:DESC bwd:ALL:DESC
 # Logs and JSON under $OUT (default /tmp/ft-out), a line a step in $OUT/summary.txt.
 set -u
@@ -73,6 +76,11 @@ for step in "$@"; do
         n=$((n + 1))
         verify "${tag}_bwd$n" specs/flash_bwd_sm90.lua "$f"
       done < <(defaults_of flash_bwd_sm90 64 128)
+      n=0
+      for only in ${VERIFY_EXTRA:-}; do
+        n=$((n + 1))
+        verify "${tag}_extra$n" specs/flash_bwd_sm90.lua "$only"
+      done
       ;;
     sanitize)
       ft=$newdir/flashtune
@@ -86,9 +94,11 @@ for step in "$@"; do
       tee -a "$summary" < "$OUT/fwd_$tag.txt"
       ;;
     bwd)
-      FLASHTUNE_LIB=$newdir/libflashtune.so python3 bench/bwd_compare.py --head-dims 64,128 \
+      twins=()
+      for twin in ${BWD_TWINS:-}; do twins+=(--twin "$twin"); done
+      FLASHTUNE_LIB=$newdir/libflashtune.so python3 bench/bwd_compare.py --head-dims "${BWD_DIMS:-64,128}" \
         --seqlens "${BWD_SEQLENS:-1024,4096,16384}" --dtypes bf16 --rounds "${AB_ROUNDS:-3}" \
-        --systems flashtune,cuDNN --base-lib "$olddir/libflashtune.so" --json "$OUT/bwd_$tag.json" \
+        --systems flashtune,cuDNN --base-lib "$olddir/libflashtune.so" "${twins[@]}" --json "$OUT/bwd_$tag.json" \
         > "$OUT/bwd_$tag.txt" 2> "$OUT/bwd_$tag.err"
       note "bwd_compare $new (flashtune) against $old (flashtune base): exit $? in $(since "$t0") s"
       sed -n '/^type/,$p' "$OUT/bwd_$tag.txt" | tee -a "$summary"
