@@ -131,7 +131,7 @@
 #error "flash_bwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
 #endif
 #ifndef FT_HOLD_BASE // see consume
-#define FT_HOLD_BASE 0
+#define FT_HOLD_BASE 1
 #endif
 
 #include "ft_device.cuh"
@@ -771,19 +771,18 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
 {
     const int warp = (ct % 128) / 32, lane = ct % 32, g = lane >> 2, t4 = lane & 3;
     const int delta = p.seqlen_k - p.seqlen_q;
-    // FT_HOLD_BASE (0 unless the source defines it): the shared-memory base and the barriers'
+    // FT_HOLD_BASE (1 unless the source defines it 0): the shared-memory base and the barriers'
     // address held in registers from here on (bars too, though base + OFF_BAR: held from base
     // alone, the d = 128 trip is 4 instructions longer). Derived from the CTA's shared window
     // (S2UR of SR_CgaCtaId, the 1024-byte round-up, 19 uniform instructions), ptxas rebuilt them
-    // at the top of every trip, ahead of the first Sᵀ wgmma. With FT_DESC64 (bf16, nvcc 13.0):
-    // every sm_90a default's trip 0–19 instructions shorter, the lead before the first wgmma 44
-    // at d = 128 where it was 52, registers the same but for the one-warpgroup variants (d = 80,
-    // 112, 144: -2 to +2, no spills); on an H100 (bench/results/h100-2026-12-06-macros/,
-    // interleaved) d = 128 non-causal 1.013 and 1.024 of FT_DESC64 alone in two runs and 1.023 of
-    // neither in a third, every shape from 1k to 16k ahead; causal and d = 64 0.99–1.01 of
-    // FT_DESC64 alone. Without FT_DESC64 the d = 128 default's trip is 424 → 415 instructions,
-    // lead 49 → 43, and 1 of the 396 d = 128 bf16 variants spills that did not (1 of a 300-variant
-    // sample of the whole space); off until timed that way.
+    // at the top of every trip, ahead of the first Sᵀ wgmma. The d = 128 default's trip 424 → 415
+    // instructions, lead before the first wgmma 49 → 43 (bf16, nvcc 13.0); over the whole sm_90a
+    // space (NVRTC) 2142 of 2380 variants compile without spills where 2146 did (the four lost
+    // are lpt = 1 causal ones), registers the same in 1834 of them, +1 to +3 in 252, fewer in 56;
+    // every default the same but d = 80, 112, 144 (-2 to +2), none spilling. On an H100
+    // (bench/results/h100-2026-12-06-macros/, interleaved with cuDNN, measured with FT_DESC64 on,
+    // whose own effect there was 0.98–1.007): d = 128 non-causal 1.013 and 1.024 of FT_DESC64
+    // alone and 1.023 of neither, every shape from 1k to 16k ahead; causal and d = 64 0.99–1.01.
     if (FT_HOLD_BASE) {
         asm volatile("mov.b32 %0, %0;" : "+r"(base));
         asm volatile("mov.b32 %0, %0;" : "+r"(bars));
