@@ -2,12 +2,12 @@
 # The sm_90a templates' code changes behind macros (FT_DESC64, FT_QW, FT_HOLD_BASE; bench/NOTES.md,
 # fifteenth and sixteenth stops), timed on the GPU machine from staged builds (bench/stage_run.sh)
 # named by the macros they turn on (as they were timed, bench/results/h100-2026-12-06-macros/;
-# all three are off by default):
-#   BASE  all off                                          (default folder .dev/run)
+# FT_HOLD_BASE is on by default since 3d6afa7, the other two off):
+#   BASE  all off (from HEAD: `#define FT_HOLD_BASE 0`)    (default folder .dev/run)
 #   DESC  FT_DESC64                                        (.dev/run_desc64)
 #   ALL   FT_DESC64, the forward's FT_QW, the backward's   (.dev/run_all)
 #         FT_HOLD_BASE
-#   HOLD  the backward's FT_HOLD_BASE alone                (.dev/run_hold)
+#   HOLD  the backward's FT_HOLD_BASE alone (HEAD as is)   (.dev/run_hold)
 # (the variables BASE, DESC, ALL and HOLD name other folders). A build is looked for only when a step
 # names it, so that a call can carry some of them (the device keeps what earlier calls carried
 # while it stays warm). Steps, run in the order given:
