@@ -21,10 +21,11 @@
 #                    shapes, AB_ROUNDS rounds, default 3, alternating processes); no anchor in
 #                    it: the question is the change, the anchors come with the bar's run after
 #   bwd:NEW:OLD      bench/bwd_compare.py with NEW as flashtune and OLD as 'flashtune base',
-#                    cuDNN interleaved, d = 64 and 128 bf16, BWD_SEQLENS (default
-#                    1024,4096,16384), AB_ROUNDS rounds; BWD_DIMS other head dims (default
-#                    64,128), BWD_TWINS NEW's defaults with knobs changed beside them
-#                    (space-separated LABEL:KNOBS words, bwd_compare.py's --twin)
+#                    cuDNN interleaved, bf16, head dims BWD_DIMS (default 64,128), BWD_SEQLENS
+#                    (default 1024,4096,16384), AB_ROUNDS rounds; BWD_TWINS adds NEW's defaults
+#                    with knobs changed (space-separated LABEL:KNOBS words, bwd_compare.py's
+#                    --twin; the knobs must make a kept variant at every head dim: bm=80 is
+#                    d = 128's alone of the two)
 #   e.g. bash bench/device_macros.sh verify:ALL fwd:DESC:BASE fwd:ALL:DESC bwd:ALL:DESC
 # Logs and JSON under $OUT (default /tmp/ft-out), a line a step in $OUT/summary.txt.
 set -u

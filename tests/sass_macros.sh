@@ -1,7 +1,7 @@
 #!/bin/sh
-# Code changes of the sm_90a templates behind macros, off by default (timed in
-# bench/results/h100-2026-12-06-macros/; see the templates for why each stays off), each compiled
-# both ways by nvcc for sm_90a (bench/sass_loops.py reads the main loops):
+# Code changes of the sm_90a templates behind macros (timed in bench/results/h100-2026-12-06-macros/;
+# FT_HOLD_BASE on by default, the other two off: the templates say why), each compiled both ways
+# by nvcc for sm_90a (bench/sass_loops.py reads the main loops):
 # - FT_DESC64 (templates/include/ft_sm90.cuh): the wgmma descriptors as one 64-bit base per tile
 #   and layout plus a constant for each k-step, instead of the low word rebuilt from the tile's
 #   address and the high word set again for every wgmma; the same bits either way. For the
@@ -11,8 +11,9 @@
 #   of rebuilt from %tid.x. For the forward's d = 128 and d = 256 defaults (with FT_DESC64): no
 #   spills, the same HGMMA, fewer instructions before a trip's first HGMMA in the steady loop.
 # - FT_HOLD_BASE (templates/flash_bwd_sm90.cuh, consume): the shared-memory base held instead of
-#   rebuilt from the CTA's shared window at every trip. For the backward's d = 128 default (with
-#   FT_DESC64): no spills, the same HGMMA, fewer instructions a trip and before its first HGMMA.
+#   rebuilt from the CTA's shared window at every trip. For the backward's d = 128 default, as
+#   shipped (FT_DESC64 off) and with FT_DESC64: no spills, the same HGMMA, fewer instructions a
+#   trip and before its first HGMMA.
 # Without a disassembler the SASS comparisons are left out, and the script says so.
 #   sass_macros.sh path/to/flashtune path/to/nvcc
 set -eu
@@ -90,7 +91,8 @@ both flash_fwd_sm90 "$fwd128" FT_DESC64 trip "-DFT_DESC64=0" "-DFT_DESC64=1"
 both flash_bwd_sm90 "$bwd128" FT_DESC64 trip "-DFT_DESC64=0 -DFT_HOLD_BASE=0" "-DFT_DESC64=1 -DFT_HOLD_BASE=0"
 both flash_fwd_sm90 "$fwd128" FT_QW lead "-DFT_DESC64=1 -DFT_QW=0" "-DFT_DESC64=1 -DFT_QW=1"
 both flash_fwd_sm90 "$fwd256" FT_QW lead "-DFT_DESC64=1 -DFT_QW=0" "-DFT_DESC64=1 -DFT_QW=1"
-both flash_bwd_sm90 "$bwd128" FT_HOLD_BASE "trip lead" "-DFT_DESC64=1 -DFT_HOLD_BASE=0" "-DFT_DESC64=1 -DFT_HOLD_BASE=1"
+both flash_bwd_sm90 "$bwd128" FT_HOLD_BASE "trip lead" "-DFT_DESC64=0 -DFT_HOLD_BASE=0" "-DFT_DESC64=0 -DFT_HOLD_BASE=1"
+both flash_bwd_sm90 "$bwd128" "FT_HOLD_BASE (with FT_DESC64)" "trip lead" "-DFT_DESC64=1 -DFT_HOLD_BASE=0" "-DFT_DESC64=1 -DFT_HOLD_BASE=1"
 
 if [ "$checked" -gt 0 ]; then
   echo "sass_macros: SASS compared for $checked kernels"
