@@ -77,17 +77,21 @@ gpu_tests() {
 # vs_fa4 PASS SHAPES PREFIX SKIP COUNT CALLS: ncu_profile of flashtune's and FlashAttention-4's
 # kernels of one pass (fwd: ft_flash_fwd and Forward; bwd: ft_flash_bwd and Backward) at each
 # D/SEQLEN/CAUSAL of SHAPES (bench/profile_call.py, CALLS calls after its warm-up), the reports
-# as OUT/PREFIX_SYSTEM_dD_sSEQLEN_cCAUSAL (for bench/ncu_compare.py A B).
+# as OUT/PREFIX_SYSTEM_dD_sSEQLEN_cCAUSAL (for bench/ncu_compare.py A B). VSFA4_KNOBS (backward):
+# flashtune's side is its default with those knobs changed (profile_call.py --knobs), e.g.
+# bm=80,early_dv=2 for the 80-row tile FA4 takes at d = 128 non-causal.
 vs_fa4() {
-  local pass=$1 shapes=$2 prefix=$3 skip=$4 count=$5 calls=$6 shape d sl c sys names
+  local pass=$1 shapes=$2 prefix=$3 skip=$4 count=$5 calls=$6 shape d sl c sys names extra
   for shape in $shapes; do
     IFS=/ read -r d sl c <<< "$shape"
     for sys in flashtune fa4; do
+      extra=()
+      [ "$sys" = flashtune ] && [ -n "${VSFA4_KNOBS:-}" ] && extra=(--knobs "$VSFA4_KNOBS")
       names=ft_flash_$pass
       [ "$sys" = fa4 ] && { [ "$pass" = fwd ] && names=Forward || names=Backward; }
       ncu_profile "$sys $pass d=$d s=$sl causal=$c" "$OUT/${prefix}_${sys}_d${d}_s${sl}_c$c" "$names" "$skip" "$count" -- \
         python3 bench/profile_call.py --pass "$pass" --system "$sys" --calls "$calls" --head-dim "$d" --seqlen "$sl" \
-        --causal "$c"
+        --causal "$c" "${extra[@]}"
     done
   done
 }

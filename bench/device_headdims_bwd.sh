@@ -63,6 +63,8 @@
 #                                              bench/fa4_install.sh): the second call's three
 #                                              kernels, the raw metrics and SASS source pages
 #                                              (gzipped CSV, for bench/ncu_compare.py) and details
+#                                              (VSFA4_KNOBS: flashtune's default with those knobs
+#                                              changed, e.g. bm=80,early_dv=2 beside FA4's 80-row tile)
 #   bash bench/device_headdims_bwd.sh tunebwd  flashtune tune of the sm_90a backward's buckets (TUNED_ONLY, default
 #                                              d = 128 bf16, not deterministic) into $TUNED_DB (default
 #                                              /tmp/ft-bwd-tuned.db, which outlives the call while the machine

@@ -3,7 +3,9 @@
 machine): a warm-up call, then --calls calls of the forward or (--pass bwd, the default) the
 backward, on the bench grid's shapes (16k tokens, hidden 2048). flashtune's: the built-in
 defaults, or one forced variant of a spec (--spec, --variant); its kernels are named
-ft_flash_fwd... and ft_flash_bwd... (the backward's pre, main and post kernels). Or, --system
+ft_flash_fwd... and ft_flash_bwd... (the backward's pre, main and post kernels); or, --knobs, the
+backward's built-in default for the shape with those knobs changed (forced through --spec, default
+specs/flash_bwd_sm90.lua), as bench/bwd_compare.py's --twin makes it. Or, --system
 fa4, FlashAttention-4's (flash_attn.cute): select its kernels by name, `--kernel-name
 regex:Forward` or `regex:Backward` (the backward runs on autograd's thread, each call's three
 kernels named ...BackwardPreprocess, ...BackwardSm90 and ...BackwardPostprocess); or --system
@@ -13,6 +15,7 @@ PyTorch 2.11 with cuDNN 9.19 `cudnn_generated_fort_native_sdpa...`; `--kernel-na
     ncu --clock-control none --kernel-name regex:ft_flash_bwd --launch-skip 3 --launch-count 3 \\
         --section SpeedOfLight --section WarpStateStats python3 bench/profile_call.py --head-dim 128 \\
         --seqlen 8192 --causal 1 [--pass fwd] [--spec specs/flash_bwd_sm90.lua --variant bm=64,...]
+        [--knobs bm=80,early_dv=2]
 
 Prints which kernel ran (flashtune's dispatch reason) and the shape.
 """
@@ -63,6 +66,19 @@ def flashtune_call(ctx, q, k, v, do, causal, backward):
             ctx.backward_kernel(q, k, v, causal=causal))
 
 
+def twin_variant(q, k, v, causal, knobs):
+    """The built-in backward default for this shape (as ft_attention_backward_kernel names it)
+    with knobs ("name=value,...") changed: one full variant."""
+    how = flashtune.Context().backward_kernel(q, k, v, causal=causal)
+    params = dict(p.split("=", 1) for p in how.rsplit(": ", 1)[-1].split(","))
+    for p in knobs.split(","):
+        name, value = p.split("=", 1)
+        if name not in params:
+            sys.exit("profile_call: %s is no knob of %s" % (name, how))
+        params[name] = value
+    return ",".join("%s=%s" % kv for kv in params.items())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pass", dest="which", default="bwd", choices=("fwd", "bwd"))
@@ -73,6 +89,8 @@ def main():
     ap.add_argument("--calls", type=int, default=2)
     ap.add_argument("--spec", default=None)
     ap.add_argument("--variant", default=None)
+    ap.add_argument("--knobs", default=None,
+                    help="backward: the shape's built-in default with these knobs (name=value,...) changed")
     ap.add_argument("--system", default="flashtune", choices=("flashtune", "fa4", "cudnn"))
     a = ap.parse_args()
     d, s, causal, backward = a.head_dim, a.seqlen, bool(a.causal), a.which == "bwd"
@@ -84,7 +102,12 @@ def main():
     elif a.system == "cudnn":
         call, name = cudnn_call(q, k, v, do, causal, backward), "SDPA cuDNN"
     else:
-        call, name = flashtune_call(flashtune.Context(spec=a.spec, variant=a.variant), q, k, v, do, causal, backward)
+        spec, variant = a.spec, a.variant
+        if a.knobs:
+            if not backward or variant:
+                ap.error("--knobs changes the backward's default: not with --pass fwd or --variant")
+            spec, variant = spec or "specs/flash_bwd_sm90.lua", twin_variant(q, k, v, causal, a.knobs)
+        call, name = flashtune_call(flashtune.Context(spec=spec, variant=variant), q, k, v, do, causal, backward)
     for _ in range(1 + a.calls):
         call()
     torch.cuda.synchronize()
