@@ -66,7 +66,9 @@
 #                                      compile cache $FULLTUNE_CACHE (default /tmp/ft-cache-full,
 #                                      emptied first unless FULLTUNE_WARM=1), FULLTUNE_LIMIT
 #                                      seconds at most; its JSON summary and the winners to $OUT
-#                                      (and every measurement, fulltune_all.jsonl.gz)
+#                                      (and every measurement, fulltune_all.jsonl.gz);
+#                                      TUNE_PREFETCH_WAIT=own: --prefetch-wait own (TUNE_TAG names
+#                                      the files, e.g. TUNE_TAG=own, and FULLTUNE_DB another database)
 #   bash bench/device_hd8.sh sched     the causal forward's longest-first order (balance=2):
 #                                      flashtune verify of its variants (SCHED_VERIFY: FILTER
 #                                      words, default d = 128 bf16 bm = 128, d = 64 f16 192 x 128,
@@ -204,11 +206,12 @@ for mode in "$@"; do
     specs=()
     for spec in ${TUNE_SPECS:-}; do specs+=("$spec"); done
     timeout "${FULLTUNE_LIMIT:-540}" "$ft" tune "${specs[@]}" --db "$db" --cache-dir "$cache" \
-      --search "${TUNE_SEARCH:-ranked}" --json -q > "$OUT/fulltune_${TUNE_TAG:-all}.json" 2> "$OUT/fulltune_${TUNE_TAG:-all}.err"
-    note "tune ${specs[*]:-(built-in specs)} --search ${TUNE_SEARCH:-ranked}: exit $? in $(since "$t0") s"
+      --search "${TUNE_SEARCH:-ranked}" --prefetch-wait "${TUNE_PREFETCH_WAIT:-all}" --json -q \
+      > "$OUT/fulltune_${TUNE_TAG:-all}.json" 2> "$OUT/fulltune_${TUNE_TAG:-all}.err"
+    note "tune ${specs[*]:-(built-in specs)} --search ${TUNE_SEARCH:-ranked} --prefetch-wait ${TUNE_PREFETCH_WAIT:-all}: exit $? in $(since "$t0") s"
     tail -n 1 "$OUT/fulltune_${TUNE_TAG:-all}.json" | tee -a "$summary"
-    "$ft" query --db "$db" --json > "$OUT/fulltune_winners.jsonl" 2>&1
-    "$ft" query --db "$db" --all --json 2>&1 | gzip > "$OUT/fulltune_all.jsonl.gz" # every measurement, per family
+    "$ft" query --db "$db" --json > "$OUT/fulltune_winners${TUNE_TAG:+_$TUNE_TAG}.jsonl" 2>&1
+    "$ft" query --db "$db" --all --json 2>&1 | gzip > "$OUT/fulltune_all${TUNE_TAG:+_$TUNE_TAG}.jsonl.gz" # every measurement, per family
     ;;
   sched)
     for only in ${SCHED_VERIFY:-d=128,dtype=bf16,causal=1,balance=2,bm=128,stages=2 \

@@ -44,6 +44,10 @@ static const char usage[] =
     "  --one-shape       leaders within the noise of their interleaved rounds are not raced again\n"
     "                    on a second shape of the bucket (11/16 of its sequence length): the\n"
     "                    fastest median on the bucket's own shape wins (a shorter tune)\n"
+    "  --prefetch-wait all|own\n"
+    "                    ranked: before a refinement's or a twin group's compilation, wait for every\n"
+    "                    compilation queued ahead (all, the default) or only for that group's own,\n"
+    "                    moved to the front while the rest compile on (own)\n"
     "  --misses          instead of the specs' workloads, the buckets that applications ran\n"
     "                    without a tuned winner on this GPU model (recorded with\n"
     "                    FLASHTUNE_RECORD_MISSES=1; flashtune query --misses lists them)\n"
@@ -124,6 +128,7 @@ int cmd_tune(int argc, char **argv)
         {"quiet", no_argument, NULL, 'q'},        {"timeout", required_argument, NULL, 'T'},
         {"misses", no_argument, NULL, 'M'},       {"json", no_argument, NULL, 'J'},
         {"search", required_argument, NULL, 'S'}, {"one-shape", no_argument, NULL, 'O'},
+        {"prefetch-wait", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     ft_tune_opts o;
     ft_tune_summary s;
@@ -166,6 +171,11 @@ int cmd_tune(int argc, char **argv)
             break;
         case 'R': o.remeasure = 1; break;
         case 'O': o.one_shape = 1; break;
+        case 'P':
+            if (strcmp(optarg, "all") != 0 && strcmp(optarg, "own") != 0)
+                return cli_usage_error("tune", "--prefetch-wait takes all or own, not '%s'", optarg);
+            o.prefetch_own = strcmp(optarg, "own") == 0;
+            break;
         case 'M': o.misses = 1; break;
         case 'S':
             for (i = 0; i < 3 && strcmp(optarg, search_names[i]) != 0; i++)

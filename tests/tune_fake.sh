@@ -206,6 +206,8 @@ count "select distinct variant from kernels where variant like '%causal=0,dtype=
 count "select replace(key, '\"bf16\"', '\"f16\"'), replace(variant, 'dtype=bf16', 'dtype=f16') from v_winners
        where key like '%\"bf16\"%' and key like '%\"causal\":0%' order by 1" > "$dir/bf16-winners"
 count "select key, variant from v_winners where $f16c0 order by 1" > "$dir/f16-winners"
+count "select key, variant from v_winners order by 1" > "$dir/winners-all"
+count "select variant from kernels order by 1" > "$dir/kernels-all"
 [ "$(wc -l < "$dir/f16-winners")" = 6 ] && cmp -s "$dir/bf16-winners" "$dir/f16-winners" ||
   fail "ranked: a non-causal bf16 bucket's winner is not its f16 twin's"
 [ "$(count "select count(*) from v_winners b join v_winners f on replace(b.key, '\"bf16\"', '\"f16\"') = f.key
@@ -221,8 +223,30 @@ grep -q '"search": "ranked", "screened": [0-9]*, "kept": [0-9]*, "ranked_out": [
 again=$(sed -n 's/.*"measured": \([0-9]*\),.*/\1/p' "$dir/out")
 [ "$again" = $(( $(count 'select count(*) from results') - before )) ] && [ "$again" -lt 40 ] ||
   fail "ranked: the second tune measured $again, not only new results (and few of them)"
+#     --prefetch-wait own, from a cold cache again: a refinement's or twin group's compilation
+#     waits only for its own jobs ahead (moved to the front), and a group compiled while another
+#     is measured takes its waiting ones over. The same measurements, kernels and winners; of the
+#     19 queued ahead, 5 to 19 compile there (the refinement's 5 at least; how many of the twin
+#     groups' a compilation takes over depends on the threads' pace), none twice: the cache holds
+#     the 38 kernels, no more.
+rm -f "$db"
+"$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q -j 2 --search ranked --prefetch-wait own \
+  --cache-dir "$dir/own-cache" > "$dir/out" 2>&1 || fail "tune --search ranked --prefetch-wait own failed"
+grep -q 'measured 262, already in the database 0: 262 ok' "$dir/out" || fail "prefetch-wait own: expected 262 measurements"
+ahead=$(sed -n 's/.*; \([0-9]*\) variants compiled ahead.*/\1/p' "$dir/out")
+[ -n "$ahead" ] && [ "$ahead" -ge 5 ] && [ "$ahead" -le 19 ] ||
+  fail "prefetch-wait own: expected 5 to 19 variants compiled ahead, not '$ahead'"
+[ "$(find "$dir/own-cache" -type f | wc -l)" = 38 ] ||
+  fail "prefetch-wait own: the cache should hold the 38 kernels compiled, not $(find "$dir/own-cache" -type f | wc -l)"
+count "select variant from kernels order by 1" | cmp -s - "$dir/kernels-all" ||
+  fail "prefetch-wait own: other kernels than the whole-queue wait's"
+count "select key, variant from v_winners order by 1" | cmp -s - "$dir/winners-all" ||
+  fail "prefetch-wait own: other winners than the whole-queue wait's"
+"$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q --prefetch-wait some > "$dir/out" 2>&1 &&
+  fail "--prefetch-wait some was accepted"
+grep -q "prefetch-wait takes all or own, not 'some'" "$dir/out" || fail "--prefetch-wait: no clear message"
 unset FAKE_DTYPE_BLIND
-echo "--search ranked (38 of 120 variants compiled; the bf16 winners their f16 twins' or faster): ok"
+echo "--search ranked (38 of 120 variants compiled; the bf16 winners their f16 twins' or faster; the same with --prefetch-wait own): ok"
 
 # 13. --search ranked leaves the buckets that a newer family's spec computes to it: of the sm80
 #     and sm_90a forward specs on a compute capability 9.0 GPU, the sm_90a one measures the 12

@@ -344,8 +344,13 @@ void ft__tuner_prefetch_item(tuner *tu, int spec, int item);
 ft_status ft__prefetch_start(ft_prefetch **out, ft_cache *cache, int threads, volatile int *stop, ft_err *err);
 /* Queues one source (taken over: freed once compiled) whose kernel is named entry, for arch. */
 ft_status ft__prefetch_add(ft_prefetch *pf, char *text, const char *entry, const char *arch, ft_err *err);
-/* Waits until every queued source has compiled. */
-void ft__prefetch_drain(ft_prefetch *pf);
+/* Waits until the queued sources of the n kernels named in entries have compiled, those still
+ * waiting moved to the front of the queue (the others compile on meanwhile and after); n < 0:
+ * until every queued source has. */
+void ft__prefetch_drain(ft_prefetch *pf, const char *const *entries, int n);
+/* Drops the waiting sources of the n kernels named in entries (a compilation of their own
+ * takes them; those compiling already go on). */
+void ft__prefetch_take(ft_prefetch *pf, const char *const *entries, int n);
 /* Drops what waits, joins the threads, adds their counts to sum (may be NULL), frees pf. */
 void ft__prefetch_stop(ft_prefetch *pf, ft_tune_summary *sum);
 

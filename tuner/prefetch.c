@@ -7,10 +7,12 @@
  * screening ends, long before the group's last bucket is measured. So each bucket's share of
  * them is generated then (on the tuner's thread: the spec's Lua is its; ft__tuner_prefetch
  * chooses) and compiled into the compile cache by a few threads of their own while the GPU
- * measures on. When the refinement or the twin group comes, its compilation finds them in the
- * cache. The plan's items are not touched: a prefetch only fills the cache, so what it compiles
- * in vain (a stop, a failure, a candidate a later measurement displaced) costs CPU time and
- * nothing else.
+ * measures on. When the refinement or the twin group comes, the tuner waits for the whole queue
+ * or (`tune --prefetch-wait own`) its jobs still waiting move to the front of the queue and the
+ * tuner waits for them alone (the rest go on compiling while the GPU measures); its compilation
+ * then finds them in the cache. The plan's items are not touched: a
+ * prefetch only fills the cache, so what it compiles in vain (a stop, a failure, a candidate a
+ * later measurement displaced) costs CPU time and nothing else.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -30,10 +32,11 @@ typedef struct pf_job {
 
 struct ft_prefetch {
     pthread_mutex_t lock;
-    pthread_cond_t more, idle;
+    pthread_cond_t more, idle; /* idle: a job ended */
     pf_job *q;
     int head, tail, cap; /* jobs [head, tail) wait */
-    int busy;            /* jobs being compiled */
+    int busy;            /* jobs being compiled, named in compiling[] (an empty name: a free slot) */
+    char compiling[FT_PREFETCH_THREADS][300];
     int quit;
     pthread_t th[FT_PREFETCH_THREADS];
     int nth;
@@ -50,13 +53,16 @@ static void *prefetch_thread(void *arg)
     pthread_mutex_lock(&pf->lock);
     for (;;) {
         pf_job job;
-        int go;
+        int go, slot;
         double t0;
         while (pf->head == pf->tail && !pf->quit)
             pthread_cond_wait(&pf->more, &pf->lock);
         if (pf->head == pf->tail)
             break; /* quit, nothing left */
         job = pf->q[pf->head++];
+        for (slot = 0; pf->compiling[slot][0] != '\0'; slot++) /* a free one: busy < threads */
+            ;
+        memcpy(pf->compiling[slot], job.name, sizeof job.name);
         pf->busy++;
         pthread_mutex_unlock(&pf->lock);
         t0 = ft__now_ms();
@@ -73,8 +79,8 @@ static void *prefetch_thread(void *arg)
         pf->ms += ft__now_ms() - t0;
         pf->done += go;
         pf->busy--;
-        if (pf->head == pf->tail && pf->busy == 0)
-            pthread_cond_broadcast(&pf->idle);
+        pf->compiling[slot][0] = '\0';
+        pthread_cond_broadcast(&pf->idle);
     }
     pthread_mutex_unlock(&pf->lock);
     return NULL;
@@ -137,13 +143,75 @@ ft_status ft__prefetch_add(ft_prefetch *pf, char *text, const char *entry, const
     return FT_OK;
 }
 
-void ft__prefetch_drain(ft_prefetch *pf)
+/* Whether `name` (a job's: the entry and ".cu") is one of entries'. */
+static int named(const char *name, const char *const *entries, int n)
+{
+    int i;
+    for (i = 0; i < n; i++) {
+        const size_t len = strlen(entries[i]);
+        if (strncmp(name, entries[i], len) == 0 && strcmp(name + len, ".cu") == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* With the lock held: the waiting jobs of entries moved to the front of the queue, in their
+ * order, the others after them in theirs; returns how many of them wait or compile. */
+static int left_of(ft_prefetch *pf, const char *const *entries, int n)
+{
+    int i, k = 0, front = pf->head, count = 0;
+    pf_job *rest;
+
+    for (i = 0; i < FT_PREFETCH_THREADS; i++)
+        count += pf->compiling[i][0] != '\0' && named(pf->compiling[i], entries, n);
+    rest = pf->tail > pf->head ? malloc((size_t)(pf->tail - pf->head) * sizeof *rest) : NULL;
+    for (i = pf->head; i < pf->tail; i++) {
+        if (!named(pf->q[i].name, entries, n)) {
+            if (rest != NULL)
+                rest[k++] = pf->q[i];
+        } else {
+            if (rest != NULL) /* else no room to reorder: waited for where they are */
+                pf->q[front++] = pf->q[i];
+            count++;
+        }
+    }
+    if (rest != NULL)
+        memcpy(pf->q + front, rest, (size_t)k * sizeof *rest);
+    free(rest);
+    return count;
+}
+
+void ft__prefetch_take(ft_prefetch *pf, const char *const *entries, int n)
+{
+    int i, k;
+
+    if (pf == NULL)
+        return;
+    pthread_mutex_lock(&pf->lock);
+    for (i = k = pf->head; i < pf->tail; i++) {
+        if (named(pf->q[i].name, entries, n))
+            free(pf->q[i].text);
+        else
+            pf->q[k++] = pf->q[i];
+    }
+    pf->tail = k;
+    if (pf->head == pf->tail)
+        pthread_cond_broadcast(&pf->idle);
+    pthread_mutex_unlock(&pf->lock);
+}
+
+void ft__prefetch_drain(ft_prefetch *pf, const char *const *entries, int n)
 {
     if (pf == NULL)
         return;
     pthread_mutex_lock(&pf->lock);
-    while (pf->head != pf->tail || pf->busy > 0)
-        pthread_cond_wait(&pf->idle, &pf->lock);
+    if (n < 0) {
+        while (pf->head != pf->tail || pf->busy > 0)
+            pthread_cond_wait(&pf->idle, &pf->lock);
+    } else {
+        while (left_of(pf, entries, n) > 0)
+            pthread_cond_wait(&pf->idle, &pf->lock);
+    }
     pthread_mutex_unlock(&pf->lock);
 }
 

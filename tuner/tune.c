@@ -100,8 +100,47 @@ static void *compile_thread(void *arg)
  * thread's; for the ranked search, the group's candidates chosen first when from is 0) and
  * starts compiling them on jobs threads (*started 0: no thread could be made, and they compiled
  * here). */
-static ft_status compile_start(tuner *tu, int g, int from, int jobs, compile_job *j, pthread_t *th, int *started,
-                               ft_err *err)
+/* Group g's items [from, to) queued to compile ahead, before their own compilation. Where the
+ * GPU waits for that compilation anyway (drain: a refinement's, a twin group's), the tuner waits
+ * for the compilations ahead, so that it finds them in the cache rather than compiling them again
+ * beside them, the wait to the summary: for the whole queue, or (prefetch_own) for these items'
+ * jobs alone, moved to the front (the queue's other jobs, other groups', compile on). With
+ * prefetch_own a group compiled while another is measured (not drain) takes its waiting ones over. */
+static void prefetch_settle(tuner *tu, int g, int from, int to, int drain)
+{
+    const ft_plan *plan = tu->plans[tu->groups[g].spec];
+    const char **entries;
+    const double t0 = ft__now_ms();
+    int i, n = 0;
+
+    if (tu->prefetch == NULL)
+        return;
+    if (!tu->o->prefetch_own) {
+        if (drain) {
+            ft__prefetch_drain(tu->prefetch, NULL, -1);
+            tu->sum->prefetch_wait_ms += ft__now_ms() - t0;
+        }
+        return;
+    }
+    entries = malloc((size_t)(to > from ? to - from : 1) * sizeof *entries);
+    for (i = from; entries != NULL && i < to; i++) {
+        const ft_plan_item *it = &plan->items[tu->groups[g].items[i]];
+        if (it->prefetched && it->source.text != NULL)
+            entries[n++] = it->source.entry;
+    }
+    if (drain) {
+        ft__prefetch_drain(tu->prefetch, entries, entries != NULL ? n : -1); /* no room: every job */
+        tu->sum->prefetch_wait_ms += ft__now_ms() - t0;
+    } else if (entries != NULL) {
+        ft__prefetch_take(tu->prefetch, entries, n);
+    }
+    free(entries);
+}
+
+/* Starts compiling group g's items [from, nitems) on `jobs` threads (ranked, from 0: the group
+ * ranked first), what was queued to compile ahead of them settled first (prefetch_settle). */
+static ft_status compile_start(tuner *tu, int g, int from, int jobs, int drain, compile_job *j, pthread_t *th,
+                               int *started, ft_err *err)
 {
     ft_status rc;
 
@@ -110,6 +149,7 @@ static ft_status compile_start(tuner *tu, int g, int from, int jobs, compile_job
         if (rc != FT_OK)
             return rc;
     }
+    prefetch_settle(tu, g, from, tu->groups[g].nitems, drain);
     memset(j, 0, sizeof *j);
     j->plan = tu->plans[tu->groups[g].spec];
     j->g = &tu->groups[g];
@@ -177,15 +217,6 @@ static ft_status measure_group(tuner *tu, int g, int from, ft_err *err)
     return rc;
 }
 
-/* Before a compilation the GPU waits for anyway (a refinement's, a twin group's): the
- * compilations ahead finished, so that it finds them in the cache rather than compiling them
- * again beside them; the wait goes to the summary. */
-static void prefetch_drain(tuner *tu)
-{
-    const double t0 = ft__now_ms();
-    ft__prefetch_drain(tu->prefetch);
-    tu->sum->prefetch_wait_ms += ft__now_ms() - t0;
-}
 
 /* Ranked search: whether group g's races wait for its refinements: its candidates came from
  * the prior and the ranking left variants out, which a refinement may bring in. */
@@ -257,9 +288,8 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
                 inflight = -1;
                 rc = compile_finish(tu, &job, th, started, err);
             }
-            prefetch_drain(tu);
             if (rc == FT_OK)
-                rc = compile_start(tu, g, 0, jobs, &job, &th, &started, err);
+                rc = compile_start(tu, g, 0, jobs, 1, &job, &th, &started, err);
             if (rc == FT_OK)
                 rc = compile_finish(tu, &job, th, started, err);
         }
@@ -270,7 +300,7 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
             if (ft__tuner_await_twin(tu, n, g) || ft__tuner_twin_unsettled(tu, n, g))
                 n = ft__tuner_independent_after(tu, g, 0);
             if (n >= 0)
-                rc = compile_start(tu, n, 0, side, &job, &th, &started, err);
+                rc = compile_start(tu, n, 0, side, 0, &job, &th, &started, err);
             if (rc == FT_OK && n >= 0)
                 inflight = n;
         }
@@ -286,7 +316,6 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
             if (rc != FT_OK || more == 0)
                 break;
             tu->groups[g].rounds++;
-            prefetch_drain(tu);
             if (inflight >= 0) { /* the plan's counts are not shared between two compilations */
                 inflight = -1;
                 rc = compile_finish(tu, &job, th, started, err);
@@ -294,7 +323,7 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
             if (rc == FT_OK)
                 ahead = ft__tuner_independent_after(tu, g, 1);
             if (rc == FT_OK)
-                rc = compile_start(tu, g, from, ahead >= 0 ? side : jobs, &job, &th, &started, err);
+                rc = compile_start(tu, g, from, ahead >= 0 ? side : jobs, 1, &job, &th, &started, err);
             if (rc == FT_OK && ahead >= 0) { /* the GPU busy while the refinement compiles */
                 tu->groups[ahead].hold_race = holds_race(tu, ahead);
                 rc = measure_group(tu, ahead, 0, err);
