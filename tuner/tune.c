@@ -96,10 +96,6 @@ static void *compile_thread(void *arg)
     return NULL;
 }
 
-/* Generates the sources of group g's items from `from` on here (the spec's Lua is this
- * thread's; for the ranked search, the group's candidates chosen first when from is 0) and
- * starts compiling them on jobs threads (*started 0: no thread could be made, and they compiled
- * here). */
 /* Group g's items [from, to) queued to compile ahead, before their own compilation. Where the
  * GPU waits for that compilation anyway (drain: a refinement's, a twin group's), the tuner waits
  * for the compilations ahead, so that it finds them in the cache rather than compiling them again
@@ -137,8 +133,11 @@ static void prefetch_settle(tuner *tu, int g, int from, int to, int drain)
     free(entries);
 }
 
-/* Starts compiling group g's items [from, nitems) on `jobs` threads (ranked, from 0: the group
- * ranked first), what was queued to compile ahead of them settled first (prefetch_settle). */
+/* Generates the sources of group g's items from `from` on here (the spec's Lua is this
+ * thread's; for the ranked search, the group's candidates chosen first when from is 0), settles
+ * what was queued to compile ahead of them (prefetch_settle; drain: the GPU waits for this
+ * compilation) and starts compiling them on jobs threads (*started 0: no thread could be made,
+ * and they compiled here). */
 static ft_status compile_start(tuner *tu, int g, int from, int jobs, int drain, compile_job *j, pthread_t *th,
                                int *started, ft_err *err)
 {
@@ -216,7 +215,6 @@ static ft_status measure_group(tuner *tu, int g, int from, ft_err *err)
     }
     return rc;
 }
-
 
 /* Ranked search: whether group g's races wait for its refinements: its candidates came from
  * the prior and the ranking left variants out, which a refinement may bring in. */
