@@ -11,3 +11,7 @@ ft_unit_test(test_tuner test_tuner.c)
 # The compile cache's reading side: headers that lie under a good checksum, entries that are not
 # files, a cache directory that is a file; corrupt and removed counted apart.
 ft_unit_test(test_cache test_cache.c)
+
+# The ranked search's compilations ahead (NVRTC, one thread, tiny kernels): a drain for the named
+# jobs alone (moved to the front) or for the whole queue, and jobs taken over, read off the cache.
+ft_unit_test(test_prefetch test_prefetch.c)
