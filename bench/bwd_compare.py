@@ -61,6 +61,18 @@ def base_module(lib):
     return mod
 
 
+def twin_variant(how, knobs):
+    """The variant that ft_attention_backward_kernel's description `how` names ("...: d=128,...")
+    with knobs ("name=value,...") changed; a knob the variant does not have is an error."""
+    params = dict(p.split("=", 1) for p in how.rsplit(": ", 1)[-1].split(","))
+    for p in knobs.split(","):
+        name, value = p.split("=", 1)
+        if name not in params:
+            raise ValueError("%s is no knob of %s" % (name, how))
+        params[name] = value
+    return ",".join("%s=%s" % kv for kv in params.items())
+
+
 def twin_system(knobs, spec, deterministic):
     """The built-in default of each shape (as ft_attention_backward_kernel names it) with knobs
     ("name=value,...") changed, forced through spec, as a system's make."""
@@ -69,9 +81,7 @@ def twin_system(knobs, spec, deterministic):
 
     def make(q, k, v, do, causal):
         how = defaults.backward_kernel(q, k, v, causal=causal, deterministic=deterministic)
-        params = dict(p.split("=", 1) for p in how.rsplit(": ", 1)[-1].split(","))
-        params.update(p.split("=", 1) for p in knobs.split(","))
-        variant = ",".join("%s=%s" % kv for kv in params.items())
+        variant = twin_variant(how, knobs)
         if variant not in contexts:
             contexts[variant] = flashtune.Context(spec=spec, variant=variant)
         return flashtune_system(contexts[variant], deterministic)(q, k, v, do, causal)

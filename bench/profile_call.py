@@ -66,19 +66,6 @@ def flashtune_call(ctx, q, k, v, do, causal, backward):
             ctx.backward_kernel(q, k, v, causal=causal))
 
 
-def twin_variant(q, k, v, causal, knobs):
-    """The built-in backward default for this shape (as ft_attention_backward_kernel names it)
-    with knobs ("name=value,...") changed: one full variant."""
-    how = flashtune.Context().backward_kernel(q, k, v, causal=causal)
-    params = dict(p.split("=", 1) for p in how.rsplit(": ", 1)[-1].split(","))
-    for p in knobs.split(","):
-        name, value = p.split("=", 1)
-        if name not in params:
-            sys.exit("profile_call: %s is no knob of %s" % (name, how))
-        params[name] = value
-    return ",".join("%s=%s" % kv for kv in params.items())
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pass", dest="which", default="bwd", choices=("fwd", "bwd"))
@@ -106,7 +93,9 @@ def main():
         if a.knobs:
             if not backward or variant:
                 ap.error("--knobs changes the backward's default: not with --pass fwd or --variant")
-            spec, variant = spec or "specs/flash_bwd_sm90.lua", twin_variant(q, k, v, causal, a.knobs)
+            from bwd_compare import twin_variant  # the knobs changed as its --twin changes them
+            how = flashtune.Context().backward_kernel(q, k, v, causal=causal)
+            spec, variant = spec or "specs/flash_bwd_sm90.lua", twin_variant(how, a.knobs)
         call, name = flashtune_call(flashtune.Context(spec=spec, variant=variant), q, k, v, do, causal, backward)
     for _ in range(1 + a.calls):
         call()
