@@ -779,10 +779,11 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
     // instructions, lead before the first wgmma 49 → 43 (bf16, nvcc 13.0); over the whole sm_90a
     // space (NVRTC) 2142 of 2380 variants compile without spills where 2146 did (the four lost
     // are lpt = 1 causal ones), registers the same in 1834 of them, +1 to +3 in 252, fewer in 56;
-    // every default the same but d = 80, 112, 144 (-2 to +2), none spilling. On an H100
-    // (bench/results/h100-2026-12-06-macros/, interleaved with cuDNN, measured with FT_DESC64 on,
-    // whose own effect there was 0.98–1.007): d = 128 non-causal 1.013 and 1.024 of FT_DESC64
-    // alone and 1.023 of neither, every shape from 1k to 16k ahead; causal and d = 64 0.99–1.01.
+    // every default the same but d = 80, 112, 144 (-2 to +2), none spilling. Timed alone on an
+    // H100 against the same source without it (bench/results/h100-2026-12-07-hold/, cuDNN
+    // interleaved, two runs): 1.000–1.014 per group at d = 64 and 128, single shapes ±5 %, so no
+    // gain beyond the noise; kept for the shorter trip. (With FT_DESC64 on in both builds,
+    // h100-2026-12-06-macros/, d = 128 non-causal had read 1.013 and 1.024.)
     if (FT_HOLD_BASE) {
         asm volatile("mov.b32 %0, %0;" : "+r"(base));
         asm volatile("mov.b32 %0, %0;" : "+r"(bars));
