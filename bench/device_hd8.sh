@@ -66,7 +66,8 @@
 #                                      compile cache $FULLTUNE_CACHE (default /tmp/ft-cache-full,
 #                                      emptied first unless FULLTUNE_WARM=1), FULLTUNE_LIMIT
 #                                      seconds at most; its JSON summary and the winners to $OUT
-#                                      (and every measurement, fulltune_all.jsonl.gz);
+#                                      (and every measurement, fulltune_all.jsonl.gz, and the
+#                                      tune's spans of work, fulltune_timeline.jsonl);
 #                                      TUNE_PREFETCH_WAIT=own: --prefetch-wait own (TUNE_TAG names
 #                                      the files, e.g. TUNE_TAG=own, and FULLTUNE_DB another database)
 #   bash bench/device_hd8.sh sched     the causal forward's longest-first order (balance=2):
@@ -207,6 +208,7 @@ for mode in "$@"; do
     for spec in ${TUNE_SPECS:-}; do specs+=("$spec"); done
     timeout "${FULLTUNE_LIMIT:-540}" "$ft" tune "${specs[@]}" --db "$db" --cache-dir "$cache" \
       --search "${TUNE_SEARCH:-ranked}" --prefetch-wait "${TUNE_PREFETCH_WAIT:-all}" --json -q \
+      --timeline "$OUT/fulltune_timeline${TUNE_TAG:+_$TUNE_TAG}.jsonl" \
       > "$OUT/fulltune_${TUNE_TAG:-all}.json" 2> "$OUT/fulltune_${TUNE_TAG:-all}.err"
     note "tune ${specs[*]:-(built-in specs)} --search ${TUNE_SEARCH:-ranked} --prefetch-wait ${TUNE_PREFETCH_WAIT:-all}: exit $? in $(since "$t0") s"
     tail -n 1 "$OUT/fulltune_${TUNE_TAG:-all}.json" | tee -a "$summary"

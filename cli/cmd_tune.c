@@ -48,6 +48,9 @@ static const char usage[] =
     "                    ranked: before a refinement's or a twin group's compilation, wait for every\n"
     "                    compilation queued ahead (all, the default) or only for that group's own,\n"
     "                    moved to the front while the rest compile on (own)\n"
+    "  --timeline FILE   where the tune's time went: one JSON line per span of work (a group's\n"
+    "                    compilation and the wait for it, a compilation ahead, the wait for those,\n"
+    "                    a group's measurements, its held races), seconds from the tune's start\n"
     "  --misses          instead of the specs' workloads, the buckets that applications ran\n"
     "                    without a tuned winner on this GPU model (recorded with\n"
     "                    FLASHTUNE_RECORD_MISSES=1; flashtune query --misses lists them)\n"
@@ -128,7 +131,7 @@ int cmd_tune(int argc, char **argv)
         {"quiet", no_argument, NULL, 'q'},        {"timeout", required_argument, NULL, 'T'},
         {"misses", no_argument, NULL, 'M'},       {"json", no_argument, NULL, 'J'},
         {"search", required_argument, NULL, 'S'}, {"one-shape", no_argument, NULL, 'O'},
-        {"prefetch-wait", required_argument, NULL, 'P'},
+        {"prefetch-wait", required_argument, NULL, 'P'}, {"timeline", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     ft_tune_opts o;
     ft_tune_summary s;
@@ -176,6 +179,7 @@ int cmd_tune(int argc, char **argv)
                 return cli_usage_error("tune", "--prefetch-wait takes all or own, not '%s'", optarg);
             o.prefetch_own = strcmp(optarg, "own") == 0;
             break;
+        case 'L': o.timeline_path = optarg; break;
         case 'M': o.misses = 1; break;
         case 'S':
             for (i = 0; i < 3 && strcmp(optarg, search_names[i]) != 0; i++)

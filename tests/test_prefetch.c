@@ -71,7 +71,7 @@ static void test_drain_own(void)
     ft_err err;
     const char *own[] = {"kd"};
 
-    ASSERT_OK(ft__prefetch_start(&pf, cache, 1, NULL, &err), &err);
+    ASSERT_OK(ft__prefetch_start(&pf, cache, 1, NULL, NULL, &err), &err);
     ASSERT_TRUE(pf != NULL);
     queue(pf, "ka");
     queue(pf, "kbb");
@@ -98,7 +98,7 @@ static void test_take(void)
     ft_err err;
     const char *taken[] = {"kbb", "kccc"};
 
-    ASSERT_OK(ft__prefetch_start(&pf, cache, 1, NULL, &err), &err);
+    ASSERT_OK(ft__prefetch_start(&pf, cache, 1, NULL, NULL, &err), &err);
     ASSERT_TRUE(pf != NULL);
     queue(pf, "ka");
     queue(pf, "kbb");

@@ -229,9 +229,15 @@ again=$(sed -n 's/.*"measured": \([0-9]*\),.*/\1/p' "$dir/out")
 #     19 queued ahead, 5 to 19 compile there (the refinement's 5 at least; how many of the twin
 #     groups' a compilation takes over depends on the threads' pace), none twice: the cache holds
 #     the 38 kernels, no more.
+#     Its --timeline: one span per compilation ahead (as many as the summary counts), each of
+#     the four groups compiled and measured once (and only the refined group's refinement), no
+#     span ending before it starts or after the tune's wall time.
 rm -f "$db"
+started=$(date +%s)
 "$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q -j 2 --search ranked --prefetch-wait own \
-  --cache-dir "$dir/own-cache" > "$dir/out" 2>&1 || fail "tune --search ranked --prefetch-wait own failed"
+  --cache-dir "$dir/own-cache" --timeline "$dir/timeline" > "$dir/out" 2>&1 ||
+  fail "tune --search ranked --prefetch-wait own failed"
+wall=$(( $(date +%s) - started + 1 ))
 grep -q 'measured 262, already in the database 0: 262 ok' "$dir/out" || fail "prefetch-wait own: expected 262 measurements"
 ahead=$(sed -n 's/.*; \([0-9]*\) variants compiled ahead.*/\1/p' "$dir/out")
 [ -n "$ahead" ] && [ "$ahead" -ge 5 ] && [ "$ahead" -le 19 ] ||
@@ -240,6 +246,16 @@ ahead=$(sed -n 's/.*; \([0-9]*\) variants compiled ahead.*/\1/p' "$dir/out")
   fail "prefetch-wait own: the cache should hold the 38 kernels compiled, not $(find "$dir/own-cache" -type f | wc -l)"
 count "select variant from kernels order by 1" | cmp -s - "$dir/kernels-all" ||
   fail "prefetch-wait own: other kernels than the whole-queue wait's"
+span() { grep -c "\"what\": \"$1\"" "$dir/timeline"; }
+[ "$(span ahead)" = "$ahead" ] || fail "timeline: $(span ahead) compilations ahead, the summary says $ahead"
+[ "$(span compile)" = 4 ] && [ "$(span measure)" = 4 ] && [ "$(span compile_wait)" -ge 4 ] ||
+  fail "timeline: expected each of the 4 groups compiled and measured once, not $(span compile) and $(span measure)"
+[ "$(grep '"what": "measure_refinement"' "$dir/timeline" | grep -c 'f16 causal=0')" -ge 1 ] &&
+  [ "$(span measure_refinement)" = "$(grep '"what": "measure_refinement"' "$dir/timeline" | grep -c 'f16 causal=0')" ] ||
+  fail "timeline: the refinements measured should be f16 non-causal's"
+awk -v wall="$wall" -F'"start": |, "end": |, "n": ' '
+  NF != 4 { bad = 1 } $2 + 0 > $3 + 0 || $3 + 0 > wall { bad = 1 } END { exit bad || NR == 0 }' "$dir/timeline" ||
+  fail "timeline: a line that is no span, or one out of order or past the wall time ($wall s)"
 count "select key, variant from v_winners order by 1" | cmp -s - "$dir/winners-all" ||
   fail "prefetch-wait own: other winners than the whole-queue wait's"
 "$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q --prefetch-wait some > "$dir/out" 2>&1 &&

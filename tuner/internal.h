@@ -151,6 +151,9 @@ typedef struct group {
 /* Compiling ahead into the cache (tuner/prefetch.c). */
 typedef struct ft_prefetch ft_prefetch;
 
+/* A tune's timeline of spans (tuner/timeline.c). */
+typedef struct ft_timeline ft_timeline;
+
 typedef struct tuner {
     const ft_tune_opts *o;     /* NULL for a probe */
     ft_spec *const *specs;
@@ -178,6 +181,7 @@ typedef struct tuner {
     void *ud;
     long long planned, done;
     ft_prefetch *prefetch;     /* ranked: the refinements' compilations ahead, or NULL */
+    ft_timeline *timeline;     /* --timeline: the spans of work, or NULL */
 } tuner;
 
 
@@ -340,8 +344,10 @@ void ft__tuner_prefetch(tuner *tu, const task *t);
 void ft__tuner_prefetch_item(tuner *tu, int spec, int item);
 
 /* The prefetch's threads (threads of them, FT_PREFETCH_THREADS at most; *out NULL where none
- * could be made: the tune compiles as before), compiling into cache. */
-ft_status ft__prefetch_start(ft_prefetch **out, ft_cache *cache, int threads, volatile int *stop, ft_err *err);
+ * could be made: the tune compiles as before), compiling into cache, each compilation a span
+ * "ahead" of timeline (may be NULL). */
+ft_status ft__prefetch_start(ft_prefetch **out, ft_cache *cache, int threads, volatile int *stop, ft_timeline *timeline,
+                             ft_err *err);
 /* Queues one source (taken over: freed once compiled) whose kernel is named entry, for arch. */
 ft_status ft__prefetch_add(ft_prefetch *pf, char *text, const char *entry, const char *arch, ft_err *err);
 /* Waits until the queued sources of the n kernels named in entries have compiled, those still
@@ -353,6 +359,15 @@ void ft__prefetch_drain(ft_prefetch *pf, const char *const *entries, int n);
 void ft__prefetch_take(ft_prefetch *pf, const char *const *entries, int n);
 /* Drops what waits, joins the threads, adds their counts to sum (may be NULL), frees pf. */
 void ft__prefetch_stop(ft_prefetch *pf, ft_tune_summary *sum);
+
+/* The timeline at path (*out NULL when path is NULL: nothing recorded), its times counted from
+ * t0_ms (ft__now_ms). */
+ft_status ft__timeline_open(const char *path, double t0_ms, ft_timeline **out, ft_err *err);
+/* One span of work as a JSON line: what ("compile", "ahead", ...), label (the group or kernel),
+ * start and end (ft__now_ms), n (what it handled). Thread-safe; tl NULL: nothing. */
+void ft__timeline_span(ft_timeline *tl, const char *what, const char *label, double start_ms, double end_ms, int n);
+/* Closes and frees tl (NULL: nothing); FT_ERR_IO if a line could not be written. */
+ft_status ft__timeline_close(ft_timeline *tl, ft_err *err);
 
 /* Ranked search: group g's items ordered by the prior and cut to its candidates (before they
  * compile; tuner/tune.h, ft_search). */

@@ -42,6 +42,7 @@ struct ft_prefetch {
     int nth;
     ft_cache *cache;
     volatile int *stop;
+    ft_timeline *timeline;
     double ms; /* the compilations' time, summed over the threads */
     int done;
 };
@@ -75,6 +76,8 @@ static void *prefetch_thread(void *arg)
             ft__compiled_free(&c);
         }
         free(job.text);
+        if (go)
+            ft__timeline_span(pf->timeline, "ahead", job.name, t0, ft__now_ms(), 1);
         pthread_mutex_lock(&pf->lock);
         pf->ms += ft__now_ms() - t0;
         pf->done += go;
@@ -86,7 +89,8 @@ static void *prefetch_thread(void *arg)
     return NULL;
 }
 
-ft_status ft__prefetch_start(ft_prefetch **out, ft_cache *cache, int threads, volatile int *stop, ft_err *err)
+ft_status ft__prefetch_start(ft_prefetch **out, ft_cache *cache, int threads, volatile int *stop, ft_timeline *timeline,
+                             ft_err *err)
 {
     ft_prefetch *pf = calloc(1, sizeof *pf);
     int i;
@@ -99,6 +103,7 @@ ft_status ft__prefetch_start(ft_prefetch **out, ft_cache *cache, int threads, vo
     pthread_cond_init(&pf->idle, NULL);
     pf->cache = cache;
     pf->stop = stop;
+    pf->timeline = timeline;
     threads = threads < 1 ? 1 : threads > FT_PREFETCH_THREADS ? FT_PREFETCH_THREADS : threads;
     for (i = 0; i < threads; i++)
         if (pthread_create(&pf->th[pf->nth], NULL, prefetch_thread, pf) == 0)

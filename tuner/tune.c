@@ -83,17 +83,36 @@ typedef struct compile_job {
     volatile int *stop;
     ft_status rc;
     ft_err err;
-    double ms;
+    double start, ms;
 } compile_job;
 
 static void *compile_thread(void *arg)
 {
     compile_job *j = arg;
-    double t0 = ft__now_ms();
+    j->start = ft__now_ms();
     j->rc = ft__plan_compile_items(j->plan, j->g->items + j->from, j->to - j->from, j->cache, j->jobs, NULL, NULL,
                                    j->stop, &j->err);
-    j->ms = ft__now_ms() - t0;
+    j->ms = ft__now_ms() - j->start;
     return NULL;
+}
+
+/* Group g's name on the timeline: its spec and what its buckets share. */
+static void group_label(const tuner *tu, int g, char *out, size_t cap)
+{
+    const group *gr = &tu->groups[g];
+    const target *t = &tu->targets[gr->spec].v[gr->targets[0]];
+    snprintf(out, cap, "%s d=%d %s causal=%d%s", tu->specs[gr->spec]->name, t->wl.d, t->dtype, t->causal,
+             t->det ? " det=1" : "");
+}
+
+/* A span of group g's work on the timeline (none without one). */
+static void group_span(const tuner *tu, const char *what, int g, double start_ms, int n)
+{
+    char label[300];
+    if (tu->timeline == NULL)
+        return;
+    group_label(tu, g, label, sizeof label);
+    ft__timeline_span(tu->timeline, what, label, start_ms, ft__now_ms(), n);
 }
 
 /* Group g's items [from, to) queued to compile ahead, before their own compilation. Where the
@@ -115,6 +134,7 @@ static void prefetch_settle(tuner *tu, int g, int from, int to, int drain)
         if (drain) {
             ft__prefetch_drain(tu->prefetch, NULL, -1);
             tu->sum->prefetch_wait_ms += ft__now_ms() - t0;
+            group_span(tu, "ahead_wait", g, t0, -1);
         }
         return;
     }
@@ -127,6 +147,8 @@ static void prefetch_settle(tuner *tu, int g, int from, int to, int drain)
     if (drain) {
         ft__prefetch_drain(tu->prefetch, entries, entries != NULL ? n : -1); /* no room: every job */
         tu->sum->prefetch_wait_ms += ft__now_ms() - t0;
+        if (entries == NULL || n > 0)
+            group_span(tu, "ahead_wait", g, t0, entries != NULL ? n : -1);
     } else if (entries != NULL) {
         ft__prefetch_take(tu->prefetch, entries, n);
     }
@@ -179,6 +201,13 @@ static ft_status compile_finish(tuner *tu, compile_job *j, pthread_t th, int sta
         pthread_join(th, NULL);
     tu->sum->compile_ms += j->ms;
     tu->sum->compile_wait_ms += ft__now_ms() - t0;
+    if (tu->timeline != NULL) {
+        char label[300];
+        group_label(tu, j->gi, label, sizeof label);
+        ft__timeline_span(tu->timeline, j->from > 0 ? "compile_refinement" : "compile", label, j->start,
+                          j->start + j->ms, j->to - j->from);
+        ft__timeline_span(tu->timeline, "compile_wait", label, t0, ft__now_ms(), j->to - j->from);
+    }
     tu->groups[j->gi].compiled = j->rc == FT_OK;
     if (j->rc != FT_OK)
         *err = j->err;
@@ -198,6 +227,7 @@ static int next_to_compile(const tuner *tu, int after)
 /* Group g's tasks for its kernels from item `from` on, shared among the workers and measured. */
 static ft_status measure_group(tuner *tu, int g, int from, ft_err *err)
 {
+    const double t0 = ft__now_ms();
     const int first = tu->ntasks;
     ft_status rc = ft__tuner_group_tasks(tu, g, from, err);
     int i;
@@ -212,6 +242,8 @@ static ft_status measure_group(tuner *tu, int g, int from, ft_err *err)
     if (rc == FT_OK) {
         ft__tuner_progress(tu, "measuring");
         rc = ft__tuner_run_workers(tu, err);
+        if (tu->ntasks > first)
+            group_span(tu, from > 0 ? "measure_refinement" : "measure", g, t0, tu->ntasks - first);
     }
     return rc;
 }
@@ -230,7 +262,9 @@ static int holds_race(const tuner *tu, int g)
  * from every measurement the bucket has. */
 static ft_status race_held(tuner *tu, int g, ft_err *err)
 {
+    const double t0 = ft__now_ms();
     int i, j, n = 0;
+    ft_status rc;
 
     tu->groups[g].hold_race = 0;
     for (i = tu->ntasks - 1; i >= 0; i--) {
@@ -257,7 +291,9 @@ static ft_status race_held(tuner *tu, int g, ft_err *err)
     if (n == 0)
         return FT_OK;
     ft__tuner_progress(tu, "racing");
-    return ft__tuner_run_workers(tu, err);
+    rc = ft__tuner_run_workers(tu, err);
+    group_span(tu, "race_held", g, t0, n);
+    return rc;
 }
 
 /* The groups in turn: the first one's variants compiled (all cores), then while a group is
@@ -460,17 +496,28 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
             }
         }
     }
+    rc = ft__timeline_open(o->timeline_path, t0, &tu.timeline, err); /* once there is work to record */
+    if (rc != FT_OK)
+        goto out;
     if (tu.progress != NULL)
         tu.progress(tu.ud, 0, tu.to_compile, "compiling");
     if (o->search == FT_SEARCH_RANKED) { /* the refinements compiled ahead, on the cores not timing */
         const int jobs = o->jobs > 0 ? o->jobs : ft__cpu_count();
-        rc = ft__prefetch_start(&tu.prefetch, tu.cache, jobs > tu.nworkers ? jobs - tu.nworkers : 1, o->stop, err);
+        rc = ft__prefetch_start(&tu.prefetch, tu.cache, jobs > tu.nworkers ? jobs - tu.nworkers : 1, o->stop,
+                                tu.timeline, err);
         if (rc != FT_OK)
             goto out;
     }
     rc = measure_groups(&tu, err);
 out:
-    ft__prefetch_stop(tu.prefetch, summary);
+    ft__prefetch_stop(tu.prefetch, summary); /* its threads' last spans written */
+    {
+        ft_err terr;
+        if (ft__timeline_close(tu.timeline, &terr) != FT_OK && rc == FT_OK) {
+            rc = terr.code;
+            *err = terr;
+        }
+    }
     for (i = 0; i < tu.nworkers; i++) {
         ft__tuner_worker_stop(&tu, &tu.workers[i], rc != FT_OK);
         free(tu.workers[i].tasks);

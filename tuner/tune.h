@@ -60,6 +60,8 @@ typedef struct ft_tune_opts {
                                 (moved to the front of the queue), and one made while the GPU
                                 measures takes its waiting ones over; 0: it waits for the whole
                                 queue (tuner/prefetch.c) */
+    const char *timeline_path; /* NULL, or a file for the tune's spans of work, one JSON line
+                                  each (tuner/timeline.c) */
 } ft_tune_opts;
 
 #define FT_TUNE_SCREEN_MS 5 /* the screening budget's floor (ms) */
