@@ -68,8 +68,8 @@
 #                                      seconds at most; its JSON summary and the winners to $OUT
 #                                      (and every measurement, fulltune_all.jsonl.gz, and the
 #                                      tune's spans of work, fulltune_timeline.jsonl);
-#                                      TUNE_PREFETCH_WAIT=own: --prefetch-wait own (TUNE_TAG names
-#                                      the files, e.g. TUNE_TAG=own, and FULLTUNE_DB another database)
+#                                      TUNE_PREFETCH_WAIT=all: --prefetch-wait all (TUNE_TAG names
+#                                      the files, e.g. TUNE_TAG=all, and FULLTUNE_DB another database)
 #   bash bench/device_hd8.sh sched     the causal forward's longest-first order (balance=2):
 #                                      flashtune verify of its variants (SCHED_VERIFY: FILTER
 #                                      words, default d = 128 bf16 bm = 128, d = 64 f16 192 x 128,
@@ -207,10 +207,10 @@ for mode in "$@"; do
     specs=()
     for spec in ${TUNE_SPECS:-}; do specs+=("$spec"); done
     timeout "${FULLTUNE_LIMIT:-540}" "$ft" tune "${specs[@]}" --db "$db" --cache-dir "$cache" \
-      --search "${TUNE_SEARCH:-ranked}" --prefetch-wait "${TUNE_PREFETCH_WAIT:-all}" --json -q \
+      --search "${TUNE_SEARCH:-ranked}" --prefetch-wait "${TUNE_PREFETCH_WAIT:-own}" --json -q \
       --timeline "$OUT/fulltune_timeline${TUNE_TAG:+_$TUNE_TAG}.jsonl" \
       > "$OUT/fulltune_${TUNE_TAG:-all}.json" 2> "$OUT/fulltune_${TUNE_TAG:-all}.err"
-    note "tune ${specs[*]:-(built-in specs)} --search ${TUNE_SEARCH:-ranked} --prefetch-wait ${TUNE_PREFETCH_WAIT:-all}: exit $? in $(since "$t0") s"
+    note "tune ${specs[*]:-(built-in specs)} --search ${TUNE_SEARCH:-ranked} --prefetch-wait ${TUNE_PREFETCH_WAIT:-own}: exit $? in $(since "$t0") s"
     tail -n 1 "$OUT/fulltune_${TUNE_TAG:-all}.json" | tee -a "$summary"
     "$ft" query --db "$db" --json > "$OUT/fulltune_winners${TUNE_TAG:+_$TUNE_TAG}.jsonl" 2>&1
     "$ft" query --db "$db" --all --json 2>&1 | gzip > "$OUT/fulltune_all${TUNE_TAG:+_$TUNE_TAG}.jsonl.gz" # every measurement, per family

@@ -44,10 +44,10 @@ static const char usage[] =
     "  --one-shape       leaders within the noise of their interleaved rounds are not raced again\n"
     "                    on a second shape of the bucket (11/16 of its sequence length): the\n"
     "                    fastest median on the bucket's own shape wins (a shorter tune)\n"
-    "  --prefetch-wait all|own\n"
-    "                    ranked: before a refinement's or a twin group's compilation, wait for every\n"
-    "                    compilation queued ahead (all, the default) or only for that group's own,\n"
-    "                    moved to the front while the rest compile on (own)\n"
+    "  --prefetch-wait own|all\n"
+    "                    ranked: before a refinement's or a twin group's compilation, wait only for\n"
+    "                    that group's compilations queued ahead, moved to the front while the rest\n"
+    "                    compile on (own, the default), or for every one queued (all)\n"
     "  --timeline FILE   where the tune's time went: one JSON line per span of work (a group's\n"
     "                    compilation and the wait for it, a compilation ahead, the wait for those,\n"
     "                    a group's measurements, its held races), seconds from the tune's start\n"
@@ -177,7 +177,7 @@ int cmd_tune(int argc, char **argv)
         case 'P':
             if (strcmp(optarg, "all") != 0 && strcmp(optarg, "own") != 0)
                 return cli_usage_error("tune", "--prefetch-wait takes all or own, not '%s'", optarg);
-            o.prefetch_own = strcmp(optarg, "own") == 0;
+            o.prefetch_all = strcmp(optarg, "all") == 0;
             break;
         case 'L': o.timeline_path = optarg; break;
         case 'M': o.misses = 1; break;

@@ -170,7 +170,8 @@ echo "compiling behind timing (waited $wait ms of $compile ms): ok"
 #     twin's, and no causal bf16 winner is slower than its f16 twin's.
 rm -f "$db"
 export FAKE_DTYPE_BLIND=1
-"$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q -j 2 --search ranked --cache-dir "$dir/ranked-cache" > "$dir/out" 2>&1 ||
+"$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q -j 2 --search ranked --prefetch-wait all \
+  --cache-dir "$dir/ranked-cache" > "$dir/out" 2>&1 ||
   fail "tune --search ranked failed"
 grep -q 'measured 262, already in the database 0: 262 ok' "$dir/out" || fail "ranked: expected 262 measurements"
 grep -q 'search: ranked: 142 variants screened, 72 of them measured again at the whole budget' "$dir/out" ||
@@ -182,7 +183,8 @@ grep -q '^winners: 24 buckets (24 races of the leaders' "$dir/out" ||
   fail "ranked: expected one race per bucket (the refined group's held for its last refinement)"
 #     As each bucket's screening ended, the refinement's variants (5: f16 non-causal's kernels are
 #     its 16 candidates and those) and the twin groups' candidates it chose were compiled ahead
-#     into the cache: 19, none in vain (the cache holds the 38 kernels the tune compiled, no more).
+#     into the cache; with --prefetch-wait all (each compilation waits for the whole queue) all
+#     19 of them, none in vain (the cache holds the 38 kernels the tune compiled, no more).
 grep -q "; 19 variants compiled ahead" "$dir/out" || fail "ranked: expected 19 variants compiled ahead"
 [ "$(count "select count(*) from kernels where variant like '%causal=0,dtype=f16%'")" = 21 ] ||
   fail "ranked: f16 non-causal should have compiled its 16 candidates and the 5 of its refinement"
@@ -223,7 +225,7 @@ grep -q '"search": "ranked", "screened": [0-9]*, "kept": [0-9]*, "ranked_out": [
 again=$(sed -n 's/.*"measured": \([0-9]*\),.*/\1/p' "$dir/out")
 [ "$again" = $(( $(count 'select count(*) from results') - before )) ] && [ "$again" -lt 40 ] ||
   fail "ranked: the second tune measured $again, not only new results (and few of them)"
-#     --prefetch-wait own, from a cold cache again: a refinement's or twin group's compilation
+#     --prefetch-wait own (the default), from a cold cache again: a refinement's or twin group's compilation
 #     waits only for its own jobs ahead (moved to the front), and a group compiled while another
 #     is measured takes its waiting ones over. The same measurements, kernels and winners; of the
 #     19 queued ahead, 5 to 19 compile there (the refinement's 5 at least; how many of the twin
@@ -234,9 +236,9 @@ again=$(sed -n 's/.*"measured": \([0-9]*\),.*/\1/p' "$dir/out")
 #     span ending before it starts or after the tune's wall time.
 rm -f "$db"
 started=$(date +%s)
-"$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q -j 2 --search ranked --prefetch-wait own \
+"$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q -j 2 --search ranked \
   --cache-dir "$dir/own-cache" --timeline "$dir/timeline" > "$dir/out" 2>&1 ||
-  fail "tune --search ranked --prefetch-wait own failed"
+  fail "tune --search ranked (--prefetch-wait own) failed"
 wall=$(( $(date +%s) - started + 1 ))
 grep -q 'measured 262, already in the database 0: 262 ok' "$dir/out" || fail "prefetch-wait own: expected 262 measurements"
 ahead=$(sed -n 's/.*; \([0-9]*\) variants compiled ahead.*/\1/p' "$dir/out")
@@ -262,7 +264,7 @@ count "select key, variant from v_winners order by 1" | cmp -s - "$dir/winners-a
   fail "--prefetch-wait some was accepted"
 grep -q "prefetch-wait takes all or own, not 'some'" "$dir/out" || fail "--prefetch-wait: no clear message"
 unset FAKE_DTYPE_BLIND
-echo "--search ranked (38 of 120 variants compiled; the bf16 winners their f16 twins' or faster; the same with --prefetch-wait own): ok"
+echo "--search ranked (38 of 120 variants compiled; the bf16 winners their f16 twins' or faster; the same with --prefetch-wait own, the default): ok"
 
 # 13. --search ranked leaves the buckets that a newer family's spec computes to it: of the sm80
 #     and sm_90a forward specs on a compute capability 9.0 GPU, the sm_90a one measures the 12

@@ -7,10 +7,10 @@
  * screening ends, long before the group's last bucket is measured. So each bucket's share of
  * them is generated then (on the tuner's thread: the spec's Lua is its; ft__tuner_prefetch
  * chooses) and compiled into the compile cache by a few threads of their own while the GPU
- * measures on. When the refinement or the twin group comes, the tuner waits for the whole queue
- * or (`tune --prefetch-wait own`) its jobs still waiting move to the front of the queue and the
- * tuner waits for them alone (the rest go on compiling while the GPU measures); its compilation
- * then finds them in the cache. The plan's items are not touched: a
+ * measures on. When the refinement or the twin group comes, its jobs still waiting move to the
+ * front of the queue and the tuner waits for them alone (the rest go on compiling while the GPU
+ * measures), or (`tune --prefetch-wait all`) for the whole queue; its compilation then finds
+ * them in the cache. The plan's items are not touched: a
  * prefetch only fills the cache, so what it compiles in vain (a stop, a failure, a candidate a
  * later measurement displaced) costs CPU time and nothing else.
  */

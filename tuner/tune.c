@@ -118,9 +118,9 @@ static void group_span(const tuner *tu, const char *what, int g, double start_ms
 /* Group g's items [from, to) queued to compile ahead, before their own compilation. Where the
  * GPU waits for that compilation anyway (drain: a refinement's, a twin group's), the tuner waits
  * for the compilations ahead, so that it finds them in the cache rather than compiling them again
- * beside them, the wait to the summary: for the whole queue, or (prefetch_own) for these items'
- * jobs alone, moved to the front (the queue's other jobs, other groups', compile on). With
- * prefetch_own a group compiled while another is measured (not drain) takes its waiting ones over. */
+ * beside them, the wait to the summary: for these items' jobs alone, moved to the front (the
+ * queue's other jobs, other groups', compile on), or (prefetch_all) for the whole queue. Without
+ * prefetch_all a group compiled while another is measured (not drain) takes its waiting ones over. */
 static void prefetch_settle(tuner *tu, int g, int from, int to, int drain)
 {
     const ft_plan *plan = tu->plans[tu->groups[g].spec];
@@ -130,7 +130,7 @@ static void prefetch_settle(tuner *tu, int g, int from, int to, int drain)
 
     if (tu->prefetch == NULL)
         return;
-    if (!tu->o->prefetch_own) {
+    if (tu->o->prefetch_all) {
         if (drain) {
             ft__prefetch_drain(tu->prefetch, NULL, -1);
             tu->sum->prefetch_wait_ms += ft__now_ms() - t0;

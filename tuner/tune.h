@@ -56,10 +56,10 @@ typedef struct ft_tune_opts {
                                 GPU model (ft__db_misses) instead of the specs' workloads */
     ft_search search;        /* how the variants of a bucket are chosen and measured (ft_search) */
     int one_shape;           /* near-ties decided on the bucket's own shape only (no neighbour) */
-    int prefetch_own;        /* ranked: a compilation waits only for its own variants' jobs ahead
-                                (moved to the front of the queue), and one made while the GPU
-                                measures takes its waiting ones over; 0: it waits for the whole
-                                queue (tuner/prefetch.c) */
+    int prefetch_all;        /* ranked: a compilation waits for every compilation queued ahead;
+                                0 (the default): only for its own variants' jobs ahead (moved to
+                                the front of the queue), and one made while the GPU measures takes
+                                its waiting ones over (tuner/prefetch.c) */
     const char *timeline_path; /* NULL, or a file for the tune's spans of work, one JSON line
                                   each (tuner/timeline.c) */
 } ft_tune_opts;
