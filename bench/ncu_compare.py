@@ -31,6 +31,12 @@ METRICS = [
     ("smsp__inst_executed.sum", "warp instructions executed"),
     ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", "shared-memory wavefronts"),
     ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "shared-memory bank conflicts"),
+    # the conflicts of loads and of stores apart, and the wavefronts the instructions' own addresses
+    # need (from the source page; the counted wavefronts above minus these are the excess, which
+    # the per-instruction N-way figure does not show: it is the instructions' own, ideal count)
+    ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "... of loads"),
+    ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "... of stores"),
+    ("memory_l1_wavefronts_shared_ideal", "shared-memory wavefronts, ideal"),
     ("l1tex__throughput.avg.pct_of_peak_sustained_active", "L1/shared throughput, %"),
     ("lts__throughput.avg.pct_of_peak_sustained_elapsed", "L2 throughput, %"),
     ("lts__t_sector_hit_rate.pct", "L2 hit rate, %"),
