@@ -83,6 +83,7 @@ def main():
     ap.add_argument("--jitter", type=float, default=0.0,
                     help="each replayed median off by up to this fraction (the stand-in worker's FAKE_JITTER): "
                          "a GPU's noise, which the race and its decisions must see through")
+    ap.add_argument("--refinements", type=int, help="tune --refinements N (default: the tuner's)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     family = a.family or os.path.splitext(os.path.basename(a.spec))[0]
@@ -109,6 +110,8 @@ def main():
     tunes = []
     for only in a.only:
         cmd = [a.flashtune, "tune", a.spec, "--db", db, "--only", only, "--search", a.search, "--json", "-q"]
+        if a.refinements is not None:
+            cmd += ["--refinements", str(a.refinements)]
         p = subprocess.run(cmd, capture_output=True, text=True, env=env)
         lines = [x for x in p.stdout.splitlines() if x.startswith("{")]
         if p.returncode != 0 or not lines:

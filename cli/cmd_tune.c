@@ -48,6 +48,9 @@ static const char usage[] =
     "                    ranked: before a refinement's or a twin group's compilation, wait only for\n"
     "                    that group's compilations queued ahead, moved to the front while the rest\n"
     "                    compile on (own, the default), or for every one queued (all)\n"
+    "  --refinements N   ranked: how many times a group no twin informs is refined at most (0 to\n"
+    "                    4, default 2); 1 took about 40 % fewer measurements than 2 in replays of\n"
+    "                    GPU data, its winners 0.1-0.3 % slower on average\n"
     "  --timeline FILE   where the tune's time went: one JSON line per span of work (a group's\n"
     "                    compilation and the wait for it, a compilation ahead, the wait for those,\n"
     "                    a group's measurements, its held races), seconds from the tune's start\n"
@@ -132,6 +135,7 @@ int cmd_tune(int argc, char **argv)
         {"misses", no_argument, NULL, 'M'},       {"json", no_argument, NULL, 'J'},
         {"search", required_argument, NULL, 'S'}, {"one-shape", no_argument, NULL, 'O'},
         {"prefetch-wait", required_argument, NULL, 'P'}, {"timeline", required_argument, NULL, 'L'},
+        {"refinements", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     ft_tune_opts o;
     ft_tune_summary s;
@@ -148,6 +152,7 @@ int cmd_tune(int argc, char **argv)
     o.budget_ms = 30;
     o.timeout_s = 60;
     o.search = FT_SEARCH_RANKED; /* within 2 % of the exhaustive oracle on the sample of bench/tune_quality.py */
+    o.refinements = FT_TUNE_RANK_ROUNDS;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "j:qh", longopts, NULL)) != -1) {
         switch (ch) {
@@ -180,6 +185,11 @@ int cmd_tune(int argc, char **argv)
             o.prefetch_all = strcmp(optarg, "all") == 0;
             break;
         case 'L': o.timeline_path = optarg; break;
+        case 'r':
+            if (!cli_parse_int("tune", "--refinements", optarg, 0, FT_TUNE_RANK_ROUNDS_MAX, &v))
+                return EXIT_USAGE;
+            o.refinements = (int)v;
+            break;
         case 'M': o.misses = 1; break;
         case 'S':
             for (i = 0; i < 3 && strcmp(optarg, search_names[i]) != 0; i++)

@@ -263,6 +263,17 @@ count "select key, variant from v_winners order by 1" | cmp -s - "$dir/winners-a
 "$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q --prefetch-wait some > "$dir/out" 2>&1 &&
   fail "--prefetch-wait some was accepted"
 grep -q "prefetch-wait takes all or own, not 'some'" "$dir/out" || fail "--prefetch-wait: no clear message"
+#     --refinements 0: f16 non-causal keeps its 16 candidates (no refinement), and every bucket
+#     still races once; a count past the most is refused with the range.
+rm -f "$db"
+"$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q -j 2 --search ranked --refinements 0 \
+  --cache-dir "$dir/own-cache" > "$dir/out" 2>&1 || fail "tune --refinements 0 failed"
+[ "$(count "select count(*) from kernels where variant like '%causal=0,dtype=f16%'")" = 16 ] ||
+  fail "--refinements 0: f16 non-causal should have measured its 16 candidates alone"
+grep -q '^winners: 24 buckets (24 races of the leaders' "$dir/out" || fail "--refinements 0: expected one race per bucket"
+"$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q --refinements 5 > "$dir/out" 2>&1 &&
+  fail "--refinements 5 was accepted"
+grep -q "refinements" "$dir/out" || fail "--refinements 5: no clear message"
 unset FAKE_DTYPE_BLIND
 echo "--search ranked (38 of 120 variants compiled; the bf16 winners their f16 twins' or faster; the same with --prefetch-wait own, the default): ok"
 

@@ -958,7 +958,7 @@ void ft__tuner_prefetch(tuner *tu, const task *t)
     if (tu->prefetch == NULL)
         return;
     /* its group's next refinement, for t's bucket (ft__tuner_refine_group's choice) */
-    for (k = 0; !gr->informed && gr->rounds < FT_TUNE_RANK_ROUNDS && k < t->nranked && k < FT_TUNE_RANK_CLIMB; k++) {
+    for (k = 0; !gr->informed && gr->rounds < tu->o->refinements && k < t->nranked && k < FT_TUNE_RANK_CLIMB; k++) {
         const ft_variant *win = &plan->items[tu->kernels[t->ranked[k]].item].variant;
         for (i = gr->nitems; i < gr->nall; i++)
             if (ft__tuner_steps(spec, &plan->items[gr->items[i]].variant, win) == 1)

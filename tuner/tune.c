@@ -253,7 +253,7 @@ static ft_status measure_group(tuner *tu, int g, int from, ft_err *err)
 static int holds_race(const tuner *tu, int g)
 {
     const group *gr = &tu->groups[g];
-    return tu->o->search == FT_SEARCH_RANKED && !gr->informed && gr->nall > gr->nitems && FT_TUNE_RANK_ROUNDS > 0;
+    return tu->o->search == FT_SEARCH_RANKED && !gr->informed && gr->nall > gr->nitems && tu->o->refinements > 0;
 }
 
 /* Ranked search, after group g's refinements: each of its buckets that has not raced (its
@@ -343,7 +343,7 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
             rc = measure_group(tu, g, 0, err);
         }
         tu->groups[g].measured = 1;
-        for (round = 0; rc == FT_OK && tu->o->search == FT_SEARCH_RANKED && round < FT_TUNE_RANK_ROUNDS; round++) {
+        for (round = 0; rc == FT_OK && tu->o->search == FT_SEARCH_RANKED && round < tu->o->refinements; round++) {
             const int from = tu->groups[g].nitems;
             int more = 0, ahead = -1;
             rc = ft__tuner_refine_group(tu, g, &more, err);
@@ -369,7 +369,7 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
                 ft_err e2;
                 compile_finish(tu, &job, th, started, &e2);
             }
-            tu->groups[g].hold_race = round + 1 < FT_TUNE_RANK_ROUNDS;
+            tu->groups[g].hold_race = round + 1 < tu->o->refinements;
             if (rc == FT_OK)
                 rc = measure_group(tu, g, from, err);
         }
@@ -412,6 +412,9 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
     tu.ud = ud;
     if (nspecs < 1 || nspecs > 16)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "tune takes 1 to 16 specs");
+    if (o->refinements < 0 || o->refinements > FT_TUNE_RANK_ROUNDS_MAX)
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "a group is refined 0 to %d times, not %d", FT_TUNE_RANK_ROUNDS_MAX,
+                        o->refinements);
     for (i = 0; i < nspecs; i++) {
         if (ft__spec_family(specs[i], err) == NULL)
             return FT_ERR_SPEC;
@@ -488,7 +491,7 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
         for (i = 0; i < tu.nworkers; i++) {
             /* a task per spec and target at most, the ranked search's refinements' and its
              * held races' */
-            tu.workers[i].tasks_cap = ntargets * (2 + FT_TUNE_RANK_ROUNDS) + 1;
+            tu.workers[i].tasks_cap = ntargets * (2 + o->refinements) + 1;
             tu.workers[i].tasks = calloc((size_t)tu.workers[i].tasks_cap, sizeof(int));
             if (tu.workers[i].tasks == NULL) {
                 rc = ft__fail(err, FT_ERR_OUT_OF_MEMORY, "out of memory");

@@ -27,7 +27,8 @@
  *               of that bucket's FT_TUNE_RANK_TWIN fastest; else the FT_TUNE_RANK_FIRST of
  *               the prior (half the nearest to the built-in defaults of runtime/defaults.c in
  *               parameter steps, then each time the farthest from those chosen), and such a
- *               group is refined FT_TUNE_RANK_ROUNDS times at most: the uncompiled variants one
+ *               group is refined `refinements` times at most (FT_TUNE_RANK_ROUNDS unless
+ *               `tune --refinements` says otherwise): the uncompiled variants one
  *               step from one of a bucket's FT_TUNE_RANK_CLIMB fastest compile and are measured
  *               on every bucket. Only candidates compile; a group whose only twin is the group
  *               measured right before it compiles after it. The group's smallest and largest
@@ -62,6 +63,8 @@ typedef struct ft_tune_opts {
                                 its waiting ones over (tuner/prefetch.c) */
     const char *timeline_path; /* NULL, or a file for the tune's spans of work, one JSON line
                                   each (tuner/timeline.c) */
+    int refinements;         /* ranked: refinements of a group no twin informs, at most (0 to
+                                FT_TUNE_RANK_ROUNDS_MAX; cmd_tune's default FT_TUNE_RANK_ROUNDS) */
 } ft_tune_opts;
 
 #define FT_TUNE_SCREEN_MS 5 /* the screening budget's floor (ms) */
@@ -70,7 +73,8 @@ typedef struct ft_tune_opts {
 #define FT_TUNE_RANK_FIRST 16 /* ranked: candidates of a group no measured group informs (the
                                  most of one that a twin informs) */
 #define FT_PREFETCH_THREADS 64 /* ranked: threads compiling refinements ahead, at most */
-#define FT_TUNE_RANK_ROUNDS 2 /* ranked: refinements of such a group ... */
+#define FT_TUNE_RANK_ROUNDS 2 /* ranked: refinements of such a group by default ... */
+#define FT_TUNE_RANK_ROUNDS_MAX 4 /* ... and at most (`tune --refinements`) */
 #define FT_TUNE_RANK_CLIMB 2  /* ... from the neighbours of each bucket's this many fastest */
 #define FT_TUNE_RANK_TWIN 4   /* ranked: a twin's variant among this many fastest of a bucket */
 #define FT_TUNE_RANK_NEXT 8   /* ranked: a middle bucket's variants from each measured neighbour;
