@@ -50,7 +50,7 @@ static const char usage[] =
     "                    compile on (own, the default), or for every one queued (all)\n"
     "  --refinements N   ranked: how many times a group no twin informs is refined at most (0 to\n"
     "                    4, default 2); 1 took about 40 % fewer measurements than 2 in replays of\n"
-    "                    GPU data, its winners 0.1-0.3 % slower on average\n"
+    "                    GPU data, its winners 0.1-0.4 % slower on average\n"
     "  --timeline FILE   where the tune's time went: one JSON line per span of work (a group's\n"
     "                    compilation and the wait for it, a compilation ahead, the wait for those,\n"
     "                    a group's measurements, its held races), seconds from the tune's start\n"
