@@ -258,6 +258,19 @@ span() { grep -c "\"what\": \"$1\"" "$dir/timeline"; }
 awk -v wall="$wall" -F'"start": |, "end": |, "n": ' '
   NF != 4 { bad = 1 } $2 + 0 > $3 + 0 || $3 + 0 > wall { bad = 1 } END { exit bad || NR == 0 }' "$dir/timeline" ||
   fail "timeline: a line that is no span, or one out of order or past the wall time ($wall s)"
+#     bench/timeline.py reads it back: as many compilations ahead, the GPU busy for part of the
+#     wall time and idle for the rest.
+if command -v python3 > /dev/null 2>&1; then
+  python3 "$(dirname "$0")/../bench/timeline.py" "$dir/timeline" --json "$dir/timeline.json" > "$dir/timeline.txt" ||
+    fail "bench/timeline.py failed: $(cat "$dir/timeline.txt")"
+  python3 - "$dir/timeline.json" "$ahead" "$wall" << 'PY' || fail "bench/timeline.py: the summary disagrees with the timeline"
+import json, sys
+t = json.load(open(sys.argv[1]))
+ok = (t["ahead"]["compilations"] == int(sys.argv[2]) and 0 < t["gpu_busy_s"] < t["wall_s"] <= float(sys.argv[3])
+      and abs(t["gpu_busy_s"] + t["gpu_idle_s"] - t["wall_s"]) < 1e-6 and t["gaps"])
+sys.exit(0 if ok else 1)
+PY
+fi
 count "select key, variant from v_winners order by 1" | cmp -s - "$dir/winners-all" ||
   fail "prefetch-wait own: other winners than the whole-queue wait's"
 "$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q --prefetch-wait some > "$dir/out" 2>&1 &&
