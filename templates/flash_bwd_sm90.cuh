@@ -828,22 +828,21 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
         // shared-memory load conflicts against flashtune's 10.7 M, the loads' own addresses
         // conflict-free in both, so the question is when they meet the wgmmas' operand reads.
         Stats lse, dsum;
-        if (!FT_LSE_LATE) {
+        const auto load_stats = [&] {
             lse.load(stat, q0c, t4);
             if (!S_FIRST) // D too where the exponentials wait for dPᵀ and make dSᵀ at once
                 dsum.load(stat + 4 * BM, q0c, t4);
-        }
+        };
+        if (!FT_LSE_LATE)
+            load_stats();
         // Sᵀ (S_AHEAD: issued by the block before) and dPᵀ, two groups. EARLY_DV: Pᵀ, and dV's
         // product (which takes only Pᵀ), while dPᵀ runs; EXP_UNDER_DP: Pᵀ's exponentials while
         // dPᵀ runs; else both waited for first (fewer registers live at once).
         float dp[SN];
         if (!S_AHEAD)
             issue_s(s, base, qt, kw, q0c);
-        if (FT_LSE_LATE) {
-            lse.load(stat, q0c, t4);
-            if (!S_FIRST)
-                dsum.load(stat + 4 * BM, q0c, t4);
-        }
+        if (FT_LSE_LATE)
+            load_stats();
         if (S_AHEAD && S_FIRST) {
             // Sᵀ (queued behind the last block's dK, most likely done) retired before dPᵀ is
             // issued: ptxas keeps the wgmmas asynchronous only if no group crosses the loop's

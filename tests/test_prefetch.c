@@ -61,30 +61,52 @@ static int cached(ft_cache *cache, const char *name)
     return hit;
 }
 
+/* One compiling thread into cache, with ka, kbb, kccc and kd queued in that order (no thread:
+ * the test program fails, as open_cache does). */
+static ft_prefetch *start_four(ft_cache *cache)
+{
+    ft_prefetch *pf = NULL;
+    ft_err err;
+
+    if (ft__prefetch_start(&pf, cache, 1, NULL, NULL, &err) != FT_OK) {
+        fprintf(stderr, "test_prefetch: %s\n", err.msg);
+        exit(1);
+    }
+    if (pf == NULL) {
+        fprintf(stderr, "test_prefetch: no compiling thread could be started\n");
+        exit(1);
+    }
+    queue(pf, "ka");
+    queue(pf, "kbb");
+    queue(pf, "kccc");
+    queue(pf, "kd");
+    return pf;
+}
+
+/* Stops pf and returns how many jobs it compiled. */
+static int stop_counting(ft_prefetch *pf)
+{
+    ft_tune_summary sum;
+
+    memset(&sum, 0, sizeof sum);
+    ft__prefetch_stop(pf, &sum);
+    return sum.prefetched;
+}
+
 /* Waiting for one job: it moves ahead of the two queued before it, and the drain returns once it
  * has compiled, before the last of those could. Then the whole queue. */
 static void test_drain_own(void)
 {
     ft_cache *cache = open_cache();
-    ft_prefetch *pf = NULL;
-    ft_tune_summary sum;
-    ft_err err;
+    ft_prefetch *pf = start_four(cache);
     const char *own[] = {"kd"};
 
-    ASSERT_OK(ft__prefetch_start(&pf, cache, 1, NULL, NULL, &err), &err);
-    ASSERT_TRUE(pf != NULL);
-    queue(pf, "ka");
-    queue(pf, "kbb");
-    queue(pf, "kccc");
-    queue(pf, "kd");
     ft__prefetch_drain(pf, own, 1);
     ASSERT_TRUE(cached(cache, "kd"));
     ASSERT_TRUE(!cached(cache, "kccc")); /* behind kbb, which could start only after kd */
     ft__prefetch_drain(pf, NULL, -1);
     ASSERT_TRUE(cached(cache, "ka") && cached(cache, "kbb") && cached(cache, "kccc"));
-    memset(&sum, 0, sizeof sum);
-    ft__prefetch_stop(pf, &sum);
-    ASSERT_EQ(sum.prefetched, 4);
+    ASSERT_EQ(stop_counting(pf), 4);
     ft__cache_close(cache);
 }
 
@@ -93,24 +115,14 @@ static void test_drain_own(void)
 static void test_take(void)
 {
     ft_cache *cache = open_cache();
-    ft_prefetch *pf = NULL;
-    ft_tune_summary sum;
-    ft_err err;
+    ft_prefetch *pf = start_four(cache);
     const char *taken[] = {"kbb", "kccc"};
 
-    ASSERT_OK(ft__prefetch_start(&pf, cache, 1, NULL, NULL, &err), &err);
-    ASSERT_TRUE(pf != NULL);
-    queue(pf, "ka");
-    queue(pf, "kbb");
-    queue(pf, "kccc");
-    queue(pf, "kd");
     ft__prefetch_take(pf, taken, 2);
     ft__prefetch_drain(pf, NULL, -1);
     ASSERT_TRUE(cached(cache, "ka") && cached(cache, "kd"));
     ASSERT_TRUE(!cached(cache, "kbb") && !cached(cache, "kccc"));
-    memset(&sum, 0, sizeof sum);
-    ft__prefetch_stop(pf, &sum);
-    ASSERT_EQ(sum.prefetched, 2);
+    ASSERT_EQ(stop_counting(pf), 2);
     ft__cache_close(cache);
 }
 
