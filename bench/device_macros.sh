@@ -8,9 +8,7 @@
 #   ALL   FT_DESC64, the forward's FT_QW, the backward's   (.dev/run_all)
 #         FT_HOLD_BASE
 #   HOLD  the backward's FT_HOLD_BASE alone (HEAD as is)   (.dev/run_hold)
-#   LATE  HEAD with the backward's FT_LSE_LATE             (.dev/run_late)
-#         (`#define FT_LSE_LATE 1`)
-# (the variables BASE, DESC, ALL, HOLD and LATE name other folders). A build is looked for only when a step
+# (the variables BASE, DESC, ALL and HOLD name other folders). A build is looked for only when a step
 # names it, so that a call can carry some of them (the device keeps what earlier calls carried
 # while it stays warm). Steps, run in the order given:
 #   verify:BUILD     flashtune verify with BUILD of the built-in defaults of the sm_90a forward
@@ -41,8 +39,7 @@ build_dir() {
     DESC) dir=${DESC:-.dev/run_desc64} ;;
     ALL) dir=${ALL:-.dev/run_all} ;;
     HOLD) dir=${HOLD:-.dev/run_hold} ;;
-    LATE) dir=${LATE:-.dev/run_late} ;;
-    *) echo "device_macros: no build named $1 (BASE, DESC, ALL, HOLD, LATE)" >&2; return 1 ;;
+    *) echo "device_macros: no build named $1 (BASE, DESC, ALL, HOLD)" >&2; return 1 ;;
   esac
   [ -x "$dir/flashtune" ] || { echo "device_macros: build $1 is not here ($dir)" >&2; return 1; }
   (cd "$dir" && pwd)

@@ -133,9 +133,6 @@
 #ifndef FT_HOLD_BASE // see consume
 #define FT_HOLD_BASE 1
 #endif
-#ifndef FT_LSE_LATE // see consume
-#define FT_LSE_LATE 0
-#endif
 
 #include "ft_device.cuh"
 #include "ft_atomic.cuh"
@@ -822,28 +819,21 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
         // LSE·log2(e) before the products are issued: loads issued behind dPᵀ's wgmmas, whose
         // operands fill the shared-memory pipe, returned after Sᵀ was done, and the first
         // exponential waited for them (11 % of the main kernel's stall samples at d = 128 8k on an
-        // H100, 2026-12-06; FA4 loads its LSE between its Sᵀ wgmmas).
-        // FT_LSE_LATE (0 unless the source defines it 1): after Sᵀ is issued instead, before dPᵀ,
-        // where FA4 loads them; its profile beside flashtune's (H100, 2026-12-07) counted no
-        // shared-memory load conflicts against flashtune's 10.7 M, the loads' own addresses
-        // conflict-free in both, so the question is when they meet the wgmmas' operand reads.
+        // H100, 2026-12-06; FA4 loads its LSE between its Sᵀ wgmmas). Loaded after Sᵀ's issue
+        // instead, as FA4 does (whose profile counts no shared-memory load conflicts where this
+        // kernel's counts 10.7 M), they cost 2–3 % at d = 128 (bf16, 1k–16k, interleaved, three
+        // rounds; H100, 2026-12-07, bench/results/h100-2026-12-07-late/).
         Stats lse, dsum;
-        const auto load_stats = [&] {
-            lse.load(stat, q0c, t4);
-            if (!S_FIRST) // D too where the exponentials wait for dPᵀ and make dSᵀ at once
-                dsum.load(stat + 4 * BM, q0c, t4);
-        };
-        if (!FT_LSE_LATE)
-            load_stats();
+        lse.load(stat, q0c, t4);
+        if (!S_FIRST) // D too where the exponentials wait for dPᵀ and make dSᵀ at once
+            dsum.load(stat + 4 * BM, q0c, t4);
         // Sᵀ (S_AHEAD: issued by the block before) and dPᵀ, two groups. EARLY_DV: Pᵀ, and dV's
         // product (which takes only Pᵀ), while dPᵀ runs; EXP_UNDER_DP: Pᵀ's exponentials while
         // dPᵀ runs; else both waited for first (fewer registers live at once).
         float dp[SN];
-        if (!S_AHEAD)
+        if (!S_AHEAD) {
             issue_s(s, base, qt, kw, q0c);
-        if (FT_LSE_LATE)
-            load_stats();
-        if (S_AHEAD && S_FIRST) {
+        } else if (S_FIRST) {
             // Sᵀ (queued behind the last block's dK, most likely done) retired before dPᵀ is
             // issued: ptxas keeps the wgmmas asynchronous only if no group crosses the loop's
             // turn into one that reads Sᵀ while dPᵀ runs.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Code changes of the sm_90a templates behind macros (timed in bench/results/h100-2026-12-06-macros/;
-# FT_HOLD_BASE on by default, the others off: the templates say why), each compiled both ways
+# FT_HOLD_BASE on by default, the other two off: the templates say why), each compiled both ways
 # by nvcc for sm_90a (bench/sass_loops.py reads the main loops):
 # - FT_DESC64 (templates/include/ft_sm90.cuh): the wgmma descriptors as one 64-bit base per tile
 #   and layout plus a constant for each k-step, instead of the low word rebuilt from the tile's
@@ -14,9 +14,6 @@
 #   rebuilt from the CTA's shared window at every trip. For the backward's d = 128 default, as
 #   shipped (FT_DESC64 off) and with FT_DESC64: no spills, the same HGMMA, fewer instructions a
 #   trip and before its first HGMMA.
-# - FT_LSE_LATE (templates/flash_bwd_sm90.cuh, consume; off): LSE and D loaded after Sᵀ is
-#   issued instead of before, as FA4 does. For the backward's d = 128 default: no spills, the same
-#   HGMMA, fewer instructions before the steady trip's first HGMMA (the loads moved past it).
 # Without a disassembler the SASS comparisons are left out, and the script says so.
 #   sass_macros.sh path/to/flashtune path/to/nvcc
 set -eu
@@ -96,7 +93,6 @@ both flash_fwd_sm90 "$fwd128" FT_QW lead "-DFT_DESC64=1 -DFT_QW=0" "-DFT_DESC64=
 both flash_fwd_sm90 "$fwd256" FT_QW lead "-DFT_DESC64=1 -DFT_QW=0" "-DFT_DESC64=1 -DFT_QW=1"
 both flash_bwd_sm90 "$bwd128" FT_HOLD_BASE "trip lead" "-DFT_DESC64=0 -DFT_HOLD_BASE=0" "-DFT_DESC64=0 -DFT_HOLD_BASE=1"
 both flash_bwd_sm90 "$bwd128" "FT_HOLD_BASE (with FT_DESC64)" "trip lead" "-DFT_DESC64=1 -DFT_HOLD_BASE=0" "-DFT_DESC64=1 -DFT_HOLD_BASE=1"
-both flash_bwd_sm90 "$bwd128" FT_LSE_LATE lead "-DFT_LSE_LATE=0" "-DFT_LSE_LATE=1"
 
 if [ "$checked" -gt 0 ]; then
   echo "sass_macros: SASS compared for $checked kernels"
