@@ -6,9 +6,12 @@ compilations ahead's concurrency (how many compiled at once, on average while an
 group its compile, wait and measure seconds.
 
     python3 bench/timeline.py OUT/fulltune_timeline.jsonl [--gaps 10] [--json OUT.json]
+
+A file whose name ends in .gz is read through gzip (the results folders keep them so).
 """
 import argparse
 import collections
+import gzip
 import json
 import sys
 
@@ -33,7 +36,7 @@ def main():
     ap.add_argument("--json", help="the summary as JSON here too")
     a = ap.parse_args()
     spans = []
-    with open(a.timeline) as f:
+    with (gzip.open(a.timeline, "rt") if a.timeline.endswith(".gz") else open(a.timeline)) as f:
         for n, line in enumerate(f, 1):
             try:
                 spans.append(json.loads(line))

@@ -446,34 +446,39 @@ FAKE_REPLAY="$dir/replay" FAKE_RACE_SLOWER=0.3 "$ft" tune --search exhaustive fl
   fail "a variant measured once beat the race's winner: $(count "select variant, median_ms from v_winners" | head -3)"
 echo "the race takes the runner-up and the built-in default, and its winner is decided: ok"
 
-# 15. --search ranked, two head dims: the second one's first group (which no measurement informs)
-#     compiles while the first head dim's first group is measured and is measured while that
-#     group's first refinement compiles, ahead of the first head dim's other groups; what the
-#     search chooses does not change: the same results as each head dim tuned alone (the spec
-#     copied with head dims 64 and 128 and their workloads only).
+# 15. --search ranked, three head dims (64 and 128, then 32 with two workloads; warps = 4, where
+#     d = 64's first group is refined twice): the second one's first group (which no measurement
+#     informs) compiles while the first head dim's first group is measured and is measured while
+#     that group's first refinement compiles; the third one's first group compiles while that
+#     refinement is measured, and is measured while the second refinement compiles: both ahead
+#     of the first head dim's other groups. What the search chooses does not change: the same
+#     results as each head dim tuned alone (the spec copied with those head dims and their
+#     workloads only).
 src=$(cd "$(dirname "$0")/.." && pwd)
 cp -R "$src/specs" "$dir/specs"
-sed -i 's/values = { 32, 64, 80, 96, 128, 160, 192, 256 }, open = true/values = { 64, 128 }, open = true/;
-        s/paper_grid({ 64, 128, 256 }, { 32, 96, 192 })/paper_grid({ 64, 128 }, {})/' "$dir/specs/flash_fwd.lua"
-grep -q 'paper_grid({ 64, 128 }, {})' "$dir/specs/flash_fwd.lua" || fail "two head dims: the spec copy was not edited"
+sed -i 's/values = { 32, 64, 80, 96, 128, 160, 192, 256 }, open = true/values = { 32, 64, 128 }, open = true/;
+        s/paper_grid({ 64, 128, 256 }, { 32, 96, 192 })/paper_grid({ 64, 128 }, { 32 })/' "$dir/specs/flash_fwd.lua"
+grep -q 'paper_grid({ 64, 128 }, { 32 })' "$dir/specs/flash_fwd.lua" || fail "three head dims: the spec copy was not edited"
 rm -f "$db"
-"$ft" tune "$dir/specs/flash_fwd.lua" --db "$db" --only 'bm=64' -q -j 2 --search ranked > "$dir/out" 2>&1 ||
-  fail "the ranked tune of two head dims failed"
-grep -q 'tuned Fake GPU: 48 buckets' "$dir/out" || fail "two head dims: expected 48 buckets"
+"$ft" tune "$dir/specs/flash_fwd.lua" --db "$db" --only 'warps=4' -q -j 2 --search ranked > "$dir/out" 2>&1 ||
+  fail "the ranked tune of three head dims failed"
+grep -q 'tuned Fake GPU: 56 buckets' "$dir/out" || fail "three head dims: expected 56 buckets"
 results="select r.key, k.variant, r.median_ms from results r join kernels k on k.id = r.kernel_id order by 1, 2"
 count "$results" > "$dir/joint"
-[ "$(count "select min(case when key like '%\"d\":128%' and key like '%\"f16\"%' and key like '%\"causal\":0%' then id end) <
-               min(case when key like '%\"d\":64%' and key like '%\"causal\":1%' then id end) from results")" = 1 ] ||
-  fail "two head dims: d = 128's first group was not measured ahead of d = 64's causal group"
+first_of() { count "select min(id) from results where key like '%\"d\":$1,%' and key like '%\"$2\"%' and key like '%\"causal\":$3%'"; }
+for d in 128 32; do
+  [ "$(first_of "$d" f16 0)" -lt "$(first_of 64 f16 1)" ] ||
+    fail "three head dims: d = $d's first group was not measured ahead of d = 64's causal group"
+done
 : > "$dir/alone"
-for d in 64 128; do
+for d in 32 64 128; do
   rm -f "$db"
-  "$ft" tune "$dir/specs/flash_fwd.lua" --db "$db" --only "bm=64,d=$d" -q -j 2 --search ranked > "$dir/out" 2>&1 ||
+  "$ft" tune "$dir/specs/flash_fwd.lua" --db "$db" --only "warps=4,d=$d" -q -j 2 --search ranked > "$dir/out" 2>&1 ||
     fail "the ranked tune of d = $d alone failed"
   count "$results" >> "$dir/alone"
 done
 sort "$dir/joint" > "$dir/joint.sorted"
 sort "$dir/alone" > "$dir/alone.sorted"
 [ -s "$dir/joint.sorted" ] && cmp -s "$dir/joint.sorted" "$dir/alone.sorted" ||
-  fail "two head dims: the joint tune measured other kernels, or got other medians, than each head dim alone"
-echo "--search ranked measures the next head dim's first group while a refinement compiles, choosing the same: ok"
+  fail "three head dims: the joint tune measured other kernels, or got other medians, than each head dim alone"
+echo "--search ranked measures the next head dims' first groups while refinements compile, choosing the same: ok"

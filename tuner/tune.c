@@ -302,7 +302,8 @@ static ft_status race_held(tuner *tu, int g, ft_err *err)
  * refinements of a group compile on all cores once the next group's compilation is done. Where
  * the next group waits for this one's measurements (its twin), a later group that no
  * measurement informs (the next head dim's first) compiles instead, and is measured while the
- * first refinement compiles; it is refined in its own turn. */
+ * first refinement compiles; while that refinement is measured, the one after it compiles, to
+ * be measured while the second refinement compiles. Such a group is refined in its own turn. */
 static ft_status measure_groups(tuner *tu, ft_err *err)
 {
     const int jobs = tu->o->jobs > 0 ? tu->o->jobs : ft__cpu_count();
@@ -370,6 +371,15 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
                 compile_finish(tu, &job, th, started, &e2);
             }
             tu->groups[g].hold_race = round + 1 < tu->o->refinements;
+            if (rc == FT_OK && inflight < 0 && round + 1 < tu->o->refinements) {
+                /* a later group no measurement informs compiles while this refinement is
+                 * measured, so that the GPU has it to measure while the next one compiles */
+                const int later = ft__tuner_independent_after(tu, g, 0);
+                if (later >= 0)
+                    rc = compile_start(tu, later, 0, side, 0, &job, &th, &started, err);
+                if (rc == FT_OK && later >= 0)
+                    inflight = later;
+            }
             if (rc == FT_OK)
                 rc = measure_group(tu, g, from, err);
         }
