@@ -15,7 +15,8 @@ Systems (each a column of the report):
 
 Grid (the FlashAttention-2/3 papers'): --tokens per batch (batch = tokens / seqlen), --hidden (heads =
 hidden / head_dim), every seqlen x head dim x causal x dtype asked for. FLOPs = 4*b*h*s*s*d,
-halved when causal.
+halved when causal. --group G gives K and V h / G heads (grouped-query prefill; SDPA is called
+with enable_gqa, the other systems take the fewer heads as they are), FLOPs unchanged.
 
 Method, per shape: random normal Q, K, V made once; each system is called once (its first
 call, timed on the host: kernel selection, compilation, autotuning), its output checked
@@ -82,6 +83,8 @@ def main(argv=None):
     g.add_argument("--dtypes", default="f16,bf16", help="f16, bf16 or both")
     g.add_argument("--tokens", type=int, default=16384, help="tokens per batch: batch = tokens / seqlen")
     g.add_argument("--hidden", type=int, default=2048, help="heads = hidden / head_dim")
+    g.add_argument("--group", type=int, default=1, help="query heads per K/V head (grouped-query attention): K and V "
+                   "have heads / group heads; shapes whose heads it does not divide are left out")
     g.add_argument("--layout", choices=("bhsd", "bshd"), default="bhsd",
                    help="storage of Q, K, V (and what SDPA gets); the other systems read it through strides")
     g.add_argument("--systems", default=DEFAULT_SYSTEMS, help="from flashtune, fa2, cudnn, efficient, fa4, flex")
@@ -160,6 +163,8 @@ def main(argv=None):
         write_outputs(report, args.out, plots=not args.no_plots)
         print("wrote %s" % ", ".join(os.path.join(args.out, f) for f in sorted(os.listdir(args.out))))
         return 0
+    if args.group < 1:
+        ap.error("--group takes a positive count of query heads per K/V head")
     for dt in args.dtypes.split(","):
         if dt not in TOLERANCE:
             ap.error("--dtypes takes f16 and/or bf16, not %r" % dt)

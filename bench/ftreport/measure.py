@@ -98,7 +98,7 @@ def run(args):
         default = os.environ.get("FLASHTUNE_DB") or os.path.join(
             os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share"), "flashtune", "tuning.db")
         db_used = default if os.path.exists(default) else None
-    config = {k: getattr(args, k) for k in ("tokens", "hidden", "layout", "seed", "flush_mib", "rounds", "rep_ms",
+    config = {k: getattr(args, k) for k in ("tokens", "hidden", "group", "layout", "seed", "flush_mib", "rounds", "rep_ms",
                                             "min_reps", "max_reps", "warmup_ms", "check_rows", "tol_scale",
                                             "flex_mode", "flex_budget", "budget", "spec")}
     config.update(systems=systems, forced=forced, database_arg=db_arg, database_used=db_used,
@@ -156,15 +156,18 @@ def run(args):
         for d in [int(x) for x in args.head_dims.split(",")]:
             for c in [int(x) for x in args.causal.split(",")]:
                 for s in [int(x) for x in args.seqlens.split(",")]:
-                    if args.hidden % d or args.tokens < s:
-                        print("skipping %s d=%d s=%d: hidden %% d or tokens < seqlen" % (dt, d, s), flush=True)
+                    if args.hidden % d or args.tokens < s or (args.hidden // d) % args.group:
+                        print("skipping %s d=%d s=%d: hidden %% d, tokens < seqlen or heads %% group" % (dt, d, s),
+                              flush=True)
                         continue
                     shapes.append((dt, d, c, s))
 
     def sdpa_call(backend, q, k, v, causal):
+        gqa = {"enable_gqa": True} if k.shape[1] != q.shape[1] else {}
+
         def fn():
             with sdpa_kernel(backend):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+                return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal), **gqa)
         return fn
 
     backends = {"fa2": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
@@ -198,17 +201,18 @@ def run(args):
 def measure_shape(torch, flashtune, args, report, timer, contexts, systems, backends, sdpa_call, tdtype, dt, d,
                   causal, s, flex_fn, block_masks, flex_state, fa4_fn=None):
     b, h = args.tokens // s, args.hidden // d
+    hkv = h // args.group
     fl = flops(b, h, s, s, d, causal)
     elt = torch.tensor([], dtype=tdtype).element_size()
-    row = {"dtype": dt, "d": d, "causal": causal, "seqlen": s, "batch": b, "heads": h, "flops": fl,
+    row = {"dtype": dt, "d": d, "causal": causal, "seqlen": s, "batch": b, "heads": h, "heads_kv": hkv, "flops": fl,
            "naive_scores_bytes": b * h * s * s * 4, "systems": {}}
     tol = report["config"]["tolerance"][dt]
     torch.manual_seed(args.seed + 1000003 * s + 1009 * d + 7 * causal + (dt == "bf16"))
     if args.layout == "bhsd":
-        q, k, v = (torch.randn(b, h, s, d, dtype=tdtype, device="cuda") for _ in range(3))
+        q, k, v = (torch.randn(b, n, s, d, dtype=tdtype, device="cuda") for n in (h, hkv, hkv))
         qs, ks, vs = (t.transpose(1, 2) for t in (q, k, v))  # [b, s, h, d] views for flashtune
     else:
-        qs, ks, vs = (torch.randn(b, s, h, d, dtype=tdtype, device="cuda") for _ in range(3))
+        qs, ks, vs = (torch.randn(b, s, n, d, dtype=tdtype, device="cuda") for n in (h, hkv, hkv))
         q, k, v = (t.transpose(1, 2) for t in (qs, ks, vs))
     scale = 1.0 / math.sqrt(d)
     rows_idx, ref = reference(torch, q, k, v, causal, args.check_rows, scale)
@@ -245,7 +249,7 @@ def measure_shape(torch, flashtune, args, report, timer, contexts, systems, back
                 free2 = torch.cuda.mem_get_info()[0]
                 seen = report["dispatch"].setdefault(name, {})  # every choice this context made
                 seen.update(parse_dispatch(cap["text"]))
-                key = bucket_key(dt, d, causal, b, h, s, s)
+                key = bucket_key(dt, d, causal, b, h, s, s, hkv)
                 rec["bucket"] = key
                 if key in seen:
                     rec["dispatch"] = seen[key]
@@ -297,7 +301,7 @@ def measure_shape(torch, flashtune, args, report, timer, contexts, systems, back
                     block_masks[s][causal] = (create_block_mask(causal_mask, None, None, s, s, device="cuda")
                                               if causal else None)
                 bm = block_masks[s][causal]
-                fn = (lambda bm=bm: flex_fn(q, k, v, block_mask=bm))
+                fn = (lambda bm=bm: flex_fn(q, k, v, block_mask=bm, enable_gqa=hkv != h))
                 t0 = time.perf_counter()
                 try:
                     o = fn()

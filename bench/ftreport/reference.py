@@ -5,14 +5,16 @@ import math
 
 
 def reference(torch, q, k, v, causal, rows_n, scale):
-    """fp64 attention on sampled rows of sampled (batch, head) pairs; q/k/v in [b, h, s, d]."""
+    """fp64 attention on sampled rows of sampled (batch, head) pairs; q/k/v in [b, h, s, d], k and
+    v with h / group heads (query head hi reads K/V head hi // group)."""
     b, h, s, _ = q.shape
+    group = h // k.shape[1]
     rows = torch.unique(torch.linspace(0, s - 1, min(rows_n, s), device=q.device).round().long())
     ref = {}
     for bi in sorted({0, b - 1}):
         for hi in sorted({0, h // 2, h - 1}):
             qf = q[bi, hi].index_select(0, rows).double()
-            kf, vf = k[bi, hi].double(), v[bi, hi].double()
+            kf, vf = k[bi, hi // group].double(), v[bi, hi // group].double()
             sc = (qf @ kf.T) * scale
             if causal:  # square: top-left and bottom-right alignment agree
                 cols = torch.arange(s, device=q.device)

@@ -133,12 +133,14 @@ def render_markdown(report):
                                              p.get("command", "?")) for i, p in enumerate(report["parts"]))))
     if cfg:
         L.append("")
-        L.append("%d tokens per batch, hidden %d, inputs %s, seed %s. Timing: CUDA events, a %d MiB buffer zeroed "
+        L.append("%d tokens per batch, hidden %d%s, inputs %s, seed %s. Timing: CUDA events, a %d MiB buffer zeroed "
                  "before each repetition (L2 flushed), %d interleaved rounds of about %g ms per system and shape, "
                  "median over all repetitions (quartiles in report.json). TFLOP/s count 4·b·h·s²·d, halved when "
                  "causal. Outputs checked against an fp64 reference on %d sampled rows per (batch, head) sample; "
                  "WRONG marks a system whose output failed the check." % (
-                     cfg.get("tokens", 0), cfg.get("hidden", 0), cfg.get("layout", "?"), cfg.get("seed"),
+                     cfg.get("tokens", 0), cfg.get("hidden", 0),
+                     ", %d query heads per K/V head" % cfg["group"] if cfg.get("group", 1) > 1 else "",
+                     cfg.get("layout", "?"), cfg.get("seed"),
                      cfg.get("flush_mib", 0), cfg.get("rounds", 0), cfg.get("rep_ms", 0), cfg.get("check_rows", 0)))
         db = cfg.get("database_used")
         L.append("")
