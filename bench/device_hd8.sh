@@ -14,7 +14,9 @@
 #                                      (when it imports), interleaved (HD8_SYSTEMS, HD8_ROUNDS;
 #                                      HD8_DTYPES, default bf16);
 #                                      with HD8_DB, that tuning database's winners instead of
-#                                      the defaults
+#                                      the defaults; HD8_GROUP query heads per K/V head (default
+#                                      1; 8 is grouped-query prefill), HD8_SEQLENS (default the grid's),
+#                                      HD8_TAG (the folder compare_TAG)
 #   bash bench/device_hd8.sh quality   bench/tune_quality.py on each QUALITY_ONLY filter of the
 #                                      sm_90a forward spec (default d = 256 causal and d = 64
 #                                      non-causal bf16: 12 buckets, 1282 variants, whose exhaustive
@@ -120,10 +122,12 @@ for mode in "$@"; do
     db="--no-db"
     [ -n "${HD8_DB:-}" ] && db="--db $HD8_DB --flashtune $ft"
     args="--head-dims ${HD8_DIMS:-72,80,88,160} --hidden ${HD8_HIDDEN:-2880} --dtypes ${HD8_DTYPES:-bf16} $db --no-plots
-          --rounds ${HD8_ROUNDS:-2} --systems ${HD8_SYSTEMS:-flashtune,cudnn,fa4}"
-    python3 bench/report.py $args --out "$OUT/compare" > "$OUT/compare.txt" 2> "$OUT/compare.err"
+          --rounds ${HD8_ROUNDS:-2} --systems ${HD8_SYSTEMS:-flashtune,cudnn,fa4} --group ${HD8_GROUP:-1}
+          ${HD8_SEQLENS:+--seqlens $HD8_SEQLENS}"
+    tag=compare${HD8_TAG:+_$HD8_TAG}
+    python3 bench/report.py $args --out "$OUT/$tag" > "$OUT/$tag.txt" 2> "$OUT/$tag.err"
     note "report.py $(echo $args): exit $? in $(since "$t0") s"
-    sed -n '/^## Geometric means/,/^## Where/p' "$OUT/compare/report.md" | grep '^|' | tee -a "$summary"
+    sed -n '/^## Geometric means/,/^## Where/p' "$OUT/$tag/report.md" | grep '^|' | tee -a "$summary"
     ;;
   quality)
     qdir=${QUALITY_DIR:-/tmp/ft-quality}
