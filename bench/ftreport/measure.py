@@ -98,8 +98,8 @@ def run(args):
         default = os.environ.get("FLASHTUNE_DB") or os.path.join(
             os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share"), "flashtune", "tuning.db")
         db_used = default if os.path.exists(default) else None
-    config = {k: getattr(args, k) for k in ("tokens", "hidden", "group", "layout", "seed", "flush_mib", "rounds", "rep_ms",
-                                            "min_reps", "max_reps", "warmup_ms", "check_rows", "tol_scale",
+    config = {k: getattr(args, k) for k in ("tokens", "hidden", "group", "layout", "seed", "flush_mib", "rounds",
+                                            "rep_ms", "min_reps", "max_reps", "warmup_ms", "check_rows", "tol_scale",
                                             "flex_mode", "flex_budget", "budget", "spec")}
     config.update(systems=systems, forced=forced, database_arg=db_arg, database_used=db_used,
                   tolerance={k: {m: t * args.tol_scale for m, t in v.items()} for k, v in TOLERANCE.items()},
