@@ -151,16 +151,9 @@ def run(args):
             systems.remove("flex")
 
     timer = Timer(torch, args)
-    shapes = []
-    for dt in args.dtypes.split(","):
-        for d in [int(x) for x in args.head_dims.split(",")]:
-            for c in [int(x) for x in args.causal.split(",")]:
-                for s in [int(x) for x in args.seqlens.split(",")]:
-                    if args.hidden % d or args.tokens < s or (args.hidden // d) % args.group:
-                        print("skipping %s d=%d s=%d: hidden %% d, tokens < seqlen or heads %% group" % (dt, d, s),
-                              flush=True)
-                        continue
-                    shapes.append((dt, d, c, s))
+    shapes, left_out = grid(args)
+    for dt, d, s in left_out:
+        print("skipping %s d=%d s=%d: hidden %% d, tokens < seqlen or heads %% group" % (dt, d, s), flush=True)
 
     def sdpa_call(backend, q, k, v, causal):
         gqa = {"enable_gqa": True} if k.shape[1] != q.shape[1] else {}
@@ -196,6 +189,22 @@ def run(args):
             c.close()
     print("wrote %s" % ", ".join(os.path.join(args.out, f) for f in sorted(os.listdir(args.out))), flush=True)
     return report
+
+
+def grid(args):
+    """The shapes to measure, (dtype, d, causal, seqlen) in order, and those left out, (dtype, d,
+    seqlen) once per causality: a head dim that does not divide --hidden, a seqlen above --tokens
+    (no whole batch), or heads (hidden / d) that --group does not divide."""
+    shapes, left_out = [], []
+    for dt in args.dtypes.split(","):
+        for d in [int(x) for x in args.head_dims.split(",")]:
+            for c in [int(x) for x in args.causal.split(",")]:
+                for s in [int(x) for x in args.seqlens.split(",")]:
+                    if args.hidden % d or args.tokens < s or (args.hidden // d) % args.group:
+                        left_out.append((dt, d, s))
+                    else:
+                        shapes.append((dt, d, c, s))
+    return shapes, left_out
 
 
 def measure_shape(torch, flashtune, args, report, timer, contexts, systems, backends, sdpa_call, tdtype, dt, d,
@@ -343,6 +352,23 @@ def measure_shape(torch, flashtune, args, report, timer, contexts, systems, back
 
 
 def selftest(expect, tmp):
+    import argparse
+
+    def grid_of(**kw):
+        a = dict(dtypes="bf16", head_dims="64,128,256", causal="0,1", seqlens="1024,32768", tokens=16384,
+                 hidden=2048, group=1)
+        a.update(kw)
+        return grid(argparse.Namespace(**a))
+    shapes, left = grid_of()
+    expect(len(shapes) == 6 and {s for _, _, _, s in shapes} == {1024} and len(left) == 6,
+           "grid: a seqlen above the tokens left out, every head dim kept")
+    shapes, left = grid_of(group=8)  # 32, 16 and 8 heads
+    expect([d for _, d, c, _ in shapes if c == 0] == [64, 128, 256], "grid: group 8 divides 32, 16 and 8 heads")
+    shapes, left = grid_of(group=16, seqlens="1024")  # 8 heads at d = 256
+    expect([d for _, d, c, _ in shapes if c == 0] == [64, 128] and left == [("bf16", 256, 1024)] * 2,
+           "grid: group 16 leaves out d = 256 (8 heads)")
+    shapes, _ = grid_of(hidden=2880, head_dims="72,128", seqlens="1024")
+    expect([d for _, d, _, _ in shapes] == [72, 72], "grid: a head dim that does not divide hidden left out")
     expect(flops(4, 16, 4096, 4096, 128, 0) == 4.0 * 4 * 16 * 4096 * 4096 * 128, "flops, non-causal")
     expect(flops(4, 16, 4096, 4096, 128, 1) == 2.0 * 4 * 16 * 4096 * 4096 * 128, "flops, causal halves")
     expect(abs(flops(1, 16, 16384, 16384, 128, 0) / 7.0 / 1e9 - 314.1) < 0.1, "TFLOP/s of a 7 ms s=16k d=128 call")
