@@ -8,7 +8,8 @@ Every system gets the same inputs (random normal; flashtune and FA4 read [b, s, 
 CUDA events, L2 flushed before each repetition, warm-up, median). The systems are interleaved:
 for each shape every system once, then again for each round, and a system's figure is the median
 of its rounds. The grid follows ANCHORS.md: 16k tokens per batch, hidden 2048. Backward FLOPs
-are 2.5 times the forward's, forward + backward 3.5 times (halved when causal).
+are 2.5 times the forward's, forward + backward 3.5 times (halved when causal). --group G gives
+K and V h / G heads (grouped-query attention; SDPA is called with enable_gqa), FLOPs unchanged.
 
     python3 bench/bwd_compare.py --seqlens 512,1024,2048,4096,8192,16384 --head-dims 64,128,256 \
         --dtypes bf16 --rounds 2 --json out.json [--database tuned.db] [--deterministic]
@@ -113,15 +114,16 @@ def systems(ctx, fa4_func, deterministic):
         def make(q, k, v, do, causal):
             qs, ks, vs = (t.detach().transpose(1, 2).requires_grad_() for t in (q, k, v))
             dos = do.transpose(1, 2)
+            gqa = {"enable_gqa": True} if ks.shape[1] != qs.shape[1] else {}
             with sdpa_kernel([backend]):
-                o = F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal)
+                o = F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal, **gqa)
 
             def bwd():
                 torch.autograd.grad(o, (qs, ks, vs), dos, retain_graph=True)
 
             def fwdbwd():
                 with sdpa_kernel([backend]):
-                    o2 = F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal)
+                    o2 = F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal, **gqa)
                 torch.autograd.grad(o2, (qs, ks, vs), dos)
             return bwd, fwdbwd
         return make
@@ -153,6 +155,9 @@ def main():
     ap.add_argument("--head-dims", default="64,128,256")
     ap.add_argument("--dtypes", default="bf16")
     ap.add_argument("--causal", default="0,1")
+    ap.add_argument("--group", type=int, default=1,
+                    help="query heads per K/V head: K and V get heads / group heads (shapes it does not divide "
+                         "are left out)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--database", default="", help="tuning database (default: none, the built-in defaults)")
     ap.add_argument("--beside-defaults", action="store_true",
@@ -174,6 +179,8 @@ def main():
                          "commit before a change) as system 'flashtune base', interleaved with the rest")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
+    if a.group < 1:
+        ap.error("--group takes a positive count of query heads per K/V head")
 
     ctx = flashtune.Context(database=a.database, spec=a.spec, variant=a.variant)
     timer = Timer(warmup_ms=10, rep_ms=60, min_reps=5, max_reps=200)
@@ -202,8 +209,13 @@ def main():
             for causal in (int(x) for x in a.causal.split(",")):
                 for s in (int(x) for x in a.seqlens.split(",")):
                     b, h = max(1, 16384 // s), 2048 // d
+                    if h % a.group:
+                        print("  d=%d: %d heads, not a multiple of --group %d: left out" % (d, h, a.group),
+                              file=sys.stderr)
+                        continue
                     torch.manual_seed(s + d)
-                    q, k, v, do = (torch.randn(b, s, h, d, device="cuda", dtype=DTYPES[dtype]) for _ in range(4))
+                    q, k, v, do = (torch.randn(b, s, n, d, device="cuda", dtype=DTYPES[dtype])
+                                   for n in (h, h // a.group, h // a.group, h))
                     fwd_flops = flashtune.flops(b, h, s, s, d, causal)
                     times = {}
                     made = {}
@@ -229,7 +241,8 @@ def main():
                     for name, (tb, tf) in times.items():
                         mb, mf = statistics.median(tb), statistics.median(tf)
                         rows.append({"system": name, "dtype": dtype, "d": d, "causal": causal, "seqlen": s,
-                                     "batch": b, "heads": h, "bwd_ms": mb, "fwdbwd_ms": mf,
+                                     "batch": b, "heads": h, "heads_kv": h // a.group, "bwd_ms": mb,
+                                     "fwdbwd_ms": mf,
                                      "bwd_tflops": 2.5 * fwd_flops / mb / 1e9, "fwdbwd_tflops": 3.5 * fwd_flops / mf / 1e9,
                                      "rounds": a.rounds, "spread_bwd": (max(tb) - min(tb)) / mb})
                         print("%-4s d=%-3d causal=%d s=%-5d %-13s bwd %7.3f ms %6.1f TFLOP/s   fwd+bwd %7.3f ms %6.1f" % (
