@@ -28,6 +28,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import flashtune  # noqa: E402
+from ftlibs import second_copy  # noqa: E402
 from sdpa_compare import Timer  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
@@ -39,27 +40,6 @@ def fa4():
         return flash_attn_func
     except Exception:  # noqa: BLE001 - not installed: left out
         return None
-
-
-def base_module(lib):
-    """A second copy of the flashtune module bound to the library at lib (its own compile cache:
-    the two libraries' templates may differ under the same variant names)."""
-    import importlib.util
-    flashtune.version()  # the first copy's library loaded before the environment changes
-    spec = importlib.util.spec_from_file_location(
-        "flashtune_base", os.path.join(os.path.dirname(flashtune.__file__), "__init__.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    saved = os.environ.get("FLASHTUNE_LIB")
-    os.environ["FLASHTUNE_LIB"] = os.path.abspath(lib)
-    try:
-        print("flashtune base: %s (%s)" % (mod.version(), lib), file=sys.stderr)
-    finally:
-        if saved is None:
-            del os.environ["FLASHTUNE_LIB"]
-        else:
-            os.environ["FLASHTUNE_LIB"] = saved
-    return mod
 
 
 def twin_variant(how, knobs):
@@ -191,7 +171,7 @@ def main():
     if a.beside_defaults:
         syss.append(("flashtune defaults", flashtune_system(flashtune.Context(), a.deterministic)))
     if a.base_lib:
-        syss.append(("flashtune base", flashtune_system(base_module(a.base_lib).Context(
+        syss.append(("flashtune base", flashtune_system(second_copy(flashtune, a.base_lib).Context(
             cache_dir=os.path.join(os.environ.get("FLASHTUNE_CACHE_DIR", "/tmp"), "base")), a.deterministic)))
     for twin in a.twin:
         label, knobs = twin.split(":", 1)

@@ -18,8 +18,9 @@
 #   sanitize:BUILD   compute-sanitizer's three tools on BUILD's d = 256 non-causal forward default
 #                    and d = 128 causal backward default
 #   fwd:NEW:OLD      bench/ab_libs.py, NEW's library against OLD's (the forward's defaults, 18
-#                    shapes, AB_ROUNDS rounds, default 3, alternating processes); no anchor in
-#                    it: the question is the change, the anchors come with the bar's run after
+#                    shapes, AB_ROUNDS rounds, default 3, interleaved in one process; AB_PROCESSES=1:
+#                    alternating processes, as before 2026-12-07); no anchor in it: the
+#                    question is the change, the anchors come with the bar's run after
 #   bwd:NEW:OLD      bench/bwd_compare.py with NEW as flashtune and OLD as 'flashtune base',
 #                    cuDNN interleaved, bf16, head dims BWD_DIMS (default 64,128), BWD_SEQLENS
 #                    (default 1024,4096,16384), AB_ROUNDS rounds; BWD_TWINS adds NEW's defaults
@@ -89,8 +90,10 @@ for step in "$@"; do
       sanitize "${tag}_bwd128" specs/flash_bwd_sm90.lua "$(defaults_of flash_bwd_sm90 128 | grep 'causal=1' | head -1)"
       ;;
     fwd)
+      interleave=--interleave
+      [ "${AB_PROCESSES:-0}" = 1 ] && interleave=
       python3 bench/ab_libs.py "$newdir/libflashtune.so" "$olddir/libflashtune.so" --rounds "${AB_ROUNDS:-3}" \
-        --json "$OUT/fwd_$tag.json" > "$OUT/fwd_$tag.txt" 2>&1
+        $interleave --json "$OUT/fwd_$tag.json" > "$OUT/fwd_$tag.txt" 2>&1
       note "ab_libs $new against $old: exit $? in $(since "$t0") s"
       tee -a "$summary" < "$OUT/fwd_$tag.txt"
       ;;
