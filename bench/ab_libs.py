@@ -85,20 +85,11 @@ def interleaved(libs, rounds):
     return res
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("new")
-    ap.add_argument("old")
-    ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--interleave", action="store_true", help="both libraries in one process, interleaved per round")
-    ap.add_argument("--json")
-    a = ap.parse_args()
-    libs = {"new": os.path.abspath(a.new), "old": os.path.abspath(a.old)}
+def alternating(libs, rounds):
+    """SHAPES in a process of each library in turn, `rounds` times (the first library first in
+    even rounds): {"new": [{shape: TFLOP/s} a round], "old": ...}."""
     runs = {"new": [], "old": []}
-    if a.interleave:
-        res = interleaved(libs, a.rounds)
-        runs = {name: [figures] for name, figures in res.items()}  # one figure a shape: the rounds' median
-    for r in range(0 if a.interleave else a.rounds):
+    for r in range(rounds):
         for name in ("new", "old") if r % 2 == 0 else ("old", "new"):
             lib = libs[name]
             py = os.path.join(os.path.dirname(lib), "python")
@@ -110,6 +101,22 @@ def main():
             if p.returncode:
                 sys.exit(f"{name} ({lib}) failed:\n{p.stderr[-3000:]}")
             runs[name].append(json.loads(p.stdout.strip().splitlines()[-1]))
+    return runs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("new")
+    ap.add_argument("old")
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--interleave", action="store_true", help="both libraries in one process, interleaved per round")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    libs = {"new": os.path.abspath(a.new), "old": os.path.abspath(a.old)}
+    if a.interleave:  # one figure a shape, already the median of the rounds
+        runs = {name: [figures] for name, figures in interleaved(libs, a.rounds).items()}
+    else:
+        runs = alternating(libs, a.rounds)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"libraries": libs, "interleaved": a.interleave, "rounds": runs}, f, indent=1)

@@ -171,8 +171,7 @@ def main():
     if a.beside_defaults:
         syss.append(("flashtune defaults", flashtune_system(flashtune.Context(), a.deterministic)))
     if a.base_lib:
-        syss.append(("flashtune base", flashtune_system(second_copy(flashtune, a.base_lib).Context(
-            cache_dir=os.path.join(os.environ.get("FLASHTUNE_CACHE_DIR", "/tmp"), "base")), a.deterministic)))
+        syss.append(("flashtune base", flashtune_system(second_copy(flashtune, a.base_lib).Context(), a.deterministic)))
     for twin in a.twin:
         label, knobs = twin.split(":", 1)
         syss.append(("flashtune " + label, twin_system(knobs, a.alt_spec, a.deterministic)))

@@ -286,7 +286,7 @@ rm -f "$db"
 grep -q '^winners: 24 buckets (24 races of the leaders' "$dir/out" || fail "--refinements 0: expected one race per bucket"
 "$ft" tune flash_fwd --db "$db" --only 'd=64,bm=64' -q --refinements 5 > "$dir/out" 2>&1 &&
   fail "--refinements 5 was accepted"
-grep -q "refinements" "$dir/out" || fail "--refinements 5: no clear message"
+grep -q "refinements takes an integer from 0 to 4, not '5'" "$dir/out" || fail "--refinements 5: no message with the range"
 unset FAKE_DTYPE_BLIND
 echo "--search ranked (38 of 120 variants compiled; the bf16 winners their f16 twins' or faster; the same with --prefetch-wait own, the default): ok"
 

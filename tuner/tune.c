@@ -296,6 +296,21 @@ static ft_status race_held(tuner *tu, int g, ft_err *err)
     return rc;
 }
 
+/* Group n (none when n < 0), which no measurement still to come informs, starts compiling ahead
+ * of its turn on `side` cores, while the GPU measures; it is the one in flight. */
+static ft_status compile_ahead(tuner *tu, int n, int side, compile_job *j, pthread_t *th, int *started, int *inflight,
+                               ft_err *err)
+{
+    ft_status rc;
+
+    if (n < 0)
+        return FT_OK;
+    rc = compile_start(tu, n, 0, side, 0, j, th, started, err);
+    if (rc == FT_OK)
+        *inflight = n;
+    return rc;
+}
+
 /* The groups in turn: the first one's variants compiled (all cores), then while a group is
  * measured the next one with variants of its own compiles (on all cores but one per GPU, for
  * the workers' host side), so that compiling hides behind timing. The ranked search's
@@ -334,10 +349,7 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
         if (rc == FT_OK && n >= 0 && inflight < 0) {
             if (ft__tuner_await_twin(tu, n, g) || ft__tuner_twin_unsettled(tu, n, g))
                 n = ft__tuner_independent_after(tu, g, 0);
-            if (n >= 0)
-                rc = compile_start(tu, n, 0, side, 0, &job, &th, &started, err);
-            if (rc == FT_OK && n >= 0)
-                inflight = n;
+            rc = compile_ahead(tu, n, side, &job, &th, &started, &inflight, err);
         }
         if (rc == FT_OK && !tu->groups[g].measured) {
             tu->groups[g].hold_race = holds_race(tu, g);
@@ -371,15 +383,12 @@ static ft_status measure_groups(tuner *tu, ft_err *err)
                 compile_finish(tu, &job, th, started, &e2);
             }
             tu->groups[g].hold_race = round + 1 < tu->o->refinements;
-            if (rc == FT_OK && inflight < 0 && round + 1 < tu->o->refinements) {
-                /* a later group no measurement informs compiles while this refinement is
-                 * measured, so that the GPU has it to measure while the next one compiles */
-                const int later = ft__tuner_independent_after(tu, g, 0);
-                if (later >= 0)
-                    rc = compile_start(tu, later, 0, side, 0, &job, &th, &started, err);
-                if (rc == FT_OK && later >= 0)
-                    inflight = later;
-            }
+            /* (none in flight here: joined above) a later group no measurement informs compiles
+             * while this refinement is measured, so that the GPU has it to measure while the next
+             * refinement compiles */
+            if (rc == FT_OK && round + 1 < tu->o->refinements)
+                rc = compile_ahead(tu, ft__tuner_independent_after(tu, g, 0), side, &job, &th, &started, &inflight,
+                                   err);
             if (rc == FT_OK)
                 rc = measure_group(tu, g, from, err);
         }
@@ -423,8 +432,8 @@ ft_status ft__tune(ft_spec *const *specs, int nspecs, const ft_tune_opts *o, ft_
     if (nspecs < 1 || nspecs > 16)
         return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "tune takes 1 to 16 specs");
     if (o->refinements < 0 || o->refinements > FT_TUNE_RANK_ROUNDS_MAX)
-        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "a group is refined 0 to %d times, not %d", FT_TUNE_RANK_ROUNDS_MAX,
-                        o->refinements);
+        return ft__fail(err, FT_ERR_INVALID_ARGUMENT, "a group is refined 0 to %d times, not %d",
+                        FT_TUNE_RANK_ROUNDS_MAX, o->refinements);
     for (i = 0; i < nspecs; i++) {
         if (ft__spec_family(specs[i], err) == NULL)
             return FT_ERR_SPEC;
