@@ -245,20 +245,27 @@ static int bwd_sm80_threads(const ft_spec *spec, const ft_variant *v)
     return (int)ft__variant_int(spec, v, "warps", 4) * 32;
 }
 
+/* Whether a backward variant's grid takes query heads, summing dK and dV of a group by atomics
+ * (gqa=atomic), rather than K/V heads (gqa=loop, the default where a spec lists no gqa). */
+static int bwd_gqa_atomic(const char *variant)
+{
+    char gqa[16];
+
+    return variant != NULL && ft__variant_text_value(variant, "gqa", gqa, sizeof gqa) == 1 &&
+           strcmp(gqa, "atomic") == 0;
+}
+
 /* The main kernel: bn keys of one K/V head (gqa=loop) or one query head (gqa=atomic) per
  * block, walking query blocks of bm rows; pre and post one block per query block. Its tiles,
  * and the workspace's accumulators, are the head dim rounded up to 16 wide. */
 static void bwd_sm80_launch(const char *variant, ft_launch_facts *out)
 {
-    char gqa[16];
-
     out->rows_per_block = text_int(variant, "bm", 64);
     out->keys_per_block = text_int(variant, "bn", 64);
     out->head_dim = text_int(variant, "d", 0);
     out->tile_dim = (out->head_dim + 15) / 16 * 16;
     out->deterministic = text_int(variant, "det", 0);
-    out->gqa_atomic = variant != NULL && ft__variant_text_value(variant, "gqa", gqa, sizeof gqa) == 1 &&
-                      strcmp(gqa, "atomic") == 0;
+    out->gqa_atomic = bwd_gqa_atomic(variant);
 }
 
 static const char *const bwd_sm90_ints[] = {"d",      "bm",  "bn",      "causal",  "early_dv", "lpt", "kvsplit",
@@ -273,8 +280,8 @@ static int bwd_sm90_threads(const ft_spec *spec, const ft_variant *v)
     return 128 * ((int)ft__variant_int(spec, v, "bn", 64) / 64 + 1);
 }
 
-/* bn keys of one K/V head per block of the main kernel (walking the group's query heads), query
- * blocks of bm rows; pre and post one block per query block. The main kernel takes tensor maps
+/* bn keys of one K/V head per block of the main kernel (walking the group's query heads; gqa=atomic:
+ * of one query head), query blocks of bm rows; pre and post one block per query block. The main kernel takes tensor maps
  * of Q and dO (bm rows) and K and V (bn rows). */
 static void bwd_sm90_launch(const char *variant, ft_launch_facts *out)
 {
@@ -289,6 +296,7 @@ static void bwd_sm90_launch(const char *variant, ft_launch_facts *out)
     bwd_sm90_cut(out->head_dim, out->rows_per_block, out->keys_per_block, text_int(variant, "kvsplit", 0),
                  &width, &out->tma_span);
     out->deterministic = text_int(variant, "det", 0);
+    out->gqa_atomic = bwd_gqa_atomic(variant);
 }
 
 /* flash_bwd_sm90: Sᵀ and dPᵀ (n = bm, or bm/2), dV and dK (n = d, or d/2); bn sizes the grid's
@@ -337,7 +345,7 @@ static const ft_family families[] = {
     {"flash_bwd_sm90", &ft__op_bwd, "flash_bwd_sm90.cuh",
      "Hopper backward (dQ, dK, dV): wgmma for all five products, a producer warpgroup (TMA Q/dO stages on "
      "mbarriers, dQ by bulk reduction); pre, main and post kernels",
-     90, 90, bwd_sm90_ints, fwd_strings, fwd_string_values, "a", 1, bwd_sm90_threads, bwd_sm90_prelude,
+     90, 90, bwd_sm90_ints, bwd_strings, bwd_string_values, "a", 1, bwd_sm90_threads, bwd_sm90_prelude,
      bwd_sm90_check_values, bwd_sm90_launch, bwd_entries, 0},
     {"flash_decode_sm80", &ft__op_fwd, "flash_decode_sm80.cuh",
      "forward for short queries (decode): keys split across blocks with a combine kernel, grouped query "

@@ -2,9 +2,10 @@
 -- for compute capability 9.0 only (sm_90a code).
 --
 -- Every parameter becomes a compile-time constant of the template; a variant reads
--- "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=0,dtype=bf16".
+-- "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=0,gqa=loop,dtype=bf16".
 -- A CTA owns bn keys of one K/V head and loops over the query blocks of bm rows that see them
--- (every query head of the K/V group in turn). Its consumer warpgroups split the keys, 64
+-- (every query head of the K/V group in turn; gqa=atomic: of one query head, dK and dV summed
+-- over the group in the workspace). Its consumer warpgroups split the keys, 64
 -- each, and so compute their keys' Sᵀ, dPᵀ, dK and dV alone; or, with kvsplit, two of them share 64 keys,
 -- each computing Sᵀ and dPᵀ for half of the block's queries and dK and dV for half of the head
 -- dimension (what fits in registers at d = 256). Each computes its share of the block's dQ
@@ -111,6 +112,8 @@ return {
     { name = "s_ahead", values = { 0, 1 }, default = 0, doc = "1: the next query block's Sᵀ issued before this block's dK is waited for (the tensor cores get it while the block's last steps run)" },
     { name = "dq_late", values = { 0, 1 }, default = 0, doc = "1: a block's staged dQ partial handed to the producer after the next block's Sᵀ and dPᵀ are issued, not before dK is waited for (the next Sᵀ queued as soon as dK is done)" },
     { name = "qrot",   values = { 0, 1 }, default = 0, doc = "non-causal, 1: each key block starts its walk at its own query block (key block j at row block j, modulo the walk), so the CTAs running at once add into different dQ tiles, not all into the same one" },
+    { name = "gqa",    values = { "loop", "atomic" }, default = "loop",
+      doc = "grouped-query heads: a CTA's keys of one K/V head, walking every query head of its group (loop), or of one query head, dK and dV summed over the group in fp32 by atomics (atomic: a group's times more CTAs, each walk a group's times shorter)" },
     { name = "dtype",  values = { "f16", "bf16" }, doc = "element type of Q, K, V, O, dO and the gradients" },
   },
 
@@ -135,6 +138,8 @@ return {
       function(v) return v.qrot == 0 or (v.causal == 0 and v.det == 0) end },
     { "the fixed order of dQ's additions is kept by the producer's bulk reductions, in the launch order",
       function(v) return v.det == 0 or (v.dq_red == 0 and v.lpt == 0) end },
+    { "dK and dV summed by atomics have no fixed order of additions",
+      function(v) return v.gqa == "loop" or v.det == 0 end },
     { "each warpgroup's dQ columns go in passes of a multiple of 16 columns (at most 112; transposed, of 64), its dK and dV columns are a multiple of 16",
       function(v) return dq_width(v) ~= nil and (v.kvsplit == 0 or (width(v) // 2) % 16 == 0) end },
     { "consumer registers within what setmaxnreg gives them",

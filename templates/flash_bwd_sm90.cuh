@@ -98,6 +98,7 @@
 //   FTP_BN      keys per CTA: 64 per consumer warpgroup (64, 128), or 64 with KVSPLIT
 //   FTP_KVSPLIT 1: two consumer warpgroups share the 64 keys (BM = 64, not EARLY_DV)
 //   FTP_DQ_RED  1: dQ's partials added from registers, 0: staged and bulk-reduced
+//   FTP_GQA_LOOP or FTP_GQA_ATOMIC: grouped-query heads (see GQA_ATOMIC below)
 //   FTP_DET     1: the bulk reductions into each dQ tile in a fixed order of key blocks (not
 //               with DQ_RED or LPT): the same bits on every run
 //   FTP_CAUSAL  0 or 1      FTP_DTYPE_F16 or FTP_DTYPE_BF16      FT_SMEM_BYTES
@@ -130,6 +131,9 @@
 #if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
 #error "flash_bwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
 #endif
+#if defined(FTP_GQA_LOOP) == defined(FTP_GQA_ATOMIC)
+#error "flash_bwd_sm90 needs exactly one of FTP_GQA_LOOP and FTP_GQA_ATOMIC"
+#endif
 #ifndef FT_HOLD_BASE // see consume
 #define FT_HOLD_BASE 1
 #endif
@@ -155,6 +159,19 @@ constexpr bool KVSPLIT = FTP_KVSPLIT != 0;
 constexpr bool DQ_RED = FTP_DQ_RED != 0;
 constexpr bool DET = FTP_DET != 0;
 constexpr bool S_AHEAD = FTP_S_AHEAD != 0;
+// Grouped-query heads. GQA_LOOP: a CTA owns BN keys of one K/V head and walks the query blocks
+// of every query head of its group, so dK and dV are summed in its registers; a causal call then
+// has a group's times fewer CTAs, each walking a group's times longer, and the longest walks set
+// the end (at 4k, 8 heads a group, d = 128: 0.72 of FA4, 2026-12-07). GQA_ATOMIC: a CTA owns BN
+// keys of one query head (the grid's y), as without groups; where the call has groups its dK and
+// dV (dK scaled) are added into fp32 sums in the workspace (red.global.add), which the post
+// kernel converts. The order of those additions varies: not with DET.
+#if defined(FTP_GQA_ATOMIC)
+constexpr bool GQA_ATOMIC = true;
+#else
+constexpr bool GQA_ATOMIC = false;
+#endif
+static_assert(!GQA_ATOMIC || !DET, "dK and dV summed by atomics have no fixed order of additions");
 // The tiles' width D (FTP_TILE_D): the head dim rounded up to whole k16 steps, and with KVSPLIT
 // to two halves of whole k16 steps, a multiple of 32 (generator/family.c bwd_sm90_tile_width).
 // TMA fills a tile's D − DH columns past the head dim with zeros, so every product over them adds
@@ -335,19 +352,33 @@ struct Workspace {
     float *dq;   // [b][hq][mbq] tiles of BM·D floats, in dq_index order
     float *lse2; // [b][hq][mbq·BM]
     float *dsum; // [b][hq][mbq·BM]
+    float *dk;   // [b][hkv][nbk·BN][D], with kv_accum only (dv follows it directly)
+    float *dv;
     int *dq_sem; // [b][hq][mbq], DET only
-    int mbq;
+    int mbq, nbk;
+    bool kv_accum; // GQA_ATOMIC and a call with groups: dK and dV summed in the workspace
 };
 
+// The regions one after the other, as ops/bwd.c's bwd_workspace counts them.
 __device__ __forceinline__ Workspace workspace(const BwdParams &p)
 {
     Workspace w;
     w.mbq = (p.seqlen_q + BM - 1) / BM;
+    w.nbk = (p.seqlen_k + BN - 1) / BN;
+    w.kv_accum = GQA_ATOMIC && p.heads_q > p.heads_kv;
     const long long rows = (long long)p.batch * p.heads_q * w.mbq * BM;
+    const long long kv_rows = (long long)p.batch * p.heads_kv * w.nbk * BN;
     w.dq = p.ws;
     w.lse2 = p.ws + rows * D;
     w.dsum = w.lse2 + rows;
-    w.dq_sem = DET ? (int *)(w.dsum + rows) : nullptr;
+    float *after = w.dsum + rows;
+    w.dk = w.dv = nullptr;
+    if (w.kv_accum) {
+        w.dk = after;
+        w.dv = w.dk + kv_rows * D;
+        after = w.dv + kv_rows * D;
+    }
+    w.dq_sem = DET ? (int *)after : nullptr;
     return w;
 }
 
@@ -436,8 +467,14 @@ __device__ __forceinline__ Walk walk_of(const BwdParams &p, const Workspace &ws)
         w.kv_head = (int)blockIdx.y;
         w.batch = (int)blockIdx.z;
     }
-    const int group = p.heads_q / p.heads_kv;
-    w.first_head = w.kv_head * group;
+    int group = p.heads_q / p.heads_kv;
+    if (GQA_ATOMIC) { // the grid's heads are query heads (ops/bwd.c): this one alone
+        w.first_head = w.kv_head;
+        w.kv_head /= group;
+        group = 1;
+    } else {
+        w.first_head = w.kv_head * group;
+    }
     // Causal: from the block of the first row that sees key n0 (row n0 - delta); none when that
     // row is past the last.
     w.m_begin = 0;
@@ -964,6 +1001,20 @@ __device__ __forceinline__ void consume(const BwdParams &p, const Workspace &ws,
     if (DQ_LATE && w.total > 0)
         hand_dq(cw); // the last block's
 
+    if (ws.kv_accum) {
+        // Summed over the group's query heads in fp32 (the post kernel converts): this thread's
+        // keys k0 and k0 + 8, two columns at a time, none past the head dim.
+        const long long at = ((long long)w.batch * p.heads_kv + w.kv_head) * ws.nbk * BN + w.n0;
+#pragma unroll
+        for (int i = 0; i < KN; i += 2) {
+            const int r = k0 + 8 * ((i >> 1) & 1), c = c0 + 8 * (i >> 2) + 2 * t4;
+            if (w.n0 + r < p.seqlen_k && (D == DH || c < DH)) {
+                red_add2(ws.dk + (at + r) * D + c, dk[i] * p.scale, dk[i + 1] * p.scale);
+                red_add2(ws.dv + (at + r) * D + c, dv[i], dv[i + 1]);
+            }
+        }
+        return;
+    }
     // dK (scaled) and dV of this thread's keys (columns c0 + 8·(i >> 2) + 2·t4, two at a time)
     // into shared memory from OFF_K on, free once every consumer's last products are done: dK's
     // BN rows, then dV's, OUT_PITCH bytes apart; then written out a 16-byte chunk per thread.
@@ -1035,7 +1086,8 @@ __device__ __forceinline__ void bwd_main(const BwdParams &p, const Maps &maps)
 
 // ---- the preprocessing kernel ---------------------------------------------------------------------
 // D and LSE·log2(e) of query block blockIdx.x (bwd_row_stats, ft_bwd_pre.cuh); then the block's dQ
-// accumulator tile zeroed (DET: and its counter).
+// accumulator tile zeroed (DET: and its counter), and with kv_accum its share of the dK and dV
+// sums.
 __device__ __forceinline__ void bwd_pre(const BwdParams &p)
 {
     const int m = (int)blockIdx.x, head = (int)blockIdx.y, batch = (int)blockIdx.z;
@@ -1048,6 +1100,16 @@ __device__ __forceinline__ void bwd_pre(const BwdParams &p)
         dq[i] = make_float4(0.f, 0.f, 0.f, 0.f);
     if (DET && tid == 0)
         ws.dq_sem[bh * ws.mbq + m] = 0;
+    if (ws.kv_accum) {
+        const long long blocks = (long long)gridDim.x * gridDim.y * gridDim.z;
+        const long long id = blockIdx.x + gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z);
+        const long long n4 = (long long)p.batch * p.heads_kv * ws.nbk * BN * D * 2 / 4; // dK's and dV's
+        const long long per = (n4 + blocks - 1) / blocks;
+        const long long end = min(n4, (id + 1) * per);
+        float4 *z = (float4 *)ws.dk;
+        for (long long i = id * per + tid; i < end; i += THREADS)
+            z[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
 }
 
 // ---- the postprocessing kernel --------------------------------------------------------------------
@@ -1055,12 +1117,36 @@ __device__ __forceinline__ void bwd_pre(const BwdParams &p)
 // two columns), consecutive threads reading consecutive groups, into a [BM][D] tile of the
 // element type in shared memory (rows padded by 16 bytes), then written out a 16-byte chunk of a
 // row per thread.
+// With kv_accum, blocks x < nbk of heads below heads_kv then convert the dK and dV sums of key
+// block x (the plan's grid covers both counts).
+__device__ __forceinline__ void bwd_post_kv(const BwdParams &p, const Workspace &ws, int x, int head, int batch)
+{
+    const int n0 = x * BN, valid = min(BN, p.seqlen_k - n0);
+    const long long at = (((long long)batch * p.heads_kv + head) * ws.nbk * BN + n0) * D;
+    u16 *dk = (u16 *)p.dk + batch * p.dk_batch_stride + head * p.dk_head_stride + n0 * p.dk_row_stride;
+    u16 *dv = (u16 *)p.dv + batch * p.dv_batch_stride + head * p.dv_head_stride + n0 * p.dv_row_stride;
+    for (int i = (int)threadIdx.x; i < valid * CPR; i += THREADS) {
+        const int row = i / CPR, c = i % CPR;
+        const float4 *a = (const float4 *)(ws.dk + at + row * D + c * 8);
+        const float4 *b = (const float4 *)(ws.dv + at + row * D + c * 8);
+        const float4 a0 = a[0], a1 = a[1], b0 = b[0], b1 = b[1];
+        *(uint4 *)(dk + row * p.dk_row_stride + c * 8) =
+            make_uint4(pack2(a0.x, a0.y), pack2(a0.z, a0.w), pack2(a1.x, a1.y), pack2(a1.z, a1.w));
+        *(uint4 *)(dv + row * p.dv_row_stride + c * 8) =
+            make_uint4(pack2(b0.x, b0.y), pack2(b0.z, b0.w), pack2(b1.x, b1.y), pack2(b1.z, b1.w));
+    }
+}
+
 __device__ __forceinline__ void bwd_post(const BwdParams &p)
 {
     constexpr int RW = D / 2 + 4; // 32-bit words per row of the tile
     __shared__ __align__(16) u32 tile[BM * RW];
     const int x = (int)blockIdx.x, head = (int)blockIdx.y, batch = (int)blockIdx.z;
     const Workspace ws = workspace(p);
+    if (ws.kv_accum && head < p.heads_kv && x < ws.nbk)
+        bwd_post_kv(p, ws, x, head, batch);
+    if (x >= ws.mbq)
+        return; // a block for the dK and dV sums alone
     const float *src = ws.dq + (((long long)batch * p.heads_q + head) * ws.mbq + x) * (BM * D);
     u16 *dq = (u16 *)p.dq + batch * p.dq_batch_stride + head * p.dq_head_stride;
 

@@ -1075,7 +1075,7 @@ static void test_bwd_sm90_s_ahead(void)
     ASSERT_TRUE(source_defines(spec, &arch, "d=128,bm=64,bn=128,causal=1,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0,"
                                             "s_ahead=1,dtype=bf16",
                                "#define FTP_S_AHEAD 1\n"));
-    check_plan(spec, &arch, "d=128,bm=64,bn=128,causal=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=1,dtype=bf16", 3, 1, 2,
+    check_plan(spec, &arch, "d=128,bm=64,bn=128,causal=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=1,gqa=loop,dtype=bf16", 3, 1, 2,
                1);
     ft__spec_free(spec);
 }
@@ -1106,7 +1106,7 @@ static void test_bwd_sm90_stream_dv(void)
                                             "s_ahead=0,dtype=bf16",
                                "#define FTP_EARLY_DV 3\n"));
     check_plan(spec, &arch,
-               "d=128,bm=64,bn=128,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=0,dtype=bf16", 2, -1,
+               "d=128,bm=64,bn=128,early_dv=3,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=0,gqa=loop,dtype=bf16", 2, -1,
                2, 0);
     ft__spec_free(spec);
 }
@@ -1147,7 +1147,7 @@ static void test_bwd_sm90_dq_transposed(void)
     ASSERT_EQ(ft_test_count(ks.text, "wgmma.mma_async.sync.aligned.m64n80k16"), 2); /* Sᵀ and dPᵀ's, dQᵀ's */
     ASSERT_EQ(ft_test_count(ks.text, "p, 1, 1, 1, 0;"), 1);
     ft__kernel_source_free(&ks);
-    check_plan(spec, &arch, "d=128,bm=80,bn=128,causal=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,dtype=bf16", 4, 1,
+    check_plan(spec, &arch, "d=128,bm=80,bn=128,causal=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,gqa=loop,dtype=bf16", 4, 1,
                3, 0);
     ft__spec_free(spec);
 }
@@ -1195,7 +1195,7 @@ static void test_bwd_sm90_dq_late(void)
                "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1,s_ahead=0,dq_late=1,dtype=bf16",
                "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dtype=bf16");
     check_plan(spec, &arch,
-               "d=128,bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=1,qrot=0,dtype=bf16", 2, -1,
+               "d=128,bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=1,qrot=0,gqa=loop,dtype=bf16", 2, -1,
                2, 0);
     ft__spec_free(spec);
 }
@@ -1223,10 +1223,49 @@ static void test_bwd_sm90_qrot(void)
                "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=1,dtype=bf16",
                "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,dtype=bf16");
     check_plan(spec, &arch,
-               "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=1,dtype=bf16",
+               "d=128,bm=64,bn=128,causal=0,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=1,gqa=loop,dtype=bf16",
                1, -1, 1, 0);
     check_plan(spec, &arch,
-               "d=64,bm=128,bn=128,causal=0,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0,s_ahead=0,dq_late=0,qrot=1,dtype=bf16",
+               "d=64,bm=128,bn=128,causal=0,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0,s_ahead=0,dq_late=0,qrot=1,gqa=loop,dtype=bf16",
+               1, -1, 1, 0);
+    ft__spec_free(spec);
+}
+
+/* flash_bwd_sm90's gqa: atomic is pruned with det (the constraint's words: the sums' order
+ * varies); a kept variant's source defines FTP_GQA_ATOMIC, a variant text without the knob takes
+ * its default (loop: the built-in defaults' kernels as they were); the launch facts say which
+ * (ops/bwd.c then gives the main kernel one block per query head and the workspace the fp32
+ * sums, test_ops); NVRTC compiles the atomic twins of d = 128's causal default and of d = 256's
+ * kvsplit structure without spills. */
+static void test_bwd_sm90_gqa_atomic(void)
+{
+    static const char atomic[] =
+        "d=128,bm=64,bn=128,causal=1,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=0,gqa=atomic,"
+        "dtype=bf16";
+    static const char plain[] = "d=128,bm=64,bn=128,causal=1,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,dtype=bf16";
+    const ft_family *fam = ft__family_find("flash_bwd_sm90");
+    ft_launch_facts facts;
+    ft_arch arch;
+    ft_spec *spec = load_bwd_sm90(&arch);
+    ft_variant v;
+
+    ASSERT_TRUE(spec != NULL && fam != NULL && fam->launch != NULL);
+    ASSERT_EQ(ft_test_spec_case(spec, &arch,
+                                "d=128,bm=64,bn=128,causal=1,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1,gqa=atomic,dtype=bf16",
+                                "dK and dV summed by atomics have no fixed order of additions", &v),
+              0);
+    ASSERT_TRUE(source_defines(spec, &arch, atomic, "#define FTP_GQA_ATOMIC 1\n"));
+    ASSERT_TRUE(source_defines(spec, &arch, plain, "#define FTP_GQA_LOOP 1\n"));
+    memset(&facts, 0, sizeof facts);
+    fam->launch(atomic, &facts);
+    ASSERT_EQ(facts.gqa_atomic, 1);
+    memset(&facts, 0, sizeof facts);
+    fam->launch(plain, &facts);
+    ASSERT_EQ(facts.gqa_atomic, 0);
+    check_plan(spec, &arch, atomic, 1, -1, 1, 0);
+    check_plan(spec, &arch,
+               "d=256,bm=64,bn=64,causal=1,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0,s_ahead=0,dq_late=0,qrot=0,gqa=atomic,"
+               "dtype=bf16",
                1, -1, 1, 0);
     ft__spec_free(spec);
 }
@@ -1351,4 +1390,5 @@ FT_TEST_MAIN(FT_CASE(test_builtin_table), FT_CASE(test_load_builtin_index), FT_C
              FT_CASE(test_emit_sm90), FT_CASE(test_sm90_pruning), FT_CASE(test_sm90_compile_sample),
              FT_CASE(test_plan_rejects_spills), FT_CASE(test_fwd_head_dims_by_8), FT_CASE(test_many_open_head_dims),
              FT_CASE(test_bwd_sm90_s_ahead), FT_CASE(test_bwd_sm90_stream_dv), FT_CASE(test_bwd_sm90_dq_transposed),
-             FT_CASE(test_bwd_sm90_dq_late), FT_CASE(test_bwd_sm90_qrot), FT_CASE(test_bwd_head_dims_by_8), FT_CASE(test_variant_defaults))
+             FT_CASE(test_bwd_sm90_dq_late), FT_CASE(test_bwd_sm90_qrot), FT_CASE(test_bwd_sm90_gqa_atomic),
+             FT_CASE(test_bwd_head_dims_by_8), FT_CASE(test_variant_defaults))
