@@ -39,6 +39,15 @@
 #                                              shapes, then (unless LPT_BENCH=0) bwd_compare causal at
 #                                              d = 64 and 128 on the whole grid: the defaults, cuDNN,
 #                                              and lpt=1 twins of the defaults
+#   bash bench/device_headdims_bwd.sh gqa      the sm_90a backward's gqa=atomic (dK and dV summed over a
+#                                              group by atomics): flashtune verify of the atomic twins of
+#                                              the d = 64 and 128 bf16 defaults' structures, d = 256's
+#                                              kvsplit and d = 72 f16 (its shapes have groups of 2 to 8),
+#                                              compute-sanitizer's three tools on the d = 128 causal one,
+#                                              then bwd_compare at d = 64 and 128 with 8 query heads a K/V
+#                                              head (GQA_SEQLENS, default 1024,4096,16384; GQA_CAUSAL,
+#                                              default 0,1): the defaults, cuDNN, FA4 where it imports,
+#                                              and the defaults' gqa=atomic twins ('flashtune atomic')
 #   bash bench/device_headdims_bwd.sh base     verify the sm_90a backward's d = 64 and 128 bf16 variants (and
 #                                              d = 192's kvsplit ones with staged dQ), then
 #                                              bwd_compare at d = 64, 128 (BASE_DIMS) on the whole grid:
@@ -184,6 +193,22 @@ for mode in "$@"; do
       > "$OUT/lpt.txt" 2> "$OUT/lpt.err"
     note "bwd_compare causal d=64,128 with lpt=1 twins: exit $? in $(since "$t0") s"
     sed -n '/^type/,$p' "$OUT/lpt.txt" | tee -a "$summary"
+    ;;
+  gqa)
+    if [ "${GQA_CHECK:-1}" != 0 ]; then
+      verify gqa_d64 specs/flash_bwd_sm90.lua d=64,bm=128,bn=128,lpt=0,kvsplit=0,dq_late=0,qrot=0,gqa=atomic,dtype=bf16
+      verify gqa_d128 specs/flash_bwd_sm90.lua d=128,bm=64,bn=128,early_dv=1,kvsplit=0,dq_red=0,gqa=atomic,dtype=bf16
+      verify gqa_d256 specs/flash_bwd_sm90.lua d=256,kvsplit=1,dq_red=1,lpt=0,gqa=atomic,dtype=bf16
+      verify gqa_d72 specs/flash_bwd_sm90.lua d=72,bm=64,bn=64,early_dv=0,lpt=0,dq_late=0,qrot=0,gqa=atomic,dtype=f16
+      SANITIZE_LIMIT=${SANITIZE_LIMIT:-80} sanitize gqa specs/flash_bwd_sm90.lua \
+        d=128,bm=64,bn=128,causal=1,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=0,gqa=atomic,dtype=bf16
+    fi
+    t0=$(date +%s)
+    python3 bench/bwd_compare.py --head-dims 64,128 --causal "${GQA_CAUSAL:-0,1}" --group 8 --dtypes bf16 \
+      --seqlens "${GQA_SEQLENS:-1024,4096,16384}" --rounds ${AB_ROUNDS:-2} --systems flashtune,cuDNN,FA4 \
+      --twin atomic:gqa=atomic --json "$OUT/gqa.json" > "$OUT/gqa.txt" 2> "$OUT/gqa.err"
+    note "bwd_compare --group 8 with the defaults' gqa=atomic twins: exit $? in $(since "$t0") s"
+    sed -n '/^type/,$p' "$OUT/gqa.txt" | tee -a "$summary"
     ;;
   base)
     verify sm90_d64 specs/flash_bwd_sm90.lua d=64,dtype=bf16
