@@ -783,15 +783,11 @@ __device__ __forceinline__ void bwd_pre(const BwdParams &p)
     if (DET && tid == 0)
         ws.dq_sem[bh * ws.mbq + m] = 0;
     if (ws.kv_accum) {
-        // The dK and dV accumulators (adjacent) and their semaphores, shared out over all blocks.
+        // The dK and dV accumulators (adjacent; bwd_zero_kv_sums, ft_bwd_pre.cuh) and their
+        // semaphores, shared out over all blocks.
+        bwd_zero_kv_sums<THREADS>(ws.dk, (long long)p.batch * p.heads_kv * ws.nbk * BN * D * 2 / 4);
         const long long blocks = (long long)gridDim.x * gridDim.y * gridDim.z;
         const long long id = blockIdx.x + gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z);
-        const long long n4 = (long long)p.batch * p.heads_kv * ws.nbk * BN * D * 2 / 4;
-        const long long per = (n4 + blocks - 1) / blocks;
-        const long long end = min(n4, (id + 1) * per);
-        float4 *z = (float4 *)ws.dk;
-        for (long long i = id * per + tid; i < end; i += THREADS)
-            z[i] = make_float4(0.f, 0.f, 0.f, 0.f);
         if (DET) {
             const long long ns = (long long)p.batch * p.heads_kv * ws.nbk;
             const long long per_s = (ns + blocks - 1) / blocks;
@@ -834,16 +830,7 @@ __device__ __forceinline__ void bwd_post(const BwdParams &p)
         const long long base = (((long long)batch * p.heads_kv + head) * ws.nbk * BN + n0) * D;
         u16 *dk = (u16 *)p.dk + batch * p.dk_batch_stride + head * p.dk_head_stride + n0 * p.dk_row_stride;
         u16 *dv = (u16 *)p.dv + batch * p.dv_batch_stride + head * p.dv_head_stride + n0 * p.dv_row_stride;
-        for (int i = tid; i < valid * NCG; i += THREADS) {
-            const int row = i / NCG, chunk = i % NCG;
-            const float4 *a = (const float4 *)(ws.dk + base + row * D + chunk * 8);
-            const float4 *b = (const float4 *)(ws.dv + base + row * D + chunk * 8);
-            const float4 a0 = a[0], a1 = a[1], b0 = b[0], b1 = b[1];
-            *(uint4 *)(dk + row * p.dk_row_stride + chunk * 8) =
-                make_uint4(pack2(a0.x, a0.y), pack2(a0.z, a0.w), pack2(a1.x, a1.y), pack2(a1.z, a1.w));
-            *(uint4 *)(dv + row * p.dv_row_stride + chunk * 8) =
-                make_uint4(pack2(b0.x, b0.y), pack2(b0.z, b0.w), pack2(b1.x, b1.y), pack2(b1.z, b1.w));
-        }
+        bwd_store_kv_sums<D, NCG, THREADS>(p, ws.dk + base, ws.dv + base, dk, dv, valid);
     }
 }
 

@@ -1100,16 +1100,8 @@ __device__ __forceinline__ void bwd_pre(const BwdParams &p)
         dq[i] = make_float4(0.f, 0.f, 0.f, 0.f);
     if (DET && tid == 0)
         ws.dq_sem[bh * ws.mbq + m] = 0;
-    if (ws.kv_accum) {
-        const long long blocks = (long long)gridDim.x * gridDim.y * gridDim.z;
-        const long long id = blockIdx.x + gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z);
-        const long long n4 = (long long)p.batch * p.heads_kv * ws.nbk * BN * D * 2 / 4; // dK's and dV's
-        const long long per = (n4 + blocks - 1) / blocks;
-        const long long end = min(n4, (id + 1) * per);
-        float4 *z = (float4 *)ws.dk;
-        for (long long i = id * per + tid; i < end; i += THREADS)
-            z[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-    }
+    if (ws.kv_accum) // dK's and dV's sums (bwd_zero_kv_sums, ft_bwd_pre.cuh)
+        bwd_zero_kv_sums<THREADS>(ws.dk, (long long)p.batch * p.heads_kv * ws.nbk * BN * D * 2 / 4);
 }
 
 // ---- the postprocessing kernel --------------------------------------------------------------------
@@ -1117,34 +1109,21 @@ __device__ __forceinline__ void bwd_pre(const BwdParams &p)
 // two columns), consecutive threads reading consecutive groups, into a [BM][D] tile of the
 // element type in shared memory (rows padded by 16 bytes), then written out a 16-byte chunk of a
 // row per thread.
-// With kv_accum, blocks x < nbk of heads below heads_kv then convert the dK and dV sums of key
-// block x (the plan's grid covers both counts).
-__device__ __forceinline__ void bwd_post_kv(const BwdParams &p, const Workspace &ws, int x, int head, int batch)
-{
-    const int n0 = x * BN, valid = min(BN, p.seqlen_k - n0);
-    const long long at = (((long long)batch * p.heads_kv + head) * ws.nbk * BN + n0) * D;
-    u16 *dk = (u16 *)p.dk + batch * p.dk_batch_stride + head * p.dk_head_stride + n0 * p.dk_row_stride;
-    u16 *dv = (u16 *)p.dv + batch * p.dv_batch_stride + head * p.dv_head_stride + n0 * p.dv_row_stride;
-    for (int i = (int)threadIdx.x; i < valid * CPR; i += THREADS) {
-        const int row = i / CPR, c = i % CPR;
-        const float4 *a = (const float4 *)(ws.dk + at + row * D + c * 8);
-        const float4 *b = (const float4 *)(ws.dv + at + row * D + c * 8);
-        const float4 a0 = a[0], a1 = a[1], b0 = b[0], b1 = b[1];
-        *(uint4 *)(dk + row * p.dk_row_stride + c * 8) =
-            make_uint4(pack2(a0.x, a0.y), pack2(a0.z, a0.w), pack2(a1.x, a1.y), pack2(a1.z, a1.w));
-        *(uint4 *)(dv + row * p.dv_row_stride + c * 8) =
-            make_uint4(pack2(b0.x, b0.y), pack2(b0.z, b0.w), pack2(b1.x, b1.y), pack2(b1.z, b1.w));
-    }
-}
-
 __device__ __forceinline__ void bwd_post(const BwdParams &p)
 {
     constexpr int RW = D / 2 + 4; // 32-bit words per row of the tile
     __shared__ __align__(16) u32 tile[BM * RW];
     const int x = (int)blockIdx.x, head = (int)blockIdx.y, batch = (int)blockIdx.z;
     const Workspace ws = workspace(p);
-    if (ws.kv_accum && head < p.heads_kv && x < ws.nbk)
-        bwd_post_kv(p, ws, x, head, batch);
+    if (ws.kv_accum && head < p.heads_kv && x < ws.nbk) {
+        // Key block x's dK and dV sums (bwd_store_kv_sums, ft_bwd_pre.cuh): the plan's grid covers
+        // the key blocks too.
+        const int n0 = x * BN;
+        const long long at = (((long long)batch * p.heads_kv + head) * ws.nbk * BN + n0) * D;
+        u16 *dk = (u16 *)p.dk + batch * p.dk_batch_stride + head * p.dk_head_stride + n0 * p.dk_row_stride;
+        u16 *dv = (u16 *)p.dv + batch * p.dv_batch_stride + head * p.dv_head_stride + n0 * p.dv_row_stride;
+        bwd_store_kv_sums<D, CPR, THREADS>(p, ws.dk + at, ws.dv + at, dk, dv, min(BN, p.seqlen_k - n0));
+    }
     if (x >= ws.mbq)
         return; // a block for the dK and dV sums alone
     const float *src = ws.dq + (((long long)batch * p.heads_q + head) * ws.mbq + x) * (BM * D);

@@ -1,7 +1,8 @@
 // ft_bwd_pre.cuh — what the backward's preprocessing kernel computes in both families: per query
 // row, D = rowsum(dO ∘ O) (fp32) and the forward's LSE times log2(e), for the main kernel's
-// exp2-based softmax; and the 16-bit pair unpacking it needs. Needs FTP_DTYPE_BF16 or
-// FTP_DTYPE_F16, ft_device.cuh and ft_params_bwd.cuh.
+// exp2-based softmax; and the 16-bit pair unpacking it needs. With grouped-query heads summed by
+// atomics (gqa=atomic), the dK and dV sums' zeroing (pre) and conversion (post) too. Needs
+// FTP_DTYPE_BF16 or FTP_DTYPE_F16, ft_device.cuh and ft_params_bwd.cuh.
 
 namespace ft {
 
@@ -61,6 +62,39 @@ __device__ __forceinline__ void bwd_row_stats(const BwdParams &p, int m, int hea
             dsum[row0 + row] = real ? acc : 0.f;
             lse2[row0 + row] = real ? p.lse[bh * p.seqlen_q + q_row] * 1.4426950408889634f : POS_INF;
         }
+    }
+}
+
+// gqa=atomic: the n4 float4s of the dK and dV sums from `sums` on (adjacent), zeroed by the pre
+// kernel's blocks, each its share.
+template <int THREADS>
+__device__ __forceinline__ void bwd_zero_kv_sums(float *sums, long long n4)
+{
+    const long long blocks = (long long)gridDim.x * gridDim.y * gridDim.z;
+    const long long id = blockIdx.x + gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z);
+    const long long per = (n4 + blocks - 1) / blocks;
+    const long long end = min(n4, (id + 1) * per);
+    float4 *z = (float4 *)sums;
+    for (long long i = id * per + (int)threadIdx.x; i < end; i += THREADS)
+        z[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+}
+
+// gqa=atomic: `valid` key rows of the dK and dV sums from dk_sum and dv_sum on (W floats a row,
+// the tiles' width) to dk and dv (the element type, their row strides), CPR 16-byte chunks a row,
+// by the post kernel's block.
+template <int W, int CPR, int THREADS>
+__device__ __forceinline__ void bwd_store_kv_sums(const BwdParams &p, const float *dk_sum, const float *dv_sum, u16 *dk,
+                                                  u16 *dv, int valid)
+{
+    for (int i = (int)threadIdx.x; i < valid * CPR; i += THREADS) {
+        const int row = i / CPR, c = i % CPR;
+        const float4 *a = (const float4 *)(dk_sum + row * W + c * 8);
+        const float4 *b = (const float4 *)(dv_sum + row * W + c * 8);
+        const float4 a0 = a[0], a1 = a[1], b0 = b[0], b1 = b[1];
+        *(uint4 *)(dk + row * p.dk_row_stride + c * 8) =
+            make_uint4(pack2(a0.x, a0.y), pack2(a0.z, a0.w), pack2(a1.x, a1.y), pack2(a1.z, a1.w));
+        *(uint4 *)(dv + row * p.dv_row_stride + c * 8) =
+            make_uint4(pack2(b0.x, b0.y), pack2(b0.z, b0.w), pack2(b1.x, b1.y), pack2(b1.z, b1.w));
     }
 }
 
