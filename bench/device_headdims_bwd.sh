@@ -43,6 +43,7 @@
 #                                              group by atomics): flashtune verify of the atomic twins of
 #                                              the d = 64 and 128 bf16 defaults' structures, d = 256's
 #                                              kvsplit and d = 72 f16 (its shapes have groups of 2 to 8),
+#                                              and the sm80 family's at d = 64,
 #                                              compute-sanitizer's three tools on the d = 128 causal one,
 #                                              then bwd_compare at d = 64 and 128 with 8 query heads a K/V
 #                                              head (GQA_SEQLENS, default 1024,4096,16384; GQA_CAUSAL,
@@ -200,6 +201,8 @@ for mode in "$@"; do
       verify gqa_d128 specs/flash_bwd_sm90.lua d=128,bm=64,bn=128,early_dv=1,kvsplit=0,dq_red=0,gqa=atomic,dtype=bf16
       verify gqa_d256 specs/flash_bwd_sm90.lua d=256,kvsplit=1,dq_red=1,lpt=0,gqa=atomic,dtype=bf16
       verify gqa_d72 specs/flash_bwd_sm90.lua d=72,bm=64,bn=64,early_dv=0,lpt=0,dq_late=0,qrot=0,gqa=atomic,dtype=f16
+      # the sm80 family's atomic sums go through the same helpers (ft_bwd_pre.cuh) since 2026-12-07
+      verify gqa_sm80 specs/flash_bwd.lua d=64,bm=64,bn=64,warps=4,split=1,stages=2,dtype=bf16,gqa=atomic
       SANITIZE_LIMIT=${SANITIZE_LIMIT:-80} sanitize gqa specs/flash_bwd_sm90.lua \
         d=128,bm=64,bn=128,causal=1,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=0,gqa=atomic,dtype=bf16
     fi
