@@ -89,8 +89,12 @@ end
 
 -- The tuner's workloads: the forward's grid (specs/lib/workloads.lua) at head dims 64, 128, 256,
 -- and at 1k and 4k at 32, 96 and 192 (the sm80 backward's short head dims: on compute capability
--- 9.0 the runtime's defaults there are this family's, so a tune measures them here too).
-local workloads = require("workloads").paper_grid({ 64, 128, 256 }, { 32, 96, 192 })
+-- 9.0 the runtime's defaults there are this family's, so a tune measures them here too); and
+-- at d = 64 and 128, 1k, 4k and 16k, the same shapes with 8 query heads per K/V head, where
+-- gqa=loop and gqa=atomic differ (with one head per group they are the same kernel's work).
+local grid = require("workloads")
+local workloads = grid.concat(grid.paper_grid({ 64, 128, 256 }, { 32, 96, 192 }),
+                              grid.grouped({ 64, 128 }, { 1024, 4096, 16384 }, 8))
 
 return {
   name = "flash_bwd_sm90",

@@ -1231,8 +1231,8 @@ static void test_bwd_sm90_qrot(void)
     ft__spec_free(spec);
 }
 
-/* flash_bwd_sm90's gqa: atomic is pruned with det (the constraint's words: the sums' order
- * varies); a kept variant's source defines FTP_GQA_ATOMIC, a variant text without the knob takes
+/* flash_bwd_sm90's gqa: the spec's workloads include grouped shapes; atomic is pruned with det
+ * (the constraint's words: the sums' order varies); a kept variant's source defines FTP_GQA_ATOMIC, a variant text without the knob takes
  * its default (loop: the built-in defaults' kernels as they were); the launch facts say which
  * (ops/bwd.c then gives the main kernel one block per query head and the workspace the fp32
  * sums, test_ops); NVRTC compiles the atomic twins of d = 128's causal default and of d = 256's
@@ -1250,6 +1250,12 @@ static void test_bwd_sm90_gqa_atomic(void)
     ft_variant v;
 
     ASSERT_TRUE(spec != NULL && fam != NULL && fam->launch != NULL);
+    /* the tuner's workloads: the grid's 24, then 6 with 8 query heads a K/V head (d = 64 and 128,
+     * 1k, 4k, 16k), where loop and atomic differ */
+    ASSERT_EQ(spec->nworkloads, 30);
+    for (int i = 24; i < 30; i++)
+        ASSERT_EQ(spec->workloads[i].hq, 8 * spec->workloads[i].hkv);
+    ASSERT_EQ(spec->workloads[23].hq, spec->workloads[23].hkv);
     ASSERT_EQ(ft_test_spec_case(spec, &arch,
                                 "d=128,bm=64,bn=128,causal=1,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1,gqa=atomic,dtype=bf16",
                                 "dK and dV summed by atomics have no fixed order of additions", &v),

@@ -21,4 +21,29 @@ local function paper_grid(long_dims, short_dims)
   return workloads
 end
 
-return { paper_grid = paper_grid }
+-- grouped(dims, seqlens, group): the same grid's shapes with `group` query heads per K/V head
+-- (grouped-query attention), at the given head dims and sequence lengths: where a kernel's
+-- handling of groups matters (the backward's gqa knob), a tune then measures it.
+local function grouped(dims, seqlens, group)
+  local workloads = {}
+  for _, d in ipairs(dims) do
+    for _, s in ipairs(seqlens) do
+      local heads = 2048 // d
+      workloads[#workloads + 1] = { b = 16384 // s, hq = heads, hkv = heads // group, sq = s, sk = s, d = d }
+    end
+  end
+  return workloads
+end
+
+-- The workloads of every list given, in order.
+local function concat(...)
+  local all = {}
+  for _, list in ipairs({ ... }) do
+    for _, w in ipairs(list) do
+      all[#all + 1] = w
+    end
+  end
+  return all
+end
+
+return { paper_grid = paper_grid, grouped = grouped, concat = concat }
