@@ -19,6 +19,15 @@
 set -eu
 stash=${FA4_STASH:-/tmp/fa4-stash}
 site=${FA4_SITE:-/tmp/fa4-site}
+
+# unzip_wheels DIR TO: every wheel in DIR unzipped into TO (what pip --target would lay out).
+unzip_wheels() {
+  for w in "$1"/*.whl; do
+    [ -e "$w" ] || continue
+    python3 -c "import zipfile,sys; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])" "$w" "$2"
+  done
+}
+
 case ${1:-} in
 stash)
   mkdir -p "$stash"
@@ -33,10 +42,7 @@ finish)
     rm -f "${first%.aa}".*
   done
   mkdir -p "$site"
-  for w in *.whl; do
-    [ -e "$w" ] || continue
-    python3 -c "import zipfile,sys; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])" "$w" "$site"
-  done
+  unzip_wheels . "$site"
   if [ -e fa4.tar.xz.part.aa ]; then
     cat fa4.tar.xz.part.* > fa4.tar.xz
     rm -f fa4.tar.xz.part.*
@@ -47,9 +53,7 @@ finish)
   ;;
 pack)
   tree=$(mktemp -d)
-  for w in "$2"/*.whl; do
-    python3 -c "import zipfile,sys; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])" "$w" "$tree"
-  done
+  unzip_wheels "$2" "$tree"
   mkdir -p "${3}1" "${3}2"
   tar cf - -C "$tree" . | xz -9e -T0 > "$tree.tar.xz"
   rm -rf "$tree"

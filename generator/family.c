@@ -281,8 +281,8 @@ static int bwd_sm90_threads(const ft_spec *spec, const ft_variant *v)
 }
 
 /* bn keys of one K/V head per block of the main kernel (walking the group's query heads; gqa=atomic:
- * of one query head), query blocks of bm rows; pre and post one block per query block. The main kernel takes tensor maps
- * of Q and dO (bm rows) and K and V (bn rows). */
+ * of one query head), query blocks of bm rows; pre and post one block per query block. The main
+ * kernel takes tensor maps of Q and dO (bm rows) and K and V (bn rows). */
 static void bwd_sm90_launch(const char *variant, ft_launch_facts *out)
 {
     int width;

@@ -29,6 +29,9 @@ local function grouped(dims, seqlens, group)
   for _, d in ipairs(dims) do
     for _, s in ipairs(seqlens) do
       local heads = 2048 // d
+      if heads % group ~= 0 then
+        error(string.format("grouped: %d heads at d = %d are no multiple of a group of %d", heads, d, group))
+      end
       workloads[#workloads + 1] = { b = 16384 // s, hq = heads, hkv = heads // group, sq = s, sk = s, d = d }
     end
   end
