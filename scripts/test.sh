@@ -22,6 +22,19 @@ cd "$(dirname "$0")/.."
 sh scripts/setup.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 since() { s=$(($(date +%s) - $1)); printf '%dm%02ds' $((s / 60)) $((s % 60)); }
+# LeakSanitizer's stop-the-world tracer now and then crashes as a process exits: "Tracer caught
+# signal 11", then "LeakSanitizer has encountered a fatal error". That is the sanitizer failing,
+# not a leak found (a leak reads "ERROR: LeakSanitizer: detected memory leaks"); it is known and
+# unexplained upstream (github.com/google/sanitizers/issues/1353) and came once in CI, in a test
+# that passed 50 runs in a row here. When that line is in the log, the failed tests run once
+# more, alone; a real failure fails again.
+asan_ctest() {
+  log=$PWD/build-asan/ctest.log
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE slow --output-log "$log" && return 0
+  grep -q 'LeakSanitizer has encountered a fatal error' "$log" || return 1
+  echo "test: asan: LeakSanitizer's tracer crashed (not a leak report); the failed tests once more"
+  ctest --test-dir build-asan --output-on-failure --rerun-failed
+}
 start=$(date +%s)
 failed=""
 summary=""
@@ -37,7 +50,7 @@ for phase in ${FT_TEST_PHASES:-build asan fuzz}; do
     asan)
       { FT_BUILD_DIR=build-asan sh scripts/build.sh -DFT_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
         { [ -d build-asan/test-cache ] || [ ! -d build/test-cache ] || cp -R build/test-cache build-asan/test-cache; } &&
-        ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE slow; } || rc=$?
+        asan_ctest; } || rc=$?
       ;;
     fuzz)
       sh scripts/fuzz.sh || rc=$?
