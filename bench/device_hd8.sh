@@ -51,6 +51,19 @@
 #                                      an overlap=2 causal d = 128 one with ostore, then
 #                                      bench/knob_ab.py: each knob's twins interleaved (KNOBS_AB=0
 #                                      leaves it out)
+#   bash bench/device_hd8.sh pack      pack=1 (2026-12-07, first on a GPU): flashtune verify of the
+#                                      pack twins of d = 64's defaults (192 x 128 non-causal and
+#                                      causal, 128 x 128 causal with three stages, both dtypes),
+#                                      d = 128's causal default (O through a packed TMA map), a
+#                                      chained one with the block counter, a two-CTA one, a
+#                                      three-warpgroup ping-pong psmem one at d = 64 with FMA
+#                                      exponentials and the block counter, and an ostore one at
+#                                      d = 72 (32-byte swizzle); 19 variants;
+#                                      the verify shapes' groups are 8, 4 and (full only) 3, the
+#                                      last unpacked; compute-sanitizer on d = 64's causal twin;
+#                                      then bench/knob_ab.py pack 0,1 with 8 query heads a K/V
+#                                      head on d = 64's two defaults and d = 128's causal one
+#                                      (PACK_AB=0 leaves it out)
 #   bash bench/device_hd8.sh ablate    each knob's worth: flashtune verify, then an exhaustive
 #                                      tune of the sm_90a forward's ABLATE_ONLY filter (default
 #                                      d = 64 bf16) into $OUT/ablate.db, and bench/ablation.py
@@ -98,7 +111,7 @@ knob_twins() {
   local t0
   t0=$(date +%s)
   timeout "${KNOBS_LIMIT:-240}" python3 bench/knob_ab.py --knob "$1" --values "$2" --seqlens "$3" --bases "$4" \
-    --json "$OUT/knob_ab_$1.json" > "$OUT/knob_ab_$1.txt" 2>&1
+    --group "${KNOB_GROUP:-1}" --json "$OUT/knob_ab_$1.json" > "$OUT/knob_ab_$1.txt" 2>&1
   note "knob_ab $1: exit $? in $(since "$t0") s"
   tail -n 10 "$OUT/knob_ab_$1.txt" | tee -a "$summary"
 }
@@ -113,6 +126,26 @@ for mode in "$@"; do
       only=${job#*:} tag=${job#*:d=}
       verify "${job%%:*}_d${tag%%,*}" "specs/${job%%:*}.lua" "$only"
     done
+    ;;
+  pack)
+    fixed=pingpong=0,psmem=0,pexp=0,skip_rescale=0,early_rescale=0
+    n=0
+    for only in "d=64,bm=192,bn=128,stages=2,overlap=0,ostore=0,ctas=1,$fixed,pack=1" \
+        "d=64,bm=128,bn=128,stages=3,overlap=1,ostore=0,ctas=1,causal=1,$fixed,pack=1" \
+        "d=128,bm=128,bn=128,stages=2,overlap=1,ostore=1,ctas=1,causal=1,dtype=bf16,$fixed,pack=1" \
+        "d=128,bm=128,bn=128,stages=2,overlap=2,balance=2,ostore=1,ctas=1,causal=1,dtype=f16,$fixed,pack=1" \
+        "d=64,bm=64,bn=128,stages=2,overlap=1,balance=2,ostore=0,ctas=2,causal=1,dtype=bf16,$fixed,pack=1" \
+        "d=64,bm=192,bn=144,stages=2,pingpong=1,overlap=1,psmem=1,pexp=2,balance=2,causal=1,dtype=bf16,ostore=0,skip_rescale=0,early_rescale=0,ctas=1,pack=1" \
+        "d=72,bm=128,bn=128,stages=2,pingpong=1,overlap=1,causal=0,dtype=f16,ostore=1,pack=1" ${PACK_VERIFY:-}; do
+      n=$((n + 1))
+      verify "pack$n" specs/flash_fwd_sm90.lua "$only"
+    done
+    SANITIZE_LIMIT=${SANITIZE_LIMIT:-80} sanitize pack specs/flash_fwd_sm90.lua \
+      "d=64,bm=128,bn=128,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1,pack=1"
+    if [ "${PACK_AB:-1}" != 0 ]; then
+      KNOB_GROUP=8 knob_twins pack 0,1 "${PACK_SEQLENS:-1024,4096,16384}" \
+        "d=64,bm=192,bn=128,stages=2,causal=0,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1;d=64,bm=128,bn=128,stages=3,causal=1,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1;d=128,bm=128,bn=128,stages=2,causal=1,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0,ctas=1"
+    fi
     ;;
   sanitize)
     sanitize hd8 specs/flash_fwd_sm90.lua \

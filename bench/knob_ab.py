@@ -8,10 +8,12 @@ causal field says how the twins are called.
 
     python3 bench/knob_ab.py --knob balance --values 0,1,2 --json out.json      (the causal schedules)
     python3 bench/knob_ab.py --knob ostore --values 0,1 --bases 'd=128,bm=128,...' --json out.json
+    python3 bench/knob_ab.py --knob pack --values 0,1 --group 8 --bases 'd=64,bm=192,...' --json out.json
     python3 bench/knob_ab.py --selftest
 
 A line per base and sequence length: each value's TFLOP/s (causal FLOPs where causal), then
 each value's time over the first value's time's inverse (> 1: faster than the first value).
+--group G gives the calls G query heads per K/V head (the grid's heads, K and V with 1/G of them).
 """
 import argparse
 import json
@@ -88,6 +90,7 @@ def main():
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--group", type=int, default=1, help="query heads per K/V head (dividing the grid's heads)")
     ap.add_argument("--bases", default=None,
                     help="variants without the knob, ';'-separated (default, for balance: the causal defaults)")
     ap.add_argument("--json")
@@ -100,6 +103,8 @@ def main():
         ap.error("--json is required")
     if a.bases is None and a.knob != "balance":
         ap.error("--bases is required for a knob other than balance")
+    if a.group < 1:
+        ap.error("--group takes a positive count of query heads per K/V head")
 
     import torch
 
@@ -117,8 +122,10 @@ def main():
         ctxs = {v: flashtune.Context(spec=a.spec, variant=twin(base, a.knob, v, a.dtype)) for v in values}
         for s in (int(x) for x in a.seqlens.split(",")):
             d, causal, b, h = shape(base, s)
+            if h % a.group:
+                sys.exit("knob_ab: %d heads at d = %d are no multiple of --group %d" % (h, d, a.group))
             q = torch.randn(b, s, h, d, device="cuda", dtype=dt)
-            k = torch.randn(b, s, h, d, device="cuda", dtype=dt)
+            k = torch.randn(b, s, h // a.group, d, device="cuda", dtype=dt)
             v_ = torch.randn_like(k)
             outs = {n: c.forward(q, k, v_, causal=causal) for n, c in ctxs.items()}
             outs = {n: (o[0] if isinstance(o, tuple) else o).float() for n, o in outs.items()}
@@ -131,12 +138,12 @@ def main():
             flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
             tflops = {n: flops / med[n] / 1e9 for n in med}
             rows.append({"base": base, "knob": a.knob, "d": d, "causal": causal, "seqlen": s, "batch": b,
-                         "heads": h, "ms": med, "tflops": tflops, "max_diff_vs_first": diff, "finite": finite})
+                         "heads": h, "group": a.group, "ms": med, "tflops": tflops, "max_diff_vs_first": diff, "finite": finite})
             print(line(base, s, values, tflops, med) + "; diff %.2g%s" % (diff, "" if ok else "  MISMATCH"),
                   flush=True)
     with open(a.json, "w") as f:
         json.dump({"rows": rows, "knob": a.knob, "values": values, "rounds": a.rounds, "reps": a.reps,
-                   "dtype": a.dtype}, f, indent=1)
+                   "dtype": a.dtype, "group": a.group}, f, indent=1)
     print("knob_ab %s: %d rows, %d mismatches" % (a.knob, len(rows), bad))
     sys.exit(1 if bad else 0)
 

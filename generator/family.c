@@ -15,7 +15,7 @@ static const char *const fwd_sm80_ints[] = {"d", "bm", "bn", "warps", "stages", 
                                             "overlap", NULL};
 static const char *const fwd_sm90_ints[] = {"d",       "bm",      "bn",    "stages",       "causal", "pingpong",
                                             "overlap", "balance", "psmem", "pexp",         "skip_rescale",
-                                            "ostore",  "early_rescale", "ctas", NULL};
+                                            "ostore",  "early_rescale", "ctas", "pack", NULL};
 
 static int fwd_sm80_threads(const ft_spec *spec, const ft_variant *v)
 {
@@ -215,7 +215,8 @@ static void fwd_sm80_launch(const char *variant, ft_launch_facts *out)
 
 /* Tensor maps of Q (bm rows) and K, V (bn rows), with ostore O (FT_TMA_O_ROWS); a persistent grid when not causal, or causal
  * with balance 1 (units of two row blocks) or 2 (blocks from a counter in the workspace); else
- * one block per row block. */
+ * one block per row block. pack: a block's rows are a group's query heads times positions where
+ * ops/fwd.c's ft__fwd_pack says the call allows it. */
 static void fwd_sm90_launch(const char *variant, ft_launch_facts *out)
 {
     const int causal = text_int(variant, "causal", 0), balance = text_int(variant, "balance", 0);
@@ -230,6 +231,7 @@ static void fwd_sm90_launch(const char *variant, ft_launch_facts *out)
     out->persistent = !causal || balance != 0;
     out->packed = 1;
     out->tma_o = text_int(variant, "ostore", 0);
+    out->pack_gqa = text_int(variant, "pack", 0);
 }
 
 static const char *const gqa_values[] = {"loop", "atomic", NULL};

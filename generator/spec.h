@@ -55,9 +55,9 @@
 /* The most variants a spec may describe, with the values open parameters take later: planning
  * costs about 0.3 µs a variant for a tune, which keeps the variants pruning keeps only, and 3 µs
  * for a plan that keeps them all (each spec function runs once per set of values it reads; the
- * sm_90a forward's 774144, 2 cores, 2026-12-05), and the sm_90a forward takes eight head dims
- * more (1.66 million) for a tune of recorded misses. */
-#define FT_MAX_VARIANTS 4000000
+ * sm_90a forward's 774144, 2 cores, 2026-12-05), and the sm_90a forward (3096576 since `pack`,
+ * 442368 a head dim) takes eight head dims more (6.6 million) for a tune of recorded misses. */
+#define FT_MAX_VARIANTS 8000000
 #define FT_VARIANT_STR_MAX 512 /* a variant string's buffer, NUL included: "d=128,bm=64,..." */
 
 typedef enum ft_param_kind { FT_PARAM_INT = 0, FT_PARAM_STRING = 1 } ft_param_kind;

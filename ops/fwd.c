@@ -196,15 +196,25 @@ static ft_status fwd_plan_split(const ft_launch_facts *f, const ft_problem *p, f
     return FT_OK;
 }
 
+int ft__fwd_pack(const ft_launch_facts *f, const ft_problem *p)
+{
+    const int g = p->heads_kv > 0 ? p->heads_q / p->heads_kv : 1;
+
+    if (!f->pack_gqa || !f->tma || f->split_kv || p->varlen || g < 2 || 64 % g != 0)
+        return 1;
+    return g;
+}
+
 /* One kernel step. Without TMA: a block per (row block, head, batch). With TMA: the row blocks
- * of every head and batch in one dimension (units of two with pair_blocks), at most
+ * of every head (ft__fwd_pack: of every group of packed heads) and batch in one dimension
+ * (units of two with pair_blocks), at most
  * max_resident blocks when the kernel is persistent; with block_counter and a workspace (4
  * bytes at least, or a size query), the counter zeroed in a step before it. Split keys:
  * fwd_plan_split. */
 static ft_status fwd_plan(const ft_launch_facts *f, const ft_problem *p, ft_launch_plan *out, ft_err *err)
 {
     ft_launch_step *s = &out->steps[0];
-    long long gx, units;
+    long long gx, units, pack;
 
     memset(out, 0, sizeof *out);
     out->splits = 1;
@@ -226,9 +236,12 @@ static ft_status fwd_plan(const ft_launch_facts *f, const ft_problem *p, ft_laun
         out->nsteps = 1;
         return FT_OK;
     }
-    if (gx * p->heads_q * p->batch > 0x7fffffff)
+    /* packed: blocks of rows_per_block / pack positions of a group's pack heads */
+    pack = ft__fwd_pack(f, p);
+    gx = ((long long)p->seqlen_q * pack + f->rows_per_block - 1) / f->rows_per_block;
+    if (gx * (p->heads_q / pack) * p->batch > 0x7fffffff)
         return ft__fail(err, FT_ERR_UNSUPPORTED, "more than 2^31 - 1 blocks of query rows");
-    units = (f->pair_blocks ? (gx + 1) / 2 : gx) * p->heads_q * p->batch;
+    units = (f->pair_blocks ? (gx + 1) / 2 : gx) * (p->heads_q / pack) * p->batch;
     if (f->persistent && f->max_resident > 0 && units > f->max_resident)
         units = f->max_resident;
     s->grid[0] = (unsigned)units, s->grid[1] = 1, s->grid[2] = 1;

@@ -160,6 +160,13 @@ int ft__fwd_needs(int kv_cache, const void *cu_seqlens_q, int total_q, const voi
 /* Whether a kernel of facts f reads what a call of needs gives it. */
 int ft__facts_take(const ft_launch_facts *f, int needs);
 
+/* The query heads a row block of a TMA forward kernel of facts f holds at each position for
+ * problem p: with pack_gqa, the query heads per K/V head where they divide 64 (a consumer
+ * warpgroup's rows, the box of O's map) and the batch is dense; else 1. The grid (the plan)
+ * and the maps of Q and O follow it; templates/flash_fwd_sm90.cuh (pack_shift) decides the same
+ * from the kernel's parameters. */
+int ft__fwd_pack(const ft_launch_facts *f, const ft_problem *p);
+
 typedef enum ft_step_kind { FT_STEP_KERNEL = 0, FT_STEP_MEMSET = 1 } ft_step_kind;
 
 /* The workspace a forward kernel with facts.block_counter uses: one int, zeroed before it. */

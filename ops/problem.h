@@ -22,6 +22,7 @@ typedef struct ft_problem {
     int deterministic; /* the backward: bitwise reproducible gradients (the forward always is) */
     long long workspace_cap; /* the forward: workspace bytes the call gives its launch plan (0: none,
                                 so no split keys; -1: whatever the plan asks, to size it) */
+    int varlen;        /* the forward: a variable-length batch (cu_seqlens of Q or K given) */
 } ft_problem;
 
 /* Strides in elements of one tensor: batch, row (sequence position), head. */

@@ -146,10 +146,12 @@ ft_status ft__fwd_launch_fn(void *launch, CUstream stream, ft_err *err)
 /* A rank-4 map of one 16-bit tensor, (element, position, head, batch) from the fastest
  * dimension out, whose boxes are `rows` positions of one head by `span` elements (the kernel's
  * launch facts say: 64, 128-byte swizzle; 32, 64-byte swizzle; 16, 32-byte swizzle), as the
- * sm_90a templates read them. Positions past seqlen read as zeros. */
+ * sm_90a templates read them. Positions past seqlen read as zeros. With pack > 1 (ft__fwd_pack)
+ * the map is (element, head, position, batch) and its boxes pack heads by rows / pack positions:
+ * the same `rows` rows in shared memory, row r the box's position r / pack, head r % pack. */
 static ft_status encode_map(const ft_cuda *cu, CUtensorMap *map, const void *ptr, const ft_launch_facts *f,
                             int seqlen, int heads, int batch, int64_t batch_stride, int64_t row_stride,
-                            int64_t head_stride, int rows, const char *what, ft_err *err)
+                            int64_t head_stride, int rows, int pack, const char *what, ft_err *err)
 {
     const int span = f->tma_span;
     cuuint64_t dims[4] = {(cuuint64_t)f->head_dim, (cuuint64_t)seqlen, (cuuint64_t)heads, (cuuint64_t)batch};
@@ -160,6 +162,14 @@ static ft_status encode_map(const ft_cuda *cu, CUtensorMap *map, const void *ptr
 
     if (span != 64 && span != 32 && span != 16)
         return ft__fail(err, FT_ERR_INTERNAL, "a TMA kernel whose launch facts give no swizzle span (%d)", span);
+    if (pack > 1) {
+        if (rows % pack != 0 || heads % pack != 0)
+            return ft__fail(err, FT_ERR_INTERNAL, "%d heads packed into boxes of %d rows of %d heads", pack, rows,
+                            heads);
+        dims[1] = (cuuint64_t)heads, dims[2] = (cuuint64_t)seqlen;
+        strides[0] = (cuuint64_t)head_stride * 2, strides[1] = (cuuint64_t)row_stride * 2;
+        box[1] = (cuuint32_t)pack, box[2] = (cuuint32_t)(rows / pack);
+    }
     r = cu->p_cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, (void *)ptr, dims, strides, box,
                                      estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                      span == 64   ? CU_TENSOR_MAP_SWIZZLE_128B
@@ -175,19 +185,20 @@ static ft_status encode_map(const ft_cuda *cu, CUtensorMap *map, const void *ptr
     return FT_OK;
 }
 
-/* A forward tensor's map: dense [batch, seqlen, heads, d], or with total > 0 a packed
- * variable-length one, [total, heads, d] as one batch of total rows (a sequence's tiles start
- * at its first row; the rows past total read as zeros). */
+/* A forward tensor's map: dense [batch, seqlen, heads, d] (pack > 1: its heads packed, as
+ * encode_map says), or with total > 0 a packed variable-length one, [total, heads, d] as one
+ * batch of total rows (a sequence's tiles start at its first row; the rows past total read as
+ * zeros). */
 static ft_status encode_fwd_map(const ft_cuda *cu, CUtensorMap *map, const void *ptr, const ft_launch_facts *f, int seqlen,
                                 int heads, int batch, int total, int64_t batch_stride, int64_t row_stride,
-                                int64_t head_stride, int rows, const char *what, ft_err *err)
+                                int64_t head_stride, int rows, int pack, const char *what, ft_err *err)
 {
     if (total <= 0)
         return encode_map(cu, map, ptr, f, seqlen, heads, batch, batch_stride, row_stride, head_stride, rows,
-                          what, err);
+                          pack, what, err);
     /* one batch: its stride is never stepped, any 16-byte multiple will do */
     return encode_map(cu, map, ptr, f, total, heads, 1, row_stride > 0 ? row_stride * total : 8, row_stride,
-                      head_stride, rows, what, err);
+                      head_stride, rows, 1, what, err);
 }
 
 /* The tensor maps of a backward TMA kernel: Q and dO in boxes of rows_per_block rows, K and V in
@@ -200,15 +211,15 @@ static ft_status encode_bwd_maps(const ft_cuda *cu, const ft_launch_facts *f, co
     if (cu->p_cuTensorMapEncodeTiled == NULL)
         return ft__fail(err, FT_ERR_UNSUPPORTED, "the CUDA driver has no cuTensorMapEncodeTiled (CUDA 12 or newer)");
     if ((rc = encode_map(cu, &maps[0], p->q, f, p->seqlen_q, p->heads_q, p->batch, p->q_batch_stride,
-                         p->q_row_stride, p->q_head_stride, f->rows_per_block, "Q", err)) != FT_OK ||
+                         p->q_row_stride, p->q_head_stride, f->rows_per_block, 1, "Q", err)) != FT_OK ||
         (rc = encode_map(cu, &maps[1], p->dout, f, p->seqlen_q, p->heads_q, p->batch,
-                         p->dout_batch_stride, p->dout_row_stride, p->dout_head_stride, f->rows_per_block, "dO",
+                         p->dout_batch_stride, p->dout_row_stride, p->dout_head_stride, f->rows_per_block, 1, "dO",
                          err)) != FT_OK ||
         (rc = encode_map(cu, &maps[2], p->k, f, p->seqlen_k, p->heads_kv, p->batch, p->k_batch_stride,
-                         p->k_row_stride, p->k_head_stride, f->tma_rows_kv, "K", err)) != FT_OK)
+                         p->k_row_stride, p->k_head_stride, f->tma_rows_kv, 1, "K", err)) != FT_OK)
         return rc;
     return encode_map(cu, &maps[3], p->v, f, p->seqlen_k, p->heads_kv, p->batch, p->v_batch_stride,
-                      p->v_row_stride, p->v_head_stride, f->tma_rows_kv, "V", err);
+                      p->v_row_stride, p->v_head_stride, f->tma_rows_kv, 1, "V", err);
 }
 
 /* Enqueues a launch plan's steps on stream, in order: memsets of the workspace ws, and kernels
@@ -256,6 +267,7 @@ void ft__fwd_params_problem(const ft_fwd_params *p, ft_problem *out)
     out->seqlen_q = p->seqlen_q, out->seqlen_k = p->seqlen_k;
     out->scale = p->scale;
     out->workspace_cap = p->ws != NULL ? (long long)p->ws_bytes : 0;
+    out->varlen = p->cu_seqlens_q != NULL || p->cu_seqlens_k != NULL;
 }
 
 /* The forward operation's plan of kernel k for a call of p's sizes (its head dim the kernel's). */
@@ -287,7 +299,7 @@ ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd
                                     p->cu_seqlens_k, p->total_k);
     ft_problem prob;
     ft_status rc;
-    int i;
+    int i, pack;
 
     memset(l, 0, sizeof *l);
     if (!ft__facts_take(f, needs))
@@ -317,18 +329,19 @@ ft_status ft__kernel_prepare(const ft_cuda *cu, const ft_kernel *k, const ft_fwd
         l->grid[0] = 0;
         return ft__fail(err, FT_ERR_UNSUPPORTED, "the CUDA driver has no cuTensorMapEncodeTiled (CUDA 12 or newer)");
     }
+    pack = ft__fwd_pack(f, &prob); /* the plan's grid follows it too */
     if ((rc = encode_fwd_map(cu, &l->maps[0], p->q, f, p->seqlen_q, p->heads_q, p->batch,
                              p->cu_seqlens_q != NULL ? p->total_q : 0, p->q_batch_stride, p->q_row_stride,
-                             p->q_head_stride, f->rows_per_block, "Q", err)) != FT_OK ||
+                             p->q_head_stride, f->rows_per_block, pack, "Q", err)) != FT_OK ||
         (rc = encode_fwd_map(cu, &l->maps[1], p->k, f, p->seqlen_k, p->heads_kv, p->batch,
                              p->cu_seqlens_k != NULL ? p->total_k : 0, p->k_batch_stride, p->k_row_stride,
-                             p->k_head_stride, f->tma_rows_kv, "K", err)) != FT_OK ||
+                             p->k_head_stride, f->tma_rows_kv, 1, "K", err)) != FT_OK ||
         (rc = encode_fwd_map(cu, &l->maps[2], p->v, f, p->seqlen_k, p->heads_kv, p->batch,
                              p->cu_seqlens_k != NULL ? p->total_k : 0, p->v_batch_stride, p->v_row_stride,
-                             p->v_head_stride, f->tma_rows_kv, "V", err)) != FT_OK ||
+                             p->v_head_stride, f->tma_rows_kv, 1, "V", err)) != FT_OK ||
         (f->tma_o && (rc = encode_fwd_map(cu, &l->maps[3], p->o, f, p->seqlen_q, p->heads_q, p->batch,
                                           p->cu_seqlens_q != NULL ? p->total_q : 0, p->o_batch_stride,
-                                          p->o_row_stride, p->o_head_stride, FT_TMA_O_ROWS, "O", err)) != FT_OK))
+                                          p->o_row_stride, p->o_head_stride, FT_TMA_O_ROWS, pack, "O", err)) != FT_OK))
         l->grid[0] = 0;
     return rc;
 }

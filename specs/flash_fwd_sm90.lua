@@ -4,7 +4,7 @@
 -- Every parameter becomes a compile-time constant of the template; `flashtune plan --arch sm_90a
 -- flash_fwd_sm90` prints each variant as
 -- "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,
--- ostore=0,early_rescale=0,ctas=1".
+-- ostore=0,early_rescale=0,ctas=1,pack=0".
 
 local hopper = require("hopper")
 
@@ -55,8 +55,12 @@ local function consumer_registers(v)
 end
 
 -- The tuner's workloads: the same grid as specs/flash_fwd.lua (specs/lib/workloads.lua), so both
--- families are measured on the same buckets.
-local workloads = require("workloads").paper_grid({ 64, 128, 256 }, { 96, 192 })
+-- families are measured on the same buckets; and at d = 64, 1k, 4k and 16k, the same shapes with
+-- 8 query heads per K/V head, where `pack` matters (the tuner measures pack = 1 only where a
+-- K/V head has more than one query head: with one it is the unpacked kernel's work).
+local grid = require("workloads")
+local workloads = grid.concat(grid.paper_grid({ 64, 128, 256 }, { 96, 192 }),
+                              grid.grouped({ 64 }, { 1024, 4096, 16384 }, 8))
 
 return {
   name = "flash_fwd_sm90",
@@ -90,6 +94,8 @@ return {
       doc = "1: O is rescaled while the tensor cores compute the next S, before the previous P·V is issued" },
     { name = "ctas",     values = { 1, 2 }, default = 1,
       doc = "CTAs a multiprocessor holds: 2 with one consumer warpgroup (bm = 64), launched at 128 registers a thread" },
+    { name = "pack",     values = { 0, 1 }, default = 0,
+      doc = "1: a row block's rows are the query heads of one K/V head times bm / G positions (G, the heads per K/V head, dividing 64; else one head a block)" },
   },
 
   constraints = {
@@ -130,6 +136,10 @@ return {
     { "two CTAs a multiprocessor fit its shared memory",
       function(v, arch) return v.ctas == 1 or smem_bytes(v, q_buffers(v, arch)) <= smem_budget(v, arch) end },
     -- (with one Q buffer the next block's first S would need the Q tile that O still occupies)
+    -- (FlashAttention-4 packs at every head dim on the H100; here the grouped prefill's gap to it
+    -- was at d = 64, none at 128: bench/results/h100-2026-12-07-gqa)
+    { "query heads packed into a block's rows at head dims up to 128",
+      function(v) return v.pack == 0 or v.d <= 128 end },
     { "O through the only Q buffer ends the block before the next one starts (no overlap across blocks)",
       function(v, arch) return v.ostore == 0 or v.overlap <= 1 or q_buffers(v, arch) == 2 end },
   },

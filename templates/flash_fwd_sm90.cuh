@@ -65,6 +65,14 @@
 // block's five tensor-core phases. The pending block's O, P and row statistics stay in the
 // consumer's registers between blocks (Chain); before a block without keys, after a block whose
 // only tile was narrow, and at the end, its last P·V runs alone as without CHAIN (drain).
+// PACK: a row block's BM rows are the G query heads of one K/V head at BM / G positions, row
+// r = position r / G, head r % G (FlashAttention-4's pack_gqa): a block reads its K/V head's tiles
+// once for all of its group's heads, and the walk numbers blocks per (batch, K/V head). Q comes
+// in one TMA box of G heads by BM / G positions (a map of Q as (element, head, position, batch),
+// encoded so by the host), which lands in shared memory as the unpacked BM-row tile; O leaves
+// likewise (OSTORE) or from registers, each row to its head. A row's masks take its position.
+// Only where G divides 64 (a consumer warpgroup's rows, O's boxes) and neither sequence is
+// packed (pack_shift); otherwise the kernel runs unpacked, one head a block, as ops/fwd.c plans.
 //
 // Conventions are those of flash_fwd_sm80 (the runtime and the reference rely on them):
 // Q, O [batch, seqlen_q, heads_q, D], K, V [batch, seqlen_k, heads_kv, D] up to strides (in
@@ -102,6 +110,7 @@
 //                softmax_step); the others' factors are exactly 1
 //   FTP_OSTORE   1: O through shared memory and TMA stores (see OSTORE above)
 //   FTP_EARLY_RESCALE 1: O rescaled while S_j is computed (see EARLY_RESCALE above)
+//   FTP_PACK     1: a block's rows are a group's query heads times positions (see PACK above)
 //   FTP_CTAS     CTAs a multiprocessor holds (the launch bounds): 1, or 2 with one consumer
 //                warpgroup, each CTA launched at 128 registers a thread, its producer giving 104
 //                of them to the consumer (setmaxnreg: 24 and 232)
@@ -114,8 +123,8 @@
 #if !defined(FTP_D) || !defined(FTP_BM) || !defined(FTP_BN) || !defined(FTP_STAGES) ||              \
     !defined(FTP_CAUSAL) || !defined(FTP_PINGPONG) || !defined(FTP_OVERLAP) || !defined(FTP_BALANCE) ||    \
     !defined(FTP_PSMEM) || !defined(FTP_PEXP) || !defined(FTP_SKIP_RESCALE) || !defined(FTP_OSTORE) ||                 \
-    !defined(FTP_EARLY_RESCALE) || !defined(FTP_CTAS) || !defined(FT_SMEM_BYTES)
-#error "flash_fwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_STAGES, FTP_CAUSAL, FTP_PINGPONG, FTP_OVERLAP, FTP_BALANCE, FTP_PSMEM, FTP_PEXP, FTP_SKIP_RESCALE, FTP_OSTORE, FTP_EARLY_RESCALE, FTP_CTAS and FT_SMEM_BYTES"
+    !defined(FTP_EARLY_RESCALE) || !defined(FTP_CTAS) || !defined(FTP_PACK) || !defined(FT_SMEM_BYTES)
+#error "flash_fwd_sm90 needs FTP_D, FTP_BM, FTP_BN, FTP_STAGES, FTP_CAUSAL, FTP_PINGPONG, FTP_OVERLAP, FTP_BALANCE, FTP_PSMEM, FTP_PEXP, FTP_SKIP_RESCALE, FTP_OSTORE, FTP_EARLY_RESCALE, FTP_CTAS, FTP_PACK and FT_SMEM_BYTES"
 #endif
 #if defined(FTP_DTYPE_F16) == defined(FTP_DTYPE_BF16)
 #error "flash_fwd_sm90 needs exactly one of FTP_DTYPE_F16 and FTP_DTYPE_BF16"
@@ -148,6 +157,7 @@ constexpr bool SKIP_RESCALE = FTP_SKIP_RESCALE != 0;
 constexpr bool OSTORE = FTP_OSTORE != 0;
 constexpr bool EARLY_RESCALE = FTP_EARLY_RESCALE != 0;
 constexpr bool CHAIN = FTP_OVERLAP == 2;
+constexpr bool PACK = FTP_PACK != 0;
 
 constexpr int NWG = BM / 64;             // consumer warpgroups
 constexpr int THREADS = 128 * (NWG + 1); // plus the producer warpgroup
@@ -264,15 +274,35 @@ __device__ __forceinline__ u64 p_desc(u32 tile, int kb)
 // tensor maps of the packed tensors as one batch: a block's tiles start at its sequence's first
 // row (q0, k0) and run on into the next sequence's rows, which the mask and the stores leave out.
 struct Block {
-    int q_first, q_valid; // in the sequence
-    int head, kv_head, batch;
+    int q_first, q_valid; // in the sequence (PACK: positions)
+    int head, kv_head, batch; // PACK: head is the first of the block's heads
+    int pack;             // pack_shift
     int n_tiles;          // 0: every row sees no key
     int sq, sk, q0, k0;   // the sequence (Seq)
 };
 
+// PACK: log2 of the query heads a block holds at each position, G's where G (the query heads
+// per K/V head) divides 64 and neither sequence is packed, else 0: one head a block, as without
+// PACK. ops/fwd.c (ft__fwd_pack) decides the same for the grid and the tensor maps.
+__device__ __forceinline__ int pack_shift(const FwdParams &p)
+{
+    if (!PACK || p.cu_seqlens_q != nullptr || p.cu_seqlens_k != nullptr)
+        return 0;
+    const int g = p.heads_q / p.heads_kv;
+    return g > 1 && 64 % g == 0 ? __ffs(g) - 1 : 0;
+}
+
+// The units the walk numbers blocks of, per batch: query heads, or (PACK) groups of them.
+__device__ __forceinline__ int head_units(const FwdParams &p) { return p.heads_q >> pack_shift(p); }
+
 // Row blocks of the batch's longest sequence: the walk numbers the blocks of each (batch, head)
-// by it, and skips those a shorter sequence of a variable-length batch does not have.
-__device__ __forceinline__ int max_blocks(const FwdParams &p) { return (p.seqlen_q + BM - 1) / BM; }
+// by it, and skips those a shorter sequence of a variable-length batch does not have. (PACK: of
+// BM >> pack_shift positions each.)
+__device__ __forceinline__ int max_blocks(const FwdParams &p)
+{
+    const int qb = BM >> pack_shift(p);
+    return (p.seqlen_q + qb - 1) / qb;
+}
 
 __device__ __forceinline__ int seq_blocks(const FwdParams &p, int b)
 {
@@ -283,18 +313,21 @@ __device__ __forceinline__ int seq_blocks(const FwdParams &p, int b)
 
 // Blocks of one (batch, head) are numbered consecutively, so the CTAs working at the same time
 // share few heads' K and V in the L2 cache; the longest causal rows come first in each head.
-// item = (batch · heads_q + head) · max_blocks + k, k < the sequence's row blocks.
+// item = (batch · heads_q + head) · max_blocks + k, k < the sequence's row blocks (PACK: heads_q
+// and head counted in groups, head_units).
 __device__ __forceinline__ Block block_of(const FwdParams &p, int item)
 {
     const int hb = item / max_blocks(p), k = item % max_blocks(p);
     Block b;
-    b.head = hb % p.heads_q;
-    b.batch = hb / p.heads_q;
+    b.pack = pack_shift(p);
+    const int units = p.heads_q >> b.pack, qb = BM >> b.pack;
+    b.head = (hb % units) << b.pack;
+    b.batch = hb / units;
     b.kv_head = b.head / (p.heads_q / p.heads_kv);
     const Seq s = sequence(p, b.batch);
     b.sq = s.sq, b.sk = s.sk, b.q0 = s.q0, b.k0 = s.k0;
-    b.q_first = ((s.sq + BM - 1) / BM - 1 - k) * BM;
-    b.q_valid = min(BM, s.sq - b.q_first);
+    b.q_first = ((s.sq + qb - 1) / qb - 1 - k) * qb;
+    b.q_valid = min(qb, s.sq - b.q_first);
     // Keys the block needs: all of them, or (causal) up to the diagonal of its last row.
     const int key_end = keys_seen<CAUSAL>(b.q_first, b.q_valid, s.sk, s.sk - s.sq);
     b.n_tiles = key_end > 0 ? (key_end + BN - 1) / BN : 0;
@@ -305,8 +338,9 @@ __device__ __forceinline__ Block block_of(const FwdParams &p, int item)
 // (ft_sched.cuh: sections of (batch, head) pairs whose K and V share the L2, longest first in each).
 __device__ __forceinline__ int lpt_item(const FwdParams &p, int idx, int m)
 {
-    const int heads = p.heads_q * p.batch;
-    return ft_sched_item(idx, m, heads, ft_sched_section(heads, p.heads_q / p.heads_kv, p.seqlen_k, DK));
+    const int heads = head_units(p) * p.batch; // PACK: a unit is a whole group
+    return ft_sched_item(idx, m, heads,
+                         ft_sched_section(heads, (p.heads_q / p.heads_kv) >> pack_shift(p), p.seqlen_k, DK));
 }
 
 // The blocks a CTA works on, in order (see the top of the file), walked by the producer: a unit
@@ -325,7 +359,7 @@ __device__ __forceinline__ Walk walk_begin(const FwdParams &p)
 {
     if (BALANCE)
         return Walk{2 * (int)blockIdx.x, 0};
-    return Walk{(int)blockIdx.x, max_blocks(p) * p.heads_q * p.batch};
+    return Walk{(int)blockIdx.x, max_blocks(p) * head_units(p) * p.batch};
 }
 
 // The next block's number for block_of, or -1 when the CTA is done.
@@ -342,7 +376,7 @@ __device__ __forceinline__ int walk_next(const FwdParams &p, Walk &w)
             if (idx >= w.units)
                 return -1;
             const int item = lpt_item(p, idx, m);
-            if (p.cu_seqlens_q == nullptr || item % m < seq_blocks(p, item / m / p.heads_q))
+            if (p.cu_seqlens_q == nullptr || item % m < seq_blocks(p, item / m / head_units(p)))
                 return item;
         }
     }
@@ -352,17 +386,17 @@ __device__ __forceinline__ int walk_next(const FwdParams &p, Walk &w)
             w.pos += (int)gridDim.x;
             if (item >= w.units)
                 return -1;
-            if (p.cu_seqlens_q == nullptr || item % m < seq_blocks(p, item / m / p.heads_q))
+            if (p.cu_seqlens_q == nullptr || item % m < seq_blocks(p, item / m / head_units(p)))
                 return item;
         }
     }
     const int per_head = (m + 1) / 2;
     for (;;) {
         const int unit = w.pos >> 1;
-        if (unit >= per_head * p.heads_q * p.batch)
+        if (unit >= per_head * head_units(p) * p.batch)
             return -1;
         const int hb = unit / per_head, i = unit % per_head;
-        const int mb = p.cu_seqlens_q == nullptr ? m : seq_blocks(p, hb / p.heads_q), partner = mb - 1 - i;
+        const int mb = p.cu_seqlens_q == nullptr ? m : seq_blocks(p, hb / head_units(p)), partner = mb - 1 - i;
         if (i >= (mb + 1) / 2) { // a unit a shorter sequence does not have
             w.pos = 2 * (unit + (int)gridDim.x);
             continue;
@@ -389,13 +423,13 @@ __device__ __forceinline__ u32 v_empty(u32 bars, int s) { return bars + 32 + 24 
 
 // After them, NSLOTS slots in which the producer announces the CTA's blocks to the consumers:
 // block qi in slot qi % NSLOTS, eight ints (the block's rows, tiles, head and batch, its
-// sequence's queries and keys and first query row), each slot with its own mbarrier that the producer's
+// sequence's queries and keys and first query row, and its pack_shift), each slot with its own mbarrier that the producer's
 // store completes (release) and the consumers wait on (acquire). The consumers read the fields
 // where they need them, so no block state stays in their registers. The producer announces
 // block qi once block qi - ANNOUNCE_AHEAD is released, when the consumers are done with block
 // qi - ANNOUNCE_AHEAD - 1 and before: so 2 + ANNOUNCE_AHEAD slots are enough.
 constexpr int SLOT_Q_FIRST = 0, SLOT_N_TILES = 4, SLOT_HEAD = 8, SLOT_BATCH = 12; // byte offsets
-constexpr int SLOT_SQ = 16, SLOT_SK = 20, SLOT_Q0 = 24;
+constexpr int SLOT_SQ = 16, SLOT_SK = 20, SLOT_Q0 = 24, SLOT_PACK = 28;
 constexpr int ANNOUNCE_AHEAD = LATE_Q ? 2 : Q_BUFS;
 static_assert(NSLOTS >= 2 + ANNOUNCE_AHEAD && (NSLOTS & (NSLOTS - 1)) == 0, "slots for the blocks in flight");
 __device__ __forceinline__ u32 slot_full(u32 bars, int qi) { return bars + 32 + 32 * STAGES + 8 * (qi % NSLOTS); }
@@ -474,8 +508,35 @@ struct Consumer {
 // Tile n of the keys (iteration j visits tile n_tiles - 1 - j).
 __device__ __forceinline__ int tile_of(const Consumer &c, int j) { return c.n_tiles - 1 - j; }
 
-// The first query row of this thread's warpgroup.
-__device__ __forceinline__ int wg_row0(const Consumer &c) { return c.row0 - c.warp() * 16 - (c.lane() >> 2); }
+// This thread's row h (0, 1) among the block's BM: 64 a warpgroup, 16 a warp, 8 apart.
+__device__ __forceinline__ int block_row(const Consumer &c, int h)
+{
+    return c.w() * 64 + c.warp() * 16 + (c.lane() >> 2) + 8 * h;
+}
+
+// The query position of this thread's second row (accumulators with (i >> 1) & 1); PACK: from
+// the block's slot, not held (a field more in Consumer changed ptxas's code for PACK = 0).
+__device__ __forceinline__ int row_b(const Consumer &c)
+{
+    if (!PACK)
+        return c.row0 + 8;
+    return ld_shared(c.slot() + SLOT_Q_FIRST) + (block_row(c, 1) >> ld_shared(c.slot() + SLOT_PACK));
+}
+
+// The first query position of this thread's warpgroup's rows, and one past its last (PACK: its
+// 64 rows span 64 >> pack_shift positions).
+__device__ __forceinline__ int wg_first(const Consumer &c)
+{
+    if (!PACK)
+        return c.row0 - c.warp() * 16 - (c.lane() >> 2);
+    return ld_shared(c.slot() + SLOT_Q_FIRST) + ((c.w() * 64) >> ld_shared(c.slot() + SLOT_PACK));
+}
+__device__ __forceinline__ int wg_end(const Consumer &c)
+{
+    if (!PACK)
+        return wg_first(c) + 64;
+    return ld_shared(c.slot() + SLOT_Q_FIRST) + ((c.w() * 64 + 63) >> ld_shared(c.slot() + SLOT_PACK)) + 1;
+}
 
 // Whether some score of this warpgroup's rows in tile n must be masked.
 __device__ __forceinline__ bool needs_mask(const Consumer &c, int n)
@@ -483,7 +544,7 @@ __device__ __forceinline__ bool needs_mask(const Consumer &c, int n)
     const int end = (n + 1) * BN;
     if (end > c.seqlen_k())
         return true;
-    return CAUSAL && end - 1 > wg_row0(c) + c.diag();
+    return CAUSAL && end - 1 > wg_first(c) + c.diag();
 }
 
 // Whether this warpgroup's rows see none of tile n's keys past its first NARROW (see NARROW).
@@ -492,7 +553,7 @@ __device__ __forceinline__ bool narrow(const Consumer &c, int n)
 {
     if (!USE_NARROW)
         return false;
-    const int key_end = min(wg_row0(c) + 64 + c.diag(), c.seqlen_k()); // past the last row's last key
+    const int key_end = min(wg_end(c) + c.diag(), c.seqlen_k()); // past the last row's last key
     return key_end - n * BN <= NARROW;
 }
 
@@ -532,7 +593,7 @@ template <int NS> __device__ __forceinline__ void apply_mask(const Consumer &c, 
     {
         const int seqlen_k = c.seqlen_k(), diag = c.diag();
         limit[0] = CAUSAL ? min(seqlen_k, c.row0 + diag + 1) : seqlen_k;
-        limit[1] = CAUSAL ? min(seqlen_k, c.row0 + 8 + diag + 1) : seqlen_k;
+        limit[1] = CAUSAL ? min(seqlen_k, row_b(c) + diag + 1) : seqlen_k;
     }
 #pragma unroll
     for (int i = 0; i < NS; ++i) {
@@ -776,11 +837,12 @@ __device__ __forceinline__ void last_step(const Consumer &c, float (&o)[ON], u32
 
 // The end of the thread's rows: each row's factor 1/l (0 for a row that saw no key) into inv,
 // and for a row inside the sequence its LSE and, with STORE, its O from registers (each quad of
-// threads writes 16 contiguous bytes of a row).
+// threads writes 16 contiguous bytes of a row). PACK: head is the block's first; a row's own is
+// head + its block row's low `pack` bits (pack_shift).
 template <bool STORE>
 __device__ __forceinline__ void finish_rows(const Consumer &c, const FwdParams &prm, const float (&o)[ON],
                                             const float (&m)[2], const float (&l)[2], int batch, int head,
-                                            const Seq &seq, float (&inv)[2])
+                                            int pack, const Seq &seq, float (&inv)[2])
 {
     const int t = c.lane() & 3;
     u16 *out = (u16 *)prm.o + seq.o_offset(prm, batch) + head * prm.o_head_stride;
@@ -788,14 +850,15 @@ __device__ __forceinline__ void finish_rows(const Consumer &c, const FwdParams &
     for (int h = 0; h < 2; ++h) {
         const float lsum = quad_sum(l[h]);
         inv[h] = lsum > 0.f ? 1.f / lsum : 0.f;
-        const int row = c.row0 + 8 * h;
+        const int row = PACK ? (h == 0 ? c.row0 : row_b(c)) : c.row0 + 8 * h; // (as written, PACK = 0's code is as before it)
         if (row >= seq.sq)
             continue;
+        const int dh = PACK ? block_row(c, h) & ((1 << pack) - 1) : 0; // the row's head past `head`
         if (prm.lse != nullptr && t == 0)
-            prm.lse[seq.lse_index(prm, batch, head, row)] = row_lse(m[h], lsum, c.scale_log2());
+            prm.lse[seq.lse_index(prm, batch, head + dh, row)] = row_lse(m[h], lsum, c.scale_log2());
         if (!STORE)
             continue;
-        u16 *orow = out + (long long)row * prm.o_row_stride + 2 * t;
+        u16 *orow = (PACK ? out + dh * prm.o_head_stride : out) + (long long)row * prm.o_row_stride + 2 * t;
 #pragma unroll
         for (int nb = 0; nb < D / 8; ++nb)
             *(u32 *)(orow + 8 * nb) = pack2(o[4 * nb + 2 * h] * inv[h], o[4 * nb + 2 * h + 1] * inv[h]);
@@ -804,12 +867,13 @@ __device__ __forceinline__ void finish_rows(const Consumer &c, const FwdParams &
 
 // OSTORE: the warpgroup's 64 rows of O into its rows of the block's Q buffer, then one thread
 // stores them with TMA at (row, head, batch) of O's map and waits until the store has read
-// them (the caller then releases the buffer). The layout is the Q tile's (kmajor_desc): column
+// them (the caller then releases the buffer). PACK with pack > 0: O's map is (element, head,
+// position, batch), its box the group's heads by 64 >> pack positions, at (head, row, batch). The layout is the Q tile's (kmajor_desc): column
 // blocks of CH columns, BM rows apart, rows of SWB bytes whose 16-byte chunks are swizzled as
 // TMA's SWIZZLE_{SWB}B (stmatrix_offset); the stmatrix registers are store_p's.
 // Columns past D are zeros that the map's extent leaves unwritten.
 __device__ __forceinline__ void store_o(const Consumer &c, const float (&o)[ON], const float (&inv)[2], int batch,
-                                        int head, int row)
+                                        int head, int row, int pack)
 {
     const u32 tile = c.sq();
     const int l = c.lane(), wp = c.warp();
@@ -823,8 +887,12 @@ __device__ __forceinline__ void store_o(const Consumer &c, const float (&o)[ON],
     named_sync(BAR_WG + c.w(), 128);
     if (wp == 0 && l == 0) {
 #pragma unroll
-        for (int b = 0; b < NCB; ++b)
-            tma_store(c.to, tile + b * BM * SWB, b * CH, row, head, batch);
+        for (int b = 0; b < NCB; ++b) {
+            if (PACK && pack > 0)
+                tma_store(c.to, tile + b * BM * SWB, b * CH, head, row, batch);
+            else
+                tma_store(c.to, tile + b * BM * SWB, b * CH, row, head, batch);
+        }
         bulk_commit();
         bulk_wait_read<0>();
     }
@@ -903,20 +971,22 @@ __device__ __forceinline__ void finish(const Consumer &c, const FwdParams &prm, 
                                        const float (&m)[2], const float (&l)[2])
 {
     const int batch = ld_shared(slot + SLOT_BATCH), head = ld_shared(slot + SLOT_HEAD);
+    const int pack = PACK ? ld_shared(slot + SLOT_PACK) : 0;
     const Seq seq = slot_seq(slot);
     float inv[2];
     if (!OSTORE) {
-        finish_rows<true>(c, prm, o, m, l, batch, head, seq, inv);
+        finish_rows<true>(c, prm, o, m, l, batch, head, pack, seq, inv);
         return;
     }
     // The warpgroup's rows, from its first: all inside the sequence, or a dense tensor whose map
-    // ends where the sequence does (the same in every thread of the warpgroup).
-    const int first = ld_shared(slot + SLOT_Q_FIRST) + 64 * c.w();
+    // ends where the sequence does (the same in every thread of the warpgroup). (PACK: its first
+    // position; a packed block's batch is dense.)
+    const int first = ld_shared(slot + SLOT_Q_FIRST) + ((64 * c.w()) >> pack);
     if (prm.cu_seqlens_q == nullptr || first + 64 <= seq.sq) {
-        finish_rows<false>(c, prm, o, m, l, batch, head, seq, inv);
-        store_o(c, o, inv, prm.cu_seqlens_q != nullptr ? 0 : batch, head, seq.q0 + first);
+        finish_rows<false>(c, prm, o, m, l, batch, head, pack, seq, inv);
+        store_o(c, o, inv, prm.cu_seqlens_q != nullptr ? 0 : batch, head, seq.q0 + first, pack);
     } else {
-        finish_rows<true>(c, prm, o, m, l, batch, head, seq, inv);
+        finish_rows<true>(c, prm, o, m, l, batch, head, pack, seq, inv);
     }
     mbar_arrive(released(c.bars(), c.qi));
 }
@@ -1033,6 +1103,27 @@ __device__ __forceinline__ void consume_chained(const Consumer &c, const FwdPara
 // A block whose rows see no key: O = 0 and LSE = +inf for this warpgroup's 64 rows.
 __device__ __forceinline__ void write_empty(const FwdParams &p, u32 slot, int w, int tid)
 {
+    if (PACK && ld_shared(slot + SLOT_PACK) > 0) {
+        // Row r of the 64: block row 64·w + r, at position q_first + (that >> pack), head head +
+        // its low `pack` bits.
+        const Seq seq = slot_seq(slot);
+        const int pack = ld_shared(slot + SLOT_PACK), q_first = ld_shared(slot + SLOT_Q_FIRST);
+        const int batch = ld_shared(slot + SLOT_BATCH), head = ld_shared(slot + SLOT_HEAD);
+        u16 *o = (u16 *)p.o + seq.o_offset(p, batch);
+        for (int idx = tid; idx < 64 * (D / 8); idx += 128) {
+            const int br = 64 * w + idx / (D / 8), row = q_first + (br >> pack), col = (idx % (D / 8)) * 8;
+            const int hd = head + (br & ((1 << pack) - 1));
+            if (row < seq.sq)
+                *(uint4 *)(o + hd * p.o_head_stride + (long long)row * p.o_row_stride + col) = make_uint4(0, 0, 0, 0);
+        }
+        if (p.lse != nullptr)
+            for (int r = tid; r < 64; r += 128) {
+                const int br = 64 * w + r, row = q_first + (br >> pack);
+                if (row < seq.sq)
+                    p.lse[seq.lse_index(p, batch, head + (br & ((1 << pack) - 1)), row)] = POS_INF;
+            }
+        return;
+    }
     const Seq seq = slot_seq(slot);
     const int first = ld_shared(slot + SLOT_Q_FIRST) + 64 * w, rows = min(64, seq.sq - first);
     const int batch = ld_shared(slot + SLOT_BATCH), head = ld_shared(slot + SLOT_HEAD);
@@ -1090,7 +1181,7 @@ __device__ __forceinline__ void produce(const FwdParams &p, u32 sq, u32 sk, u32 
             return;
         }
         const Block blk = block_of(p, item);
-        st_shared4(block_slot(bars, qi) + SLOT_SQ, blk.sq, blk.sk, blk.q0, 0);
+        st_shared4(block_slot(bars, qi) + SLOT_SQ, blk.sq, blk.sk, blk.q0, PACK ? blk.pack : 0);
         st_shared4(block_slot(bars, qi), blk.q_first, blk.n_tiles, blk.head, blk.batch);
         mbar_arrive(slot_full(bars, qi));
         if (blk.n_tiles == 0) {
@@ -1108,10 +1199,16 @@ __device__ __forceinline__ void produce(const FwdParams &p, u32 sq, u32 sk, u32 
         }
         const u32 q_buf = sq + (qi % Q_BUFS) * Q_BYTES;
         mbar_expect_tx(q_full(bars, qi), Q_BYTES);
+        // (PACK with pack > 0: Q's map is (element, head, position, batch), its box the group's
+        // heads by BM >> pack positions: block row r is position r >> pack, head r's low bits.)
 #pragma unroll
-        for (int b = 0; b < NCB; ++b)
-            tma_load(q_buf + b * BM * SWB, tq, b * CH, blk.q0 + blk.q_first, blk.head,
-                     p.cu_seqlens_q != nullptr ? 0 : blk.batch, q_full(bars, qi));
+        for (int b = 0; b < NCB; ++b) {
+            if (PACK && blk.pack > 0)
+                tma_load(q_buf + b * BM * SWB, tq, b * CH, blk.head, blk.q_first, blk.batch, q_full(bars, qi));
+            else
+                tma_load(q_buf + b * BM * SWB, tq, b * CH, blk.q0 + blk.q_first, blk.head,
+                         p.cu_seqlens_q != nullptr ? 0 : blk.batch, q_full(bars, qi));
+        }
         const int k_batch = p.cu_seqlens_k != nullptr ? 0 : blk.batch;
         for (int left = blk.n_tiles - LATE_Q, krow = blk.k0 + (blk.n_tiles - 1 - LATE_Q) * BN; left > 0;
              --left, krow -= BN, ++r)
@@ -1189,7 +1286,10 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
             mbar_arrive(released(c.bars(), c.qi));
             continue;
         }
-        c.row0 = ld_shared(slot + SLOT_Q_FIRST) + c.w() * 64 + c.warp() * 16 + (c.lane() >> 2);
+        if (PACK) // the position of the thread's first row (row_b: its second's)
+            c.row0 = ld_shared(slot + SLOT_Q_FIRST) + (block_row(c, 0) >> ld_shared(slot + SLOT_PACK));
+        else
+            c.row0 = ld_shared(slot + SLOT_Q_FIRST) + c.w() * 64 + c.warp() * 16 + (c.lane() >> 2);
         mbar_wait(q_full(c.bars(), c.qi), block_parity(c.qi));
         if (CHAIN)
             consume_chained(c, p, slot, ch);

@@ -307,6 +307,52 @@ static void test_fwd_plan_grids(void)
     ASSERT_EQ(ft__op_fwd.plan(&f, &p, &plan, &err), FT_ERR_UNSUPPORTED);
 }
 
+/* A TMA kernel that packs a group's query heads into its rows (pack_gqa): where the group
+ * divides 64 and the batch is dense, blocks of rows_per_block / G positions of G heads, numbered
+ * per K/V head; otherwise the unpacked grid. */
+static void test_fwd_plan_packed(void)
+{
+    ft_launch_facts f;
+    ft_launch_plan plan;
+    ft_problem p = problem(3, 16, 2, 1000, 1000, 64, 1, 0);
+    ft_err err;
+
+    memset(&f, 0, sizeof f);
+    f.threads = 384, f.smem_dynamic = 99000, f.rows_per_block = 128;
+    f.tma = 1, f.tma_rows_kv = 128, f.pack_gqa = 1;
+    ASSERT_EQ(ft__fwd_pack(&f, &p), 8);
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.steps[0].grid[0], 63 * 2 * 3); /* ceil(1000 / 16) blocks of each K/V head */
+    f.pair_blocks = 1;
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.steps[0].grid[0], 32 * 2 * 3);
+    f.pair_blocks = 0;
+    /* A variable-length batch, a group that does not divide 64, no groups: unpacked. */
+    p.varlen = 1;
+    ASSERT_EQ(ft__fwd_pack(&f, &p), 1);
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.steps[0].grid[0], 8 * 16 * 3);
+    p.varlen = 0, p.heads_q = 6;
+    ASSERT_EQ(ft__fwd_pack(&f, &p), 1);
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.steps[0].grid[0], 8 * 6 * 3);
+    p.heads_q = p.heads_kv = 2;
+    ASSERT_EQ(ft__fwd_pack(&f, &p), 1);
+    /* The largest group packed is 64, whose block of 128 rows holds two positions. */
+    p.heads_q = 128, p.heads_kv = 2;
+    ASSERT_EQ(ft__fwd_pack(&f, &p), 64);
+    ASSERT_OK(ft__op_fwd.plan(&f, &p, &plan, &err), &err);
+    ASSERT_EQ(plan.steps[0].grid[0], 500 * 2 * 3);
+    p.heads_q = 256;
+    ASSERT_EQ(ft__fwd_pack(&f, &p), 1);
+    /* Not packed: a kernel without the fact, and the split-key kernels (whose own plan packs). */
+    p.heads_q = 16;
+    f.pack_gqa = 0;
+    ASSERT_EQ(ft__fwd_pack(&f, &p), 1);
+    f.pack_gqa = 1, f.split_kv = 1;
+    ASSERT_EQ(ft__fwd_pack(&f, &p), 1);
+}
+
 /* The split-key plan: splits from the GPU's size (fwd_splits' rule), a combine step and the
  * workspace of the partial results when there is more than one, cut to what the call gives. */
 static void test_fwd_plan_split(void)
@@ -601,5 +647,5 @@ static void test_registry(void)
 
 FT_TEST_MAIN(FT_CASE(test_fwd_key_text), FT_CASE(test_fwd_key_decode_and_gqa), FT_CASE(test_fwd_key_legacy_text),
              FT_CASE(test_fwd_distance), FT_CASE(test_key_parse_refuses), FT_CASE(test_nearest_matches_the_reference),
-             FT_CASE(test_fwd_flops_and_bytes), FT_CASE(test_fwd_plan_grids), FT_CASE(test_fwd_plan_split), FT_CASE(test_default_order), FT_CASE(test_facts_take), FT_CASE(test_bwd_key),
+             FT_CASE(test_fwd_flops_and_bytes), FT_CASE(test_fwd_plan_grids), FT_CASE(test_fwd_plan_packed), FT_CASE(test_fwd_plan_split), FT_CASE(test_default_order), FT_CASE(test_facts_take), FT_CASE(test_bwd_key),
              FT_CASE(test_bwd_flops_and_bytes), FT_CASE(test_bwd_plan), FT_CASE(test_registry))

@@ -86,7 +86,7 @@ static void test_load_builtin_index(void)
     ASSERT_STREQ(spec->name, "flash_fwd_sm90");
     ASSERT_STREQ(spec->template_name, "flash_fwd_sm90");
     ASSERT_STREQ(spec->path, "specs/flash_fwd_sm90.lua");
-    ASSERT_EQ(spec->nparams, 15);
+    ASSERT_EQ(spec->nparams, 16);
     ASSERT_TRUE(spec->nworkloads > 0);
     ft__spec_free(spec);
     ASSERT_OK(ft__spec_load_builtin(2, &spec, &err), &err);
@@ -621,7 +621,7 @@ static int two_q_buffers(const ft_spec *spec, const ft_variant *v, const ft_arch
 typedef struct pruning_counts {
     const ft_spec *spec;
     const ft_arch *arch;
-    int pingpong, regs, balance, psmem, wide, narrow, b112, pexp, skip, early, across, smem, kept, fa4, ostore_kept, early_kept, across_kept, late_kept, late_across, two_many, two_big, two_kept;
+    int pingpong, regs, balance, psmem, wide, narrow, b112, pexp, skip, early, across, smem, kept, fa4, ostore_kept, early_kept, across_kept, late_kept, late_across, two_many, two_big, two_kept, pack, pack_kept;
 } pruning_counts;
 
 /* One variant of the whole space, pruned (handed over as pruning turns it away) or kept. */
@@ -693,6 +693,10 @@ static void check_pruned_item(void *ud, const ft_plan *plan, const ft_plan_item 
         ASSERT_EQ(it->status, FT_PLAN_PRUNED);
         ASSERT_CONTAINS(it->reason, "two CTAs a multiprocessor fit its shared memory");
         k->two_big++;
+    } else if (ft__variant_int(k->spec, &it->variant, "pack", 0) != 0 && d > 128) {
+        ASSERT_EQ(it->status, FT_PLAN_PRUNED);
+        ASSERT_STREQ(it->reason, "query heads packed into a block's rows at head dims up to 128");
+        k->pack++;
     } else if (ft__variant_int(k->spec, &it->variant, "ostore", 0) != 0 &&
                ft__variant_int(k->spec, &it->variant, "overlap", 0) == 2 && !two_q_buffers(k->spec, &it->variant, k->arch)) {
         ASSERT_EQ(it->status, FT_PLAN_PRUNED);
@@ -722,6 +726,7 @@ static void check_pruned_item(void *ud, const ft_plan *plan, const ft_plan_item 
         k->early_kept += ft__variant_int(k->spec, &it->variant, "early_rescale", 0) != 0;
         k->two_kept += ctas == 2;
         k->across_kept += ft__variant_int(k->spec, &it->variant, "overlap", 0) == 2;
+        k->pack_kept += ft__variant_int(k->spec, &it->variant, "pack", 0) != 0;
     }
 }
 
@@ -741,13 +746,14 @@ static void test_sm90_pruning(void)
     /* (the pruned ones checked as they are turned away: kept as items, the whole space took 3.6 GB) */
     ASSERT_OK(ft__plan_build_streamed(spec, &arch, NULL, 0, check_pruned_item, &k, &plan, &err), &err);
     ASSERT_EQ(plan->nitems + plan->count[FT_PLAN_PRUNED], spec->nvariants);
-    ASSERT_EQ(spec->nvariants, 7 * 3 * 8 * 2 * 2 * 2 * 2 * 3 * 3 * 2 * 2 * 2 * 2 * 2 * 2);
+    ASSERT_EQ(spec->nvariants, 7 * 3 * 8 * 2 * 2 * 2 * 2 * 3 * 3 * 2 * 2 * 2 * 2 * 2 * 2 * 2);
     for (i = 0; i < plan->nitems; i++)
         check_pruned_item(&k, plan, &plan->items[i]);
     ASSERT_TRUE(!ft_test_failed_);
     ASSERT_TRUE(k.psmem > 0 && k.wide > 0 && k.narrow > 0 && k.b112 > 0 && k.pexp > 0 && k.skip > 0 && k.early > 0 && k.across > 0);
     ASSERT_TRUE(k.ostore_kept > 0 && k.early_kept > 0 && k.across_kept > 0 && k.late_kept > 0 && k.late_across > 0);
     ASSERT_TRUE(k.two_many > 0 && k.two_big > 0 && k.two_kept > 0);
+    ASSERT_TRUE(k.pack > 0 && k.pack_kept > 0);
     ASSERT_TRUE(k.fa4 > 0);
     ASSERT_EQ(k.pingpong, spec->nvariants / 2 / 3); /* k.pingpong=1 with bm 64 */
     ASSERT_TRUE(k.regs > 0);
@@ -767,8 +773,8 @@ static void test_sm90_pruning(void)
 static void test_sm90_compile_sample(void)
 {
     static const char *const no_spill[] = {
-        "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1",
-        "d=64,bm=192,bn=128,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1",
+        "d=128,bm=128,bn=128,stages=2,causal=0,dtype=f16,pingpong=1,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1,pack=0",
+        "d=64,bm=192,bn=128,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1,pack=0",
     };
     ft_spec *spec = load_sm90();
     const char *cache_dir = getenv("FLASHTUNE_CACHE_DIR");
@@ -902,7 +908,7 @@ static void test_many_open_head_dims(void)
 
     ASSERT_TRUE(spec != NULL);
     ASSERT_OK(ft__spec_add_values(spec, "d=72,d=88,d=104,d=120,d=136,d=152,d=168,d=184", &err), &err);
-    ASSERT_EQ(spec->nvariants, 1548288LL / 7 * 15);
+    ASSERT_EQ(spec->nvariants, 3096576LL / 7 * 15);
     ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
     ASSERT_OK(ft__variant_filter_parse(spec, "d=104,dtype=bf16,causal=1", &filter, &mask, &err), &err);
     ASSERT_OK(ft__plan_build_kept(spec, &arch, &filter, mask, &plan, &err), &err);
@@ -1011,7 +1017,7 @@ static int source_defines(ft_spec *spec, const ft_arch *arch, const char *varian
     ft_err err;
     int n;
     if (ft_test_spec_case(spec, arch, variant, NULL, &v) != 1 ||
-        ft__emit(spec, ft__family_find("flash_bwd_sm90"), &v, arch, &ks, &err) != FT_OK)
+        ft__emit(spec, ft__family_find(spec->template_name), &v, arch, &ks, &err) != FT_OK)
         return 0;
     n = ft_test_count(ks.text, define);
     ft__kernel_source_free(&ks);
@@ -1276,6 +1282,56 @@ static void test_bwd_sm90_gqa_atomic(void)
     ft__spec_free(spec);
 }
 
+/* flash_fwd_sm90's pack: the spec's workloads include grouped d = 64 shapes (where the tuner
+ * measures pack = 1: tune_fake_sm90.sh); pruned above d = 128 (the constraint's words); a kept
+ * variant's source defines FTP_PACK 1, a variant text without the knob takes 0; the launch facts
+ * say pack_gqa (ops/fwd.c then plans the packed grid: test_ops); NVRTC compiles the pack = 1
+ * twins of d = 64's two defaults and of d = 128's causal one (O through TMA stores, whose map is
+ * packed too) without spills. */
+static void test_fwd_sm90_pack(void)
+{
+    static const char *const twins[] = {
+        "d=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,"
+        "ostore=0,early_rescale=0,ctas=1,pack=1",
+        "d=64,bm=128,bn=128,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,"
+        "ostore=0,early_rescale=0,ctas=1,pack=1",
+        "d=128,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,"
+        "ostore=1,early_rescale=0,ctas=1,pack=1",
+    };
+    static const char plain[] = "d=64,bm=192,bn=128,stages=2,causal=0,dtype=bf16,pingpong=0,overlap=0,balance=0";
+    const ft_family *fam = ft__family_find("flash_fwd_sm90");
+    ft_spec *spec = load_sm90();
+    ft_launch_facts facts;
+    ft_arch arch;
+    ft_variant v;
+    ft_err err;
+    int i;
+
+    ASSERT_TRUE(spec != NULL && fam != NULL && fam->launch != NULL);
+    ASSERT_OK(ft__arch_builtin("sm_90a", &arch, &err), &err);
+    /* the grid's 22 workloads, then 3 with 8 query heads a K/V head at d = 64 (1k, 4k, 16k) */
+    ASSERT_EQ(spec->nworkloads, 25);
+    for (i = 22; i < 25; i++)
+        ASSERT_TRUE(spec->workloads[i].d == 64 && spec->workloads[i].hq == 8 * spec->workloads[i].hkv);
+    for (i = 0; i < 22; i++)
+        ASSERT_EQ(spec->workloads[i].hq, spec->workloads[i].hkv);
+    ASSERT_EQ(ft_test_spec_case(spec, &arch,
+                                "d=192,bm=128,bn=96,stages=2,causal=0,dtype=bf16,pingpong=1,overlap=1,balance=0,ostore=1,pack=1",
+                                "query heads packed into a block's rows at head dims up to 128", &v),
+              0);
+    ASSERT_TRUE(source_defines(spec, &arch, twins[0], "#define FTP_PACK 1\n"));
+    ASSERT_TRUE(source_defines(spec, &arch, plain, "#define FTP_PACK 0\n"));
+    memset(&facts, 0, sizeof facts);
+    fam->launch(twins[0], &facts);
+    ASSERT_TRUE(facts.pack_gqa == 1 && facts.tma == 1 && facts.split_kv == 0);
+    memset(&facts, 0, sizeof facts);
+    fam->launch(plain, &facts);
+    ASSERT_EQ(facts.pack_gqa, 0);
+    for (i = 0; i < 3; i++)
+        check_plan(spec, &arch, twins[i], 1, -1, 1, 0);
+    ft__spec_free(spec);
+}
+
 /* The backward's sm_90a head dims: d is open, and the constraints keep every multiple of 8 from
  * 32 to 256 (36 and 264 pruned with the first constraint's words). The tiles are the head dim
  * rounded up to 16 wide, with kvsplit to 32 (two warpgroups of whole k16 steps): the shared
@@ -1376,12 +1432,13 @@ static void test_variant_defaults(void)
                                       "balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0",
                                 &a, &err), &err);
     ASSERT_EQ(ft__variant_int(spec, &a, "ctas", 0), 1);
+    ASSERT_EQ(ft__variant_int(spec, &a, "pack", -1), 0);
     ASSERT_OK(ft__variant_parse(spec, "d=64,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1",
                                 &b, &err), &err);
     ASSERT_EQ(memcmp(&a, &b, sizeof a), 0);
     ft__variant_format(spec, &b, text, sizeof text);
     ASSERT_STREQ(text, "d=64,bm=128,bn=128,stages=2,causal=1,dtype=bf16,pingpong=1,overlap=1,balance=1,psmem=0,pexp=0,"
-                       "skip_rescale=0,ostore=0,early_rescale=0,ctas=1");
+                       "skip_rescale=0,ostore=0,early_rescale=0,ctas=1,pack=0");
     ASSERT_OK(ft__variant_parse(spec, "d=64,bm=64,bn=128,stages=2,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=0,ctas=2",
                                 &a, &err), &err);
     ASSERT_EQ(ft__variant_int(spec, &a, "ctas", 0), 2);
@@ -1394,7 +1451,7 @@ static void test_variant_defaults(void)
 FT_TEST_MAIN(FT_CASE(test_builtin_table), FT_CASE(test_load_builtin_index), FT_CASE(test_load_default_names),
              FT_CASE(test_family_target), FT_CASE(test_plan_target), FT_CASE(test_wgmma_wrappers),
              FT_CASE(test_emit_sm90), FT_CASE(test_sm90_pruning), FT_CASE(test_sm90_compile_sample),
-             FT_CASE(test_plan_rejects_spills), FT_CASE(test_fwd_head_dims_by_8), FT_CASE(test_many_open_head_dims),
+             FT_CASE(test_plan_rejects_spills), FT_CASE(test_fwd_head_dims_by_8), FT_CASE(test_many_open_head_dims), FT_CASE(test_fwd_sm90_pack),
              FT_CASE(test_bwd_sm90_s_ahead), FT_CASE(test_bwd_sm90_stream_dv), FT_CASE(test_bwd_sm90_dq_transposed),
              FT_CASE(test_bwd_sm90_dq_late), FT_CASE(test_bwd_sm90_qrot), FT_CASE(test_bwd_sm90_gqa_atomic),
              FT_CASE(test_bwd_head_dims_by_8), FT_CASE(test_variant_defaults))

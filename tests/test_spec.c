@@ -1092,7 +1092,7 @@ static void test_generated_names(void)
         ft_arch a;
         ASSERT_OK(ft__arch_builtin("sm_90", &a, &err), &err);
         ASSERT_OK(ft__variant_parse(spec, "d=64,bm=128,bn=1000000,stages=2,causal=0,dtype=f16,"
-                                          "pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1", &v, &err), &err);
+                                          "pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1,pack=0", &v, &err), &err);
         ASSERT_EQ(ft__emit(spec, ft__family_find("flash_fwd_sm90"), &v, &a, &src, &err),
                   FT_ERR_SPEC);
         ASSERT_TRUE(src.text == NULL);

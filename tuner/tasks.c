@@ -78,17 +78,21 @@ static const char *param_value(const ft_spec *spec, const ft_variant *v, const c
 }
 
 /* Whether variant v of spec computes target tg's bucket: its operation, and the head dim,
- * dtype, causality and determinism of the variant where it has them. */
+ * dtype, causality and determinism of the variant where it has them. A variant that packs a
+ * group's query heads into a block's rows (pack=1) is left out of buckets of one query head per
+ * K/V head, where it does its unpacked twin's work (the group's heads being one). */
 static int computes(const ft_spec *spec, const ft_op *op, const ft_variant *v, const target *tg)
 {
-    char b1[32], b2[32], b3[32], b4[32];
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
     const char *vd = param_value(spec, v, "d", b1, sizeof b1);
     const char *vdt = param_value(spec, v, "dtype", b2, sizeof b2);
     const char *vc = param_value(spec, v, "causal", b3, sizeof b3);
     const char *ve = param_value(spec, v, "det", b4, sizeof b4);
+    const char *vp = param_value(spec, v, "pack", b5, sizeof b5);
 
     return op == tg->op && !(vd && atoi(vd) != tg->wl.d) && !(vdt && strcmp(vdt, tg->dtype) != 0) &&
-           !(vc && atoi(vc) != tg->causal) && !(ve && atoi(ve) != tg->det);
+           !(vc && atoi(vc) != tg->causal) && !(ve && atoi(ve) != tg->det) &&
+           !(vp && atoi(vp) == 1 && tg->wl.hq == tg->wl.hkv);
 }
 
 typedef struct needed_ctx {

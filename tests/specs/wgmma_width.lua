@@ -10,7 +10,7 @@ return {
     { name = "balance", values = { 0 } }, { name = "psmem", values = { 0 } }, { name = "pexp", values = { 0 } },
     { name = "skip_rescale", values = { 0 } }, { name = "ostore", values = { 0 } },
     { name = "early_rescale", values = { 0 } },
-    { name = "ctas", values = { 1 } },
+    { name = "ctas", values = { 1 } }, { name = "pack", values = { 0 } },
   },
   smem = function(v) return 0 end,
 }
