@@ -59,7 +59,7 @@
 #                                      three-warpgroup ping-pong psmem one at d = 64 with FMA
 #                                      exponentials and the block counter, and an ostore one at
 #                                      d = 72 (32-byte swizzle); 19 variants;
-#                                      the verify shapes' groups are 8, 4 and (full only) 3, the
+#                                      the verify shapes' groups are 16, 8, 4 and (full only) 3, the
 #                                      last unpacked; compute-sanitizer on d = 64's causal twin;
 #                                      then bench/knob_ab.py pack 0,1 with 8 query heads a K/V
 #                                      head on d = 64's two defaults and d = 128's causal one

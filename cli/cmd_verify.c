@@ -52,6 +52,9 @@ static const shape_case cases[] = {
     {"b=2,hq=8,hkv=2,sq=1,sk=5000", FT_LAYOUT_BSHD, 1.f, 0},
     {"b=1,hq=16,hkv=2,sq=3,sk=2049", FT_LAYOUT_BHSD, 6.f, 0},
     {"b=3,hq=4,sq=16,sk=777", FT_LAYOUT_BSHD, 1.f, 0},
+    /* A group of 16 (in a packed forward block each warp's 16 rows are then one position, both
+     * of a thread's rows at the same one), head-major, seqlen_k > seqlen_q. */
+    {"b=1,hq=32,hkv=2,sq=300,sk=333", FT_LAYOUT_BHSD, 1.f, 0},
     {"b=3,hq=6,hkv=2,sq=1000,sk=1000", FT_LAYOUT_BHSD, 1.f, 1},
     {"b=1,hq=32,hkv=4,sq=1,sk=65536", FT_LAYOUT_BSHD, 1.f, 1},
     {"b=1,hq=2,sq=64,sk=4097", FT_LAYOUT_BSHD, 6.f, 1},
