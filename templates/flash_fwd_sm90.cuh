@@ -227,8 +227,13 @@ static_assert(!CHAIN || !PINGPONG, "blocks overlapped across take no ping-pong t
 // 128 a thread, 32768 for its 256 threads, of which the producer keeps 24 a thread).
 constexpr int CTAS = FTP_CTAS;
 constexpr bool SHARE_REGS = NWG > 1 || CTAS > 1;
-constexpr int PRODUCER_REGS = 24;
+// With three consumer warpgroups at 160, 32 for the producer still fits (32 + 3 · 160 = 512 a
+// thread's share of the 64K, FlashAttention-3's split, hopper/flash_fwd_kernel_sm90.h); PACK
+// takes it: the packed walk's arithmetic spilled the producer at 24 (d = 64, 192 × 128, causal,
+// balance = 2: 8 bytes, none at 32). Unpacked kernels keep 24, the code the GPU verified.
+constexpr int PRODUCER_REGS = PACK && NWG == 3 ? 32 : 24;
 constexpr int CONSUMER_REGS = NWG == 2 ? 240 : NWG == 3 ? 160 : 232;
+static_assert(128 * (PRODUCER_REGS + NWG * CONSUMER_REGS) <= 65536 || CTAS > 1, "the register split fits the file");
 static_assert(CTAS == 1 || (CTAS == 2 && NWG == 1), "two CTAs a multiprocessor take one consumer warpgroup each");
 static_assert(CTAS == 1 || 128 * (PRODUCER_REGS + CONSUMER_REGS) <= 65536 / 2, "the register split fits the launch's");
 
