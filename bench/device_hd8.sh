@@ -58,7 +58,7 @@
 #                                      chained one with the block counter, a two-CTA one, a
 #                                      three-warpgroup ping-pong psmem one at d = 64 with FMA
 #                                      exponentials and the block counter, and an ostore one at
-#                                      d = 72 (32-byte swizzle); 19 variants;
+#                                      d = 72 (32-byte swizzle); 21 variants;
 #                                      the verify shapes' groups are 16, 8, 4 and (full only) 3, the
 #                                      last unpacked; compute-sanitizer on d = 64's causal twin;
 #                                      then bench/knob_ab.py pack 0,1 with 8 query heads a K/V
