@@ -73,6 +73,11 @@ grep -v -q 'threads=256 ' "$dir/sm90" && fail "cc 9.0: an sm90 measurement witho
 grep -v -q 'span=64 ' "$dir/sm90" && fail "cc 9.0: an sm90 measurement at d=64 without its tensor maps' span=64"
 grep 'entry=ft_flash_fwd_sm80' "$dir/measures90" | grep -q 'span=[1-9]' && fail "cc 9.0: an sm80 kernel given a swizzle span"
 grep 'entry=ft_flash_fwd_sm80' "$dir/measures90" | grep -q 'tma_kv=[1-9]' && fail "cc 9.0: an sm80 kernel given tensor maps"
+# the packing (pack=1) reaches the worker as its launch fact, on those variants only
+grep ' pack=1' "$dir/sm90" | grep -q 'entry=ft_flash_fwd_sm90_[a-z0-9_]*_pack1 ' ||
+  fail "cc 9.0: no measurement of a pack=1 kernel with pack=1"
+grep ' pack=1' "$dir/sm90" | grep -q '_pack0 ' && fail "cc 9.0: pack=1 given a pack=0 kernel"
+grep '_pack1 ' "$dir/sm90" | grep -q ' pack=0' && fail "cc 9.0: a pack=1 kernel measured without pack=1"
 echo "cc 9.0, built-in specs: both families: ok"
 
 # 3. A filter naming a parameter only flash_fwd has (warps) tunes flash_fwd alone on cc 9.0,
