@@ -519,28 +519,35 @@ __device__ __forceinline__ int block_row(const Consumer &c, int h)
     return c.w() * 64 + c.warp() * 16 + (c.lane() >> 2) + 8 * h;
 }
 
-// The query position of this thread's second row (accumulators with (i >> 1) & 1); PACK: from
-// the block's slot, not held (a field more in Consumer changed ptxas's code for PACK = 0).
+// PACK: the block's pack_shift, from its slot (not held: a field more in Consumer changed
+// ptxas's code for PACK = 0).
+__device__ __forceinline__ int pack_of(const Consumer &c) { return PACK ? ld_shared(c.slot() + SLOT_PACK) : 0; }
+
+// The query position of this thread's second row (accumulators with (i >> 1) & 1). PACK: block
+// rows r and r + 8 (r = 64·w + 16·warp + g, g < 8) are at positions (r >> s) and (r >> s) +
+// (8 >> s) for every s up to 6: below 16 rows a position the 8 rows between step 8 >> s
+// positions, and from 16 on r's offset in its run of 2^s rows is below 2^s − 8.
 __device__ __forceinline__ int row_b(const Consumer &c)
 {
     if (!PACK)
         return c.row0 + 8;
-    return ld_shared(c.slot() + SLOT_Q_FIRST) + (block_row(c, 1) >> ld_shared(c.slot() + SLOT_PACK));
+    return c.row0 + (8 >> pack_of(c));
 }
 
-// The first query position of this thread's warpgroup's rows, and one past its last (PACK: its
-// 64 rows span 64 >> pack_shift positions).
+// The first query position of this thread's warpgroup's rows, and one past its last. PACK: the
+// warpgroup's first block row 64·w is a multiple of 2^s, so its position is row0's less
+// (16·warp + g) >> s, and its 64 rows span 64 >> s positions.
 __device__ __forceinline__ int wg_first(const Consumer &c)
 {
     if (!PACK)
         return c.row0 - c.warp() * 16 - (c.lane() >> 2);
-    return ld_shared(c.slot() + SLOT_Q_FIRST) + ((c.w() * 64) >> ld_shared(c.slot() + SLOT_PACK));
+    return c.row0 - ((c.warp() * 16 + (c.lane() >> 2)) >> pack_of(c));
 }
 __device__ __forceinline__ int wg_end(const Consumer &c)
 {
     if (!PACK)
         return wg_first(c) + 64;
-    return ld_shared(c.slot() + SLOT_Q_FIRST) + ((c.w() * 64 + 63) >> ld_shared(c.slot() + SLOT_PACK)) + 1;
+    return wg_first(c) + (64 >> pack_of(c));
 }
 
 // Whether some score of this warpgroup's rows in tile n must be masked.
