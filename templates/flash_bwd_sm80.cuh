@@ -786,13 +786,10 @@ __device__ __forceinline__ void bwd_pre(const BwdParams &p)
         // The dK and dV accumulators (adjacent; bwd_zero_kv_sums, ft_bwd_pre.cuh) and their
         // semaphores, shared out over all blocks.
         bwd_zero_kv_sums<THREADS>(ws.dk, (long long)p.batch * p.heads_kv * ws.nbk * BN * D * 2 / 4);
-        const long long blocks = (long long)gridDim.x * gridDim.y * gridDim.z;
-        const long long id = blockIdx.x + gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z);
         if (DET) {
-            const long long ns = (long long)p.batch * p.heads_kv * ws.nbk;
-            const long long per_s = (ns + blocks - 1) / blocks;
-            const long long end_s = min(ns, (id + 1) * per_s);
-            for (long long i = id * per_s + tid; i < end_s; i += THREADS)
+            long long begin, end;
+            bwd_block_share((long long)p.batch * p.heads_kv * ws.nbk, begin, end);
+            for (long long i = begin + tid; i < end; i += THREADS)
                 ws.kv_sem[i] = 0;
         }
     }

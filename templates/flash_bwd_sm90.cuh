@@ -1124,8 +1124,8 @@ __device__ __forceinline__ void bwd_post(const BwdParams &p)
         u16 *dv = (u16 *)p.dv + batch * p.dv_batch_stride + head * p.dv_head_stride + n0 * p.dv_row_stride;
         bwd_store_kv_sums<D, CPR, THREADS>(p, ws.dk + at, ws.dv + at, dk, dv, min(BN, p.seqlen_k - n0));
     }
-    if (x >= ws.mbq)
-        return; // a block for the dK and dV sums alone
+    if (ws.kv_accum && x >= ws.mbq)
+        return; // a block for the dK and dV sums alone (only kv_accum's grid has them: ops/bwd.c)
     const float *src = ws.dq + (((long long)batch * p.heads_q + head) * ws.mbq + x) * (BM * D);
     u16 *dq = (u16 *)p.dq + batch * p.dq_batch_stride + head * p.dq_head_stride;
 

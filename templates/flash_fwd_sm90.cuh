@@ -519,9 +519,10 @@ __device__ __forceinline__ int block_row(const Consumer &c, int h)
     return c.w() * 64 + c.warp() * 16 + (c.lane() >> 2) + 8 * h;
 }
 
-// PACK: the block's pack_shift, from its slot (not held: a field more in Consumer changed
-// ptxas's code for PACK = 0).
-__device__ __forceinline__ int pack_of(const Consumer &c) { return PACK ? ld_shared(c.slot() + SLOT_PACK) : 0; }
+// The pack_shift of the block in a slot (0 without PACK); pack_of: of the consumer's current
+// block (read where used, not held: a field more in Consumer changed ptxas's code for PACK = 0).
+__device__ __forceinline__ int slot_pack(u32 slot) { return PACK ? ld_shared(slot + SLOT_PACK) : 0; }
+__device__ __forceinline__ int pack_of(const Consumer &c) { return slot_pack(c.slot()); }
 
 // The query position of this thread's second row (accumulators with (i >> 1) & 1). PACK: block
 // rows r and r + 8 (r = 64·w + 16·warp + g, g < 8) are at positions (r >> s) and (r >> s) +
@@ -983,7 +984,7 @@ __device__ __forceinline__ void finish(const Consumer &c, const FwdParams &prm, 
                                        const float (&m)[2], const float (&l)[2])
 {
     const int batch = ld_shared(slot + SLOT_BATCH), head = ld_shared(slot + SLOT_HEAD);
-    const int pack = PACK ? ld_shared(slot + SLOT_PACK) : 0;
+    const int pack = slot_pack(slot);
     const Seq seq = slot_seq(slot);
     float inv[2];
     if (!OSTORE) {
@@ -1115,11 +1116,11 @@ __device__ __forceinline__ void consume_chained(const Consumer &c, const FwdPara
 // A block whose rows see no key: O = 0 and LSE = +inf for this warpgroup's 64 rows.
 __device__ __forceinline__ void write_empty(const FwdParams &p, u32 slot, int w, int tid)
 {
-    if (PACK && ld_shared(slot + SLOT_PACK) > 0) {
+    if (const int pack = slot_pack(slot)) {
         // Row r of the 64: block row 64·w + r, at position q_first + (that >> pack), head head +
         // its low `pack` bits.
         const Seq seq = slot_seq(slot);
-        const int pack = ld_shared(slot + SLOT_PACK), q_first = ld_shared(slot + SLOT_Q_FIRST);
+        const int q_first = ld_shared(slot + SLOT_Q_FIRST);
         const int batch = ld_shared(slot + SLOT_BATCH), head = ld_shared(slot + SLOT_HEAD);
         u16 *o = (u16 *)p.o + seq.o_offset(p, batch);
         for (int idx = tid; idx < 64 * (D / 8); idx += 128) {
@@ -1193,7 +1194,7 @@ __device__ __forceinline__ void produce(const FwdParams &p, u32 sq, u32 sk, u32 
             return;
         }
         const Block blk = block_of(p, item);
-        st_shared4(block_slot(bars, qi) + SLOT_SQ, blk.sq, blk.sk, blk.q0, PACK ? blk.pack : 0);
+        st_shared4(block_slot(bars, qi) + SLOT_SQ, blk.sq, blk.sk, blk.q0, blk.pack); // (0 without PACK)
         st_shared4(block_slot(bars, qi), blk.q_first, blk.n_tiles, blk.head, blk.batch);
         mbar_arrive(slot_full(bars, qi));
         if (blk.n_tiles == 0) {
@@ -1299,7 +1300,7 @@ __device__ __forceinline__ void flash_fwd(const FwdParams &p, const TensorMap *t
             continue;
         }
         if (PACK) // the position of the thread's first row (row_b: its second's)
-            c.row0 = ld_shared(slot + SLOT_Q_FIRST) + (block_row(c, 0) >> ld_shared(slot + SLOT_PACK));
+            c.row0 = ld_shared(slot + SLOT_Q_FIRST) + (block_row(c, 0) >> slot_pack(slot));
         else
             c.row0 = ld_shared(slot + SLOT_Q_FIRST) + c.w() * 64 + c.warp() * 16 + (c.lane() >> 2);
         mbar_wait(q_full(c.bars(), c.qi), block_parity(c.qi));

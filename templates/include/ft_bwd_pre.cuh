@@ -65,17 +65,25 @@ __device__ __forceinline__ void bwd_row_stats(const BwdParams &p, int m, int hea
     }
 }
 
+// This block's share [begin, end) of n items spread over the whole grid in equal runs.
+__device__ __forceinline__ void bwd_block_share(long long n, long long &begin, long long &end)
+{
+    const long long blocks = (long long)gridDim.x * gridDim.y * gridDim.z;
+    const long long id = blockIdx.x + gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z);
+    const long long per = (n + blocks - 1) / blocks;
+    begin = id * per;
+    end = min(n, begin + per);
+}
+
 // gqa=atomic: the n4 float4s of the dK and dV sums from `sums` on (adjacent), zeroed by the pre
 // kernel's blocks, each its share.
 template <int THREADS>
 __device__ __forceinline__ void bwd_zero_kv_sums(float *sums, long long n4)
 {
-    const long long blocks = (long long)gridDim.x * gridDim.y * gridDim.z;
-    const long long id = blockIdx.x + gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z);
-    const long long per = (n4 + blocks - 1) / blocks;
-    const long long end = min(n4, (id + 1) * per);
+    long long begin, end;
+    bwd_block_share(n4, begin, end);
     float4 *z = (float4 *)sums;
-    for (long long i = id * per + (int)threadIdx.x; i < end; i += THREADS)
+    for (long long i = begin + (int)threadIdx.x; i < end; i += THREADS)
         z[i] = make_float4(0.f, 0.f, 0.f, 0.f);
 }
 
