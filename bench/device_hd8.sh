@@ -63,7 +63,9 @@
 #                                      last unpacked; compute-sanitizer on d = 64's causal twin;
 #                                      then bench/knob_ab.py pack 0,1 with 8 query heads a K/V
 #                                      head on d = 64's two defaults and d = 128's causal one
-#                                      (PACK_AB=0 leaves it out)
+#                                      (PACK_AB=0 leaves it out), and the same twins of d = 64's
+#                                      non-causal and d = 128's causal defaults without groups
+#                                      (PACK_G1=0 leaves it out)
 #   bash bench/device_hd8.sh ablate    each knob's worth: flashtune verify, then an exhaustive
 #                                      tune of the sm_90a forward's ABLATE_ONLY filter (default
 #                                      d = 64 bf16) into $OUT/ablate.db, and bench/ablation.py
@@ -111,9 +113,9 @@ knob_twins() {
   local t0
   t0=$(date +%s)
   timeout "${KNOBS_LIMIT:-240}" python3 bench/knob_ab.py --knob "$1" --values "$2" --seqlens "$3" --bases "$4" \
-    --group "${KNOB_GROUP:-1}" --json "$OUT/knob_ab_$1.json" > "$OUT/knob_ab_$1.txt" 2>&1
-  note "knob_ab $1: exit $? in $(since "$t0") s"
-  tail -n 10 "$OUT/knob_ab_$1.txt" | tee -a "$summary"
+    --group "${KNOB_GROUP:-1}" --json "$OUT/knob_ab_${KNOB_TAG:-$1}.json" > "$OUT/knob_ab_${KNOB_TAG:-$1}.txt" 2>&1
+  note "knob_ab $1 (${KNOB_GROUP:-1} query heads a K/V head): exit $? in $(since "$t0") s"
+  tail -n 10 "$OUT/knob_ab_${KNOB_TAG:-$1}.txt" | tee -a "$summary"
 }
 
 for mode in "$@"; do
@@ -145,6 +147,10 @@ for mode in "$@"; do
     if [ "${PACK_AB:-1}" != 0 ]; then
       KNOB_GROUP=8 knob_twins pack 0,1 "${PACK_SEQLENS:-1024,4096,16384}" \
         "d=64,bm=192,bn=128,stages=2,causal=0,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1;d=64,bm=128,bn=128,stages=3,causal=1,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1;d=128,bm=128,bn=128,stages=2,causal=1,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0,ctas=1"
+    fi
+    if [ "${PACK_G1:-1}" != 0 ]; then # without groups a pack=1 kernel runs unpacked: what does it cost?
+      KNOB_GROUP=1 KNOB_TAG=pack_g1 KNOBS_LIMIT=${PACK_G1_LIMIT:-100} knob_twins pack 0,1 "${PACK_G1_SEQLENS:-1024,4096}" \
+        "d=64,bm=192,bn=128,stages=2,causal=0,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1;d=128,bm=128,bn=128,stages=2,causal=1,pingpong=0,overlap=1,balance=1,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0,ctas=1"
     fi
     ;;
   sanitize)
