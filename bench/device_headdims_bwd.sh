@@ -48,7 +48,8 @@
 #                                              then bwd_compare at d = 64 and 128 with 8 query heads a K/V
 #                                              head (GQA_SEQLENS, default 1024,4096,16384; GQA_CAUSAL,
 #                                              default 0,1): the defaults, cuDNN, FA4 where it imports,
-#                                              and the defaults' gqa=atomic twins ('flashtune atomic')
+#                                              and the defaults' gqa=atomic twins ('flashtune atomic');
+#                                              GQA_CHECK=0 leaves the checks out, GQA_COMPARE=0 the comparison
 #   bash bench/device_headdims_bwd.sh base     verify the sm_90a backward's d = 64 and 128 bf16 variants (and
 #                                              d = 192's kvsplit ones with staged dQ), then
 #                                              bwd_compare at d = 64, 128 (BASE_DIMS) on the whole grid:
@@ -206,6 +207,7 @@ for mode in "$@"; do
       SANITIZE_LIMIT=${SANITIZE_LIMIT:-80} sanitize gqa specs/flash_bwd_sm90.lua \
         d=128,bm=64,bn=128,causal=1,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,s_ahead=0,dq_late=0,qrot=0,gqa=atomic,dtype=bf16
     fi
+    [ "${GQA_COMPARE:-1}" = 0 ] && continue # the checks alone (e.g. in a call before FA4's second part)
     t0=$(date +%s)
     python3 bench/bwd_compare.py --head-dims 64,128 --causal "${GQA_CAUSAL:-0,1}" --group 8 --dtypes bf16 \
       --seqlens "${GQA_SEQLENS:-1024,4096,16384}" --rounds ${AB_ROUNDS:-2} --systems flashtune,cuDNN,FA4 \
