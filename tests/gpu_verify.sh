@@ -18,6 +18,6 @@ done
 if "$ft" devices --gpus-only 2>/dev/null | grep -q 'sm_90'; then
   "$ft" verify specs/flash_bwd_sm90.lua -q --only d=144,bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0,s_ahead=0,dtype=f16 || exit 1
   # the forward's pack=1 (a group's query heads in a block's rows): d = 64's causal default's
-  # twins, each balance (verify's quick shapes have groups of 16, 8 and 4)
+  # twin with balance=0, the one the spec keeps (verify's quick shapes have groups of 16, 8 and 4)
   "$ft" verify specs/flash_fwd_sm90.lua -q --only d=64,bm=128,bn=128,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=1,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1,pack=1 || exit 1
 fi

@@ -17,8 +17,8 @@ count() { sqlite3 "$db" "$1"; }
 # needs bm=128 or 192; balance 0/1/2 only when causal; pexp 0/2 at d = 64; ostore 0/1; early_rescale
 # only above d = 128; ctas 1/2: bm=64 tiles this small fit two a multiprocessor). Both specs have
 # the same six d=64 workloads: 12 buckets (6 x 2 causal). flash_fwd_sm90 has three more at d = 64
-# with 8 query heads per K/V head (6 buckets), where its pack=1 twins join (16 and 48 variants);
-# it leaves pack=1 out of the buckets without groups.
+# with 8 query heads per K/V head (6 buckets), where its pack=1 twins join (16 and 32 variants:
+# pack=1 only with balance=0 for now); it leaves pack=1 out of the buckets without groups.
 both='d=64,bm=64,bn=64,stages=2,dtype=f16,overlap=0'
 
 # 1. Compute capability 8.0: only flash_fwd is measured, 2 variants per bucket.
@@ -36,34 +36,34 @@ grep -q 'entry=ft_flash_fwd_sm90' "$dir/log80" && fail "cc 8.0: the worker was a
 echo "cc 8.0, built-in specs: flash_fwd only: ok"
 
 # 2. Compute capability 9.0: both families on the same 12 buckets, 32 sm90 variants (8 + 24),
-#    and flash_fwd_sm90 alone on its 6 grouped ones with 64 (16 + 48): 216 + 192 measurements;
+#    and flash_fwd_sm90 alone on its 6 grouped ones with 48 (16 + 32): 216 + 144 measurements;
 #    the sm90 kernels are launched with tensor maps of the K/V tile (tma_kv = bn) and 128
 #    threads per consumer warpgroup plus a producer warpgroup.
 db=$dir/cc90.db
 FAKE_CC=90 FAKE_LOG="$dir/log90" tune --only "$both" || fail "tune on cc 9.0 failed"
-grep -q 'measured 408, already in the database 0: 408 ok' "$dir/out" || fail "cc 9.0: expected 408 measurements"
+grep -q 'measured 360, already in the database 0: 360 ok' "$dir/out" || fail "cc 9.0: expected 360 measurements"
 grep -q 'tuned Fake GPU: 18 buckets' "$dir/out" || fail "cc 9.0: the summary should count each shared bucket once"
 grep -q '^winners: 18 buckets' "$dir/out" || fail "cc 9.0: the summary should count 18 winners"
-[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90'")" = 64 ] || fail "cc 9.0: expected 64 sm90 kernels"
+[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90'")" = 48 ] || fail "cc 9.0: expected 48 sm90 kernels"
 [ "$(count "select count(*) from kernels where family = 'flash_fwd_sm80'")" = 4 ] || fail "cc 9.0: expected 4 sm80 kernels"
-[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90' and threads = 256")" = 64 ] ||
+[ "$(count "select count(*) from kernels where family = 'flash_fwd_sm90' and threads = 256")" = 48 ] ||
   fail "cc 9.0: sm90 kernels with bm=64 should have 256 threads"
-[ "$(count 'select count(*) from results')" = 408 ] || fail "cc 9.0: the database does not hold 408 results"
+[ "$(count 'select count(*) from results')" = 360 ] || fail "cc 9.0: the database does not hold 360 results"
 [ "$(count 'select count(*) from v_winners')" = 18 ] || fail "cc 9.0: expected 18 winners (one per bucket, both families)"
-# pack=1 measured where a K/V head has 8 query heads only (half of those buckets' 192), and
+# pack=1 measured where a K/V head has 8 query heads only (48 of those buckets' 144), and
 # flash_fwd there only in its own buckets (none grouped)
 [ "$(count "select count(*) from results r join kernels k on k.id = r.kernel_id where k.variant like '%pack=1%' and r.heads_q = r.heads_kv")" = 0 ] ||
   fail "cc 9.0: pack=1 measured on a shape without groups"
-[ "$(count "select count(*) from results r join kernels k on k.id = r.kernel_id where k.variant like '%pack=1%' and r.heads_q = 8 * r.heads_kv")" = 96 ] ||
-  fail "cc 9.0: expected 96 pack=1 results on the grouped shapes"
+[ "$(count "select count(*) from results r join kernels k on k.id = r.kernel_id where k.variant like '%pack=1%' and r.heads_q = 8 * r.heads_kv")" = 48 ] ||
+  fail "cc 9.0: expected 48 pack=1 results on the grouped shapes"
 [ "$(count "select count(*) from results r join kernels k on k.id = r.kernel_id where k.family = 'flash_fwd_sm80' and r.heads_q <> r.heads_kv")" = 0 ] ||
   fail "cc 9.0: flash_fwd measured on a grouped shape it has no workload of"
 "$ft" query --db "$db" --all > "$dir/out" 2>&1 || fail "cc 9.0: query --all failed"
-grep -q '^408 rows from' "$dir/out" || fail "cc 9.0: query --all: expected 408 rows"
-[ "$(grep -c 'ctas=2' "$dir/out")" = 192 ] || fail "cc 9.0: query --all: expected 192 rows of two-CTA sm90 variants"
-[ "$(grep -c 'pingpong=0' "$dir/out")" = 384 ] || fail "cc 9.0: query --all: expected 384 rows of sm90 variants"
-[ "$(grep -c 'balance=1' "$dir/out")" = 96 ] || fail "cc 9.0: query --all: expected 96 rows of balanced sm90 variants"
-[ "$(grep -c 'balance=2' "$dir/out")" = 96 ] || fail "cc 9.0: query --all: expected 96 rows of longest-first sm90 variants"
+grep -q '^360 rows from' "$dir/out" || fail "cc 9.0: query --all: expected 360 rows"
+[ "$(grep -c 'ctas=2' "$dir/out")" = 168 ] || fail "cc 9.0: query --all: expected 168 rows of two-CTA sm90 variants"
+[ "$(grep -c 'pingpong=0' "$dir/out")" = 336 ] || fail "cc 9.0: query --all: expected 336 rows of sm90 variants"
+[ "$(grep -c 'balance=1' "$dir/out")" = 72 ] || fail "cc 9.0: query --all: expected 72 rows of balanced sm90 variants"
+[ "$(grep -c 'balance=2' "$dir/out")" = 72 ] || fail "cc 9.0: query --all: expected 72 rows of longest-first sm90 variants"
 [ "$(grep -c 'warps=4' "$dir/out")" = 24 ] || fail "cc 9.0: query --all: expected 24 rows of flash_fwd variants"
 # the measure commands (a race command names several kernels of both families)
 grep '^\[[0-9]\] measure ' "$dir/log90" > "$dir/measures90"
@@ -94,7 +94,7 @@ echo "cc 9.0, --only warps=4: flash_fwd only: ok"
 #    spec, a clear error. A parameter no spec knows is the usual error.
 db=$dir/pingpong.db
 FAKE_CC=90 tune --only "$both,pingpong=0" || fail "--only pingpong=0 on cc 9.0 failed"
-grep -q 'measured 384, already in the database 0: 384 ok' "$dir/out" || fail "--only pingpong=0: expected 384 measurements"
+grep -q 'measured 336, already in the database 0: 336 ok' "$dir/out" || fail "--only pingpong=0: expected 336 measurements"
 [ "$(count "select count(*) from kernels where family = 'flash_fwd_sm80'")" = 0 ] || fail "--only pingpong=0: sm80 kernels recorded"
 db=$dir/none.db
 FAKE_CC=80 tune --only "$both,pingpong=0" && fail "--only pingpong=0 on cc 8.0 should fail"
