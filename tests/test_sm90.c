@@ -617,10 +617,10 @@ static int two_q_buffers(const ft_spec *spec, const ft_variant *v, const ft_arch
  * consumers' register estimate (no
  * packed P with psmem) within setmaxnreg's share, shared memory within the opt-in limit;
  * FlashAttention-4's 192 x 144 tile with P through shared memory is kept at d = 80 and 96. */
-/* The tallies of test_sm90_pruning, filled item by item (check_pruned_item). */
 /* The constraint that keeps pack=1 to balance=0 (specs/flash_fwd_sm90.lua). */
 #define PACK_BALANCE_REASON "query heads packed into a block's rows only with one CTA a row block (balance = 0)"
 
+/* The tallies of test_sm90_pruning, filled item by item (check_pruned_item). */
 typedef struct pruning_counts {
     const ft_spec *spec;
     const ft_arch *arch;
