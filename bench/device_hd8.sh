@@ -51,22 +51,22 @@
 #                                      an overlap=2 causal d = 128 one with ostore, then
 #                                      bench/knob_ab.py: each knob's twins interleaved (KNOBS_AB=0
 #                                      leaves it out)
-#   bash bench/device_hd8.sh pack      pack=1 (2026-12-07, first on a GPU): flashtune verify of the
-#                                      pack twins of d = 64's defaults (192 x 128 non-causal and
-#                                      causal, 128 x 128 causal with three stages, both dtypes),
-#                                      d = 128's causal default (O through a packed TMA map), a
-#                                      chained one, a two-CTA one, a three-warpgroup ping-pong
-#                                      psmem one at d = 64 with FMA exponentials, and an ostore one
-#                                      at d = 72 (32-byte swizzle), the causal ones with balance = 0
-#                                      (the spec keeps pack = 1 to it): 11 variants (21 before);
-#                                      the verify shapes' groups are 16, 8, 4 and (full only) 3, the
-#                                      last unpacked; compute-sanitizer on d = 64's causal twin;
-#                                      then bench/knob_ab.py pack 0,1 with 8 query heads a K/V
-#                                      head on d = 64's two defaults and d = 128's causal one (the
-#                                      causal ones with balance = 0: pack = 1 is pruned with 1
-#                                      and 2 since they failed the first verify, 2026-12-07)
-#                                      (PACK_AB=0 leaves it out), and the same twins of d = 64's
-#                                      non-causal and d = 128's causal defaults without groups
+#   bash bench/device_hd8.sh pack      pack=1 (2026-12-07, first on a GPU; the spec keeps it out
+#                                      until it passes): through a copy of the spec without that
+#                                      constraint (specs/zz_pack.lua, made here), flashtune verify
+#                                      of pack twins of d = 64's 192 x 128 default in both dtypes,
+#                                      of d = 128's default with O through a packed TMA map, of an
+#                                      ostore one at d = 72 with a 32-byte swizzle, of causal ones
+#                                      (d = 64's 192 x 128 and 128 x 128 with three stages at
+#                                      balance 0, 1 and 2, d = 128's causal default, a chained
+#                                      one, a two-CTA one, a three-warpgroup ping-pong psmem one
+#                                      with FMA exponentials) and of the non-causal 64 x 80 one
+#                                      that faulted on 4097 queries without groups; the verify
+#                                      shapes' groups are 16, 8, 4 and (full only) 3, the last
+#                                      unpacked; compute-sanitizer on d = 64's 128 x 128 causal
+#                                      twin; then bench/knob_ab.py pack 0,1 with 8 query heads a
+#                                      K/V head on d = 64's and d = 128's non-causal defaults
+#                                      (PACK_AB=0 leaves it out), and the same twins without groups
 #                                      (PACK_G1=0 leaves it out)
 #   bash bench/device_hd8.sh ablate    each knob's worth: flashtune verify, then an exhaustive
 #                                      tune of the sm_90a forward's ABLATE_ONLY filter (default
@@ -115,7 +115,7 @@ knob_twins() {
   local t0
   t0=$(date +%s)
   timeout "${KNOBS_LIMIT:-240}" python3 bench/knob_ab.py --knob "$1" --values "$2" --seqlens "$3" --bases "$4" \
-    --group "${KNOB_GROUP:-1}" --json "$OUT/knob_ab_${KNOB_TAG:-$1}.json" > "$OUT/knob_ab_${KNOB_TAG:-$1}.txt" 2>&1
+    --group "${KNOB_GROUP:-1}" --spec "${KNOB_SPEC:-specs/flash_fwd_sm90.lua}" --json "$OUT/knob_ab_${KNOB_TAG:-$1}.json" > "$OUT/knob_ab_${KNOB_TAG:-$1}.txt" 2>&1
   note "knob_ab $1 (${KNOB_GROUP:-1} query heads a K/V head): exit $? in $(since "$t0") s"
   tail -n 10 "$OUT/knob_ab_${KNOB_TAG:-$1}.txt" | tee -a "$summary"
 }
@@ -132,27 +132,32 @@ for mode in "$@"; do
     done
     ;;
   pack)
+    # pack=1 is pruned since it failed (2026-12-07): its twins through a copy without the constraint
+    sed '/only once the GPU verifies them/,+1d' specs/flash_fwd_sm90.lua > specs/zz_pack.lua
     fixed=pingpong=0,psmem=0,pexp=0,skip_rescale=0,early_rescale=0
     n=0
-    for only in "d=64,bm=192,bn=128,stages=2,overlap=0,ostore=0,ctas=1,$fixed,pack=1" \
-        "d=64,bm=128,bn=128,stages=3,overlap=1,ostore=0,ctas=1,causal=1,$fixed,pack=1" \
-        "d=128,bm=128,bn=128,stages=2,overlap=1,ostore=1,ctas=1,causal=1,dtype=bf16,$fixed,pack=1" \
+    for only in "d=64,bm=192,bn=128,stages=2,overlap=0,ostore=0,ctas=1,causal=0,$fixed,pack=1" \
+        "d=128,bm=128,bn=128,stages=2,overlap=1,ostore=1,ctas=1,causal=0,dtype=bf16,$fixed,pack=1" \
+        "d=72,bm=128,bn=128,stages=2,pingpong=1,overlap=1,causal=0,dtype=f16,ostore=1,pack=1" \
+        "d=64,bm=192,bn=128,stages=2,overlap=0,ostore=0,ctas=1,causal=1,dtype=bf16,$fixed,pack=1" \
+        "d=64,bm=128,bn=128,stages=3,overlap=1,ostore=0,ctas=1,causal=1,dtype=bf16,$fixed,pack=1" \
+        "d=128,bm=128,bn=128,stages=2,overlap=1,balance=1,ostore=1,ctas=1,causal=1,dtype=bf16,$fixed,pack=1" \
         "d=128,bm=128,bn=128,stages=2,overlap=2,balance=0,ostore=1,ctas=1,causal=1,dtype=f16,$fixed,pack=1" \
         "d=64,bm=64,bn=128,stages=2,overlap=1,balance=0,ostore=0,ctas=2,causal=1,dtype=bf16,$fixed,pack=1" \
         "d=64,bm=192,bn=144,stages=2,pingpong=1,overlap=1,psmem=1,pexp=2,balance=0,causal=1,dtype=bf16,ostore=0,skip_rescale=0,early_rescale=0,ctas=1,pack=1" \
-        "d=72,bm=128,bn=128,stages=2,pingpong=1,overlap=1,causal=0,dtype=f16,ostore=1,pack=1" ${PACK_VERIFY:-}; do
+        "d=64,bm=64,bn=80,stages=2,overlap=0,ostore=0,ctas=1,causal=0,dtype=bf16,$fixed,pack=1" ${PACK_VERIFY:-}; do
       n=$((n + 1))
-      verify "pack$n" specs/flash_fwd_sm90.lua "$only"
+      verify "pack$n" specs/zz_pack.lua "$only"
     done
-    SANITIZE_LIMIT=${SANITIZE_LIMIT:-80} sanitize pack specs/flash_fwd_sm90.lua \
+    SANITIZE_LIMIT=${SANITIZE_LIMIT:-80} sanitize pack specs/zz_pack.lua \
       "d=64,bm=128,bn=128,stages=3,causal=1,dtype=bf16,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1,pack=1"
+    bases="d=64,bm=192,bn=128,stages=2,causal=0,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1;d=128,bm=128,bn=128,stages=2,causal=0,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0,ctas=1"
     if [ "${PACK_AB:-1}" != 0 ]; then
-      KNOB_GROUP=8 knob_twins pack 0,1 "${PACK_SEQLENS:-1024,4096,16384}" \
-        "d=64,bm=192,bn=128,stages=2,causal=0,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1;d=64,bm=128,bn=128,stages=3,causal=1,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1;d=128,bm=128,bn=128,stages=2,causal=1,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0,ctas=1"
+      KNOB_SPEC=specs/zz_pack.lua KNOB_GROUP=8 knob_twins pack 0,1 "${PACK_SEQLENS:-1024,4096,16384}" "$bases"
     fi
     if [ "${PACK_G1:-1}" != 0 ]; then # without groups a pack=1 kernel runs unpacked: what does it cost?
-      KNOB_GROUP=1 KNOB_TAG=pack_g1 KNOBS_LIMIT=${PACK_G1_LIMIT:-100} knob_twins pack 0,1 "${PACK_G1_SEQLENS:-1024,4096}" \
-        "d=64,bm=192,bn=128,stages=2,causal=0,pingpong=0,overlap=0,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=0,early_rescale=0,ctas=1;d=128,bm=128,bn=128,stages=2,causal=1,pingpong=0,overlap=1,balance=0,psmem=0,pexp=0,skip_rescale=0,ostore=1,early_rescale=0,ctas=1"
+      KNOB_SPEC=specs/zz_pack.lua KNOB_GROUP=1 KNOB_TAG=pack_g1 KNOBS_LIMIT=${PACK_G1_LIMIT:-100} \
+        knob_twins pack 0,1 "${PACK_G1_SEQLENS:-1024,4096}" "$bases"
     fi
     ;;
   sanitize)

@@ -45,9 +45,10 @@
 #                                              kvsplit and d = 72 f16 (its shapes have groups of 2 to 8),
 #                                              and the sm80 family's at d = 64,
 #                                              compute-sanitizer's three tools on the d = 128 causal one,
-#                                              then bwd_compare at d = 64 and 128 with 8 query heads a K/V
-#                                              head (GQA_SEQLENS, default 1024,4096,16384; GQA_CAUSAL,
-#                                              default 0,1): the defaults, cuDNN, FA4 where it imports,
+#                                              then bwd_compare at d = 64 and 128 (GQA_DIMS) with 8 query
+#                                              heads a K/V head (GQA_GROUP; GQA_SEQLENS, default
+#                                              1024,4096,16384; GQA_CAUSAL, default 0,1): the defaults,
+#                                              cuDNN, FA4 where it imports,
 #                                              and the defaults' gqa=atomic twins ('flashtune atomic');
 #                                              GQA_CHECK=0 leaves the checks out, GQA_COMPARE=0 the comparison
 #   bash bench/device_headdims_bwd.sh base     verify the sm_90a backward's d = 64 and 128 bf16 variants (and
@@ -209,10 +210,10 @@ for mode in "$@"; do
     fi
     [ "${GQA_COMPARE:-1}" = 0 ] && continue # the checks alone (e.g. in a call before FA4's second part)
     t0=$(date +%s)
-    python3 bench/bwd_compare.py --head-dims 64,128 --causal "${GQA_CAUSAL:-0,1}" --group 8 --dtypes bf16 \
+    python3 bench/bwd_compare.py --head-dims ${GQA_DIMS:-64,128} --causal "${GQA_CAUSAL:-0,1}" --group ${GQA_GROUP:-8} --dtypes bf16 \
       --seqlens "${GQA_SEQLENS:-1024,4096,16384}" --rounds ${AB_ROUNDS:-2} --systems flashtune,cuDNN,FA4 \
       --twin atomic:gqa=atomic --json "$OUT/gqa.json" > "$OUT/gqa.txt" 2> "$OUT/gqa.err"
-    note "bwd_compare --group 8 with the defaults' gqa=atomic twins: exit $? in $(since "$t0") s"
+    note "bwd_compare --group ${GQA_GROUP:-8} with the defaults' gqa=atomic twins: exit $? in $(since "$t0") s"
     sed -n '/^type/,$p' "$OUT/gqa.txt" | tee -a "$summary"
     ;;
   base)

@@ -12,6 +12,8 @@ typedef struct ft_default_kernel {
     const char *variant; /* partial: ft__default_complete completes it for a call */
     int min_rows;        /* short-query families: only for calls whose key has at least this many
                             packed rows (its sq bucket times its group bucket); 0: any */
+    int min_group;       /* only for calls whose key's group bucket (query heads per K/V head) is at
+                            least this; 0: any */
 } ft_default_kernel;
 
 /* Every entry, in the table's order; *n: how many. */
@@ -32,7 +34,8 @@ size_t ft__default_complete(const struct ft_spec *spec, const char *base, long l
  * it: a kernel's tiles for a larger head dim fit a smaller one's shared memory and registers;
  * the spec's open d then takes the call's); for a short-query forward key (ops/op.h FT_FWD_SHORT_QUERY) the short-query
  * families' first (the ones for more packed rows only where the key has them: min_rows), then the
- * others, and for any other key the others only. needs (ops/op.h FT_NEEDS_*) keeps the entries
+ * others, and for any other key the others only; an entry with min_group only for keys of at
+ * least that many query heads per K/V head. needs (ops/op.h FT_NEEDS_*) keeps the entries
  * whose kernels read what the calls give: FT_NEEDS_SPLIT the short-query families' only, whatever
  * the key's query length (calls with a KV cache, which only they take), FT_NEEDS_PACKED those
  * that read variable-length batches (for a prefill key the short-query family's last). Writes at

@@ -161,7 +161,7 @@ endif()
 # variants (flashtune plan --sample: every value of every parameter, spread over the space;
 # pruning still runs on all), about 6 minutes for the forward's (an eighth of each) and 2.5 for
 # the backward's (150 of each target's); the kept counts are now 1912 (sm_80), 1460 (sm_86,
-# sm_89), 2108 (sm_90) and 33304 (flash_fwd_sm90 on sm_90a; 41752 before pack=1 was kept to balance=0, 24780 before pack, 22940 before ctas, 21228 before ostore with one Q buffer, 6304 before ostore, early_rescale, overlap=2 and
+# sm_89), 2108 (sm_90) and 24780 (flash_fwd_sm90 on sm_90a; 33304 before pack=1 was pruned, 41752 before it was kept to balance=0, 24780 before pack too, 22940 before ctas, 21228 before ostore with one Q buffer, 6304 before ostore, early_rescale, overlap=2 and
 # three-warpgroup ping-pong,
 # 4732 before balance=2: 266 of them sampled, an eighth of the 2352 before psmem, pexp,
 # skip_rescale and bn 112/144); the backward's 1616 (sm_80) and 1840

@@ -483,6 +483,23 @@ static void test_default_order(void)
     ASSERT_TRUE(n >= 1);
     for (i = 0; i < n; i++)
         ASSERT_TRUE(strncmp(order[i]->family, "flash_bwd_", 10) == 0);
+    /* The backward at d = 128 causal: the gqa=atomic twin first where a K/V head has 8 query
+     * heads or more (its min_group), never with fewer. */
+    ft__key_of(&ft__op_bwd, "bf16", 128, 1, 0, 4, 32, 4, 4096, 4096, &k);
+    n = ft__default_order(&k, FT_NEEDS_DENSE, order, FT_DEFAULTS_MAX);
+    ASSERT_TRUE(n >= 2);
+    ASSERT_STREQ(order[0]->family, "flash_bwd_sm90");
+    ASSERT_CONTAINS(order[0]->variant, "gqa=atomic");
+    ASSERT_TRUE(strstr(order[1]->variant, "gqa=atomic") == NULL);
+    ft__key_of(&ft__op_bwd, "bf16", 128, 1, 0, 4, 32, 8, 4096, 4096, &k); /* 4 a K/V head */
+    n = ft__default_order(&k, FT_NEEDS_DENSE, order, FT_DEFAULTS_MAX);
+    ASSERT_TRUE(n >= 1);
+    for (i = 0; i < n; i++)
+        ASSERT_TRUE(strstr(order[i]->variant, "gqa=atomic") == NULL);
+    ft__key_of(&ft__op_bwd, "bf16", 128, 0, 0, 4, 32, 4, 4096, 4096, &k); /* not causal */
+    n = ft__default_order(&k, FT_NEEDS_DENSE, order, FT_DEFAULTS_MAX);
+    for (i = 0; i < n; i++)
+        ASSERT_TRUE(strstr(order[i]->variant, "gqa=atomic") == NULL);
     /* A head dim the table lacks: each family's entries of the nearest one above it (the
      * spec's open d takes the call's); none above 256. */
     ft__key_of(&ft__op_fwd, "bf16", 80, 0, 0, 4, 32, 4, 4096, 4096, &k);
