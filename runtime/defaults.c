@@ -43,7 +43,7 @@
  * at d = 256 the kvsplit variant (the only structure of the spec that fits it); at d = 128 causal
  * with 8 or more query heads a K/V head its gqa=atomic twin (a CTA a query head's key block, dK
  * and dV summed by atomics, rather than one walking the group's heads, whose few long blocks
- * leave the last wave uneven): 1.27 / 1.13 / 1.02 of the gqa=loop default at 1k / 4k / 16k with
+ * leave the last wave uneven; min_rows 8: a backward key's rows are its group): 1.27 / 1.13 / 1.02 of the gqa=loop default at 1k / 4k / 16k with
  * 8, one run of two rounds interleaved on an H100 (bench/results/h100-2026-12-07-pack; at d = 64
  * and without the mask atomic read 0.81-1.03, so those stay loop). At the other head
  * dims the sm_90a backward takes (2026-12-03, untuned; chosen by the structures the spec keeps
@@ -73,75 +73,75 @@
  * half as often): the tune's winners of the 16-query bucket, 2.74 TB/s against 1.41 for the mt=1
  * default at d = 128 (bench/results/h200-2026-12-01-decode). */
 static const ft_default_kernel defaults[] = {
-    {"flash_decode_sm80", 64, -1, "bn=32,warps=2,stages=2,mt=2,pack=1", 32, 0},
-    {"flash_decode_sm80", 128, -1, "bn=16,warps=4,stages=2,mt=2,pack=1", 32, 0},
-    {"flash_decode_sm80", 32, -1, "bn=32,warps=4,stages=3,mt=1,pack=1", 0, 0},
-    {"flash_decode_sm80", 64, -1, "bn=32,warps=4,stages=3,mt=1,pack=1", 0, 0},
-    {"flash_decode_sm80", 96, -1, "bn=32,warps=4,stages=2,mt=1,pack=1", 0, 0},
-    {"flash_decode_sm80", 128, -1, "bn=32,warps=4,stages=2,mt=1,pack=1", 0, 0},
-    {"flash_decode_sm80", 192, -1, "bn=16,warps=4,stages=2,mt=1,pack=1", 0, 0},
-    {"flash_decode_sm80", 256, -1, "bn=16,warps=4,stages=2,mt=1,pack=1", 0, 0},
-    {"flash_fwd_sm90", 64, 0, "bm=192,bn=128,stages=2,pingpong=0,overlap=0,balance=0", 0, 0},
-    {"flash_fwd_sm90", 64, 1, "bm=128,bn=128,stages=3,pingpong=0,overlap=1,balance=1", 0, 0},
-    {"flash_fwd_sm90", 96, -1, "bm=128,bn=128,stages=2,pingpong=1,overlap=1,balance=0", 0, 0},
-    {"flash_fwd_sm90", 128, 0, "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=0,ostore=1", 0, 0},
-    {"flash_fwd_sm90", 128, 1, "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=1,ostore=1", 0, 0},
-    {"flash_fwd_sm90", 192, -1, "bm=128,bn=96,stages=2,pingpong=1,overlap=1,balance=0,ostore=1", 0, 0},
-    {"flash_fwd_sm90", 256, 0, "bm=128,bn=80,stages=2,pingpong=0,overlap=1,balance=0,ostore=1", 0, 0},
-    {"flash_fwd_sm90", 256, 1, "bm=128,bn=80,stages=2,pingpong=1,overlap=1,balance=1,ostore=1", 0, 0},
-    {"flash_fwd_sm80", 32, -1, "bm=128,bn=128,warps=4,stages=2,qreg=0,overlap=0", 0, 0},
-    {"flash_fwd_sm80", 64, -1, "bm=128,bn=128,warps=4,stages=1,qreg=0,overlap=0", 0, 0},
-    {"flash_fwd_sm80", 96, -1, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0", 0, 0},
-    {"flash_fwd_sm80", 128, -1, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0", 0, 0},
-    {"flash_fwd_sm80", 192, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0", 0, 0},
-    {"flash_fwd_sm80", 256, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0", 0, 0},
-    {"flash_bwd_sm90", 64, 0, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0, 0},
-    {"flash_bwd_sm90", 64, 1, "bm=128,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0", 0, 0},
-    {"flash_bwd_sm90", 64, -1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0, 0},
-    {"flash_bwd_sm90", 128, 0, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0", 0, 0},
-    {"flash_bwd_sm90", 128, 1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,gqa=atomic", 0, 8},
-    {"flash_bwd_sm90", 128, 1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0", 0, 0},
-    {"flash_bwd_sm90", 128, -1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1", 0, 0},
-    {"flash_bwd_sm90", 256, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0", 0, 0},
-    {"flash_bwd_sm90", 32, 0, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0, 0},
-    {"flash_bwd_sm90", 32, 1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0", 0, 0},
-    {"flash_bwd_sm90", 32, -1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0, 0},
-    {"flash_bwd_sm90", 80, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0, 0},
-    {"flash_bwd_sm90", 80, 1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0", 0, 0},
-    {"flash_bwd_sm90", 80, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0, 0},
-    {"flash_bwd_sm90", 96, 0, "bm=64,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0, 0},
-    {"flash_bwd_sm90", 96, 1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0", 0, 0},
-    {"flash_bwd_sm90", 96, -1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1", 0, 0},
-    {"flash_bwd_sm90", 112, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0, 0},
-    {"flash_bwd_sm90", 112, 1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0", 0, 0},
-    {"flash_bwd_sm90", 112, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0, 0},
-    {"flash_bwd_sm90", 144, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0, 0},
-    {"flash_bwd_sm90", 144, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0, 0},
-    {"flash_bwd_sm90", 160, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0", 0, 0},
-    {"flash_bwd_sm90", 160, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=0,det=1", 0, 0},
-    {"flash_bwd_sm90", 192, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0", 0, 0},
-    {"flash_bwd_sm90", 192, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=0,det=1", 0, 0},
-    {"flash_bwd_sm90", 224, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0", 0, 0},
-    {"flash_bwd_sm80", 32, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 64, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 96, -1, "bm=64,bn=128,warps=8,split=1,stages=2,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 128, 0, "bm=64,bn=128,warps=8,split=2,stages=2,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 128, 1, "bm=64,bn=128,warps=8,split=2,stages=1,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 128, 0, "bm=64,bn=128,warps=8,split=2,stages=1,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 192, -1, "bm=64,bn=64,warps=8,split=2,stages=2,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 192, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 48, -1, "bm=64,bn=128,warps=8,split=1,stages=1,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 80, -1, "bm=64,bn=128,warps=8,split=1,stages=1,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 112, -1, "bm=64,bn=128,warps=8,split=1,stages=1,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 144, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 160, -1, "bm=64,bn=64,warps=8,split=2,stages=2,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 160, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 176, -1, "bm=64,bn=32,warps=4,split=2,stages=2,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 208, -1, "bm=64,bn=32,warps=4,split=2,stages=1,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 224, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 240, 1, "bm=32,bn=32,warps=4,split=2,stages=1,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 256, -1, "bm=64,bn=64,warps=8,split=2,stages=2,gqa=loop", 0, 0},
-    {"flash_bwd_sm80", 256, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop", 0, 0},
+    {"flash_decode_sm80", 64, -1, "bn=32,warps=2,stages=2,mt=2,pack=1", 32},
+    {"flash_decode_sm80", 128, -1, "bn=16,warps=4,stages=2,mt=2,pack=1", 32},
+    {"flash_decode_sm80", 32, -1, "bn=32,warps=4,stages=3,mt=1,pack=1", 0},
+    {"flash_decode_sm80", 64, -1, "bn=32,warps=4,stages=3,mt=1,pack=1", 0},
+    {"flash_decode_sm80", 96, -1, "bn=32,warps=4,stages=2,mt=1,pack=1", 0},
+    {"flash_decode_sm80", 128, -1, "bn=32,warps=4,stages=2,mt=1,pack=1", 0},
+    {"flash_decode_sm80", 192, -1, "bn=16,warps=4,stages=2,mt=1,pack=1", 0},
+    {"flash_decode_sm80", 256, -1, "bn=16,warps=4,stages=2,mt=1,pack=1", 0},
+    {"flash_fwd_sm90", 64, 0, "bm=192,bn=128,stages=2,pingpong=0,overlap=0,balance=0", 0},
+    {"flash_fwd_sm90", 64, 1, "bm=128,bn=128,stages=3,pingpong=0,overlap=1,balance=1", 0},
+    {"flash_fwd_sm90", 96, -1, "bm=128,bn=128,stages=2,pingpong=1,overlap=1,balance=0", 0},
+    {"flash_fwd_sm90", 128, 0, "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=0,ostore=1", 0},
+    {"flash_fwd_sm90", 128, 1, "bm=128,bn=128,stages=2,pingpong=0,overlap=1,balance=1,ostore=1", 0},
+    {"flash_fwd_sm90", 192, -1, "bm=128,bn=96,stages=2,pingpong=1,overlap=1,balance=0,ostore=1", 0},
+    {"flash_fwd_sm90", 256, 0, "bm=128,bn=80,stages=2,pingpong=0,overlap=1,balance=0,ostore=1", 0},
+    {"flash_fwd_sm90", 256, 1, "bm=128,bn=80,stages=2,pingpong=1,overlap=1,balance=1,ostore=1", 0},
+    {"flash_fwd_sm80", 32, -1, "bm=128,bn=128,warps=4,stages=2,qreg=0,overlap=0", 0},
+    {"flash_fwd_sm80", 64, -1, "bm=128,bn=128,warps=4,stages=1,qreg=0,overlap=0", 0},
+    {"flash_fwd_sm80", 96, -1, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0", 0},
+    {"flash_fwd_sm80", 128, -1, "bm=128,bn=64,warps=4,stages=1,qreg=0,overlap=0", 0},
+    {"flash_fwd_sm80", 192, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0", 0},
+    {"flash_fwd_sm80", 256, -1, "bm=64,bn=64,warps=4,stages=1,qreg=0,overlap=0", 0},
+    {"flash_bwd_sm90", 64, 0, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 64, 1, "bm=128,bn=128,early_dv=2,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 64, -1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 128, 0, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 128, 1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0,gqa=atomic", 8},
+    {"flash_bwd_sm90", 128, 1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 128, -1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 256, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 32, 0, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 32, 1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 32, -1, "bm=128,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 80, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 80, 1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 80, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 96, 0, "bm=64,bn=128,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 96, 1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 96, -1, "bm=64,bn=128,early_dv=1,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 112, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 112, 1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=0", 0},
+    {"flash_bwd_sm90", 112, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 144, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 144, 0, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=0,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 160, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 160, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 192, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0", 0},
+    {"flash_bwd_sm90", 192, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=0,det=1", 0},
+    {"flash_bwd_sm90", 224, -1, "bm=64,bn=64,early_dv=0,lpt=0,kvsplit=1,dq_red=1,det=0", 0},
+    {"flash_bwd_sm80", 32, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 64, -1, "bm=32,bn=128,warps=4,split=1,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 96, -1, "bm=64,bn=128,warps=8,split=1,stages=2,gqa=loop", 0},
+    {"flash_bwd_sm80", 128, 0, "bm=64,bn=128,warps=8,split=2,stages=2,gqa=loop", 0},
+    {"flash_bwd_sm80", 128, 1, "bm=64,bn=128,warps=8,split=2,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 128, 0, "bm=64,bn=128,warps=8,split=2,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 192, -1, "bm=64,bn=64,warps=8,split=2,stages=2,gqa=loop", 0},
+    {"flash_bwd_sm80", 192, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 48, -1, "bm=64,bn=128,warps=8,split=1,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 80, -1, "bm=64,bn=128,warps=8,split=1,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 112, -1, "bm=64,bn=128,warps=8,split=1,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 144, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 160, -1, "bm=64,bn=64,warps=8,split=2,stages=2,gqa=loop", 0},
+    {"flash_bwd_sm80", 160, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 176, -1, "bm=64,bn=32,warps=4,split=2,stages=2,gqa=loop", 0},
+    {"flash_bwd_sm80", 208, -1, "bm=64,bn=32,warps=4,split=2,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 224, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 240, 1, "bm=32,bn=32,warps=4,split=2,stages=1,gqa=loop", 0},
+    {"flash_bwd_sm80", 256, -1, "bm=64,bn=64,warps=8,split=2,stages=2,gqa=loop", 0},
+    {"flash_bwd_sm80", 256, -1, "bm=64,bn=64,warps=8,split=2,stages=1,gqa=loop", 0},
 };
 
 const ft_default_kernel *ft__default_kernels(size_t *n)
@@ -219,7 +219,6 @@ size_t ft__default_order(const ft_key *key, int needs, const ft_default_kernel *
     const long long sq = ft__key_get(key, "sq", -1);
     const int short_query = key->op == &ft__op_fwd && (short_only || (sq >= 1 && sq <= FT_FWD_SHORT_QUERY));
     const long long rows = ft__key_get(key, "sq", 1) * ft__key_get(key, "group", 1);
-    const long long group = ft__key_get(key, "group", 1);
     const long long d = ft__key_get(key, "d", -1), causal = ft__key_get(key, "causal", -1);
     /* Passes over the table: 0 the short-query families' entries, 1 the others'. A packed
      * prefill batch falls back to the short-query family, which reads any batch. */
@@ -238,8 +237,7 @@ size_t ft__default_order(const ft_key *key, int needs, const ft_default_kernel *
             const ft_family *fam = ft__family_find(e->family);
             if (fam == NULL || fam->op != key->op || e->head_dim != entry_dim(e->family, d) ||
                 (e->causal >= 0 && e->causal != causal) ||
-                fam->short_query != (passes[k] == 0) || e->min_rows > rows || e->min_group > group ||
-                !entry_takes(fam, e, needs))
+                fam->short_query != (passes[k] == 0) || e->min_rows > rows || !entry_takes(fam, e, needs))
                 continue;
             out[n++] = e;
         }

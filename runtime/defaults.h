@@ -10,10 +10,9 @@ typedef struct ft_default_kernel {
     int head_dim;
     int causal;          /* 0 or 1, or -1: either */
     const char *variant; /* partial: ft__default_complete completes it for a call */
-    int min_rows;        /* short-query families: only for calls whose key has at least this many
-                            packed rows (its sq bucket times its group bucket); 0: any */
-    int min_group;       /* only for calls whose key's group bucket (query heads per K/V head) is at
-                            least this; 0: any */
+    int min_rows;        /* only for calls whose key has at least this many packed rows: its sq
+                            bucket (1 where it has none, as a backward key) times its group
+                            bucket; 0: any */
 } ft_default_kernel;
 
 /* Every entry, in the table's order; *n: how many. */
@@ -33,9 +32,8 @@ size_t ft__default_complete(const struct ft_spec *spec, const char *base, long l
  * causality (for a head dim the table lacks, each family's entries of the nearest head dim above
  * it: a kernel's tiles for a larger head dim fit a smaller one's shared memory and registers;
  * the spec's open d then takes the call's); for a short-query forward key (ops/op.h FT_FWD_SHORT_QUERY) the short-query
- * families' first (the ones for more packed rows only where the key has them: min_rows), then the
- * others, and for any other key the others only; an entry with min_group only for keys of at
- * least that many query heads per K/V head. needs (ops/op.h FT_NEEDS_*) keeps the entries
+ * families' first, then the others, and for any other key the others only; an entry with
+ * min_rows only where the key has that many packed rows. needs (ops/op.h FT_NEEDS_*) keeps the entries
  * whose kernels read what the calls give: FT_NEEDS_SPLIT the short-query families' only, whatever
  * the key's query length (calls with a KV cache, which only they take), FT_NEEDS_PACKED those
  * that read variable-length batches (for a prefill key the short-query family's last). Writes at

@@ -484,7 +484,7 @@ static void test_default_order(void)
     for (i = 0; i < n; i++)
         ASSERT_TRUE(strncmp(order[i]->family, "flash_bwd_", 10) == 0);
     /* The backward at d = 128 causal: the gqa=atomic twin first where a K/V head has 8 query
-     * heads or more (its min_group), never with fewer. */
+     * heads or more (its min_rows: a backward key's rows are its group), never with fewer. */
     ft__key_of(&ft__op_bwd, "bf16", 128, 1, 0, 4, 32, 4, 4096, 4096, &k);
     n = ft__default_order(&k, FT_NEEDS_DENSE, order, FT_DEFAULTS_MAX);
     ASSERT_TRUE(n >= 2);
