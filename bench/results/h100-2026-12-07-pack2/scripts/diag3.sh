@@ -11,16 +11,16 @@ nvidia-smi --query-gpu=name --format=csv,noheader > $OUT/summary.txt
 for b in b0 b5 b6; do
   for v in E N B2; do
     t0=$(date +%s)
-    FLASHTUNE_CACHE_DIR=/tmp/c_$b timeout 60 .dev/run_$b/flashtune verify specs/zz_pack.lua -q --only "${!v}" > $OUT/d/${b}_$v.txt 2>&1
+    FLASHTUNE_CACHE_DIR=/tmp/c_$b timeout 30 .dev/run_$b/flashtune verify specs/zz_pack.lua -q --only "${!v}" > $OUT/d/${b}_$v.txt 2>&1
     echo "$b $v rc=$? $(( $(date +%s)-t0 ))s :: $(grep -E ' pass | FAIL | skip ' $OUT/d/${b}_$v.txt | cut -c150-400 | head -1) $(grep -o 'CUDA_ERROR[A-Z_]*' $OUT/d/${b}_$v.txt | head -1)" >> $OUT/summary.txt
   done
 done
 # b7: the consumers trap where the slot's pack field reads other than 0; one shape without groups each
 for b in b0 b5 b6 b7; do
-  FLASHTUNE_CACHE_DIR=/tmp/c_$b timeout 60 .dev/run_$b/flashtune run --spec specs/zz_pack.lua --variant "$E" \
+  FLASHTUNE_CACHE_DIR=/tmp/c_$b timeout 30 .dev/run_$b/flashtune run --spec specs/zz_pack.lua --variant "$E" \
     --shape b=1,hq=1,sq=1,sk=1,d=64 --causal --dtype bf16 --no-time > $OUT/d/run_${b}_E.txt 2>&1
   echo "run $b E rc=$? :: $(tail -1 $OUT/d/run_${b}_E.txt | cut -c1-220)" >> $OUT/summary.txt
-  FLASHTUNE_CACHE_DIR=/tmp/c_$b timeout 60 .dev/run_$b/flashtune run --spec specs/zz_pack.lua --variant "$N" \
+  FLASHTUNE_CACHE_DIR=/tmp/c_$b timeout 30 .dev/run_$b/flashtune run --spec specs/zz_pack.lua --variant "$N" \
     --shape b=1,hq=1,sq=4097,sk=4097,d=64 --dtype bf16 --no-time > $OUT/d/run_${b}_N.txt 2>&1
   echo "run $b N rc=$? :: $(tail -1 $OUT/d/run_${b}_N.txt | cut -c1-220)" >> $OUT/summary.txt
 done
