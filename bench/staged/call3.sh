@@ -3,7 +3,6 @@
 # forward bar (bf16, f16) with its winners and the backward bar, FA4 and cuDNN in the same run; then the grouped
 # backward at d = 128 (group 8, then 4) against FA4 and cuDNN
 set -u
-set -u
 t0=$(date +%s)
 bash bench/fa4_install.sh stash .dev/fa4x2 > $OUT/fa4_stash2.txt 2>&1
 bash bench/fa4_install.sh finish > $OUT/fa4_finish.txt 2>&1
