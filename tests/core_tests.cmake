@@ -250,6 +250,7 @@ if(Python3_FOUND AND NOT FT_SANITIZE)
   ft_bench_selftest(ablation ablation.py)          # its tables from made-up measurements
   ft_bench_selftest(clock_match clock_match.py)    # races, clock samples and measurement windows matched
   ft_bench_selftest(tune_quality tune_quality.py)  # the default's variant read, its ratio to the winner
+  ft_bench_selftest(sass_hazards sass_hazards.py)  # wgmma accumulators touched in flight, on a made-up listing
   ft_bench_selftest(sustain sustain.py)            # nvidia-smi's samples read and set in their windows
   ft_bench_selftest(knob_ab knob_ab.py)            # twins of a base, their shapes and the printed ratios
   # bench/op_overhead.py's argument checks, and a short run where PyTorch and a GPU are (else it
