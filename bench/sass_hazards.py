@@ -4,13 +4,14 @@
 An HGMMA reads its A operand (when it comes from registers) and reads and writes its
 accumulators asynchronously: until a `WARPGROUP.DEPBAR.LE gsb0, N` leaves at most N groups in
 flight, no other instruction may touch those registers. The compiler is told so by the
-templates' fences (fence_regs); this scan checks what came out. It walks a listing in text
-order, holds each committed group's accumulators (those of every HGMMA in it) from the HGMMA to
-the wait that retires the group, and reports every other instruction naming one of them (a
-hazard: exit status 1). Registers an HGMMA takes A from are counted, not failed: ptxas reuses
-them right after the issue (in the early_dv=3 backward kernels, for the next exponentials), which
-its scoreboards order, and the listing does not show those. Branches are not followed: the text
-order is the order ptxas laid the code out in, which for these kernels' loops is the order they run.
+templates' fences (fence_regs); this scan checks what came out. It holds each committed
+group's accumulators (those of every HGMMA in it) from the HGMMA to the wait that retires the
+group. It reports every other instruction naming one of them, and every instruction writing a
+register that an HGMMA in flight takes A from (hazards: exit status 1).
+Reads of those A registers are counted, not failed: a read beside the HGMMA's own read changes
+nothing (the early_dv=3 backward kernels unpack Pᵀ for dSᵀ while dV's steps run). The groups in
+flight are followed along the control flow (branches and fall-through, joined where paths meet),
+from the function's first instruction.
 
     python3 bench/sass_hazards.py KERNEL.cubin [...]     (cuobjdump: $CUOBJDUMP, next to nvcc, or PATH)
     python3 bench/sass_hazards.py --listing FILE [...]   (cuobjdump -sass output)
@@ -48,32 +49,102 @@ def functions(listing):
     return out
 
 
+BRANCH = re.compile(r"^(@!?U?P\w+\s+)?BRA(\.\S+)?\s+(?:!?U?P\w+,\s*)?0x([0-9a-f]+)")
+END = re.compile(r"^(EXIT|RET)\b")
+MAX_GROUPS = 8  # deeper stacks at a join are folded into their oldest entry
+
+
+def successors(insts):
+    """Each instruction's successors' indices: the branch target, and the next instruction
+    unless the branch or exit is unconditional."""
+    index = {addr: k for k, (addr, _) in enumerate(insts)}
+    out = []
+    for k, (_, text) in enumerate(insts):
+        nxt = [k + 1] if k + 1 < len(insts) else []
+        m = BRANCH.match(text)
+        if m:
+            target = index.get(int(m.group(3), 16))
+            conditional = m.group(1) is not None or re.search(r"BRA(\.\S+)?\s+!?U?P\w+,", text)
+            out.append(([target] if target is not None else []) + (nxt if conditional else []))
+        elif END.match(text) and not text.startswith("@"):
+            out.append([])
+        else:
+            out.append(nxt)
+    return out
+
+
+def step(state, text, operand):
+    """The in-flight groups after one instruction: (committed groups oldest first, open group)."""
+    committed, open_group = state
+    m = HGMMA.search(text)
+    if m:
+        n, acc = int(m.group(1)), int(m.group(2))
+        regs = set(range(acc, acc + n // 2)) if operand == "accumulators" else (
+            set(range(int(m.group(3)), int(m.group(3)) + 4)) if m.group(3) else set())  # m64nNk: N/2 accumulators
+        open_group = open_group | frozenset(regs)
+        if "gsb0" in text:  # the group's last HGMMA commits it
+            return committed + (open_group,), frozenset()
+        return committed, open_group
+    m = DEPBAR.search(text)
+    if m:
+        left = int(m.group(1), 16)
+        return (committed[len(committed) - left:] if left > 0 else ()), open_group
+    return state
+
+
+def join(a, b):
+    """Both paths' in-flight groups, aligned from the newest."""
+    ca, cb = a[0], b[0]
+    n = max(len(ca), len(cb))
+    ca, cb = (frozenset(),) * (n - len(ca)) + ca, (frozenset(),) * (n - len(cb)) + cb
+    groups = tuple(x | y for x, y in zip(ca, cb))
+    if len(groups) > MAX_GROUPS:
+        groups = (frozenset().union(*groups[:len(groups) - MAX_GROUPS + 1]),) + groups[len(groups) - MAX_GROUPS + 1:]
+    return groups, a[1] | b[1]
+
+
 def hazards(insts, operand="accumulators"):
-    """(address, instruction, registers) of every instruction touching an in-flight group's
-    accumulators (operand "accumulators") or the registers its HGMMAs take A from ("a")."""
-    committed, open_group, found = [], set(), []
-    for addr, text in insts:
-        m = HGMMA.search(text)
-        if m:
-            n, acc = int(m.group(1)), int(m.group(2))
-            if operand == "accumulators":
-                open_group |= set(range(acc, acc + n // 2))  # m64nNk: N/2 fp32 accumulators a thread
-            elif m.group(3):
-                open_group |= set(range(int(m.group(3)), int(m.group(3)) + 4))
-            if "gsb0" in text:  # the group's last HGMMA commits it
-                committed.append(open_group)
-                open_group = set()
+    """(address, instruction, registers) of every instruction that some path reaches with an
+    in-flight group's accumulators (operand "accumulators") or the registers its HGMMAs take A
+    from ("a") among the registers it names."""
+    if not insts:
+        return []
+    succ = successors(insts)
+    before = [None] * len(insts)
+    before[0] = ((), frozenset())
+    work = [0]
+    while work:
+        k = work.pop()
+        after = step(before[k], insts[k][1], operand)
+        for j in succ[k]:
+            merged = after if before[j] is None else join(before[j], after)
+            if merged != before[j]:
+                before[j] = merged
+                work.append(j)
+    found = []
+    for k, (addr, text) in enumerate(insts):
+        if before[k] is None or HGMMA.search(text) or DEPBAR.search(text):
             continue
-        m = DEPBAR.search(text)
-        if m:
-            left = int(m.group(1), 16)
-            committed = committed[len(committed) - left:] if left > 0 else []
-            continue
-        busy = set(open_group).union(*committed) if committed else set(open_group)
+        committed, open_group = before[k]
+        busy = open_group.union(*committed)
         hit = {int(r) for r in REG.findall(text)} & busy
         if hit:
             found.append((addr, text, sorted(hit)))
     return found
+
+
+NO_DEST = re.compile(r"^(ST|STS|STG|STL|STSM|RED|SYNCS|BAR|BRA|WARPSYNC|UTMA|UBLKCP|MEMBAR|FENCE)\b")
+
+
+def writes(text, regs):
+    """Whether the instruction's destination (its first operand, for an instruction that has
+    one) is among regs."""
+    body = re.sub(r"^@!?U?P\w+\s+", "", text)
+    parts = body.split(None, 1)
+    if len(parts) < 2 or NO_DEST.match(parts[0]):
+        return False
+    m = re.match(r"R(\d+)\b", parts[1])
+    return m is not None and int(m.group(1)) in regs
 
 
 def cuobjdump():
@@ -105,9 +176,27 @@ def selftest():
     assert hazards(insts) == []
     found = hazards(insts, "a")
     assert [(a, r) for a, _, r in found] == [(0x70, [121])], found
+    assert writes(found[0][1], found[0][2]) and not writes("FADD R4, R121, R6", [121])
+    assert not writes("STS [R121], R2", [121]) and not writes("@P0 BRA 0x40", [121])
     early = insts[:4] + [(0x45, "FADD R30, R30, R1")] + insts[4:]
     assert [r for _, _, r in hazards(early)] == [[30]], hazards(early)
     assert [r for _, _, r in hazards(early, "a")] == [[121]], hazards(early, "a")
+    # paths, not the text's order: code after an unconditional branch is reached from elsewhere
+    paths = functions("\n".join(
+        "        /*%04x*/                   %s ;" % (16 * i, t)
+        for i, t in enumerate([
+            "@P0 BRA 0x40",
+            "HGMMA.64x64x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT, gsb0",
+            "BRA 0x60",
+            "FADD R30, R30, R1",  # reached only from 0x00's branch: no group in flight there
+            "FMUL R31, R31, R2",
+            "BRA 0x80",
+            "FMUL R32, R2, R3",  # reached from 0x20 with the group in flight: a hazard
+            "WARPGROUP.DEPBAR.LE gsb0, 0x0",
+            "FADD R33, R33, R1",  # both paths join here, the group retired on the one that had it
+            "EXIT",
+        ])))[0][1]
+    assert [(a, r) for a, _, r in hazards(paths)] == [(0x60, [32])], hazards(paths)
     # a group left in flight at one function's end is not the next function's
     two = "\t\tFunction : a\n" + "\n".join(listing.splitlines()[:4]) + "\n\t\tFunction : b\n" + listing.splitlines()[4]
     assert [len(i) for _, i in functions(two)] == [4, 1]
@@ -146,10 +235,12 @@ def main(argv):
         for name, insts in functions(listing):
             if not any(t.startswith("HGMMA") for _, t in insts):
                 continue
-            found, a_regs = hazards(insts), hazards(insts, "a")
+            a_regs = hazards(insts, "a")
+            a_writes = [h for h in a_regs if writes(h[1], h[2])]
+            found = hazards(insts) + a_writes
             groups = sum("gsb0" in t and t.startswith("HGMMA") for _, t in insts)
-            print("%s %s: %d instructions, %d wgmma groups, %d hazards (%d touches of A registers)"
-                  % (path, name, len(insts), groups, len(found), len(a_regs)))
+            print("%s %s: %d instructions, %d wgmma groups, %d hazards (%d reads of A registers)"
+                  % (path, name, len(insts), groups, len(found), len(a_regs) - len(a_writes)))
             for addr, text, regs in found[:20]:
                 print("  /*%04x*/ %s   (R%s)" % (addr, text, ", R".join(map(str, regs))))
             status |= bool(found)
