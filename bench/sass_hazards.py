@@ -49,7 +49,7 @@ def functions(listing):
     return out
 
 
-BRANCH = re.compile(r"^(@!?U?P\w+\s+)?BRA(\.\S+)?\s+(?:!?U?P\w+,\s*)?0x([0-9a-f]+)")
+BRANCH = re.compile(r"^(@!?U?P\w+\s+)?BRA(\.\S+)?\s+(?:!?U?P\w+,\s*|UR\d+,\s*)?0x([0-9a-f]+)")
 END = re.compile(r"^(EXIT|RET)\b")
 MAX_GROUPS = 8  # deeper stacks at a join are folded into their oldest entry
 
@@ -64,7 +64,8 @@ def successors(insts):
         m = BRANCH.match(text)
         if m:
             target = index.get(int(m.group(3), 16))
-            conditional = m.group(1) is not None or re.search(r"BRA(\.\S+)?\s+!?U?P\w+,", text)
+            # (BRA.DIV: the divergent warps' path; the others go on)
+            conditional = m.group(1) is not None or re.search(r"BRA(\.\S+)?\s+(!?U?P\w+|UR\d+),", text)
             out.append(([target] if target is not None else []) + (nxt if conditional else []))
         elif END.match(text) and not text.startswith("@"):
             out.append([])
@@ -194,9 +195,13 @@ def selftest():
             "FMUL R32, R2, R3",  # reached from 0x20 with the group in flight: a hazard
             "WARPGROUP.DEPBAR.LE gsb0, 0x0",
             "FADD R33, R33, R1",  # both paths join here, the group retired on the one that had it
+            "BRA.DIV UR4, 0xc0",
+            "EXIT",
+            "FADD R34, R24, R1",  # the divergent path: no group in flight
             "EXIT",
         ])))[0][1]
     assert [(a, r) for a, _, r in hazards(paths)] == [(0x60, [32])], hazards(paths)
+    assert successors(paths)[9] == [12, 10] and successors(paths)[10] == []
     # a group left in flight at one function's end is not the next function's
     two = "\t\tFunction : a\n" + "\n".join(listing.splitlines()[:4]) + "\n\t\tFunction : b\n" + listing.splitlines()[4]
     assert [len(i) for _, i in functions(two)] == [4, 1]
