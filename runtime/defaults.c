@@ -43,9 +43,10 @@
  * at d = 256 the kvsplit variant (the only structure of the spec that fits it); at d = 128 causal
  * with 8 or more query heads a K/V head its gqa=atomic twin (a CTA a query head's key block, dK
  * and dV summed by atomics, rather than one walking the group's heads, whose few long blocks
- * leave the last wave uneven; min_rows 8: a backward key's rows are its group): 1.27 / 1.13 / 1.02 of the gqa=loop default at 1k / 4k / 16k with
- * 8, one run of two rounds interleaved on an H100 (bench/results/h100-2026-12-07-pack; at d = 64
- * and without the mask atomic read 0.81-1.03, so those stay loop). At the other head
+ * leave the last wave uneven; min_rows 8: a backward key's rows are its group): 1.27 / 1.13 /
+ * 1.02 of the gqa=loop default at 1k / 4k / 16k with 8, one run of two rounds interleaved on an
+ * H100 (bench/results/h100-2026-12-07-pack; at d = 64 and without the mask atomic read
+ * 0.81-1.03, so those stay loop). At the other head
  * dims the sm_90a backward takes (2026-12-03, untuned; chosen by the structures the spec keeps
  * without spills): d = 32 d = 64's structure, 96 d = 128's, 160, 192 and 224 d = 256's (kvsplit;
  * with its det=1 variant at 160 and 192), 80, 112 and 144 the one consumer warpgroup of 64 keys

@@ -1,9 +1,9 @@
 #!/bin/bash
 # Call 1 of the next GPU session (staged 2026-12-08; no GPU was lent that day). Carry .dev/run_b0,
-# .dev/run_b5, .dev/run_b6, .dev/run_b7, .dev/run_b8, .dev/run_hold (restaged from HEAD) and
-# .dev/fa4x1 is NOT carried here (64 MiB): the pack bisection and the GPU tests (diag4.sh), then on an
-# H200 the full forward tune (issue 19's figure; its database /tmp/ft-full.db stays for call 3),
-# then tests/gpu_verify.sh. LIMIT: the seconds the call may take (default 560).
+# .dev/run_b5, .dev/run_b6, .dev/run_b7, .dev/run_b8 and .dev/run_hold (restaged from HEAD); FA4's
+# parts come in calls 2 and 3 (64 MiB a call). The pack bisection and the GPU tests (diag4.sh),
+# then on an H200 the full forward tune (issue 19's figure; its database /tmp/ft-full.db stays
+# for call 3), then tests/gpu_verify.sh. LIMIT: the seconds the call may take (default 560).
 set -u
 t0=$(date +%s)
 LIMIT=${LIMIT:-560}
